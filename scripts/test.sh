@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs the whole test suite (sets up .venv on first use).
+source "$(dirname "$0")/_env.sh"
+ruff check src tests bench
+mypy
+python -m pytest "$@"

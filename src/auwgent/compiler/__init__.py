@@ -1,0 +1,1 @@
+"""The compiler: .agent sources to diagnostics and IR. Imports the standard library only."""

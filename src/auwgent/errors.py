@@ -1,0 +1,65 @@
+"""The exception tree of Auwgent.
+
+    AuwgentError
+    ├── CompileError        .agent sources that do not compile (carries diagnostics)
+    ├── ConfigError         a runtime config, auwgent.yml or generated module that cannot be used
+    │   └── ContextError    a context value of the wrong type, or an undeclared required key
+    ├── ProviderError       a model provider failed after its retries
+    ├── ToolError           a tool implementation failed or broke its contract
+    └── WorkflowError       a workflow failed while running (names the .agent file and line)
+
+Nothing a model, a tool or a handler does escapes ``Agent.run``: those failures become
+``error`` / ``tool_error`` intents. The exceptions here are raised for mistakes made by the
+application (configuration, construction) and carried inside intents otherwise.
+"""
+
+from __future__ import annotations
+
+
+class AuwgentError(Exception):
+    """Root of every exception raised by Auwgent."""
+
+
+class CompileError(AuwgentError):
+    """One or more .agent sources failed to compile."""
+
+
+class ConfigError(AuwgentError):
+    """A configuration value is missing or malformed; the message names the key path."""
+
+
+class ContextError(ConfigError):
+    """A context value does not match the declared ``context`` block."""
+
+
+class ProviderError(AuwgentError):
+    """A model provider request failed (after retries, where the failure was retryable)."""
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+        self.provider_message = message
+        where = f"{provider} API error" + (f" ({status})" if status is not None else "")
+        super().__init__(f"{where}: {message}")
+
+
+class ToolError(AuwgentError):
+    """A tool call failed: missing implementation, invalid arguments, or an exception."""
+
+
+class WorkflowError(AuwgentError):
+    """A workflow failed while running."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        self.file = file
+        self.line = line
+        where = f"{file}:{line}: " if file and line else ""
+        super().__init__(f"{where}{message}")

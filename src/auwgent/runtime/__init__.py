@@ -1,0 +1,1 @@
+"""The runtime: executes IR documents (engine, protocols, providers, middleware, sessions)."""

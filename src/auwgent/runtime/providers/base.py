@@ -1,0 +1,101 @@
+"""The one interface between the engine and a model provider.
+
+A provider turns one :class:`ModelRequest` (the runtime's neutral message form) into an async
+stream of neutral :data:`StreamEvent` values, and embeds texts. Adapters translate, nothing
+more: streaming and non-streaming paths yield the same events, and a failure after the
+configured retries is raised as :class:`auwgent.errors.ProviderError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A native function call made by the model (or replayed from history)."""
+
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as the model produced it
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One history message. ``tool`` messages answer the ``ToolCall`` named by ``tool_call_id``."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None  # the function name, for ``tool`` messages
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """A function offered to the model (native codec only)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]  # JSON Schema object
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    functions: tuple[FunctionSpec, ...] = ()
+    # Native structured output: {"name": str, "schema": JSON Schema}; None for free text.
+    response_schema: Mapping[str, Any] | None = None
+    # The provider option object from the DSL, passed to the API untouched.
+    options: Mapping[str, Any] = field(default_factory=dict)
+    stream: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a native tool call. ``id``/``name`` arrive on the first fragment of an
+    ``index``; ``arguments`` fragments concatenate to the call's JSON arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    reason: str  # "stop", "tool_calls", "length", "content_filter", ... as the provider says
+
+
+StreamEvent = TextDelta | ToolCallDelta | Usage | Finish
+
+
+class Provider(Protocol):
+    """What the engine needs from a model provider."""
+
+    name: str  # "openai", "gemini" or the custom provider's id
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send ``request`` and yield its events. Raises ``ProviderError`` on failure."""
+        ...
+
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        """Embed ``texts`` with the embedding ``model``, one vector per text, in order."""
+        ...

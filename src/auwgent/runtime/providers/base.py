@@ -55,6 +55,9 @@ class ModelRequest:
     # The provider option object from the DSL, passed to the API untouched.
     options: Mapping[str, Any] = field(default_factory=dict)
     stream: bool = True
+    # The protocol contract (auwgent.runtime.protocol.contract.Contract). Network providers
+    # ignore it; in-process models (offline, scripted) read it to answer in kind.
+    contract: Any = None
 
 
 @dataclass(frozen=True, slots=True)

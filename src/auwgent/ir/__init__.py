@@ -1,1 +1,57 @@
-"""ir"""
+"""The IR document: canonical serialisation, content hash and JSON Schema.
+
+The IR (docs/ir.md) is the only thing the compiler and a runtime share. This module holds
+the few functions both sides need to agree on byte for byte: the canonical JSON used for
+the content hash, the pretty form written to disk, and the schema that describes it.
+Stdlib only, so any part of the package may import it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from auwgent._version import IR_VERSION
+
+__all__ = ["IR_VERSION", "canonical_json", "compute_hash", "dumps_ir", "load_schema", "with_hash"]
+
+#: Prefix of the ``hash`` field; names the digest so it can change in a later version.
+HASH_PREFIX = "sha256:"
+
+
+def canonical_json(doc: Any) -> str:
+    """Return the canonical JSON text of ``doc``: sorted keys, no spaces, UTF-8 as is."""
+    return json.dumps(
+        doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def compute_hash(doc: dict[str, Any]) -> str:
+    """Return ``"sha256:<hex>"`` over the canonical JSON of ``doc`` without its ``hash`` key."""
+    body = {key: value for key, value in doc.items() if key != "hash"}
+    digest = hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return HASH_PREFIX + digest
+
+
+def with_hash(doc: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``doc`` whose ``hash`` field matches its content."""
+    return {**doc, "hash": compute_hash(doc)}
+
+
+def dumps_ir(doc: dict[str, Any]) -> str:
+    """Return the on-disk text of an IR document: sorted keys, indent 2, trailing newline."""
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> str:
+    return resources.files(__name__).joinpath("schema.json").read_text(encoding="utf-8")
+
+
+def load_schema() -> dict[str, Any]:
+    """Return the JSON Schema (draft 2020-12) of the IR, a fresh copy on every call."""
+    schema: dict[str, Any] = json.loads(_schema_text())
+    return schema

@@ -158,7 +158,7 @@ def test_bad_arguments_fail_at_construction() -> None:
     with pytest.raises(ValueError):
         ScriptedModel([], chunk_size=0)
     with pytest.raises(TypeError):
-        ScriptedModel("not a list")  # type: ignore[arg-type]
+        ScriptedModel("not a list")
 
 
 async def test_embed_uses_the_given_function_and_records_calls() -> None:

@@ -1,0 +1,529 @@
+"""Validation, coercion and description of values against IR types.
+
+Every function here is pure: it reads an IR type (the plain ``{"kind": ...}`` dicts of
+``docs/ir.md``) and the document's named-type table, and never does I/O.
+
+Rules (also written up in ``docs/prompts.md``):
+
+- ``text`` and ``string`` accept strings; ``number`` accepts finite ints and floats (never
+  booleans); ``boolean`` accepts ``True``/``False``.
+- Objects reject keys they do not declare. An optional field may be **absent**; ``None`` is not
+  a value of any type, so ``{"age": None}`` for ``age?: number`` is invalid. The lenient
+  :func:`coerce` step drops ``None``-valued optional fields, so a model that writes ``null`` for
+  "not given" is still understood, while validated values always match the generated TypedDicts.
+- :func:`coerce` converts only what the documented rule names (see its docstring) and never
+  guesses beyond it; the caller validates its result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+IRType = Mapping[str, Any]
+IRField = Mapping[str, Any]
+Types = Mapping[str, IRType]
+
+__all__ = [
+    "IRField",
+    "IRType",
+    "coerce",
+    "describe",
+    "describe_fields",
+    "example_value",
+    "field_map",
+    "format_number",
+    "referenced_types",
+    "resolve",
+    "to_json_schema",
+    "validate",
+]
+
+_TRUE_WORDS = frozenset({"true", "yes", "1"})
+_FALSE_WORDS = frozenset({"false", "no", "0"})
+_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INT_RE = re.compile(r"[+-]?\d+")
+
+
+# ---------------------------------------------------------------------------------------------
+# Looking types up
+
+
+def resolve(type_: IRType, types: Types) -> IRType:
+    """Follow ``ref`` types to the named type they stand for.
+
+    Raises ``KeyError`` naming the type when a reference is not in ``types`` (a compiled IR
+    document never contains one).
+    """
+    seen: set[str] = set()
+    while type_["kind"] == "ref":
+        name = type_["name"]
+        if name in seen:
+            raise KeyError(f"type {name!r} refers to itself")
+        seen.add(name)
+        if name not in types:
+            raise KeyError(f"unknown type {name!r}")
+        type_ = types[name]
+    return type_
+
+
+def field_map(type_: IRType, types: Types) -> dict[str, IRField]:
+    """The fields of an object type (refs followed) by name; ``{}`` for any other type."""
+    resolved = resolve(type_, types)
+    if resolved["kind"] != "object":
+        return {}
+    return {f["name"]: f for f in resolved["fields"]}
+
+
+def referenced_types(type_: IRType, types: Types) -> list[str]:
+    """Every named type reachable from ``type_``, in first-use order (depth first)."""
+    found: list[str] = []
+
+    def walk(t: IRType) -> None:
+        kind = t["kind"]
+        if kind == "ref":
+            if t["name"] not in found:
+                found.append(t["name"])
+                if t["name"] in types:
+                    walk(types[t["name"]])
+        elif kind == "array":
+            walk(t["items"])
+        elif kind == "object":
+            for f in t["fields"]:
+                walk(f["type"])
+        elif kind == "union":
+            for v in t["variants"]:
+                walk(v)
+
+    walk(type_)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def validate(value: Any, type_: IRType, types: Types, *, path: str = "$") -> list[str]:
+    """Check ``value`` against ``type_``; return every error (empty when valid).
+
+    Each error names the path, the expected type and what was given, e.g.
+    ``$.user.age: expected number, got string "x"``.
+    """
+    kind = type_["kind"]
+    if kind in ("text", "string"):
+        return [] if isinstance(value, str) else [_mismatch(path, "string", value)]
+    if kind == "number":
+        return [] if _is_number(value) else [_mismatch(path, "number", value)]
+    if kind == "boolean":
+        return [] if isinstance(value, bool) else [_mismatch(path, "boolean", value)]
+    if kind == "literal":
+        ok = isinstance(value, str) and value == type_["value"]
+        return [] if ok else [_mismatch(path, json.dumps(type_["value"]), value)]
+    if kind == "ref":
+        if type_["name"] not in types:
+            return [f"{path}: unknown type {type_['name']!r}"]
+        return validate(value, types[type_["name"]], types, path=path)
+    if kind == "array":
+        return _validate_array(value, type_, types, path)
+    if kind == "object":
+        return _validate_object(value, type_, types, path)
+    if kind == "union":
+        return _validate_union(value, type_, types, path)
+    return [f"{path}: unknown type kind {kind!r}"]
+
+
+def _validate_array(value: Any, type_: IRType, types: Types, path: str) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        return [_mismatch(path, describe(type_, types), value)]
+    errors: list[str] = []
+    for i, item in enumerate(value):
+        errors.extend(validate(item, type_["items"], types, path=f"{path}[{i}]"))
+    return errors
+
+
+def _validate_object(value: Any, type_: IRType, types: Types, path: str) -> list[str]:
+    if not isinstance(value, Mapping):
+        return [_mismatch(path, "object", value)]
+    errors: list[str] = []
+    declared = {f["name"]: f for f in type_["fields"]}
+    for name, field in declared.items():
+        sub = _join(path, name)
+        if name not in value:
+            if not field["optional"]:
+                errors.append(f"{sub}: missing required field ({describe(field['type'], types)})")
+            continue
+        errors.extend(validate(value[name], field["type"], types, path=sub))
+    for key in value:
+        if key not in declared:
+            allowed = ", ".join(declared) or "none"
+            errors.append(f"{_join(path, str(key))}: unexpected field (allowed: {allowed})")
+    return errors
+
+
+def _validate_union(value: Any, type_: IRType, types: Types, path: str) -> list[str]:
+    best: list[str] | None = None
+    for variant in type_["variants"]:
+        errors = validate(value, variant, types, path=path)
+        if not errors:
+            return []
+        if best is None or len(errors) < len(best):
+            best = errors
+    head = _mismatch(path, describe(type_, types), value)
+    # Literal unions explain themselves; for object unions the closest variant's errors say
+    # what to fix.
+    if isinstance(value, Mapping) and best:
+        return [head, *best]
+    return [head]
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)
+
+
+def _join(path: str, name: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return f"{path}.{name}"
+    return f"{path}[{json.dumps(name)}]"
+
+
+def _mismatch(path: str, expected: str, value: Any) -> str:
+    return f"{path}: expected {expected}, got {_given(value)}"
+
+
+def _given(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return f"number {format_number(value)}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {json.dumps(shown, ensure_ascii=False)}"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Coercion
+
+
+def coerce(value: Any, type_: IRType, types: Types) -> Any:
+    """Apply the lenient coercion rule, then return the (possibly unchanged) value.
+
+    The whole rule:
+
+    - number fields: a string holding a decimal number (``"28"``, ``" -2.5 "``, ``"1e3"``)
+      becomes that number (an int when written without a fraction or exponent);
+    - boolean fields: ``"true"``/``"yes"``/``"1"`` and ``"false"``/``"no"``/``"0"`` (any case,
+      surrounding spaces ignored) and the numbers ``1``/``0`` become booleans;
+    - string and text fields: numbers and booleans become their template rendering
+      (``3``, ``2.5``, ``true``);
+    - literal fields: the same scalar-to-string step, kept only if it gives the literal;
+    - objects: fields are coerced by their declared type, and optional fields whose value is
+      ``None`` are dropped (``null`` means "not given");
+    - arrays: items are coerced; a union takes the first variant that the coerced value
+      satisfies (a value that already satisfies a variant is left alone).
+
+    Nothing else changes; the result is meant to be checked with :func:`validate`.
+    """
+    kind = type_["kind"]
+    if kind == "ref":
+        return coerce(value, types[type_["name"]], types) if type_["name"] in types else value
+    if kind == "number":
+        return _to_number(value)
+    if kind == "boolean":
+        return _to_boolean(value)
+    if kind in ("string", "text"):
+        return _to_string(value)
+    if kind == "literal":
+        text = _to_string(value)
+        return text if text == type_["value"] else value
+    if kind == "array" and isinstance(value, list):
+        return [coerce(item, type_["items"], types) for item in value]
+    if kind == "object" and isinstance(value, Mapping):
+        return _coerce_object(value, type_, types)
+    if kind == "union":
+        return _coerce_union(value, type_, types)
+    return value
+
+
+def _coerce_object(value: Mapping[str, Any], type_: IRType, types: Types) -> dict[str, Any]:
+    declared = {f["name"]: f for f in type_["fields"]}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        field = declared.get(key)
+        if field is None:
+            out[key] = item  # left for validate() to report
+        elif item is None and field["optional"]:
+            continue
+        else:
+            out[key] = coerce(item, field["type"], types)
+    return out
+
+
+def _coerce_union(value: Any, type_: IRType, types: Types) -> Any:
+    variants = type_["variants"]
+    if any(not validate(value, v, types) for v in variants):
+        return value
+    for variant in variants:
+        candidate = coerce(value, variant, types)
+        if not validate(candidate, variant, types):
+            return candidate
+    return value
+
+
+def _to_number(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if _INT_RE.fullmatch(text):
+        return int(text)
+    if _NUMBER_RE.fullmatch(text):
+        number = float(text)
+        return number if math.isfinite(number) else value
+    return value
+
+
+def _to_boolean(value: Any) -> Any:
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+    elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return value == 1
+    return value
+
+
+def _to_string(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_number(value):
+        return format_number(value)
+    return value
+
+
+def format_number(value: float) -> str:
+    """Render a number in its shortest form, the way JavaScript's ``String(n)`` does.
+
+    ``3.0`` → ``"3"``, ``0.1`` → ``"0.1"``, ``1e21`` → ``"1e+21"``, ``1e-7`` → ``"1e-7"``.
+    Matching JavaScript keeps prompts identical across runtimes in different languages.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr gives the shortest round-trip digits; re-place the decimal point as JS would.
+    digits, exponent = _shortest_digits(abs(value))
+    point = exponent + 1  # digits before the decimal point
+    if 0 < point <= 21:
+        if len(digits) <= point:
+            return sign + digits + "0" * (point - len(digits))
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * (-point) + digits
+    rest = "." + digits[1:] if len(digits) > 1 else ""
+    exp = point - 1
+    return f"{sign}{digits[0]}{rest}e{'+' if exp > 0 else '-'}{abs(exp)}"
+
+
+def _shortest_digits(value: float) -> tuple[str, int]:
+    """The shortest significant digits of a positive float and its decimal exponent."""
+    text = repr(value)
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    whole, _, frac = mantissa.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    # Exponent of the first significant digit.
+    lead_zeros = len(whole + frac) - len((whole + frac).lstrip("0"))
+    exponent += len(whole) - 1 - lead_zeros
+    return digits.rstrip("0") or "0", exponent
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema
+
+
+def to_json_schema(type_: IRType, types: Types) -> dict[str, Any]:
+    """A plain JSON Schema (draft 2020-12 compatible) for ``type_``.
+
+    Named types are inlined; only a type that contains itself is emitted once under ``$defs``
+    and referenced with ``$ref``. Objects list ``required`` fields and set
+    ``additionalProperties: false``; unions of literals become one ``enum``; field
+    descriptions become ``description``.
+    """
+    defs: dict[str, dict[str, Any]] = {}
+    schema = _schema(type_, types, (), defs)
+    if defs:
+        schema = {**schema, "$defs": dict(sorted(defs.items()))}
+    return schema
+
+
+def _schema(
+    type_: IRType, types: Types, stack: tuple[str, ...], defs: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    kind = type_["kind"]
+    if kind in ("text", "string"):
+        return {"type": "string"}
+    if kind in ("number", "boolean"):
+        return {"type": kind}
+    if kind == "literal":
+        return {"type": "string", "enum": [type_["value"]]}
+    if kind == "array":
+        return {"type": "array", "items": _schema(type_["items"], types, stack, defs)}
+    if kind == "object":
+        return _object_schema(type_, types, stack, defs)
+    if kind == "union":
+        variants = type_["variants"]
+        if all(v["kind"] == "literal" for v in variants):
+            return {"type": "string", "enum": [v["value"] for v in variants]}
+        return {"anyOf": [_schema(v, types, stack, defs) for v in variants]}
+    if kind == "ref":
+        name = type_["name"]
+        if name in stack:
+            if name not in defs:
+                defs[name] = {}  # placeholder: stops re-entry while it is being built
+                defs[name] = _schema(types[name], types, (name,), defs)
+            return {"$ref": f"#/$defs/{name}"}
+        return _schema(resolve(type_, types), types, (*stack, name), defs)
+    raise ValueError(f"unknown type kind {kind!r}")
+
+
+def _object_schema(
+    type_: IRType, types: Types, stack: tuple[str, ...], defs: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for f in type_["fields"]:
+        prop = _schema(f["type"], types, stack, defs)
+        if f.get("description"):
+            prop = {**prop, "description": f["description"]}
+        properties[f["name"]] = prop
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [f["name"] for f in type_["fields"] if not f["optional"]],
+        "additionalProperties": False,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Description
+
+
+def describe(type_: IRType, types: Types, *, expand: bool = False) -> str:
+    """Compact TypeScript-like text: ``string``, ``number[]``, ``{ name: string, age?: number }``,
+    ``"low" | "high"``, ``Person``.
+
+    With ``expand=True`` named types are written out as their structure (a type that contains
+    itself is still written by name where it recurs), for ``{{@schema(...)}}`` in prompts.
+    """
+    return _describe(type_, types, () if expand else None)
+
+
+def describe_fields(fields: Sequence[IRField], types: Types, *, expand: bool = False) -> str:
+    """Fields as ``name: string, age?: number`` (for signatures and object bodies)."""
+    return _fields_text(fields, types, () if expand else None)
+
+
+def _describe(type_: IRType, types: Types, stack: tuple[str, ...] | None) -> str:
+    kind = type_["kind"]
+    if kind in ("text", "string", "number", "boolean"):
+        return "string" if kind == "text" else kind
+    if kind == "literal":
+        return json.dumps(type_["value"], ensure_ascii=False)
+    if kind == "array":
+        inner = _describe(type_["items"], types, stack)
+        return f"({inner})[]" if type_["items"]["kind"] == "union" else f"{inner}[]"
+    if kind == "object":
+        body = _fields_text(type_["fields"], types, stack)
+        return f"{{ {body} }}" if body else "{}"
+    if kind == "union":
+        return " | ".join(_describe(v, types, stack) for v in type_["variants"])
+    if kind == "ref":
+        name = type_["name"]
+        if stack is None or name in stack or name not in types:
+            return str(name)
+        return _describe(types[name], types, (*stack, name))
+    return str(kind)
+
+
+def _fields_text(fields: Iterable[IRField], types: Types, stack: tuple[str, ...] | None) -> str:
+    parts = []
+    for f in fields:
+        mark = "?" if f["optional"] else ""
+        parts.append(f"{f['name']}{mark}: {_describe(f['type'], types, stack)}")
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Example values
+
+
+def example_value(type_: IRType, types: Types) -> Any:
+    """A deterministic sample value of ``type_`` that :func:`validate` accepts.
+
+    Strings are ``"example"``, numbers ``1``, booleans ``True``, arrays hold one sample item,
+    objects hold every field, unions take their first variant. Where a named type recurs, the
+    recursion is cut at an optional field (left out) or an array (left empty). A type that
+    requires itself with no such exit has no finite value; this returns ``None`` there.
+    """
+    return _example(type_, types, ())
+
+
+def _example(type_: IRType, types: Types, stack: tuple[str, ...]) -> Any:
+    kind = type_["kind"]
+    if kind in ("text", "string"):
+        return "example"
+    if kind == "number":
+        return 1
+    if kind == "boolean":
+        return True
+    if kind == "literal":
+        return type_["value"]
+    if kind == "array":
+        if _recurs(type_["items"], types, stack):
+            return []
+        return [_example(type_["items"], types, stack)]
+    if kind == "object":
+        out: dict[str, Any] = {}
+        for f in type_["fields"]:
+            if f["optional"] and _recurs(f["type"], types, stack):
+                continue
+            out[f["name"]] = _example(f["type"], types, stack)
+        return out
+    if kind == "union":
+        variants = type_["variants"]
+        finite = [v for v in variants if not _recurs(v, types, stack)]
+        return _example((finite or variants)[0], types, stack)
+    if kind == "ref":
+        name = type_["name"]
+        if name in stack or name not in types:
+            return None
+        return _example(types[name], types, (*stack, name))
+    return None
+
+
+def _recurs(type_: IRType, types: Types, stack: tuple[str, ...]) -> bool:
+    """Whether expanding ``type_`` would meet a named type already being expanded."""
+    return any(name in stack for name in [*_direct_refs(type_), *referenced_types(type_, types)])
+
+
+def _direct_refs(type_: IRType) -> list[str]:
+    return [type_["name"]] if type_["kind"] == "ref" else []

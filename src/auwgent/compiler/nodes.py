@@ -1,0 +1,756 @@
+"""The syntax tree of the ``.agent`` language.
+
+Every node is a frozen, slotted dataclass with a ``span`` (half-open character offsets into the
+file). Each category is a closed union (``Decl``, ``Member``, ``TypeExpr``, ``Expr``, ``Stmt``,
+``PromptItem``, ``TNode``, ``ConfigTerm``, ``Annotation``) meant to be dispatched with ``match``.
+
+The parser is permissive where the meaning is a semantic question: it records what was written
+(an ``export`` on a tool, a ``@desc`` on a workflow, an unknown config field) and leaves the
+verdict to the checker, which has the whole module graph.
+
+Strings keep their processed value (escapes resolved, triple-quoted strings dedented) together
+with ``offsets``, which maps each character of the value back to the file, so that template
+nodes parsed from a prompt string carry spans that point inside the string in the file.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal as L
+from typing import TypeAlias
+
+from .source import SourceFile, Span
+
+# --------------------------------------------------------------------------------------------
+# Leaves
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """An identifier as written, e.g. the name of a declaration or a field."""
+
+    text: str
+    span: Span
+
+
+class StringKind(enum.Enum):
+    """How a string literal was quoted."""
+
+    DOUBLE = '"'
+    SINGLE = "'"
+    TRIPLE = '"""'
+
+
+@dataclass(frozen=True, slots=True)
+class StringLit:
+    """A string literal: its processed ``value`` and where each character came from.
+
+    ``offsets`` has ``len(value) + 1`` entries: ``offsets[i]`` is the file offset where the source
+    of ``value[i]`` starts, and the last entry is the offset just after the string's content.
+    """
+
+    value: str
+    kind: StringKind
+    span: Span
+    offsets: tuple[int, ...]
+
+    def span_of(self, start: int, end: int) -> Span:
+        """The file span of ``value[start:end]``."""
+        last = len(self.offsets) - 1
+        start = max(0, min(start, last))
+        end = max(start, min(end, last))
+        if end == start:
+            return Span(self.offsets[start], self.offsets[start])
+        return Span(
+            self.offsets[start], self.offsets[end - 1] + 1 if end < last else self.offsets[last]
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Types
+
+
+@dataclass(frozen=True, slots=True)
+class TextType:
+    """The ``Text`` keyword (agent and helper input/output)."""
+
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveType:
+    """``string``, ``number`` or ``boolean``."""
+
+    name: L["string", "number", "boolean"]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class NamedType:
+    """A reference to a ``type`` block by name."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class LiteralType:
+    """One string literal used as a type, e.g. ``"low"`` in ``"low" | "high"``."""
+
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType:
+    """``T[]``."""
+
+    element: TypeExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectType:
+    """An inline object ``{ a: string, b?: number }``."""
+
+    fields: tuple[Field, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UnionType:
+    """``A | B | ...`` (two or more variants, in source order)."""
+
+    variants: tuple[TypeExpr, ...]
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Annotations and fields
+
+
+@dataclass(frozen=True, slots=True)
+class DescAnnotation:
+    """``@desc "..."``."""
+
+    text: StringLit
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleArg:
+    """``name = value`` inside ``@example(...)``."""
+
+    name: Name
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleAnnotation:
+    """``@example(name = value, ...)``; ``@example()`` has no arguments."""
+
+    args: tuple[ExampleArg, ...]
+    span: Span
+
+
+def desc_of(annotations: tuple[Annotation, ...]) -> StringLit | None:
+    """The first ``@desc`` among ``annotations`` (the checker reports duplicates)."""
+    for annotation in annotations:
+        if isinstance(annotation, DescAnnotation):
+            return annotation.text
+    return None
+
+
+def examples_of(annotations: tuple[Annotation, ...]) -> tuple[ExampleAnnotation, ...]:
+    """Every ``@example`` among ``annotations``, in source order."""
+    return tuple(a for a in annotations if isinstance(a, ExampleAnnotation))
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """``name?: Type @desc "..."`` in a type, object, context, intent, or parameter list."""
+
+    name: Name
+    type: TypeExpr
+    optional: bool
+    annotations: tuple[Annotation, ...]
+    span: Span
+
+    @property
+    def desc(self) -> StringLit | None:
+        """The field's ``@desc`` text, if any."""
+        return desc_of(self.annotations)
+
+
+# --------------------------------------------------------------------------------------------
+# Expressions (workflows, prompt conditions, prompt arguments, option objects)
+
+UnaryOp: TypeAlias = L["!", "-"]
+BinaryOp: TypeAlias = L["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||"]
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A string, number, boolean or ``null`` literal (strings already processed)."""
+
+    value: str | int | float | bool | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class NameRef:
+    """A bare name: a workflow variable or parameter, a prompt parameter, a model or prompt."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class CtxRef:
+    """``ctx.name``."""
+
+    name: Name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """``object.name``."""
+
+    object: Expr
+    name: Name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """``object[index]``."""
+
+    object: Expr
+    index: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayExpr:
+    """``[a, b]``."""
+
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEntry:
+    """``key: value`` in an object literal (the key may have been written as a string)."""
+
+    key: Name
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectExpr:
+    """``{ a: 1, b: "x" }``; entries are separated by commas or line breaks."""
+
+    entries: tuple[ObjectEntry, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    """``!x`` or ``-x``."""
+
+    op: UnaryOp
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """``left op right``; ``op_span`` covers the operator."""
+
+    op: BinaryOp
+    left: Expr
+    right: Expr
+    span: Span
+    op_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``callee(arg, ...)``: a tool call, a param prompt, or a provider such as ``gemini``."""
+
+    callee: Name
+    args: tuple[Expr, ...]
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt templates: the contents of one string, parsed, with spans inside the string
+
+
+@dataclass(frozen=True, slots=True)
+class TText:
+    """Literal text between template tags (processed characters)."""
+
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TExpr:
+    """``{{expr}}``, e.g. ``{{name}}`` or ``{{ctx.name}}``."""
+
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TIf:
+    """``{{#if cond}} then {{else}} else {{/if}}``; ``else_`` is ``None`` without ``{{else}}``."""
+
+    cond: Expr
+    then: tuple[TNode, ...]
+    else_: tuple[TNode, ...] | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TSchema:
+    """``{{@schema(target)}}``; the parser accepts only input, output and context."""
+
+    target: L["input", "output", "context"]
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt bodies
+
+
+@dataclass(frozen=True, slots=True)
+class PromptText:
+    """A string in a prompt position, with its template tree."""
+
+    string: StringLit
+    template: tuple[TNode, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PromptExample:
+    """``Example { user: "..." assistant: "..." }`` (``example`` also accepted)."""
+
+    user: PromptText
+    assistant: PromptText
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PromptIf:
+    """JS-style ``if (cond) { return "..." } else { ... }`` inside a prompt body.
+
+    ``return "x"`` inside a branch becomes a ``PromptText``; ``else if`` nests a ``PromptIf`` as
+    the only item of ``else_``. ``else_`` is ``None`` when there is no ``else``.
+    """
+
+    cond: Expr
+    then: tuple[PromptItem, ...]
+    else_: tuple[PromptItem, ...] | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PromptBlock:
+    """An inline ``{ ... }`` prompt body used in a ``prompt:`` composition."""
+
+    items: tuple[PromptItem, ...]
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Config entries: ``name: value`` where value is terms joined by ``+``
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """The value of a config entry: one or more terms joined by ``+`` (source order)."""
+
+    terms: tuple[ConfigTerm, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """``name: value`` in a config or model block (model, prompt, embedding, provider, ...)."""
+
+    name: Name
+    value: ConfigValue
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Workflow statements
+
+
+@dataclass(frozen=True, slots=True)
+class LetStmt:
+    """``let name = value``."""
+
+    name: Name
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class AssignStmt:
+    """``name = value``."""
+
+    name: Name
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IfBranch:
+    """``if (cond) { body }`` or one ``else if (cond) { body }``."""
+
+    cond: Expr
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IfStmt:
+    """``if / else if / else``; ``else_body`` is ``None`` without a final ``else``."""
+
+    branches: tuple[IfBranch, ...]
+    else_body: tuple[Stmt, ...] | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnStmt:
+    """``return`` with an optional value."""
+
+    value: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExprStmt:
+    """An expression used as a statement (usually a tool call)."""
+
+    expr: Expr
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Members of agent and helper blocks (tools and workflows may also stand at the top level)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecl:
+    """``tool name(params): Returns @desc ... @example(...)`` (``tool`` omitted in ``tools {}``).
+
+    ``returns`` is ``None`` only when the parser already reported it missing.
+    ``export_span`` is set when ``export`` was written (the checker rejects it).
+    """
+
+    name: Name
+    params: tuple[Field, ...]
+    returns: TypeExpr | None
+    annotations: tuple[Annotation, ...]
+    span: Span
+    export_span: Span | None = None
+
+    @property
+    def desc(self) -> StringLit | None:
+        """The tool's ``@desc`` text, if any."""
+        return desc_of(self.annotations)
+
+    @property
+    def examples(self) -> tuple[ExampleAnnotation, ...]:
+        """The tool's ``@example`` annotations in source order."""
+        return examples_of(self.annotations)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsBlock:
+    """``tools { a(...): T  b(...): U }``."""
+
+    tools: tuple[ToolDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class DescriptionEntry:
+    """``description: "..."`` (helper top level, workflow body, intent block)."""
+
+    text: StringLit
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowDecl:
+    """``workflow name(params): Returns { description: ...  tool ...  statements }``.
+
+    ``tools`` are the scoped tools in source order (``tool x`` lines and ``tools {}`` blocks
+    flattened). ``annotations`` are those written after the closing brace (``@example()``).
+    """
+
+    name: Name
+    params: tuple[Field, ...]
+    returns: TypeExpr | None
+    description: DescriptionEntry | None
+    tools: tuple[ToolDecl, ...]
+    body: tuple[Stmt, ...]
+    annotations: tuple[Annotation, ...]
+    span: Span
+    export_span: Span | None = None
+
+    @property
+    def examples(self) -> tuple[ExampleAnnotation, ...]:
+        """The workflow's ``@example`` annotations in source order."""
+        return examples_of(self.annotations)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigBlock:
+    """``default config { ... }`` (``name`` is ``None``) or ``config Name { ... }``."""
+
+    name: Name | None
+    entries: tuple[ConfigEntry, ...]
+    span: Span
+
+    @property
+    def is_default(self) -> bool:
+        """True for ``default config``."""
+        return self.name is None
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        """The first entry named ``key`` (the checker reports duplicates)."""
+        for entry in self.entries:
+            if entry.name.text == key:
+                return entry
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """``context { name: string ... }``."""
+
+    fields: tuple[Field, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class InputDecl:
+    """``input: Type``."""
+
+    type: TypeExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class OutputDecl:
+    """``output: Type``."""
+
+    type: TypeExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGrantNone:
+    """A helper use with no ``with ... tools`` clause."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGrantAll:
+    """``with all tools``."""
+
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGrantList:
+    """``with tools { a, b }``."""
+
+    names: tuple[Name, ...]
+    span: Span
+
+
+Handoff: TypeAlias = L["none", "user", "user_then_continue"]
+
+
+@dataclass(frozen=True, slots=True)
+class HelperUse:
+    """One line of ``helpers {}``: ``Name [with ...] [handoff user [then continue]]``."""
+
+    name: Name
+    grant: ToolGrant
+    handoff: Handoff
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class HelpersBlock:
+    """``helpers { ... }``."""
+
+    uses: tuple[HelperUse, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IntentDecl:
+    """``intent Name { description: "..." fields { ... } }`` (top level or inline in ``intent:``)."""
+
+    name: Name
+    description: DescriptionEntry | None
+    fields: tuple[Field, ...]
+    span: Span
+    export_span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IntentAttach:
+    """``intent: A + B`` (``NameRef`` items) or ``intent: { A { ... } }`` (``IntentDecl`` items)."""
+
+    items: tuple[NameRef | IntentDecl, ...]
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------
+# Top-level declarations
+
+
+@dataclass(frozen=True, slots=True)
+class ImportDecl:
+    """``import { A, B } from "./path"``."""
+
+    names: tuple[Name, ...]
+    path: StringLit
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDecl:
+    """``model Name { provider: gemini("...") }``."""
+
+    name: Name
+    entries: tuple[ConfigEntry, ...]
+    span: Span
+    export_span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TypeDecl:
+    """``type Name { field: T ... }``."""
+
+    name: Name
+    fields: tuple[Field, ...]
+    span: Span
+    export_span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptDecl:
+    """``prompt Name { ... }`` or ``prompt Name(params) { ... }`` (``params`` ``None`` if absent)."""
+
+    name: Name
+    params: tuple[Field, ...] | None
+    items: tuple[PromptItem, ...]
+    span: Span
+    export_span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDecl:
+    """``agent Name { ... }`` or ``helper Name { ... }`` (``kind`` says which)."""
+
+    kind: L["agent", "helper"]
+    name: Name
+    members: tuple[AgentMember, ...]
+    span: Span
+    export_span: Span | None = None
+
+    @property
+    def is_helper(self) -> bool:
+        """True for ``helper`` blocks."""
+        return self.kind == "helper"
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One parsed ``.agent`` file: its declarations in source order."""
+
+    source: SourceFile
+    decls: tuple[Decl, ...]
+    span: Span
+
+    @property
+    def agents(self) -> tuple[AgentDecl, ...]:
+        """The ``agent`` and ``helper`` blocks."""
+        return tuple(d for d in self.decls if isinstance(d, AgentDecl))
+
+    @property
+    def imports(self) -> tuple[ImportDecl, ...]:
+        """The ``import`` declarations."""
+        return tuple(d for d in self.decls if isinstance(d, ImportDecl))
+
+
+# --------------------------------------------------------------------------------------------
+# The closed unions, one per category (real unions, usable with isinstance and match)
+
+TypeExpr: TypeAlias = (
+    TextType | PrimitiveType | NamedType | LiteralType | ArrayType | ObjectType | UnionType
+)
+
+Annotation: TypeAlias = DescAnnotation | ExampleAnnotation
+
+Expr: TypeAlias = (
+    Literal | NameRef | CtxRef | Member | Index | ArrayExpr | ObjectExpr | Unary | Binary | Call
+)
+
+TNode: TypeAlias = TText | TExpr | TIf | TSchema
+
+PromptItem: TypeAlias = PromptText | PromptExample | PromptIf
+
+ConfigTerm: TypeAlias = NameRef | Call | Literal | PromptText | PromptBlock | ObjectExpr | ArrayExpr
+"""One ``+``-separated part of a config value.
+
+Strings are always ``PromptText`` (even for ``description`` or ``protocol``: use
+``.string.value``); numbers and booleans are ``Literal``; ``MyGemini`` is a ``NameRef``;
+``gemini("m", {...})`` and ``Greeting(ctx.x)`` are ``Call``; ``{ "..." }`` is a ``PromptBlock``.
+"""
+
+Stmt: TypeAlias = LetStmt | AssignStmt | IfStmt | ReturnStmt | ExprStmt
+
+ToolGrant: TypeAlias = ToolGrantNone | ToolGrantAll | ToolGrantList
+
+AgentMember: TypeAlias = (
+    ConfigBlock
+    | ContextBlock
+    | InputDecl
+    | OutputDecl
+    | ToolDecl
+    | ToolsBlock
+    | WorkflowDecl
+    | HelpersBlock
+    | IntentAttach
+    | DescriptionEntry
+)
+"""One member of an ``agent`` or ``helper`` block."""
+
+Decl: TypeAlias = (
+    ImportDecl
+    | ModelDecl
+    | TypeDecl
+    | PromptDecl
+    | IntentDecl
+    | AgentDecl
+    | ToolDecl
+    | ToolsBlock
+    | WorkflowDecl
+)

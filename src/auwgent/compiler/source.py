@@ -1,0 +1,68 @@
+"""Source files and spans.
+
+A span is a half-open range of character offsets into one file's text. Offsets become line and
+column only when a message is rendered (as tomllib does), so every node stays small and exact.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A half-open range ``[start, end)`` of character offsets into one source file."""
+
+    start: int
+    end: int
+
+    def to(self, other: Span) -> Span:
+        """The span from the start of this span to the end of ``other``."""
+        return Span(self.start, max(self.end, other.end))
+
+    @property
+    def length(self) -> int:
+        """Number of characters covered."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One ``.agent`` file's path (as shown to users) and text."""
+
+    path: str
+    text: str
+    _line_starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        starts = [0]
+        find = self.text.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        object.__setattr__(self, "_line_starts", tuple(starts))
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines (a trailing newline does not start an extra line of text)."""
+        return len(self._line_starts)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of ``offset`` (clamped into the file)."""
+        offset = max(0, min(offset, len(self.text)))
+        index = bisect_right(self._line_starts, offset) - 1
+        return index + 1, offset - self._line_starts[index] + 1
+
+    def line_text(self, line: int) -> str:
+        """The text of 1-based ``line`` without its line break ('' when out of range)."""
+        if line < 1 or line > len(self._line_starts):
+            return ""
+        start = self._line_starts[line - 1]
+        end = self._line_starts[line] - 1 if line < len(self._line_starts) else len(self.text)
+        return self.text[start:end].rstrip("\r")
+
+    def line_start(self, line: int) -> int:
+        """Offset of the first character of 1-based ``line``."""
+        return self._line_starts[max(0, min(line, len(self._line_starts)) - 1)]

@@ -1,1 +1,98 @@
-"""runtime/providers"""
+"""Model providers: Gemini, OpenAI and OpenAI-compatible (``custom``) endpoints.
+
+:func:`make_provider` turns an IR ``Model`` (see ``docs/ir.md``) into a :class:`Provider`.
+Keys and base URLs are resolved by the caller (config fields, then environment) and passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from auwgent.errors import ConfigError
+from auwgent.runtime.providers.base import (
+    Finish,
+    FunctionSpec,
+    Message,
+    ModelRequest,
+    Provider,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
+from auwgent.runtime.providers.http import RetryPolicy, Timeouts
+from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
+
+__all__ = [
+    "DEFAULT_GEMINI_BASE_URL",
+    "DEFAULT_OPENAI_BASE_URL",
+    "Finish",
+    "FunctionSpec",
+    "GeminiProvider",
+    "Message",
+    "ModelRequest",
+    "OpenAIProvider",
+    "Provider",
+    "RetryPolicy",
+    "StreamEvent",
+    "TextDelta",
+    "Timeouts",
+    "ToolCall",
+    "ToolCallDelta",
+    "Usage",
+    "make_provider",
+    "provider_name",
+]
+
+
+def provider_name(model: Mapping[str, Any]) -> str:
+    """The name a provider goes by: ``"gemini"``, ``"openai"`` or the custom id."""
+    kind = model.get("provider")
+    if kind == "custom":
+        ident = model.get("id")
+        if not isinstance(ident, str) or not ident:
+            raise ConfigError("model.id: a custom provider needs an id")
+        return ident
+    if kind in ("gemini", "openai"):
+        return str(kind)
+    raise ConfigError(
+        f"model.provider: unknown provider {kind!r} (expected 'gemini', 'openai' or 'custom')"
+    )
+
+
+def make_provider(
+    model: Mapping[str, Any],
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    client: httpx.AsyncClient,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+) -> Provider:
+    """Build the provider for an IR ``Model``.
+
+    ``base_url`` overrides the default endpoint (``baseUrls`` in the config or the
+    ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` variables); for ``custom`` it overrides the URL
+    written in the ``.agent`` file.
+    """
+    name = provider_name(model)
+    common: dict[str, Any] = {
+        "client": client,
+        "api_key": api_key,
+        "name": name,
+        "retry": retry,
+        "timeouts": timeouts,
+    }
+    if model["provider"] == "gemini":
+        return GeminiProvider(base_url=base_url or DEFAULT_GEMINI_BASE_URL, **common)
+    if model["provider"] == "openai":
+        return OpenAIProvider(base_url=base_url or DEFAULT_OPENAI_BASE_URL, **common)
+    url = base_url or model.get("base_url")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(f"model.base_url: custom provider {name!r} needs a base URL")
+    return OpenAIProvider(base_url=url, **common)

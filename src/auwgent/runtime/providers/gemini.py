@@ -1,0 +1,366 @@
+"""Google Gemini over its REST API, for ``gemini(...)``.
+
+Chat goes to ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (streaming) or
+``:generateContent``; embeddings to ``:embedContent`` (one text) and ``:batchEmbedContents``
+(several). The key travels in the ``x-goog-api-key`` header, never in the URL.
+
+The manual writes Gemini options in snake_case (``max_output_tokens``, ``top_k``); the API's
+JSON names are lowerCamelCase inside ``generationConfig``. :func:`gemini_options` maps them:
+request-level fields (``safety_settings``, ``tool_config``, ``cached_content``, ``labels``) go to
+the top of the body, everything else into ``generationConfig``; unknown keys pass through with
+only their spelling converted. Values are left untouched, except inside the option objects
+that are themselves API messages (``thinking_config``, ``tool_config``, ...), whose keys are
+converted too.
+
+Gemini sends whole function calls, not fragments: each becomes one :class:`ToolCallDelta` with
+the complete arguments. Streaming and non-streaming responses go through the same decoder, so
+both yield the same events: deltas, then at most one :class:`Usage`, then one :class:`Finish`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from auwgent.errors import ProviderError
+from auwgent.runtime.providers.base import (
+    Finish,
+    Message,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+from auwgent.runtime.providers.http import (
+    RetryPolicy,
+    Timeouts,
+    iter_sse,
+    open_response,
+    parse_json_chunk,
+    read_json,
+)
+
+__all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body", "gemini_options"]
+
+DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
+
+_REQUEST_LEVEL = frozenset({"safetySettings", "toolConfig", "cachedContent", "labels"})
+# Option values that are API messages themselves: their keys are field names to convert.
+_MESSAGE_VALUED = frozenset(
+    {"thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "routingConfig"}
+)
+# Ids we make up for calls that came without one start with this; they are not sent back.
+_MADE_ID_PREFIX = "auwgent_call_"
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "malformed_function_call",
+}
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _camel_deep(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {_camel(str(k)): _camel_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel_deep(v) for v in value]
+    return value
+
+
+def gemini_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split DSL options into (request-level fields, ``generationConfig`` fields)."""
+    top: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    for key, value in options.items():
+        name = _camel(key)
+        if name == "generationConfig" and isinstance(value, Mapping):
+            nested_top, nested_config = gemini_options(value)
+            config.update(nested_config)
+            top.update(nested_top)
+        elif name in _REQUEST_LEVEL:
+            top[name] = _camel_deep(value) if name in _MESSAGE_VALUED else value
+        else:
+            config[name] = _camel_deep(value) if name in _MESSAGE_VALUED else value
+    return top, config
+
+
+def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, Any]:
+    try:
+        value: Any = json.loads(message.content)
+    except ValueError:
+        value = message.content
+    response = value if isinstance(value, dict) else {"result": value}
+    call_id = message.tool_call_id or ""
+    part: dict[str, Any] = {
+        "name": message.name or names.get(call_id, ""),
+        "response": response,
+    }
+    if call_id and not call_id.startswith(_MADE_ID_PREFIX):
+        part["id"] = call_id
+    return {"functionResponse": part}
+
+
+class _History:
+    """Builds ``contents``; consecutive tool answers share one ``user`` turn, as Gemini wants."""
+
+    def __init__(self, signatures: Mapping[str, str]) -> None:
+        self.contents: list[dict[str, Any]] = []
+        self._names: dict[str, str] = {}
+        self._signatures = signatures
+
+    def add(self, message: Message) -> None:
+        if message.role == "tool":
+            part = _function_response(message, self._names)
+            last = self.contents[-1] if self.contents else None
+            if (
+                last is not None
+                and last["role"] == "user"
+                and "functionResponse" in last["parts"][0]
+            ):
+                last["parts"].append(part)
+            else:
+                self.contents.append({"role": "user", "parts": [part]})
+        elif message.role == "assistant":
+            self.contents.append({"role": "model", "parts": self._model_parts(message)})
+        else:
+            self.contents.append({"role": "user", "parts": [{"text": message.content}]})
+
+    def _model_parts(self, message: Message) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = [{"text": message.content}] if message.content else []
+        for call in message.tool_calls:
+            self._names[call.id] = call.name
+            try:
+                args = json.loads(call.arguments) if call.arguments.strip() else {}
+            except ValueError:
+                args = {}
+            function_call: dict[str, Any] = {"name": call.name, "args": args}
+            if not call.id.startswith(_MADE_ID_PREFIX):
+                function_call["id"] = call.id
+            part: dict[str, Any] = {"functionCall": function_call}
+            signature = self._signatures.get(call.id)
+            if signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+        return parts or [{"text": ""}]
+
+
+def build_gemini_body(
+    request: ModelRequest, signatures: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The JSON body of a generateContent request (public so tests can inspect it)."""
+    history = _History(signatures or {})
+    for message in request.messages:
+        history.add(message)
+    body: dict[str, Any] = {"contents": history.contents}
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    if request.functions:
+        declarations = [
+            {
+                "name": f.name,
+                "description": f.description,
+                "parametersJsonSchema": dict(f.parameters),
+            }
+            for f in request.functions
+        ]
+        body["tools"] = [{"functionDeclarations": declarations}]
+    top, config = gemini_options(request.options)
+    if request.response_schema is not None:
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = request.response_schema["schema"]
+    if config:
+        body["generationConfig"] = config
+    body.update(top)
+    return body
+
+
+class _Decoder:
+    """Turns GenerateContentResponse objects (one per SSE event, or one whole) into events."""
+
+    def __init__(self, provider: str, signatures: dict[str, str]) -> None:
+        self._provider = provider
+        self._signatures = signatures
+        self._calls = 0
+        self.usage: Usage | None = None
+        self.finish: str | None = None
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        if not isinstance(chunk, dict):
+            raise ProviderError(self._provider, "unexpected response shape (not a JSON object)")
+        if "error" in chunk:
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ProviderError(self._provider, str(message or "error event in stream"))
+        self._note_usage(chunk.get("usageMetadata"))
+        feedback = chunk.get("promptFeedback") or {}
+        if feedback.get("blockReason"):
+            self.finish = "content_filter"
+        candidates = chunk.get("candidates") or []
+        if not candidates:
+            return []
+        candidate = candidates[0]
+        events = [
+            e
+            for part in (candidate.get("content") or {}).get("parts") or ()
+            for e in self._part(part)
+        ]
+        reason = candidate.get("finishReason")
+        if reason:
+            self.finish = _FINISH.get(reason, str(reason).lower())
+        return events
+
+    def _part(self, part: Mapping[str, Any]) -> list[StreamEvent]:
+        if part.get("thought"):
+            return []  # thinking summaries are not the answer
+        if "functionCall" in part:
+            call = part["functionCall"]
+            call_id = call.get("id") or f"{_MADE_ID_PREFIX}{uuid.uuid4().hex[:16]}"
+            if part.get("thoughtSignature"):
+                self._remember(call_id, part["thoughtSignature"])
+            event = ToolCallDelta(
+                index=self._calls,
+                id=call_id,
+                name=call.get("name"),
+                arguments=json.dumps(call.get("args") or {}, ensure_ascii=False),
+            )
+            self._calls += 1
+            return [event]
+        text = part.get("text")
+        return [TextDelta(text)] if text else []
+
+    def _remember(self, call_id: str, signature: str) -> None:
+        # Gemini's thinking models want each call's signature back when the history is
+        # replayed; keep a bounded map (a session restored in another process loses them).
+        if len(self._signatures) >= 4096:
+            self._signatures.pop(next(iter(self._signatures)))
+        self._signatures[call_id] = signature
+
+    def _note_usage(self, meta: Any) -> None:
+        if not isinstance(meta, dict):
+            return
+        output = meta.get("candidatesTokenCount")
+        thoughts = meta.get("thoughtsTokenCount")
+        if thoughts is not None:
+            output = (output or 0) + thoughts
+        self.usage = Usage(input_tokens=meta.get("promptTokenCount"), output_tokens=output)
+
+    def close(self) -> list[StreamEvent]:
+        if self.finish is None:
+            raise ProviderError(
+                self._provider, "stream ended before completion (no finishReason received)"
+            )
+        reason = "tool_calls" if self.finish == "stop" and self._calls else self.finish
+        tail: list[StreamEvent] = [self.usage] if self.usage is not None else []
+        return [*tail, Finish(reason)]
+
+
+def _model_path(model: str) -> str:
+    return model if model.startswith("models/") else f"models/{model}"
+
+
+class GeminiProvider:
+    """The Gemini API. Model name and options come with each request."""
+
+    def __init__(
+        self,
+        *,
+        client: httpx.AsyncClient,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_GEMINI_BASE_URL,
+        name: str = "gemini",
+        retry: RetryPolicy | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self.name = name
+        base = base_url.rstrip("/")
+        self.base_url = base if base.endswith(("/v1beta", "/v1")) else f"{base}/v1beta"
+        self._client = client
+        self._api_key = api_key
+        self._retry = retry or RetryPolicy()
+        self._timeouts = timeouts or Timeouts()
+        self._signatures: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"GeminiProvider(name={self.name!r}, base_url={self.base_url!r})"
+
+    def _open(self, model: str, method: str, body: Mapping[str, Any]) -> Any:
+        headers = {"x-goog-api-key": self._api_key} if self._api_key else {}
+        request = self._client.build_request(
+            "POST",
+            f"{self.base_url}/{_model_path(model)}:{method}",
+            json=body,
+            headers=headers,
+            timeout=self._timeouts.for_httpx(),
+        )
+        return open_response(
+            self._client,
+            request,
+            provider=self.name,
+            retry=self._retry,
+            timeouts=self._timeouts,
+            secret=self._api_key,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send ``request`` and yield its events (deltas, then usage, then finish)."""
+        body = build_gemini_body(request, self._signatures)
+        decoder = _Decoder(self.name, self._signatures)
+        method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
+        idle = self._timeouts.idle
+        async with self._open(request.model, method, body) as response:
+            if request.stream:
+                async for data in iter_sse(response, provider=self.name, idle=idle):
+                    for event in decoder.feed(parse_json_chunk(data, provider=self.name)):
+                        yield event
+            else:
+                payload = await read_json(response, provider=self.name, idle=idle)
+                for event in decoder.feed(payload):
+                    yield event
+        for event in decoder.close():
+            yield event
+
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        """Embed ``texts``: ``embedContent`` for one, ``batchEmbedContents`` for several."""
+        if not texts:
+            return []
+        path = _model_path(model)
+        if len(texts) == 1:
+            body: dict[str, Any] = {"model": path, "content": {"parts": [{"text": texts[0]}]}}
+            payload = await self._post_json(model, "embedContent", body)
+            rows: Sequence[Any] = [payload.get("embedding") if isinstance(payload, dict) else None]
+        else:
+            body = {
+                "requests": [
+                    {"model": path, "content": {"parts": [{"text": text}]}} for text in texts
+                ]
+            }
+            payload = await self._post_json(model, "batchEmbedContents", body)
+            batch = payload.get("embeddings") if isinstance(payload, dict) else None
+            if not isinstance(batch, list) or len(batch) != len(texts):
+                raise ProviderError(self.name, "embeddings response does not match the input count")
+            rows = batch
+        vectors: list[list[float]] = []
+        for row in rows:
+            if not isinstance(row, dict) or not isinstance(row.get("values"), list):
+                raise ProviderError(self.name, "embeddings response has no values")
+            vectors.append([float(x) for x in row["values"]])
+        return vectors
+
+    async def _post_json(self, model: str, method: str, body: Mapping[str, Any]) -> Any:
+        async with self._open(model, method, body) as response:
+            return await read_json(response, provider=self.name, idle=self._timeouts.idle)

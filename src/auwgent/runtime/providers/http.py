@@ -1,0 +1,298 @@
+"""HTTP plumbing shared by the provider adapters: retries, timeouts, SSE, error bodies.
+
+Every provider sends through :func:`open_response`, which owns the retry loop:
+
+* 429 (honouring ``Retry-After`` in seconds or as an HTTP date, capped by ``max_delay``),
+  5xx, connection errors and timeouts before the response headers are retried with
+  exponential backoff and full jitter;
+* other 4xx fail at once;
+* once the body has started, nothing is retried (events may already have reached the
+  engine); a body that stalls longer than ``Timeouts.idle`` or breaks off is a
+  :class:`~auwgent.errors.ProviderError`.
+
+Errors name the provider, the HTTP status and the provider's own message. The API key is
+redacted from anything that could reach a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from auwgent.errors import ProviderError
+
+__all__ = [
+    "RetryPolicy",
+    "Timeouts",
+    "error_message",
+    "iter_sse",
+    "open_response",
+    "parse_retry_after",
+    "read_json",
+    "retry_delay",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently a failed request is retried.
+
+    ``attempts`` counts every try, the first one included. The wait before retry ``n`` (1-based)
+    is a random value in ``[0, min(max_delay, base_delay * 2**(n-1))]`` ("full jitter"), or the
+    upper bound itself when ``jitter`` is off. A ``Retry-After`` header replaces the computed
+    wait, capped by ``max_delay``.
+    """
+
+    attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    jitter: bool = True
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be at least 1")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise ValueError("RetryPolicy delays must not be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Per-request time limits, in seconds.
+
+    ``connect``: opening the connection. ``first_byte``: from sending the request to receiving
+    the response headers. ``idle``: the longest silence allowed between two pieces of a
+    response body. The limit on a whole run belongs to the engine.
+    """
+
+    connect: float = 10.0
+    first_byte: float = 60.0
+    idle: float = 30.0
+
+    def for_httpx(self) -> httpx.Timeout:
+        """The httpx timeout used as a backstop under our own first-byte and idle clocks."""
+        read = max(self.first_byte, self.idle) + 1.0
+        return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait according to a ``Retry-After`` header (delta-seconds or HTTP date)."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def retry_delay(
+    policy: RetryPolicy,
+    retry_number: int,
+    retry_after: float | None = None,
+    *,
+    rng: Callable[[float, float], float] = random.uniform,
+) -> float:
+    """The wait before retry ``retry_number`` (1 for the first retry)."""
+    if retry_after is not None:
+        return min(retry_after, policy.max_delay)
+    ceiling = min(policy.max_delay, policy.base_delay * (2 ** (retry_number - 1)))
+    return rng(0.0, ceiling) if policy.jitter else ceiling
+
+
+def error_message(body: bytes, *, fallback: str) -> str:
+    """The provider's own message from an error body.
+
+    Understands OpenAI's ``{"error": {"message": ...}}`` and Gemini's
+    ``{"error": {"code", "message", "status"}}`` (also as a one-element list), and falls back
+    to a short excerpt of the body.
+    """
+    try:
+        payload: Any = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        excerpt = body[:300].decode("utf-8", "replace").strip()
+        return excerpt or fallback
+    if isinstance(payload, list) and payload:
+        payload = payload[0]
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict):
+        message = error.get("message")
+        status = error.get("status")
+        if isinstance(message, str) and message:
+            return f"{message} [{status}]" if isinstance(status, str) and status else message
+    if isinstance(error, str) and error:
+        return error
+    return fallback
+
+
+def _redact(text: str, secret: str | None) -> str:
+    if secret:
+        return text.replace(secret, "***")
+    return text
+
+
+def _is_retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+if sys.version_info >= (3, 11):
+
+    async def _within(seconds: float, awaitable: Awaitable[T]) -> T:
+        async with asyncio.timeout(seconds):
+            return await awaitable
+
+else:  # pragma: no cover - exercised on 3.10 only
+
+    async def _within(seconds: float, awaitable: Awaitable[T]) -> T:
+        return await asyncio.wait_for(awaitable, seconds)
+
+
+async def _send_once(
+    client: httpx.AsyncClient, request: httpx.Request, timeouts: Timeouts
+) -> httpx.Response:
+    try:
+        return await _within(timeouts.first_byte, client.send(request, stream=True))
+    except (asyncio.TimeoutError, TimeoutError) as exc:
+        raise httpx.ReadTimeout("no response before the first-byte timeout") from exc
+
+
+async def _failure_of(response: httpx.Response, provider: str, secret: str | None) -> ProviderError:
+    try:
+        body = await response.aread()
+    except httpx.HTTPError:
+        body = b""
+    finally:
+        await response.aclose()
+    message = error_message(body, fallback=response.reason_phrase or "request failed")
+    return ProviderError(
+        provider,
+        _redact(message, secret),
+        status=response.status_code,
+        retryable=_is_retryable(response.status_code),
+    )
+
+
+@asynccontextmanager
+async def open_response(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    *,
+    provider: str,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+    secret: str | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> AsyncIterator[httpx.Response]:
+    """Send ``request`` with retries and yield the successful response, body unread.
+
+    The response is closed when the block exits. Raises :class:`ProviderError` once the
+    attempts are spent or on a non-retryable status.
+    """
+    failure: ProviderError | None = None
+    for attempt in range(1, retry.attempts + 1):
+        retry_after: float | None = None
+        try:
+            response = await _send_once(client, request, timeouts)
+        except httpx.TransportError as exc:
+            detail = _redact(f"{type(exc).__name__}: {exc}".rstrip(": "), secret)
+            failure = ProviderError(provider, f"request failed ({detail})", retryable=True)
+        else:
+            if response.status_code < 400:
+                try:
+                    yield response
+                finally:
+                    await response.aclose()
+                return
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            failure = await _failure_of(response, provider, secret)
+            if not failure.retryable:
+                raise failure
+        if attempt < retry.attempts:
+            await sleep(retry_delay(retry, attempt, retry_after))
+    assert failure is not None
+    if retry.attempts > 1:
+        raise ProviderError(
+            provider,
+            f"{failure.provider_message} (gave up after {retry.attempts} attempts)",
+            status=failure.status,
+            retryable=True,
+        )
+    raise failure
+
+
+async def _chunks(response: httpx.Response, *, provider: str, idle: float) -> AsyncIterator[bytes]:
+    """The raw body, failing with ``ProviderError`` on silence longer than ``idle``."""
+    stream = response.aiter_bytes().__aiter__()
+    while True:
+        try:
+            chunk = await _within(idle, stream.__anext__())
+        except StopAsyncIteration:
+            return
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ProviderError(
+                provider, f"stream stalled: no data for {idle:g}s (idle timeout)"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                provider, f"stream interrupted ({type(exc).__name__}: {exc})"
+            ) from None
+        yield chunk
+
+
+async def iter_sse(response: httpx.Response, *, provider: str, idle: float) -> AsyncIterator[str]:
+    """The ``data`` payloads of a server-sent event stream, one string per event.
+
+    Comments, ``event:``/``id:`` fields and keep-alives are skipped; multi-line ``data`` is
+    joined with newlines as the SSE standard says.
+    """
+    buffer = b""
+    data: list[str] = []
+    async for chunk in _chunks(response, provider=provider, idle=idle):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            line = raw.rstrip(b"\r")
+            if not line:
+                if data:
+                    yield "\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+    if buffer.strip().startswith(b"data:"):
+        value = buffer.strip()[5:]
+        data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+    if data:
+        yield "\n".join(data)
+
+
+def parse_json_chunk(text: str | bytes, *, provider: str) -> Any:
+    """Decode one JSON document from the provider, or raise ``ProviderError``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        excerpt = text[:120] if isinstance(text, str) else text[:120].decode("utf-8", "replace")
+        raise ProviderError(provider, f"malformed JSON from the API: {excerpt!r}") from None
+
+
+async def read_json(response: httpx.Response, *, provider: str, idle: float) -> Any:
+    """Read a whole (non-streaming) JSON body under the idle timeout."""
+    parts = [chunk async for chunk in _chunks(response, provider=provider, idle=idle)]
+    return parse_json_chunk(b"".join(parts), provider=provider)

@@ -1,18 +1,259 @@
-"""The offline model: deterministic answers from the agent's own contract, no network."""
+"""The offline model: deterministic answers from the agent's own contract, no network.
+
+:class:`OfflineModel` is a :class:`~auwgent.runtime.providers.base.Provider` that answers every
+request from the protocol contract the engine attaches to it (``request.contract``):
+
+1. On the first model call of a turn it calls every tool the model may use and that has an
+   implementation, once each, with arguments built from the declared parameter types
+   (:func:`auwgent.runtime.schema.example_value`).
+2. Once the history holds those results (or when there is no tool to call) it answers: for a
+   structured output, a value of the first output variant that validates against the declared
+   type; for ``Text``, a short text quoting the user's last input.
+
+With the block protocol (``request.functions`` empty) it writes ``[tool_call: name]``,
+``[schema: Name]`` and ``[response_text]`` blocks; with native function calling it makes native
+calls (``tool__<name>``) and returns structured output as JSON. Text is streamed in small chunks
+so partial intents happen. ``embed`` returns deterministic unit vectors (:func:`hashed_embedding`).
+
+Run any compiled agent on it without editing the ``.agent`` file: pass ``"provider": "offline"``
+in the runtime config, or set the environment variable ``AUWGENT_PROVIDER=offline``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import math
 import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
-__all__ = ["hashed_embedding"]
+from auwgent.runtime.protocol.contract import CallableSpec, Contract
+from auwgent.runtime.providers.base import FunctionSpec, Message, ModelRequest, StreamEvent
+from auwgent.runtime.schema import example_value, resolve
+from auwgent.testing.scripted import NativeCall, Reply, reply_events
+
+__all__ = ["OfflineModel", "hashed_embedding"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CALL_HEADER = re.compile(r"\[(?:tool_call|workflow_call|helper_call)\s*:")
+_QUOTE_LIMIT = 120
+
+
+class OfflineModel:
+    """A deterministic provider that needs no network and no API key.
+
+    Args:
+        chunk_size: characters per streamed text piece (small, so partials happen).
+        dimensions: length of the vectors returned by :meth:`embed`.
+    """
+
+    def __init__(self, *, chunk_size: int = 6, dimensions: int = 8) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        if dimensions < 1:
+            raise ValueError("dimensions must be at least 1")
+        self.name = "offline"
+        self.chunk_size = chunk_size
+        self.dimensions = dimensions
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Answer ``request`` as described in the module docstring."""
+        self.requests.append(request)
+        reply = respond(request)
+        # Ids only need to be unique within a conversation: number them by the model's turn.
+        number = 1 + sum(1 for m in request.messages if m.role == "assistant")
+        for event in reply_events(reply, call_number=number, chunk_size=self.chunk_size):
+            await asyncio.sleep(0)  # let other tasks run between chunks, as a network would
+            yield event
+
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        """One deterministic unit vector per text (see :func:`hashed_embedding`)."""
+        return [hashed_embedding(text, self.dimensions) for text in texts]
+
+
+def respond(request: ModelRequest) -> Reply:
+    """The offline model's whole answer to ``request``, before streaming."""
+    contract = request.contract if isinstance(request.contract, Contract) else None
+    native = bool(request.functions)
+    messages = request.messages
+    if contract is not None and not _answers_own_calls(messages):
+        calls = _tool_calls(contract, request.functions)
+        if calls:
+            return Reply(tuple(calls) if native else (_call_blocks(calls),))
+    return _final_answer(request, contract, native)
+
+
+# -- reading the history ---------------------------------------------------------------------
+
+
+def _made_calls(message: Message) -> bool:
+    return message.role == "assistant" and (
+        bool(message.tool_calls) or _CALL_HEADER.search(message.content) is not None
+    )
+
+
+def _answers_own_calls(messages: Sequence[Message]) -> bool:
+    """Whether the last messages are the results of calls the previous response made.
+
+    Native results are ``tool`` messages; block results come back as one user message right
+    after the assistant message that held the call blocks.
+    """
+    if not messages:
+        return False
+    if messages[-1].role == "tool":
+        return True
+    return messages[-1].role == "user" and len(messages) > 1 and _made_calls(messages[-2])
+
+
+def _turn_input(messages: Sequence[Message]) -> str:
+    """The user's last own input: the latest user message that is not a results message."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "user" and not (i > 0 and _made_calls(messages[i - 1])):
+            return message.content
+    return ""
+
+
+def _called_this_turn(messages: Sequence[Message]) -> list[str]:
+    """Names of the calls made since the user's last own input, in order."""
+    names: list[str] = []
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "user" and not (i > 0 and _made_calls(messages[i - 1])):
+            break
+        if message.role == "assistant":
+            found = [c.name for c in message.tool_calls] or _block_call_names(message.content)
+            names[:0] = found
+    return names
+
+
+def _block_call_names(text: str) -> list[str]:
+    return re.findall(r"\[(?:tool_call|workflow_call|helper_call)\s*:\s*([^\]\s]+)", text)
+
+
+# -- calling tools ---------------------------------------------------------------------------
+
+
+def _tool_calls(contract: Contract, functions: Sequence[FunctionSpec]) -> list[NativeCall]:
+    offered = {f.name for f in functions}
+    calls: list[NativeCall] = []
+    for spec in contract.callables:
+        if spec.kind != "tool" or not spec.configured:
+            continue
+        name = f"tool__{spec.name}" if functions else spec.name
+        if functions and name not in offered:
+            continue
+        calls.append(NativeCall(name, _example_args(spec, contract)))
+    return calls
+
+
+def _example_args(spec: CallableSpec, contract: Contract) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    for param in spec.params:
+        # Leave optional parameters out: the smallest call that honours the contract.
+        if not param.get("optional", False):
+            args[param["name"]] = example_value(param["type"], contract.types)
+    return args
+
+
+def _call_blocks(calls: Sequence[NativeCall]) -> str:
+    blocks = [
+        f"[tool_call: {call.name}]\n{_block_body(call.arguments)}[/tool_call]" for call in calls
+    ]
+    return "\n\n".join(blocks)
+
+
+def _block_body(value: Mapping[str, Any] | str) -> str:
+    """``key: value`` lines for flat values (as the manual writes blocks), JSON otherwise."""
+    if isinstance(value, str):
+        return value + "\n"
+    if not value:
+        return ""
+    if all(_plain_scalar(v) for v in value.values()):
+        return "".join(f"{key}: {_scalar_text(v)}\n" for key, v in value.items())
+    return json.dumps(value, ensure_ascii=False) + "\n"
+
+
+def _plain_scalar(value: Any) -> bool:
+    if isinstance(value, str):
+        return value != "" and value == value.strip() and "\n" not in value
+    return isinstance(value, (bool, int, float))
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# -- answering -------------------------------------------------------------------------------
+
+
+def _final_answer(request: ModelRequest, contract: Contract | None, native: bool) -> Reply:
+    if contract is not None and contract.output.get("kind") != "text":
+        return _structured_answer(request, contract, native)
+    text = _text_answer(request.messages)
+    return Reply((text if native else f"[response_text]\n{text}\n[/response_text]",))
+
+
+def _text_answer(messages: Sequence[Message]) -> str:
+    said = " ".join(_turn_input(messages).split())
+    if len(said) > _QUOTE_LIMIT:
+        said = said[: _QUOTE_LIMIT - 3] + "..."
+    text = f'Offline reply to "{said}".'
+    called = _called_this_turn(messages)
+    if called:
+        text += " Called: " + ", ".join(called) + "."
+    return text
+
+
+def _structured_answer(request: ModelRequest, contract: Contract, native: bool) -> Reply:
+    name, type_ = _first_variant(contract)
+    value = example_value(type_, contract.types)
+    if not native:
+        return Reply((f"[schema: {name}]\n{_block_body(value)}[/schema]",))
+    function = _output_function(request.functions, name)
+    if function is not None and request.response_schema is None:
+        return Reply((NativeCall(function, value),))
+    return Reply((json.dumps(value, ensure_ascii=False),))
+
+
+def _first_variant(contract: Contract) -> tuple[str, Mapping[str, Any]]:
+    output = contract.output
+    if output.get("kind") == "ref":
+        resolved = resolve(output, contract.types)
+        if resolved.get("kind") != "union":
+            return output["name"], output
+        output = resolved
+    if output.get("kind") == "union":
+        first = output["variants"][0]
+        if first.get("kind") == "ref":
+            return first["name"], first
+        return f"{contract.agent}Output1", first
+    return f"{contract.agent}Output", output
+
+
+_CALL_PREFIXES = ("tool__", "workflow__", "helper__", "intent__")
+
+
+def _output_function(functions: Sequence[FunctionSpec], variant: str) -> str | None:
+    """The native codec's output function for ``variant``, when it offers one per variant."""
+    for function in functions:
+        if function.name.startswith(_CALL_PREFIXES):
+            continue
+        if function.name == variant or function.name.endswith("__" + variant):
+            return function.name
+    return None
+
+
+# -- embeddings ------------------------------------------------------------------------------
 
 
 def hashed_embedding(text: str, dimensions: int = 8) -> list[float]:
-    """A deterministic unit vector for ``text``: hashed bag of words.
+    """A deterministic unit vector for ``text``: a hashed bag of words.
 
     Each lower-cased word adds +1 or -1 to one coordinate chosen by its hash, so texts that
     share words point in similar directions (enough for offline retrieval demos). A text

@@ -52,6 +52,7 @@ __all__ = [
     "ScriptFunction",
     "ScriptedFailure",
     "ScriptedModel",
+    "reply_events",
 ]
 
 
@@ -267,25 +268,29 @@ def _events_for(
         yield from response.events
     elif isinstance(response, ScriptedFailure):
         if response.before is not None:
-            yield from _reply_events(response.before, number, chunk_size, finish=False)
+            yield from reply_events(
+                response.before, call_number=number, chunk_size=chunk_size, finish=False
+            )
         raise ProviderError(
             provider, response.message, status=response.status, retryable=response.retryable
         )
     else:
         reply = response if isinstance(response, Reply) else Reply((response,))
-        yield from _reply_events(reply, number, chunk_size, finish=True)
+        yield from reply_events(reply, call_number=number, chunk_size=chunk_size)
 
 
-def _reply_events(
-    reply: Reply, number: int, chunk_size: int, *, finish: bool
+def reply_events(
+    reply: Reply, *, call_number: int, chunk_size: int, finish: bool = True
 ) -> Iterable[StreamEvent]:
+    """The stream events of ``reply``: text in ``chunk_size`` pieces, each call as fragments
+    (default ids ``call_<call_number>_<index>``), then (with ``finish``) usage and finish."""
     index = 0
     for part in reply.parts:
         if isinstance(part, str):
             for start in range(0, len(part), chunk_size):
                 yield TextDelta(part[start : start + chunk_size])
         else:
-            yield from _call_events(part, index, number, chunk_size)
+            yield from _call_events(part, index, call_number, chunk_size)
             index += 1
     if not finish:
         return

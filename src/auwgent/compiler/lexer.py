@@ -1,0 +1,340 @@
+"""The lexer: ``.agent`` text to tokens.
+
+Words are all ``IDENT`` tokens; the parser gives words such as ``agent`` or ``tools`` their
+meaning by position (contextual keywords), so ``model`` can be both a declaration keyword and a
+config field. Each token records whether a line break precedes it, which the parser uses where
+the language is line-sensitive (``return`` with no value, a call on the next line).
+
+Strings come out processed (see ``nodes.StringLit``): ``"..."`` and ``'...'`` end at the line;
+``\"\"\"...\"\"\"`` may span lines and is dedented (first and last blank lines dropped, common
+indentation removed) before escapes are resolved.
+
+The same lexer reads expressions inside prompt templates: ``tokenize_fragment`` lexes processed
+string characters and maps every span back into the file through the string's offsets.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .diagnostics import Diagnostic, error
+from .nodes import StringKind, StringLit
+from .source import SourceFile, Span
+
+
+class TokenKind(enum.Enum):
+    """Kinds of tokens; punctuation kinds carry their spelling as the value."""
+
+    IDENT = "identifier"
+    NUMBER = "number"
+    STRING = "string"
+    LBRACE = "{"
+    RBRACE = "}"
+    LPAREN = "("
+    RPAREN = ")"
+    LBRACKET = "["
+    RBRACKET = "]"
+    COLON = ":"
+    COMMA = ","
+    DOT = "."
+    AT = "@"
+    PLUS = "+"
+    MINUS = "-"
+    STAR = "*"
+    SLASH = "/"
+    PERCENT = "%"
+    ASSIGN = "="
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    AND = "&&"
+    OR = "||"
+    BANG = "!"
+    PIPE = "|"
+    QUESTION = "?"
+    HASH = "#"
+    EOF = "end of file"
+
+
+_PUNCT = {kind.value: kind for kind in TokenKind if kind.value[0] in "{}()[]:,.@+-*/%=!<>&|?#"}
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token. ``value`` is the ``StringLit`` of a string, the number of a number."""
+
+    kind: TokenKind
+    text: str
+    span: Span
+    newline_before: bool
+    value: StringLit | int | float | None = None
+
+    def describe(self) -> str:
+        """How to name this token in a message: ``identifier `foo```, ``end of file``."""
+        if self.kind is TokenKind.EOF:
+            return "end of file"
+        if self.kind is TokenKind.IDENT:
+            return f"`{self.text}`"
+        if self.kind is TokenKind.STRING:
+            return "a string"
+        if self.kind is TokenKind.NUMBER:
+            return f"number `{self.text}`"
+        return f"`{self.text}`"
+
+
+_SCAN = re.compile(
+    r"""
+    (?P<space>[ \t\r\f\v\ufeff]+)
+    |(?P<newline>\n)
+    |(?P<line_comment>//[^\n]*)
+    |(?P<block_comment>/\*)
+    |(?P<triple>\"\"\")
+    |(?P<quote>["'])
+    |(?P<number>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+    |(?P<ident>[^\W\d]\w*)
+    |(?P<punct>==|!=|<=|>=|&&|\|\||[{}()\[\]:,.@+\-*/%<>=!|?\#])
+    """,
+    re.VERBOSE,
+)
+
+_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "0": "\0",
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+    "{": "{",
+    "}": "}",
+    "/": "/",
+}
+
+
+class _Lexer:
+    """Scans one text; ``offsets`` (when given) maps text positions to file offsets."""
+
+    def __init__(self, text: str, source: SourceFile, offsets: Sequence[int] | None) -> None:
+        self.text = text
+        self.source = source
+        self.offsets = offsets
+        self.tokens: list[Token] = []
+        self.diagnostics: list[Diagnostic] = []
+
+    def at(self, pos: int) -> int:
+        """The file offset of text position ``pos``."""
+        if self.offsets is None:
+            return pos
+        return self.offsets[min(pos, len(self.offsets) - 1)]
+
+    def span(self, start: int, end: int) -> Span:
+        """The file span of text ``[start, end)``."""
+        if self.offsets is None or start >= end:
+            return Span(self.at(start), self.at(end) if start < end else self.at(start))
+        return Span(self.at(start), self.at(end - 1) + 1)
+
+    def report(
+        self, code: str, message: str, start: int, end: int, help: str | None = None
+    ) -> None:
+        self.diagnostics.append(error(code, message, self.source, self.span(start, end), help=help))
+
+    def run(self) -> list[Token]:
+        text, pos, newline = self.text, 0, False
+        length = len(text)
+        while pos < length:
+            match = _SCAN.match(text, pos)
+            if match is None:
+                self.report("E0001", f"unexpected character {text[pos]!r}", pos, pos + 1)
+                pos += 1
+                continue
+            group, end = match.lastgroup, match.end()
+            if group == "space" or group == "line_comment":
+                pos = end
+            elif group == "newline":
+                newline, pos = True, end
+            elif group == "block_comment":
+                newline, pos = self.block_comment(pos, newline)
+            elif group == "triple":
+                pos = self.triple_string(pos, newline)
+                newline = False
+            elif group == "quote":
+                pos = self.quoted_string(pos, newline)
+                newline = False
+            else:
+                self.add_simple(group, match.group(), pos, end, newline)
+                newline, pos = False, end
+        self.tokens.append(Token(TokenKind.EOF, "", self.span(length, length), True))
+        return self.tokens
+
+    def add_simple(self, group: str | None, raw: str, start: int, end: int, newline: bool) -> None:
+        if group == "number":
+            number: int | float = (
+                float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)
+            )
+            token = Token(TokenKind.NUMBER, raw, self.span(start, end), newline, number)
+        elif group == "ident":
+            token = Token(TokenKind.IDENT, raw, self.span(start, end), newline)
+        else:
+            token = Token(_PUNCT[raw], raw, self.span(start, end), newline)
+        self.tokens.append(token)
+
+    def block_comment(self, start: int, newline: bool) -> tuple[bool, int]:
+        close = self.text.find("*/", start + 2)
+        if close == -1:
+            self.report(
+                "E0003",
+                "unterminated block comment: `/*` has no matching `*/`",
+                start,
+                start + 2,
+                help="close the comment with `*/`",
+            )
+            return newline, len(self.text)
+        return newline or "\n" in self.text[start:close], close + 2
+
+    def quoted_string(self, start: int, newline: bool) -> int:
+        """``"..."`` or ``'...'``: ends at the matching quote, or (an error) at the line end."""
+        text, quote = self.text, self.text[start]
+        pos = start + 1
+        while pos < len(text) and text[pos] != quote and text[pos] != "\n":
+            pos += 2 if text[pos] == "\\" and pos + 1 < len(text) and text[pos + 1] != "\n" else 1
+        terminated = pos < len(text) and text[pos] == quote
+        if not terminated:
+            self.report(
+                "E0002",
+                f"unterminated string: missing closing {quote}",
+                start,
+                pos,
+                help=f'close the string with {quote}, or use """ for text that spans lines',
+            )
+        chars: list[str] = []
+        offsets: list[int] = []
+        self.unescape(start + 1, pos, chars, offsets)
+        offsets.append(self.at(pos))
+        end = pos + 1 if terminated else pos
+        kind = StringKind.DOUBLE if quote == '"' else StringKind.SINGLE
+        self.add_string(chars, offsets, kind, start, end, newline)
+        return end
+
+    def triple_string(self, start: int, newline: bool) -> int:
+        text = self.text
+        close = text.find('"""', start + 3)
+        terminated = close != -1
+        if not terminated:
+            self.report(
+                "E0002",
+                'unterminated string: `"""` has no matching `"""`',
+                start,
+                start + 3,
+                help='close the string with """',
+            )
+            close = len(text)
+        chars: list[str] = []
+        offsets: list[int] = []
+        for index, (line_start, line_end) in enumerate(_dedent(text, start + 3, close)):
+            if index:
+                chars.append("\n")
+                offsets.append(self.at(line_start - 1))
+            self.unescape(line_start, line_end, chars, offsets)
+        offsets.append(self.at(close))
+        end = close + 3 if terminated else close
+        self.add_string(chars, offsets, StringKind.TRIPLE, start, end, newline)
+        return end
+
+    def add_string(
+        self,
+        chars: list[str],
+        offsets: list[int],
+        kind: StringKind,
+        start: int,
+        end: int,
+        newline: bool,
+    ) -> None:
+        span = self.span(start, end)
+        lit = StringLit("".join(chars), kind, span, tuple(offsets))
+        self.tokens.append(Token(TokenKind.STRING, self.text[start:end], span, newline, lit))
+
+    def unescape(self, pos: int, end: int, chars: list[str], offsets: list[int]) -> None:
+        """Append the characters of ``text[pos:end]`` with escapes resolved."""
+        text = self.text
+        while pos < end:
+            ch = text[pos]
+            if ch != "\\" or pos + 1 >= end:
+                chars.append(ch)
+                offsets.append(self.at(pos))
+                pos += 1
+                continue
+            pos = self.escape(pos, end, chars, offsets)
+
+    def escape(self, pos: int, end: int, chars: list[str], offsets: list[int]) -> int:
+        text = self.text
+        nxt = text[pos + 1]
+        if nxt in _ESCAPES:
+            chars.append(_ESCAPES[nxt])
+            offsets.append(self.at(pos))
+            return pos + 2
+        if nxt == "u":
+            digits = text[pos + 2 : pos + 6]
+            if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
+                chars.append(chr(int(digits, 16)))
+                offsets.append(self.at(pos))
+                return pos + 6
+        self.report(
+            "E0004",
+            f"unknown escape sequence `\\{nxt}`",
+            pos,
+            pos + 2,
+            help=r"valid escapes: \n \t \r \0 \" \' \\ \{ \} \uXXXX; write \\ for a backslash",
+        )
+        chars.append(nxt)
+        offsets.append(self.at(pos))
+        return pos + 2
+
+
+def _dedent(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Line ranges of a triple-quoted body after dropping blank edges and common indentation."""
+    lines: list[tuple[int, int]] = []
+    pos = start
+    while True:
+        nl = text.find("\n", pos, end)
+        if nl == -1:
+            lines.append((pos, end))
+            break
+        lines.append((pos, nl))
+        pos = nl + 1
+    # Text right after the opening quotes does not count towards the common indentation
+    # (as in inspect.cleandoc); a blank first or last line is dropped.
+    first_kept = bool(text[lines[0][0] : lines[0][1]].strip())
+    if len(lines) > 1 and not first_kept:
+        lines.pop(0)
+    if len(lines) > 1 and not text[lines[-1][0] : lines[-1][1]].strip():
+        lines.pop()
+    rest = lines[1:] if first_kept else lines
+    indents = [len(text[a:b]) - len(text[a:b].lstrip(" \t")) for a, b in rest if text[a:b].strip()]
+    cut = min(indents, default=0)
+    out = [(a, b) for a, b in lines[:1]] if first_kept else []
+    # Blank lines keep nothing: their whitespace is not content.
+    out += [(a + cut, b) if text[a:b].strip() else (b, b) for a, b in (rest)]
+    return out
+
+
+def tokenize(source: SourceFile) -> tuple[list[Token], list[Diagnostic]]:
+    """Lex a whole file. Always ends with one ``EOF`` token; never raises."""
+    lexer = _Lexer(source.text, source, None)
+    return lexer.run(), lexer.diagnostics
+
+
+def tokenize_fragment(
+    text: str, offsets: Sequence[int], source: SourceFile
+) -> tuple[list[Token], list[Diagnostic]]:
+    """Lex ``text`` whose characters sit at ``offsets`` in ``source`` (a template expression).
+
+    ``offsets`` needs ``len(text) + 1`` entries; the last one is where ``EOF`` is placed.
+    """
+    lexer = _Lexer(text, source, offsets)
+    return lexer.run(), lexer.diagnostics

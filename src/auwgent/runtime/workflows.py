@@ -1,0 +1,214 @@
+"""The workflow interpreter: runs a workflow's IR body (``docs/ir.md``, "Workflow statements").
+
+The interpreter is pure apart from the ``call_tool`` callback: every tool call is handed to the
+engine, which validates the arguments, emits intents, enforces scoped tools and returns the
+tool's result as a plain value. The interpreter never parses a result: if a tool declared to
+return an object hands back a JSON string, the engine decodes it before returning (see
+``docs/workflows.md``).
+
+Any failure while running (a tool that raises, reading a field of ``null``, an index out of
+range, a type mismatch) becomes a :class:`~auwgent.errors.WorkflowError` naming the workflow's
+``.agent`` file and the line of the statement (or call) that failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from auwgent.errors import AuwgentError, WorkflowError
+from auwgent.runtime.expr import (
+    ExprError,
+    IRExpr,
+    apply_binary,
+    apply_unary,
+    index_of,
+    member_of,
+    truthy,
+)
+
+IRWorkflow = Mapping[str, Any]
+IRStmt = Mapping[str, Any]
+CallTool = Callable[[str, dict[str, Any], tuple[int, int]], Awaitable[Any]]
+
+__all__ = ["CallTool", "IRWorkflow", "run_workflow"]
+
+
+@dataclass(slots=True)
+class _Scope:
+    """One block's variables; lookups and assignments walk outwards like JavaScript's ``let``."""
+
+    names: dict[str, Any] = field(default_factory=dict)
+    parent: _Scope | None = None
+
+    def find(self, name: str) -> _Scope | None:
+        scope: _Scope | None = self
+        while scope is not None and name not in scope.names:
+            scope = scope.parent
+        return scope
+
+
+@dataclass(frozen=True, slots=True)
+class _Returned:
+    value: Any
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one workflow run needs while it walks the body."""
+
+    ctx: Mapping[str, Any]
+    call_tool: CallTool
+    source: str | None
+    line: int | None = None  # the statement being run, for error messages
+
+
+async def run_workflow(
+    workflow: IRWorkflow,
+    args: Mapping[str, Any],
+    *,
+    ctx: Mapping[str, Any],
+    call_tool: CallTool,
+) -> Any:
+    """Run ``workflow`` with ``args`` (by parameter name) and return what it returns.
+
+    ``call_tool(name, args_by_name, (line, col))`` runs one tool call and returns its result.
+    A body that ends without ``return`` yields ``None``. Raises ``WorkflowError``.
+    """
+    run = _Run(ctx=ctx, call_tool=call_tool, source=workflow.get("source"))
+    run.line = _line(workflow.get("loc"))
+    scope = _Scope(names=_bind_params(workflow, args, run))
+    outcome = await _block(workflow["body"], _Scope(parent=scope), run)
+    return outcome.value if outcome is not None else None
+
+
+def _bind_params(workflow: IRWorkflow, args: Mapping[str, Any], run: _Run) -> dict[str, Any]:
+    declared = [p["name"] for p in workflow.get("params", [])]
+    unknown = [name for name in args if name not in declared]
+    if unknown:
+        raise _error(run, f"workflow {workflow['name']!r} has no parameter {unknown[0]!r}")
+    names: dict[str, Any] = {}
+    for param in workflow.get("params", []):
+        if param["name"] in args:
+            names[param["name"]] = args[param["name"]]
+        elif param.get("optional"):
+            names[param["name"]] = None  # an optional parameter left out reads as null
+        else:
+            raise _error(run, f"workflow {workflow['name']!r} needs argument {param['name']!r}")
+    return names
+
+
+async def _block(body: Sequence[IRStmt], scope: _Scope, run: _Run) -> _Returned | None:
+    for stmt in body:
+        run.line = _line(stmt.get("loc"))
+        try:
+            outcome = await _statement(stmt, scope, run)
+        except ExprError as exc:
+            line = exc.loc[0] if exc.loc else _line(stmt.get("loc"))
+            raise WorkflowError(exc.message, file=run.source, line=line) from exc
+        if outcome is not None:
+            return outcome
+    return None
+
+
+async def _statement(stmt: IRStmt, scope: _Scope, run: _Run) -> _Returned | None:
+    kind = stmt["s"]
+    if kind == "let":
+        if stmt["name"] in scope.names:
+            raise ExprError(f"{stmt['name']!r} is already declared in this block")
+        scope.names[stmt["name"]] = await _eval(stmt["value"], scope, run)
+    elif kind == "assign":
+        owner = scope.find(stmt["name"])
+        if owner is None:
+            raise ExprError(f"cannot assign to undeclared variable {stmt['name']!r}")
+        owner.names[stmt["name"]] = await _eval(stmt["value"], scope, run)
+    elif kind == "if":
+        return await _if(stmt, scope, run)
+    elif kind == "return":
+        value = stmt.get("value")
+        return _Returned(None if value is None else await _eval(value, scope, run))
+    elif kind == "expr":
+        await _eval(stmt["value"], scope, run)
+    else:
+        raise ExprError(f"unknown statement kind {kind!r}")
+    return None
+
+
+async def _if(stmt: IRStmt, scope: _Scope, run: _Run) -> _Returned | None:
+    for branch in stmt["branches"]:
+        if truthy(await _eval(branch["cond"], scope, run)):
+            return await _block(branch["body"], _Scope(parent=scope), run)
+    otherwise = stmt.get("else")
+    if otherwise is not None:
+        return await _block(otherwise, _Scope(parent=scope), run)
+    return None
+
+
+async def _eval(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
+    """Strict evaluation, with tool calls; operators are shared with :mod:`auwgent.runtime.expr`."""
+    e = expr["e"]
+    if e == "lit":
+        return expr["value"]
+    if e == "name":
+        owner = scope.find(expr["name"])
+        if owner is None:
+            raise ExprError(f"unknown variable {expr['name']!r}")
+        return owner.names[expr["name"]]
+    if e == "ctx":
+        return run.ctx.get(expr["name"])
+    if e == "member":
+        return member_of(await _eval(expr["object"], scope, run), expr["name"], True)
+    if e == "index":
+        target = await _eval(expr["object"], scope, run)
+        return index_of(target, await _eval(expr["index"], scope, run), True)
+    if e == "array":
+        return [await _eval(item, scope, run) for item in expr["items"]]
+    if e == "object":
+        return {f["name"]: await _eval(f["value"], scope, run) for f in expr["fields"]}
+    if e == "unary":
+        return apply_unary(expr["op"], await _eval(expr["operand"], scope, run), True)
+    if e == "binary":
+        left = await _eval(expr["left"], scope, run)
+        # Short-circuit: the right side (and any call in it) does not run.
+        if expr["op"] == "&&" and not truthy(left):
+            return False
+        if expr["op"] == "||" and truthy(left):
+            return True
+        return apply_binary(expr["op"], left, await _eval(expr["right"], scope, run), True)
+    if e == "call":
+        return await _call(expr, scope, run)
+    raise ExprError(f"unknown expression kind {e!r}")
+
+
+async def _call(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
+    args: dict[str, Any] = {}
+    for arg in expr["args"]:
+        args[arg["name"]] = await _eval(arg["value"], scope, run)
+    loc = expr.get("loc") or [run.line or 0, 0]
+    where = (int(loc[0]), int(loc[1]))
+    try:
+        return await run.call_tool(expr["tool"], args, where)
+    except WorkflowError:
+        raise  # a nested workflow already named its own file and line
+    except Exception as exc:
+        raise WorkflowError(
+            f"tool {expr['tool']!r} failed: {_describe_failure(exc)}",
+            file=run.source,
+            line=where[0],
+        ) from exc
+
+
+def _describe_failure(exc: Exception) -> str:
+    if isinstance(exc, AuwgentError):
+        return str(exc)  # our own errors already read as sentences
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _error(run: _Run, message: str) -> WorkflowError:
+    return WorkflowError(message, file=run.source, line=run.line)
+
+
+def _line(loc: Any) -> int | None:
+    return int(loc[0]) if loc else None

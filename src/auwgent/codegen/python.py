@@ -1,0 +1,940 @@
+"""The Python target: one IR document in, the source of ``<stem>_types.py`` out.
+
+The generated module is what an application imports. It holds, in this order: the name
+aliases (``AgentName``, ``ToolName``...), a ``TypedDict`` for every named type of the IR and
+for every inline object, the payload of every intent (built-in and custom) and of the
+streaming partials, ``AuwgentContext`` / ``AuwgentApiKeys`` / ``AuwgentConfig``, the
+``AuwgentTools`` base class, the intent handler and middleware base classes, the typed agent
+class, the embedded IR and, last, the ``auwgent(config)`` factory.
+
+It targets Python 3.10: optional keys are written as a ``total=False`` subclass of the
+required ones (``NotRequired`` is 3.11), and keys that are not identifiers use the functional
+``TypedDict`` syntax. The output is deterministic: the same IR always gives the same text.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from auwgent.codegen.writer import CodeWriter
+from auwgent.errors import CompileError
+from auwgent.ir import dumps_ir
+
+__all__ = ["api_key_env_var", "api_key_field", "module_name", "render_python"]
+
+IR = Mapping[str, Any]
+
+#: Built-in intents: (intent name, payload class, what fires it).
+BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = (
+    ("response_text", "ResponseTextIntent", "The model answered with text."),
+    ("response_schema", "ResponseSchemaIntent", "The model answered with structured output."),
+    ("tool_call", "ToolCallIntent", "The model asked for a tool (before it runs)."),
+    ("tool_result", "ToolResultIntent", "A tool ran and returned a result."),
+    ("tool_skipped", "ToolSkippedIntent", "A tool call was skipped before it ran."),
+    ("tool_error", "ToolErrorIntent", "A tool call failed or could not run."),
+    ("workflow_call", "WorkflowCallIntent", "The model asked for a workflow (before it runs)."),
+    ("workflow_result", "WorkflowResultIntent", "A workflow finished."),
+    ("helper_call", "HelperCallIntent", "The agent handed work to a helper (before it runs)."),
+    ("helper_result", "HelperResultIntent", "A helper finished and returned its result."),
+    ("error", "ErrorIntent", "The run failed."),
+)
+
+#: Intents the model streams, so that partial handlers may receive them.
+STREAMED_INTENTS = ("response_text", "response_schema", "tool_call", "workflow_call", "helper_call")
+
+#: The seven middleware hooks: (name, parameters, return annotation, when it fires).
+MIDDLEWARE_HOOKS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "onRunStart",
+        "session: AuwgentSession, ctx: MiddlewareContext",
+        "AuwgentSession | None",
+        "Once per run, before prompts are evaluated; a returned session replaces the current.",
+    ),
+    (
+        "onLLMStart",
+        "prompt: str, ctx: MiddlewareContext",
+        "str | None",
+        "Before every model call; a returned string replaces the prompt for that call.",
+    ),
+    (
+        "onIntent",
+        "name: IntentName, value: Any, ctx: MiddlewareContext",
+        "IntentControl | None",
+        'On every final intent, before the handlers; may return {"skip": True} or {"result": x}.',
+    ),
+    (
+        "onIntentPartial",
+        "name: IntentName, value: Any, ctx: MiddlewareContext",
+        "None",
+        "On every streaming partial.",
+    ),
+    (
+        "onLLMEnd",
+        "response: Any, ctx: MiddlewareContext",
+        "None",
+        "After a terminal model response.",
+    ),
+    (
+        "onRunComplete",
+        "finalSession: AuwgentSession, ctx: MiddlewareContext",
+        "None",
+        "Once when the run ends, also after a failure.",
+    ),
+    (
+        "onError",
+        "error: Exception, session: AuwgentSession, ctx: MiddlewareContext",
+        "bool | None",
+        "When the run or a tool fails; return True to mark the error handled.",
+    ),
+)
+
+#: Names the module itself defines or imports; a user type may not take them.
+_TYPING_IMPORTS = ("Any", "ClassVar", "Literal", "TypeVar", "TypedDict", "Union")
+_ABC_IMPORTS = ("Awaitable", "Callable", "Mapping", "Sequence")
+_FIXED_NAMES = frozenset(
+    {
+        *_TYPING_IMPORTS,
+        *_ABC_IMPORTS,
+        *(cls for _, cls, _ in BUILTIN_INTENTS),
+        "TYPE_CHECKING",
+        "AgentName",
+        "ToolName",
+        "WorkflowName",
+        "HelperName",
+        "ConfigName",
+        "IntentName",
+        "OutputTypeName",
+        "MaybeAwaitable",
+        "IntentControl",
+        "MiddlewareContext",
+        "PartialIntent",
+        "ResponseTextPartialIntent",
+        "ConfigError",
+        "IR_JSON",
+        "IR_HASH",
+        "IR_VERSION",
+        "COMPILER_VERSION",
+        "ROOT_AGENT",
+        "auwgent",
+        "difflib",
+        "httpx",
+    }
+)
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+# --------------------------------------------------------------------------- naming helpers
+
+
+def is_identifier(name: str) -> bool:
+    """Whether ``name`` can be written as a Python name (an identifier, not a keyword)."""
+    return bool(_IDENT.match(name)) and not keyword.iskeyword(name)
+
+
+def module_name(stem: str) -> str:
+    """A valid Python module name for a file stem (``my-agent`` → ``my_agent``)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "_"
+    if name[0].isdigit():
+        name = "_" + name
+    if keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+def _pascal(name: str) -> str:
+    return "".join(word[:1].upper() + word[1:] for word in _WORD.findall(name))
+
+
+def _camel(name: str) -> str:
+    words: list[str] = _WORD.findall(name)
+    if not words:
+        return ""
+    first = words[0]
+    return first[:1].lower() + first[1:] + "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def api_key_field(model: IR) -> str:
+    """The ``apiKeys`` field of a model's provider (``custom("my-groq-api")`` → ``myGroqApiApiKey``)."""
+    provider = str(model["provider"])
+    if provider == "custom":
+        return _camel(str(model.get("id") or "custom")) + "ApiKey"
+    return provider + "ApiKey"
+
+
+def api_key_env_var(model: IR) -> str:
+    """The environment variable that may supply the key (``MY_GROQ_API_API_KEY``)."""
+    provider = str(model["provider"])
+    if provider == "custom":
+        words = _WORD.findall(str(model.get("id") or "custom"))
+        return "_".join(w.upper() for w in words) + "_API_KEY"
+    return provider.upper() + "_API_KEY"
+
+
+def _literal(values: Iterable[str], empty: str = "str") -> str:
+    items = list(dict.fromkeys(values))
+    if not items:
+        return empty
+    return "Literal[" + ", ".join(_string(v) for v in items) + "]"
+
+
+def _string(value: str) -> str:
+    """A double-quoted Python string literal (the style of the rest of the module)."""
+    # JSON string escapes are valid Python escapes; non-ASCII text stays readable.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _docstring(text: str) -> list[str]:
+    """The lines of a triple-quoted docstring holding ``text`` safely."""
+    safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
+    if safe.endswith('"'):
+        safe = safe[:-1] + '\\"'
+    lines = safe.splitlines() or [""]
+    if len(lines) == 1:
+        return ['"""' + lines[0] + '"""']
+    return ['"""' + lines[0], *lines[1:], '"""']
+
+
+# --------------------------------------------------------------------------- the model of the IR
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    key: str
+    annotation: str
+    optional: bool
+    description: str | None = None
+
+
+class _Program:
+    """Read-only views over one IR document that several sections need."""
+
+    def __init__(self, doc: IR) -> None:
+        self.doc = doc
+        self.root: str = doc["root"]
+        self.agents: list[IR] = list(self._agents_in_order())
+
+    def _agents_in_order(self) -> Iterator[IR]:
+        # Root first, then helpers breadth-first as they are used: the order a reader expects.
+        table: Mapping[str, IR] = self.doc["agents"]
+        seen: set[str] = set()
+        queue = [self.root]
+        while queue:
+            name = queue.pop(0)
+            if name in seen or name not in table:
+                continue
+            seen.add(name)
+            yield table[name]
+            queue.extend(use["name"] for use in table[name].get("helpers", []))
+        for name in sorted(set(table) - seen):
+            yield table[name]
+
+    def tools(self) -> Iterator[tuple[IR, str]]:
+        """Every declared tool with where it is declared (for its docstring)."""
+        for agent in self.agents:
+            for tool in agent.get("tools", []):
+                yield tool, agent["name"]
+            for workflow in agent.get("workflows", []):
+                for tool in workflow.get("tools", []):
+                    yield tool, f"{agent['name']}, scoped to workflow {workflow['name']}"
+
+    def workflows(self) -> list[str]:
+        return [w["name"] for a in self.agents for w in a.get("workflows", [])]
+
+    def helpers(self) -> list[str]:
+        return [a["name"] for a in self.agents if a.get("kind") == "helper"]
+
+    def custom_intents(self) -> list[IR]:
+        found: dict[str, IR] = {}
+        for agent in self.agents:
+            for intent in agent.get("intents", []):
+                found.setdefault(intent["name"], intent)
+        return list(found.values())
+
+    def models(self) -> Iterator[IR]:
+        for agent in self.agents:
+            for config in agent["configs"].values():
+                yield config["model"]
+                if config.get("embedding"):
+                    yield config["embedding"]
+
+    def providers(self) -> list[IR]:
+        """One model per distinct API key field: gemini, openai, then custom ids in order."""
+        by_field: dict[str, IR] = {}
+        for model in self.models():
+            by_field.setdefault(api_key_field(model), model)
+        order = {"gemini": 0, "openai": 1, "custom": 2}
+        return sorted(by_field.values(), key=lambda m: order.get(str(m["provider"]), 3))
+
+    def outputs(self) -> list[IR]:
+        return [a["output"] for a in self.agents if a["output"].get("kind") != "text"]
+
+
+# --------------------------------------------------------------------------- types
+
+
+class _Types:
+    """Turns IR types into annotations, inventing names for inline objects as it goes."""
+
+    def __init__(self, named: Iterable[str]) -> None:
+        self.taken: set[str] = set(_FIXED_NAMES) | set(named)
+        self.pending: list[tuple[str, IR]] = []
+
+    def fresh(self, hint: str) -> str:
+        base = _pascal(hint) or "Inline"
+        name, n = base, 2
+        while name in self.taken:
+            name, n = f"{base}{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def annotation(self, t: IR, hint: str) -> str:
+        kind = t["kind"]
+        if kind in ("text", "string"):
+            return "str"
+        if kind == "number":
+            return "float"
+        if kind == "boolean":
+            return "bool"
+        if kind == "literal":
+            return f"Literal[{_string(str(t['value']))}]"
+        if kind == "array":
+            return f"list[{self.annotation(t['items'], hint + 'Item')}]"
+        if kind == "ref":
+            return str(t["name"])
+        if kind == "object":
+            name = self.fresh(hint)
+            self.pending.append((name, t))
+            return name
+        if kind == "union":
+            return self._union(t["variants"], hint)
+        raise CompileError(f"cannot generate Python for IR type kind {kind!r}")
+
+    def _union(self, variants: Sequence[IR], hint: str) -> str:
+        if all(v["kind"] == "literal" for v in variants):
+            return _literal(str(v["value"]) for v in variants)
+        parts = [self.annotation(v, f"{hint}{i + 1}") for i, v in enumerate(variants)]
+        return " | ".join(dict.fromkeys(parts))
+
+    def fields(self, fields: Sequence[IR], owner: str) -> list[_Field]:
+        return [
+            _Field(
+                f["name"],
+                self.annotation(f["type"], owner + _pascal(f["name"])),
+                bool(f.get("optional")),
+                f.get("description"),
+            )
+            for f in fields
+        ]
+
+
+def _typed_dict(w: CodeWriter, name: str, fields: Sequence[_Field], doc: str | None) -> None:
+    """Emit one TypedDict; optional keys go into a ``total=False`` subclass of the required."""
+    required = [f for f in fields if not f.optional]
+    optional = [f for f in fields if f.optional]
+    w.blank(2)
+    if required and optional:
+        _typed_dict_part(w, f"_{name}Required", required, total=True, doc=None)
+        w.blank(2)
+        if all(is_identifier(f.key) for f in optional):
+            _typed_dict_class(w, name, f"_{name}Required, total=False", optional, doc)
+        else:
+            _typed_dict_part(w, f"_{name}Optional", optional, total=False, doc=None)
+            w.blank(2)
+            _typed_dict_class(w, name, f"_{name}Required, _{name}Optional", [], doc)
+        return
+    _typed_dict_part(w, name, fields, total=not optional, doc=doc)
+
+
+def _typed_dict_part(
+    w: CodeWriter, name: str, fields: Sequence[_Field], *, total: bool, doc: str | None
+) -> None:
+    bases = "TypedDict" if total else "TypedDict, total=False"
+    if all(is_identifier(f.key) for f in fields):
+        _typed_dict_class(w, name, bases, fields, doc)
+        return
+    # Keys that are not Python names need the functional syntax; its values are evaluated at
+    # import time, so annotations are quoted to allow forward references.
+    if doc:
+        for line in doc.splitlines():
+            w.fill(f"# {line}".rstrip())
+    w.fill(f"{name} = TypedDict(")
+    with w.indent():
+        w.fill(_string(name) + ",")
+        w.fill("{")
+        with w.indent():
+            for f in fields:
+                _field_comment(w, f)
+                w.fill(f"{_string(f.key)}: {_string(f.annotation)},")
+        w.fill("},")
+        if not total:
+            w.fill("total=False,")
+    w.fill(")")
+
+
+def _typed_dict_class(
+    w: CodeWriter, name: str, bases: str, fields: Sequence[_Field], doc: str | None
+) -> None:
+    w.fill(f"class {name}({bases}):")
+    with w.indent():
+        if doc:
+            w.lines("\n".join(_docstring(doc)))
+            if fields:
+                w.blank()
+        for f in fields:
+            _field_comment(w, f)
+            w.fill(f"{f.key}: {f.annotation}")
+        if not fields and not doc:
+            w.fill("pass")
+
+
+def _field_comment(w: CodeWriter, f: _Field) -> None:
+    if f.description:
+        for line in f.description.splitlines():
+            w.fill(f"#: {line}".rstrip())
+
+
+# --------------------------------------------------------------------------- the module
+
+
+class _Emitter:
+    """Writes the sections of one module; ``render`` assembles them in reading order."""
+
+    def __init__(self, doc: IR, ir_text: str) -> None:
+        self.doc = doc
+        self.ir_text = ir_text
+        self.p = _Program(doc)
+        type_names: list[str] = sorted(doc.get("types", {}))
+        for name in type_names:
+            if name in _FIXED_NAMES or name.startswith("Auwgent") or not is_identifier(name):
+                raise CompileError(
+                    f"type {name!r} cannot be used in Python bindings: the name is taken by "
+                    "the generated module or is not a valid Python name; rename the type"
+                )
+        self.types = _Types(type_names)
+        self.intent_classes = self._intent_classes()
+
+    def _intent_classes(self) -> dict[str, str]:
+        classes: dict[str, str] = {}
+        for intent in self.p.custom_intents():
+            cls = _pascal(intent["name"]) + "Intent"
+            if cls in self.types.taken:
+                raise CompileError(
+                    f"custom intent {intent['name']!r}: its payload class {cls} would clash "
+                    "with another name of the generated module; rename the intent"
+                )
+            self.types.taken.add(cls)
+            classes[intent["name"]] = cls
+        return classes
+
+    # ----- assembly
+
+    def render(self) -> str:
+        named = CodeWriter()
+        self.emit_named_types(named)
+        sections = [
+            self.emit_intents,
+            self.emit_partials,
+            self.emit_context,
+            self.emit_api_keys,
+            self.emit_config,
+            self.emit_tools,
+            self.emit_handlers,
+            self.emit_middleware,
+            self.emit_agent,
+        ]
+        rendered: list[str] = []
+        for section in sections:
+            w = CodeWriter()
+            section(w)
+            rendered.append(w.getvalue())
+        inline = CodeWriter()
+        self.drain_inline(inline)
+        head = CodeWriter()
+        self.emit_header(head)
+        self.emit_aliases(head)
+        tail = CodeWriter()
+        self.emit_ir(tail)
+        self.emit_factory(tail)
+        parts = [head.getvalue(), named.getvalue(), inline.getvalue(), *rendered, tail.getvalue()]
+        return "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
+
+    # ----- header and names
+
+    def emit_header(self, w: CodeWriter) -> None:
+        version = self.doc.get("compiler_version", "?")
+        source = self.doc.get("source", "?")
+        w.fill(f"# Generated by auwgent {version} from {source}. Do not edit this file:")
+        w.fill("# change the .agent sources and run `auwgent generate` again.")
+        root = self.p.root
+        w.lines(
+            "\n".join(
+                _docstring(
+                    f"Typed bindings for the agent {root}.\n\n"
+                    "Create the agent with ``auwgent(config)``; implement tools by subclassing\n"
+                    "``AuwgentTools``; handle intents by subclassing ``AuwgentBaseIntentHandler``."
+                )
+            )
+        )
+        w.blank()
+        w.fill("from __future__ import annotations")
+        w.blank()
+        w.fill("import difflib")
+        w.fill("from collections.abc import " + ", ".join(_ABC_IMPORTS))
+        w.fill("from typing import TYPE_CHECKING, " + ", ".join(_TYPING_IMPORTS))
+        w.blank()
+        w.fill("from auwgent.errors import ConfigError")
+        w.fill("from auwgent.runtime.agent import Agent as _Agent")
+        w.fill("from auwgent.runtime.agent import create_agent as _create_agent")
+        w.fill("from auwgent.runtime.session import Session as AuwgentSession")
+        w.blank()
+        w.fill("if TYPE_CHECKING:")
+        with w.indent():
+            w.fill("import httpx")
+            w.blank()
+            w.fill("from auwgent.runtime.providers.base import Provider as _Provider")
+        w.blank(2)
+        w.fill("__all__ = [")
+        with w.indent():
+            for name in self.public_names():
+                w.fill(_string(name) + ",")
+        w.fill("]")
+
+    def public_names(self) -> list[str]:
+        names = {
+            "AgentName", "ToolName", "WorkflowName", "HelperName", "ConfigName", "IntentName",
+            "OutputTypeName", "MaybeAwaitable", "IntentControl", "MiddlewareContext",
+            "PartialIntent", "ResponseTextPartialIntent", "AuwgentSession", "AuwgentContext",
+            "AuwgentApiKeys", "AuwgentBaseUrls", "AuwgentRetry", "AuwgentTimeouts",
+            "AuwgentConfig", "AuwgentTools", "AuwgentBaseIntentHandler",
+            "AuwgentBasePartialIntentHandler", "AuwgentMiddleware", "AuwgentAgent",
+            "IR_JSON", "IR_HASH", "IR_VERSION", "COMPILER_VERSION", "ROOT_AGENT", "auwgent",
+        }  # fmt: skip
+        names.update(cls for _, cls, _ in BUILTIN_INTENTS)
+        names.update(self.doc.get("types", {}))
+        names.update(self.intent_classes.values())
+        return sorted(names)
+
+    def emit_aliases(self, w: CodeWriter) -> None:
+        p = self.p
+        configs = list(self.doc["agents"][p.root]["configs"])
+        variants = self.output_type_names()
+        w.blank(2)
+        w.fill("#: The agent and its helpers: the ``agent_name`` every intent carries.")
+        w.fill(f"AgentName = {_literal(a['name'] for a in p.agents)}")
+        w.fill(f"ToolName = {_literal(t['name'] for t, _ in p.tools())}")
+        w.fill(f"WorkflowName = {_literal(p.workflows())}")
+        w.fill(f"HelperName = {_literal(p.helpers())}")
+        w.fill(f"ConfigName = {_literal(sorted(configs, key=lambda c: c != 'default'))}")
+        names = [n for n, _, _ in BUILTIN_INTENTS] + list(self.intent_classes)
+        w.fill(f"IntentName = {_literal(names)}")
+        w.fill(f"OutputTypeName = {_literal(variants) if variants is not None else 'str'}")
+        w.blank()
+        w.fill('_T = TypeVar("_T")')
+        w.fill("#: A tool may be a plain or an ``async`` method.")
+        w.fill("MaybeAwaitable = Union[_T, Awaitable[_T]]")
+        w.fill("#: The middleware context: a dict (activeAgent, rootAgent, systemPrompt, rawBlock,")
+        w.fill("#: set_context, embed, embed_batch, ...) that hooks may also use as a blackboard.")
+        w.fill("MiddlewareContext = dict[str, Any]")
+
+    def output_type_names(self) -> list[str] | None:
+        """Names a ``response_schema`` may carry, or None when one is not a named type."""
+        names: list[str] = []
+        for output in self.p.outputs():
+            variants = output["variants"] if output["kind"] == "union" else [output]
+            for v in variants:
+                if v["kind"] != "ref":
+                    return None
+                names.append(v["name"])
+        return names
+
+    # ----- types
+
+    def emit_named_types(self, w: CodeWriter) -> None:
+        for name, t in sorted(self.doc.get("types", {}).items()):
+            fields = self.types.fields(t.get("fields", []), name)
+            _typed_dict(w, name, fields, t.get("description"))
+            self.drain_inline(w)
+
+    def drain_inline(self, w: CodeWriter) -> None:
+        while self.types.pending:
+            name, t = self.types.pending.pop(0)
+            _typed_dict(w, name, self.types.fields(t["fields"], name), None)
+
+    def emit_intents(self, w: CodeWriter) -> None:
+        outputs = [self.types.annotation(o, "Output") for o in self.p.outputs()]
+        response = " | ".join(dict.fromkeys(outputs)) if outputs else "dict[str, Any]"
+        args = "dict[str, Any]"
+
+        def fields(*spec: tuple[str, str]) -> list[_Field]:
+            return [_Field(k.rstrip("?"), a, k.endswith("?")) for k, a in spec]
+
+        shapes: dict[str, list[_Field]] = {
+            "ResponseTextIntent": fields(("text", "str")),
+            "ResponseSchemaIntent": fields(("type", "OutputTypeName"), ("response", response)),
+            "ToolCallIntent": fields(("type", "ToolName"), ("args", args)),
+            "ToolResultIntent": fields(
+                ("name", "ToolName"), ("args", args), ("result", "Any"), ("overridden?", "bool")
+            ),
+            "ToolSkippedIntent": fields(("type", "ToolName"), ("args", args)),
+            "ToolErrorIntent": fields(("tool", "str"), ("message", "str")),
+            "WorkflowCallIntent": fields(("type", "WorkflowName"), ("args", args)),
+            "WorkflowResultIntent": fields(
+                ("name", "WorkflowName"), ("args", args), ("result", "Any")
+            ),
+            "HelperCallIntent": fields(("type", "HelperName"), ("args", args)),
+            "HelperResultIntent": fields(("name", "HelperName"), ("args", args), ("result", "Any")),
+            "ErrorIntent": fields(("message", "str")),
+        }
+        for name, cls, when in BUILTIN_INTENTS:
+            _typed_dict(w, cls, shapes[cls], f"Payload of ``{name}``: {when[0].lower()}{when[1:]}")
+        _typed_dict(
+            w,
+            "IntentControl",
+            fields(("skip?", "bool"), ("result?", "Any")),
+            "What a handler of a call intent may return: skip the call, or replace its result.",
+        )
+        for intent in self.p.custom_intents():
+            cls = self.intent_classes[intent["name"]]
+            doc = f"Payload of the custom intent ``{intent['name']}``"
+            if intent.get("description"):
+                doc += f": {intent['description']}"
+            _typed_dict(w, cls, self.types.fields(intent.get("fields", []), cls), doc)
+
+    def emit_partials(self, w: CodeWriter) -> None:
+        common = [
+            _Field("partial", "bool", False),
+            _Field("complete", "bool", False),
+            _Field("mode", 'Literal["text", "structured"]', False),
+            _Field("segment", "int", False),
+            _Field("raw", "str", False),
+        ]
+        _typed_dict(
+            w,
+            "PartialIntent",
+            [*common, _Field("snapshot", "dict[str, Any]", False)],
+            "A streaming update of a structured intent; ``snapshot`` is the payload so far.",
+        )
+        _typed_dict(
+            w,
+            "ResponseTextPartialIntent",
+            [
+                *common,
+                _Field("snapshot", "ResponseTextIntent", False),
+                _Field("delta", "str", False),
+            ],
+            "A streaming update of ``response_text``; ``delta`` is the new text.",
+        )
+
+    # ----- configuration
+
+    def emit_context(self, w: CodeWriter) -> None:
+        fields = self.types.fields(self.doc["agents"][self.p.root].get("context", []), "Context")
+        seen = {f.key for f in fields}
+        for agent in self.p.agents[1:]:
+            # A helper's context keys may be supplied later (set_context), so they are optional.
+            for f in self.types.fields(agent.get("context", []), "Context"):
+                if f.key not in seen:
+                    seen.add(f.key)
+                    fields.append(_Field(f.key, f.annotation, True, f.description))
+        _typed_dict(
+            w,
+            "AuwgentContext",
+            fields,
+            f"The context of {self.p.root}, as its ``context`` block declares.",
+        )
+
+    def emit_api_keys(self, w: CodeWriter) -> None:
+        keys = [
+            _Field(
+                api_key_field(m), "str", True, f"Or set the {self._env(m)} environment variable."
+            )
+            for m in self.p.providers()
+        ]
+        _typed_dict(
+            w, "AuwgentApiKeys", keys, "API keys of the providers the agent and its helpers use."
+        )
+        urls = [
+            _Field(str(m["id"]) if m["provider"] == "custom" else str(m["provider"]), "str", True)
+            for m in self.p.providers()
+        ]
+        _typed_dict(w, "AuwgentBaseUrls", urls, "Base URLs overriding the providers' own.")
+        _typed_dict(
+            w,
+            "AuwgentRetry",
+            [_Field("attempts", "int", True), *self._floats("baseDelay", "maxDelay")],
+            "Retries with backoff on 429, 5xx and connection errors (delays in seconds).",
+        )
+        _typed_dict(
+            w,
+            "AuwgentTimeouts",
+            self._floats("connect", "firstByte", "idle", "run"),
+            "Timeouts in seconds.",
+        )
+
+    @staticmethod
+    def _env(model: IR) -> str:
+        var = api_key_env_var(model)
+        return var + " (or GOOGLE_API_KEY)" if model["provider"] == "gemini" else var
+
+    @staticmethod
+    def _floats(*names: str) -> list[_Field]:
+        return [_Field(n, "float", True) for n in names]
+
+    def emit_config(self, w: CodeWriter) -> None:
+        fields = [
+            _Field("apiKeys", "AuwgentApiKeys", True),
+            _Field("context", "AuwgentContext", True),
+            _Field(
+                "tools",
+                "type[AuwgentTools] | AuwgentTools | Mapping[str, Callable[..., Any]]",
+                True,
+                "A subclass of AuwgentTools, an instance of one, or a dict of functions.",
+            ),
+            _Field("middleware", "Sequence[object]", True, "Middleware classes or instances."),
+            _Field("config", "ConfigName", True, "The named config to run with."),
+            _Field("baseUrls", "AuwgentBaseUrls", True),
+            _Field("maxToolLoops", "int", True),
+            _Field("maxOutputRetries", "int", True),
+            _Field("protocol", 'Literal["blocks", "native"]', True),
+            _Field("retry", "AuwgentRetry", True),
+            _Field("timeouts", "AuwgentTimeouts", True),
+            _Field("httpClient", "httpx.AsyncClient", True),
+            _Field(
+                "provider",
+                '_Provider | Literal["offline"]',
+                True,
+                'A provider replacing every model; "offline" runs without a network.',
+            ),
+        ]
+        _typed_dict(
+            w, "AuwgentConfig", fields, f"Everything ``auwgent()`` accepts for {self.p.root}."
+        )
+
+    # ----- tools
+
+    def emit_tools(self, w: CodeWriter) -> None:
+        tools: dict[str, list[tuple[IR, str]]] = {}
+        for tool, where in self.p.tools():
+            tools.setdefault(tool["name"], []).append((tool, where))
+        w.blank(2)
+        w.fill("def _unimplemented(method: _T) -> _T:")
+        with w.indent():
+            w.fill('"""Mark a generated method as a placeholder the runtime treats as absent."""')
+            w.fill('setattr(method, "__auwgent_unimplemented__", True)')
+            w.fill("return method")
+        w.blank(2)
+        w.fill("class AuwgentTools:")
+        with w.indent():
+            w.lines(
+                "\n".join(
+                    _docstring(
+                        "The tools of the agent and its helpers (workflow-scoped tools included).\n\n"
+                        "Subclass it and override the tools you implement, as plain or async\n"
+                        "methods taking keyword arguments. A tool left out reaches the model as\n"
+                        "[NOT CONFIGURED] and a call to it yields a tool_error."
+                    )
+                )
+            )
+            w.blank()
+            names = ", ".join(_string(n) for n in tools)
+            w.fill(
+                f"_TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({{{names}}})"
+                if names
+                else "_TOOL_NAMES: ClassVar[frozenset[str]] = frozenset()"
+            )
+            self.emit_typo_check(w)
+            for name, uses in tools.items():
+                w.blank()
+                self.emit_tool(w, name, uses)
+
+    def emit_typo_check(self, w: CodeWriter) -> None:
+        w.blank()
+        w.fill("def __init_subclass__(cls, **kwargs: Any) -> None:")
+        with w.indent():
+            w.fill("super().__init_subclass__(**kwargs)")
+            w.fill("for attr, value in vars(cls).items():")
+            with w.indent():
+                w.fill('if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):')
+                with w.indent():
+                    w.fill("continue")
+                w.fill("close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)")
+                w.fill("if close:")
+                with w.indent():
+                    w.fill("raise ConfigError(")
+                    with w.indent():
+                        w.fill('f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "')
+                        w.fill('f"did you mean {close[0]!r}?"')
+                    w.fill(")")
+
+    def emit_tool(self, w: CodeWriter, name: str, uses: list[tuple[IR, str]]) -> None:
+        tool = uses[0][0]
+        signature = self.tool_signature(tool)
+        differs = any(self.tool_signature(t) != signature for t, _ in uses[1:])
+        if not is_identifier(name):
+            w.fill(f"# Tool {name!r} is not a Python name: implement it in a dict of functions.")
+            return
+        if differs:
+            # Two agents declare the tool differently; one registry serves both, so accept both.
+            signature = ("**kwargs: Any", "MaybeAwaitable[Any]")
+        params, returns = signature
+        w.fill("@_unimplemented")
+        w.fill(f"def {name}(self{', ' + params if params else ''}) -> {returns}:")
+        with w.indent():
+            doc = tool.get("description") or f"The tool {name}."
+            wheres = ", ".join(dict.fromkeys(where for _, where in uses))
+            w.lines("\n".join(_docstring(f"{doc}\n\nDeclared in {wheres}.")))
+            w.fill(f"raise NotImplementedError({_string(f'tool {name} is not implemented')})")
+
+    def tool_signature(self, tool: IR) -> tuple[str, str]:
+        owner = _pascal(tool["name"])
+        fields = self.types.fields(tool.get("params", []), owner)
+        returns = self.types.annotation(tool["returns"], owner + "Result")
+        if returns != "str":
+            returns += " | str"  # a JSON string is always accepted as a result
+        if any(not is_identifier(f.key) or f.key == "self" for f in fields):
+            return "**kwargs: Any", f"MaybeAwaitable[{returns}]"
+        params = [
+            f"{f.key}: {f.annotation} | None = None" if f.optional else f"{f.key}: {f.annotation}"
+            for f in fields
+        ]
+        return ("*, " + ", ".join(params) if params else ""), f"MaybeAwaitable[{returns}]"
+
+    # ----- handlers and middleware
+
+    def emit_handlers(self, w: CodeWriter) -> None:
+        intents: list[tuple[str, str, str]] = list(BUILTIN_INTENTS)
+        for intent in self.p.custom_intents():
+            when = intent.get("description") or "The model emitted this custom intent."
+            intents.append((intent["name"], self.intent_classes[intent["name"]], when))
+        w.blank(2)
+        w.fill("class AuwgentBaseIntentHandler:")
+        with w.indent():
+            w.lines(
+                "\n".join(
+                    _docstring(
+                        "Final intents: subclass it, override the intents you handle and pass the\n"
+                        "class to ``agent.on_intent``. A handler of tool_call, workflow_call or\n"
+                        'helper_call may return {"skip": True} or {"result": ...}.'
+                    )
+                )
+            )
+            for name, cls, when in intents:
+                self.emit_handler_method(w, name, cls, "IntentControl | None", when)
+        streamed = [i for i in intents if i[0] in STREAMED_INTENTS or i[0] in self.intent_classes]
+        w.blank(2)
+        w.fill("class AuwgentBasePartialIntentHandler:")
+        with w.indent():
+            w.lines(
+                "\n".join(
+                    _docstring(
+                        "Streaming partials: subclass it, override what you want to follow and\n"
+                        "pass the class to ``agent.on_intent_partial``."
+                    )
+                )
+            )
+            for name, _, _ in streamed:
+                cls = "ResponseTextPartialIntent" if name == "response_text" else "PartialIntent"
+                self.emit_handler_method(w, name, cls, "None", f"Streaming ``{name}``.")
+
+    def emit_handler_method(self, w: CodeWriter, name: str, cls: str, ret: str, doc: str) -> None:
+        w.blank()
+        if not is_identifier(name):
+            w.fill(f"# Intent {name!r} is not a Python name: handle it with a function handler.")
+            return
+        w.fill("@_unimplemented")
+        w.fill(f"async def {name}(self, intent: {cls}, agent_name: AgentName) -> {ret}:")
+        with w.indent():
+            w.lines("\n".join(_docstring(doc)))
+            w.fill("return None")
+
+    def emit_middleware(self, w: CodeWriter) -> None:
+        w.blank(2)
+        w.fill("class AuwgentMiddleware:")
+        with w.indent():
+            w.lines(
+                "\n".join(
+                    _docstring(
+                        "Middleware: subclass it, set ``name`` (and ``target`` to limit it to\n"
+                        "one agent or helper) and override the hooks you need."
+                    )
+                )
+            )
+            w.blank()
+            w.fill('name: ClassVar[str] = ""')
+            w.fill("target: ClassVar[AgentName | list[AgentName] | None] = None")
+            for hook, params, ret, when in MIDDLEWARE_HOOKS:
+                w.blank()
+                w.fill("@_unimplemented")
+                w.fill(f"async def {hook}(self, {params}) -> {ret}:")
+                with w.indent():
+                    w.lines("\n".join(_docstring(when)))
+                    w.fill("return None")
+
+    # ----- the agent, the IR, the factory
+
+    def emit_agent(self, w: CodeWriter) -> None:
+        w.blank(2)
+        w.fill("class AuwgentAgent(_Agent):")
+        with w.indent():
+            w.lines("\n".join(_docstring(f"The agent {self.p.root}, created by ``auwgent()``.")))
+
+    def emit_ir(self, w: CodeWriter) -> None:
+        w.blank(2)
+        w.fill(f"ROOT_AGENT = {_string(self.p.root)}")
+        w.fill(f"IR_VERSION = {int(self.doc['ir_version'])}")
+        w.fill(f"IR_HASH = {_string(str(self.doc['hash']))}")
+        w.fill(f"COMPILER_VERSION = {_string(str(self.doc['compiler_version']))}")
+        w.fill(
+            "#: The compiled agent (the IR), exactly as in the .agent.json file beside this one."
+        )
+        w.fill("IR_JSON = (")
+        with w.indent():
+            # repr() picks single quotes, so the JSON's double quotes stay unescaped.
+            for line in self.ir_text.splitlines(keepends=True):
+                w.fill(repr(line))
+        w.fill(")")
+
+    def emit_factory(self, w: CodeWriter) -> None:
+        w.blank(2)
+        w.fill("def auwgent(config: AuwgentConfig | None = None) -> AuwgentAgent:")
+        with w.indent():
+            w.lines(
+                "\n".join(
+                    _docstring(
+                        f"Create the agent {self.p.root}.\n\n"
+                        "Raises ConfigError (ContextError for context values) when the config\n"
+                        "cannot be used: a missing API key, a context value of the wrong type,\n"
+                        "an unknown config name, or bindings from an incompatible compiler."
+                    )
+                )
+            )
+            w.fill("agent = _create_agent(")
+            with w.indent():
+                w.fill("IR_JSON,")
+                w.fill("config,")
+                w.fill("ir_hash=IR_HASH,")
+                w.fill("compiler_version=COMPILER_VERSION,")
+                w.fill("ir_version=IR_VERSION,")
+                w.fill("agent_class=AuwgentAgent,")
+            w.fill(")")
+            w.fill("if not isinstance(agent, AuwgentAgent):  # pragma: no cover - runtime contract")
+            with w.indent():
+                w.fill('raise TypeError("the runtime did not build an AuwgentAgent")')
+            w.fill("return agent")
+
+
+def render_python(doc: IR, *, ir_text: str | None = None) -> str:
+    """Return the source of the ``<stem>_types.py`` module for the IR document ``doc``.
+
+    ``ir_text`` is the IR as written beside the module (``dumps_ir(doc)`` when omitted); it is
+    embedded verbatim. Raises ``CompileError`` when a name in the IR cannot be used in Python.
+    """
+    text = ir_text if ir_text is not None else dumps_ir(dict(doc))
+    return _Emitter(doc, text).render()

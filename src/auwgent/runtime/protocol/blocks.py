@@ -1,0 +1,590 @@
+"""The block protocol: the default codec.
+
+The model answers in plain text made of blocks (``[kind: Name]`` ... ``[/kind]``); see
+``docs/protocol.md``. :class:`BlocksCodec` renders the protocol section and history messages,
+:class:`BlocksDecoder` turns the streamed text into decode events.
+
+The decoder is a small state machine over the characters of the stream. Outside a block it
+only watches line starts for a header; inside a block it only looks for the block's closer, so
+each character is examined a bounded number of times. Partial snapshots are rebuilt from the
+block's body, which costs time proportional to the body; a :class:`PartialBudget` spaces them
+out as a block grows so that their total cost stays linear in the stream (small blocks get a
+partial after every chunk).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from auwgent.runtime.protocol import section
+from auwgent.runtime.protocol.contract import (
+    AssistantTurn,
+    CallableSpec,
+    CallOutcome,
+    Contract,
+    DecodeEvent,
+    FinalEvent,
+    IntentKind,
+    IRField,
+    IRType,
+    PartialEvent,
+    RejectedEvent,
+)
+from auwgent.runtime.protocol.values import BodyError, parse_body, parse_value
+from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent, TextDelta
+
+__all__ = ["BlocksCodec", "BlocksDecoder", "PartialBudget", "TextStream"]
+
+KINDS: Mapping[str, IntentKind] = {
+    "response_text": "response_text",
+    "tool_call": "tool_call",
+    "workflow_call": "workflow_call",
+    "helper_call": "helper_call",
+    "custom": "custom",
+    "schema": "response_schema",
+}
+_CALL_KINDS: Mapping[str, Literal["tool", "workflow", "helper"]] = {
+    "tool_call": "tool",
+    "workflow_call": "workflow",
+    "helper_call": "helper",
+}
+_MAX_HEADER = 200  # a longer line starting with `[` is text, not a header
+_MAX_CLOSER = 40
+
+_HEADER = re.compile(
+    r"\[[ \t]*(?P<kind>[A-Za-z_][\w-]*)[ \t]*(?::[ \t]*(?P<name>[^\]\n]*?))?[ \t]*\]?[ \t\r]*"
+)
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+# Characters a header may contain; anything else ends the candidate (or it is a header's `]`).
+_HEADER_STOP = re.compile(r"[^A-Za-z0-9_\-.: \t`\"'\r]")
+_CLOSER = re.compile(r"\[/[ \t]*(?P<kind>[A-Za-z_][\w-]*)[ \t]*\]")
+_CLOSER_PREFIX = re.compile(r"\[(?:/[ \t]*[\w-]*[ \t]*)?")
+
+
+@dataclass(slots=True)
+class PartialBudget:
+    """Decides whether a partial snapshot may be built now.
+
+    A snapshot of a block of ``size`` characters costs about ``size``. One is allowed while the
+    total spent on this block stays within ``factor`` times the characters consumed plus a
+    fixed ``floor``: small blocks get one per chunk, large ones at geometrically spaced sizes,
+    and the total stays linear in the stream.
+    """
+
+    factor: int
+    floor: int
+    spent: int = 0
+
+    def allow(self, size: int, consumed: int) -> bool:
+        if self.spent + size > self.factor * consumed + self.floor:
+            return False
+        self.spent += size
+        return True
+
+
+def text_budget() -> PartialBudget:
+    """Text snapshots are plain string copies: cheap, so partials stay frequent."""
+    return PartialBudget(factor=64, floor=1 << 20)
+
+
+def structured_budget() -> PartialBudget:
+    """Structured snapshots re-parse the body: dearer, so they thin out sooner."""
+    return PartialBudget(factor=4, floor=1 << 17)
+
+
+class TextStream:
+    """Streaming text with leading and trailing whitespace trimmed.
+
+    Trailing whitespace is held back until more text follows it, so the deltas handed out
+    always concatenate to exactly the final (stripped) text.
+    """
+
+    def __init__(self) -> None:
+        self.started = False
+        self._held: list[str] = []
+        self._parts: list[str] = []
+        self._pending: list[str] = []
+
+    def push(self, piece: str) -> None:
+        if not self.started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+            self.started = True
+        stripped = piece.rstrip()
+        if not stripped:
+            self._held.append(piece)
+            return
+        delta = "".join(self._held) + stripped
+        self._held = [piece[len(stripped) :]]
+        self._parts.append(delta)
+        self._pending.append(delta)
+
+    def has_delta(self) -> bool:
+        return bool(self._pending)
+
+    def take_delta(self) -> str:
+        delta = "".join(self._pending)
+        self._pending = []
+        return delta
+
+    def text(self) -> str:
+        joined = "".join(self._parts)
+        self._parts = [joined]
+        return joined
+
+
+@dataclass(slots=True)
+class _Target:
+    """What an open block will produce, resolved against the contract when it opens."""
+
+    kind: IntentKind
+    name: str | None
+    fields: Sequence[IRField] = ()
+    type_: IRType | None = None  # response_schema: the variant's type
+    single: str | None = None  # a lone string parameter that may take the whole body
+
+
+@dataclass(slots=True)
+class _Block:
+    segment: int
+    header: str
+    closers: frozenset[str]
+    target: _Target | None
+    error: str | None
+    kind: IntentKind | None
+    name: str | None
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    pending: str = ""  # a possible closer still arriving
+    text: TextStream | None = None
+    budget: PartialBudget = field(default_factory=structured_budget)
+    dirty: bool = True  # something new since the last partial
+    snapshot: Mapping[str, Any] = field(default_factory=dict)
+
+    def body(self) -> str:
+        joined = "".join(self.parts)
+        self.parts = [joined]
+        return joined
+
+
+class BlocksDecoder:
+    """Incremental decoder for one response in the block protocol."""
+
+    def __init__(self, contract: Contract) -> None:
+        self.contract = contract
+        self._text_output = contract.output["kind"] == "text"
+        self._segment = 0
+        self._line_start = True
+        self._header: str | None = None  # a line start `[...` not yet known to be a header
+        self._block: _Block | None = None
+        self._blocks_seen = False
+        self._pre: list[str] = []  # text before the first block
+        self._pre_text = TextStream()
+        self._pre_segment: int | None = None
+        self._pre_budget = text_budget()
+        self._pre_size = 0
+        self._events: list[DecodeEvent] = []
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def feed(self, event: StreamEvent) -> list[DecodeEvent]:
+        """Consume one stream event; only text matters to this protocol."""
+        if isinstance(event, TextDelta) and event.text:
+            self._consume(event.text)
+            self._partials()
+        events, self._events = self._events, []
+        return events
+
+    def close(self) -> list[DecodeEvent]:
+        """End of stream: finish a header or block left open, then the unframed text."""
+        if self._header is not None:
+            header, self._header = self._header, None
+            if not self._open(header, header):
+                self._outside_text(header)
+        if self._block is not None:
+            block = self._block
+            self._flush_body(block, block.pending)
+            block.pending = ""
+            self._finish(block, "")
+        if not self._blocks_seen:
+            self._finish_unframed()
+        events, self._events = self._events, []
+        return events
+
+    def _consume(self, chunk: str) -> None:
+        i = 0
+        while i < len(chunk):
+            i = self._inside(chunk, i) if self._block is not None else self._outside(chunk, i)
+
+    # -- outside blocks -----------------------------------------------------------------------
+
+    def _outside(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n and self._block is None:
+            if self._header is not None:
+                i = self._grow_header(s, i)
+                continue
+            if self._line_start:
+                j = i
+                while j < n and s[j] in " \t\r":
+                    j += 1
+                if j < n and s[j] == "[":
+                    self._outside_text(s[i:j])
+                    self._header, self._line_start = "[", False
+                    i = j + 1
+                    continue
+                if j == n:
+                    self._outside_text(s[i:])
+                    return n
+                self._line_start = False
+            newline = s.find("\n", i)
+            if newline < 0:
+                self._outside_text(s[i:])
+                return n
+            self._outside_text(s[i : newline + 1])
+            self._line_start, i = True, newline + 1
+        return i
+
+    def _grow_header(self, s: str, i: int) -> int:
+        assert self._header is not None
+        stop = _HEADER_STOP.search(s, i)
+        if stop is None:
+            self._header += s[i:]
+            if len(self._header) > _MAX_HEADER:
+                self._release_header("")
+            return len(s)
+        k = stop.start()
+        char = s[k]
+        candidate = self._header + s[i:k]
+        if char == "]" and self._open(candidate + "]", candidate + "]"):
+            self._header = None
+            return k + 1
+        if char == "\n" and self._open(candidate, candidate + "\n"):
+            self._header = None
+            return k + 1
+        self._header = candidate
+        self._release_header(char if char in "]\n" else "")
+        return k + 1 if char in "]\n" else k
+
+    def _release_header(self, tail: str) -> None:
+        assert self._header is not None
+        self._outside_text(self._header + tail)
+        self._header = None
+        self._line_start = tail == "\n"
+
+    def _outside_text(self, piece: str) -> None:
+        if not piece or self._blocks_seen:
+            return  # text between or after blocks is commentary: kept in history only
+        self._pre.append(piece)
+        if self._text_output:
+            self._pre_size += len(piece)
+            self._pre_text.push(piece)
+            if self._pre_segment is None and self._pre_text.started:
+                self._pre_segment = self._next_segment()
+
+    # -- opening and closing blocks -----------------------------------------------------------
+
+    def _open(self, candidate: str, header_raw: str) -> bool:
+        match = _HEADER.fullmatch(candidate)
+        if match is None:
+            return False
+        word = match.group("kind").lower()
+        ok, name = _clean_name(match.group("name"))
+        if not ok or (word not in KINDS and not name):
+            return False  # `[Note]`, `[see: the docs]`: ordinary text
+        self._blocks_seen = True
+        kind = KINDS.get(word)
+        target, error = self._resolve(word, name)
+        block = _Block(
+            segment=self._next_segment(),
+            header=header_raw,
+            closers=_closers(word),
+            target=target,
+            error=error,
+            kind=target.kind if target else kind,
+            name=target.name if target else name,
+        )
+        if kind == "response_text":
+            block.text = TextStream()
+            block.budget = text_budget()
+        self._block = block
+        self._line_start = False
+        return True
+
+    def _resolve(self, word: str, name: str | None) -> tuple[_Target | None, str | None]:
+        kind = KINDS.get(word)
+        if kind is None:
+            return None, f"unknown block [{word}: {name}]; {self._allowed()}"
+        if kind == "response_text":
+            if self._text_output:
+                return _Target("response_text", None), None
+            return None, f"this agent answers with {self._schema_hint()}, not [response_text]"
+        if kind == "response_schema":
+            return self._resolve_schema(name)
+        if name is None:
+            return None, f"[{word}] needs a name: [{word}: name]"
+        if kind == "custom":
+            for intent in self.contract.intents:
+                if intent["name"] == name:
+                    return _Target("custom", name, intent["fields"]), None
+            return None, f"unknown intent {name!r}; {self._allowed()}"
+        return self._resolve_call(word, name)
+
+    def _resolve_call(self, word: str, name: str) -> tuple[_Target | None, str | None]:
+        spec = self.contract.callable(_CALL_KINDS[word], name)
+        if spec is None:
+            # A workflow written as a tool call (or the like) is still that workflow.
+            same = [c for c in self.contract.callables if c.name == name]
+            spec = same[0] if len(same) == 1 else None
+        if spec is None:
+            what = _CALL_KINDS[word]
+            return None, f"unknown {what} {name!r}: it is not available here; {self._allowed()}"
+        kind = section.BLOCK_KIND[spec.kind]
+        return _Target(KINDS[kind], spec.name, spec.params, single=_single_string(spec)), None
+
+    def _resolve_schema(self, name: str | None) -> tuple[_Target | None, str | None]:
+        variants = section.output_variants(self.contract)
+        if not variants:
+            return None, "this agent answers with [response_text], not [schema]"
+        if name is None and len(variants) == 1:
+            name = variants[0][0]
+        for variant_name, type_ in variants:
+            if variant_name == name:
+                return _Target("response_schema", name, type_=type_), None
+        return None, f"unknown output shape {name!r}; answer with {self._schema_hint()}"
+
+    def _allowed(self) -> str:
+        names = [f"{c.kind} {c.name}" for c in self.contract.callables]
+        names += [f"intent {i['name']}" for i in self.contract.intents]
+        return "available: " + (", ".join(names) if names else "no tools")
+
+    def _schema_hint(self) -> str:
+        return " or ".join(f"[schema: {n}]" for n, _ in section.output_variants(self.contract))
+
+    def _next_segment(self) -> int:
+        self._segment += 1
+        return self._segment - 1
+
+    # -- inside a block -----------------------------------------------------------------------
+
+    def _inside(self, s: str, i: int) -> int:
+        block = self._block
+        assert block is not None
+        data, skip = block.pending + s[i:], len(block.pending)
+        pos = 0
+        while (k := data.find("[", pos)) >= 0:
+            match = _CLOSER.match(data, k)
+            if match and match.group("kind").lower() in block.closers:
+                self._flush_body(block, data[:k])
+                block.pending = ""
+                self._finish(block, match.group())
+                return i + match.end() - skip
+            tail = data[k:]
+            if len(tail) < _MAX_CLOSER and _CLOSER_PREFIX.fullmatch(tail):
+                self._flush_body(block, data[:k])
+                block.pending = tail
+                return len(s)
+            pos = k + 1
+        self._flush_body(block, data)
+        block.pending = ""
+        return len(s)
+
+    def _flush_body(self, block: _Block, piece: str) -> None:
+        if not piece:
+            return
+        block.parts.append(piece)
+        block.size += len(piece)
+        block.dirty = True
+        if block.text is not None:
+            block.text.push(piece)
+
+    def _finish(self, block: _Block, closer: str) -> None:
+        self._block = None
+        body = block.body()
+        raw = block.header + body + closer
+        if block.target is None:
+            self._events.append(
+                RejectedEvent(block.kind, block.name, block.segment, block.error or "", raw)
+            )
+            return
+        try:
+            payload = _payload(block.target, body, self.contract, partial=False)
+        except BodyError as error:
+            message = f"{_label(block.target)}: {error}"
+            self._events.append(
+                RejectedEvent(block.target.kind, block.name, block.segment, message, raw)
+            )
+            return
+        self._events.append(FinalEvent(block.target.kind, block.name, block.segment, payload, raw))
+
+    # -- partials -----------------------------------------------------------------------------
+
+    def _partials(self) -> None:
+        block = self._block
+        if block is not None and block.target is not None and block.dirty:
+            self._block_partial(block, block.target)
+        elif not self._blocks_seen and self._pre_segment is not None:
+            self._pre_partial()
+
+    def _block_partial(self, block: _Block, target: _Target) -> None:
+        if block.text is not None:
+            if not block.text.has_delta() or not block.budget.allow(2 * block.size, block.size):
+                return
+            delta = block.text.take_delta()
+            snapshot: Mapping[str, Any] = {"text": block.text.text()}
+            self._events.append(
+                PartialEvent("response_text", None, block.segment, snapshot, block.body(), delta)
+            )
+            block.dirty = False
+            return
+        if not block.budget.allow(block.size, block.size):
+            return
+        body = block.body()
+        try:
+            block.snapshot = _payload(target, body, self.contract, partial=True)
+        except (BodyError, KeyError):
+            pass  # keep the previous snapshot; the final will say what is wrong
+        self._events.append(
+            PartialEvent(target.kind, target.name, block.segment, block.snapshot, body)
+        )
+        block.dirty = False
+
+    def _pre_partial(self) -> None:
+        stream = self._pre_text
+        assert self._pre_segment is not None
+        if not stream.has_delta() or not self._pre_budget.allow(2 * self._pre_size, self._pre_size):
+            return
+        delta = stream.take_delta()
+        text = stream.text()
+        self._events.append(
+            PartialEvent("response_text", None, self._pre_segment, {"text": text}, text, delta)
+        )
+
+    # -- a response without blocks ------------------------------------------------------------
+
+    def _finish_unframed(self) -> None:
+        raw = "".join(self._pre)
+        if self._text_output:
+            text = self._pre_text.text()
+            if self._pre_segment is not None and text:
+                payload = {"text": text}
+                self._events.append(
+                    FinalEvent("response_text", None, self._pre_segment, payload, raw)
+                )
+            return
+        if not raw.strip():
+            return
+        segment = self._next_segment()
+        variants = section.output_variants(self.contract)
+        if len(variants) != 1:
+            message = f"the answer must be one block: {self._schema_hint()}"
+            self._events.append(RejectedEvent("response_schema", None, segment, message, raw))
+            return
+        name, type_ = variants[0]
+        try:
+            response = parse_value(raw, type_, self.contract.types)
+        except BodyError as error:
+            message = f"the answer must be a [schema: {name}] block ({error})"
+            self._events.append(RejectedEvent("response_schema", name, segment, message, raw))
+            return
+        payload = {"type": name, "response": response}
+        self._events.append(FinalEvent("response_schema", name, segment, payload, raw))
+
+
+def _clean_name(text: str | None) -> tuple[bool, str | None]:
+    """The header's name without quotes (``None`` when absent); ``False`` first when the text
+    is not a name at all."""
+    name = (text or "").strip().strip("`\"'")
+    if not name:
+        return True, None
+    return bool(_NAME.fullmatch(name)), name
+
+
+def _closers(word: str) -> frozenset[str]:
+    words = {word, word.removesuffix("_call")}
+    if word == "response_text":
+        words.add("response")
+    return frozenset(words)
+
+
+def _single_string(spec: CallableSpec) -> str | None:
+    if len(spec.params) == 1 and spec.params[0]["type"]["kind"] in ("string", "text"):
+        return str(spec.params[0]["name"])
+    return None
+
+
+def _label(target: _Target) -> str:
+    word = {"response_schema": "schema", "custom": "custom"}.get(target.kind, target.kind)
+    return f"[{word}: {target.name}]" if target.name else f"[{word}]"
+
+
+def _payload(target: _Target, body: str, contract: Contract, *, partial: bool) -> dict[str, Any]:
+    types = contract.types
+    if target.kind == "response_text":
+        return {"text": body.strip()}
+    if target.kind == "response_schema":
+        assert target.type_ is not None
+        response = parse_value(body, target.type_, types, partial=partial)
+        return {"type": target.name, "response": response}
+    if target.kind == "custom":
+        return parse_body(body, target.fields, types, partial=partial)
+    return {"type": target.name, "args": _args(target, body, contract, partial)}
+
+
+def _args(target: _Target, body: str, contract: Contract, partial: bool) -> dict[str, Any]:
+    """Call arguments; a lone string parameter may also take the whole body as its value."""
+    if target.single is None:
+        return parse_body(body, target.fields, contract.types, partial=partial)
+    try:
+        args = parse_body(body, target.fields, contract.types, partial=partial)
+    except BodyError:
+        args = None
+    if args is not None and set(args) <= {target.single} and (args or not body.strip()):
+        return args
+    return {target.single: body.strip()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The codec
+
+
+class BlocksCodec:
+    """The block protocol (the default): everything travels as text."""
+
+    name: Literal["blocks", "native"] = "blocks"
+
+    def system_section(self, contract: Contract) -> str:
+        """The protocol section appended to the system prompt."""
+        return section.blocks_section(contract)
+
+    def functions(self, contract: Contract) -> tuple[FunctionSpec, ...]:
+        """Blocks offer no native functions."""
+        return ()
+
+    def response_schema(self, contract: Contract) -> Mapping[str, Any] | None:
+        """Blocks never ask the provider to enforce a schema."""
+        return None
+
+    def decoder(self, contract: Contract) -> BlocksDecoder:
+        """A fresh decoder for one response."""
+        return BlocksDecoder(contract)
+
+    def assistant_message(self, turn: AssistantTurn) -> Message:
+        """The model's raw text, blocks and all, as it wrote it."""
+        return Message(role="assistant", content=turn.text)
+
+    def results_messages(self, outcomes: Sequence[CallOutcome]) -> list[Message]:
+        """One user message holding a result block per call, in call order."""
+        if not outcomes:
+            return []
+        body = "\n".join(section.render_outcome(o) for o in outcomes)
+        return [Message(role="user", content=body)]
+
+    def feedback_message(self, text: str) -> Message:
+        """A runtime note, framed so the model does not take it for the user's words."""
+        return Message(role="user", content=f"[runtime_note]\n{text.strip()}\n[/runtime_note]")
+

@@ -1,0 +1,1224 @@
+"""The parser: tokens to a ``nodes.Module`` plus diagnostics. It never raises.
+
+Grammar (words in quotes are contextual keywords; ``*`` repeats, ``[]`` is optional; commas
+between list entries are optional wherever entries may also be separated by line breaks)::
+
+    module       := decl*
+    decl         := import | ["export"] (model | type | prompt | intent | agent | tool
+                                          | tools | workflow)
+    import       := "import" "{" IDENT ("," IDENT)* "}" "from" STRING
+    model        := "model" IDENT "{" entry* "}"
+    entry        := IDENT ":" value
+    value        := term ("+" term)*
+    term         := STRING | "{" prompt_item* "}" | "{" IDENT ":" ... "}" (object)
+                  | IDENT ["(" [expr ("," expr)*] ")"] | NUMBER | "-" NUMBER | "true" | "false"
+                  | "null" | "[" ... "]"
+    type         := "type" IDENT "{" field* "}"
+    field        := IDENT ["?"] ":" type_expr annotation*
+    type_expr    := postfix ("|" postfix)*
+    postfix      := primary ("[" "]")*
+    primary      := "string" | "number" | "boolean" | "Text" | IDENT | STRING
+                  | "{" field* "}" | "(" type_expr ")"
+    annotation   := "@desc" STRING | "@example" "(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"
+    prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
+    params       := [field ("," field)*]
+    prompt_item  := STRING | ("Example" | "example") "{" ("user" | "assistant") ":" STRING ... "}"
+                  | "if" "(" expr ")" "{" branch_item* "}" ["else" ("{" branch_item* "}" | if)]
+    branch_item  := "return" STRING | prompt_item
+    intent       := "intent" IDENT "{" intent_item* "}"
+    intent_item  := "description" ":" STRING | "fields" "{" field* "}"
+    agent        := ("agent" | "helper") IDENT "{" member* "}"
+    member       := "default" "config" "{" entry* "}" | "config" IDENT "{" entry* "}"
+                  | "context" "{" field* "}" | "input" ":" type_expr | "output" ":" type_expr
+                  | tool | tools | workflow | "helpers" "{" helper_use* "}"
+                  | "intent" ":" (IDENT ("+" IDENT)* | "{" (IDENT "{" intent_item* "}")* "}")
+                  | "description" ":" STRING
+    tool         := "tool" signature
+    tools        := "tools" "{" signature* "}"
+    signature    := IDENT "(" params ")" ":" type_expr annotation*
+    workflow     := "workflow" IDENT "(" params ")" [":" type_expr] "{" wf_item* "}" annotation*
+    wf_item      := "description" ":" STRING | tool | tools | stmt
+    helper_use   := IDENT ["with" ("all" "tools" | "tools" "{" IDENT ("," IDENT)* "}")]
+                    ["handoff" "user" ["then" "continue"]]
+    stmt         := "let" IDENT "=" expr | IDENT "=" expr | "return" [expr] | expr
+                  | "if" "(" expr ")" "{" stmt* "}" ["else" ("{" stmt* "}" | if)]
+    expr         := and ("||" and)*        and := equality ("&&" equality)*
+    equality     := compare (("==" | "!=") compare)*
+    compare      := sum (("<" | "<=" | ">" | ">=") sum)*
+    sum          := product (("+" | "-") product)*
+    product      := unary (("*" | "/" | "%") unary)*
+    unary        := ("!" | "-") unary | postfix_expr
+    postfix_expr := atom ("." IDENT | "[" expr "]" | "(" args ")")*   (a call needs a bare name)
+    atom         := NUMBER | STRING | "true" | "false" | "null" | "ctx" "." IDENT | IDENT
+                  | "[" [expr ("," expr)*] "]" | "{" [key ":" expr ("," key ":" expr)*] "}"
+                  | "(" expr ")"
+
+Statements end at a line break; a ``(`` or ``[`` on a new line starts a new statement.
+
+Strings in prompt positions are parsed again as templates (``templates.py`` style, here in
+``_TemplateParser``): ``{{expr}}``, ``{{#if expr}}...{{else}}...{{/if}}``,
+``{{@schema(input|output|context)}}``.
+
+Recovery: an error unwinds to the nearest member or declaration, which skips to the next line
+that starts a member or declaration (balancing braces), so one mistake does not hide the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, TypeVar
+
+from . import nodes as n
+from .diagnostics import Diagnostic, Note, did_you_mean, error
+from .lexer import Token, TokenKind, tokenize, tokenize_fragment
+from .source import SourceFile, Span
+
+T = TypeVar("T")
+K = TokenKind
+
+_DECL_WORDS = ("import", "export", "model", "type", "prompt", "intent", "agent", "helper")
+_ALL_DECL_WORDS = (*_DECL_WORDS, "tool", "tools", "workflow")
+_MEMBER_WORDS = (
+    "default",
+    "config",
+    "context",
+    "input",
+    "output",
+    "tool",
+    "tools",
+    "workflow",
+    "helpers",
+    "intent",
+    "description",
+)
+_PRIMITIVES = ("string", "number", "boolean")
+_BINARY_LEVELS: tuple[tuple[TokenKind, ...], ...] = (
+    (K.OR,),
+    (K.AND,),
+    (K.EQ, K.NE),
+    (K.LT, K.LE, K.GT, K.GE),
+    (K.PLUS, K.MINUS),
+    (K.STAR, K.SLASH, K.PERCENT),
+)
+
+
+class _Bail(Exception):
+    """Unwinds to the nearest recovery point after a diagnostic was reported."""
+
+
+class _Parser:
+    """A cursor over tokens with ``peek`` / ``eat`` / ``expect``; ``expect`` writes messages."""
+
+    def __init__(
+        self, source: SourceFile, tokens: list[Token], diagnostics: list[Diagnostic]
+    ) -> None:
+        self.source = source
+        self.tokens = tokens
+        self.pos = 0
+        self.diagnostics = diagnostics
+        # Open blocks, innermost last: (what, where it opened) for "still open" notes.
+        self.blocks: list[tuple[str, Span]] = []
+
+    # ---------------------------------------------------------------- cursor
+
+    def peek(self, ahead: int = 0) -> Token:
+        index = min(self.pos + ahead, len(self.tokens) - 1)
+        return self.tokens[index]
+
+    def advance(self) -> Token:
+        token = self.tokens[self.pos]
+        if token.kind is not K.EOF:
+            self.pos += 1
+        return token
+
+    def at(self, kind: TokenKind) -> bool:
+        return self.tokens[self.pos].kind is kind
+
+    def at_word(self, *words: str) -> bool:
+        token = self.tokens[self.pos]
+        return token.kind is K.IDENT and token.text in words
+
+    def eat(self, kind: TokenKind) -> Token | None:
+        return self.advance() if self.at(kind) else None
+
+    def eat_word(self, word: str) -> Token | None:
+        return self.advance() if self.at_word(word) else None
+
+    def prev_end(self) -> int:
+        """End offset of the last consumed token."""
+        return self.tokens[self.pos - 1].span.end if self.pos else 0
+
+    def since(self, start: Span) -> Span:
+        """The span from ``start`` to the end of the last consumed token."""
+        return Span(start.start, max(start.end, self.prev_end()))
+
+    # ---------------------------------------------------------------- errors
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        help: str | None = None,
+        notes: tuple[Note, ...] = (),
+    ) -> None:
+        self.diagnostics.append(error(code, message, self.source, span, notes=notes, help=help))
+
+    def open_note(self) -> tuple[Note, ...]:
+        if not self.blocks:
+            return ()
+        what, span = self.blocks[-1]
+        return (Note(f"while parsing {what}, opened here", span),)
+
+    def fail(self, expected: str, *, code: str = "E0100", help: str | None = None) -> _Bail:
+        """Report ``expected X, found Y`` at the current token and return the bail-out."""
+        token = self.peek()
+        self.report(
+            code,
+            f"expected {expected}, found {token.describe()}",
+            token.span,
+            help=help,
+            notes=self.open_note(),
+        )
+        return _Bail()
+
+    def expect(self, kind: TokenKind, expected: str | None = None) -> Token:
+        if self.at(kind):
+            return self.advance()
+        raise self.fail(expected or f"`{kind.value}`")
+
+    def expect_word(self, word: str) -> Token:
+        if self.at_word(word):
+            return self.advance()
+        raise self.fail(f"`{word}`")
+
+    def expect_name(self, what: str) -> n.Name:
+        token = self.peek()
+        if token.kind is K.IDENT:
+            self.advance()
+            return n.Name(token.text, token.span)
+        raise self.fail(what)
+
+    def expect_string(self, what: str) -> n.StringLit:
+        token = self.peek()
+        if token.kind is K.STRING and isinstance(token.value, n.StringLit):
+            self.advance()
+            return token.value
+        raise self.fail(what)
+
+    # ---------------------------------------------------------------- blocks and recovery
+
+    def block(
+        self,
+        what: str,
+        opener: Span,
+        item: Callable[[], T],
+        *,
+        stop: Callable[[], bool] | None = None,
+    ) -> tuple[list[T], Span]:
+        """Parse ``{ item* }`` after the keyword(s) at ``opener``; recovers per item.
+
+        ``stop`` says when a token inside the block most likely starts something outside it (a
+        missing ``}``): the block then ends with a diagnostic instead of swallowing the file.
+        """
+        self.expect(K.LBRACE, f"`{{` to open {what}")
+        self.blocks.append((what, opener))
+        items: list[T] = []
+        try:
+            while not self.at(K.RBRACE):
+                if self.at(K.EOF) or (stop is not None and stop()):
+                    self.unclosed(what, opener)
+                    return items, self.since(opener)
+                start = self.pos
+                try:
+                    result = item()
+                except _Bail:
+                    self.recover(stop)
+                    continue
+                items.append(result)
+                self.eat(K.COMMA)
+                if self.pos == start:  # an item parser must always make progress
+                    raise self.fail(f"an entry of {what}")
+            self.advance()
+        finally:
+            self.blocks.pop()
+        return items, self.since(opener)
+
+    def unclosed(self, what: str, opener: Span) -> None:
+        token = self.peek()
+        self.report(
+            "E0101",
+            f"expected `}}` to close {what}, found {token.describe()}",
+            token.span,
+            notes=(Note(f"{what} opened here", opener),),
+            help="add the missing `}`",
+        )
+
+    def recover(self, stop: Callable[[], bool] | None) -> None:
+        """Skip to the next line that can start an item of the current block, or its ``}``."""
+        depth = 0
+        first = True
+        while not self.at(K.EOF):
+            token = self.peek()
+            if depth == 0 and not first and token.newline_before:
+                if token.kind is K.IDENT or (stop is not None and stop()):
+                    return
+            if token.kind is K.RBRACE:
+                if depth == 0:
+                    return
+                depth -= 1
+            elif token.kind is K.LBRACE:
+                depth += 1
+            self.advance()
+            first = False
+
+    def starts_declaration(self) -> bool:
+        """True at a line-leading word that can only begin a top-level declaration."""
+        token = self.peek()
+        if token.kind is not K.IDENT or not token.newline_before:
+            return False
+        if token.text in ("agent", "helper", "import", "export", "type", "prompt"):
+            return self.peek(1).kind is K.IDENT or token.text in ("import", "export")
+        if token.text in ("model", "intent"):
+            return self.peek(1).kind is K.IDENT and self.peek(2).kind is K.LBRACE
+        return False
+
+    # ---------------------------------------------------------------- module
+
+    def parse_module(self) -> n.Module:
+        decls: list[n.Decl] = []
+        while not self.at(K.EOF):
+            start = self.pos
+            try:
+                decl = self.parse_decl()
+                if decl is not None:
+                    decls.append(decl)
+            except _Bail:
+                self.skip_to_declaration()
+            if self.pos == start:
+                self.advance()
+        return n.Module(self.source, tuple(decls), Span(0, len(self.source.text)))
+
+    def skip_to_declaration(self) -> None:
+        self.advance()
+        while not self.at(K.EOF):
+            token = self.peek()
+            if self.starts_declaration():
+                return
+            if token.newline_before and token.kind is K.IDENT and token.text in _ALL_DECL_WORDS:
+                if self.source.line_col(token.span.start)[1] == 1:
+                    return
+            self.advance()
+
+    def parse_decl(self) -> n.Decl | None:
+        token = self.peek()
+        if token.kind is K.IDENT and token.text == "import":
+            return self.parse_import()
+        export = self.eat_word("export")
+        export_span = export.span if export else None
+        token = self.peek()
+        word = token.text if token.kind is K.IDENT else ""
+        parse = _DECL_PARSERS.get(word)
+        if parse is None:
+            if word in _MEMBER_WORDS or word == "helpers":
+                self.report(
+                    "E0102",
+                    f"`{word}` can only appear inside an `agent` or `helper` block",
+                    token.span,
+                    help="move it into the agent's `{ ... }`",
+                )
+                raise _Bail()
+            if word == "import" and export:
+                raise self.fail("a declaration after `export`", help="imports cannot be exported")
+            raise self.fail(
+                "a declaration (`agent`, `helper`, `model`, `type`, `prompt`, `intent`, "
+                "`tool`, `tools`, `workflow` or `import`)",
+                code="E0102",
+                help=did_you_mean(word, _ALL_DECL_WORDS) if word else None,
+            )
+        return parse(self, export_span)
+
+    def parse_import(self) -> n.ImportDecl:
+        keyword = self.advance()
+        self.expect(K.LBRACE, "`{` after `import`")
+        names: list[n.Name] = []
+        while not self.at(K.RBRACE):
+            names.append(self.expect_name("a name to import"))
+            if not self.eat(K.COMMA):
+                break
+        self.expect(K.RBRACE, "`,` or `}` in the import list")
+        self.expect_word("from")
+        path = self.expect_string('the path to import from, e.g. "./models"')
+        return n.ImportDecl(tuple(names), path, self.since(keyword.span))
+
+    def parse_model(self, export: Span | None) -> n.ModelDecl:
+        keyword = self.advance()
+        name = self.expect_name("a model name after `model`")
+        entries, span = self.block(
+            f"`model {name.text}`", keyword.span, self.parse_entry, stop=self.starts_declaration
+        )
+        return n.ModelDecl(name, tuple(entries), self.with_export(export, span), export)
+
+    def with_export(self, export: Span | None, span: Span) -> Span:
+        return Span(export.start, span.end) if export else span
+
+    def parse_type_decl(self, export: Span | None) -> n.TypeDecl:
+        keyword = self.advance()
+        name = self.expect_name("a type name after `type`")
+        fields, span = self.block(
+            f"`type {name.text}`", keyword.span, self.parse_field, stop=self.starts_declaration
+        )
+        return n.TypeDecl(name, tuple(fields), self.with_export(export, span), export)
+
+    def parse_prompt(self, export: Span | None) -> n.PromptDecl:
+        keyword = self.advance()
+        name = self.expect_name("a prompt name after `prompt`")
+        params = self.parse_params() if self.at(K.LPAREN) else None
+        items, span = self.block(
+            f"`prompt {name.text}`",
+            keyword.span,
+            self.parse_prompt_item,
+            stop=self.starts_declaration,
+        )
+        return n.PromptDecl(name, params, tuple(items), self.with_export(export, span), export)
+
+    def parse_intent_decl(self, export: Span | None) -> n.IntentDecl:
+        keyword = self.advance()
+        decl = self.parse_intent_body(keyword.span, self.expect_name("an intent name"))
+        return n.IntentDecl(
+            decl.name, decl.description, decl.fields, self.with_export(export, decl.span), export
+        )
+
+    def parse_intent_body(self, opener: Span, name: n.Name) -> n.IntentDecl:
+        description: list[n.DescriptionEntry] = []
+        fields: list[n.Field] = []
+
+        def item() -> None:
+            if self.at_word("description") and self.peek(1).kind is K.COLON:
+                self.add_description(description, f"`intent {name.text}`")
+            elif self.at_word("fields"):
+                keyword = self.advance()
+                found, _ = self.block("`fields`", keyword.span, self.parse_field)
+                fields.extend(found)
+            else:
+                raise self.fail("`description:` or `fields { ... }` in an intent")
+
+        _, span = self.block(f"`intent {name.text}`", opener, item, stop=self.starts_declaration)
+        return n.IntentDecl(name, description[0] if description else None, tuple(fields), span)
+
+    def add_description(self, found: list[n.DescriptionEntry], where: str) -> None:
+        keyword = self.advance()
+        self.expect(K.COLON)
+        text = self.expect_string("a description string")
+        entry = n.DescriptionEntry(text, self.since(keyword.span))
+        if found:
+            self.report(
+                "E0107",
+                f"{where} has more than one `description`",
+                entry.span,
+                notes=(Note("the first one is here", found[0].span),),
+                help="keep one description",
+            )
+        else:
+            found.append(entry)
+
+    # ---------------------------------------------------------------- agents and helpers
+
+    def parse_agent(self, export: Span | None) -> n.AgentDecl:
+        keyword = self.advance()
+        kind: Literal["agent", "helper"] = "agent" if keyword.text == "agent" else "helper"
+        name = self.expect_name(f"a name after `{kind}`")
+        what = f"`{kind} {name.text}`"
+        members, span = self.block(
+            what, keyword.span, lambda: self.parse_member(what), stop=self.starts_declaration
+        )
+        return n.AgentDecl(kind, name, tuple(members), self.with_export(export, span), export)
+
+    def parse_member(self, where: str) -> n.AgentMember:
+        token = self.peek()
+        word = token.text if token.kind is K.IDENT else ""
+        if word == "default":
+            self.advance()
+            self.expect_word("config")
+            return self.parse_config_block(token.span, None)
+        if word == "config":
+            self.advance()
+            name = self.expect_name("a config name after `config` (or write `default config`)")
+            return self.parse_config_block(token.span, name)
+        if word in _MEMBER_PARSERS:
+            return _MEMBER_PARSERS[word](self)
+        raise self.fail(
+            f"a member of {where} (`default config`, `config`, `context`, `input:`, "
+            "`output:`, `tool`, `tools`, `workflow`, `helpers`, `intent:`, `description:`)",
+            code="E0103",
+            help=did_you_mean(word, (*_MEMBER_WORDS, "default config")) if word else None,
+        )
+
+    def parse_config_block(self, opener: Span, name: n.Name | None) -> n.ConfigBlock:
+        what = "`default config`" if name is None else f"`config {name.text}`"
+        entries, span = self.block(what, opener, self.parse_entry, stop=self.starts_declaration)
+        return n.ConfigBlock(name, tuple(entries), span)
+
+    def parse_context(self) -> n.ContextBlock:
+        keyword = self.advance()
+        fields, span = self.block("`context`", keyword.span, self.parse_field)
+        return n.ContextBlock(tuple(fields), span)
+
+    def parse_input(self) -> n.InputDecl:
+        keyword = self.advance()
+        self.expect(K.COLON, "`:` after `input`")
+        return n.InputDecl(self.parse_type(), self.since(keyword.span))
+
+    def parse_output(self) -> n.OutputDecl:
+        keyword = self.advance()
+        self.expect(K.COLON, "`:` after `output`")
+        return n.OutputDecl(self.parse_type(), self.since(keyword.span))
+
+    def parse_description(self) -> n.DescriptionEntry:
+        keyword = self.advance()
+        self.expect(K.COLON, "`:` after `description`")
+        text = self.expect_string("a description string")
+        return n.DescriptionEntry(text, self.since(keyword.span))
+
+    def parse_helpers(self) -> n.HelpersBlock:
+        keyword = self.advance()
+        uses, span = self.block("`helpers`", keyword.span, self.parse_helper_use)
+        return n.HelpersBlock(tuple(uses), span)
+
+    def parse_helper_use(self) -> n.HelperUse:
+        name = self.expect_name("a helper name")
+        grant: n.ToolGrant = n.ToolGrantNone()
+        handoff: n.Handoff = "none"
+        if self.at_word("with") and not self.peek().newline_before:
+            grant = self.parse_grant()
+        if self.at_word("handoff") and not self.peek().newline_before:
+            self.advance()
+            self.expect_word("user")
+            handoff = "user"
+            if self.at_word("then") and not self.peek().newline_before:
+                self.advance()
+                self.expect_word("continue")
+                handoff = "user_then_continue"
+        token = self.peek()
+        if not token.newline_before and token.kind not in (K.RBRACE, K.COMMA, K.EOF):
+            raise self.fail(
+                "`with all tools`, `with tools { ... }`, `handoff user` or a line break "
+                f"after helper `{name.text}`",
+                code="E0106",
+            )
+        return n.HelperUse(name, grant, handoff, self.since(name.span))
+
+    def parse_grant(self) -> n.ToolGrant:
+        keyword = self.advance()
+        if self.eat_word("all"):
+            self.expect_word("tools")
+            return n.ToolGrantAll(self.since(keyword.span))
+        if not self.at_word("tools"):
+            raise self.fail("`all tools` or `tools { ... }` after `with`", code="E0106")
+        opener = self.advance()
+        names, _ = self.block(
+            "`with tools`", opener.span, lambda: self.expect_name("a tool name to share")
+        )
+        return n.ToolGrantList(tuple(names), self.since(keyword.span))
+
+    def parse_intent_member(self) -> n.IntentAttach:
+        keyword = self.advance()
+        self.expect(K.COLON, "`:` after `intent` (or declare `intent Name { ... }` at top level)")
+        items: list[n.NameRef | n.IntentDecl] = []
+        if self.at(K.LBRACE):
+
+            def inline() -> n.IntentDecl:
+                name = self.expect_name("an intent name")
+                return self.parse_intent_body(name.span, name)
+
+            found, _ = self.block("`intent:`", keyword.span, inline)
+            items.extend(found)
+        else:
+            while True:
+                name = self.expect_name("an intent name")
+                items.append(n.NameRef(name.text, name.span))
+                if not self.eat(K.PLUS):
+                    break
+        return n.IntentAttach(tuple(items), self.since(keyword.span))
+
+    # ---------------------------------------------------------------- config entries
+
+    def parse_entry(self) -> n.ConfigEntry:
+        name = self.expect_name("a field name such as `model:` or `prompt:`")
+        self.expect(K.COLON, f"`:` after `{name.text}`")
+        value = self.parse_value()
+        return n.ConfigEntry(name, value, self.since(name.span))
+
+    def parse_value(self) -> n.ConfigValue:
+        start = self.peek().span
+        terms = [self.parse_term()]
+        while self.eat(K.PLUS):
+            terms.append(self.parse_term())
+        return n.ConfigValue(tuple(terms), self.since(start))
+
+    def parse_term(self) -> n.ConfigTerm:
+        token = self.peek()
+        if token.kind is K.STRING:
+            return self.parse_prompt_text()
+        if token.kind is K.LBRACE:
+            if self.peek(1).kind in (K.IDENT, K.STRING) and self.peek(2).kind is K.COLON:
+                return self.parse_object()
+            items, span = self.block("the inline prompt block", token.span, self.parse_prompt_item)
+            return n.PromptBlock(tuple(items), span)
+        if token.kind is K.IDENT and token.text not in ("true", "false", "null"):
+            self.advance()
+            if self.at(K.LPAREN) and not self.peek().newline_before:
+                return self.parse_call(n.Name(token.text, token.span))
+            return n.NameRef(token.text, token.span)
+        if token.kind in (K.NUMBER, K.MINUS, K.LBRACKET) or token.kind is K.IDENT:
+            expr = self.parse_unary()
+            if isinstance(expr, n.Literal | n.ArrayExpr):
+                return expr
+            self.report("E0100", "expected a literal value", expr.span)
+            return n.Literal(None, expr.span)
+        raise self.fail("a value (a name, a call, a string, a number or a `{ ... }` block)")
+
+    # ---------------------------------------------------------------- types and fields
+
+    def parse_field(self) -> n.Field:
+        name = self.expect_name("a field name")
+        optional = self.eat(K.QUESTION) is not None
+        self.expect(K.COLON, f"`:` and a type after `{name.text}`")
+        type_ = self.parse_type()
+        annotations = self.parse_annotations()
+        return n.Field(name, type_, optional, annotations, self.since(name.span))
+
+    def parse_params(self) -> tuple[n.Field, ...]:
+        opener = self.expect(K.LPAREN)
+        params: list[n.Field] = []
+        self.blocks.append(("the parameter list", opener.span))
+        try:
+            while not self.at(K.RPAREN):
+                params.append(self.parse_field())
+                if not self.eat(K.COMMA):
+                    break
+            self.expect(K.RPAREN, "`,` or `)` in the parameter list")
+        finally:
+            self.blocks.pop()
+        return tuple(params)
+
+    def parse_type(self) -> n.TypeExpr:
+        first = self.parse_postfix_type()
+        variants = [first]
+        while self.eat(K.PIPE):
+            variants.append(self.parse_postfix_type())
+        if len(variants) == 1:
+            return first
+        return n.UnionType(tuple(variants), self.since(first.span))
+
+    def parse_postfix_type(self) -> n.TypeExpr:
+        type_ = self.parse_primary_type()
+        while self.at(K.LBRACKET) and self.peek(1).kind is K.RBRACKET:
+            self.advance()
+            self.advance()
+            type_ = n.ArrayType(type_, self.since(type_.span))
+        return type_
+
+    def parse_primary_type(self) -> n.TypeExpr:
+        token = self.peek()
+        if token.kind is K.IDENT:
+            self.advance()
+            if token.text in _PRIMITIVES:
+                return n.PrimitiveType(token.text, token.span)  # type: ignore[arg-type]
+            if token.text == "Text":
+                return n.TextType(token.span)
+            return n.NamedType(token.text, token.span)
+        if token.kind is K.STRING and isinstance(token.value, n.StringLit):
+            self.advance()
+            return n.LiteralType(token.value.value, token.span)
+        if token.kind is K.LBRACE:
+            fields, span = self.block("the inline object type", token.span, self.parse_field)
+            return n.ObjectType(tuple(fields), span)
+        if token.kind is K.LPAREN:
+            self.advance()
+            inner = self.parse_type()
+            self.expect(K.RPAREN, "`)` to close the parenthesised type")
+            return inner
+        raise self.fail(
+            "a type (`string`, `number`, `boolean`, `Text`, a type name, a string literal "
+            "or `{ ... }`)"
+        )
+
+    def parse_annotations(self) -> tuple[n.Annotation, ...]:
+        annotations: list[n.Annotation] = []
+        while self.at(K.AT):
+            at = self.advance()
+            word = self.peek()
+            if word.kind is K.IDENT and word.text == "desc":
+                self.advance()
+                text = self.expect_string('a string after `@desc`, e.g. @desc "what it is"')
+                annotations.append(n.DescAnnotation(text, self.since(at.span)))
+            elif word.kind is K.IDENT and word.text == "example":
+                self.advance()
+                annotations.append(self.parse_example_annotation(at.span))
+            else:
+                raise self.fail(
+                    "`desc` or `example` after `@`",
+                    code="E0105",
+                    help=did_you_mean(word.text, ("desc", "example"))
+                    if word.kind is K.IDENT
+                    else None,
+                )
+        return tuple(annotations)
+
+    def parse_example_annotation(self, at: Span) -> n.ExampleAnnotation:
+        self.expect(K.LPAREN, "`(` after `@example`")
+        args: list[n.ExampleArg] = []
+        while not self.at(K.RPAREN):
+            name = self.expect_name('an argument name, e.g. @example(location = "Accra")')
+            self.expect(K.ASSIGN, f"`=` after `{name.text}` in `@example`")
+            value = self.parse_expr()
+            args.append(n.ExampleArg(name, value, self.since(name.span)))
+            if not self.eat(K.COMMA):
+                break
+        self.expect(K.RPAREN, "`,` or `)` in `@example(...)`")
+        return n.ExampleAnnotation(tuple(args), self.since(at))
+
+    # ---------------------------------------------------------------- tools and workflows
+
+    def parse_tool(self, export: Span | None = None) -> n.ToolDecl:
+        keyword = self.advance()
+        tool = self.parse_signature(keyword.span)
+        if export is not None:
+            return n.ToolDecl(
+                tool.name,
+                tool.params,
+                tool.returns,
+                tool.annotations,
+                Span(export.start, tool.span.end),
+                export,
+            )
+        return tool
+
+    def parse_signature(self, start: Span | None = None) -> n.ToolDecl:
+        name = self.expect_name("a tool name")
+        start = start or name.span
+        params = self.parse_params()
+        returns: n.TypeExpr | None = None
+        if self.eat(K.COLON):
+            returns = self.parse_type()
+        else:
+            self.report(
+                "E0104",
+                f"tool `{name.text}` has no return type",
+                self.since(name.span),
+                help=f"declare what it returns, e.g. `{name.text}(...): string`",
+            )
+        annotations = self.parse_annotations()
+        return n.ToolDecl(name, params, returns, annotations, self.since(start))
+
+    def parse_tools_block(self, export: Span | None = None) -> n.ToolsBlock:
+        keyword = self.advance()
+        tools, span = self.block("`tools`", keyword.span, self.parse_signature)
+        return n.ToolsBlock(tuple(tools), self.with_export(export, span))
+
+    def parse_workflow(self, export: Span | None = None) -> n.WorkflowDecl:
+        keyword = self.advance()
+        name = self.expect_name("a workflow name")
+        params = self.parse_params()
+        returns = self.parse_type() if self.eat(K.COLON) else None
+        description: list[n.DescriptionEntry] = []
+        tools: list[n.ToolDecl] = []
+        what = f"`workflow {name.text}`"
+
+        def item() -> n.Stmt | None:
+            if self.at_word("description") and self.peek(1).kind is K.COLON:
+                self.add_description(description, what)
+            elif self.at_word("tool") and self.peek(1).kind is K.IDENT:
+                tools.append(self.parse_tool())
+            elif self.at_word("tools") and self.peek(1).kind is K.LBRACE:
+                tools.extend(self.parse_tools_block().tools)
+            else:
+                return self.parse_stmt()
+            return None
+
+        body, span = self.block(what, keyword.span, item, stop=self.starts_declaration)
+        annotations = self.parse_annotations()
+        return n.WorkflowDecl(
+            name,
+            params,
+            returns,
+            description[0] if description else None,
+            tuple(tools),
+            tuple(stmt for stmt in body if stmt is not None),
+            annotations,
+            self.with_export(export, self.since(span)),
+            export,
+        )
+
+    # ---------------------------------------------------------------- statements
+
+    def parse_stmt(self) -> n.Stmt:
+        token = self.peek()
+        if token.kind is K.IDENT and token.text == "let":
+            self.advance()
+            name = self.expect_name("a variable name after `let`")
+            self.expect(K.ASSIGN, f"`=` after `let {name.text}`")
+            stmt: n.Stmt = n.LetStmt(name, self.parse_expr(), self.since(token.span))
+        elif token.kind is K.IDENT and token.text == "if":
+            return self.parse_if_stmt()
+        elif token.kind is K.IDENT and token.text == "return":
+            self.advance()
+            value = None if self.statement_ends() else self.parse_expr()
+            stmt = n.ReturnStmt(value, self.since(token.span))
+        elif token.kind is K.IDENT and self.peek(1).kind is K.ASSIGN:
+            self.advance()
+            self.advance()
+            name = n.Name(token.text, token.span)
+            stmt = n.AssignStmt(name, self.parse_expr(), self.since(token.span))
+        else:
+            expr = self.parse_expr()
+            if self.at(K.ASSIGN):
+                self.report(
+                    "E0108",
+                    "only a variable can be assigned to",
+                    expr.span,
+                    help="workflows assign whole variables: `name = value`",
+                )
+                raise _Bail()
+            stmt = n.ExprStmt(expr, expr.span)
+        if not self.statement_ends():
+            raise self.fail("a line break or `}` after the statement")
+        return stmt
+
+    def statement_ends(self) -> bool:
+        token = self.peek()
+        return token.newline_before or token.kind in (K.RBRACE, K.EOF)
+
+    def parse_if_stmt(self) -> n.IfStmt:
+        start = self.peek().span
+        branches: list[n.IfBranch] = []
+        else_body: tuple[n.Stmt, ...] | None = None
+        while True:
+            keyword = self.expect_word("if")
+            cond = self.parse_condition()
+            body, _ = self.block("the `if` block", keyword.span, self.parse_stmt)
+            branches.append(n.IfBranch(cond, tuple(body), self.since(keyword.span)))
+            if not self.at_word("else"):
+                break
+            else_kw = self.advance()
+            if self.at_word("if"):
+                continue
+            body, _ = self.block("the `else` block", else_kw.span, self.parse_stmt)
+            else_body = tuple(body)
+            break
+        return n.IfStmt(tuple(branches), else_body, self.since(start))
+
+    def parse_condition(self) -> n.Expr:
+        self.expect(K.LPAREN, "`(` before the condition")
+        cond = self.parse_expr()
+        self.expect(K.RPAREN, "`)` after the condition")
+        return cond
+
+    # ---------------------------------------------------------------- expressions
+
+    def parse_expr(self, level: int = 0) -> n.Expr:
+        if level == len(_BINARY_LEVELS):
+            return self.parse_unary()
+        left = self.parse_expr(level + 1)
+        ops = _BINARY_LEVELS[level]
+        while self.peek().kind in ops:
+            op = self.advance()
+            right = self.parse_expr(level + 1)
+            span = Span(left.span.start, right.span.end)
+            left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
+        return left
+
+    def parse_unary(self) -> n.Expr:
+        token = self.peek()
+        if token.kind in (K.BANG, K.MINUS):
+            self.advance()
+            operand = self.parse_unary()
+            span = Span(token.span.start, operand.span.end)
+            if token.kind is K.MINUS and isinstance(operand, n.Literal):
+                value = operand.value
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return n.Literal(-value, span)
+            return n.Unary(token.text, operand, span)  # type: ignore[arg-type]
+        return self.parse_postfix()
+
+    def parse_postfix(self) -> n.Expr:
+        expr = self.parse_atom()
+        while True:
+            token = self.peek()
+            if token.kind is K.DOT:
+                self.advance()
+                name = self.expect_name("a field name after `.`")
+                expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
+            elif token.kind is K.LBRACKET and not token.newline_before:
+                self.advance()
+                index = self.parse_expr()
+                self.expect(K.RBRACKET, "`]` after the index")
+                expr = n.Index(expr, index, self.since(expr.span))
+            elif token.kind is K.LPAREN and not token.newline_before:
+                if not isinstance(expr, n.NameRef):
+                    raise self.fail("an operator or a line break (only named tools can be called)")
+                expr = self.parse_call(n.Name(expr.name, expr.span))
+            else:
+                return expr
+
+    def parse_call(self, callee: n.Name) -> n.Call:
+        opener = self.expect(K.LPAREN)
+        args: list[n.Expr] = []
+        self.blocks.append((f"the call to `{callee.text}`", opener.span))
+        try:
+            while not self.at(K.RPAREN):
+                args.append(self.parse_expr())
+                if not self.eat(K.COMMA):
+                    break
+            self.expect(K.RPAREN, "`,` or `)` in the argument list")
+        finally:
+            self.blocks.pop()
+        return n.Call(callee, tuple(args), self.since(callee.span))
+
+    def parse_atom(self) -> n.Expr:
+        token = self.peek()
+        kind = token.kind
+        if kind is K.NUMBER or kind is K.STRING:
+            self.advance()
+            value = token.value.value if isinstance(token.value, n.StringLit) else token.value
+            return n.Literal(value, token.span)
+        if kind is K.IDENT:
+            self.advance()
+            if token.text in _KEYWORD_LITERALS:
+                return n.Literal(_KEYWORD_LITERALS[token.text], token.span)
+            if token.text == "ctx" and self.at(K.DOT):
+                self.advance()
+                name = self.expect_name("a context field after `ctx.`")
+                return n.CtxRef(name, Span(token.span.start, name.span.end))
+            return n.NameRef(token.text, token.span)
+        if kind is K.LBRACKET:
+            return self.parse_array()
+        if kind is K.LBRACE:
+            return self.parse_object()
+        if kind is K.LPAREN:
+            self.advance()
+            inner = self.parse_expr()
+            self.expect(K.RPAREN, "`)` to close the parenthesis")
+            return inner
+        raise self.fail("an expression")
+
+    def parse_array(self) -> n.ArrayExpr:
+        opener = self.advance()
+        items: list[n.Expr] = []
+        self.blocks.append(("the array", opener.span))
+        try:
+            while not self.at(K.RBRACKET):
+                items.append(self.parse_expr())
+                if not self.eat(K.COMMA) and not self.peek().newline_before:
+                    break
+            self.expect(K.RBRACKET, "`,` or `]` in the array")
+        finally:
+            self.blocks.pop()
+        return n.ArrayExpr(tuple(items), self.since(opener.span))
+
+    def parse_object(self) -> n.ObjectExpr:
+        opener = self.advance()
+        entries: list[n.ObjectEntry] = []
+        self.blocks.append(("the object", opener.span))
+        try:
+            while not self.at(K.RBRACE):
+                entries.append(self.parse_object_entry())
+                if not self.eat(K.COMMA) and not self.peek().newline_before:
+                    break
+            self.expect(K.RBRACE, "`,` or `}` in the object")
+        finally:
+            self.blocks.pop()
+        return n.ObjectExpr(tuple(entries), self.since(opener.span))
+
+    def parse_object_entry(self) -> n.ObjectEntry:
+        token = self.peek()
+        if token.kind is K.STRING and isinstance(token.value, n.StringLit):
+            self.advance()
+            key = n.Name(token.value.value, token.span)
+        else:
+            key = self.expect_name("a key")
+        self.expect(K.COLON, f"`:` after the key `{key.text}`")
+        value = self.parse_expr()
+        return n.ObjectEntry(key, value, self.since(key.span))
+
+    # ---------------------------------------------------------------- prompts
+
+    def parse_prompt_item(self) -> n.PromptItem:
+        token = self.peek()
+        if token.kind is K.STRING:
+            return self.parse_prompt_text()
+        if token.kind is K.IDENT and token.text in ("Example", "example"):
+            return self.parse_example()
+        if token.kind is K.IDENT and token.text == "if":
+            return self.parse_prompt_if()
+        raise self.fail(
+            "a string, an `Example { ... }` block or `if (...) { ... }` in the prompt",
+            help=did_you_mean(token.text, ("Example", "if")) if token.kind is K.IDENT else None,
+        )
+
+    def parse_prompt_text(self) -> n.PromptText:
+        token = self.advance()
+        assert isinstance(token.value, n.StringLit)
+        template = _TemplateParser(self, token.value).parse()
+        return n.PromptText(token.value, template, token.span)
+
+    def parse_example(self) -> n.PromptExample:
+        keyword = self.advance()
+        found: dict[str, n.PromptText] = {}
+
+        def item() -> None:
+            name = self.expect_name("`user:` or `assistant:`")
+            if name.text not in ("user", "assistant"):
+                self.report(
+                    "E0115",
+                    f"unknown key `{name.text}` in `{keyword.text}`; expected `user` or "
+                    "`assistant`",
+                    name.span,
+                    help=did_you_mean(name.text, ("user", "assistant")),
+                )
+                raise _Bail()
+            self.expect(K.COLON, f"`:` after `{name.text}`")
+            if not self.at(K.STRING):
+                raise self.fail(f"a string after `{name.text}:`")
+            found[name.text] = self.parse_prompt_text()
+
+        _, span = self.block(f"`{keyword.text}`", keyword.span, item)
+        missing = [key for key in ("user", "assistant") if key not in found]
+        if missing:
+            self.report(
+                "E0115",
+                f"`{keyword.text}` needs both `user:` and `assistant:`; missing "
+                + " and ".join(f"`{key}:`" for key in missing),
+                span,
+            )
+            raise _Bail()
+        return n.PromptExample(found["user"], found["assistant"], span)
+
+    def parse_prompt_if(self) -> n.PromptIf:
+        keyword = self.advance()
+        cond = self.parse_condition()
+        then, _ = self.block("the prompt `if` block", keyword.span, self.parse_branch_item)
+        else_: tuple[n.PromptItem, ...] | None = None
+        if self.at_word("else"):
+            else_kw = self.advance()
+            if self.at_word("if"):
+                else_ = (self.parse_prompt_if(),)
+            else:
+                items, _ = self.block("the `else` block", else_kw.span, self.parse_branch_item)
+                else_ = tuple(items)
+        return n.PromptIf(cond, tuple(then), else_, self.since(keyword.span))
+
+    def parse_branch_item(self) -> n.PromptItem:
+        if self.at_word("return"):
+            keyword = self.advance()
+            if not self.at(K.STRING):
+                raise self.fail("a string after `return` in a prompt")
+            text = self.parse_prompt_text()
+            return n.PromptText(text.string, text.template, self.since(keyword.span))
+        return self.parse_prompt_item()
+
+
+_KEYWORD_LITERALS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+
+_DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
+    "model": _Parser.parse_model,
+    "type": _Parser.parse_type_decl,
+    "prompt": _Parser.parse_prompt,
+    "intent": _Parser.parse_intent_decl,
+    "agent": _Parser.parse_agent,
+    "helper": _Parser.parse_agent,
+    "tool": _Parser.parse_tool,
+    "tools": _Parser.parse_tools_block,
+    "workflow": _Parser.parse_workflow,
+}
+
+_MEMBER_PARSERS: dict[str, Callable[[_Parser], n.AgentMember]] = {
+    "context": _Parser.parse_context,
+    "input": _Parser.parse_input,
+    "output": _Parser.parse_output,
+    "tool": _Parser.parse_tool,
+    "tools": _Parser.parse_tools_block,
+    "workflow": _Parser.parse_workflow,
+    "helpers": _Parser.parse_helpers,
+    "intent": _Parser.parse_intent_member,
+    "description": _Parser.parse_description,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Templates inside prompt strings
+
+
+class _TemplateParser:
+    """Parses one prompt string's ``{{...}}`` tags into ``TNode`` trees with file spans."""
+
+    def __init__(self, parser: _Parser, string: n.StringLit) -> None:
+        self.parser = parser
+        self.string = string
+        self.text = string.value
+        # Open {{#if}} frames: (start of the tag, cond, then-nodes, else-nodes or None).
+        self.stack: list[tuple[int, n.Expr, list[n.TNode], list[n.TNode] | None]] = []
+        self.out: list[n.TNode] = []
+
+    def span(self, start: int, end: int) -> Span:
+        return self.string.span_of(start, end)
+
+    def report(
+        self, code: str, message: str, start: int, end: int, help: str | None = None
+    ) -> None:
+        self.parser.report(code, message, self.span(start, end), help=help)
+
+    def current(self) -> list[n.TNode]:
+        if not self.stack:
+            return self.out
+        frame = self.stack[-1]
+        return frame[3] if frame[3] is not None else frame[2]
+
+    def parse(self) -> tuple[n.TNode, ...]:
+        text, pos = self.text, 0
+        while pos < len(text):
+            open_at = self.find(pos, "{{")
+            if open_at == -1:
+                self.add_text(pos, len(text))
+                break
+            self.add_text(pos, open_at)
+            close_at = self.find(open_at + 2, "}}")
+            if close_at == -1:
+                self.report(
+                    "E0110",
+                    "unterminated template tag: `{{` has no matching `}}`",
+                    open_at,
+                    open_at + 2,
+                    help="close the tag with `}}`, or write `\\{\\{` for literal braces",
+                )
+                break
+            self.tag(open_at, close_at)
+            pos = close_at + 2
+        while self.stack:
+            start = self.stack[-1][0]
+            self.report(
+                "E0111",
+                "`{{#if}}` is never closed",
+                start,
+                self.text.find("}}", start) + 2,
+                help="add `{{/if}}` where the conditional text ends",
+            )
+            self.close_if(len(self.text))
+        return tuple(self.out)
+
+    def find(self, start: int, pair: str) -> int:
+        """Index of the next ``{{`` or ``}}`` written as such (``\\{\\{`` is literal), or -1."""
+        source, offsets = self.parser.source.text, self.string.offsets
+        at = self.text.find(pair, start)
+        while at != -1 and (source[offsets[at]] == "\\" or source[offsets[at + 1]] == "\\"):
+            at = self.text.find(pair, at + 1)
+        return at
+
+    def add_text(self, start: int, end: int) -> None:
+        if end > start:
+            self.current().append(n.TText(self.text[start:end], self.span(start, end)))
+
+    def tag(self, open_at: int, close_at: int) -> None:
+        inner_start = open_at + 2
+        raw = self.text[inner_start:close_at]
+        stripped = raw.strip()
+        lead = inner_start + (len(raw) - len(raw.lstrip()))
+        end = close_at + 2
+        if stripped.startswith("#if"):
+            self.open_if(open_at, lead + 3, lead + len(stripped))
+        elif stripped == "else":
+            self.else_tag(open_at, end)
+        elif stripped == "/if":
+            if not self.stack:
+                self.report("E0112", "`{{/if}}` without an open `{{#if}}`", open_at, end)
+            else:
+                self.close_if(end)
+        elif stripped.startswith("@"):
+            self.directive(open_at, end, stripped, lead)
+        elif stripped.startswith(("#", "/")):
+            self.report(
+                "E0113",
+                f"unknown template block `{{{{{stripped}}}}}`",
+                open_at,
+                end,
+                help="template blocks are `{{#if cond}}`, `{{else}}` and `{{/if}}`",
+            )
+        elif not stripped:
+            self.report("E0114", "empty template tag `{{}}`", open_at, end)
+        else:
+            expr = self.expression(lead, lead + len(stripped))
+            if expr is not None:
+                self.current().append(n.TExpr(expr, self.span(open_at, end)))
+
+    def expression(self, start: int, end: int) -> n.Expr | None:
+        offsets = self.string.offsets[start : end + 1]
+        tokens, lex_diags = tokenize_fragment(self.text[start:end], offsets, self.parser.source)
+        self.parser.diagnostics.extend(lex_diags)
+        if lex_diags:
+            return None
+        sub = _Parser(self.parser.source, tokens, self.parser.diagnostics)
+        if sub.at(K.EOF):
+            self.report("E0114", "expected an expression in the template tag", start, end)
+            return None
+        try:
+            expr = sub.parse_expr()
+            if not sub.at(K.EOF):
+                raise sub.fail("the end of the template expression (`}}`)")
+        except _Bail:
+            return None
+        return expr
+
+    def open_if(self, open_at: int, cond_start: int, cond_end: int) -> None:
+        cond = self.expression(cond_start, cond_end)
+        self.stack.append(
+            (open_at, cond or n.Literal(None, self.span(open_at, cond_end)), [], None)
+        )
+
+    def else_tag(self, open_at: int, end: int) -> None:
+        if not self.stack:
+            self.report("E0112", "`{{else}}` without an open `{{#if}}`", open_at, end)
+            return
+        start, cond, then, else_ = self.stack[-1]
+        if else_ is not None:
+            self.report("E0112", "a second `{{else}}` in the same `{{#if}}`", open_at, end)
+            return
+        self.stack[-1] = (start, cond, then, [])
+
+    def close_if(self, end: int) -> None:
+        start, cond, then, else_ = self.stack.pop()
+        node = n.TIf(
+            cond, tuple(then), tuple(else_) if else_ is not None else None, self.span(start, end)
+        )
+        self.current().append(node)
+
+    def directive(self, open_at: int, end: int, stripped: str, lead: int) -> None:
+        body = stripped[1:].replace(" ", "")
+        for target in ("input", "output", "context"):
+            if body == f"schema({target})":
+                self.current().append(n.TSchema(target, self.span(open_at, end)))
+                return
+        if body.startswith("schema("):
+            help = "write `{{@schema(input)}}`, `{{@schema(output)}}` or `{{@schema(context)}}`"
+            self.report(
+                "E0113", f"unknown schema target in `{{{{{stripped}}}}}`", lead, end - 2, help
+            )
+            return
+        name = body.split("(", 1)[0]
+        self.report(
+            "E0113",
+            f"unknown template directive `@{name}`",
+            lead,
+            end - 2,
+            help=did_you_mean(name, ("schema",)) or "the only directive is `@schema(...)`",
+        )
+
+
+def parse(source: SourceFile) -> tuple[n.Module, list[Diagnostic]]:
+    """Parse one file. Never raises: problems come back as diagnostics (sorted by position)."""
+    tokens, diagnostics = tokenize(source)
+    parser = _Parser(source, tokens, diagnostics)
+    module = parser.parse_module()
+    diagnostics.sort(key=lambda d: (d.span.start, d.span.end, d.code))
+    return module, diagnostics

@@ -1,0 +1,233 @@
+"""The runtime config given to ``auwgent({...})``: read once, checked at construction.
+
+Every mistake raises :class:`~auwgent.errors.ConfigError` naming the key path. The keys:
+
+``apiKeys``, ``context``, ``tools``, ``middleware``, ``config`` (a named config),
+``baseUrls``, ``maxToolLoops``, ``maxOutputRetries``, ``protocol`` (``"blocks"`` or
+``"native"``), ``retry`` ``{attempts, baseDelay, maxDelay}``, ``timeouts`` ``{connect,
+firstByte, idle, run}`` (seconds), ``httpClient`` (an ``httpx.AsyncClient``) and ``provider``
+(a Provider instance, or ``"offline"``) which replaces every model of the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from difflib import get_close_matches
+from typing import Any
+
+from auwgent.errors import ConfigError
+from auwgent.runtime.providers.http import RetryPolicy, Timeouts
+
+__all__ = [
+    "CONFIG_KEYS",
+    "RuntimeOptions",
+    "api_key_env",
+    "api_key_field",
+    "config_names",
+    "models_in_use",
+    "parse_options",
+    "resolve_api_keys",
+    "resolve_base_url",
+]
+
+CONFIG_KEYS = (
+    "apiKeys",
+    "context",
+    "tools",
+    "middleware",
+    "config",
+    "baseUrls",
+    "maxToolLoops",
+    "maxOutputRetries",
+    "protocol",
+    "retry",
+    "timeouts",
+    "httpClient",
+    "provider",
+)
+
+DEFAULT_MAX_TOOL_LOOPS = 10
+DEFAULT_MAX_OUTPUT_RETRIES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    """The engine-relevant part of the runtime config, checked."""
+
+    max_tool_loops: int | None = None
+    max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
+    protocol: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    run_timeout: float | None = None
+    base_urls: Mapping[str, str] = field(default_factory=dict)
+    http_client: Any = None
+
+
+def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
+    hint = get_close_matches(key, valid, n=1)
+    tip = f"; did you mean {hint[0]!r}?" if hint else f" (valid keys: {', '.join(valid)})"
+    return ConfigError(f"{path}{key}: unknown config key{tip}")
+
+
+def _number(path: str, value: Any, *, integer: bool = False, minimum: float = 0) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{path}: expected {kind}, got {value!r}")
+    if integer and not isinstance(value, int):
+        raise ConfigError(f"{path}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{path}: must be at least {minimum}, got {value!r}")
+    return value
+
+
+def _sub(config: Mapping[str, Any], key: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
+    value = config.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: expected an object, got {type(value).__name__}")
+    for sub in value:
+        if sub not in keys:
+            raise _unknown_key(f"{key}.", str(sub), keys)
+    return value
+
+
+def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
+    """Check the runtime config's keys and read its engine options."""
+    for key in config:
+        if key not in CONFIG_KEYS:
+            raise _unknown_key("", str(key), CONFIG_KEYS)
+    loops = config.get("maxToolLoops")
+    if loops is not None:
+        _number("maxToolLoops", loops, integer=True, minimum=1)
+    retries = config.get("maxOutputRetries", DEFAULT_MAX_OUTPUT_RETRIES)
+    _number("maxOutputRetries", retries, integer=True, minimum=0)
+    protocol = config.get("protocol")
+    if protocol not in (None, "blocks", "native"):
+        raise ConfigError(f"protocol: expected 'blocks' or 'native', got {protocol!r}")
+    retry_cfg = _sub(config, "retry", ("attempts", "baseDelay", "maxDelay"))
+    retry = RetryPolicy(
+        attempts=_number("retry.attempts", retry_cfg.get("attempts", 4), integer=True, minimum=1),
+        base_delay=_number("retry.baseDelay", retry_cfg.get("baseDelay", 0.5)),
+        max_delay=_number("retry.maxDelay", retry_cfg.get("maxDelay", 20.0)),
+    )
+    t_cfg = _sub(config, "timeouts", ("connect", "firstByte", "idle", "run"))
+    timeouts = Timeouts(
+        connect=_number("timeouts.connect", t_cfg.get("connect", 10.0)),
+        first_byte=_number("timeouts.firstByte", t_cfg.get("firstByte", 60.0)),
+        idle=_number("timeouts.idle", t_cfg.get("idle", 30.0)),
+    )
+    run_timeout = t_cfg.get("run")
+    if run_timeout is not None:
+        _number("timeouts.run", run_timeout)
+    base_urls = config.get("baseUrls") or {}
+    if not isinstance(base_urls, Mapping) or not all(
+        isinstance(v, str) for v in base_urls.values()
+    ):
+        raise ConfigError("baseUrls: expected an object of provider name → URL string")
+    client = config.get("httpClient")
+    if client is not None:
+        import httpx  # only checked when given: keeps import of this module light
+
+        if not isinstance(client, httpx.AsyncClient):
+            raise ConfigError(
+                f"httpClient: expected an httpx.AsyncClient, got {type(client).__name__}"
+            )
+    return RuntimeOptions(
+        max_tool_loops=loops,
+        max_output_retries=retries,
+        protocol=protocol,
+        retry=retry,
+        timeouts=timeouts,
+        run_timeout=run_timeout,
+        base_urls=dict(base_urls),
+        http_client=client,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Models, keys and base URLs
+
+
+def config_names(doc: Mapping[str, Any]) -> list[str]:
+    """Every config name used by any agent of the document, ``default`` first."""
+    names = ["default"]
+    for agent in doc["agents"].values():
+        for name in agent["configs"]:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def models_in_use(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Every chat and embedding model of every config of every agent in the document."""
+    for agent in doc["agents"].values():
+        for cfg in agent["configs"].values():
+            yield cfg["model"]
+            if cfg.get("embedding"):
+                yield cfg["embedding"]
+
+
+def _camel(ident: str) -> str:
+    words = [w for w in re.split(r"[^0-9A-Za-z]+", ident) if w]
+    if not words:
+        return ident
+    return words[0][:1].lower() + words[0][1:] + "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def _provider_key(model: Mapping[str, Any]) -> str:
+    return str(model["id"]) if model["provider"] == "custom" else str(model["provider"])
+
+
+def api_key_field(model: Mapping[str, Any]) -> str:
+    """The ``apiKeys`` field for a model: ``geminiApiKey``, ``openaiApiKey``, ``<camelId>ApiKey``."""
+    return _camel(_provider_key(model)) + "ApiKey"
+
+
+def api_key_env(model: Mapping[str, Any]) -> tuple[str, ...]:
+    """The environment variables read (in order) when the config gives no key."""
+    if model["provider"] == "gemini":
+        return ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    if model["provider"] == "openai":
+        return ("OPENAI_API_KEY",)
+    return (re.sub(r"[^0-9A-Za-z]+", "_", str(model["id"])).upper().strip("_") + "_API_KEY",)
+
+
+def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
+    """Provider name → key for every provider the document uses; a missing key is an error."""
+    if api_keys is None:
+        api_keys = {}
+    if not isinstance(api_keys, Mapping):
+        raise ConfigError(f"apiKeys: expected an object, got {type(api_keys).__name__}")
+    # Keys for providers the agent does not use are ignored: one config may serve many agents.
+    fields = {api_key_field(m): m for m in models_in_use(doc)}
+    keys: dict[str, str] = {}
+    for field_name, model in fields.items():
+        value = api_keys.get(field_name)
+        env_names = api_key_env(model)
+        if value is None:
+            value = next((os.environ[n] for n in env_names if os.environ.get(n)), None)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(
+                f"apiKeys.{field_name}: missing API key for provider {_provider_key(model)!r}; "
+                f"set it in the config or in the environment variable {' or '.join(env_names)}"
+            )
+        keys[_provider_key(model)] = value
+    return keys
+
+
+def resolve_base_url(model: Mapping[str, Any], base_urls: Mapping[str, str]) -> str | None:
+    """The base URL override for a model: ``baseUrls`` first, then the environment."""
+    key = _provider_key(model)
+    if key in base_urls:
+        return base_urls[key]
+    if model["provider"] in ("openai", "gemini"):
+        return os.environ.get(f"{str(model['provider']).upper()}_BASE_URL") or None
+    return None
+
+
+def provider_key(model: Mapping[str, Any]) -> str:
+    """``"gemini"``, ``"openai"`` or the custom id: how keys and base URLs are indexed."""
+    return _provider_key(model)

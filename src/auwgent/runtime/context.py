@@ -1,0 +1,93 @@
+"""Context values: type checks where values enter, and the context section of the prompt.
+
+One context dict serves the root agent and its helpers. A key declared by any agent of the
+document is checked against that declaration wherever a value enters (construction,
+``agent.set_context``, a middleware's ``set_context``); undeclared keys are allowed and shown to
+the model. Each agent's system prompt gets a context section with the keys its own prompt does
+not reference: keys it declares, and keys no agent declares (data injected at run time, e.g.
+retrieved chunks). Keys declared only by *another* agent stay out of its prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from auwgent.errors import ContextError
+from auwgent.runtime import schema
+
+__all__ = ["ContextSchema"]
+
+
+class ContextSchema:
+    """The context declarations of every agent of a document."""
+
+    def __init__(self, doc: Mapping[str, Any]) -> None:
+        self._types: Mapping[str, Any] = doc["types"]
+        # key -> [(agent name, field)]: the same key may be declared by several agents.
+        self._declared: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+        for agent in doc["agents"].values():
+            for f in agent["context"]:
+                self._declared.setdefault(f["name"], []).append((agent["name"], f))
+
+    def check(self, data: Any, path: str = "context") -> dict[str, Any]:
+        """Check ``data`` (a mapping of context values); raise ``ContextError`` on a mismatch."""
+        if not isinstance(data, Mapping):
+            raise ContextError(f"{path}: expected an object of context values, got {type(data).__name__}")
+        for key, value in data.items():
+            if not isinstance(key, str):
+                raise ContextError(f"{path}: context keys must be strings, got {key!r}")
+            for agent, f in self._declared.get(key, ()):
+                errors = schema.validate(value, f["type"], self._types, path=f"{path}.{key}")
+                if errors:
+                    expected = schema.describe(f["type"], self._types)
+                    raise ContextError(
+                        f"{path}.{key}: expected {expected} (declared in {agent}'s context), "
+                        f"got {_given(value)}" + ("" if len(errors) == 1 else f": {errors[0]}")
+                    )
+        return dict(data)
+
+    def missing(self, agent: Mapping[str, Any], values: Mapping[str, Any]) -> list[str]:
+        """The required context keys of ``agent`` that ``values`` lacks."""
+        return [
+            f["name"]
+            for f in agent["context"]
+            if not f.get("optional") and f["name"] not in values
+        ]
+
+    def section(
+        self, agent: Mapping[str, Any], values: Mapping[str, Any], referenced: set[str]
+    ) -> str:
+        """The context section for ``agent``: keys its prompt does not reference (may be empty)."""
+        own = {f["name"] for f in agent["context"]}
+        lines = []
+        for key, value in values.items():
+            if key in referenced:
+                continue
+            if key in own or key not in self._declared:
+                lines.append(f"- {key}: {_render(value)}")
+        if not lines:
+            return ""
+        return "Context (values supplied by the application):\n" + "\n".join(lines)
+
+
+def _render(value: Any) -> str:
+    from auwgent.runtime.expr import render_value
+
+    return render_value(value)
+
+
+def _given(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__

@@ -1,0 +1,955 @@
+"""The engine loop: one ``agent.run()`` from the new input to the returned session.
+
+Per model call the engine assembles the system prompt (the rendered config prompt, the
+codec's protocol section, a context section, the current date and time — stable to dynamic,
+so consecutive calls share the longest prefix), lets ``onLLMStart`` replace it, streams the
+provider's events through the codec's decoder and dispatches every decoded event at once:
+partials to partial middleware and handlers, finals to ``onIntent`` middleware and then the
+user's handlers. Calls (tools, workflows, helpers) start as soon as their block closes and run
+concurrently; their outcomes go back to the model in the next request. The loop ends on a
+terminal response, a handoff, an error, or the tool-loop limit.
+
+Nothing a model, tool or handler does escapes: failures become ``error`` / ``tool_error``
+intents and the session is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from auwgent.errors import AuwgentError, ConfigError, ContextError, ToolError, WorkflowError
+from auwgent.runtime import prompts, schema
+from auwgent.runtime.intents import Control, IntentEvent, control_of
+from auwgent.runtime.protocol.contract import (
+    AssistantTurn,
+    CallableSpec,
+    CallOutcome,
+    Codec,
+    Contract,
+    FinalEvent,
+    PartialEvent,
+    RejectedEvent,
+)
+from auwgent.runtime.providers.base import Message, ModelRequest, Provider, TextDelta
+from auwgent.runtime.session import (
+    Frame,
+    Session,
+    Turn,
+    check_session,
+    message_to_json,
+    messages_from_json,
+    new_session,
+    new_turn,
+)
+from auwgent.runtime.tools import result_text
+
+if TYPE_CHECKING:
+    from auwgent.runtime.agent import AgentCore
+
+__all__ = ["COMPLETE_INTENT", "Run"]
+
+#: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
+COMPLETE_INTENT = "handoff_complete"
+_COMPLETE_SPEC: Mapping[str, Any] = {
+    "name": COMPLETE_INTENT,
+    "description": (
+        "Emit when the conversation you were handed is finished and control should return to "
+        "the agent that called you (together with your final answer)."
+    ),
+    "fields": [
+        {
+            "name": "summary",
+            "type": {"kind": "string"},
+            "optional": True,
+            "description": "what was settled with the user",
+        }
+    ],
+}
+_CALL_KINDS = {"tool_call": "tool", "workflow_call": "workflow", "helper_call": "helper"}
+_RESULT_INTENT = {"tool": "tool_result", "workflow": "workflow_result", "helper": "helper_result"}
+_TEXT_INPUT_PARAM: Mapping[str, Any] = {
+    "name": "input",
+    "type": {"kind": "string"},
+    "optional": False,
+    "description": "the request for the helper",
+}
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One agent (the root or a helper) answering one input."""
+
+    agent: Mapping[str, Any]
+    config_name: str
+    history: list[Message]
+    tools: tuple[Mapping[str, Any], ...]  # model-visible tools: own + granted
+    handoff: str = "none"
+    grant: Any = "none"
+    record: list[dict[str, Any]] | None = None  # where new history messages are also stored
+    completed: bool = False  # a handed-off helper emitted COMPLETE_INTENT
+    summary: str | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.agent["name"])
+
+    def add(self, message: Message) -> None:
+        self.history.append(message)
+        if self.record is not None:
+            self.record.append(message_to_json(message))
+
+
+@dataclass(slots=True)
+class AgentResult:
+    status: str  # "complete", "handoff" or "error"
+    output: Any = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _Round:
+    """What one model response produced."""
+
+    chunks: list[str] = field(default_factory=list)
+    tasks: list[asyncio.Task[CallOutcome]] = field(default_factory=list)
+    native_calls: list[FinalEvent] = field(default_factory=list)
+    quiet_outcomes: list[CallOutcome] = field(default_factory=list)  # native intent functions
+    texts: list[str] = field(default_factory=list)
+    output: Mapping[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+    customs: int = 0
+    error: BaseException | None = None
+
+
+class Run:
+    """The state of one ``agent.run()``: the session, the middleware context, the providers."""
+
+    def __init__(
+        self,
+        core: AgentCore,
+        *,
+        context: dict[str, Any],
+        config: str | Mapping[str, str] | None,
+        conversation_id: str | None,
+        sink: asyncio.Queue[IntentEvent | None] | None,
+    ) -> None:
+        self.core = core
+        self.context = context
+        self.config = config
+        self.sink = sink
+        self.handed_off = False
+        self.turn: Turn | None = None
+        self.session: Session = new_session(core.root)
+        self._providers: dict[str, Provider] = {}
+        self._client: Any = None
+        self._owns_client = False
+        self.ctx: dict[str, Any] = {
+            "activeAgent": core.root,
+            "rootAgent": core.root,
+            "systemPrompt": "",
+            "rawBlock": None,
+            "conversation_id": conversation_id,
+            "conversationId": conversation_id,
+            "set_context": self.set_context,
+            "setContext": self.set_context,
+            "embed": self.embed,
+            "embed_batch": self.embed_batch,
+            "embedBatch": self.embed_batch,
+        }
+
+    # -- the middleware context's functions -------------------------------------------------
+
+    def set_context(self, data: Mapping[str, Any]) -> None:
+        """Merge ``data`` into this run's context, checking declared types."""
+        self.context.update(self.core.context_schema.check(data, "set_context"))
+
+    async def embed(self, text: str) -> list[float]:
+        """Embed one text with the active config's ``embedding`` model."""
+        return (await self.embed_batch([text]))[0]
+
+    async def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed several texts with the active config's ``embedding`` model, in order."""
+        agent = self.core.doc["agents"][self.ctx["activeAgent"]]
+        cfg_name = self.core.config_for(agent, self.config)
+        model = agent["configs"][cfg_name].get("embedding")
+        if not model:
+            raise ConfigError(
+                f"embed: the {cfg_name!r} config of {agent['name']} has no embedding model; "
+                f'add one, e.g. `embedding: gemini("gemini-embedding-001")`'
+            )
+        return await self.provider(model).embed(list(texts), str(model["model"]))
+
+    # -- providers ---------------------------------------------------------------------------
+
+    def provider(self, model: Mapping[str, Any]) -> Provider:
+        if self.core.provider_override is not None:
+            return self.core.provider_override
+        key = json.dumps([model["provider"], model.get("id"), model.get("base_url")])
+        found = self._providers.get(key)
+        if found is None:
+            if self._client is None:
+                self._client = self.core.options.http_client
+                if self._client is None:
+                    import httpx
+
+                    self._client = httpx.AsyncClient()
+                    self._owns_client = True
+            found = self.core.make_provider(model, self._client)
+            self._providers[key] = found
+        return found
+
+    async def close(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+
+    # -- a whole run -------------------------------------------------------------------------
+
+    async def execute(self, text: str, session: Any) -> Session:
+        """Run ``text`` as a new turn of ``session`` (a fresh one when ``None``)."""
+        root = self.core.root
+        self.session = new_session(root) if session is None else check_session(session, root)
+        start = self._start_agent(self.session)
+        self.turn = new_turn(text, start)
+        self.session["turns"].append(self.turn)
+        self.ctx["activeAgent"] = start
+        try:
+            try:
+                returned = await self.core.middleware.run_start(self.session, self.ctx)
+            except Exception as exc:
+                await self.fail(exc, start, prefix="onRunStart failed: ")
+                return self.session
+            if returned is not self.session:
+                self.session = check_session(returned, root)
+                start = self._start_agent(self.session)
+                self.turn["agent"] = start
+                self.session["turns"].append(self.turn)
+            await self._drive_with_timeout(start)
+        finally:
+            await self._finish(start)
+        return self.session
+
+    def _start_agent(self, session: Session) -> str:
+        name = session["stack"][-1]["agent"]
+        if name not in self.core.doc["agents"]:
+            raise ConfigError(f"session.stack: agent {name!r} is not part of this agent's IR")
+        return name
+
+    async def _drive_with_timeout(self, start: str) -> None:
+        timeout = self.core.options.run_timeout
+        try:
+            if timeout is None:
+                await self._drive(start)
+            else:
+                await asyncio.wait_for(self._drive(start), timeout)
+        except asyncio.TimeoutError:
+            await self.fail(TimeoutError(f"the run took longer than {timeout} s"), start)
+        except Exception as exc:  # a bug or an app mistake surfacing mid-run: still no escape
+            await self.fail(exc, self.ctx["activeAgent"])
+
+    async def _finish(self, start: str) -> None:
+        turn = self.turn
+        assert turn is not None
+        if turn["status"] == "running":
+            turn["status"] = "handoff" if len(self.session["stack"]) > 1 else "complete"
+        self.ctx["activeAgent"] = start
+        self.ctx["rawBlock"] = None
+        try:
+            await self.core.middleware.run_complete(self.session, self.ctx)
+        except Exception as exc:
+            await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
+        await self.close()
+
+    async def _drive(self, start: str) -> None:
+        agent = self.core.doc["agents"][start]
+        missing = self.core.context_schema.missing(agent, self.context)
+        if missing:
+            keys = ", ".join(repr(k) for k in missing)
+            await self.fail(
+                ContextError(
+                    f"missing required context {keys} for {start}: give it in the config's "
+                    f"'context', with agent.set_context, or from middleware with set_context"
+                ),
+                start,
+            )
+            return
+        stack = self.session["stack"]
+        if len(stack) > 1:
+            await self._resume(stack)
+            return
+        inv = self._root_invocation(stack[0])
+        result = await self.invoke(inv, top=True)
+        self._settle(result)
+
+    def _settle(self, result: AgentResult) -> None:
+        assert self.turn is not None
+        self.turn["output"] = result.output
+        if result.status == "error":
+            self.turn["status"] = "error"
+            self.turn["error"] = result.error
+        elif result.status == "handoff":
+            self.turn["status"] = "handoff"
+
+    def _root_invocation(self, frame: Frame) -> Invocation:
+        root_ir = self.core.doc["agents"][self.core.root]
+        history: list[Message] = []
+        for turn in self.session["turns"][:-1]:
+            if turn.get("agent", self.core.root) == self.core.root:
+                history.append(Message(role="user", content=str(turn["input"]["text"])))
+            history.extend(messages_from_json(turn.get("messages", ())))
+        assert self.turn is not None
+        history.append(Message(role="user", content=self.turn["input"]["text"]))
+        return Invocation(
+            agent=root_ir,
+            config_name=self.core.config_for(root_ir, self.config),
+            history=history,
+            tools=tuple(root_ir["tools"]),
+            record=self.turn["messages"],
+        )
+
+    async def _resume(self, stack: list[Frame]) -> None:
+        """The conversation was handed to a helper: the new input goes to it."""
+        top = stack[-1]
+        agent = self.core.doc["agents"][top["agent"]]
+        record = list(top.get("messages", []))
+        top["messages"] = record
+        assert self.turn is not None
+        inv = Invocation(
+            agent=agent,
+            config_name=self.core.config_for(agent, self.config),
+            history=messages_from_json(record),
+            tools=self._stack_tools(stack),
+            handoff="user",
+            grant=top.get("tools", "none"),
+            record=record,
+        )
+        inv.add(Message(role="user", content=self.turn["input"]["text"]))
+        result = await self.invoke(inv, top=True)
+        self._settle(result)
+        if inv.completed:
+            stack.pop()
+            self._note_completion(stack, inv)
+            self.turn["status"] = "handoff" if len(stack) > 1 else "complete"
+
+    def _stack_tools(self, stack: Sequence[Frame]) -> tuple[Mapping[str, Any], ...]:
+        tools: tuple[Mapping[str, Any], ...] = tuple(self.core.doc["agents"][stack[0]["agent"]]["tools"])
+        for frame in stack[1:]:
+            agent = self.core.doc["agents"][frame["agent"]]
+            tools = _effective_tools(agent, frame.get("tools", "none"), tools)
+        return tools
+
+    def _note_completion(self, stack: list[Frame], inv: Invocation) -> None:
+        below = stack[-1]
+        agent = self.core.doc["agents"][below["agent"]]
+        note = f"[{inv.name} finished the conversation it was handed"
+        note += f": {inv.summary}]" if inv.summary else "]"
+        message = self.core.codec(agent, self.config).feedback_message(note)
+        if len(stack) == 1:
+            assert self.turn is not None
+            self.turn["messages"].append(message_to_json(message))
+        else:
+            below["messages"] = [*below.get("messages", []), message_to_json(message)]
+
+    # -- failures ----------------------------------------------------------------------------
+
+    async def fail(
+        self, error: BaseException, agent_name: str, *, prefix: str = "", mark: bool = True
+    ) -> str:
+        """Report a failure: ``onError``, then an ``error`` intent unless a middleware handled it."""
+        message = prefix + _describe(error)
+        if mark and self.turn is not None and agent_name == self.turn["agent"]:
+            self.turn["status"] = "error"
+            self.turn["error"] = message
+        self.ctx["activeAgent"] = agent_name
+        try:
+            handled = await self.core.middleware.error(error, self.session, self.ctx)
+        except Exception:
+            handled = False  # a failing error hook must not hide the original error
+        if not handled:
+            await self.emit("error", {"message": message}, agent_name)
+        return message
+
+    # -- dispatching intents -----------------------------------------------------------------
+
+    async def emit(
+        self, name: str, value: Any, agent_name: str, raw: str | None = None
+    ) -> Control | None:
+        """A final intent: ``onIntent`` middleware, then the user's handlers. First control wins."""
+        core = self.core
+        if self.turn is not None:
+            self.turn["intents"].append({"name": name, "value": value, "agent": agent_name})
+        if self.sink is not None:
+            self.sink.put_nowait(IntentEvent(name, value, agent_name, False))
+        control: Control | None = None
+        try:
+            if core.middleware.has_intent:
+                self.ctx["activeAgent"] = agent_name
+                self.ctx["rawBlock"] = raw
+                for returned in await core.middleware.intent(name, value, self.ctx):
+                    control = control or control_of(returned)
+            if core.handlers:
+                for returned in await core.handlers.dispatch(name, value, agent_name):
+                    control = control or control_of(returned)
+        except Exception as exc:
+            if name != "error":
+                await self.fail(exc, agent_name, prefix=f"a handler of {name} failed: ", mark=False)
+        return control
+
+    async def emit_partial(self, event: PartialEvent, agent_name: str) -> None:
+        name = event.name if event.kind == "custom" and event.name else event.kind
+        value: dict[str, Any] = {
+            "partial": True,
+            "complete": False,
+            "mode": "text" if event.kind == "response_text" else "structured",
+            "segment": event.segment,
+            "snapshot": event.snapshot,
+            "raw": event.raw,
+        }
+        if event.delta is not None:
+            value["delta"] = event.delta
+        if self.sink is not None:
+            self.sink.put_nowait(IntentEvent(str(name), value, agent_name, True))
+        core = self.core
+        try:
+            if core.middleware.has_partial:
+                self.ctx["activeAgent"] = agent_name
+                await core.middleware.intent_partial(str(name), value, self.ctx)
+            if core.partial_handlers:
+                await core.partial_handlers.dispatch(str(name), value, agent_name)
+        except Exception as exc:
+            await self.fail(exc, agent_name, prefix=f"a partial handler of {name} failed: ", mark=False)
+
+    # -- one agent's loop --------------------------------------------------------------------
+
+    async def invoke(self, inv: Invocation, *, top: bool = False) -> AgentResult:
+        """Drive ``inv`` until a terminal response, a handoff, an error or the loop limit."""
+        core = self.core
+        missing = core.context_schema.missing(inv.agent, self.context)
+        if missing:
+            msg = await self.fail(
+                ContextError(f"missing required context {', '.join(missing)} for {inv.name}"),
+                inv.name,
+            )
+            return AgentResult("error", error=msg)
+        codec = core.codec(inv.agent, self.config)
+        contract = core.contract(inv)
+        limit = core.max_loops(inv.agent, inv.config_name)
+        retries = 0
+        for _ in range(limit):
+            rnd = await self._round(inv, codec, contract, top)
+            self._remember(inv, codec, rnd)
+            outcomes = [t.result() for t in rnd.tasks]
+            if rnd.error is not None:
+                msg = await self.fail(rnd.error, inv.name)
+                return AgentResult("error", error=msg)
+            if outcomes:
+                inv_msgs = codec.results_messages([*outcomes, *rnd.quiet_outcomes])
+                for message in inv_msgs:
+                    inv.add(message)
+                if self.handed_off:
+                    return AgentResult("handoff")
+                if rnd.problems:
+                    inv.add(codec.feedback_message("\n".join(rnd.problems)))
+                continue
+            problems = rnd.problems or self._missing_output(inv, rnd)
+            if rnd.quiet_outcomes:
+                for message in codec.results_messages(rnd.quiet_outcomes):
+                    inv.add(message)
+            if problems:
+                retries += 1
+                if retries > core.options.max_output_retries:
+                    msg = await self.fail(
+                        AuwgentError(
+                            f"{inv.name}'s output was still invalid after "
+                            f"{core.options.max_output_retries} retries: " + "; ".join(problems)
+                        ),
+                        inv.name,
+                    )
+                    return AgentResult("error", error=msg)
+                inv.add(codec.feedback_message(_feedback(problems)))
+                continue
+            return await self._terminal(inv, rnd)
+        msg = await self.fail(
+            AuwgentError(
+                f"tool-loop limit reached: {inv.name} made {limit} model calls without a final "
+                f"answer (maxToolLoops = {limit})"
+            ),
+            inv.name,
+        )
+        return AgentResult("error", error=msg)
+
+    def _missing_output(self, inv: Invocation, rnd: _Round) -> list[str]:
+        structured = inv.agent["output"]["kind"] != "text"
+        if structured and rnd.output is None:
+            names = " or ".join(_output_names(inv.agent, self.core.doc["types"]))
+            return [f"No output was given: answer with your structured output ({names})."]
+        if not structured and not rnd.texts and not rnd.customs and not inv.completed:
+            return ["The response was empty: answer the user."]
+        return []
+
+    async def _terminal(self, inv: Invocation, rnd: _Round) -> AgentResult:
+        if rnd.output is not None:
+            response: Any = dict(rnd.output)
+            output: Any = rnd.output["response"]
+        else:
+            output = "\n\n".join(rnd.texts)
+            response = {"text": output}
+        self.ctx["activeAgent"] = inv.name
+        try:
+            await self.core.middleware.llm_end(response, self.ctx)
+        except Exception as exc:
+            await self.fail(exc, inv.name, prefix="onLLMEnd failed: ", mark=False)
+        return AgentResult("complete", output=output)
+
+    def _remember(self, inv: Invocation, codec: Codec, rnd: _Round) -> None:
+        text = "".join(rnd.chunks)
+        if text or rnd.native_calls:
+            inv.add(codec.assistant_message(AssistantTurn(text, tuple(rnd.native_calls))))
+
+    async def _round(self, inv: Invocation, codec: Codec, contract: Contract, top: bool) -> _Round:
+        """One model call: prompt, stream, decode, dispatch; calls are awaited before returning."""
+        core = self.core
+        cfg = inv.agent["configs"][inv.config_name]
+        system = core.system_prompt(inv, codec, contract, self.context)
+        self.ctx["activeAgent"] = inv.name
+        self.ctx["systemPrompt"] = system
+        rnd = _Round()
+        try:
+            system = await core.middleware.llm_start(system, self.ctx)
+        except Exception as exc:
+            rnd.error = exc
+            return rnd
+        if top:
+            self.session["system_prompt"] = system
+        request = ModelRequest(
+            model=str(cfg["model"]["model"]),
+            system=system,
+            messages=tuple(inv.history),
+            functions=codec.functions(contract),
+            response_schema=codec.response_schema(contract),
+            options=cfg["model"].get("options") or {},
+            contract=contract,
+        )
+        decoder = codec.decoder(contract)
+        try:
+            async for event in self.provider(cfg["model"]).stream(request):
+                if isinstance(event, TextDelta):
+                    rnd.chunks.append(event.text)
+                for decoded in decoder.feed(event):
+                    await self._decoded(inv, contract, rnd, decoded)
+            for decoded in decoder.close():
+                await self._decoded(inv, contract, rnd, decoded)
+        except Exception as exc:
+            rnd.error = exc
+        if rnd.tasks:
+            await asyncio.wait(rnd.tasks)
+        return rnd
+
+    async def _decoded(
+        self,
+        inv: Invocation,
+        contract: Contract,
+        rnd: _Round,
+        event: PartialEvent | FinalEvent | RejectedEvent,
+    ) -> None:
+        structured = contract.output["kind"] != "text"
+        if isinstance(event, PartialEvent):
+            if structured and event.kind == "response_text":
+                return  # free text is not the output of a structured agent
+            if self.core.wants_partials or self.sink is not None:
+                await self.emit_partial(event, inv.name)
+            return
+        if isinstance(event, RejectedEvent):
+            await self._rejected(inv, rnd, event)
+            return
+        kind = event.kind
+        if kind in _CALL_KINDS:
+            if event.call_id is not None:
+                rnd.native_calls.append(event)
+            rnd.tasks.append(asyncio.ensure_future(self._call(inv, contract, event)))
+        elif kind == "response_text":
+            if not structured:
+                text = str(event.payload.get("text", ""))
+                rnd.texts.append(text)
+                await self.emit("response_text", {"text": text}, inv.name, event.raw)
+        elif kind == "response_schema":
+            self._quiet(rnd, event)
+            await self._schema(inv, contract, rnd, event)
+        else:
+            self._quiet(rnd, event)
+            await self._custom(inv, contract, rnd, event)
+
+    def _quiet(self, rnd: _Round, event: FinalEvent) -> None:
+        # A native function call that only carries an intent still needs an answer in history.
+        if event.call_id is not None:
+            rnd.native_calls.append(event)
+            rnd.quiet_outcomes.append(
+                CallOutcome("tool", str(event.name), dict(event.payload), "ok", "received",
+                            call_id=event.call_id)
+            )
+
+    async def _rejected(self, inv: Invocation, rnd: _Round, event: RejectedEvent) -> None:
+        if event.kind in _CALL_KINDS or (event.kind is None and event.call_id is not None):
+            kind = _CALL_KINDS.get(event.kind or "tool_call", "tool")
+            name = event.name or "unknown"
+            if event.call_id is not None:
+                rnd.native_calls.append(
+                    FinalEvent(event.kind or "tool_call", name, event.segment,
+                               {"type": name, "args": {}}, event.raw, event.call_id)
+                )
+            rnd.tasks.append(asyncio.ensure_future(
+                self._refuse(inv, kind, name, {}, event.message, event.call_id)  # type: ignore[arg-type]
+            ))
+            return
+        rnd.problems.append(event.message)
+
+    async def _schema(
+        self, inv: Invocation, contract: Contract, rnd: _Round, event: FinalEvent
+    ) -> None:
+        types = self.core.doc["types"]
+        payload = event.payload
+        name = str(payload.get("type") or event.name or "")
+        allowed = _output_names(inv.agent, types)
+        if name not in allowed:
+            rnd.problems.append(
+                f"[schema: {name}] is not an output of {inv.name}; use one of: {', '.join(allowed)}"
+            )
+            return
+        out = contract.output
+        type_ = types[name] if name in types else out
+        response = payload.get("response")
+        errors = schema.validate(response, type_, types)
+        if errors:
+            rnd.problems.append(f"Your {name} output is invalid: " + "; ".join(errors))
+            return
+        value = {"type": name, "response": response}
+        rnd.output = value
+        await self.emit("response_schema", value, inv.name, event.raw)
+
+    async def _custom(
+        self, inv: Invocation, contract: Contract, rnd: _Round, event: FinalEvent
+    ) -> None:
+        name = str(event.name)
+        spec = next((i for i in contract.intents if i["name"] == name), None)
+        if spec is None:
+            rnd.problems.append(f"{name} is not an intent you can emit")
+            return
+        payload = dict(event.payload)
+        obj = {"kind": "object", "fields": spec["fields"]}
+        errors = schema.validate(payload, obj, self.core.doc["types"])
+        if errors:
+            rnd.problems.append(f"Your {name} intent is invalid: " + "; ".join(errors))
+            return
+        rnd.customs += 1
+        if name == COMPLETE_INTENT and inv.handoff == "user":
+            inv.completed = True
+            summary = payload.get("summary")
+            inv.summary = summary if isinstance(summary, str) else None
+        await self.emit(name, payload, inv.name, event.raw)
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def _refuse(
+        self,
+        inv: Invocation,
+        kind: str,
+        name: str,
+        args: Mapping[str, Any],
+        message: str,
+        call_id: str | None,
+    ) -> CallOutcome:
+        await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
+        return CallOutcome(kind, name, args, "error", error=message, call_id=call_id)  # type: ignore[arg-type]
+
+    async def _call(self, inv: Invocation, contract: Contract, event: FinalEvent) -> CallOutcome:
+        kind = _CALL_KINDS[event.kind]
+        name = str(event.name)
+        args = dict(event.payload.get("args") or {})
+        try:
+            return await self._call_checked(inv, contract, event, kind, name, args)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # anything unexpected still becomes a tool_error
+            return await self._refuse(inv, kind, name, args, _describe(exc), event.call_id)
+
+    async def _call_checked(
+        self,
+        inv: Invocation,
+        contract: Contract,
+        event: FinalEvent,
+        kind: str,
+        name: str,
+        args: dict[str, Any],
+    ) -> CallOutcome:
+        spec = contract.callable(kind, name)  # type: ignore[arg-type]
+        if spec is None:
+            label = {"tool": "Tool", "workflow": "Workflow", "helper": "Helper"}[kind]
+            return await self._refuse(
+                inv, kind, name, args, f"{label} not found: {name}", event.call_id
+            )
+        control = await self.emit(event.kind, {"type": name, "args": args}, inv.name, event.raw)
+        outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
+        if outcome is not None:
+            return outcome
+        errors = _check_args(spec, args, self.core.doc["types"])
+        if errors:
+            message = f"invalid arguments for {name}: " + "; ".join(errors)
+            return await self._refuse(inv, kind, name, args, message, event.call_id)
+        if kind == "tool":
+            return await self._tool(inv, name, args, event.call_id)
+        if kind == "workflow":
+            return await self._workflow(inv, name, args, event.call_id)
+        return await self._helper(inv, name, args, event.call_id)
+
+    async def _controlled(
+        self,
+        inv: Invocation,
+        kind: str,
+        name: str,
+        args: Mapping[str, Any],
+        control: Control | None,
+        call_id: str | None,
+    ) -> CallOutcome | None:
+        if control is None:
+            return None
+        if control.skip:
+            await self.emit("tool_skipped", {"type": name, "args": args}, inv.name)
+            return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
+        payload = {"name": name, "args": args, "result": control.result, "overridden": True}
+        await self.emit(_RESULT_INTENT[kind], payload, inv.name)
+        return CallOutcome(
+            kind, name, args, "ok", result_text(control.result), call_id=call_id  # type: ignore[arg-type]
+        )
+
+    async def _tool(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
+        registry = self.core.registry
+        if not registry.has(name):
+            message = f"Tool not configured: {name} has no implementation"
+            return await self._refuse(inv, "tool", name, args, message, call_id)
+        try:
+            result = await registry.call(name, args)
+        except Exception as exc:
+            message = _describe(exc)
+            await self._tool_failed(inv, name, exc, message)
+            return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
+        payload = {"name": name, "args": args, "result": result, "overridden": False}
+        await self.emit("tool_result", payload, inv.name)
+        return CallOutcome("tool", name, args, "ok", result_text(result), call_id=call_id)
+
+    async def _tool_failed(
+        self, inv: Invocation, name: str, exc: BaseException, message: str
+    ) -> None:
+        self.ctx["activeAgent"] = inv.name
+        try:
+            handled = await self.core.middleware.error(
+                ToolError(f"{name}: {message}"), self.session, self.ctx
+            )
+        except Exception:
+            handled = False
+        if not handled:
+            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
+
+    async def _workflow(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
+        from auwgent.runtime.workflows import run_workflow
+
+        workflow = next(w for w in inv.agent["workflows"] if w["name"] == name)
+
+        async def call_tool(tool: str, tool_args: dict[str, Any], loc: Any) -> Any:
+            return await self._workflow_tool(inv, workflow, tool, tool_args)
+
+        self.ctx["workflow"] = name
+        try:
+            result = await run_workflow(workflow, args, ctx=self.context, call_tool=call_tool)
+        except Exception as exc:
+            error = exc if isinstance(exc, WorkflowError) else WorkflowError(_describe(exc))
+            failure = {"error": str(error), "file": error.file, "line": error.line}
+            await self.emit(
+                "workflow_result", {"name": name, "args": args, "result": failure}, inv.name
+            )
+            await self._tool_failed(inv, name, error, str(error))
+            return CallOutcome("workflow", name, args, "error", error=str(error), call_id=call_id)
+        finally:
+            self.ctx.pop("workflow", None)
+        await self.emit("workflow_result", {"name": name, "args": args, "result": result}, inv.name)
+        return CallOutcome("workflow", name, args, "ok", result_text(result), call_id=call_id)
+
+    async def _workflow_tool(
+        self,
+        inv: Invocation,
+        workflow: Mapping[str, Any],
+        name: str,
+        args: dict[str, Any],
+    ) -> Any:
+        tool = next((t for t in workflow["tools"] if t["name"] == name), None)
+        tool = tool or next((t for t in inv.tools if t["name"] == name), None)
+        if tool is None:
+            raise ToolError(f"workflow {workflow['name']} cannot call {name}: no such tool")
+        control = await self.emit("tool_call", {"type": name, "args": args}, inv.name)
+        if control is not None:
+            await self._controlled(inv, "tool", name, args, control, None)
+            return None if control.skip else control.result
+        spec = CallableSpec("tool", name, "", tuple(tool["params"]), tool["returns"])
+        errors = _check_args(spec, args, self.core.doc["types"])
+        if errors:
+            message = f"invalid arguments for {name}: " + "; ".join(errors)
+            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
+            raise ToolError(message)
+        if not self.core.registry.has(name):
+            message = f"Tool not configured: {name} has no implementation"
+            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
+            raise ToolError(message)
+        try:
+            result = await self.core.registry.call(name, args)
+        except Exception as exc:
+            await self._tool_failed(inv, name, exc, _describe(exc))
+            raise
+        payload = {"name": name, "args": args, "result": result, "overridden": False}
+        await self.emit("tool_result", payload, inv.name)
+        return _parsed_result(result, tool["returns"], self.core.doc["types"])
+
+    async def _helper(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
+        core = self.core
+        use = next(h for h in inv.agent["helpers"] if h["name"] == name)
+        helper = core.doc["agents"][name]
+        if helper["input"]["kind"] == "text":
+            text = str(args.get("input", ""))
+        else:
+            text = json.dumps(args, ensure_ascii=False)
+        child = Invocation(
+            agent=helper,
+            config_name=core.config_for(helper, self.config),
+            history=[Message(role="user", content=text)],
+            tools=_effective_tools(helper, use["tools"], inv.tools),
+            handoff=use["handoff"],
+            grant=use["tools"],
+        )
+        result = await self.invoke(child)
+        self.ctx["activeAgent"] = inv.name
+        if result.status == "error":
+            message = f"helper {name} failed: {result.error}"
+            return CallOutcome("helper", name, args, "error", error=message, call_id=call_id)
+        if use["handoff"] == "user" or result.status == "handoff":
+            if use["handoff"] == "user" and not child.completed and result.status != "handoff":
+                self._push_frame(child, inv)
+            self.handed_off = True
+            notice = f"{name} is now answering the user directly; you will be told when it is done."
+            return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
+        await self.emit(
+            "helper_result", {"name": name, "args": args, "result": result.output}, inv.name
+        )
+        if use["handoff"] == "user_then_continue":
+            notice = (
+                f"{name} answered the user directly and has finished; its answer was: "
+                f"{result_text(result.output)}. Continue without repeating it."
+            )
+            return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
+        return CallOutcome("helper", name, args, "ok", result_text(result.output), call_id=call_id)
+
+    def _push_frame(self, child: Invocation, parent: Invocation) -> None:
+        frame: Frame = {
+            "agent": child.name,
+            "config": child.config_name,
+            "handoff": "user",
+            "parent": parent.name,
+            "tools": child.grant,
+            "messages": [message_to_json(m) for m in child.history],
+        }
+        self.session["stack"].append(frame)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure helpers
+
+
+def _effective_tools(
+    agent: Mapping[str, Any], grant: Any, parent_tools: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], ...]:
+    """A helper's model-visible tools: its own, then those its parent grants it."""
+    own = list(agent["tools"])
+    names = {t["name"] for t in own}
+    if grant == "all":
+        granted = list(parent_tools)
+    elif isinstance(grant, (list, tuple)):
+        wanted = set(grant)
+        granted = [t for t in parent_tools if t["name"] in wanted]
+    else:
+        granted = []
+    return tuple(own + [t for t in granted if t["name"] not in names])
+
+
+def helper_params(helper: Mapping[str, Any], types: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
+    if helper["input"]["kind"] == "text":
+        return (_TEXT_INPUT_PARAM,)
+    resolved = schema.resolve(helper["input"], types)
+    return tuple(resolved.get("fields", ()))
+
+
+def _check_args(spec: CallableSpec, args: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
+    obj = {"kind": "object", "fields": list(spec.params)}
+    return schema.validate(args, obj, types, path="$")
+
+
+def _output_names(agent: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
+    out = agent["output"]
+    if out["kind"] == "ref":
+        return [out["name"]]
+    if out["kind"] == "union":
+        return [v["name"] for v in out["variants"] if v["kind"] == "ref"] or [
+            schema.describe(out, types)
+        ]
+    return [schema.describe(out, types)]
+
+
+def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
+    """A JSON-string result of a tool declared to return structured data, decoded for workflows."""
+    if not isinstance(result, str):
+        return result
+    try:
+        kind = schema.resolve(returns, types)["kind"]
+    except KeyError:
+        return result
+    if kind in ("object", "array", "union", "number", "boolean"):
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+    return result
+
+
+def _feedback(problems: Sequence[str]) -> str:
+    return "Your last response could not be used:\n- " + "\n- ".join(problems)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, AuwgentError):
+        return str(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def now_line() -> str:
+    """The current date and time line that ends every system prompt."""
+    now = datetime.now(timezone.utc)
+    return f"Current date and time: {now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y %H:%M} UTC)"
+
+
+def assemble_system(parts: Sequence[str]) -> str:
+    """Join prompt parts with blank lines, skipping empty ones."""
+    return "\n\n".join(p for p in parts if p)
+
+
+def prompt_text(doc: Mapping[str, Any], agent: Mapping[str, Any], cfg: Mapping[str, Any],
+                context: Mapping[str, Any]) -> str:
+    """The rendered config prompt of ``agent``."""
+    return prompts.render_prompt(doc, agent, cfg, context)

@@ -1,0 +1,185 @@
+"""Intent events and the user's intent handlers.
+
+A handler registered with ``agent.on_intent`` / ``agent.on_intent_partial`` may be:
+
+- a class (instantiated once, without arguments) or an instance whose methods are named after
+  intents: ``async def response_text(self, intent, agent_name)``. The method is found by the
+  exact intent name first, then by its sanitised lowercase form (``Planning`` → ``planning``);
+- a plain function ``(name, value, agent_name)``.
+
+Either may be sync or async. A handler of a final ``tool_call``, ``workflow_call`` or
+``helper_call`` may return ``{"skip": True}`` or ``{"result": ...}`` (an intent control).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import warnings
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import Any
+
+__all__ = [
+    "BUILTIN_INTENTS",
+    "Control",
+    "HandlerSet",
+    "IntentEvent",
+    "sanitise",
+]
+
+#: Every intent the runtime itself may emit, besides an agent's custom intents.
+BUILTIN_INTENTS: tuple[str, ...] = (
+    "response_text",
+    "response_schema",
+    "tool_call",
+    "tool_result",
+    "tool_skipped",
+    "tool_error",
+    "workflow_call",
+    "workflow_result",
+    "helper_call",
+    "helper_result",
+    "error",
+)
+
+_NOT_SANITARY = re.compile(r"[^0-9a-zA-Z_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class IntentEvent:
+    """One intent as yielded by ``agent.stream()``: final (``partial=False``) or partial."""
+
+    name: str
+    value: Any
+    agent_name: str
+    partial: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """What a handler asked for a call: skip it, or use ``result`` instead of running it."""
+
+    skip: bool = False
+    has_result: bool = False
+    result: Any = None
+
+
+def sanitise(name: str) -> str:
+    """The sanitised lowercase form used as a fallback method name (``My-Intent`` → ``my_intent``)."""
+    return _NOT_SANITARY.sub("_", name).strip("_").lower()
+
+
+def control_of(value: Any) -> Control | None:
+    """Read an intent control from a handler's return value (``None`` when it is none)."""
+    if not isinstance(value, dict):
+        return None
+    if value.get("skip") is True:
+        return Control(skip=True)
+    if "result" in value:
+        return Control(has_result=True, result=value["result"])
+    return None
+
+
+async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn`` and await its result when it is awaitable."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+_Target = Callable[[str, Any, str], Awaitable[Any]]
+
+
+class _Handler:
+    """One registered handler, with its per-intent method lookups cached."""
+
+    __slots__ = ("_function", "_instance", "_methods")
+
+    def __init__(self, handler: Any) -> None:
+        if inspect.isclass(handler):
+            handler = handler()
+        self._instance: Any = None
+        self._function: Callable[..., Any] | None = None
+        if _is_function_like(handler):
+            self._function = handler
+        else:
+            self._instance = handler
+        self._methods: dict[str, Callable[..., Any] | None] = {}
+
+    def method(self, name: str) -> Callable[..., Any] | None:
+        try:
+            return self._methods[name]
+        except KeyError:
+            found = getattr(self._instance, name, None)
+            if not callable(found):
+                found = getattr(self._instance, sanitise(name), None)
+            self._methods[name] = found if callable(found) else None
+            return self._methods[name]
+
+    async def __call__(self, name: str, value: Any, agent_name: str) -> Any:
+        if self._function is not None:
+            return await call_maybe_async(self._function, name, value, agent_name)
+        method = self.method(name)
+        if method is None:
+            return None
+        return await call_maybe_async(method, value, agent_name)
+
+    def method_names(self) -> list[str]:
+        if self._instance is None:
+            return []
+        names = []
+        for attr in dir(type(self._instance)):
+            if not attr.startswith("_") and callable(getattr(self._instance, attr, None)):
+                names.append(attr)
+        return names
+
+
+def _is_function_like(handler: Any) -> bool:
+    # A callable object without public methods (functools.partial, a __call__ class) is a
+    # function handler; anything with methods is looked up by intent name.
+    if inspect.isroutine(handler) or isinstance(handler, functools.partial):
+        return True
+    return callable(handler) and not _has_public_methods(handler)
+
+
+def _has_public_methods(obj: Any) -> bool:
+    return any(
+        not attr.startswith("_") and callable(getattr(obj, attr, None)) for attr in dir(type(obj))
+    )
+
+
+class HandlerSet:
+    """The handlers registered for final or for partial intents, in registration order."""
+
+    def __init__(self) -> None:
+        self._handlers: list[_Handler] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._handlers)
+
+    def add(self, handler: Any, known_intents: Iterable[str]) -> None:
+        """Register ``handler``; warn about methods that match no known intent (likely typos)."""
+        wrapped = _Handler(handler)
+        known = set(known_intents)
+        known_forms = known | {sanitise(n) for n in known}
+        for attr in wrapped.method_names():
+            if attr not in known_forms:
+                hint = get_close_matches(attr, sorted(known), n=1)
+                tip = f"; did you mean {hint[0]!r}?" if hint else ""
+                warnings.warn(
+                    f"intent handler method {attr!r} matches no intent of this agent{tip}",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        self._handlers.append(wrapped)
+
+    async def dispatch(self, name: str, value: Any, agent_name: str) -> list[Any]:
+        """Call every handler; return their results in order. Exceptions propagate."""
+        results = []
+        for handler in self._handlers:
+            results.append(await handler(name, value, agent_name))
+        return results

@@ -1,0 +1,141 @@
+"""Middleware: the seven hooks, in registration order, scoped by ``target``.
+
+A middleware is a class (instantiated without arguments) or an object with any of the
+manual's camelCase hook methods (snake_case aliases are accepted)::
+
+    onRunStart(session, ctx) -> session | None
+    onLLMStart(prompt, ctx) -> str | None          # a string replaces the prompt for that call
+    onIntent(name, value, ctx) -> control | None   # {"skip": True} / {"result": ...}
+    onIntentPartial(name, value, ctx) -> None
+    onLLMEnd(response, ctx) -> None                # terminal responses only
+    onRunComplete(final_session, ctx) -> None      # once, also after a failed run
+    onError(error, session, ctx) -> bool | None    # True marks the error handled
+
+Hooks may be sync or async. ``target`` (a name or a list of names) limits a middleware to the
+times when ``ctx["activeAgent"]`` is one of them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from auwgent.errors import ConfigError
+from auwgent.runtime.intents import call_maybe_async
+
+__all__ = ["HOOKS", "MiddlewareChain"]
+
+#: camelCase hook name → accepted snake_case alias.
+HOOKS: dict[str, str] = {
+    "onRunStart": "on_run_start",
+    "onLLMStart": "on_llm_start",
+    "onIntent": "on_intent",
+    "onIntentPartial": "on_intent_partial",
+    "onLLMEnd": "on_llm_end",
+    "onRunComplete": "on_run_complete",
+    "onError": "on_error",
+}
+
+
+class _Entry:
+    __slots__ = ("hooks", "name", "obj", "targets")
+
+    def __init__(self, obj: Any, index: int) -> None:
+        self.obj = obj
+        self.name = str(getattr(obj, "name", None) or type(obj).__name__ or f"middleware[{index}]")
+        target = getattr(obj, "target", None)
+        if target is None:
+            self.targets: frozenset[str] | None = None
+        elif isinstance(target, str):
+            self.targets = frozenset({target})
+        elif isinstance(target, (list, tuple, set, frozenset)) and all(
+            isinstance(t, str) for t in target
+        ):
+            self.targets = frozenset(target)
+        else:
+            raise ConfigError(
+                f"middleware[{index}].target: expected an agent name or a list of names, "
+                f"got {target!r}"
+            )
+        self.hooks: dict[str, Callable[..., Any]] = {}
+        for camel, snake in HOOKS.items():
+            fn = getattr(obj, camel, None) or getattr(obj, snake, None)
+            if fn is not None:
+                if not callable(fn):
+                    raise ConfigError(f"middleware[{index}].{camel}: expected a method")
+                self.hooks[camel] = fn
+
+    def applies(self, active: str) -> bool:
+        return self.targets is None or active in self.targets
+
+
+class MiddlewareChain:
+    """The registered middleware; each ``run_*`` method calls one hook on every entry."""
+
+    def __init__(self, middleware: Sequence[Any] | None) -> None:
+        if middleware is None:
+            middleware = ()
+        if not isinstance(middleware, (list, tuple)):
+            raise ConfigError(
+                f"middleware: expected a list of middleware classes or instances, "
+                f"got {type(middleware).__name__}"
+            )
+        entries = []
+        for i, item in enumerate(middleware):
+            if inspect.isclass(item):
+                try:
+                    item = item()
+                except Exception as exc:
+                    raise ConfigError(f"middleware[{i}]: could not instantiate: {exc}") from exc
+            entries.append(_Entry(item, i))
+        self._entries = tuple(entries)
+        self.names = tuple(e.name for e in entries)
+        self.has_partial = any("onIntentPartial" in e.hooks for e in entries)
+        self.has_intent = any("onIntent" in e.hooks for e in entries)
+
+    def _for(self, hook: str, active: str) -> list[Callable[..., Any]]:
+        return [e.hooks[hook] for e in self._entries if hook in e.hooks and e.applies(active)]
+
+    async def run_start(self, session: Any, ctx: dict[str, Any]) -> Any:
+        """``onRunStart``: each may return a replacement session (``None`` keeps the current)."""
+        for fn in self._for("onRunStart", ctx["activeAgent"]):
+            returned = await call_maybe_async(fn, session, ctx)
+            if returned is not None:
+                session = returned
+        return session
+
+    async def llm_start(self, prompt: str, ctx: dict[str, Any]) -> str:
+        """``onLLMStart``: a returned string replaces the prompt for this call."""
+        for fn in self._for("onLLMStart", ctx["activeAgent"]):
+            returned = await call_maybe_async(fn, prompt, ctx)
+            if isinstance(returned, str):
+                prompt = returned
+        return prompt
+
+    async def intent(self, name: str, value: Any, ctx: dict[str, Any]) -> list[Any]:
+        """``onIntent``: every middleware's return value, in order."""
+        return [
+            await call_maybe_async(fn, name, value, ctx)
+            for fn in self._for("onIntent", ctx["activeAgent"])
+        ]
+
+    async def intent_partial(self, name: str, value: Any, ctx: dict[str, Any]) -> None:
+        for fn in self._for("onIntentPartial", ctx["activeAgent"]):
+            await call_maybe_async(fn, name, value, ctx)
+
+    async def llm_end(self, response: Any, ctx: dict[str, Any]) -> None:
+        for fn in self._for("onLLMEnd", ctx["activeAgent"]):
+            await call_maybe_async(fn, response, ctx)
+
+    async def run_complete(self, session: Any, ctx: dict[str, Any]) -> None:
+        for fn in self._for("onRunComplete", ctx["activeAgent"]):
+            await call_maybe_async(fn, session, ctx)
+
+    async def error(self, error: BaseException, session: Any, ctx: dict[str, Any]) -> bool:
+        """``onError``: True when any middleware marked the error handled."""
+        handled = False
+        for fn in self._for("onError", ctx["activeAgent"]):
+            if await call_maybe_async(fn, error, session, ctx) is True:
+                handled = True
+        return handled

@@ -127,7 +127,7 @@ def member_of(target: Any, name: str, strict: bool) -> Any:
         return len(target)
     if target is None:
         return _fail(strict, f"cannot read field {name!r} of null")
-    return _fail(strict, f"cannot read field {name!r} of {kind_of(target)} {_short(target)}")
+    return _fail(strict, f"cannot read field {name!r} of {_shown(target)}")
 
 
 def index_of(target: Any, index: Any, strict: bool) -> Any:
@@ -135,7 +135,7 @@ def index_of(target: Any, index: Any, strict: bool) -> Any:
     if isinstance(target, Mapping):
         if isinstance(index, str):
             return member_of(target, index, strict)
-        return _fail(strict, f"object index must be a string, got {kind_of(index)} {_short(index)}")
+        return _fail(strict, f"object index must be a string, got {_shown(index)}")
     if isinstance(target, (list, tuple, str)):
         if not _is_number(index) or index != int(index):
             return _fail(
@@ -149,7 +149,7 @@ def index_of(target: Any, index: Any, strict: bool) -> Any:
         )
     if target is None:
         return _fail(strict, f"cannot index null with {_short(index)}")
-    return _fail(strict, f"cannot index {kind_of(target)} {_short(target)}")
+    return _fail(strict, f"cannot index {_shown(target)}")
 
 
 def apply_unary(op: str, value: Any, strict: bool) -> Any:
@@ -159,7 +159,7 @@ def apply_unary(op: str, value: Any, strict: bool) -> Any:
     if op == "-":
         if _is_number(value):
             return _normal(-value)
-        return _fail(strict, f"cannot negate {kind_of(value)} {_short(value)}")
+        return _fail(strict, f"cannot negate {_shown(value)}")
     raise ExprError(f"unknown unary operator {op!r}")
 
 
@@ -188,9 +188,7 @@ def _compare(op: str, left: Any, right: Any, strict: bool) -> bool:
     )
     if not same:
         if strict:
-            raise ExprError(
-                f"cannot compare {kind_of(left)} {_short(left)} {op} {kind_of(right)} {_short(right)}"
-            )
+            raise ExprError(f"cannot compare {_shown(left)} {op} {_shown(right)}")
         return False
     if op == "<":
         return bool(left < right)
@@ -212,7 +210,7 @@ def _arithmetic(op: str, left: Any, right: Any, strict: bool) -> Any:
         }[op]
         return _fail(
             strict,
-            f"cannot {verb} {kind_of(left)} {_short(left)} and {kind_of(right)} {_short(right)}",
+            f"cannot {verb} {_shown(left)} and {_shown(right)}",
         )
     if op in ("/", "%") and right == 0:
         return _fail(strict, "division by zero")
@@ -335,3 +333,8 @@ def _short(value: Any) -> str:
 def _fields_hint(target: Mapping[str, Any]) -> str:
     names = ", ".join(str(k) for k in list(target)[:8])
     return f"(fields: {names})" if names else "(no fields)"
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: its kind and (short) JSON, e.g. ``string "a"``."""
+    return "null" if value is None else f"{kind_of(value)} {_short(value)}"

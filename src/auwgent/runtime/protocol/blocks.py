@@ -587,4 +587,3 @@ class BlocksCodec:
     def feedback_message(self, text: str) -> Message:
         """A runtime note, framed so the model does not take it for the user's words."""
         return Message(role="user", content=f"[runtime_note]\n{text.strip()}\n[/runtime_note]")
-

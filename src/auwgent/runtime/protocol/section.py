@@ -10,7 +10,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from auwgent.runtime.protocol.contract import CallableSpec, CallKind, CallOutcome, Contract
+from auwgent.runtime.protocol.contract import (
+    CallableSpec,
+    CallKind,
+    CallOutcome,
+    Contract,
+    IntentKind,
+)
 from auwgent.runtime.schema import IRField, IRType, Types, describe, referenced_types, resolve
 
 __all__ = [
@@ -27,7 +33,7 @@ __all__ = [
 
 NOT_CONFIGURED = "[NOT CONFIGURED]"
 
-BLOCK_KIND: Mapping[CallKind, str] = {
+BLOCK_KIND: Mapping[CallKind, IntentKind] = {
     "tool": "tool_call",
     "workflow": "workflow_call",
     "helper": "helper_call",
@@ -196,7 +202,9 @@ def blocks_section(contract: Contract) -> str:
 def _output_text(contract: Contract) -> str:
     variants = output_variants(contract)
     if not variants:
-        return "Your final answer (it ends your turn):\n[response_text]\nyour reply\n[/response_text]"
+        return (
+            "Your final answer (it ends your turn):\n[response_text]\nyour reply\n[/response_text]"
+        )
     if len(variants) == 1:
         name, type_ = variants[0]
         fields = _fields_or_value(type_, contract.types)

@@ -200,8 +200,11 @@ class _LineParser:
             line = self.lines[i]
             dash = _DASH_LINE.fullmatch(line)
             if _indent(line) <= parent or dash is None:
-                if dash is None and _indent(line) > parent and items and isinstance(
-                    items[-1], _Raw
+                if (
+                    dash is None
+                    and _indent(line) > parent
+                    and items
+                    and isinstance(items[-1], _Raw)
                 ):
                     self._continue(items[-1], i)
                     continue
@@ -263,7 +266,7 @@ class _Loose:
         value = self.value()
         self._skip()
         if self.pos < len(self.text) and not self.partial:
-            raise BodyError(f"unexpected text after the value: {self.text[self.pos:][:40]!r}")
+            raise BodyError(f"unexpected text after the value: {self.text[self.pos :][:40]!r}")
         return value
 
     def _skip(self) -> None:

@@ -1,0 +1,406 @@
+"""Native function calling: the alternative codec.
+
+Tools, workflows and helpers become provider functions named by kind prefix
+(``tool__get_weather``, ``workflow__delete_user``, ``helper__DataAnalyzer``), so names never
+collide; custom intents become ``intent__Planning`` functions whose call emits the intent. A
+single structured output type is requested through the provider's response schema; a union
+output becomes one ``output__<Type>`` function per variant. History is rebuilt as assistant
+``tool_calls`` and one ``tool`` message per call id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from auwgent.runtime.protocol import section
+from auwgent.runtime.protocol.blocks import PartialBudget, TextStream, structured_budget
+from auwgent.runtime.protocol.contract import (
+    AssistantTurn,
+    CallOutcome,
+    Contract,
+    DecodeEvent,
+    FinalEvent,
+    IntentKind,
+    IRField,
+    IRType,
+    PartialEvent,
+    RejectedEvent,
+)
+from auwgent.runtime.protocol.values import BodyError, object_type, parse_body, parse_value
+from auwgent.runtime.providers.base import (
+    FunctionSpec,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from auwgent.runtime.schema import to_json_schema
+
+__all__ = ["NativeCodec", "NativeDecoder", "function_name", "parse_function_name"]
+
+_PREFIXES: Mapping[str, IntentKind] = {
+    "tool": "tool_call",
+    "workflow": "workflow_call",
+    "helper": "helper_call",
+    "intent": "custom",
+    "output": "response_schema",
+}
+_PREFIX_OF: Mapping[IntentKind, str] = {kind: prefix for prefix, kind in _PREFIXES.items()}
+_CALL_KINDS = ("tool_call", "workflow_call", "helper_call")
+
+
+def function_name(kind: IntentKind, name: str) -> str:
+    """The native function name for an intent kind and name: ``tool__get_weather``."""
+    return f"{_PREFIX_OF[kind]}__{name}"
+
+
+def parse_function_name(function: str) -> tuple[IntentKind | None, str]:
+    """Split a native function name into its intent kind and name (kind None: no prefix)."""
+    prefix, sep, name = function.partition("__")
+    if sep and prefix in _PREFIXES and name:
+        return _PREFIXES[prefix], name
+    return None, function
+
+
+@dataclass(slots=True)
+class _Target:
+    kind: IntentKind
+    name: str
+    fields: Sequence[IRField] = ()
+    type_: IRType | None = None
+
+
+def _targets(contract: Contract) -> dict[str, _Target]:
+    """Every function the model may call, by function name."""
+    targets: dict[str, _Target] = {}
+    for spec in contract.callables:
+        kind = section.BLOCK_KIND[spec.kind]
+        targets[function_name(kind, spec.name)] = _Target(kind, spec.name, spec.params)
+    for intent in contract.intents:
+        targets[function_name("custom", intent["name"])] = _Target(
+            "custom", intent["name"], intent["fields"]
+        )
+    variants = section.output_variants(contract)
+    if len(variants) > 1:
+        for name, type_ in variants:
+            targets[function_name("response_schema", name)] = _Target(
+                "response_schema", name, type_=type_
+            )
+    return targets
+
+
+def _parameters(target: _Target, contract: Contract) -> dict[str, Any]:
+    type_ = target.type_ if target.type_ is not None else object_type(target.fields)
+    schema = to_json_schema(type_, contract.types)
+    if schema.get("type") != "object":  # a non-object output still needs an object envelope
+        schema = {
+            "type": "object",
+            "properties": {"value": schema},
+            "required": ["value"],
+            "additionalProperties": False,
+        }
+    return schema
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoder
+
+
+@dataclass(slots=True)
+class _Call:
+    index: int
+    segment: int
+    id: str | None = None
+    function: str | None = None
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    depth: int = 0
+    in_string: bool = False
+    escape: bool = False
+    opened: bool = False
+    done: bool = False
+    dirty: bool = True
+    budget: PartialBudget = field(default_factory=structured_budget)
+    snapshot: Mapping[str, Any] = field(default_factory=dict)
+
+    def arguments(self) -> str:
+        joined = "".join(self.parts)
+        self.parts = [joined]
+        return joined
+
+    def scan(self, piece: str) -> None:
+        """Track JSON nesting so the call completes the moment its object closes."""
+        for char in piece:
+            if self.in_string:
+                if self.escape:
+                    self.escape = False
+                elif char == "\\":
+                    self.escape = True
+                elif char == '"':
+                    self.in_string = False
+            elif char == '"':
+                self.in_string = True
+            elif char in "{[":
+                self.depth += 1
+                self.opened = True
+            elif char in "}]":
+                self.depth -= 1
+        if self.opened and self.depth <= 0:
+            self.done = True
+
+
+class NativeDecoder:
+    """Incremental decoder for native tool-call deltas and free text."""
+
+    def __init__(self, contract: Contract) -> None:
+        self.contract = contract
+        self._targets = _targets(contract)
+        self._variants = section.output_variants(contract)
+        self._calls: dict[int, _Call] = {}
+        self._segment = 0
+        self._text = TextStream()
+        self._text_segment: int | None = None
+        self._text_parts: list[str] = []
+        self._text_size = 0
+        self._text_budget = PartialBudget(factor=64, floor=1 << 20)
+        self._events: list[DecodeEvent] = []
+
+    def feed(self, event: StreamEvent) -> list[DecodeEvent]:
+        """Consume one stream event."""
+        if isinstance(event, ToolCallDelta):
+            self._call_delta(event)
+        elif isinstance(event, TextDelta) and event.text:
+            self._text_delta(event.text)
+        events, self._events = self._events, []
+        return events
+
+    def close(self) -> list[DecodeEvent]:
+        """End of stream: finish open calls in index order, then the free text."""
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            if not call.done:
+                self._finish(call)
+        self._finish_text()
+        events, self._events = self._events, []
+        return events
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _call_delta(self, delta: ToolCallDelta) -> None:
+        call = self._calls.get(delta.index)
+        if call is None:
+            call = self._calls[delta.index] = _Call(delta.index, self._next_segment())
+        if call.done:
+            return  # the call already completed; stray fragments change nothing
+        call.id = delta.id or call.id
+        call.function = delta.name or call.function
+        if delta.arguments:
+            call.parts.append(delta.arguments)
+            call.size += len(delta.arguments)
+            call.dirty = True
+            call.scan(delta.arguments)
+        if call.done:
+            self._finish(call)
+        else:
+            self._call_partial(call)
+
+    def _call_partial(self, call: _Call) -> None:
+        target = self._targets.get(call.function or "")
+        if target is None or not call.dirty or not call.budget.allow(call.size, call.size):
+            return
+        text = call.arguments()
+        try:
+            call.snapshot = _payload(target, text, self.contract, partial=True)
+        except (BodyError, KeyError):
+            pass
+        self._events.append(
+            PartialEvent(target.kind, target.name, call.segment, call.snapshot, text)
+        )
+        call.dirty = False
+
+    def _finish(self, call: _Call) -> None:
+        call.done = True
+        text = call.arguments()
+        function = call.function or ""
+        raw = f"{function}({text})"
+        target = self._targets.get(function)
+        if target is None:
+            kind, name = parse_function_name(function)
+            message = f"unknown function {function!r}: it is not available here"
+            self._events.append(RejectedEvent(kind, name, call.segment, message, raw, call.id))
+            return
+        try:
+            payload = _payload(target, text, self.contract, partial=False)
+        except BodyError as error:
+            message = f"{function}: {error}"
+            self._events.append(
+                RejectedEvent(target.kind, target.name, call.segment, message, raw, call.id)
+            )
+            return
+        self._events.append(
+            FinalEvent(target.kind, target.name, call.segment, payload, raw, call.id)
+        )
+
+    # -- text ---------------------------------------------------------------------------------
+
+    def _text_delta(self, text: str) -> None:
+        self._text_parts.append(text)
+        self._text_size += len(text)
+        self._text.push(text)
+        if self._text_segment is None and self._text.started:
+            self._text_segment = self._next_segment()
+        if self._text_segment is None or not self._text.has_delta():
+            return
+        if not self._text_budget.allow(2 * self._text_size, self._text_size):
+            return
+        delta = self._text.take_delta()
+        snapshot = {"text": self._text.text()}
+        self._events.append(
+            PartialEvent(
+                "response_text", None, self._text_segment, snapshot, snapshot["text"], delta
+            )
+        )
+
+    def _finish_text(self) -> None:
+        text = self._text.text()
+        if self._text_segment is None or not text or self._calls:
+            return  # no text, or commentary beside calls (kept in history only)
+        raw = "".join(self._text_parts)
+        segment = self._text_segment
+        if not self._variants:
+            self._events.append(FinalEvent("response_text", None, segment, {"text": text}, raw))
+            return
+        if len(self._variants) > 1:
+            names = ", ".join(function_name("response_schema", n) for n, _ in self._variants)
+            message = f"answer by calling one of: {names}"
+            self._events.append(RejectedEvent("response_schema", None, segment, message, raw))
+            return
+        name, type_ = self._variants[0]
+        try:
+            response = parse_value(text, type_, self.contract.types)
+        except BodyError as error:
+            message = f"the answer must be a {name} object: {error}"
+            self._events.append(RejectedEvent("response_schema", name, segment, message, raw))
+            return
+        payload = {"type": name, "response": response}
+        self._events.append(FinalEvent("response_schema", name, segment, payload, raw))
+
+    def _next_segment(self) -> int:
+        self._segment += 1
+        return self._segment - 1
+
+
+def _payload(target: _Target, text: str, contract: Contract, *, partial: bool) -> dict[str, Any]:
+    types = contract.types
+    if target.kind == "response_schema":
+        assert target.type_ is not None
+        response = parse_value(text or "{}", target.type_, types, partial=partial)
+        return {"type": target.name, "response": response}
+    args = parse_body(text, target.fields, types, partial=partial)
+    if target.kind == "custom":
+        return args
+    return {"type": target.name, "args": args}
+
+
+# ---------------------------------------------------------------------------------------------
+# The codec
+
+
+class NativeCodec:
+    """Provider function calling; the same intents as the block protocol."""
+
+    name: Literal["blocks", "native"] = "native"
+
+    def system_section(self, contract: Contract) -> str:
+        """A short note: how to answer a union output, and the selected examples."""
+        parts: list[str] = []
+        if len(section.output_variants(contract)) > 1:
+            names = ", ".join(
+                function_name("response_schema", n) for n, _ in section.output_variants(contract)
+            )
+            parts.append(f"Give your final answer by calling exactly one of: {names}.")
+        if contract.examples:
+            lines = ["Example calls:"]
+            for example in contract.examples:
+                kind = section.BLOCK_KIND["workflow" if example["kind"] == "workflow" else "tool"]
+                args = json.dumps(example.get("args") or {}, ensure_ascii=False)
+                lines.append(f"- {function_name(kind, example['target'])}({args})")
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+    def functions(self, contract: Contract) -> tuple[FunctionSpec, ...]:
+        """Tools, workflows, helpers, custom intents and union output variants."""
+        described = {spec.name: section.callable_description(spec) for spec in contract.callables}
+        intents = {i["name"]: i.get("description") or "" for i in contract.intents}
+        out: list[FunctionSpec] = []
+        for function, target in _targets(contract).items():
+            if target.kind in _CALL_KINDS:
+                description = described.get(target.name, "")
+            elif target.kind == "custom":
+                description = intents.get(target.name) or f"Emit the {target.name} intent."
+            else:
+                description = f"Final answer as a {target.name}."
+            out.append(FunctionSpec(function, description, _parameters(target, contract)))
+        return tuple(out)
+
+    def response_schema(self, contract: Contract) -> Mapping[str, Any] | None:
+        """``{"name", "schema"}`` when the output is a single structured type."""
+        variants = section.output_variants(contract)
+        if len(variants) != 1:
+            return None
+        name, type_ = variants[0]
+        return {"name": name, "schema": to_json_schema(type_, contract.types)}
+
+    def decoder(self, contract: Contract) -> NativeDecoder:
+        """A fresh decoder for one response."""
+        return NativeDecoder(contract)
+
+    def assistant_message(self, turn: AssistantTurn) -> Message:
+        """The free text plus the calls as native ``tool_calls``.
+
+        Only tool, workflow and helper calls get results, so only they are replayed as
+        ``tool_calls`` (a provider rejects a call left unanswered); an emitted custom intent or
+        output function is noted in the text instead.
+        """
+        calls: list[ToolCall] = []
+        notes: list[str] = []
+        for event in turn.calls:
+            if event.kind in _CALL_KINDS and event.name is not None:
+                args = json.dumps(dict(event.payload.get("args", {})), ensure_ascii=False)
+                function = (
+                    event.name if "__" in event.name else function_name(event.kind, event.name)
+                )
+                calls.append(ToolCall(event.call_id or f"call_{event.segment}", function, args))
+            elif event.name is not None:
+                payload = json.dumps(dict(event.payload), ensure_ascii=False, default=str)
+                notes.append(f"({function_name(event.kind, event.name)}: {payload})")
+        content = "\n".join([turn.text, *notes]) if notes else turn.text
+        return Message(role="assistant", content=content, tool_calls=tuple(calls))
+
+    def results_messages(self, outcomes: Sequence[CallOutcome]) -> list[Message]:
+        """One ``tool`` message per call id."""
+        return [_tool_message(o) for o in outcomes]
+
+    def feedback_message(self, text: str) -> Message:
+        """A runtime note as a user message."""
+        return Message(role="user", content=text.strip())
+
+
+def _tool_message(outcome: CallOutcome) -> Message:
+    if outcome.status == "ok":
+        content = section.render_result(outcome.result)
+    elif outcome.status == "error":
+        content = f"error: {outcome.error or 'failed'}"
+    else:
+        content = "skipped: the application skipped this call"
+    kind = section.BLOCK_KIND[outcome.kind]
+    return Message(
+        role="tool",
+        content=content,
+        tool_call_id=outcome.call_id,
+        name=function_name(kind, outcome.name),
+    )

@@ -320,7 +320,9 @@ def format_number(value: float) -> str:
     Matching JavaScript keeps prompts identical across runtimes in different languages.
     """
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        if abs(value) < 10**21:
+            return str(value)
+        value = float(value)  # JavaScript switches to exponent form from 1e21 on
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -522,8 +524,4 @@ def _example(type_: IRType, types: Types, stack: tuple[str, ...]) -> Any:
 
 def _recurs(type_: IRType, types: Types, stack: tuple[str, ...]) -> bool:
     """Whether expanding ``type_`` would meet a named type already being expanded."""
-    return any(name in stack for name in [*_direct_refs(type_), *referenced_types(type_, types)])
-
-
-def _direct_refs(type_: IRType) -> list[str]:
-    return [type_["name"]] if type_["kind"] == "ref" else []
+    return any(name in stack for name in referenced_types(type_, types))

@@ -1,0 +1,239 @@
+"""The ``auwgent`` command.
+
+Each subcommand is one ``_add_<name>`` function that registers its parser and a ``run``
+callback; ``COMMANDS`` lists them, so a new command is one function and one line. Heavy
+modules are imported inside the callbacks so that ``auwgent check`` starts fast.
+
+Exit codes: 0 success (warnings allowed), 1 the sources have errors, 2 the command could not
+run as asked (bad arguments, a path that does not exist, a broken ``auwgent.yml``), 3 a bug in
+Auwgent itself (reported in one line, never as a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from auwgent.compiler.diagnostics import Diagnostic
+    from auwgent.compiler.source import SourceFile
+    from auwgent.project import Project
+
+EXIT_OK = 0
+EXIT_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """What checking a project found: diagnostics in display order, and what was read."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    files: int
+    agents: int
+
+    @property
+    def errors(self) -> int:
+        """Number of error diagnostics."""
+        return sum(1 for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> int:
+        """Number of warning diagnostics."""
+        return len(self.diagnostics) - self.errors
+
+
+def check_project(project: Project) -> CheckReport:
+    """Run the compiler's checks over every file of ``project`` (the per-project work).
+
+    Today this is the front end (lexing and parsing); the semantic checker plugs in here.
+    """
+    from auwgent.compiler import nodes
+    from auwgent.compiler.diagnostics import Diagnostic, sort_key
+    from auwgent.compiler.parser import parse
+
+    diagnostics: list[Diagnostic] = []
+    agents = 0
+    for path in project.files:
+        source = read_source(path)
+        if isinstance(source, Diagnostic):
+            diagnostics.append(source)
+            continue
+        module, found = parse(source)
+        diagnostics.extend(found)
+        agents += sum(
+            1 for d in module.decls if isinstance(d, nodes.AgentDecl) and d.kind == "agent"
+        )
+    diagnostics.sort(key=sort_key)
+    return CheckReport(tuple(diagnostics), len(project.files), agents)
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it, else as is."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def read_source(path: Path) -> SourceFile | Diagnostic:
+    """Read one ``.agent`` file; an unreadable file becomes an ``E0000`` diagnostic."""
+    from auwgent.compiler.diagnostics import error
+    from auwgent.compiler.source import SourceFile, Span
+
+    shown = display_path(path)
+    try:
+        return SourceFile(shown, path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        reason = f"it is not UTF-8 text (byte {exc.start})"
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    empty = SourceFile(shown, "")
+    return error("E0000", f"cannot read {shown}: {reason}", empty, Span(0, 0))
+
+
+def summary(report: CheckReport, elapsed_ms: float) -> str:
+    """``checked 3 files (1 agent) in 4 ms``, plus the error and warning counts if any."""
+    line = (
+        f"checked {_plural(report.files, 'file')} ({_plural(report.agents, 'agent')}) "
+        f"in {elapsed_ms:.0f} ms"
+    )
+    counts = []
+    if report.errors:
+        counts.append(_plural(report.errors, "error"))
+    if report.warnings:
+        counts.append(_plural(report.warnings, "warning"))
+    return line + (": " + ", ".join(counts) if counts else "")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def run_check(path: Path, *, out: TextIO, err: TextIO) -> int:
+    """``auwgent check PATH``: print diagnostics and a summary; return the exit code."""
+    from auwgent.compiler.diagnostics import render_all, use_color
+    from auwgent.errors import ConfigError
+    from auwgent.project import load_project
+
+    started = time.perf_counter()
+    try:
+        project = load_project(path)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=err)
+        return EXIT_USAGE
+    report = check_project(project)
+    if report.diagnostics:
+        print(render_all(report.diagnostics, color=use_color(err)), file=err)
+        print(file=err)
+    print(summary(report, (time.perf_counter() - started) * 1000), file=out)
+    return EXIT_ERRORS if report.errors else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# Subcommands
+
+Runner = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "check",
+        help="check .agent sources for errors without writing anything",
+        description="Check a project, a folder of .agent files, or one .agent file.",
+    )
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
+    )
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        return run_check(args.path, out=out, err=err)
+
+    parser.set_defaults(run=run)
+
+
+def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "generate",
+        help="compile .agent sources to IR and typed bindings",
+        description="Compile a project and write its generated files.",
+    )
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
+    )
+    parser.add_argument(
+        "--watch", action="store_true", help="regenerate whenever a source file changes"
+    )
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent import generate
+
+        if args.watch:
+            return generate.watch(args.path, out=out, err=err)
+        return generate.run_generate(args.path, out=out, err=err)
+
+    parser.set_defaults(run=run)
+
+
+COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    _add_check,
+    _add_generate,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand."""
+    from auwgent._version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="auwgent",
+        description="Auwgent: compile .agent files into portable IR and typed Python bindings.",
+    )
+    parser.add_argument("--version", action="version", version=f"auwgent {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``auwgent`` command; returns the exit code (never raises, except ``SystemExit``
+    from ``--help`` and ``--version`` when called as a library)."""
+    out, err = sys.stdout, sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # argparse's usage errors and --help/--version
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    run: Runner | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(err)
+        return EXIT_USAGE
+    try:
+        return run(args, out, err)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        print(f"error: internal error in auwgent ({type(exc).__name__}: {exc})", file=err)
+        print("  this is a bug in Auwgent; please report it with the input", file=err)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

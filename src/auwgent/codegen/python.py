@@ -371,7 +371,7 @@ def _typed_dict_part(
         with w.indent():
             for f in fields:
                 _field_comment(w, f)
-                w.fill(f"{_string(f.key)}: {_string(f.annotation)},")
+                w.fill(f"{_string(f.key)}: {f.annotation!r},")
         w.fill("},")
         if not total:
             w.fill("total=False,")
@@ -884,6 +884,24 @@ class _Emitter:
         w.fill("class AuwgentAgent(_Agent):")
         with w.indent():
             w.lines("\n".join(_docstring(f"The agent {self.p.root}, created by ``auwgent()``.")))
+            # The runtime accepts any handler; these overrides only narrow what the type
+            # checker lets through to this agent's own handler classes and function shape.
+            for method, base in (
+                ("on_intent", "AuwgentBaseIntentHandler"),
+                ("on_intent_partial", "AuwgentBasePartialIntentHandler"),
+            ):
+                w.blank()
+                w.fill(f"def {method}(")
+                with w.indent():
+                    w.fill("self,")
+                    w.fill(f"handler: type[{base}]")
+                    w.write(f" | {base}")
+                    w.write(" | Callable[[IntentName, Any, AgentName], object],")
+                w.fill(") -> None:")
+                with w.indent():
+                    w.fill(f'"""Register a handler: a ``{base}`` subclass or instance, or a')
+                    w.fill('function ``(name, value, agent_name)``."""')
+                    w.fill(f"super().{method}(handler)")
 
     def emit_ir(self, w: CodeWriter) -> None:
         w.blank(2)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from auwgent.codegen.writer import CodeWriter
+
+
+def test_fill_indent_and_write_build_lines() -> None:
+    w = CodeWriter()
+    w.fill("class A:")
+    with w.indent():
+        w.fill("x: int")
+        w.write("  # trailing")
+        w.fill()
+        w.fill("y: str")
+    w.fill("done = True")
+    assert w.getvalue() == "class A:\n    x: int  # trailing\n\n    y: str\ndone = True\n"
+
+
+def test_blank_counts_existing_empty_lines_and_skips_the_top() -> None:
+    w = CodeWriter()
+    w.blank(2)
+    w.fill("a")
+    w.blank()
+    w.blank(2)
+    w.fill("b")
+    w.blank(3)
+    assert w.getvalue() == "a\n\n\nb\n"
+
+
+def test_lines_keeps_relative_indentation() -> None:
+    w = CodeWriter()
+    with w.indent():
+        w.lines('"""Doc\n\n  indented\n"""')
+    assert w.getvalue() == '    """Doc\n\n      indented\n    """\n'
+
+
+def test_indent_is_restored_after_an_exception() -> None:
+    w = CodeWriter()
+    try:
+        with w.indent():
+            raise ValueError
+    except ValueError:
+        pass
+    w.fill("top")
+    assert w.getvalue() == "top\n"

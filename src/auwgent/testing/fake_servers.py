@@ -1,0 +1,685 @@
+"""Real HTTP servers on 127.0.0.1 that speak the OpenAI and Gemini wire formats.
+
+Point a provider (or any HTTP client) at ``server.base_url`` and each chat request takes the
+next reply from a script::
+
+    from auwgent.testing.fake_servers import FakeOpenAIServer, status, text, tool_calls
+
+    with FakeOpenAIServer([
+        status(429, retry_after=1),                       # a fault, then ...
+        tool_calls([("get_weather", {"location": "Accra"})]),
+        text("It is sunny in Accra."),
+    ]) as server:
+        ...  # base URL: server.base_url; what was sent: server.requests
+
+Replies: :func:`text` (prose, block-protocol text or JSON), :func:`tool_calls` (native calls,
+optionally after some text), :func:`structured` (a value as JSON text). Faults: :func:`status`
+(an API error, with ``Retry-After``), :func:`disconnect`, :func:`malformed_chunk` and
+:func:`stall` (each wraps a reply and breaks it after some chunks). A script item may also be a
+function of the :class:`RecordedRequest`, and the whole script may be one function.
+
+Streaming and non-streaming requests are both answered, in each API's own shapes (chunked
+SSE ending in ``data: [DONE]`` for OpenAI; ``alt=sse`` events whose last candidate carries a
+``finishReason`` for Gemini). Embedding endpoints answer deterministically from the input
+(:func:`~auwgent.testing.offline.hashed_embedding`) and do not consume the script.
+
+The servers run in a background thread, so sync and async tests can use them alike.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeAlias
+from urllib.parse import parse_qsl, urlsplit
+
+from auwgent.testing.offline import hashed_embedding
+
+__all__ = [
+    "Disconnect",
+    "FakeGeminiServer",
+    "FakeOpenAIServer",
+    "Malformed",
+    "RecordedRequest",
+    "ServerReply",
+    "Stall",
+    "Status",
+    "Turn",
+    "disconnect",
+    "malformed_chunk",
+    "stall",
+    "status",
+    "structured",
+    "text",
+    "tool_calls",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request as the server received it. ``headers`` keys are lower-case."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: Any  # the decoded JSON body, or None
+
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for a streamed answer."""
+        if self.path.endswith(":streamGenerateContent"):
+            return True
+        return isinstance(self.body, dict) and bool(self.body.get("stream"))
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A model answer: text, then native calls. ``chunk_size`` overrides the server's."""
+
+    text: str = ""
+    calls: tuple[tuple[str, Any], ...] = ()  # (name, arguments mapping or raw JSON text)
+    finish_reason: str | None = None  # default: "tool_calls" with calls, else "stop"
+    chunk_size: int | None = None
+
+    @property
+    def finish(self) -> str:
+        return self.finish_reason or ("tool_calls" if self.calls else "stop")
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """An API error response with the provider's own error body."""
+
+    code: int
+    message: str | None = None
+    retry_after: float | str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """Send ``after_chunks`` chunks of ``reply``, then drop the connection."""
+
+    reply: Turn
+    after_chunks: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """Send ``after_chunks`` chunks of ``reply``, then one that is not valid JSON."""
+
+    reply: Turn
+    after_chunks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Go silent for ``seconds``: before the response headers when ``after_chunks`` is None,
+    else after that many chunks of ``reply``; then carry on normally."""
+
+    reply: Turn
+    seconds: float
+    after_chunks: int | None = None
+
+
+ServerReply: TypeAlias = Turn | Status | Disconnect | Malformed | Stall
+ReplyFunction: TypeAlias = Callable[[RecordedRequest], ServerReply]
+Script: TypeAlias = Sequence[ServerReply | ReplyFunction] | ReplyFunction
+
+
+def text(content: str, *, chunk_size: int | None = None, finish_reason: str | None = None) -> Turn:
+    """A text answer (prose, block-protocol text, JSON), streamed in ``chunk_size`` pieces."""
+    return Turn(text=content, chunk_size=chunk_size, finish_reason=finish_reason)
+
+
+def tool_calls(
+    calls: Sequence[tuple[str, Mapping[str, Any] | str]],
+    *,
+    text: str = "",
+    chunk_size: int | None = None,
+) -> Turn:
+    """Native function calls ``[(name, arguments), ...]``, optionally after some text.
+
+    Arguments are a mapping (sent as JSON) or JSON text sent as is (to test broken arguments).
+    """
+    return Turn(text=text, calls=tuple(calls), chunk_size=chunk_size)
+
+
+def structured(value: Any, *, chunk_size: int | None = None) -> Turn:
+    """Native structured output: ``value`` as JSON text."""
+    return Turn(text=json.dumps(value), chunk_size=chunk_size)
+
+
+def status(
+    code: int, *, retry_after: float | str | None = None, message: str | None = None
+) -> Status:
+    """An error answer, e.g. ``status(429, retry_after=1)`` or ``status(503)``."""
+    return Status(code=code, message=message, retry_after=retry_after)
+
+
+_DEFAULT_PARTIAL = Turn(text="This answer is cut off before it ends.")
+
+
+def disconnect(*, after_chunks: int = 1, reply: Turn | None = None) -> Disconnect:
+    """Stream ``after_chunks`` chunks of ``reply`` and then drop the connection."""
+    return Disconnect(reply=reply or _DEFAULT_PARTIAL, after_chunks=after_chunks)
+
+
+def malformed_chunk(*, after_chunks: int = 0, reply: Turn | None = None) -> Malformed:
+    """Stream ``after_chunks`` chunks of ``reply`` and then one chunk of broken JSON."""
+    return Malformed(reply=reply or _DEFAULT_PARTIAL, after_chunks=after_chunks)
+
+
+def stall(seconds: float, *, after_chunks: int | None = None, reply: Turn | None = None) -> Stall:
+    """Go silent for ``seconds`` before the headers (default) or after ``after_chunks``."""
+    return Stall(reply=reply or _DEFAULT_PARTIAL, seconds=seconds, after_chunks=after_chunks)
+
+
+def _pieces(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] if value else []
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _tokens(value: Any) -> int:
+    return max(1, len(json.dumps(value)) // 4)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        try:
+            self.server.fake._serve(self)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. its timeout fired)
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # keep test output clean
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, fake: _FakeServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+class _FakeServer:
+    """Shared machinery: the thread, the script, recording, HTTP framing."""
+
+    _label = "FakeServer"
+
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        chunk_size: int = 8,
+        api_key: str | None = None,
+        embedding_dimensions: int = 8,
+    ) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.chunk_size = chunk_size
+        self.api_key = api_key
+        self.embedding_dimensions = embedding_dimensions
+        self._script = script
+        self._next = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._http: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start serving on an ephemeral port (``with server:`` does this for you)."""
+        if self._http is not None:
+            return
+        self._http = _HTTPServer(self)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving; stalled replies are released at once."""
+        self._stop.set()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+
+    def __enter__(self) -> Any:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        if self._http is None:
+            raise RuntimeError(f"{self._label} is not running; use `with` or call start()")
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    # -- request handling --------------------------------------------------------------------
+
+    def _record(self, handler: BaseHTTPRequestHandler) -> RecordedRequest:
+        url = urlsplit(handler.path)
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        request = RecordedRequest(
+            method=handler.command,
+            path=url.path,
+            query=dict(parse_qsl(url.query)),
+            headers={k.lower(): v for k, v in handler.headers.items()},
+            body=body,
+        )
+        with self._lock:
+            self.requests.append(request)
+        return request
+
+    def _next_reply(self, request: RecordedRequest) -> ServerReply:
+        if callable(self._script):
+            return self._script(request)
+        with self._lock:
+            position = self._next
+            self._next += 1
+        if position >= len(self._script):
+            message = (
+                f"{self._label}: the script has no reply left for chat request #{position + 1}"
+            )
+            return Status(400, message=message)
+        item = self._script[position]
+        return item(request) if callable(item) else item
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        request = self._record(handler)
+        if self.api_key is not None and not self._authorised(request):
+            self._send_error(handler, Status(401, message="Invalid API key provided."))
+            return
+        self._route(handler, request)
+
+    def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
+        raise NotImplementedError
+
+    def _authorised(self, request: RecordedRequest) -> bool:
+        raise NotImplementedError
+
+    def _error_body(self, error: Status) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _answer(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
+        reply = self._next_reply(request)
+        if isinstance(reply, Status):
+            self._send_error(handler, reply)
+            return
+        turn = reply if isinstance(reply, Turn) else reply.reply
+        size = turn.chunk_size or self.chunk_size
+        if isinstance(reply, Stall) and reply.after_chunks is None:
+            self._stop.wait(reply.seconds)
+        if request.stream:
+            self._send_stream(handler, self._events(turn, request, size), reply)
+        else:
+            self._send_whole(handler, self._whole(turn, request), reply)
+
+    def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        raise NotImplementedError
+
+    def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    # -- HTTP framing ------------------------------------------------------------------------
+
+    def _send_json(
+        self,
+        handler: BaseHTTPRequestHandler,
+        code: int,
+        payload: Any,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        body = json.dumps(payload).encode()
+        handler.send_response(code)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def _send_error(self, handler: BaseHTTPRequestHandler, error: Status) -> None:
+        headers = dict(error.headers)
+        if error.retry_after is not None:
+            value = error.retry_after
+            headers["Retry-After"] = value if isinstance(value, str) else f"{value:g}"
+        self._send_json(handler, error.code, self._error_body(error), headers)
+
+    def _send_whole(
+        self, handler: BaseHTTPRequestHandler, payload: dict[str, Any], reply: ServerReply
+    ) -> None:
+        body = json.dumps(payload).encode()
+        if isinstance(reply, Malformed):
+            body = body[: len(body) // 2]  # a complete HTTP response carrying broken JSON
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        half = len(body) // 2
+        if isinstance(reply, Disconnect):
+            handler.wfile.write(body[:half])
+            self._drop(handler)
+            return
+        if isinstance(reply, Stall) and reply.after_chunks is not None:
+            handler.wfile.write(body[:half])
+            self._stop.wait(reply.seconds)
+            body = body[half:]
+        handler.wfile.write(body)
+
+    def _send_stream(
+        self, handler: BaseHTTPRequestHandler, events: list[bytes], reply: ServerReply
+    ) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for index, event in enumerate(events):
+            if isinstance(reply, Disconnect) and index == reply.after_chunks:
+                self._drop(handler)
+                return
+            if isinstance(reply, Malformed) and index == reply.after_chunks:
+                self._write_chunk(handler, b'data: {"broken": [1, 2\n\n')
+            if isinstance(reply, Stall) and index == reply.after_chunks:
+                self._stop.wait(reply.seconds)
+            self._write_chunk(handler, event)
+        handler.wfile.write(b"0\r\n\r\n")
+
+    @staticmethod
+    def _write_chunk(handler: BaseHTTPRequestHandler, data: bytes) -> None:
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    @staticmethod
+    def _drop(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        try:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _sse(payload: Any) -> bytes:
+        return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+class FakeOpenAIServer(_FakeServer):
+    """A fake Chat Completions API: ``POST /v1/chat/completions`` and ``/v1/embeddings``.
+
+    ``base_url`` ends in ``/v1``, as the real one does. With ``api_key`` set, requests without
+    ``Authorization: Bearer <api_key>`` get a 401 like the real API's.
+    """
+
+    _label = "FakeOpenAIServer"
+
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        chunk_size: int = 8,
+        api_key: str | None = None,
+        embedding_dimensions: int = 8,
+        model: str = "gpt-4o-2024-08-06",
+    ) -> None:
+        super().__init__(
+            script,
+            chunk_size=chunk_size,
+            api_key=api_key,
+            embedding_dimensions=embedding_dimensions,
+        )
+        self.model = model
+        self._completions = 0
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self.start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The URL to configure as the OpenAI (or custom provider) base URL."""
+        return f"{self.origin}/v1"
+
+    def _authorised(self, request: RecordedRequest) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.api_key}"
+
+    def _error_body(self, error: Status) -> dict[str, Any]:
+        kinds = {400: "invalid_request_error", 401: "invalid_request_error", 429: "rate_limit"}
+        return {
+            "error": {
+                "message": error.message or f"The server returned status {error.code}.",
+                "type": kinds.get(error.code, "server_error"),
+                "param": None,
+                "code": None,
+            }
+        }
+
+    def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
+        if request.path.endswith("/chat/completions"):
+            self._answer(handler, request)
+        elif request.path.endswith("/embeddings"):
+            self._send_json(handler, 200, self._embeddings(request))
+        else:
+            self._send_error(handler, Status(404, message=f"Unknown path {request.path}"))
+
+    def _embeddings(self, request: RecordedRequest) -> dict[str, Any]:
+        body = request.body or {}
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        data = [
+            {"object": "embedding", "index": i, "embedding": self._vector(t)}
+            for i, t in enumerate(texts)
+        ]
+        tokens = _tokens(texts)
+        return {
+            "object": "list",
+            "data": data,
+            "model": body.get("model"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+    def _vector(self, value: str) -> list[float]:
+        return hashed_embedding(value, self.embedding_dimensions)
+
+    def _chunk(self, ident: str, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": self.model,
+            "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    def _ids(self) -> tuple[str, int]:
+        with self._lock:
+            self._completions += 1
+            return f"chatcmpl-fake{self._completions}", self._completions
+
+    def _usage(self, turn: Turn, request: RecordedRequest) -> dict[str, int]:
+        prompt = _tokens((request.body or {}).get("messages"))
+        completion = _tokens([turn.text, [list(c) for c in turn.calls]])
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+
+    def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        ident, number = self._ids()
+        first = {"role": "assistant", "content": "", "refusal": None}
+        chunks = [self._chunk(ident, first, None)]
+        chunks += [self._chunk(ident, {"content": p}, None) for p in _pieces(turn.text, size)]
+        for index, (name, arguments) in enumerate(turn.calls):
+            head = {"index": index, "id": f"call_{number}_{index}", "type": "function"}
+            head["function"] = {"name": name, "arguments": ""}
+            chunks.append(self._chunk(ident, {"tool_calls": [head]}, None))
+            for piece in _pieces(_arguments_text(arguments), size):
+                fragment = {"index": index, "function": {"arguments": piece}}
+                chunks.append(self._chunk(ident, {"tool_calls": [fragment]}, None))
+        chunks.append(self._chunk(ident, {}, turn.finish))
+        options = (request.body or {}).get("stream_options") or {}
+        if options.get("include_usage"):
+            tail = self._chunk(ident, {}, None)
+            tail["choices"] = []
+            tail["usage"] = self._usage(turn, request)
+            chunks.append(tail)
+        return [self._sse(c) for c in chunks] + [b"data: [DONE]\n\n"]
+
+    def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
+        ident, number = self._ids()
+        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+        if turn.calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{number}_{index}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": _arguments_text(arguments)},
+                }
+                for index, (name, arguments) in enumerate(turn.calls)
+            ]
+        message["refusal"] = None
+        return {
+            "id": ident,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": turn.finish}
+            ],
+            "usage": self._usage(turn, request),
+            "system_fingerprint": "fp_fake",
+        }
+
+
+_GEMINI_FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+class FakeGeminiServer(_FakeServer):
+    """A fake Gemini API under ``/v1beta/models/{model}:<method>``.
+
+    Answers ``generateContent``, ``streamGenerateContent?alt=sse``, ``embedContent`` and
+    ``batchEmbedContents``. With ``api_key`` set, requests without a matching
+    ``x-goog-api-key`` header get a 400 ``API_KEY_INVALID``-style error like the real API's.
+    """
+
+    _label = "FakeGeminiServer"
+
+    def __enter__(self) -> FakeGeminiServer:
+        self.start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The URL to configure as the Gemini base URL (the API version is added by clients)."""
+        return self.origin
+
+    def _authorised(self, request: RecordedRequest) -> bool:
+        return request.headers.get("x-goog-api-key") == self.api_key
+
+    def _error_body(self, error: Status) -> dict[str, Any]:
+        return {
+            "error": {
+                "code": error.code,
+                "message": error.message or f"The service returned status {error.code}.",
+                "status": _GEMINI_STATUS.get(error.code, "UNKNOWN"),
+            }
+        }
+
+    def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
+        _, _, method = request.path.rpartition(":")
+        if method in ("generateContent", "streamGenerateContent"):
+            self._answer(handler, request)
+        elif method == "embedContent":
+            values = self._vector(self._content_text((request.body or {}).get("content")))
+            self._send_json(handler, 200, {"embedding": {"values": values}})
+        elif method == "batchEmbedContents":
+            items = (request.body or {}).get("requests") or []
+            vectors = [
+                {"values": self._vector(self._content_text(r.get("content")))} for r in items
+            ]
+            self._send_json(handler, 200, {"embeddings": vectors})
+        else:
+            self._send_error(handler, Status(404, message=f"Unknown method {request.path}"))
+
+    @staticmethod
+    def _content_text(content: Any) -> str:
+        parts = (content or {}).get("parts") or []
+        return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+
+    def _vector(self, value: str) -> list[float]:
+        return hashed_embedding(value, self.embedding_dimensions)
+
+    def _usage(self, turn: Turn, request: RecordedRequest) -> dict[str, int]:
+        body = request.body or {}
+        prompt = _tokens([body.get("systemInstruction"), body.get("contents")])
+        output = _tokens([turn.text, [list(c) for c in turn.calls]])
+        return {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": output,
+            "totalTokenCount": prompt + output,
+        }
+
+    @staticmethod
+    def _call_part(name: str, arguments: Any) -> dict[str, Any]:
+        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        return {"functionCall": {"name": name, "args": args}}
+
+    def _response(
+        self, parts: list[dict[str, Any]], usage: dict[str, int], finish: str | None
+    ) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish is not None:
+            candidate["finishReason"] = _GEMINI_FINISH.get(finish, finish.upper())
+        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-fake"}
+
+    def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        usage = self._usage(turn, request)
+        groups = [[{"text": p}] for p in _pieces(turn.text, size)]
+        if turn.calls:
+            groups.append([self._call_part(n, a) for n, a in turn.calls])
+        groups = groups or [[{"text": ""}]]
+        last = len(groups) - 1
+        return [
+            self._sse(self._response(g, usage, turn.finish if i == last else None))
+            for i, g in enumerate(groups)
+        ]
+
+    def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
+        parts += [self._call_part(n, a) for n, a in turn.calls]
+        return self._response(parts or [{"text": ""}], self._usage(turn, request), turn.finish)

@@ -1,0 +1,204 @@
+"""The shared HTTP layer: Retry-After, backoff, error bodies, the retry loop, SSE parsing."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from auwgent.errors import ProviderError
+from auwgent.runtime.providers.http import (
+    RetryPolicy,
+    Timeouts,
+    error_message,
+    iter_sse,
+    open_response,
+    parse_retry_after,
+    retry_delay,
+)
+
+
+def test_retry_after_accepts_seconds_and_http_dates() -> None:
+    assert parse_retry_after("2") == 2.0
+    assert parse_retry_after(" 0 ") == 0.0
+    now = 1_700_000_000.0
+    date = email.utils.formatdate(now + 7, usegmt=True)
+    assert parse_retry_after(date, now=now) == pytest.approx(7.0)
+    assert parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now=now) == 0.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+
+
+def test_backoff_grows_exponentially_and_is_capped() -> None:
+    policy = RetryPolicy(base_delay=0.5, max_delay=3.0, jitter=False)
+    assert [retry_delay(policy, n) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]
+
+
+def test_full_jitter_draws_between_zero_and_the_ceiling() -> None:
+    policy = RetryPolicy(base_delay=1.0, max_delay=20.0, jitter=True)
+    bounds: list[tuple[float, float]] = []
+
+    def fake_uniform(low: float, high: float) -> float:
+        bounds.append((low, high))
+        return high / 2
+
+    assert retry_delay(policy, 3, rng=fake_uniform) == 2.0
+    assert bounds == [(0.0, 4.0)]
+
+
+def test_retry_after_replaces_backoff_but_is_capped() -> None:
+    policy = RetryPolicy(base_delay=0.5, max_delay=10.0)
+    assert retry_delay(policy, 1, retry_after=4.0) == 4.0
+    assert retry_delay(policy, 1, retry_after=120.0) == 10.0
+
+
+def test_retry_policy_rejects_nonsense() -> None:
+    with pytest.raises(ValueError):
+        RetryPolicy(attempts=0)
+
+
+def test_error_message_reads_both_providers_error_bodies(wire: Callable[[str], bytes]) -> None:
+    openai = error_message(wire("openai_error_429.json"), fallback="x")
+    assert openai.startswith("Rate limit reached for gpt-4o")
+    gemini = error_message(wire("gemini_error_429.json"), fallback="x")
+    assert gemini == "Resource has been exhausted (e.g. check quota). [RESOURCE_EXHAUSTED]"
+    listed = json.dumps([{"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}}])
+    assert error_message(listed.encode(), fallback="x") == "bad [INVALID_ARGUMENT]"
+    assert error_message(b"<html>Bad Gateway</html>", fallback="x") == "<html>Bad Gateway</html>"
+    assert error_message(b"", fallback="Service Unavailable") == "Service Unavailable"
+
+
+def _client(handler: Callable[[httpx.Request], httpx.Response]) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+async def _call(client: httpx.AsyncClient, policy: RetryPolicy, slept: list[float]) -> bytes:
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    request = client.build_request("POST", "https://api.test/v1/x", json={})
+    async with open_response(
+        client,
+        request,
+        provider="openai",
+        retry=policy,
+        timeouts=Timeouts(),
+        secret="sk-secret-123",
+        sleep=sleep,
+    ) as response:
+        return await response.aread()
+
+
+async def test_retries_429_and_5xx_then_succeeds() -> None:
+    answers = [
+        httpx.Response(429, headers={"Retry-After": "3"}, json={"error": {"message": "slow"}}),
+        httpx.Response(503, json={"error": {"message": "overloaded"}}),
+        httpx.Response(200, content=b"ok"),
+    ]
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return answers[len(calls) - 1]
+
+    slept: list[float] = []
+    policy = RetryPolicy(attempts=4, base_delay=0.25, max_delay=10.0, jitter=False)
+    async with _client(handler) as client:
+        assert await _call(client, policy, slept) == b"ok"
+    assert len(calls) == 3
+    assert slept == [3.0, 0.5]  # Retry-After honoured, then exponential backoff
+
+
+async def test_other_4xx_fail_at_once_with_the_providers_message() -> None:
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        body = {"error": {"message": "Incorrect API key provided: sk-secret-123"}}
+        return httpx.Response(401, json=body)
+
+    async with _client(handler) as client:
+        with pytest.raises(ProviderError) as caught:
+            await _call(client, RetryPolicy(attempts=4, base_delay=0), [])
+    assert len(calls) == 1
+    error = caught.value
+    assert (error.provider, error.status, error.retryable) == ("openai", 401, False)
+    assert str(error) == "openai API error (401): Incorrect API key provided: ***"
+    assert "sk-secret-123" not in str(error)
+
+
+async def test_gives_up_after_the_configured_attempts() -> None:
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(500, json={"error": {"message": "The server had an error"}})
+
+    slept: list[float] = []
+    async with _client(handler) as client:
+        with pytest.raises(ProviderError) as caught:
+            await _call(client, RetryPolicy(attempts=3, base_delay=0.1, jitter=False), slept)
+    assert len(calls) == 3
+    assert slept == [0.1, 0.2]
+    assert caught.value.status == 500
+    assert "The server had an error" in str(caught.value)
+    assert "after 3 attempts" in str(caught.value)
+
+
+async def test_connection_errors_are_retried() -> None:
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if len(calls) == 1:
+            raise httpx.ConnectError("connection refused", request=request)
+        return httpx.Response(200, content=b"ok")
+
+    async with _client(handler) as client:
+        assert await _call(client, RetryPolicy(base_delay=0), []) == b"ok"
+    assert len(calls) == 2
+
+
+async def test_connection_errors_on_every_attempt_become_a_provider_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    async with _client(handler) as client:
+        with pytest.raises(ProviderError, match="ConnectError: connection refused") as caught:
+            await _call(client, RetryPolicy(attempts=2, base_delay=0), [])
+    assert caught.value.status is None
+
+
+async def _sse_payloads(body: bytes, pieces: int) -> list[str]:
+    size = max(1, len(body) // pieces)
+    chunks = [body[i : i + size] for i in range(0, len(body), size)]
+
+    async def stream() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=stream())
+
+    async with _client(handler) as client, client.stream("GET", "https://x.test/") as response:
+        return [p async for p in iter_sse(response, provider="p", idle=5)]
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 1000])
+async def test_sse_parsing_ignores_chunk_boundaries(pieces: int) -> None:
+    body = (
+        b": keep-alive comment\r\n\r\n"
+        b'event: message\nid: 1\ndata: {"a": 1}\n\n'
+        b'data:{"b": 2}\r\n\r\n'
+        b"data: line one\ndata: line two\n\n"
+        b"data: [DONE]"
+    )
+    assert await _sse_payloads(body, pieces) == [
+        '{"a": 1}',
+        '{"b": 2}',
+        "line one\nline two",
+        "[DONE]",
+    ]

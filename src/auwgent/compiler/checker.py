@@ -1,0 +1,272 @@
+"""The checker: every rule a ``.agent`` project must satisfy before anything runs.
+
+It walks the module graph file by file and collects diagnostics with stable codes
+(``E2xxx`` errors, ``W2xxx`` warnings; docs/checker.md lists them all with examples). Names are
+resolved in the scope of the file that wrote them, so a helper imported from another file is
+checked against its own imports. Agents and helpers are checked in ``checker_agents``;
+expressions and workflow bodies in ``checker_exprs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import nodes as n
+from .checker_exprs import Env, ExprChecker
+from .checker_types import TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Prim, Ty, union_of
+from .diagnostics import Diagnostic, Note, did_you_mean, error, sort_key, warning
+from .modules import FileScope, ModuleGraph, Symbol, is_exported
+from .source import SourceFile, Span
+
+PROVIDERS = {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
+
+#: Human words for the kind a reference must have, keyed by the declaring keyword.
+KIND_CODES = {
+    "model": "E2011",
+    "prompt": "E2012",
+    "helper": "E2013",
+    "intent": "E2014",
+    "type": "E2010",
+}
+
+
+@dataclass(slots=True)
+class CheckState:
+    """Everything the checker accumulates across files."""
+
+    graph: ModuleGraph
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    used_keys: set[str] = field(default_factory=set)
+    used_imports: set[tuple[str, str]] = field(default_factory=set)
+    types: dict[str, Obj] = field(default_factory=dict)
+    prompt_uses: set[tuple[str, str]] = field(default_factory=set)
+
+
+class Checker:
+    """Shared machinery: the current file, reporting, name lookup and type resolution."""
+
+    def __init__(self, state: CheckState) -> None:
+        self.state = state
+        self.scope: FileScope = next(iter(state.graph.scopes.values()))
+        self.exprs = ExprChecker(self.report, state.types)
+
+    # -- where we are and what we say ----------------------------------------------------
+
+    @property
+    def source(self) -> SourceFile:
+        """The file being checked."""
+        return self.scope.module.source
+
+    @contextmanager
+    def in_file(self, path: str) -> Iterator[None]:
+        """Check in the scope of another file for the duration of the block."""
+        previous = self.scope
+        self.scope = self.state.graph.scope(path)
+        try:
+            yield
+        finally:
+            self.scope = previous
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        help: str | None = None,
+        notes: Sequence[Note] = (),
+    ) -> None:
+        """Add an error at ``span`` in the current file."""
+        self.state.diagnostics.append(
+            error(code, message, self.source, span, notes=notes, help=help)
+        )
+
+    def warn(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        help: str | None = None,
+        notes: Sequence[Note] = (),
+    ) -> None:
+        """Add a warning at ``span`` in the current file."""
+        self.state.diagnostics.append(
+            warning(code, message, self.source, span, notes=notes, help=help)
+        )
+
+    # -- names ---------------------------------------------------------------------------
+
+    def lookup(self, name: str) -> Symbol | None:
+        """Resolve a top-level name in the current file and record the use."""
+        symbol = self.scope.lookup(name)
+        if symbol is not None:
+            self.state.used_keys.add(symbol.key)
+            if name in self.scope.imported and name not in self.scope.local:
+                self.state.used_imports.add((self.scope.path, name))
+        return symbol
+
+    def lookup_kind(self, name: str, span: Span, kind: str) -> Symbol | None:
+        """Resolve ``name`` to a declaration of ``kind``, reporting anything else."""
+        symbol = self.lookup(name)
+        if symbol is not None and symbol.kind == kind:
+            return symbol
+        if symbol is None and name in self.scope.failed:
+            return None  # the import already said why
+        if symbol is not None:
+            self.report(
+                "E2016",
+                f"`{name}` is a {symbol.kind}, not a {kind}",
+                span,
+                help=self._kind_help(kind),
+            )
+            return None
+        candidates = [s.name for s in self._visible() if s.kind == kind]
+        self.report(
+            KIND_CODES.get(kind, "E2016"),
+            f"unknown {kind} `{name}`",
+            span,
+            help=did_you_mean(name, candidates) or self._kind_help(kind),
+        )
+        return None
+
+    def _visible(self) -> list[Symbol]:
+        found = [self.scope.lookup(name) for name in self.scope.visible_names()]
+        return [s for s in found if s is not None]
+
+    @staticmethod
+    def _kind_help(kind: str) -> str:
+        return f"declare `{kind} ...` in this file, or import it from the file that exports it"
+
+    # -- types ---------------------------------------------------------------------------
+
+    def type_of(self, texpr: n.TypeExpr, *, allow_text: bool = False) -> Ty:
+        """Resolve a written type in the current file, reporting unknown names."""
+        match texpr:
+            case n.TextType(span=span):
+                if not allow_text:
+                    self.report(
+                        "E2028",
+                        "`Text` can only be an agent's whole input or output",
+                        span,
+                        help="use `string` for a text value",
+                    )
+                    return UNKNOWN
+                return TEXT
+            case n.PrimitiveType(name=name):
+                return Prim(name)
+            case n.LiteralType(value=value):
+                return Lit(value)
+            case n.ArrayType(element=element):
+                return Arr(self.type_of(element))
+            case n.ObjectType(fields=fields):
+                return Obj(self.fields_of(fields))
+            case n.UnionType(variants=variants):
+                return union_of([self.type_of(v) for v in variants])
+            case n.NamedType(name=name, span=span):
+                symbol = self.lookup_kind(name, span, "type")
+                return Named(name, symbol.key) if symbol else UNKNOWN
+        return UNKNOWN  # pragma: no cover - the match above is exhaustive
+
+    def fields_of(self, fields: tuple[n.Field, ...], what: str = "field") -> tuple[FieldTy, ...]:
+        """Resolve fields, reporting duplicate names and repeated ``@desc``."""
+        out: list[FieldTy] = []
+        seen: dict[str, Span] = {}
+        for item in fields:
+            self.single_desc(item.annotations, f"{what} `{item.name.text}`")
+            for annotation in item.annotations:
+                if isinstance(annotation, n.ExampleAnnotation):
+                    self.report(
+                        "E2033",
+                        f"`@example` does not apply to a {what}",
+                        annotation.span,
+                        help="put `@example(...)` on a tool or workflow",
+                    )
+            ty = self.type_of(item.type)
+            if self.duplicate(item.name, seen, what):
+                continue
+            out.append(FieldTy(item.name.text, ty, item.optional))
+        return tuple(out)
+
+    def duplicate(self, name: n.Name, seen: dict[str, Span], what: str) -> bool:
+        """Report ``name`` if already in ``seen`` (E2001); otherwise remember it."""
+        first = seen.get(name.text)
+        if first is None:
+            seen[name.text] = name.span
+            return False
+        self.report(
+            "E2001",
+            f"{what} `{name.text}` is declared more than once",
+            name.span,
+            notes=[Note("first declared here", first)],
+            help="rename or remove one of them",
+        )
+        return True
+
+    def single_desc(self, annotations: tuple[n.Annotation, ...], what: str) -> None:
+        """Report every ``@desc`` after the first one."""
+        descs = [a for a in annotations if isinstance(a, n.DescAnnotation)]
+        for extra in descs[1:]:
+            self.report(
+                "E2033",
+                f"{what} has more than one `@desc`",
+                extra.span,
+                notes=[Note("first `@desc` here", descs[0].span)],
+                help="join the descriptions into one",
+            )
+
+    # -- constants (provider options, @example values) ----------------------------------
+
+    def constant(self, expr: n.Expr, what: str) -> Any:
+        """The JSON value of a literal expression, or report it (E2031) and return None."""
+        match expr:
+            case n.Literal(value=value):
+                return value
+            case n.Unary(op="-", operand=n.Literal(value=value)) if isinstance(
+                value, int | float
+            ) and not isinstance(value, bool):
+                return -value
+            case n.ArrayExpr(items=items):
+                return [self.constant(item, what) for item in items]
+            case n.ObjectExpr(entries=entries):
+                seen: dict[str, Span] = {}
+                out: dict[str, Any] = {}
+                for entry in entries:
+                    if not self.duplicate(entry.key, seen, "key"):
+                        out[entry.key.text] = self.constant(entry.value, what)
+                return out
+        self.report(
+            "E2031",
+            f"{what} must be a literal value",
+            expr.span,
+            help="write a string, number, boolean, null, array or object literal",
+        )
+        return None
+
+
+def check(graph: ModuleGraph) -> tuple[Diagnostic, ...]:
+    """Check every file of ``graph``; return the diagnostics sorted by file and position."""
+    from .checker_agents import AgentChecker
+
+    state = CheckState(graph)
+    if not graph.scopes:
+        return ()
+    checker = AgentChecker(state)
+    checker.build_type_table()
+    for path in sorted(graph.scopes):
+        with checker.in_file(path):
+            checker.check_file()
+    checker.unused_warnings()
+    unique = {(d.code, d.source.path, d.span, d.message): d for d in state.diagnostics}
+    return tuple(sorted(unique.values(), key=sort_key))
+
+
+def env_for_prompt(params: tuple[FieldTy, ...], ctx: dict[str, Ty] | None) -> Env:
+    """The environment of a prompt body or argument: its parameters and maybe ``ctx``."""
+    return Env([{p.name: p.ty for p in params}], ctx, tools=None, strict=False)
+
+
+__all__ = ["CheckState", "Checker", "check", "env_for_prompt", "is_exported"]

@@ -1,0 +1,888 @@
+"""Checks of declarations: files, models, prompts, intents, agents and helpers.
+
+``AgentChecker`` extends the shared ``Checker`` with one method per construct. It runs on one
+file at a time (``in_file``); a named prompt used by an agent is checked once on its own and
+then, at every use, for the ``ctx`` fields and schema targets of the agent that uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from . import nodes as n
+from .checker import PROVIDERS, Checker, env_for_prompt
+from .checker_exprs import Env, ToolSig, WorkflowChecker
+from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, display, resolve
+from .diagnostics import Note, did_you_mean
+from .lower import example_candidates, select_examples
+from .modules import is_exported
+from .source import Span
+
+CONFIG_KEYS = ("model", "prompt", "embedding", "description", "maxToolLoops", "protocol")
+BUILTIN_INTENTS = frozenset(
+    {
+        "response_text",
+        "response_schema",
+        "tool_call",
+        "tool_result",
+        "tool_skipped",
+        "tool_error",
+        "workflow_call",
+        "workflow_result",
+        "helper_call",
+        "helper_result",
+        "error",
+    }
+)
+MAX_EXAMPLES = 5
+
+
+@dataclass(slots=True)
+class AgentParts:
+    """The members of one agent or helper block, grouped by kind (source order kept)."""
+
+    configs: list[n.ConfigBlock] = field(default_factory=list)
+    contexts: list[n.ContextBlock] = field(default_factory=list)
+    inputs: list[n.InputDecl] = field(default_factory=list)
+    outputs: list[n.OutputDecl] = field(default_factory=list)
+    tools: list[n.ToolDecl] = field(default_factory=list)
+    workflows: list[n.WorkflowDecl] = field(default_factory=list)
+    helpers: list[n.HelpersBlock] = field(default_factory=list)
+    intents: list[n.IntentAttach] = field(default_factory=list)
+    descriptions: list[n.DescriptionEntry] = field(default_factory=list)
+
+
+def agent_parts(decl: n.AgentDecl) -> AgentParts:
+    """Group the members of ``decl`` (tools of ``tools {}`` blocks flattened)."""
+    parts = AgentParts()
+    for member in decl.members:
+        match member:
+            case n.ConfigBlock():
+                parts.configs.append(member)
+            case n.ContextBlock():
+                parts.contexts.append(member)
+            case n.InputDecl():
+                parts.inputs.append(member)
+            case n.OutputDecl():
+                parts.outputs.append(member)
+            case n.ToolDecl():
+                parts.tools.append(member)
+            case n.ToolsBlock(tools=tools):
+                parts.tools.extend(tools)
+            case n.WorkflowDecl():
+                parts.workflows.append(member)
+            case n.HelpersBlock():
+                parts.helpers.append(member)
+            case n.IntentAttach():
+                parts.intents.append(member)
+            case n.DescriptionEntry():
+                parts.descriptions.append(member)
+    return parts
+
+
+class AgentChecker(Checker):
+    """One ``check_<construct>`` method per construct of the language."""
+
+    # -- project-wide passes -------------------------------------------------------------
+
+    def build_type_table(self) -> None:
+        """Resolve every ``type`` block once, so named types can be opened anywhere."""
+        for path in sorted(self.state.graph.scopes):
+            with self.in_file(path):
+                seen: dict[str, Span] = {}
+                for decl in self.scope.module.decls:
+                    if isinstance(decl, n.TypeDecl):
+                        fields = self.fields_of(decl.fields)
+                        if decl.name.text not in seen:
+                            seen[decl.name.text] = decl.name.span
+                            key = f"{path}::{decl.name.text}"
+                            self.state.types[key] = Obj(fields)
+
+    def unused_warnings(self) -> None:
+        """W2001 for imports never used, W2002 for private declarations never used."""
+        for path, scope in sorted(self.state.graph.scopes.items()):
+            with self.in_file(path):
+                for name, imported in scope.imported.items():
+                    if (path, name) not in self.state.used_imports:
+                        self.warn(
+                            "W2001",
+                            f"`{name}` is imported but never used",
+                            imported.name.span,
+                            help="remove it from the import",
+                        )
+                for symbol in scope.local.values():
+                    decl = symbol.decl
+                    if isinstance(decl, n.AgentDecl) and not decl.is_helper:
+                        continue
+                    if is_exported(decl) or symbol.key in self.state.used_keys:
+                        continue
+                    self.warn(
+                        "W2002",
+                        f"{symbol.kind} `{symbol.name}` is declared but never used",
+                        decl.name.span,
+                        help="use it, export it, or remove it",
+                    )
+
+    # -- one file ------------------------------------------------------------------------
+
+    def check_file(self) -> None:
+        """Check the declarations of the current file."""
+        seen: dict[str, Span] = {}
+        agents: list[n.AgentDecl] = []
+        for decl in self.scope.module.decls:
+            match decl:
+                case n.ImportDecl():
+                    continue
+                case n.ToolDecl() | n.WorkflowDecl():
+                    self._outside_agent(decl)
+                    continue
+                case n.ToolsBlock(tools=tools):
+                    for tool in tools:
+                        self._outside_agent(tool)
+                    continue
+            self._top_level_name(decl, seen)
+            match decl:
+                case n.ModelDecl():
+                    self.check_model_decl(decl)
+                case n.PromptDecl():
+                    self.check_prompt_decl(decl)
+                case n.IntentDecl():
+                    self.check_intent_decl(decl)
+                case n.AgentDecl():
+                    if not decl.is_helper:
+                        agents.append(decl)
+                    self.check_agent(decl)
+        for extra in agents[1:]:
+            self.report(
+                "E2002",
+                f"a file can declare only one agent; `{extra.name.text}` is the second",
+                extra.name.span,
+                notes=[Note(f"`{agents[0].name.text}` is declared here", agents[0].name.span)],
+                help="move it to its own file (helpers may share a file with the agent)",
+            )
+
+    def _top_level_name(self, decl: n.Decl, seen: dict[str, Span]) -> None:
+        assert not isinstance(decl, n.ImportDecl | n.ToolDecl | n.ToolsBlock | n.WorkflowDecl)
+        name = decl.name
+        imported = self.scope.imported.get(name.text)
+        if imported is not None and name.text not in seen:
+            seen[name.text] = name.span
+            self.report(
+                "E2001",
+                f"`{name.text}` is declared here and also imported",
+                name.span,
+                notes=[Note("imported here", imported.name.span)],
+                help="rename the declaration or drop the import",
+            )
+            return
+        self.duplicate(name, seen, "name")
+
+    def _outside_agent(self, decl: n.ToolDecl | n.WorkflowDecl) -> None:
+        if decl.export_span is not None:
+            return  # E1005 already explains where it belongs
+        word = "tool" if isinstance(decl, n.ToolDecl) else "workflow"
+        self.report(
+            "E2003",
+            f"{word} `{decl.name.text}` is declared outside an agent or helper",
+            decl.name.span,
+            help="move it inside the `agent` or `helper` block whose model may call it",
+        )
+
+    # -- models --------------------------------------------------------------------------
+
+    def check_model_decl(self, decl: n.ModelDecl) -> None:
+        """``model X { provider: gemini("...") }``: exactly a provider entry."""
+        seen: dict[str, Span] = {}
+        provider: n.ConfigEntry | None = None
+        for entry in decl.entries:
+            if self.duplicate(entry.name, seen, "field"):
+                continue
+            if entry.name.text != "provider":
+                self.report(
+                    "E2026",
+                    f"unknown field `{entry.name.text}` in a model block",
+                    entry.name.span,
+                    help=did_you_mean(entry.name.text, ["provider"])
+                    or 'a model block has one field: `provider: gemini("...")`',
+                )
+                continue
+            provider = entry
+        if provider is None:
+            self.report(
+                "E2021",
+                f"model `{decl.name.text}` has no `provider`",
+                decl.name.span,
+                help='add `provider: gemini("gemini-2.5-flash")`',
+            )
+            return
+        term = self._single_term(provider.value, "provider")
+        if term is None:
+            return
+        if isinstance(term, n.Call):
+            self.check_provider_call(term)
+        else:
+            self.report(
+                "E2027",
+                "`provider` must be a provider call",
+                term.span,
+                help='e.g. `gemini("gemini-2.5-flash")`, `openai("gpt-4o")` or '
+                '`custom("id", "https://...", "model")`',
+            )
+
+    def _single_term(self, value: n.ConfigValue, what: str) -> n.ConfigTerm | None:
+        if len(value.terms) == 1:
+            return value.terms[0]
+        self.report(
+            "E2027", f"`{what}` takes a single value", value.span, help="`+` only composes prompts"
+        )
+        return None
+
+    def check_model_value(self, entry: n.ConfigEntry) -> None:
+        """``model:`` / ``embedding:``: a model name or an inline provider call."""
+        term = self._single_term(entry.value, entry.name.text)
+        match term:
+            case None:
+                return
+            case n.NameRef(name=name, span=span):
+                self.lookup_kind(name, span, "model")
+            case n.Call() if (
+                term.callee.text in PROVIDERS or self.scope.lookup(term.callee.text) is None
+            ):
+                self.check_provider_call(term)
+            case _:
+                self.report(
+                    "E2027",
+                    f"`{entry.name.text}` must be a model",
+                    term.span,
+                    help='name a `model` block, or write `gemini("...")`',
+                )
+
+    def check_provider_call(self, call: n.Call) -> None:
+        """``gemini(model, {options})``, ``openai(...)``, ``custom(id, url, model, {options})``."""
+        name = call.callee.text
+        arity = PROVIDERS.get(name)
+        if arity is None:
+            self.report(
+                "E2027",
+                f"unknown provider `{name}`",
+                call.callee.span,
+                help=did_you_mean(name, PROVIDERS) or "providers: gemini, openai, custom",
+            )
+            return
+        low, high = arity
+        if not low <= len(call.args) <= high:
+            shape = "(model, { options })" if low == 1 else "(id, base_url, model, { options })"
+            self.report(
+                "E2027",
+                f"`{name}` takes {low} or {high} arguments, {len(call.args)} given",
+                call.span,
+                help=f"`{name}{shape}`",
+            )
+            return
+        for arg in call.args[:low]:
+            if not (isinstance(arg, n.Literal) and isinstance(arg.value, str) and arg.value):
+                self.report(
+                    "E2027", f"the arguments of `{name}` must be non-empty strings", arg.span
+                )
+        if len(call.args) == high:
+            options = call.args[-1]
+            if isinstance(options, n.ObjectExpr):
+                self.constant(options, "a provider option")
+            else:
+                self.report(
+                    "E2027",
+                    "provider options must be an object literal",
+                    options.span,
+                    help="e.g. `{ temperature: 0.7 }`",
+                )
+
+    # -- prompts -------------------------------------------------------------------------
+
+    def check_prompt_decl(self, decl: n.PromptDecl) -> None:
+        """A named prompt's body, in the scope of its own parameters (ctx checked at uses)."""
+        params = self.fields_of(decl.params or (), "parameter")
+        env = env_for_prompt(params, None)
+        self.prompt_items(decl.items, env)
+
+    def prompt_items(self, items: tuple[n.PromptItem, ...], env: Env) -> None:
+        """Type the expressions of prompt items (template truthiness, no calls)."""
+        for item in items:
+            match item:
+                case n.PromptText(template=template):
+                    self.template(template, env)
+                case n.PromptExample(user=user, assistant=assistant):
+                    self.template(user.template, env)
+                    self.template(assistant.template, env)
+                case n.PromptIf(cond=cond, then=then, else_=else_):
+                    self.exprs.condition(cond, env)
+                    self.prompt_items(then, env)
+                    self.prompt_items(else_ or (), env)
+
+    def template(self, nodes: tuple[n.TNode, ...], env: Env) -> None:
+        """Type the expressions of a template tree."""
+        for node in nodes:
+            match node:
+                case n.TExpr(expr=expr):
+                    self.exprs.type_of(expr, env)
+                case n.TIf(cond=cond, then=then, else_=else_):
+                    self.exprs.condition(cond, env)
+                    self.template(then, env)
+                    self.template(else_ or (), env)
+                case n.TSchema(target="context", span=span) if env.ctx is not None and not (
+                    env.ctx
+                ):
+                    self.report(
+                        "E2044",
+                        f"`{{{{@schema(context)}}}}` in a prompt of "
+                        f"{env.ctx_owner}, which declares no context",
+                        span,
+                        help="add a `context { ... }` block or remove the schema",
+                    )
+
+    def check_prompt_use(self, symbol_path: str, decl: n.PromptDecl, env: Env) -> None:
+        """Check a named prompt's ``ctx.x`` reads and schema targets for one agent."""
+        key = (f"{symbol_path}::{decl.name.text}", env.ctx_owner)
+        if key in self.state.prompt_uses:
+            return
+        self.state.prompt_uses.add(key)
+        with self.in_file(symbol_path):
+            for node in _ctx_nodes(decl.items):
+                if isinstance(node, n.CtxRef):
+                    self.exprs.type_of(node, env)
+                else:
+                    self.template((node,), env)
+
+    # -- intents -------------------------------------------------------------------------
+
+    def check_intent_decl(self, decl: n.IntentDecl) -> None:
+        """``intent Name { description: "..." fields { ... } }``."""
+        if decl.name.text in BUILTIN_INTENTS:
+            self.report(
+                "E2074",
+                f"`{decl.name.text}` is a built-in intent name",
+                decl.name.span,
+                help="pick another name for the custom intent",
+            )
+        self.fields_of(decl.fields)
+        if not decl.fields:
+            self.warn(
+                "W2006",
+                f"intent `{decl.name.text}` has no fields",
+                decl.name.span,
+                help="add `fields { name: type }` so the model knows what to emit",
+            )
+
+    # -- agents and helpers --------------------------------------------------------------
+
+    def check_agent(self, decl: n.AgentDecl) -> None:
+        """Every rule for one ``agent`` or ``helper`` block."""
+        parts = agent_parts(decl)
+        owner = f"{decl.kind} `{decl.name.text}`"
+        ctx = self.check_context(parts)
+        self.check_io(decl, parts)
+        self.check_description(decl, parts)
+        env_ctx = Env([{}], ctx, tools=None, strict=False, ctx_owner=owner)
+        self.check_configs(decl, parts, env_ctx)
+        names: dict[str, Span] = {}
+        tools = self.check_tools(parts.tools, names)
+        self.check_workflows(parts, tools, names, ctx, owner)
+        self.check_helpers(parts, tools, names)
+        self.check_intents(parts)
+        self.check_example_count(decl, parts)
+
+    def check_context(self, parts: AgentParts) -> dict[str, Ty]:
+        """``context { ... }``: at most one block; returns the declared fields."""
+        for extra in parts.contexts[1:]:
+            self._twice(extra.span, "context", parts.contexts[0].span)
+        if not parts.contexts:
+            return {}
+        return {f.name: f.ty for f in self.fields_of(parts.contexts[0].fields, "context field")}
+
+    def _twice(self, span: Span, what: str, first: Span) -> None:
+        self.report(
+            "E2001",
+            f"`{what}` is declared more than once",
+            span,
+            notes=[Note("first declared here", first)],
+            help="merge them into one",
+        )
+
+    def check_io(self, decl: n.AgentDecl, parts: AgentParts) -> None:
+        """``input:`` and ``output:``: at most one each; agents take Text input."""
+        for extra_in in parts.inputs[1:]:
+            self._twice(extra_in.span, "input", parts.inputs[0].span)
+        for extra_out in parts.outputs[1:]:
+            self._twice(extra_out.span, "output", parts.outputs[0].span)
+        if parts.inputs:
+            texpr = parts.inputs[0].type
+            ty = self.type_of(texpr, allow_text=True)
+            if not decl.is_helper and not isinstance(texpr, n.TextType):
+                self.report(
+                    "E2028",
+                    "an agent's input is always `Text`",
+                    texpr.span,
+                    help="structured input is for helpers, which a parent calls like a tool",
+                )
+            elif decl.is_helper and not isinstance(texpr, n.TextType | n.ObjectType):
+                self._helper_input(texpr, ty)
+        if parts.outputs:
+            self.type_of(parts.outputs[0].type, allow_text=True)
+
+    def _helper_input(self, texpr: n.TypeExpr, ty: Ty) -> None:
+        if isinstance(ty, Named) and isinstance(resolve(ty, self.state.types), Obj):
+            return
+        if ty == UNKNOWN:
+            return
+        self.report(
+            "E2028",
+            f"a helper's input must be `Text` or an object, not `{display(ty)}`",
+            texpr.span,
+            help="the parent calls the helper like a tool with named arguments",
+        )
+
+    def check_description(self, decl: n.AgentDecl, parts: AgentParts) -> None:
+        """A helper has exactly one ``description``; an agent has none."""
+        places = [d.span for d in parts.descriptions]
+        default = next((c for c in parts.configs if c.is_default), None)
+        entry = default.entry("description") if default else None
+        if entry is not None:
+            places.append(entry.name.span)
+        if not decl.is_helper:
+            for span in places:
+                self.report(
+                    "E2024",
+                    "an agent has no `description`",
+                    span,
+                    help="only helpers (and workflows) are described, because a model "
+                    "chooses to call them",
+                )
+            return
+        if not places:
+            self.report(
+                "E2022",
+                f"helper `{decl.name.text}` needs a `description`",
+                decl.name.span,
+                help='add `description: "..."`: the parent model reads it to decide '
+                "when to call the helper",
+            )
+        for extra in places[1:]:
+            self.report(
+                "E2023",
+                f"helper `{decl.name.text}` is described more than once",
+                extra,
+                notes=[Note("first description here", places[0])],
+                help="keep one `description` (top of the helper or in `default config`)",
+            )
+
+    def check_configs(self, decl: n.AgentDecl, parts: AgentParts, env: Env) -> None:
+        """``default config`` (exactly one) and named configs, each with model and prompt."""
+        defaults = [c for c in parts.configs if c.is_default]
+        if not defaults:
+            self.report(
+                "E2020",
+                f"{decl.kind} `{decl.name.text}` has no `default config`",
+                decl.name.span,
+                help="add `default config { model: ... prompt: ... }`",
+            )
+        for extra in defaults[1:]:
+            self._twice(extra.span, "default config", defaults[0].span)
+        seen: dict[str, Span] = {}
+        for config in parts.configs:
+            if config.name is not None:
+                self.duplicate(config.name, seen, "config")
+            self.check_config(config, env)
+
+    def check_config(self, config: n.ConfigBlock, env: Env) -> None:
+        """One config block's entries."""
+        seen: dict[str, Span] = {}
+        for entry in config.entries:
+            if self.duplicate(entry.name, seen, "config field"):
+                continue
+            key = entry.name.text
+            if key not in CONFIG_KEYS:
+                self.report(
+                    "E2026",
+                    f"unknown config field `{key}`",
+                    entry.name.span,
+                    help=did_you_mean(key, CONFIG_KEYS)
+                    or "config fields: " + ", ".join(CONFIG_KEYS),
+                )
+            elif key in ("model", "embedding"):
+                self.check_model_value(entry)
+            elif key == "prompt":
+                self.check_prompt_value(entry.value, env)
+            elif key == "maxToolLoops":
+                self._max_tool_loops(entry)
+            elif key == "protocol":
+                self._protocol(entry)
+            elif key == "description" and not config.is_default:
+                self.report(
+                    "E2024",
+                    "`description` belongs in `default config`",
+                    entry.name.span,
+                    help="move it to `default config` or the top of the helper",
+                )
+        missing = [k for k in ("model", "prompt") if k not in seen]
+        if missing:
+            label = "default config" if config.is_default else f"config `{config.name.text}`"  # type: ignore[union-attr]
+            self.report(
+                "E2021",
+                f"{label} has no `{'` or `'.join(missing)}`",
+                config.name.span if config.name else config.span,
+                help="every config needs `model: ...` and `prompt: ...`",
+            )
+
+    def _max_tool_loops(self, entry: n.ConfigEntry) -> None:
+        term = self._single_term(entry.value, "maxToolLoops")
+        if term is None:
+            return
+        value = term.value if isinstance(term, n.Literal) else None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            self.report(
+                "E2027",
+                "`maxToolLoops` must be a whole number of at least 1",
+                term.span,
+                help="e.g. `maxToolLoops: 10`",
+            )
+
+    def _protocol(self, entry: n.ConfigEntry) -> None:
+        term = self._single_term(entry.value, "protocol")
+        if term is None:
+            return
+        value = term.string.value if isinstance(term, n.PromptText) else None
+        if value not in ("blocks", "native"):
+            self.report("E2027", '`protocol` must be "blocks" or "native"', term.span)
+
+    def check_prompt_value(self, value: n.ConfigValue, env: Env) -> None:
+        """``prompt: A + B(ctx.x) + "..." + { ... }``."""
+        for term in value.terms:
+            match term:
+                case n.NameRef(name=name, span=span):
+                    self._prompt_ref(name, span, None, env)
+                case n.Call(callee=callee):
+                    self._prompt_ref(callee.text, callee.span, term, env)
+                case n.PromptText(template=template):
+                    self.template(template, env)
+                case n.PromptBlock(items=items):
+                    self.prompt_items(items, env)
+                case _:
+                    self.report(
+                        "E2027",
+                        "a prompt part must be a prompt, a string or a `{ ... }` block",
+                        term.span,
+                    )
+
+    def _prompt_ref(self, name: str, span: Span, call: n.Call | None, env: Env) -> None:
+        symbol = self.lookup_kind(name, span, "prompt")
+        if symbol is None:
+            for arg in call.args if call else ():
+                self.exprs.type_of(arg, env)
+            return
+        decl = symbol.decl
+        assert isinstance(decl, n.PromptDecl)
+        with self.in_file(symbol.path):
+            params = self._quiet_params(decl)
+        if call is None:
+            if decl.params:
+                shown = ", ".join(p.name for p in params)
+                self.report(
+                    "E2040",
+                    f"prompt `{name}` takes {len(params)} argument"
+                    f"{'' if len(params) == 1 else 's'}, 0 given",
+                    span,
+                    help=f"pass them: `{name}({shown})`",
+                )
+        elif decl.params is None:
+            self.report(
+                "E2040",
+                f"prompt `{name}` takes no arguments",
+                call.span,
+                help=f"write `{name}` without parentheses",
+            )
+        else:
+            arg_types = [self.exprs.type_of(arg, env) for arg in call.args]
+            self.exprs.check_args(name, "prompt", params, call, arg_types)
+        self.check_prompt_use(symbol.path, decl, env)
+
+    def _quiet_params(self, decl: n.PromptDecl) -> tuple[FieldTy, ...]:
+        """The prompt's parameter types without re-reporting (its declaration did)."""
+        before = len(self.state.diagnostics)
+        params = self.fields_of(decl.params or (), "parameter")
+        del self.state.diagnostics[before:]
+        return params
+
+    # -- tools and workflows -------------------------------------------------------------
+
+    def check_tools(self, tools: list[n.ToolDecl], names: dict[str, Span]) -> dict[str, ToolSig]:
+        """The agent's model-visible tools; returns their signatures by name."""
+        sigs: dict[str, ToolSig] = {}
+        for tool in tools:
+            sig = self.tool_sig(tool)
+            if not self.duplicate(tool.name, names, "tool, workflow or helper"):
+                sigs[sig.name] = sig
+        return sigs
+
+    def tool_sig(self, tool: n.ToolDecl) -> ToolSig:
+        """Check one tool declaration and return its signature."""
+        params = self.fields_of(tool.params, "parameter")
+        returns = self.type_of(tool.returns) if tool.returns is not None else UNKNOWN
+        self.single_desc(tool.annotations, f"tool `{tool.name.text}`")
+        self.check_examples(tool.examples, params, f"tool `{tool.name.text}`")
+        return ToolSig(tool.name.text, params, returns)
+
+    def check_examples(
+        self, examples: tuple[n.ExampleAnnotation, ...], params: tuple[FieldTy, ...], target: str
+    ) -> None:
+        """``@example(p = v, ...)``: known names, once each, literal values of the right type."""
+        by_name = {p.name: p for p in params}
+        for example in examples:
+            seen: dict[str, Span] = {}
+            for arg in example.args:
+                if self.duplicate(arg.name, seen, "example argument"):
+                    continue
+                param = by_name.get(arg.name.text)
+                if param is None:
+                    self.report(
+                        "E2030",
+                        f"{target} has no parameter `{arg.name.text}`",
+                        arg.name.span,
+                        help=did_you_mean(arg.name.text, by_name) or _params_help(params),
+                    )
+                    continue
+                self._example_value(arg, param)
+            missing = [p.name for p in params if not p.optional and p.name not in seen]
+            if missing and example.args:
+                self.report(
+                    "E2032",
+                    f"this example of {target} leaves out " + ", ".join(f"`{m}`" for m in missing),
+                    example.span,
+                    help="an example should show a complete call",
+                )
+
+    def _example_value(self, arg: n.ExampleArg, param: FieldTy) -> None:
+        before = len(self.state.diagnostics)
+        self.constant(arg.value, "an example value")
+        if len(self.state.diagnostics) > before:
+            return
+        got = self.exprs.type_of(arg.value, Env([{}], None, strict=False))
+        self.exprs.expect(
+            got, param.ty, arg.value.span, code="E2031", what=f"example argument `{param.name}`"
+        )
+
+    def check_workflows(
+        self,
+        parts: AgentParts,
+        tools: dict[str, ToolSig],
+        names: dict[str, Span],
+        ctx: dict[str, Ty],
+        owner: str,
+    ) -> None:
+        """Every workflow: description, signature, scoped tools and a type-checked body."""
+        not_callable = {
+            w.name.text: "workflows cannot call other workflows; share the steps through tools"
+            for w in parts.workflows
+        }
+        for block in parts.helpers:
+            for use in block.uses:
+                not_callable[use.name.text] = "helpers are called by the model, not by workflows"
+        for workflow in parts.workflows:
+            self.duplicate(workflow.name, names, "tool, workflow or helper")
+            self.check_workflow(workflow, tools, ctx, owner, not_callable)
+
+    def check_workflow(
+        self,
+        workflow: n.WorkflowDecl,
+        tools: dict[str, ToolSig],
+        ctx: dict[str, Ty],
+        owner: str,
+        not_callable: dict[str, str],
+    ) -> None:
+        """One workflow."""
+        label = f"workflow `{workflow.name.text}`"
+        if workflow.description is None:
+            self.report(
+                "E2025",
+                f"{label} needs a `description`",
+                workflow.name.span,
+                help='add `description: "..."` as the first line of its body: the '
+                "model reads it to decide when to call the workflow",
+            )
+        for annotation in workflow.annotations:
+            if isinstance(annotation, n.DescAnnotation):
+                self.report(
+                    "E2033",
+                    "a workflow is described with `description:` in its body, not `@desc`",
+                    annotation.span,
+                )
+        params = self.fields_of(workflow.params, "parameter")
+        returns = self.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
+        self.check_examples(workflow.examples, params, label)
+        scoped = self._scoped_tools(workflow, tools)
+        env = Env(
+            [{p.name: p.ty for p in params}],
+            ctx,
+            tools={**tools, **scoped},
+            strict=True,
+            not_callable=not_callable,
+            ctx_owner=owner,
+        )
+        body = WorkflowChecker(self.exprs, returns, self.warn)
+        if not body.body(workflow.body, env) and workflow.returns is not None:
+            self.report(
+                "E2061",
+                f"{label} does not return a value on every path",
+                workflow.name.span,
+                help=f"end the body with `return` a `{display(returns)}`",
+            )
+
+    def _scoped_tools(
+        self, workflow: n.WorkflowDecl, tools: dict[str, ToolSig]
+    ) -> dict[str, ToolSig]:
+        scoped: dict[str, ToolSig] = {}
+        seen: dict[str, Span] = {}
+        for tool in workflow.tools:
+            sig = self.tool_sig(tool)
+            if self.duplicate(tool.name, seen, "scoped tool"):
+                continue
+            if tool.name.text in tools:
+                self.report(
+                    "E2001",
+                    f"scoped tool `{tool.name.text}` has the same name as a tool of the agent",
+                    tool.name.span,
+                    help="rename it; a scoped tool must be distinct to stay hidden",
+                )
+                continue
+            scoped[sig.name] = sig
+        return scoped
+
+    # -- helpers and intents -------------------------------------------------------------
+
+    def check_helpers(
+        self, parts: AgentParts, tools: dict[str, ToolSig], names: dict[str, Span]
+    ) -> None:
+        """``helpers { Name [with ...] [handoff ...] }``."""
+        for extra in parts.helpers[1:]:
+            self._twice(extra.span, "helpers", parts.helpers[0].span)
+        workflows = {w.name.text for w in parts.workflows}
+        for block in parts.helpers[:1]:
+            for use in block.uses:
+                if self.duplicate(use.name, names, "tool, workflow or helper"):
+                    continue
+                self.lookup_kind(use.name.text, use.name.span, "helper")
+                if isinstance(use.grant, n.ToolGrantList):
+                    self._grants(use.grant, tools, workflows)
+
+    def _grants(
+        self, grant: n.ToolGrantList, tools: dict[str, ToolSig], workflows: set[str]
+    ) -> None:
+        seen: dict[str, Span] = {}
+        for name in grant.names:
+            if self.duplicate(name, seen, "granted tool"):
+                continue
+            if name.text in tools:
+                continue
+            if name.text in workflows:
+                self.report(
+                    "E2015",
+                    f"`{name.text}` is a workflow; only tools can be granted",
+                    name.span,
+                    help="a helper can be given the parent's tools, not its workflows",
+                )
+                continue
+            self.report(
+                "E2015",
+                f"unknown tool `{name.text}` in `with tools {{ }}`",
+                name.span,
+                help=did_you_mean(name.text, tools) or "list tools declared in this agent",
+            )
+
+    def check_intents(self, parts: AgentParts) -> None:
+        """``intent: A + B`` or inline ``intent: { A { ... } }``."""
+        for extra in parts.intents[1:]:
+            self._twice(extra.span, "intent", parts.intents[0].span)
+        seen: dict[str, Span] = {}
+        for attach in parts.intents[:1]:
+            for item in attach.items:
+                if isinstance(item, n.NameRef):
+                    self.lookup_kind(item.name, item.span, "intent")
+                    self.duplicate(n.Name(item.name, item.span), seen, "intent")
+                else:
+                    self.check_intent_decl(item)
+                    self.duplicate(item.name, seen, "intent")
+
+    def check_example_count(self, decl: n.AgentDecl, parts: AgentParts) -> None:
+        """W2003 when more than five ``@example``s compete for the model's context."""
+        chosen, dropped = select_examples(example_candidates(parts.tools, parts.workflows))
+        if not dropped:
+            return
+        names = ", ".join(f"`{c.target}` #{c.position + 1}" for c in dropped)
+        kept = ", ".join(f"`{c.target}` #{c.position + 1}" for c in chosen)
+        total = len(chosen) + len(dropped)
+        self.warn(
+            "W2003",
+            f"{decl.kind} `{decl.name.text}` has {total} `@example`s; only "
+            f"{MAX_EXAMPLES} reach the model",
+            decl.name.span,
+            notes=[Note(f"kept: {kept}"), Note(f"dropped: {names}")],
+            help="keep the examples that teach the most; see docs/checker.md for the rule",
+        )
+
+
+def _params_help(params: tuple[FieldTy, ...]) -> str:
+    if not params:
+        return "it takes no parameters: write `@example()`"
+    return "parameters: " + ", ".join(f"`{p.name}`" for p in params)
+
+
+def _ctx_nodes(items: tuple[n.PromptItem, ...]) -> Iterator[n.CtxRef | n.TSchema]:
+    """Every ``ctx.x`` read and ``@schema`` in a prompt body (conditions included)."""
+    for item in items:
+        match item:
+            case n.PromptText(template=template):
+                yield from _ctx_in_template(template)
+            case n.PromptExample(user=user, assistant=assistant):
+                yield from _ctx_in_template(user.template)
+                yield from _ctx_in_template(assistant.template)
+            case n.PromptIf(cond=cond, then=then, else_=else_):
+                yield from _ctx_in_expr(cond)
+                yield from _ctx_nodes(then)
+                yield from _ctx_nodes(else_ or ())
+
+
+def _ctx_in_template(nodes: tuple[n.TNode, ...]) -> Iterator[n.CtxRef | n.TSchema]:
+    for node in nodes:
+        match node:
+            case n.TExpr(expr=expr):
+                yield from _ctx_in_expr(expr)
+            case n.TIf(cond=cond, then=then, else_=else_):
+                yield from _ctx_in_expr(cond)
+                yield from _ctx_in_template(then)
+                yield from _ctx_in_template(else_ or ())
+            case n.TSchema():
+                yield node
+
+
+def _ctx_in_expr(expr: n.Expr) -> Iterator[n.CtxRef]:
+    match expr:
+        case n.CtxRef():
+            yield expr
+        case n.Member(object=obj):
+            yield from _ctx_in_expr(obj)
+        case n.Index(object=obj, index=index):
+            yield from _ctx_in_expr(obj)
+            yield from _ctx_in_expr(index)
+        case n.ArrayExpr(items=items):
+            for item in items:
+                yield from _ctx_in_expr(item)
+        case n.ObjectExpr(entries=entries):
+            for entry in entries:
+                yield from _ctx_in_expr(entry.value)
+        case n.Unary(operand=operand):
+            yield from _ctx_in_expr(operand)
+        case n.Binary(left=left, right=right):
+            yield from _ctx_in_expr(left)
+            yield from _ctx_in_expr(right)
+        case n.Call(args=args):
+            for arg in args:
+                yield from _ctx_in_expr(arg)

@@ -1,0 +1,663 @@
+"""Lowering: a checked agent file to its IR document (docs/ir.md).
+
+Lowering runs only on projects the checker accepted, so it trusts names and shapes. It
+flattens everything one agent needs into one document: the root agent, every helper it can
+reach, the named types and prompts they use. Names stay the user's names; if two different
+declarations with the same name would meet in one document, that is reported (E2071) rather
+than silently renamed.
+
+Workflow calls are bound by name in the tool's declaration order, so the runtime never sees a
+positional argument; ``return`` stays a statement that ends the workflow from any depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _version
+from ..ir import with_hash
+from . import nodes as n
+from .diagnostics import Diagnostic, error
+from .modules import FileScope, ModuleGraph, Symbol
+from .source import SourceFile, Span
+
+JSON = dict[str, Any]
+
+MAX_EXAMPLES = 5
+_PROVIDER_WORDS = ("gemini", "openai", "custom")
+
+
+# --------------------------------------------------------------------------------------------
+# Example selection (shared with the checker's W2003)
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleCandidate:
+    """One ``@example`` and the facts its sort key is made of."""
+
+    kind: str  # "tool" or "workflow"
+    target: str
+    position: int  # index among its own target's examples
+    order: int  # source order of the target in the agent
+    example: n.ExampleAnnotation
+
+    @property
+    def sort_key(self) -> tuple[int, int, int]:
+        """Breadth first, then examples with arguments, then source order."""
+        return (self.position, 0 if self.example.args else 1, self.order)
+
+
+def example_candidates(
+    tools: Iterable[n.ToolDecl], workflows: Iterable[n.WorkflowDecl]
+) -> list[ExampleCandidate]:
+    """Every ``@example`` of an agent's model-visible tools and workflows, in source order."""
+    targets: list[tuple[str, n.ToolDecl | n.WorkflowDecl]] = [("tool", t) for t in tools]
+    targets += [("workflow", w) for w in workflows]
+    targets.sort(key=lambda item: item[1].span.start)
+    return [
+        ExampleCandidate(kind, decl.name.text, position, order, example)
+        for order, (kind, decl) in enumerate(targets)
+        for position, example in enumerate(decl.examples)
+    ]
+
+
+def select_examples(
+    candidates: list[ExampleCandidate],
+) -> tuple[list[ExampleCandidate], list[ExampleCandidate]]:
+    """The examples that reach the model (at most five, by sort key) and the dropped rest."""
+    ranked = sorted(candidates, key=lambda c: c.sort_key)
+    chosen = ranked[:MAX_EXAMPLES]
+    return chosen, [c for c in candidates if c not in chosen]
+
+
+# --------------------------------------------------------------------------------------------
+# Documents
+
+
+@dataclass(frozen=True, slots=True)
+class Lowered:
+    """The IR document of one agent file, or the name clashes that prevent it."""
+
+    document: JSON | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def lower_file(graph: ModuleGraph, path: str) -> Lowered | None:
+    """Lower the agent declared in file ``path``; ``None`` for a library file (no agent)."""
+    scope = graph.scope(path)
+    root = next((d for d in scope.module.agents if not d.is_helper), None)
+    if root is None:
+        return None
+    lowering = _Lowering(graph, path)
+    document = lowering.document(root)
+    if lowering.diagnostics:
+        return Lowered(None, tuple(lowering.diagnostics))
+    return Lowered(with_hash(document), ())
+
+
+class _Lowering:
+    """Builds one document; tables are filled as references are met."""
+
+    def __init__(self, graph: ModuleGraph, path: str) -> None:
+        self.graph = graph
+        self.path = path
+        self.scope: FileScope = graph.scope(path)
+        self.agents: dict[str, JSON] = {}
+        self.types: dict[str, JSON] = {}
+        self.prompts: dict[str, JSON] = {}
+        self.owners: dict[tuple[str, str], str] = {}  # (table, name) -> symbol key
+        self.diagnostics: list[Diagnostic] = []
+
+    @property
+    def source(self) -> SourceFile:
+        return self.scope.module.source
+
+    def loc(self, span: Span) -> list[int]:
+        line, col = self.source.line_col(span.start)
+        return [line, col]
+
+    def document(self, root: n.AgentDecl) -> JSON:
+        self.agent(root, Symbol(root.name.text, root, self.path))
+        return {
+            "ir_version": _version.IR_VERSION,
+            "compiler_version": _version.__version__,
+            "hash": "",
+            "source": self.path,
+            "root": root.name.text,
+            "agents": self.agents,
+            "types": self.types,
+            "prompts": self.prompts,
+        }
+
+    # -- names that meet in one document -------------------------------------------------
+
+    def claim(self, table: str, name: str, key: str, span: Span) -> bool:
+        """Reserve ``name`` in ``table`` for ``key``; False if already lowered (or clashing)."""
+        owner = self.owners.get((table, name))
+        if owner is None:
+            self.owners[(table, name)] = key
+            return True
+        if owner != key:
+            where = owner.split("::")[0]
+            self.diagnostics.append(
+                error(
+                    "E2071",
+                    f"two different {table} named `{name}` meet in the IR of {self.path}",
+                    self.source,
+                    span,
+                    help=f"the other one is declared in {where}; rename one of them",
+                )
+            )
+        return False
+
+    def within(self, path: str) -> _Within:
+        return _Within(self, path)
+
+    # -- agents --------------------------------------------------------------------------
+
+    def agent(self, decl: n.AgentDecl, symbol: Symbol) -> None:
+        if not self.claim("agents", decl.name.text, symbol.key, decl.name.span):
+            return
+        entry: JSON = {}
+        self.agents[decl.name.text] = entry  # reserve first: helpers may use each other
+        with self.within(symbol.path):
+            entry.update(_AgentLowering(self, decl).build())
+
+
+class _Within:
+    """Context manager: lower in the scope of another file, then come back."""
+
+    def __init__(self, lowering: _Lowering, path: str) -> None:
+        self.lowering = lowering
+        self.path = path
+        self.previous = lowering.scope
+
+    def __enter__(self) -> None:
+        self.lowering.scope = self.lowering.graph.scope(self.path)
+
+    def __exit__(self, *exc: object) -> None:
+        self.lowering.scope = self.previous
+
+
+class _AgentLowering:
+    """Lowers one agent or helper block (in its own file's scope)."""
+
+    def __init__(self, lowering: _Lowering, decl: n.AgentDecl) -> None:
+        self.low = lowering
+        self.decl = decl
+        from .checker_agents import agent_parts
+
+        self.parts = agent_parts(decl)
+
+    def build(self) -> JSON:
+        decl, parts, low = self.decl, self.parts, self.low
+        chosen, dropped = select_examples(example_candidates(parts.tools, parts.workflows))
+        helpers = [use for block in parts.helpers[:1] for use in block.uses]
+        return {
+            "name": decl.name.text,
+            "kind": decl.kind,
+            "description": self.description(),
+            "configs": self.configs(),
+            "context": [low_field(low, f) for c in parts.contexts[:1] for f in c.fields],
+            "input": self.io(parts.inputs, "Input"),
+            "output": self.io(parts.outputs, "Output"),
+            "tools": [lower_tool(low, t) for t in parts.tools],
+            "workflows": [lower_workflow(low, w) for w in parts.workflows],
+            "helpers": [self.helper_use(use) for use in helpers],
+            "intents": self.intents(),
+            "examples": [lower_example(low, c) for c in chosen],
+            "dropped_examples": [lower_example(low, c) for c in dropped],
+        }
+
+    def description(self) -> str | None:
+        if not self.decl.is_helper:
+            return None
+        for entry in self.parts.descriptions:
+            return entry.text.value
+        for config in self.parts.configs:
+            found = config.entry("description") if config.is_default else None
+            if found is not None:
+                return _string_term(found.value)
+        return None
+
+    def configs(self) -> JSON:
+        out: JSON = {}
+        for config in self.parts.configs:
+            name = "default" if config.name is None else config.name.text
+            out.setdefault(name, self.config(config))
+        return out
+
+    def config(self, config: n.ConfigBlock) -> JSON:
+        low = self.low
+        model = config.entry("model")
+        embedding = config.entry("embedding")
+        prompt = config.entry("prompt")
+        loops = config.entry("maxToolLoops")
+        protocol = config.entry("protocol")
+        return {
+            "model": lower_model(low, model.value.terms[0]) if model else None,
+            "embedding": lower_model(low, embedding.value.terms[0]) if embedding else None,
+            "prompt": [lower_prompt_part(low, t) for t in prompt.value.terms] if prompt else [],
+            "max_tool_loops": _literal_term(loops.value) if loops else None,
+            "protocol": _string_term(protocol.value) if protocol else None,
+        }
+
+    def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> JSON:
+        if not decls:
+            return {"kind": "text"}
+        texpr = decls[0].type
+        base = f"{self.decl.name.text}{suffix}"
+        if isinstance(texpr, n.ObjectType):
+            return name_object(self.low, base, texpr, texpr.span)
+        if isinstance(texpr, n.UnionType):
+            count = 0
+            variants: list[JSON] = []
+            for variant in texpr.variants:
+                if isinstance(variant, n.ObjectType):
+                    count += 1
+                    variants.append(name_object(self.low, f"{base}{count}", variant, variant.span))
+                else:
+                    variants.append(lower_type(self.low, variant))
+            return {"kind": "union", "variants": variants}
+        return lower_type(self.low, texpr)
+
+    def helper_use(self, use: n.HelperUse) -> JSON:
+        symbol = self.low.scope.lookup(use.name.text)
+        if symbol is not None and isinstance(symbol.decl, n.AgentDecl):
+            self.low.agent(symbol.decl, symbol)
+        grant: str | list[str]
+        match use.grant:
+            case n.ToolGrantAll():
+                grant = "all"
+            case n.ToolGrantList(names=names):
+                grant = [name.text for name in names]
+            case _:
+                grant = "none"
+        return {"name": use.name.text, "tools": grant, "handoff": use.handoff}
+
+    def intents(self) -> list[JSON]:
+        out: list[JSON] = []
+        for attach in self.parts.intents[:1]:
+            for item in attach.items:
+                if isinstance(item, n.NameRef):
+                    symbol = self.low.scope.lookup(item.name)
+                    if symbol is None or not isinstance(symbol.decl, n.IntentDecl):
+                        continue
+                    with self.low.within(symbol.path):
+                        out.append(lower_intent(self.low, symbol.decl))
+                else:
+                    out.append(lower_intent(self.low, item))
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Types
+
+
+def lower_type(low: _Lowering, texpr: n.TypeExpr) -> JSON:
+    """A written type as an IR ``Type`` (named types are added to the ``types`` table)."""
+    match texpr:
+        case n.TextType():
+            return {"kind": "text"}
+        case n.PrimitiveType(name=name):
+            return {"kind": name}
+        case n.LiteralType(value=value):
+            return {"kind": "literal", "value": value}
+        case n.ArrayType(element=element):
+            return {"kind": "array", "items": lower_type(low, element)}
+        case n.ObjectType(fields=fields):
+            return {"kind": "object", "fields": [low_field(low, f) for f in fields]}
+        case n.UnionType(variants=variants):
+            return {"kind": "union", "variants": [lower_type(low, v) for v in variants]}
+        case n.NamedType(name=name, span=span):
+            named_type(low, name, span)
+            return {"kind": "ref", "name": name}
+    raise AssertionError(f"unexpected type node {texpr!r}")  # pragma: no cover
+
+
+def named_type(low: _Lowering, name: str, span: Span) -> None:
+    """Add the ``type`` block ``name`` (as seen from the current file) to the table."""
+    symbol = low.scope.lookup(name)
+    if symbol is None or not isinstance(symbol.decl, n.TypeDecl):
+        return
+    if not low.claim("types", name, symbol.key, span):
+        return
+    entry: JSON = {"kind": "object", "fields": []}
+    low.types[name] = entry  # reserved first: a type may refer to itself
+    with low.within(symbol.path):
+        entry["fields"] = [low_field(low, f) for f in symbol.decl.fields]
+
+
+def name_object(low: _Lowering, name: str, texpr: n.ObjectType, span: Span) -> JSON:
+    """Store an inline object under a synthesized name and return a reference to it."""
+    if low.claim("types", name, f"{low.scope.path}::{name}#synth", span):
+        low.types[name] = {"kind": "object", "fields": [low_field(low, f) for f in texpr.fields]}
+    return {"kind": "ref", "name": name}
+
+
+def low_field(low: _Lowering, item: n.Field) -> JSON:
+    """An IR ``Field``."""
+    desc = item.desc
+    return {
+        "name": item.name.text,
+        "type": lower_type(low, item.type),
+        "optional": item.optional,
+        "description": desc.value if desc else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Models and configs
+
+
+def lower_model(low: _Lowering, term: n.ConfigTerm) -> JSON | None:
+    """A ``model:`` value: a model block by name or an inline provider call."""
+    name: str | None = None
+    if isinstance(term, n.NameRef):
+        symbol = low.scope.lookup(term.name)
+        if symbol is None or not isinstance(symbol.decl, n.ModelDecl):
+            return None
+        name = symbol.name
+        provider = next((e for e in symbol.decl.entries if e.name.text == "provider"), None)
+        if provider is None:
+            return None
+        term = provider.value.terms[0]
+    if not isinstance(term, n.Call) or term.callee.text not in _PROVIDER_WORDS:
+        return None
+    values = [const_value(arg) for arg in term.args]
+    kind = term.callee.text
+    strings = 3 if kind == "custom" else 1
+    options = values[strings] if len(values) > strings else {}
+    model: JSON = {"provider": kind, "options": options, "name": name, "id": None, "base_url": None}
+    if kind == "custom":
+        model.update(id=values[0], base_url=values[1], model=values[2])
+    else:
+        model["model"] = values[0]
+    return model
+
+
+def const_value(expr: n.Expr) -> Any:
+    """The JSON value of a literal expression (checked before lowering)."""
+    match expr:
+        case n.Literal(value=value):
+            return value
+        case n.Unary(op="-", operand=operand):
+            return -const_value(operand)
+        case n.ArrayExpr(items=items):
+            return [const_value(item) for item in items]
+        case n.ObjectExpr(entries=entries):
+            return {entry.key.text: const_value(entry.value) for entry in entries}
+    return None
+
+
+def _literal_term(value: n.ConfigValue) -> Any:
+    term = value.terms[0]
+    return term.value if isinstance(term, n.Literal) else None
+
+
+def _string_term(value: n.ConfigValue) -> str | None:
+    term = value.terms[0]
+    return term.string.value if isinstance(term, n.PromptText) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Prompts
+
+
+def lower_prompt_part(low: _Lowering, term: n.ConfigTerm) -> JSON:
+    """One ``+``-separated part of ``prompt:``."""
+    loc = low.loc(term.span)
+    match term:
+        case n.NameRef(name=name):
+            named_prompt(low, name, term.span)
+            return {"kind": "ref", "name": name, "args": [], "loc": loc}
+        case n.Call(callee=callee, args=args):
+            named_prompt(low, callee.text, callee.span)
+            return {
+                "kind": "ref",
+                "name": callee.text,
+                "args": [lower_expr(low, a) for a in args],
+                "loc": loc,
+            }
+        case n.PromptText():
+            return {"kind": "inline", "body": [lower_prompt_item(low, term)], "loc": loc}
+        case n.PromptBlock(items=items):
+            return {
+                "kind": "inline",
+                "body": [lower_prompt_item(low, i) for i in items],
+                "loc": loc,
+            }
+    raise AssertionError(f"unexpected prompt part {term!r}")  # pragma: no cover
+
+
+def named_prompt(low: _Lowering, name: str, span: Span) -> None:
+    """Add the prompt ``name`` (as seen from the current file) to the ``prompts`` table."""
+    symbol = low.scope.lookup(name)
+    if symbol is None or not isinstance(symbol.decl, n.PromptDecl):
+        return
+    if not low.claim("prompts", name, symbol.key, span):
+        return
+    decl = symbol.decl
+    with low.within(symbol.path):
+        low.prompts[name] = {
+            "name": name,
+            "params": [low_field(low, p) for p in decl.params or ()],
+            "body": [lower_prompt_item(low, item) for item in decl.items],
+        }
+
+
+def lower_prompt_item(low: _Lowering, item: n.PromptItem) -> JSON:
+    """A prompt body item: text, ``Example`` or JS-style ``if``."""
+    match item:
+        case n.PromptText(template=template):
+            return {"kind": "text", "template": lower_template(low, template)}
+        case n.PromptExample(user=user, assistant=assistant):
+            return {
+                "kind": "example",
+                "user": lower_template(low, user.template),
+                "assistant": lower_template(low, assistant.template),
+            }
+        case n.PromptIf(cond=cond, then=then, else_=else_):
+            return {
+                "kind": "if",
+                "cond": lower_expr(low, cond),
+                "then": [lower_prompt_item(low, i) for i in then],
+                "else": [lower_prompt_item(low, i) for i in else_ or ()],
+            }
+    raise AssertionError(f"unexpected prompt item {item!r}")  # pragma: no cover
+
+
+def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> list[JSON]:
+    """A template tree, as written (the runtime trims standalone ``{{#if}}`` lines)."""
+    out: list[JSON] = []
+    for node in nodes:
+        match node:
+            case n.TText(value=value):
+                if out and out[-1]["t"] == "text":
+                    out[-1] = {"t": "text", "value": out[-1]["value"] + value}
+                elif value:
+                    out.append({"t": "text", "value": value})
+            case n.TExpr(expr=expr):
+                out.append({"t": "expr", "expr": lower_expr(low, expr)})
+            case n.TIf(cond=cond, then=then, else_=else_):
+                out.append(
+                    {
+                        "t": "if",
+                        "cond": lower_expr(low, cond),
+                        "then": lower_template(low, then),
+                        "else": lower_template(low, else_ or ()),
+                    }
+                )
+            case n.TSchema(target=target):
+                out.append({"t": "schema", "target": target})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Tools, workflows, intents, examples
+
+
+def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
+    """An IR ``Tool``."""
+    desc = tool.desc
+    return {
+        "name": tool.name.text,
+        "description": desc.value if desc else None,
+        "params": [low_field(low, p) for p in tool.params],
+        "returns": lower_type(low, tool.returns) if tool.returns else {"kind": "string"},
+        "examples": [example_args(e) for e in tool.examples],
+    }
+
+
+def lower_workflow(low: _Lowering, workflow: n.WorkflowDecl) -> JSON:
+    """An IR ``Workflow``: calls bound by name, statements with locations."""
+    signatures = {t.name.text: t for t in workflow.tools}
+    for member in _agent_tools_of(low, workflow):
+        signatures.setdefault(member.name.text, member)
+    return {
+        "name": workflow.name.text,
+        "description": workflow.description.text.value if workflow.description else "",
+        "params": [low_field(low, p) for p in workflow.params],
+        "returns": lower_type(low, workflow.returns) if workflow.returns else {"kind": "string"},
+        "tools": [lower_tool(low, t) for t in workflow.tools],
+        "body": lower_block(low, workflow.body, signatures),
+        "source": low.scope.path,
+        "loc": low.loc(workflow.span),
+        "examples": [example_args(e) for e in workflow.examples],
+    }
+
+
+def _agent_tools_of(low: _Lowering, workflow: n.WorkflowDecl) -> list[n.ToolDecl]:
+    """The tools of the agent that holds ``workflow`` (for binding call arguments)."""
+    from .checker_agents import agent_parts
+
+    for decl in low.scope.module.agents:
+        if any(member is workflow for member in decl.members):
+            return agent_parts(decl).tools
+    return []
+
+
+def lower_intent(low: _Lowering, decl: n.IntentDecl) -> JSON:
+    """An IR ``Intent``."""
+    return {
+        "name": decl.name.text,
+        "description": decl.description.text.value if decl.description else None,
+        "fields": [low_field(low, f) for f in decl.fields],
+    }
+
+
+def example_args(example: n.ExampleAnnotation) -> JSON:
+    """The argument object of one ``@example(...)``."""
+    return {arg.name.text: const_value(arg.value) for arg in example.args}
+
+
+def lower_example(low: _Lowering, candidate: ExampleCandidate) -> JSON:
+    """An IR ``Example``."""
+    return {
+        "kind": candidate.kind,
+        "target": candidate.target,
+        "args": example_args(candidate.example),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Statements and expressions
+
+Signatures = dict[str, n.ToolDecl]
+
+
+def lower_block(low: _Lowering, stmts: tuple[n.Stmt, ...], sigs: Signatures) -> list[JSON]:
+    """A list of statements."""
+    return [lower_stmt(low, stmt, sigs) for stmt in stmts]
+
+
+def lower_stmt(low: _Lowering, stmt: n.Stmt, sigs: Signatures) -> JSON:
+    """One statement; ``return`` ends the workflow wherever it stands."""
+    loc = low.loc(stmt.span)
+    match stmt:
+        case n.LetStmt(name=name, value=value):
+            return {
+                "s": "let",
+                "loc": loc,
+                "name": name.text,
+                "value": lower_expr(low, value, sigs),
+            }
+        case n.AssignStmt(name=name, value=value):
+            return {
+                "s": "assign",
+                "loc": loc,
+                "name": name.text,
+                "value": lower_expr(low, value, sigs),
+            }
+        case n.IfStmt(branches=branches, else_body=else_body):
+            return {
+                "s": "if",
+                "loc": loc,
+                "branches": [
+                    {"cond": lower_expr(low, b.cond, sigs), "body": lower_block(low, b.body, sigs)}
+                    for b in branches
+                ],
+                "else": None if else_body is None else lower_block(low, else_body, sigs),
+            }
+        case n.ReturnStmt(value=value):
+            return {
+                "s": "return",
+                "loc": loc,
+                "value": None if value is None else lower_expr(low, value, sigs),
+            }
+        case n.ExprStmt(expr=expr):
+            return {"s": "expr", "loc": loc, "value": lower_expr(low, expr, sigs)}
+    raise AssertionError(f"unexpected statement {stmt!r}")  # pragma: no cover
+
+
+def lower_expr(low: _Lowering, expr: n.Expr, sigs: Signatures | None = None) -> JSON:
+    """An IR ``Expr``; calls need ``sigs`` to bind their arguments by name."""
+    match expr:
+        case n.Literal(value=value):
+            return {"e": "lit", "value": value}
+        case n.NameRef(name=name):
+            return {"e": "name", "name": name}
+        case n.CtxRef(name=name):
+            return {"e": "ctx", "name": name.text}
+        case n.Member(object=obj, name=name):
+            return {"e": "member", "object": lower_expr(low, obj, sigs), "name": name.text}
+        case n.Index(object=obj, index=index):
+            return {
+                "e": "index",
+                "object": lower_expr(low, obj, sigs),
+                "index": lower_expr(low, index, sigs),
+            }
+        case n.ArrayExpr(items=items):
+            return {"e": "array", "items": [lower_expr(low, i, sigs) for i in items]}
+        case n.ObjectExpr(entries=entries):
+            return {
+                "e": "object",
+                "fields": [
+                    {"name": e.key.text, "value": lower_expr(low, e.value, sigs)} for e in entries
+                ],
+            }
+        case n.Unary(op=op, operand=operand):
+            return {"e": "unary", "op": op, "operand": lower_expr(low, operand, sigs)}
+        case n.Binary(op=op, left=left, right=right):
+            return {
+                "e": "binary",
+                "op": op,
+                "left": lower_expr(low, left, sigs),
+                "right": lower_expr(low, right, sigs),
+            }
+        case n.Call():
+            return lower_call(low, expr, sigs or {})
+    raise AssertionError(f"unexpected expression {expr!r}")  # pragma: no cover
+
+
+def lower_call(low: _Lowering, call: n.Call, sigs: Signatures) -> JSON:
+    """A tool call with positional arguments bound to the tool's parameters in order."""
+    tool = sigs.get(call.callee.text)
+    names = [p.name.text for p in tool.params] if tool else []
+    args = [
+        {"name": names[i] if i < len(names) else f"arg{i}", "value": lower_expr(low, a, sigs)}
+        for i, a in enumerate(call.args)
+    ]
+    return {"e": "call", "tool": call.callee.text, "args": args, "loc": low.loc(call.span)}

@@ -1,0 +1,117 @@
+"""The whole compiler in two calls: files in, IR documents and diagnostics out.
+
+``compile_project`` reads ``.agent`` files from disk; ``compile_sources`` takes them from a
+mapping (tests, tools, the language server later). Both parse every file, resolve the module
+graph, run the checker and, when no error was found, lower each agent file to its IR
+document. Library files (no ``agent``) produce no document.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import nodes as n
+from .checker import check
+from .diagnostics import Diagnostic, error, sort_key
+from .lower import lower_file
+from .modules import resolve_modules
+from .parser import parse
+from .source import SourceFile, Span
+
+__all__ = ["CompileResult", "compile_project", "compile_sources"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompileResult:
+    """What a compilation produced.
+
+    ``documents`` maps each agent file's path (relative to the source root, ``/``-separated)
+    to its IR document; it is empty when there is any error. ``files`` counts the sources read
+    and ``agents`` the ``agent`` blocks among them.
+    """
+
+    documents: Mapping[str, dict[str, Any]]
+    diagnostics: tuple[Diagnostic, ...]
+    files: int
+    agents: int
+    sources: Mapping[str, SourceFile] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when no diagnostic is an error (warnings allowed)."""
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        """The error diagnostics only."""
+        return tuple(d for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        """The warning diagnostics only."""
+        return tuple(d for d in self.diagnostics if not d.is_error)
+
+
+def compile_sources(sources: Mapping[str, str]) -> CompileResult:
+    """Compile in-memory files keyed by relative path (``"main.agent"``, ``"lib/x.agent"``)."""
+    files = [SourceFile(_normalize(path), text) for path, text in sources.items()]
+    return _compile(files, [])
+
+
+def compile_project(files: Sequence[Path], source_root: Path) -> CompileResult:
+    """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``."""
+    loaded: list[SourceFile] = []
+    problems: list[Diagnostic] = []
+    for path in files:
+        rel = _relative(path, source_root)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            empty = SourceFile(rel, "")
+            reason = exc.strerror if isinstance(exc, OSError) else "it is not valid UTF-8"
+            problems.append(error("E1000", f"cannot read {rel}: {reason}", empty, Span(0, 0)))
+            continue
+        loaded.append(SourceFile(rel, text))
+    return _compile(loaded, problems)
+
+
+def _compile(files: list[SourceFile], problems: list[Diagnostic]) -> CompileResult:
+    diags = list(problems)
+    modules: dict[str, n.Module] = {}
+    for source in sorted(files, key=lambda f: f.path):
+        module, parse_diags = parse(source)
+        modules[source.path] = module
+        diags.extend(parse_diags)
+    agents = sum(1 for m in modules.values() for a in m.agents if not a.is_helper)
+    graph = resolve_modules(modules)
+    diags.extend(graph.diagnostics)
+    diags.extend(check(graph))
+    documents: dict[str, dict[str, Any]] = {}
+    if not any(d.is_error for d in diags):
+        for path in sorted(modules):
+            lowered = lower_file(graph, path)
+            if lowered is None:
+                continue
+            diags.extend(lowered.diagnostics)
+            if lowered.document is not None:
+                documents[path] = lowered.document
+    if any(d.is_error for d in diags):
+        documents = {}
+    sources = {f.path: f for f in files}
+    ordered = tuple(sorted(diags, key=sort_key))
+    return CompileResult(documents, ordered, len(files) + len(problems), agents, sources)
+
+
+def _normalize(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -71,13 +71,17 @@ class GenerateResult:
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
         line = (
-            f"generated {len(self.outputs)} files ({self.agents} agents) "
+            f"generated {_plural(len(self.outputs), 'file')} ({_plural(self.agents, 'agent')}) "
             f"in {self.elapsed_ms:.0f} ms"
         )
         if self.ok:
             return line
         count = len(self.errors) + sum(1 for d in self.diagnostics if d.is_error)
-        return f"{line}: {count} error{'s' if count != 1 else ''}, outputs left unchanged"
+        return f"{line}: {_plural(count, 'error')}, outputs left unchanged"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 @dataclass(slots=True)
@@ -238,7 +242,6 @@ def generate(project: Project) -> GenerateResult:
     output = default_output(project)
     notes, target_errors = _targets_notes(project.targets)
     compiled = compile_project(project.files, project.source_root)
-    base = {"output": output, "files": compiled.files, "agents": compiled.agents}
     errors: list[str] = list(target_errors)
     written: list[Path] = []
     removed: list[Path] = []
@@ -254,7 +257,9 @@ def generate(project: Project) -> GenerateResult:
             errors.extend(apply_errors)
     outputs = [output / rel for rel in sorted(plan.files) if not rel.endswith("__init__.py")]
     return GenerateResult(
-        **base,
+        output=output,
+        files=compiled.files,
+        agents=compiled.agents,
         diagnostics=tuple(compiled.diagnostics),
         errors=tuple(errors),
         notes=tuple(notes),

@@ -139,11 +139,11 @@ class _Handler:
 
 
 def _is_function_like(handler: Any) -> bool:
-    # A callable object without public methods (functools.partial, a __call__ class) is a
-    # function handler; anything with methods is looked up by intent name.
+    # Functions, partials and objects whose class defines __call__ are function handlers;
+    # any other object is looked up by intent name.
     if inspect.isroutine(handler) or isinstance(handler, functools.partial):
         return True
-    return callable(handler) and not _has_public_methods(handler)
+    return any("__call__" in vars(klass) for klass in type(handler).__mro__[:-1])
 
 
 def _has_public_methods(obj: Any) -> bool:

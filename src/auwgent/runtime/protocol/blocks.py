@@ -355,7 +355,8 @@ class BlocksDecoder:
         for variant_name, type_ in variants:
             if variant_name == name:
                 return _Target("response_schema", name, type_=type_), None
-        return None, f"unknown output shape {name!r}; answer with {self._schema_hint()}"
+        what = f"unknown output shape {name!r}" if name else "[schema] needs the shape's name"
+        return None, f"{what}; answer with {self._schema_hint()}"
 
     def _allowed(self) -> str:
         names = [f"{c.kind} {c.name}" for c in self.contract.callables]

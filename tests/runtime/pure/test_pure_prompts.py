@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from auwgent.runtime.prompts import (
     referenced_context_keys,
@@ -340,3 +342,90 @@ def test_referenced_context_keys() -> None:
         }
     )
     assert referenced_context_keys(DOC, AGENT, config(nested)) == {"a", "b", "c", "d"}
+
+
+def test_nested_template_ifs() -> None:
+    inner = t_if(name("b"), [text("\n  both\n")], [text("\n  only a\n")])
+    nodes = [
+        text("Start\n"),
+        t_if(name("a"), [text("\n"), inner, text("\n")], [text("\nnone\n")]),
+        text("\nEnd"),
+    ]
+    render = lambda a, b: render_template(nodes, {"a": a, "b": b}, {}, schema_text=no_schema)  # noqa: E731
+    assert render(True, True) == "Start\nboth\nEnd"
+    assert render(True, False) == "Start\nonly a\nEnd"
+    assert render(False, True) == "Start\nnone\nEnd"
+
+
+def test_windows_line_endings_in_branches() -> None:
+    nodes = [text("A\r\n"), t_if(name("x"), [text("\r\n    B\r\n")]), text("\r\nC")]
+    assert render_template(nodes, {"x": True}, {}, schema_text=no_schema) == "A\r\nB\r\nC"
+
+
+def test_example_blocks_interpolate() -> None:
+    body = [
+        {
+            "kind": "example",
+            "user": [text("I am "), interp(ctx("name"))],
+            "assistant": [text("Hi "), interp(ctx("name")), text("!")],
+        }
+    ]
+    assert (
+        render_body(body, {}, {"name": "Esi"}, schema_text=no_schema)
+        == "Example:\nUser: I am Esi\nAssistant: Hi Esi!"
+    )
+
+
+def test_a_left_out_optional_prompt_parameter_reads_as_null() -> None:
+    prompt = {
+        "name": "P",
+        "params": [
+            {"name": "who", "type": {"kind": "string"}, "optional": True, "description": None}
+        ],
+        "body": [item(text("["), interp(name("who")), text("]"))],
+    }
+    assert (
+        render_prompt({"prompts": {"P": prompt}, "types": {}}, AGENT, config(ref("P")), {}) == "[]"
+    )
+
+
+def test_schema_text_for_text_output_and_empty_context() -> None:
+    agent = {"name": "A", "input": {"kind": "text"}, "output": {"kind": "text"}, "context": []}
+    body = [
+        item({"t": "schema", "target": "output"}, text(" / "), {"t": "schema", "target": "context"})
+    ]
+    doc = {"prompts": {"S": {"name": "S", "params": [], "body": body}}, "types": {}}
+    assert render_prompt(doc, agent, config(ref("S")), {}) == "string / {}"
+
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5)
+)
+values = st.recursive(
+    scalars,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(values, values)
+def test_templates_never_fail_whatever_the_values(a: Any, b: Any) -> None:
+    cond = {
+        "e": "binary",
+        "op": "<",
+        "left": name("a"),
+        "right": {"e": "member", "object": name("b"), "name": "x"},
+    }
+    nodes = [
+        interp(name("a")),
+        t_if(
+            cond, [interp({"e": "index", "object": name("b"), "index": lit(0)})], [interp(ctx("a"))]
+        ),
+    ]
+    assert isinstance(
+        render_template(nodes, {"a": a, "b": b}, {"a": b}, schema_text=no_schema), str
+    )

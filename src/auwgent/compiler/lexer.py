@@ -78,7 +78,7 @@ class Token:
     def describe(self) -> str:
         """How to name this token in a message: ``identifier `foo```, ``end of file``."""
         if self.kind is TokenKind.EOF:
-            return "end of file"
+            return f"`{self.text}`" if self.text else "end of file"
         if self.kind is TokenKind.IDENT:
             return f"`{self.text}`"
         if self.kind is TokenKind.STRING:
@@ -120,7 +120,10 @@ _ESCAPES = {
 class _Lexer:
     """Scans one text; ``offsets`` (when given) maps text positions to file offsets."""
 
-    def __init__(self, text: str, source: SourceFile, offsets: Sequence[int] | None) -> None:
+    def __init__(
+        self, text: str, source: SourceFile, offsets: Sequence[int] | None, end_text: str = ""
+    ) -> None:
+        self.end_text = end_text
         self.text = text
         self.source = source
         self.offsets = offsets
@@ -169,7 +172,8 @@ class _Lexer:
             else:
                 self.add_simple(group, match.group(), pos, end, newline)
                 newline, pos = False, end
-        self.tokens.append(Token(TokenKind.EOF, "", self.span(length, length), True))
+        eof = Token(TokenKind.EOF, self.end_text, self.span(length, length), True)
+        self.tokens.append(eof)
         return self.tokens
 
     def add_simple(self, group: str | None, raw: str, start: int, end: int, newline: bool) -> None:
@@ -330,11 +334,12 @@ def tokenize(source: SourceFile) -> tuple[list[Token], list[Diagnostic]]:
 
 
 def tokenize_fragment(
-    text: str, offsets: Sequence[int], source: SourceFile
+    text: str, offsets: Sequence[int], source: SourceFile, end_text: str = "}}"
 ) -> tuple[list[Token], list[Diagnostic]]:
     """Lex ``text`` whose characters sit at ``offsets`` in ``source`` (a template expression).
 
-    ``offsets`` needs ``len(text) + 1`` entries; the last one is where ``EOF`` is placed.
+    ``offsets`` needs ``len(text) + 1`` entries; the last one is where ``EOF`` is placed, and
+    messages call it ``end_text`` (the closing ``}}`` of the tag) rather than end of file.
     """
-    lexer = _Lexer(text, source, offsets)
+    lexer = _Lexer(text, source, offsets, end_text)
     return lexer.run(), lexer.diagnostics

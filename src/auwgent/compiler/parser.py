@@ -66,6 +66,7 @@ that starts a member or declaration (balancing braces), so one mistake does not 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 from . import nodes as n
@@ -247,6 +248,12 @@ class _Parser:
 
     def unclosed(self, what: str, opener: Span) -> None:
         token = self.peek()
+        last = self.diagnostics[-1] if self.diagnostics else None
+        if last is not None and last.code == "E0101" and last.span == token.span:
+            # An inner block already reported this token: one message, one note per block.
+            note = Note(f"{what}, opened here, is not closed either", opener)
+            self.diagnostics[-1] = replace(last, notes=(*last.notes, note))
+            return
         self.report(
             "E0101",
             f"expected `}}` to close {what}, found {token.describe()}",
@@ -324,7 +331,8 @@ class _Parser:
             if word in _MEMBER_WORDS or word == "helpers":
                 self.report(
                     "E0102",
-                    f"`{word}` can only appear inside an `agent` or `helper` block",
+                    f"`{'default config' if word == 'default' else word}` can only appear "
+                    "inside an `agent` or `helper` block",
                     token.span,
                     help="move it into the agent's `{ ... }`",
                 )
@@ -658,14 +666,29 @@ class _Parser:
                 self.advance()
                 annotations.append(self.parse_example_annotation(at.span))
             else:
-                raise self.fail(
-                    "`desc` or `example` after `@`",
-                    code="E0105",
-                    help=did_you_mean(word.text, ("desc", "example"))
-                    if word.kind is K.IDENT
-                    else None,
-                )
+                self.unknown_annotation(at, word)
         return tuple(annotations)
+
+    def unknown_annotation(self, at: Token, word: Token) -> None:
+        """Report ``@word`` and skip its argument, so the annotations after it still parse."""
+        if word.kind is not K.IDENT:
+            raise self.fail("`desc` or `example` after `@`", code="E0105")
+        self.advance()
+        self.report(
+            "E0105",
+            f"unknown annotation `@{word.text}`; expected `@desc` or `@example`",
+            Span(at.span.start, word.span.end),
+            help=did_you_mean(word.text, ("desc", "example")),
+        )
+        if self.at(K.STRING) and not self.peek().newline_before:
+            self.advance()
+        elif self.at(K.LPAREN) and not self.peek().newline_before:
+            depth = 0
+            while not self.at(K.EOF):
+                token = self.advance()
+                depth += {K.LPAREN: 1, K.RPAREN: -1}.get(token.kind, 0)
+                if depth == 0:
+                    break
 
     def parse_example_annotation(self, at: Span) -> n.ExampleAnnotation:
         self.expect(K.LPAREN, "`(` after `@example`")

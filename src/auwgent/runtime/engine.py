@@ -602,7 +602,7 @@ class Run:
                                {"type": name, "args": {}}, event.raw, event.call_id)
                 )
             rnd.tasks.append(asyncio.ensure_future(
-                self._refuse(inv, kind, name, {}, event.message, event.call_id)  # type: ignore[arg-type]
+                self._refuse(inv, kind, name, {}, event.message, event.call_id)
             ))
             return
         rnd.problems.append(event.message)

@@ -52,7 +52,7 @@ class ToolRegistry:
             self._from_mapping(tools, declared_list)
         else:
             for name in declared_list:
-                fn = getattr(tools, name, None)
+                fn: Any = getattr(tools, name, None)
                 if _implemented(fn):
                     self._impls[name] = fn
 

@@ -1,0 +1,160 @@
+"""The block codec: protocol section, history messages, partials and their cost."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from protocol_contracts import CONTRACTS, make
+
+from auwgent.errors import ConfigError
+from auwgent.runtime.protocol import BlocksCodec, codec_for
+from auwgent.runtime.protocol.contract import (
+    AssistantTurn,
+    CallOutcome,
+    Contract,
+    DecodeEvent,
+    FinalEvent,
+    PartialEvent,
+)
+from auwgent.runtime.protocol.values import BodyError, parse_body
+from auwgent.runtime.providers.base import TextDelta, ToolCallDelta
+
+CODEC = BlocksCodec()
+
+
+def decode(contract: Contract, chunks: list[str]) -> list[DecodeEvent]:
+    decoder = CODEC.decoder(contract)
+    out: list[DecodeEvent] = []
+    for chunk in chunks:
+        out += decoder.feed(TextDelta(chunk))
+    return out + decoder.close()
+
+
+def test_codec_for_names_both_codecs_and_rejects_others() -> None:
+    assert codec_for("blocks").name == "blocks"
+    assert codec_for("native").name == "native"
+    with pytest.raises(ConfigError, match="unknown protocol 'xml'"):
+        codec_for("xml")
+
+
+def test_section_lists_signatures_intents_output_and_examples() -> None:
+    text = CODEC.system_section(CONTRACTS["text"])
+    assert "- get_weather(location: string /* city name */, units?: \"c\" | \"f\", days?: number)"\
+        ": WeatherResult // Gets the weather" in text
+    assert "- send_sms(phone: string): boolean // Sends a text [NOT CONFIGURED]" in text
+    assert "- delete_user(id: string): boolean // Deletes a user record." in text
+    assert "- DataAnalyzer(input: string): string // Analyses data" in text
+    assert "- Planning { step: string, confidence: number } // Emit a plan" in text
+    assert "[response_text]" in text and "[schema" not in text
+    assert "[tool_call: get_weather]\nlocation: Accra\n[/tool_call]" in text
+    assert "[workflow_call: delete_user]\n[/workflow_call]" in text
+    assert "Address = { address: string, city?: string }" in text
+    assert CODEC.system_section(CONTRACTS["text"]) == text  # deterministic
+    assert CODEC.functions(CONTRACTS["text"]) == ()
+    assert CODEC.response_schema(CONTRACTS["text"]) is None
+
+
+def test_section_teaches_only_the_allowed_kinds() -> None:
+    bare = Contract(agent="A", callables=(), intents=(), output={"kind": "text"}, types={})
+    text = CODEC.system_section(bare)
+    assert "tool_call" not in text and "custom" not in text and "Types:" not in text
+
+
+def test_section_output_contract_for_structured_and_union() -> None:
+    single = CODEC.system_section(CONTRACTS["person"])
+    assert "`[schema: Person]`" in single
+    assert "name: string /* full name */, age: number" in single
+    assert "[response_text]" not in single
+    union = CODEC.system_section(CONTRACTS["union"])
+    assert "Person or Organisation" in union
+    assert "Organisation = { company_name: string, industry: string }" in union
+
+
+def test_results_come_back_in_one_message_with_kind_name_args_and_result() -> None:
+    messages = CODEC.results_messages([
+        CallOutcome("tool", "get_weather", {"location": "Accra"}, "ok", {"temp": 30}),
+        CallOutcome("workflow", "delete_user", {"id": "u1"}, "error", error="no such user"),
+        CallOutcome("helper", "DataAnalyzer", {"input": "x"}, "ok", "plain text"),
+        CallOutcome("tool", "notify", {"contact": "c"}, "skipped"),
+    ])
+    assert len(messages) == 1 and messages[0].role == "user"
+    assert messages[0].content == (
+        '[tool_result: get_weather]\nargs: {"location":"Accra"}\nresult: {"temp":30}\n'
+        "[/tool_result]\n"
+        '[workflow_error: delete_user]\nargs: {"id":"u1"}\nerror: no such user\n'
+        "[/workflow_error]\n"
+        '[helper_result: DataAnalyzer]\nargs: {"input":"x"}\nresult: plain text\n'
+        "[/helper_result]\n"
+        '[tool_skipped: notify]\nargs: {"contact":"c"}\nnote: the application skipped this call\n'
+        "[/tool_skipped]"
+    )
+    assert CODEC.results_messages([]) == []
+    assert CODEC.assistant_message(AssistantTurn("[response_text]\nx\n[/response_text]")).content\
+        .startswith("[response_text]")
+    assert "fix the age" in CODEC.feedback_message("fix the age").content
+
+
+def test_tool_call_deltas_are_ignored_by_the_block_decoder() -> None:
+    decoder = CODEC.decoder(CONTRACTS["text"])
+    assert decoder.feed(ToolCallDelta(0, "a", "tool__x", "{}")) == []
+    assert decoder.close() == []
+
+
+def test_a_final_fires_the_moment_its_block_closes() -> None:
+    decoder = CODEC.decoder(CONTRACTS["text"])
+    out = decoder.feed(TextDelta("[tool_call: get_weather]\nlocation: Accra\n[/tool_call]"))
+    assert [type(e) for e in out][-1] is FinalEvent
+    assert decoder.feed(TextDelta("\n[response_text]\nDone")) != []
+
+
+def test_call_partials_snapshot_args_and_raw() -> None:
+    events = decode(CONTRACTS["text"], list("[tool_call: notify]\ncontact: ops\ntags: [a, b"))
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    assert partials[0].snapshot == {"type": "notify", "args": {}}
+    assert partials[-1].snapshot == {"type": "notify", "args": {"contact": "ops",
+                                                                 "tags": ["a", "b"]}}
+    assert partials[-1].raw == "\ncontact: ops\ntags: [a, b"
+    schema = decode(CONTRACTS["person"], ["[schema: Person]\nname: Ky", "aw\n"])
+    assert [e.snapshot for e in schema if isinstance(e, PartialEvent)] == [
+        {"type": "Person", "response": {"name": "Ky"}},
+        {"type": "Person", "response": {"name": "Kyaw"}},
+    ]
+
+
+def test_no_partials_for_blocks_that_will_be_rejected() -> None:
+    events = decode(CONTRACTS["text"], list("[tool_call: nope]\na: 1\n[/tool_call]"))
+    assert not any(isinstance(e, PartialEvent) for e in events)
+
+
+@pytest.mark.parametrize("chunk", [1, 8, 64])
+def test_partial_cost_stays_linear_in_the_block(chunk: int) -> None:
+    """Every partial copies its block so far; their total size must stay a small multiple
+    of the stream, however long the block and however small the chunks."""
+    items = [{"sku": f"item-{i}", "qty": i, "note": "x" * (i % 17)} for i in range(3000)]
+    body = json.dumps({"name": "big", "age": 1, "items": items})
+    contract = make({"kind": "ref", "name": "Person"})
+    text = f"[tool_call: notify]\n{{\"contact\": \"c\", \"tags\": {json.dumps([body])}}}\n"
+    chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    events = decode(contract, chunks)
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    assert len(partials) > 20
+    assert sum(len(e.raw) for e in partials) < 8 * len(text) + (1 << 18)
+    final = events[-1]
+    assert isinstance(final, FinalEvent) and final.payload["args"]["tags"] == [body]
+
+
+def test_text_partials_are_frequent_for_ordinary_replies() -> None:
+    reply = "word " * 400
+    events = decode(CONTRACTS["text"], [reply[i : i + 4] for i in range(0, len(reply), 4)])
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    assert len(partials) >= 400  # one per chunk that adds visible text
+
+
+def test_values_partial_mode_never_raises() -> None:
+    fields = CONTRACTS["text"].callables[2].params
+    body = 'name: a\nname: b\nuser: {address: "x", ]\n{'
+    with pytest.raises(BodyError):
+        parse_body(body, fields, CONTRACTS["text"].types)
+    for end in range(len(body) + 1):
+        parse_body(body[:end], fields, CONTRACTS["text"].types, partial=True)

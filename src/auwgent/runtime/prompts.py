@@ -147,16 +147,17 @@ def render_body(
 def schema_text_for(doc: IRDocument, agent: IRAgent) -> SchemaText:
     """The ``{{@schema(input|output|context)}}`` renderer for one agent.
 
-    Named types are written out as their structure, since the model cannot look them up.
+    Named types are written out as their structure, since the model cannot look them up, and
+    each field's ``@desc`` follows it as a ``/* comment */``.
     """
     types = doc.get("types", {})
 
     def schema_text(target: str) -> str:
         if target == "context":
-            body = describe_fields(agent.get("context", []), types, expand=True)
+            body = describe_fields(agent.get("context", []), types, expand=True, notes=True)
             return f"{{ {body} }}" if body else "{}"
         if target in ("input", "output"):
-            return describe(agent.get(target) or {"kind": "text"}, types, expand=True)
+            return describe(agent.get(target) or {"kind": "text"}, types, expand=True, notes=True)
         raise ValueError(f"unknown schema target {target!r}")
 
     return schema_text

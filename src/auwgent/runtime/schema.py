@@ -21,6 +21,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 IRType = Mapping[str, Any]
@@ -429,49 +430,61 @@ def _object_schema(
 # Description
 
 
-def describe(type_: IRType, types: Types, *, expand: bool = False) -> str:
+def describe(type_: IRType, types: Types, *, expand: bool = False, notes: bool = False) -> str:
     """Compact TypeScript-like text: ``string``, ``number[]``, ``{ name: string, age?: number }``,
     ``"low" | "high"``, ``Person``.
 
     With ``expand=True`` named types are written out as their structure (a type that contains
     itself is still written by name where it recurs), for ``{{@schema(...)}}`` in prompts.
+    With ``notes=True`` each field's ``@desc`` follows it as a comment:
+    ``{ name: string /* Full name */ }``.
     """
-    return _describe(type_, types, () if expand else None)
+    return _Describer(types, notes).type(type_, () if expand else None)
 
 
-def describe_fields(fields: Sequence[IRField], types: Types, *, expand: bool = False) -> str:
+def describe_fields(
+    fields: Sequence[IRField], types: Types, *, expand: bool = False, notes: bool = False
+) -> str:
     """Fields as ``name: string, age?: number`` (for signatures and object bodies)."""
-    return _fields_text(fields, types, () if expand else None)
+    return _Describer(types, notes).fields(fields, () if expand else None)
 
 
-def _describe(type_: IRType, types: Types, stack: tuple[str, ...] | None) -> str:
-    kind = type_["kind"]
-    if kind in ("text", "string", "number", "boolean"):
-        return "string" if kind == "text" else kind
-    if kind == "literal":
-        return json.dumps(type_["value"], ensure_ascii=False)
-    if kind == "array":
-        inner = _describe(type_["items"], types, stack)
-        return f"({inner})[]" if type_["items"]["kind"] == "union" else f"{inner}[]"
-    if kind == "object":
-        body = _fields_text(type_["fields"], types, stack)
-        return f"{{ {body} }}" if body else "{}"
-    if kind == "union":
-        return " | ".join(_describe(v, types, stack) for v in type_["variants"])
-    if kind == "ref":
-        name = type_["name"]
-        if stack is None or name in stack or name not in types:
-            return str(name)
-        return _describe(types[name], types, (*stack, name))
-    return str(kind)
+@dataclass(frozen=True, slots=True)
+class _Describer:
+    types: Types
+    notes: bool
 
+    def type(self, type_: IRType, stack: tuple[str, ...] | None) -> str:
+        """``stack`` holds the named types being written out; ``None`` writes names only."""
+        kind = type_["kind"]
+        if kind in ("text", "string", "number", "boolean"):
+            return "string" if kind == "text" else str(kind)
+        if kind == "literal":
+            return json.dumps(type_["value"], ensure_ascii=False)
+        if kind == "array":
+            inner = self.type(type_["items"], stack)
+            return f"({inner})[]" if type_["items"]["kind"] == "union" else f"{inner}[]"
+        if kind == "object":
+            body = self.fields(type_["fields"], stack)
+            return f"{{ {body} }}" if body else "{}"
+        if kind == "union":
+            return " | ".join(self.type(v, stack) for v in type_["variants"])
+        if kind == "ref":
+            name = type_["name"]
+            if stack is None or name in stack or name not in self.types:
+                return str(name)
+            return self.type(self.types[name], (*stack, name))
+        return str(kind)
 
-def _fields_text(fields: Iterable[IRField], types: Types, stack: tuple[str, ...] | None) -> str:
-    parts = []
-    for f in fields:
-        mark = "?" if f["optional"] else ""
-        parts.append(f"{f['name']}{mark}: {_describe(f['type'], types, stack)}")
-    return ", ".join(parts)
+    def fields(self, fields: Iterable[IRField], stack: tuple[str, ...] | None) -> str:
+        parts = []
+        for f in fields:
+            text = f"{f['name']}{'?' if f['optional'] else ''}: {self.type(f['type'], stack)}"
+            if self.notes and f.get("description"):
+                # "*/" would end the comment early; the model only needs the words.
+                text += f" /* {f['description'].replace('*/', '* /')} */"
+            parts.append(text)
+        return ", ".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------

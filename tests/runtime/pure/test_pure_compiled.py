@@ -164,7 +164,7 @@ def test_examples_js_if_and_schema(doc: dict[str, Any]) -> None:
         "Example:\nUser: Hello, I need help with my account.\n"
         "Assistant: I'd be happy to help. Could you please provide your account email?\n\n"
         "This is a standard customer.\n\n"
-        "Reply in this shape: { name: string, age?: number }"
+        "Reply in this shape: { name: string /* Full name */, age?: number }"
     )
 
 

@@ -236,6 +236,15 @@ def test_describe_expanded_writes_structure_and_stops_at_recursion() -> None:
     )
 
 
+def test_describe_with_notes() -> None:
+    assert describe(ref("Person"), TYPES, expand=True, notes=True) == (
+        "{ name: string /* Full name */, age?: number }"
+    )
+    assert describe(ref("Person"), TYPES, notes=True) == "Person"
+    odd = [fld("x", STRING, desc="ends */ early")]
+    assert describe_fields(odd, TYPES, notes=True) == "x: string /* ends * / early */"
+
+
 def test_describe_fields() -> None:
     fields = [fld("location", STRING), fld("days", NUMBER, optional=True)]
     assert describe_fields(fields, TYPES) == "location: string, days?: number"

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import AuwgentError, ConfigError, ContextError, ToolError, WorkflowError
-from auwgent.runtime import prompts, schema
+from auwgent.runtime import schema
 from auwgent.runtime.intents import Control, IntentEvent, control_of
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
@@ -118,7 +118,6 @@ class _Round:
     chunks: list[str] = field(default_factory=list)
     tasks: list[asyncio.Task[CallOutcome]] = field(default_factory=list)
     native_calls: list[FinalEvent] = field(default_factory=list)
-    quiet_outcomes: list[CallOutcome] = field(default_factory=list)  # native intent functions
     texts: list[str] = field(default_factory=list)
     output: Mapping[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
@@ -447,7 +446,7 @@ class Run:
                 msg = await self.fail(rnd.error, inv.name)
                 return AgentResult("error", error=msg)
             if outcomes:
-                inv_msgs = codec.results_messages([*outcomes, *rnd.quiet_outcomes])
+                inv_msgs = codec.results_messages(outcomes)
                 for message in inv_msgs:
                     inv.add(message)
                 if self.handed_off:
@@ -456,9 +455,6 @@ class Run:
                     inv.add(codec.feedback_message("\n".join(rnd.problems)))
                 continue
             problems = rnd.problems or self._missing_output(inv, rnd)
-            if rnd.quiet_outcomes:
-                for message in codec.results_messages(rnd.quiet_outcomes):
-                    inv.add(message)
             if problems:
                 retries += 1
                 if retries > core.options.max_output_retries:
@@ -584,13 +580,11 @@ class Run:
             await self._custom(inv, contract, rnd, event)
 
     def _quiet(self, rnd: _Round, event: FinalEvent) -> None:
-        # A native function call that only carries an intent still needs an answer in history.
+        # A native function call that only carries an intent (custom or output) is kept in the
+        # assistant message; the codec writes it into history as it sees fit, and it needs no
+        # result message.
         if event.call_id is not None:
             rnd.native_calls.append(event)
-            rnd.quiet_outcomes.append(
-                CallOutcome("tool", str(event.name), dict(event.payload), "ok", "received",
-                            call_id=event.call_id)
-            )
 
     async def _rejected(self, inv: Invocation, rnd: _Round, event: RejectedEvent) -> None:
         if event.kind in _CALL_KINDS or (event.kind is None and event.call_id is not None):
@@ -948,8 +942,3 @@ def assemble_system(parts: Sequence[str]) -> str:
     """Join prompt parts with blank lines, skipping empty ones."""
     return "\n\n".join(p for p in parts if p)
 
-
-def prompt_text(doc: Mapping[str, Any], agent: Mapping[str, Any], cfg: Mapping[str, Any],
-                context: Mapping[str, Any]) -> str:
-    """The rendered config prompt of ``agent``."""
-    return prompts.render_prompt(doc, agent, cfg, context)

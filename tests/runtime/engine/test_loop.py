@@ -425,3 +425,16 @@ async def test_continuing_a_session_sends_the_history() -> None:
     assert contents[-1] == "Who am I?"
     assert len(second["turns"]) == 2
     assert len(first["turns"]) == 1  # the first session was not mutated
+
+
+async def test_the_run_timeout_ends_a_slow_run_with_error() -> None:
+    model = ScriptedModel([text("a very slow answer " * 20)], chunk_size=1, delay=0.01)
+    bot = make_agent(document(agent()), model, timeouts={"run": 0.2})
+    rec = Recorder()
+    bot.on_intent(rec)
+    started = time.perf_counter()
+    session = await bot.run("hi")
+    assert time.perf_counter() - started < 1.5
+    assert rec.names() == ["error"]
+    assert "longer than 0.2" in rec.of("error")[0]["message"]
+    assert session["turns"][-1]["status"] == "error"

@@ -1,0 +1,440 @@
+"""Session stores: keep conversations between runs and processes.
+
+A store is anything with two async methods (:class:`SessionStore`): ``load(key)`` returns the
+saved session or ``None``, ``save(key, session)`` writes it. Two ship with Auwgent:
+
+- :class:`SQLiteSessionStore` (the default): one SQLite file, one row per conversation with a
+  revision counter and the update time, WAL mode, every save one transaction. Safe for many
+  tasks and many processes saving different conversations at once.
+- :class:`JSONFileSessionStore`: one JSON file per conversation in a directory, each save an
+  atomic replace of the file.
+
+:class:`SessionStoreMiddleware` plugs a store into an agent: ``onRunStart`` loads the session
+saved under ``ctx["conversation_id"]`` (``agent.run(text, conversation_id=...)``), and
+``onRunComplete`` saves the final session after every run, failed runs included.
+
+Sessions are stored as JSON text. A save either happens whole or not at all, so a crash never
+loses what an earlier run wrote; a row or file that cannot be read back raises
+:class:`SessionStoreError` naming the key and what is wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, cast, runtime_checkable
+
+from auwgent.errors import AuwgentError
+from auwgent.runtime.session import SESSION_VERSION, Session
+
+__all__ = [
+    "JSONFileSessionStore",
+    "MemorySessionStore",
+    "SQLiteSessionStore",
+    "SessionStore",
+    "SessionStoreError",
+    "SessionStoreMiddleware",
+]
+
+DEFAULT_SQLITE_PATH = "auwgent_sessions.db"
+
+
+class SessionStoreError(AuwgentError):
+    """A session could not be saved, or a stored one could not be read back."""
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where conversations live between runs. Implement these two methods for your database."""
+
+    async def load(self, key: str) -> Session | None:
+        """The session saved under ``key``, or ``None`` when there is none."""
+        ...
+
+    async def save(self, key: str, session: Session) -> None:
+        """Save ``session`` under ``key``, replacing what was there, all or nothing."""
+        ...
+
+
+# -- encoding --------------------------------------------------------------------------------
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not key:
+        raise SessionStoreError(f"session key must be a non-empty string, got {key!r}")
+    return key
+
+
+def _encode(key: str, session: Mapping[str, Any]) -> str:
+    """The session as JSON text; raised before anything is written, so a bad value is harmless."""
+    _check_session(key, session, "cannot save")
+    try:
+        return json.dumps(session, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise SessionStoreError(
+            f"cannot save session {key!r}: it is not JSON-serialisable ({error})"
+        ) from error
+
+
+def _decode(key: str, text: str, where: str) -> Session:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise SessionStoreError(
+            f"stored session {key!r} in {where} is corrupt: not valid JSON ({error})"
+        ) from error
+    _check_session(key, value, f"stored session in {where} is unusable:")
+    return cast(Session, value)
+
+
+def _check_session(key: str, value: Any, problem: str) -> None:
+    if not isinstance(value, Mapping):
+        raise SessionStoreError(
+            f"{problem} {key!r}: expected a session object, got {type(value).__name__}"
+        )
+    version = value.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SessionStoreError(f"{problem} {key!r}: it has no integer 'version'")
+    if version != SESSION_VERSION:
+        raise SessionStoreError(
+            f"{problem} {key!r}: session version {version}, this runtime reads version "
+            f"{SESSION_VERSION}"
+        )
+    for field in ("stack", "turns"):
+        if not isinstance(value.get(field), list):
+            raise SessionStoreError(f"{problem} {key!r}: '{field}' is not a list")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+# -- SQLite ----------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS auwgent_sessions (
+    key TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    session_version INTEGER NOT NULL,
+    revision INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+)
+"""
+
+_UPSERT = """
+INSERT INTO auwgent_sessions (key, session, session_version, revision, updated_at)
+VALUES (?, ?, ?, 1, ?)
+ON CONFLICT (key) DO UPDATE SET
+    session = excluded.session,
+    session_version = excluded.session_version,
+    revision = auwgent_sessions.revision + 1,
+    updated_at = excluded.updated_at
+"""
+
+
+class SQLiteSessionStore:
+    """Sessions in one SQLite file (created on first use), one row per key.
+
+    Each row holds the session JSON, its format version, a revision counter (1 on the first
+    save, +1 on each save) and the UTC update time. The database runs in WAL mode, so readers
+    never block the writer; each save is one ``BEGIN IMMEDIATE`` transaction, and a writer that
+    finds the file locked by another process waits up to ``timeout`` seconds. The blocking
+    sqlite3 calls run in worker threads, one short-lived connection per call.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_SQLITE_PATH, *, timeout: float = 30.0
+    ) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self._ready = False
+        self._ready_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteSessionStore({str(self.path)!r})"
+
+    async def load(self, key: str) -> Session | None:
+        """The session saved under ``key``, or ``None``."""
+        _check_key(key)
+        return await asyncio.to_thread(self._load, key)
+
+    async def save(self, key: str, session: Session) -> None:
+        """Save ``session`` under ``key`` in one transaction."""
+        text = _encode(_check_key(key), session)
+        await asyncio.to_thread(self._save, key, text, session["version"])
+
+    async def delete(self, key: str) -> bool:
+        """Forget ``key``; ``True`` when there was a session to delete."""
+        _check_key(key)
+        return await asyncio.to_thread(self._delete, key)
+
+    async def revision(self, key: str) -> int | None:
+        """How many times ``key`` was saved (``None`` when it never was)."""
+        _check_key(key)
+        return await asyncio.to_thread(self._revision, key)
+
+    def _load(self, key: str) -> Session | None:
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT session FROM auwgent_sessions WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        if not isinstance(row[0], str):
+            raise SessionStoreError(f"stored session {key!r} in {self.path} is corrupt: not text")
+        return _decode(key, row[0], str(self.path))
+
+    def _save(self, key: str, text: str, version: int) -> None:
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(_UPSERT, (key, text, version, _now()))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _delete(self, key: str) -> bool:
+        with self._connect() as db:
+            return db.execute("DELETE FROM auwgent_sessions WHERE key = ?", (key,)).rowcount > 0
+
+    def _revision(self, key: str) -> int | None:
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT revision FROM auwgent_sessions WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as error:
+            raise SessionStoreError(f"cannot open session database {self.path}: {error}") from error
+        try:
+            self._prepare(db)
+            yield db
+        except sqlite3.Error as error:
+            raise SessionStoreError(f"session database {self.path}: {error}") from error
+        finally:
+            db.close()
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        if self._ready:
+            return
+        with self._ready_lock:
+            if not self._ready:
+                self._enable_wal(db)
+                db.execute(_SCHEMA)
+                self._ready = True
+
+    def _enable_wal(self, db: sqlite3.Connection) -> None:
+        """Switch the file to WAL once; it then holds for every connection and process.
+
+        Changing the journal mode does not wait on SQLite's busy handler, so when another
+        process holds the file at that moment, retry until ``timeout`` runs out.
+        """
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+
+
+# -- JSON files ------------------------------------------------------------------------------
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+class JSONFileSessionStore:
+    """Sessions as JSON files in ``directory`` (created on first save), one file per key.
+
+    A file name is the key with unsafe characters replaced, plus a hash of the exact key, so
+    any key is a safe and distinct name (also on case-insensitive file systems). A save writes
+    a temporary file in the same directory, flushes it to disk and renames it over the old one
+    (``os.replace``), so readers see the old session or the new one, never half of one. Each
+    file holds ``{"key", "updated_at", "session"}``.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def __repr__(self) -> str:
+        return f"JSONFileSessionStore({str(self.directory)!r})"
+
+    def path_for(self, key: str) -> Path:
+        """The file that holds the session of ``key``."""
+        key = _check_key(key)
+        readable = _UNSAFE.sub("_", key)[:64]
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+        return self.directory / f"{readable}-{digest}.json"
+
+    async def load(self, key: str) -> Session | None:
+        """The session saved under ``key``, or ``None``."""
+        return await asyncio.to_thread(self._load, _check_key(key))
+
+    async def save(self, key: str, session: Session) -> None:
+        """Save ``session`` under ``key`` by atomically replacing its file."""
+        text = _encode(_check_key(key), session)
+        envelope = f'{{"key":{json.dumps(key, ensure_ascii=False)},"updated_at":"{_now()}","session":{text}}}'
+        await asyncio.to_thread(self._write, self.path_for(key), envelope)
+
+    async def delete(self, key: str) -> bool:
+        """Forget ``key``; ``True`` when there was a session to delete."""
+        path = self.path_for(key)
+        try:
+            await asyncio.to_thread(path.unlink)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _load(self, key: str) -> Session | None:
+        path = self.path_for(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as error:
+            raise SessionStoreError(
+                f"cannot read stored session {key!r} from {path}: {error}"
+            ) from error
+        try:
+            envelope = json.loads(text)
+        except ValueError as error:
+            raise SessionStoreError(
+                f"stored session {key!r} in {path} is corrupt: not valid JSON ({error})"
+            ) from error
+        if not isinstance(envelope, dict) or "session" not in envelope:
+            raise SessionStoreError(f"stored session {key!r} in {path} is corrupt: no 'session'")
+        _check_session(key, envelope["session"], f"stored session in {path} is unusable:")
+        return cast(Session, envelope["session"])
+
+    def _write(self, path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        _sync_directory(path.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename itself durable where the platform allows it (POSIX)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- in memory -------------------------------------------------------------------------------
+
+
+class MemorySessionStore:
+    """Sessions in a dict, for tests and short-lived processes.
+
+    Sessions are stored as JSON text, exactly like the other stores, so a test sees the same
+    round trip (and the same errors for values that are not JSON) as production does.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+
+    async def load(self, key: str) -> Session | None:
+        """The session saved under ``key`` (a fresh copy), or ``None``."""
+        text = self._texts.get(_check_key(key))
+        return None if text is None else _decode(key, text, "memory")
+
+    async def save(self, key: str, session: Session) -> None:
+        """Save a copy of ``session`` under ``key``."""
+        self._texts[_check_key(key)] = _encode(key, session)
+
+    def keys(self) -> list[str]:
+        """The saved keys, in first-save order."""
+        return list(self._texts)
+
+
+# -- middleware ------------------------------------------------------------------------------
+
+
+class SessionStoreMiddleware:
+    """Middleware that loads a conversation before each run and saves it after.
+
+    ``onRunStart`` returns the session stored under ``ctx[key]`` (the ``conversation_id``
+    given to ``agent.run``), or the session it was given when there is no key or nothing stored
+    yet. ``onRunComplete`` saves the final session under the same key, after every run,
+    failed ones included. Without a key the middleware does nothing, and inside a helper it
+    leaves the helper's own session alone: it only acts for the root agent.
+
+    Args:
+        store: where sessions live; default ``SQLiteSessionStore("auwgent_sessions.db")``.
+        key: the context entry that names the conversation.
+        name: the middleware's name, as other middleware and logs see it.
+    """
+
+    target: str | list[str] | None = None
+
+    def __init__(
+        self,
+        store: SessionStore | None = None,
+        *,
+        key: str = "conversation_id",
+        name: str = "session-store",
+    ) -> None:
+        self.store: SessionStore = store if store is not None else SQLiteSessionStore()
+        self.key = key
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"SessionStoreMiddleware({self.store!r}, key={self.key!r})"
+
+    async def onRunStart(self, session: Session, ctx: Mapping[str, Any]) -> Session:
+        """Return the stored session for this conversation, else ``session`` unchanged."""
+        key = self._key(ctx)
+        if key is None:
+            return session
+        stored = await self.store.load(key)
+        return session if stored is None else stored
+
+    async def onRunComplete(self, finalSession: Session, ctx: Mapping[str, Any]) -> None:
+        """Save the final session of this conversation."""
+        key = self._key(ctx)
+        if key is not None:
+            await self.store.save(key, finalSession)
+
+    def _key(self, ctx: Mapping[str, Any]) -> str | None:
+        active, root = ctx.get("activeAgent"), ctx.get("rootAgent")
+        if active is not None and root is not None and active != root:
+            return None
+        value = ctx.get(self.key)
+        if value is None or value == "":
+            return None
+        return value if isinstance(value, str) else str(value)

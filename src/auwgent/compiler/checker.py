@@ -17,7 +17,7 @@ from typing import Any
 from . import nodes as n
 from .checker_exprs import Env, ExprChecker
 from .checker_types import TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Prim, Ty, union_of
-from .diagnostics import Diagnostic, Note, did_you_mean, error, sort_key, warning
+from .diagnostics import Diagnostic, Note, error, sort_key, suggest, warning
 from .modules import FileScope, ModuleGraph, Symbol, is_exported
 from .source import SourceFile, Span
 
@@ -116,20 +116,20 @@ class Checker:
             return symbol
         if symbol is None and name in self.scope.failed:
             return None  # the import already said why
+        candidates = {s.name: s for s in self._visible() if s.kind == kind}
+        close = suggest(name, candidates)
+        if close is not None:
+            # The user meant it: do not also warn that it is unused.
+            self.state.used_keys.add(candidates[close].key)
+        hint = f"did you mean `{close}`?" if close else None
         if symbol is not None:
-            self.report(
-                "E2016",
-                f"`{name}` is a {symbol.kind}, not a {kind}",
-                span,
-                help=self._kind_help(kind),
-            )
+            self.report("E2016", f"`{name}` is a {symbol.kind}, not a {kind}", span, help=hint)
             return None
-        candidates = [s.name for s in self._visible() if s.kind == kind]
         self.report(
             KIND_CODES.get(kind, "E2016"),
             f"unknown {kind} `{name}`",
             span,
-            help=did_you_mean(name, candidates) or self._kind_help(kind),
+            help=hint or self._kind_help(kind),
         )
         return None
 

@@ -37,6 +37,9 @@ BUILTIN_INTENTS = frozenset(
 )
 MAX_EXAMPLES = 5
 
+#: Names the model can call in one agent: name -> (kind, where first declared).
+Callables = dict[str, tuple[str, Span]]
+
 
 @dataclass(slots=True)
 class AgentParts:
@@ -104,7 +107,7 @@ class AgentChecker(Checker):
         for path, scope in sorted(self.state.graph.scopes.items()):
             with self.in_file(path):
                 for name, imported in scope.imported.items():
-                    if (path, name) not in self.state.used_imports:
+                    if (path, name) not in self.state.used_imports and name not in scope.local:
                         self.warn(
                             "W2001",
                             f"`{name}` is imported but never used",
@@ -176,7 +179,7 @@ class AgentChecker(Checker):
                 help="rename the declaration or drop the import",
             )
             return
-        self.duplicate(name, seen, "name")
+        self.duplicate(name, seen, _decl_word(decl))
 
     def _outside_agent(self, decl: n.ToolDecl | n.WorkflowDecl) -> None:
         if decl.export_span is not None:
@@ -384,7 +387,7 @@ class AgentChecker(Checker):
         self.check_description(decl, parts)
         env_ctx = Env([{}], ctx, tools=None, strict=False, ctx_owner=owner)
         self.check_configs(decl, parts, env_ctx)
-        names: dict[str, Span] = {}
+        names: dict[str, tuple[str, Span]] = {}
         tools = self.check_tools(parts.tools, names)
         self.check_workflows(parts, tools, names, ctx, owner)
         self.check_helpers(parts, tools, names)
@@ -614,14 +617,30 @@ class AgentChecker(Checker):
 
     # -- tools and workflows -------------------------------------------------------------
 
-    def check_tools(self, tools: list[n.ToolDecl], names: dict[str, Span]) -> dict[str, ToolSig]:
+    def check_tools(self, tools: list[n.ToolDecl], names: Callables) -> dict[str, ToolSig]:
         """The agent's model-visible tools; returns their signatures by name."""
         sigs: dict[str, ToolSig] = {}
         for tool in tools:
             sig = self.tool_sig(tool)
-            if not self.duplicate(tool.name, names, "tool, workflow or helper"):
+            if self.callable_name(tool.name, "tool", names):
                 sigs[sig.name] = sig
         return sigs
+
+    def callable_name(self, name: n.Name, kind: str, names: Callables) -> bool:
+        """Tools, workflows and helpers share one namespace: the model calls them by name."""
+        first = names.get(name.text)
+        if first is None:
+            names[name.text] = (kind, name.span)
+            return True
+        first_kind, first_span = first
+        self.report(
+            "E2001",
+            f"`{name.text}` is already the name of a {first_kind} of this agent",
+            name.span,
+            notes=[Note(f"the {first_kind} is declared here", first_span)],
+            help="tools, workflows and helpers need distinct names: the model calls them by name",
+        )
+        return False
 
     def tool_sig(self, tool: n.ToolDecl) -> ToolSig:
         """Check one tool declaration and return its signature."""
@@ -651,8 +670,9 @@ class AgentChecker(Checker):
                     )
                     continue
                 self._example_value(arg, param)
+            unknown = [a for a in example.args if a.name.text not in by_name]
             missing = [p.name for p in params if not p.optional and p.name not in seen]
-            if missing and example.args:
+            if missing and example.args and not unknown:
                 self.report(
                     "E2032",
                     f"this example of {target} leaves out " + ", ".join(f"`{m}`" for m in missing),
@@ -674,7 +694,7 @@ class AgentChecker(Checker):
         self,
         parts: AgentParts,
         tools: dict[str, ToolSig],
-        names: dict[str, Span],
+        names: Callables,
         ctx: dict[str, Ty],
         owner: str,
     ) -> None:
@@ -687,7 +707,7 @@ class AgentChecker(Checker):
             for use in block.uses:
                 not_callable[use.name.text] = "helpers are called by the model, not by workflows"
         for workflow in parts.workflows:
-            self.duplicate(workflow.name, names, "tool, workflow or helper")
+            self.callable_name(workflow.name, "workflow", names)
             self.check_workflow(workflow, tools, ctx, owner, not_callable)
 
     def check_workflow(
@@ -727,7 +747,7 @@ class AgentChecker(Checker):
             not_callable=not_callable,
             ctx_owner=owner,
         )
-        body = WorkflowChecker(self.exprs, returns, self.warn)
+        body = WorkflowChecker(workflow.name.text, self.exprs, returns, self.warn)
         if not body.body(workflow.body, env) and workflow.returns is not None:
             self.report(
                 "E2061",
@@ -758,16 +778,14 @@ class AgentChecker(Checker):
 
     # -- helpers and intents -------------------------------------------------------------
 
-    def check_helpers(
-        self, parts: AgentParts, tools: dict[str, ToolSig], names: dict[str, Span]
-    ) -> None:
+    def check_helpers(self, parts: AgentParts, tools: dict[str, ToolSig], names: Callables) -> None:
         """``helpers { Name [with ...] [handoff ...] }``."""
         for extra in parts.helpers[1:]:
             self._twice(extra.span, "helpers", parts.helpers[0].span)
         workflows = {w.name.text for w in parts.workflows}
         for block in parts.helpers[:1]:
             for use in block.uses:
-                if self.duplicate(use.name, names, "tool, workflow or helper"):
+                if not self.callable_name(use.name, "helper", names):
                     continue
                 self.lookup_kind(use.name.text, use.name.span, "helper")
                 if isinstance(use.grant, n.ToolGrantList):
@@ -827,6 +845,14 @@ class AgentChecker(Checker):
             notes=[Note(f"kept: {kept}"), Note(f"dropped: {names}")],
             help="keep the examples that teach the most; see docs/checker.md for the rule",
         )
+
+
+def _decl_word(decl: n.Decl) -> str:
+    if isinstance(decl, n.AgentDecl):
+        return decl.kind
+    return {n.ModelDecl: "model", n.TypeDecl: "type", n.PromptDecl: "prompt"}.get(
+        type(decl), "intent"
+    )
 
 
 def _params_help(params: tuple[FieldTy, ...]) -> str:

@@ -165,6 +165,9 @@ class ExprChecker:
         found: list[Ty] = []
         for variant in variants:
             obj = resolve(variant, self.table)
+            if name == "length" and (isinstance(obj, Arr) or is_stringy(obj, self.table)):
+                found.append(NUMBER)  # the one built-in property (docs/workflows.md)
+                continue
             item = obj.field(name) if isinstance(obj, Obj) else None
             if item is None:
                 self._no_field(base, variant, name, span)
@@ -185,7 +188,7 @@ class ExprChecker:
                 "E2056",
                 f"cannot read field `{name}` of a value of type `{display(base)}`",
                 span,
-                help="only objects have fields",
+                help="only objects have fields (and arrays and strings a `length`)",
             )
 
     def _index(self, expr: n.Index, env: Env) -> Ty:
@@ -246,7 +249,7 @@ class ExprChecker:
             "E2059",
             f"`{op}` needs {want}, found `{display(ty)}`",
             span,
-            help='compare explicitly, e.g. `x != ""`' if want == "a boolean" else None,
+            help=_condition_help(ty) if want == "a boolean" else None,
         )
 
     def _binary(self, expr: n.Binary, env: Env) -> Ty:
@@ -371,15 +374,21 @@ class ExprChecker:
                 what=f"argument `{param.name}` of `{target}`",
             )
 
-    def expect(self, got: Ty, want: Ty, span: Span, *, code: str, what: str) -> bool:
-        """Report ``code`` unless ``got`` is assignable to ``want``."""
+    def expect(
+        self, got: Ty, want: Ty, span: Span, *, code: str, what: str, message: str | None = None
+    ) -> bool:
+        """Report ``code`` unless ``got`` is assignable to ``want``.
+
+        The message reads "<what> expects `want`, found `got`" unless ``message`` (a format
+        string with ``{want}`` and ``{got}``) says otherwise.
+        """
         if assignable(got, want, self.table):
             return True
         missing = missing_fields(got, want, self.table)
         hint = "missing: " + ", ".join(f"`{m}`" for m in missing) if missing else None
-        self.report(
-            code, f"{what} expects `{display(want)}`, found `{display(got)}`", span, help=hint
-        )
+        template = message or what + " expects `{want}`, found `{got}`"
+        shown = got if _mentions_literal(want) else widen(got)
+        self.report(code, template.format(want=display(want), got=display(shown)), span, help=hint)
         return False
 
     def condition(self, expr: n.Expr, env: Env) -> None:
@@ -401,7 +410,8 @@ class ExprChecker:
 class WorkflowChecker:
     """Checks one workflow body: scopes, assignments, conditions, returns, reachability."""
 
-    def __init__(self, exprs: ExprChecker, returns: Ty, report_warning: Report) -> None:
+    def __init__(self, name: str, exprs: ExprChecker, returns: Ty, report_warning: Report) -> None:
+        self.name = name
         self.exprs = exprs
         self.returns = returns
         self.warn = report_warning
@@ -471,7 +481,14 @@ class WorkflowChecker:
                 help=close or f"declare it first with `let {name} = ...`",
             )
             return
-        self.exprs.expect(value, declared, stmt.value.span, code="E2062", what=f"`{name}`")
+        self.exprs.expect(
+            value,
+            declared,
+            stmt.value.span,
+            code="E2062",
+            what=f"`{name}`",
+            message=f"`{name}` holds `{{want}}`; it cannot be given `{{got}}`",
+        )
 
     def _if(self, stmt: n.IfStmt, env: Env) -> bool:
         all_return = True
@@ -497,7 +514,12 @@ class WorkflowChecker:
             return
         got = self.exprs.type_of(stmt.value, env)
         self.exprs.expect(
-            got, self.returns, stmt.value.span, code="E2060", what="the workflow's return type"
+            got,
+            self.returns,
+            stmt.value.span,
+            code="E2060",
+            what="the return value",
+            message=f"`{self.name}` returns `{{want}}`, but this is `{{got}}`",
         )
 
 
@@ -513,6 +535,17 @@ def _literal_type(value: str | int | float | bool | None) -> Ty:
     if value is None:
         return NULL
     return Lit(value)
+
+
+def _mentions_literal(ty: Ty) -> bool:
+    """True when a literal type is part of ``ty`` (then literals are shown as written)."""
+    if isinstance(ty, Lit):
+        return True
+    if isinstance(ty, UnionTy):
+        return any(_mentions_literal(v) for v in ty.variants)
+    if isinstance(ty, Arr):
+        return _mentions_literal(ty.item)
+    return False
 
 
 def _is_scalar(ty: Ty, table: TypeTable) -> bool:

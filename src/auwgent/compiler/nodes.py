@@ -16,7 +16,8 @@ nodes parsed from a prompt string carry spans that point inside the string in th
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Literal as L
 from typing import TypeAlias
 
@@ -754,3 +755,22 @@ Decl: TypeAlias = (
     | ToolsBlock
     | WorkflowDecl
 )
+
+
+def walk(node: object) -> Iterator[object]:
+    """Every node under ``node`` (itself included), depth first in field order.
+
+    Yields nodes of any category (and ``Name`` / ``StringLit`` leaves), which suits tools that
+    look at every span, such as tests and editors.
+    """
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, tuple):
+            stack.extend(reversed(current))
+            continue
+        if not is_dataclass(current) or isinstance(current, SourceFile | Span | type):
+            continue
+        yield current
+        children = [getattr(current, f.name) for f in fields(current)]
+        stack.extend(reversed([c for c in children if isinstance(c, tuple) or is_dataclass(c)]))

@@ -37,7 +37,9 @@ def test_golden_diagnostics(case: Path) -> None:
 
 
 def test_every_golden_has_an_input() -> None:
-    stale = [p.name for p in (DATA / "errors").glob("*.txt") if not p.with_suffix(".agent").exists()]
+    stale = [
+        p.name for p in (DATA / "errors").glob("*.txt") if not p.with_suffix(".agent").exists()
+    ]
     assert not stale
 
 

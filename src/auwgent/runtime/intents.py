@@ -114,11 +114,17 @@ class _Handler:
         try:
             return self._methods[name]
         except KeyError:
-            found = getattr(self._instance, name, None)
-            if not callable(found):
-                found = getattr(self._instance, sanitise(name), None)
-            self._methods[name] = found if callable(found) else None
-            return self._methods[name]
+            found = None
+            for attr in (name, sanitise(name)):
+                candidate = getattr(self._instance, attr, None)
+                # Generated base-class placeholders are marked; they handle nothing.
+                if callable(candidate) and not getattr(
+                    candidate, "__auwgent_unimplemented__", False
+                ):
+                    found = candidate
+                    break
+            self._methods[name] = found
+            return found
 
     async def __call__(self, name: str, value: Any, agent_name: str) -> Any:
         if self._function is not None:

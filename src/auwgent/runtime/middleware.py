@@ -60,7 +60,11 @@ class _Entry:
             )
         self.hooks: dict[str, Callable[..., Any]] = {}
         for camel, snake in HOOKS.items():
-            fn = getattr(obj, camel, None) or getattr(obj, snake, None)
+            # The generated AuwgentMiddleware marks its placeholder hooks; skip those so a
+            # subclass's snake_case override is found and no-op hooks cost nothing.
+            fn = next((f for f in (getattr(obj, camel, None), getattr(obj, snake, None))
+                       if f is not None and not getattr(f, "__auwgent_unimplemented__", False)),
+                      None)
             if fn is not None:
                 if not callable(fn):
                     raise ConfigError(f"middleware[{index}].{camel}: expected a method")

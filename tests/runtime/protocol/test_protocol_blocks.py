@@ -139,7 +139,7 @@ def test_partial_cost_stays_linear_in_the_block(chunk: int) -> None:
     events = decode(contract, chunks)
     partials = [e for e in events if isinstance(e, PartialEvent)]
     assert len(partials) > 20
-    assert sum(len(e.raw) for e in partials) < 8 * len(text) + (1 << 18)
+    assert sum(len(e.raw) for e in partials) < 4 * len(text) + (1 << 17)
     final = events[-1]
     assert isinstance(final, FinalEvent) and final.payload["args"]["tags"] == [body]
 

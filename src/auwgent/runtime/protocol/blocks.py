@@ -92,7 +92,7 @@ def text_budget() -> PartialBudget:
 
 def structured_budget() -> PartialBudget:
     """Structured snapshots re-parse the body: dearer, so they thin out sooner."""
-    return PartialBudget(factor=4, floor=1 << 17)
+    return PartialBudget(factor=2, floor=1 << 16)
 
 
 class TextStream:

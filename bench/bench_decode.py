@@ -1,0 +1,108 @@
+"""Decode cost of the block protocol.
+
+Prints (a) a ~200 KB structured block streamed in 1-, 8- and 64-byte chunks, the decoder
+asked for partials after every chunk, against one ``json.loads`` of the same data; (b) the
+cost per KB as the block grows from 50 KB to 800 KB (flat means linear); (c) the time from
+a block's first bytes to its first partial.
+
+Run: ``.venv/bin/python bench/bench_decode.py``
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from auwgent.runtime.protocol import BlocksCodec
+from auwgent.runtime.protocol.contract import (
+    CallableSpec,
+    Contract,
+    DecodeEvent,
+    FinalEvent,
+    PartialEvent,
+)
+from auwgent.runtime.providers.base import TextDelta
+
+ITEM = {"kind": "object", "fields": [
+    {"name": n, "type": {"kind": t}, "optional": False, "description": None}
+    for n, t in (("sku", "string"), ("qty", "number"), ("note", "string"))
+]}
+REPORT = {"kind": "object", "fields": [
+    {"name": "title", "type": {"kind": "string"}, "optional": False, "description": None},
+    {"name": "items", "type": {"kind": "array", "items": {"kind": "ref", "name": "Item"}},
+     "optional": False, "description": None},
+]}
+CONTRACT = Contract(
+    agent="Bench",
+    callables=(CallableSpec("tool", "noop", "", (), {"kind": "string"}),),
+    intents=(),
+    output={"kind": "ref", "name": "Report"},
+    types={"Item": ITEM, "Report": REPORT},
+)
+
+
+def payload(size: int) -> str:
+    items: list[dict[str, Any]] = []
+    text = ""
+    while len(text) < size:
+        items.extend({"sku": f"sku-{i}", "qty": i, "note": "restock soon " * (i % 4)}
+                     for i in range(len(items), len(items) + 200))
+        text = json.dumps({"title": "inventory", "items": items})
+    return text
+
+
+def stream(body: str, chunk: int) -> tuple[float, int, float]:
+    """Seconds to decode, partial count, and seconds to the first partial."""
+    text = f"[schema: Report]\n{body}\n[/schema]\n"
+    chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    decoder = BlocksCodec().decoder(CONTRACT)
+    partials, first = 0, 0.0
+    finals: list[DecodeEvent] = []
+    start = time.perf_counter()
+    for piece in chunks:
+        for event in decoder.feed(TextDelta(piece)):
+            if isinstance(event, PartialEvent):
+                if partials == 0:
+                    first = time.perf_counter() - start
+                partials += 1
+            else:
+                finals.append(event)
+    finals += decoder.close()
+    elapsed = time.perf_counter() - start
+    assert isinstance(finals[-1], FinalEvent)
+    assert finals[-1].payload["response"]["title"] == "inventory"
+    return elapsed, partials, first
+
+
+def best(fn: Any, repeat: int = 3) -> Any:
+    return min((fn() for _ in range(repeat)), key=lambda r: r[0] if isinstance(r, tuple) else r)
+
+
+def main() -> None:
+    body = payload(200_000)
+    loads = best(lambda: _timed(lambda: json.loads(body)), 5)
+    print(f"(a) {len(body) / 1000:.0f} KB structured block; one json.loads = {loads * 1e3:.2f} ms")
+    for chunk in (1, 8, 64):
+        elapsed, partials, _ = best(lambda c=chunk: stream(body, c), 1 if chunk == 1 else 3)
+        print(f"    {chunk:>2}-byte chunks: {elapsed * 1e3:8.1f} ms  ({elapsed / loads:6.0f}x"
+              f" json.loads)  {len(body) // chunk + 1:>7} chunks, {partials} partials")
+    print("(b) growth, 8-byte chunks (per-KB cost should stay flat):")
+    for size in (50_000, 100_000, 200_000, 400_000, 800_000):
+        data = payload(size)
+        elapsed, partials, _ = best(lambda d=data: stream(d, 8), 2)
+        print(f"    {len(data) / 1000:6.0f} KB: {elapsed * 1e3:8.1f} ms"
+              f"  {elapsed * 1e6 / (len(data) / 1000):7.1f} us/KB  {partials} partials")
+    small = payload(2000)
+    first = min(stream(small, 16)[2] for _ in range(20))
+    print(f"(c) time to first partial: {first * 1e6:.1f} us")
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main()

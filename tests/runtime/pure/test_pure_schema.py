@@ -343,7 +343,7 @@ def test_example_value_always_validates(type_: dict[str, Any]) -> None:
     assert example_value(type_, TYPES) == value  # deterministic
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(type_strategy, json_values)
 def test_json_schema_agrees_with_validate(type_: dict[str, Any], value: Any) -> None:
     schema = to_json_schema(type_, TYPES)
@@ -359,3 +359,10 @@ def test_json_schema_agrees_with_validate(type_: dict[str, Any], value: Any) -> 
 def test_coerce_is_idempotent_on_valid_values(type_: dict[str, Any], value: Any) -> None:
     if validate(value, type_, TYPES) == []:
         assert coerce(value, type_, TYPES) == value
+
+
+@settings(max_examples=100, deadline=None)
+@given(type_strategy, json_values)
+def test_coerce_is_idempotent(type_: dict[str, Any], value: Any) -> None:
+    once = coerce(value, type_, TYPES)
+    assert coerce(once, type_, TYPES) == once

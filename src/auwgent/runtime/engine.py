@@ -255,6 +255,9 @@ class Run:
         assert turn is not None
         if turn["status"] == "running":
             turn["status"] = "handoff" if len(self.session["stack"]) > 1 else "complete"
+        # Tool results may be any Python value; the session must stay JSON. One check per run.
+        turn["intents"] = _jsonable(turn["intents"])
+        turn["output"] = _jsonable(turn["output"])
         self.ctx["activeAgent"] = start
         self.ctx["rawBlock"] = None
         try:
@@ -919,6 +922,15 @@ def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, 
         except ValueError:
             return result
     return result
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` if it is JSON already, else its JSON rendering with unknown objects as strings."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))
 
 
 def _feedback(problems: Sequence[str]) -> str:

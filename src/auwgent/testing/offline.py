@@ -10,9 +10,10 @@ request from the protocol contract the engine attaches to it (``request.contract
    structured output, a value of the first output variant that validates against the declared
    type; for ``Text``, a short text quoting the user's last input.
 
-With the block protocol (``request.functions`` empty) it writes ``[tool_call: name]``,
-``[schema: Name]`` and ``[response_text]`` blocks; with native function calling it makes native
-calls (``tool__<name>``) and returns structured output as JSON. Text is streamed in small chunks
+When the system prompt teaches the block protocol it writes ``[tool_call: name]``,
+``[schema: Name]`` and ``[response_text]`` blocks; with native function calling (the request
+offers functions or a response schema) it makes native calls (``tool__<name>``, one
+``output__<Type>`` call for a union output) and returns other structured output as JSON text. Text is streamed in small chunks
 so partial intents happen. ``embed`` returns deterministic unit vectors (:func:`hashed_embedding`).
 
 Run any compiled agent on it without editing the ``.agent`` file: pass ``"provider": "offline"``
@@ -30,8 +31,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
+from auwgent.runtime.protocol.native import function_name, parse_function_name
+from auwgent.runtime.protocol.section import output_variants
 from auwgent.runtime.providers.base import FunctionSpec, Message, ModelRequest, StreamEvent
-from auwgent.runtime.schema import example_value, resolve
+from auwgent.runtime.schema import example_value
 from auwgent.testing.scripted import NativeCall, Reply, reply_events
 
 __all__ = ["OfflineModel", "hashed_embedding"]
@@ -77,13 +80,21 @@ class OfflineModel:
 def respond(request: ModelRequest) -> Reply:
     """The offline model's whole answer to ``request``, before streaming."""
     contract = request.contract if isinstance(request.contract, Contract) else None
-    native = bool(request.functions)
+    native = not _uses_blocks(request)
     messages = request.messages
     if contract is not None and not _answers_own_calls(messages):
         calls = _tool_calls(contract, request.functions)
         if calls:
             return Reply(tuple(calls) if native else (_call_blocks(calls),))
     return _final_answer(request, contract, native)
+
+
+def _uses_blocks(request: ModelRequest) -> bool:
+    """Whether to answer in blocks: no native functions or schema, and a prompt that teaches
+    blocks (the block codec's section always shows the final-answer block's closer)."""
+    if request.functions or request.response_schema is not None:
+        return False
+    return "[/response_text]" in request.system or "[/schema]" in request.system
 
 
 # -- reading the history ---------------------------------------------------------------------
@@ -125,8 +136,8 @@ def _called_this_turn(messages: Sequence[Message]) -> list[str]:
         if message.role == "user" and not (i > 0 and _made_calls(messages[i - 1])):
             break
         if message.role == "assistant":
-            found = [c.name for c in message.tool_calls] or _block_call_names(message.content)
-            names[:0] = found
+            found = [parse_function_name(c.name)[1] for c in message.tool_calls]
+            names[:0] = found or _block_call_names(message.content)
     return names
 
 
@@ -143,7 +154,7 @@ def _tool_calls(contract: Contract, functions: Sequence[FunctionSpec]) -> list[N
     for spec in contract.callables:
         if spec.kind != "tool" or not spec.configured:
             continue
-        name = f"tool__{spec.name}" if functions else spec.name
+        name = function_name("tool_call", spec.name) if functions else spec.name
         if functions and name not in offered:
             continue
         calls.append(NativeCall(name, _example_args(spec, contract)))
@@ -166,13 +177,11 @@ def _call_blocks(calls: Sequence[NativeCall]) -> str:
     return "\n\n".join(blocks)
 
 
-def _block_body(value: Mapping[str, Any] | str) -> str:
-    """``key: value`` lines for flat values (as the manual writes blocks), JSON otherwise."""
+def _block_body(value: Any) -> str:
+    """``key: value`` lines for flat objects (as the manual writes blocks), JSON otherwise."""
     if isinstance(value, str):
         return value + "\n"
-    if not value:
-        return ""
-    if all(_plain_scalar(v) for v in value.values()):
+    if isinstance(value, Mapping) and all(_plain_scalar(v) for v in value.values()):
         return "".join(f"{key}: {_scalar_text(v)}\n" for key, v in value.items())
     return json.dumps(value, ensure_ascii=False) + "\n"
 
@@ -211,42 +220,16 @@ def _text_answer(messages: Sequence[Message]) -> str:
 
 
 def _structured_answer(request: ModelRequest, contract: Contract, native: bool) -> Reply:
-    name, type_ = _first_variant(contract)
+    name, type_ = output_variants(contract)[0]
     value = example_value(type_, contract.types)
     if not native:
         return Reply((f"[schema: {name}]\n{_block_body(value)}[/schema]",))
-    function = _output_function(request.functions, name)
-    if function is not None and request.response_schema is None:
-        return Reply((NativeCall(function, value),))
+    function = function_name("response_schema", name)
+    if request.response_schema is None and any(f.name == function for f in request.functions):
+        # A union output: the native codec offers one output function per variant.
+        args = value if isinstance(value, dict) else {"value": value}
+        return Reply((NativeCall(function, args),))
     return Reply((json.dumps(value, ensure_ascii=False),))
-
-
-def _first_variant(contract: Contract) -> tuple[str, Mapping[str, Any]]:
-    output = contract.output
-    if output.get("kind") == "ref":
-        resolved = resolve(output, contract.types)
-        if resolved.get("kind") != "union":
-            return output["name"], output
-        output = resolved
-    if output.get("kind") == "union":
-        first = output["variants"][0]
-        if first.get("kind") == "ref":
-            return first["name"], first
-        return f"{contract.agent}Output1", first
-    return f"{contract.agent}Output", output
-
-
-_CALL_PREFIXES = ("tool__", "workflow__", "helper__", "intent__")
-
-
-def _output_function(functions: Sequence[FunctionSpec], variant: str) -> str | None:
-    """The native codec's output function for ``variant``, when it offers one per variant."""
-    for function in functions:
-        if function.name.startswith(_CALL_PREFIXES):
-            continue
-        if function.name == variant or function.name.endswith("__" + variant):
-            return function.name
-    return None
 
 
 # -- embeddings ------------------------------------------------------------------------------

@@ -10,10 +10,18 @@ from typing import Any
 
 import pytest
 
-from auwgent.runtime.protocol.contract import CallableSpec, Contract
+from auwgent.runtime.protocol import codec_for
+from auwgent.runtime.protocol.contract import (
+    AssistantTurn,
+    CallableSpec,
+    CallOutcome,
+    Contract,
+    FinalEvent,
+    PartialEvent,
+    RejectedEvent,
+)
 from auwgent.runtime.providers.base import (
     Finish,
-    FunctionSpec,
     Message,
     ModelRequest,
     StreamEvent,
@@ -78,18 +86,21 @@ def _contract(
     return Contract("Main", callables, (), output, TYPES)
 
 
-def _native_functions(contract: Contract) -> tuple[FunctionSpec, ...]:
-    return tuple(
-        FunctionSpec(f"{spec.kind}__{spec.name}", spec.description, {"type": "object"})
-        for spec in contract.callables
-    )
-
-
 def _request(
     contract: Contract | None, messages: tuple[Message, ...], native: bool = False
 ) -> ModelRequest:
-    functions = _native_functions(contract) if native and contract else ()
-    return ModelRequest("offline", "system", messages, functions=functions, contract=contract)
+    """A request as the engine builds it: the codec's section, functions and schema."""
+    if contract is None:
+        return ModelRequest("offline", "Be brief.", messages)
+    codec = codec_for("native" if native else "blocks")
+    return ModelRequest(
+        "offline",
+        "Be brief.\n\n" + codec.system_section(contract),
+        messages,
+        functions=codec.functions(contract),
+        response_schema=codec.response_schema(contract),
+        contract=contract,
+    )
 
 
 async def _run(request: ModelRequest, model: OfflineModel | None = None) -> list[StreamEvent]:
@@ -218,31 +229,25 @@ async def test_native_answer_after_tool_results_is_plain_text() -> None:
 
 async def test_native_structured_output_is_json_that_validates() -> None:
     contract = _contract({"kind": "ref", "name": "Person"}, callables=())
-    request = ModelRequest(
-        "offline",
-        "s",
-        USER,
-        functions=(FunctionSpec("intent__X", "", {}),),
-        response_schema={"name": "Person", "schema": {}},
-        contract=contract,
-    )
+    request = _request(contract, USER, native=True)
+    assert request.response_schema is not None
     value = json.loads(_text(await _run(request)))
     assert validate(value, {"kind": "ref", "name": "Person"}, TYPES) == []
 
 
-async def test_native_union_output_uses_the_variant_output_function_when_offered() -> None:
+async def test_native_union_output_calls_the_first_variants_output_function() -> None:
     union = {
         "kind": "union",
         "variants": [{"kind": "ref", "name": "Flat"}, {"kind": "ref", "name": "Person"}],
     }
-    request = ModelRequest(
-        "offline",
-        "s",
-        USER,
-        contract=_contract(union, callables=()),
-        functions=(FunctionSpec("output__Flat", "", {}), FunctionSpec("output__Person", "", {})),
-    )
+    request = _request(_contract(union, callables=()), USER, native=True)
     assert _native_calls(await _run(request)) == [("output__Flat", {"ok": True, "n": 1})]
+
+
+async def test_native_text_without_functions_is_plain_text() -> None:
+    request = _request(_contract({"kind": "text"}, callables=()), USER, native=True)
+    assert request.functions == () and request.response_schema is None
+    assert _text(await _run(request)).startswith("Offline reply to")
 
 
 async def test_output_is_deterministic_across_instances() -> None:
@@ -279,3 +284,76 @@ def test_bad_settings_fail_at_construction() -> None:
         OfflineModel(chunk_size=0)
     with pytest.raises(ValueError):
         OfflineModel(dimensions=0)
+
+
+# -- through the real codecs: what the engine would decode ------------------------------------
+
+
+def _decode(
+    protocol: str, contract: Contract, events: list[StreamEvent]
+) -> list[FinalEvent | RejectedEvent]:
+    decoder = codec_for(protocol).decoder(contract)
+    decoded = [d for e in events for d in decoder.feed(e)] + decoder.close()
+    return [d for d in decoded if not isinstance(d, PartialEvent)]
+
+
+@pytest.mark.parametrize("protocol", ["blocks", "native"])
+async def test_codecs_decode_the_tool_calls_with_valid_arguments(protocol: str) -> None:
+    contract = _contract({"kind": "text"})
+    request = _request(contract, USER, native=protocol == "native")
+    finals = _decode(protocol, contract, await _run(request))
+    assert [(f.kind, f.name) for f in finals] == [
+        ("tool_call", "get_weather"),
+        ("tool_call", "get_time"),
+    ]
+    for final, spec in zip(finals, (GET_WEATHER, GET_TIME), strict=True):
+        assert isinstance(final, FinalEvent)
+        assert final.payload["type"] == spec.name
+        params = {"kind": "object", "fields": list(spec.params)}
+        assert validate(final.payload["args"], params, TYPES) == []
+
+
+UNION = {
+    "kind": "union",
+    "variants": [{"kind": "ref", "name": "Person"}, {"kind": "ref", "name": "Flat"}],
+}
+
+
+@pytest.mark.parametrize("protocol", ["blocks", "native"])
+@pytest.mark.parametrize(
+    "output", [{"kind": "ref", "name": "Person"}, {"kind": "ref", "name": "Flat"}, UNION]
+)
+async def test_codecs_decode_a_structured_answer_that_validates(
+    protocol: str, output: dict[str, Any]
+) -> None:
+    contract = _contract(output, callables=())
+    request = _request(contract, USER, native=protocol == "native")
+    finals = _decode(protocol, contract, await _run(request))
+    assert len(finals) == 1 and isinstance(finals[0], FinalEvent)
+    final = finals[0]
+    assert final.kind == "response_schema"
+    variant = output if output["kind"] == "ref" else output["variants"][0]
+    assert final.payload["type"] == variant["name"]
+    assert validate(final.payload["response"], variant, TYPES) == []
+
+
+@pytest.mark.parametrize("protocol", ["blocks", "native"])
+async def test_codecs_decode_the_text_answer_after_results(protocol: str) -> None:
+    contract = _contract({"kind": "text"})
+    codec = codec_for(protocol)
+    native = protocol == "native"
+    model = OfflineModel()
+    first = await _run(_request(contract, USER, native=native), model)
+    calls = [f for f in _decode(protocol, contract, first) if isinstance(f, FinalEvent)]
+    turn = AssistantTurn(_text(first), tuple(calls) if native else ())
+    outcomes = [
+        CallOutcome("tool", str(c.name), c.payload["args"], "ok", result="sunny", call_id=c.call_id)
+        for c in calls
+    ]
+    history = (*USER, codec.assistant_message(turn), *codec.results_messages(outcomes))
+    answer = _decode(protocol, contract, await _run(_request(contract, history, native), model))
+    assert len(answer) == 1 and isinstance(answer[0], FinalEvent)
+    assert answer[0].kind == "response_text"
+    assert answer[0].payload["text"] == (
+        'Offline reply to "What\'s the weather in Accra?". Called: get_weather, get_time.'
+    )

@@ -921,7 +921,11 @@ class _Emitter:
 
     def emit_factory(self, w: CodeWriter) -> None:
         w.blank(2)
-        w.fill("def auwgent(config: AuwgentConfig | None = None) -> AuwgentAgent:")
+        # Not Optional: with a plain TypedDict parameter, mypy reports a wrong key or value
+        # precisely ('TypedDict item "is_vip" has type "bool"') instead of the whole dict.
+        w.fill("_NO_CONFIG: AuwgentConfig = {}")
+        w.blank(2)
+        w.fill("def auwgent(config: AuwgentConfig = _NO_CONFIG) -> AuwgentAgent:")
         with w.indent():
             w.lines(
                 "\n".join(

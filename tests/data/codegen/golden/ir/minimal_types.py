@@ -512,7 +512,10 @@ IR_JSON = (
 )
 
 
-def auwgent(config: AuwgentConfig | None = None) -> AuwgentAgent:
+_NO_CONFIG: AuwgentConfig = {}
+
+
+def auwgent(config: AuwgentConfig = _NO_CONFIG) -> AuwgentAgent:
     """Create the agent Main.
 
     Raises ConfigError (ContextError for context values) when the config

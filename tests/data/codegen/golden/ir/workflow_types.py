@@ -460,7 +460,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:c6256a48ea288319f593bfe4e0cb6d4aa29302d1ef97adad9d19e6549ba7d77f"
+IR_HASH = "sha256:089b61b5fd368ae86777aad7e92f76b191bfb6011a30f2608e1c99ab50df2073"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -515,7 +515,7 @@ IR_JSON = (
     '              "kind": "inline",\n'
     '              "loc": [\n'
     '                19,\n'
-    '                66\n'
+    '                65\n'
     '              ]\n'
     '            }\n'
     '          ],\n'
@@ -664,7 +664,7 @@ IR_JSON = (
     '            },\n'
     '            {\n'
     '              "loc": [\n'
-    '                42,\n'
+    '                41,\n'
     '                9\n'
     '              ],\n'
     '              "s": "return",\n'
@@ -738,7 +738,7 @@ IR_JSON = (
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:c6256a48ea288319f593bfe4e0cb6d4aa29302d1ef97adad9d19e6549ba7d77f",\n'
+    '  "hash": "sha256:089b61b5fd368ae86777aad7e92f76b191bfb6011a30f2608e1c99ab50df2073",\n'
     '  "ir_version": 1,\n'
     '  "prompts": {\n'
     '    "PersonalisedPrompt": {\n'
@@ -777,14 +777,14 @@ IR_JSON = (
     '              "else": [\n'
     '                {\n'
     '                  "t": "text",\n'
-    '                  "value": "    Apply standard guidelines."\n'
+    '                  "value": "\\n    Apply standard guidelines.\\n"\n'
     '                }\n'
     '              ],\n'
     '              "t": "if",\n'
     '              "then": [\n'
     '                {\n'
     '                  "t": "text",\n'
-    '                  "value": "    This user is an administrator."\n'
+    '                  "value": "\\n    This user is an administrator.\\n"\n'
     '                }\n'
     '              ]\n'
     '            }\n'
@@ -819,7 +819,10 @@ IR_JSON = (
 )
 
 
-def auwgent(config: AuwgentConfig | None = None) -> AuwgentAgent:
+_NO_CONFIG: AuwgentConfig = {}
+
+
+def auwgent(config: AuwgentConfig = _NO_CONFIG) -> AuwgentAgent:
     """Create the agent Main.
 
     Raises ConfigError (ContextError for context values) when the config

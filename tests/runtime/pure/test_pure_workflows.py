@@ -135,3 +135,21 @@ async def test_unknown_argument_is_refused() -> None:
 
     with pytest.raises(WorkflowError, match="has no parameter 'x'"):
         await run_workflow(_workflow([]), {"x": 1}, ctx={}, call_tool=call_tool)
+
+
+def test_cases_hold_valid_ir() -> None:
+    """The hand-written workflows follow the IR's own JSON Schema (src/auwgent/ir/schema.json)."""
+    from jsonschema import Draft202012Validator
+
+    import auwgent.ir
+
+    ir_schema = json.loads(
+        (Path(auwgent.ir.__file__).parent / "schema.json").read_text(encoding="utf-8")
+    )
+    validator = Draft202012Validator({"$defs": ir_schema["$defs"], "$ref": "#/$defs/Workflow"})
+    for path in CASES:
+        errors = [
+            e.message
+            for e in validator.iter_errors(json.loads(path.read_text(encoding="utf-8"))["workflow"])
+        ]
+        assert errors == [], path.name

@@ -5,16 +5,56 @@
   ``"provider": "offline"`` or ``AUWGENT_PROVIDER=offline``.
 - :class:`ScriptedModel`: plays back a list of responses (or a function of the request), for
   precise tests of an agent's behaviour.
+- :class:`FakeOpenAIServer` and :class:`FakeGeminiServer`: real HTTP servers on 127.0.0.1
+  speaking each API's wire format, driven by a script of :func:`text`, :func:`tool_calls`,
+  :func:`structured` replies and faults (:func:`status`, :func:`disconnect`,
+  :func:`malformed_chunk`, :func:`stall`).
+
+See ``docs/testing.md``.
 """
 
+from auwgent.testing.fake_servers import (
+    Disconnect,
+    FakeGeminiServer,
+    FakeOpenAIServer,
+    Malformed,
+    RecordedRequest,
+    ServerReply,
+    Stall,
+    Status,
+    Turn,
+    disconnect,
+    malformed_chunk,
+    stall,
+    status,
+    structured,
+    text,
+    tool_calls,
+)
 from auwgent.testing.offline import OfflineModel, hashed_embedding
 from auwgent.testing.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 
 __all__ = [
+    "Disconnect",
+    "FakeGeminiServer",
+    "FakeOpenAIServer",
+    "Malformed",
     "NativeCall",
     "OfflineModel",
+    "RecordedRequest",
     "Reply",
     "ScriptedFailure",
     "ScriptedModel",
+    "ServerReply",
+    "Stall",
+    "Status",
+    "Turn",
+    "disconnect",
     "hashed_embedding",
+    "malformed_chunk",
+    "stall",
+    "status",
+    "structured",
+    "text",
+    "tool_calls",
 ]

@@ -452,3 +452,52 @@ async def test_session_stays_json_when_a_tool_returns_a_python_object() -> None:
     again = json.loads(json.dumps(session))
     results = [i for i in again["turns"][0]["intents"] if i["name"] == "tool_result"]
     assert results[0]["value"]["result"] == {"at": "Point(1, 2)"}
+
+
+async def test_middleware_skip_and_controls_for_workflow_and_helper_calls() -> None:
+    ran: list[str] = []
+    wf = {"name": "audit", "description": "audit", "params": [], "returns": {"kind": "string"},
+          "tools": [], "body": [{"s": "return", "loc": [2, 1],
+                                 "value": {"e": "lit", "value": "ran"}}],
+          "source": "main.agent", "loc": [1, 1], "examples": []}
+    helper = agent("Helper", kind="helper")
+    doc = document(agent(tools=[tool("drop")], workflows=[wf],
+                         helpers=[{"name": "Helper", "tools": "none", "handoff": "none"}]), helper)
+
+    class Policy:
+        async def onIntent(self, name: str, value: Any, ctx: dict[str, Any]) -> Any:
+            if name == "tool_call":
+                return {"skip": True}
+            if name == "workflow_call":
+                return {"result": "cached audit"}
+            if name == "helper_call":
+                return {"skip": True}
+            return None
+
+    model = ScriptedModel([
+        "\n".join([block("tool_call", "drop", ""), block("workflow_call", "audit", ""),
+                   block("helper_call", "Helper", "input: hi")]),
+        text("ok"),
+    ])
+    bot = make_agent(doc, model, tools={"drop": lambda: ran.append("drop")}, middleware=[Policy])
+    rec = Recorder()
+    bot.on_intent(rec)
+    await bot.run("go")
+    assert ran == [] and model.calls == 2  # neither the tool, the workflow nor the helper ran
+    assert sorted(v["type"] for v in rec.of("tool_skipped")) == ["Helper", "drop"]
+    assert rec.of("workflow_result") == [{"name": "audit", "args": {}, "result": "cached audit",
+                                          "overridden": True}]
+
+
+async def test_call_partials_carry_a_structured_snapshot() -> None:
+    doc = document(agent(tools=[tool("get_weather", field("location"))]))
+    model = ScriptedModel([block("tool_call", "get_weather", "location: Accra"), text("ok")],
+                          chunk_size=2)
+    bot = make_agent(doc, model, tools={"get_weather": lambda location: "sunny"})
+    partials: list[tuple[str, Any]] = []
+    bot.on_intent_partial(lambda name, value, agent_name: partials.append((name, value)))
+    await bot.run("go")
+    calls = [v for n, v in partials if n == "tool_call"]
+    assert calls and all(v["mode"] == "structured" and "delta" not in v for v in calls)
+    assert calls[-1]["snapshot"]["type"] == "get_weather"
+    assert "location: Accra" in calls[-1]["raw"]

@@ -9,7 +9,7 @@ document. Library files (no ``agent``) produce no document.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,33 +58,49 @@ class CompileResult:
 
 def compile_sources(sources: Mapping[str, str]) -> CompileResult:
     """Compile in-memory files keyed by relative path (``"main.agent"``, ``"lib/x.agent"``)."""
-    files = [SourceFile(_normalize(path), text) for path, text in sources.items()]
-    return _compile(files, [])
+    files = [(_normalize(path), text) for path, text in sources.items()]
+    return _compile([(path, SourceFile(path, text)) for path, text in files], [])
 
 
-def compile_project(files: Sequence[Path], source_root: Path) -> CompileResult:
-    """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``."""
-    loaded: list[SourceFile] = []
+def compile_project(
+    files: Sequence[Path],
+    source_root: Path,
+    *,
+    display: Callable[[Path], str] | None = None,
+) -> CompileResult:
+    """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``.
+
+    Diagnostics name files by the same relative path unless ``display`` gives another (the
+    CLI shows paths relative to the working directory, so that they can be clicked).
+    """
+    loaded: list[tuple[str, SourceFile]] = []
     problems: list[Diagnostic] = []
     for path in files:
         rel = _relative(path, source_root)
+        shown = display(path) if display else rel
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            empty = SourceFile(rel, "")
-            reason = exc.strerror if isinstance(exc, OSError) else "it is not valid UTF-8"
-            problems.append(error("E1000", f"cannot read {rel}: {reason}", empty, Span(0, 0)))
+        except UnicodeDecodeError as exc:
+            problems.append(_unreadable(shown, f"it is not UTF-8 text (byte {exc.start})"))
             continue
-        loaded.append(SourceFile(rel, text))
+        except OSError as exc:
+            problems.append(_unreadable(shown, exc.strerror or str(exc)))
+            continue
+        loaded.append((rel, SourceFile(shown, text)))
     return _compile(loaded, problems)
 
 
-def _compile(files: list[SourceFile], problems: list[Diagnostic]) -> CompileResult:
+def _unreadable(shown: str, reason: str) -> Diagnostic:
+    # Same code and wording as the front end's reader, so both paths report alike.
+    return error("E0000", f"cannot read {shown}: {reason}", SourceFile(shown, ""), Span(0, 0))
+
+
+def _compile(files: list[tuple[str, SourceFile]], problems: list[Diagnostic]) -> CompileResult:
     diags = list(problems)
     modules: dict[str, n.Module] = {}
-    for source in sorted(files, key=lambda f: f.path):
+    for path, source in sorted(files, key=lambda item: item[0]):
         module, parse_diags = parse(source)
-        modules[source.path] = module
+        modules[path] = module
         diags.extend(parse_diags)
     agents = sum(1 for m in modules.values() for a in m.agents if not a.is_helper)
     graph = resolve_modules(modules)
@@ -101,7 +117,7 @@ def _compile(files: list[SourceFile], problems: list[Diagnostic]) -> CompileResu
                 documents[path] = lowered.document
     if any(d.is_error for d in diags):
         documents = {}
-    sources = {f.path: f for f in files}
+    sources = {path: source for path, source in files}
     ordered = tuple(sorted(diags, key=sort_key))
     return CompileResult(documents, ordered, len(files) + len(problems), agents, sources)
 

@@ -1,0 +1,105 @@
+"""The pipeline's public API: compile_project / compile_sources and CompileResult."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from check_support import assert_valid_ir
+
+from auwgent import _version
+from auwgent.compiler.pipeline import compile_project, compile_sources
+
+MODELS = 'export model M {\n    provider: gemini("gemini-2.5-flash")\n}\n'
+MAIN = (
+    'import { M } from "./lib/models"\n\n'
+    'agent Main {\n    default config {\n        model: M\n        prompt: "Hi."\n    }\n}\n'
+)
+
+
+def _write(root: Path, files: dict[str, str]) -> list[Path]:
+    paths = []
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def test_compile_project_reads_files_and_resolves_sub_folders(tmp_path: Path) -> None:
+    files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": MAIN})
+    result = compile_project(files, tmp_path)
+    assert result.ok and result.diagnostics == ()
+    assert (result.files, result.agents) == (2, 1)
+    assert list(result.documents) == ["main.agent"]  # the library file yields no document
+    doc = result.documents["main.agent"]
+    assert_valid_ir(doc)
+    assert doc["source"] == "main.agent" and doc["root"] == "Main"
+    assert doc["ir_version"] == _version.IR_VERSION
+    assert doc["compiler_version"] == _version.__version__
+    assert doc["agents"]["Main"]["configs"]["default"]["model"]["name"] == "M"
+
+
+def test_compile_project_and_compile_sources_agree(tmp_path: Path) -> None:
+    files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": MAIN})
+    from_disk = compile_project(files, tmp_path).documents
+    in_memory = compile_sources({"main.agent": MAIN, "lib/models.agent": MODELS}).documents
+    assert from_disk == in_memory
+
+
+def test_display_names_files_in_diagnostics_but_not_in_the_ir(tmp_path: Path) -> None:
+    broken = MAIN.replace("model: M", "model: N")
+    files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": broken})
+    result = compile_project(files, tmp_path, display=lambda p: f"shown/{p.name}")
+    assert not result.ok
+    assert {d.source.path for d in result.errors} == {"shown/main.agent"}
+    assert result.documents == {}
+
+
+def test_unreadable_file_is_a_diagnostic_not_an_exception(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.agent"
+    bad.write_bytes(b"agent \xff\xfe {")
+    missing = tmp_path / "missing.agent"
+    result = compile_project([bad, missing], tmp_path)
+    assert not result.ok
+    messages = [d.message for d in result.errors]
+    assert any("bad.agent" in m and "UTF-8" in m for m in messages)
+    assert any("missing.agent" in m for m in messages)
+    assert {d.code for d in result.errors} == {"E0000"}
+
+
+def test_warnings_do_not_stop_documents() -> None:
+    source = "type Unused {\n    a: string\n}\n\n" + MAIN.split("\n\n", 1)[1].replace(
+        "model: M", 'model: gemini("gemini-2.5-flash")'
+    )
+    result = compile_sources({"main.agent": source})
+    assert result.ok
+    assert [d.code for d in result.warnings] == ["W2002"]
+    assert "main.agent" in result.documents
+
+
+def test_errors_anywhere_mean_no_documents() -> None:
+    result = compile_sources({"main.agent": MAIN, "lib/models.agent": MODELS + "type X {\n"})
+    assert not result.ok
+    assert result.documents == {}
+    assert result.errors
+
+
+def test_paths_are_normalised() -> None:
+    result = compile_sources({"./main.agent": MAIN, "lib\\models.agent": MODELS})
+    assert result.ok, result.diagnostics
+    assert list(result.documents) == ["main.agent"]
+
+
+def test_empty_project() -> None:
+    result = compile_sources({})
+    assert result.ok and result.documents == {} and (result.files, result.agents) == (0, 0)
+
+
+def test_library_with_only_a_helper_yields_no_document() -> None:
+    helper = (
+        'export helper H {\n    description: "Helps"\n    default config {\n'
+        '        model: gemini("gemini-2.5-flash")\n        prompt: "Hi."\n    }\n}\n'
+    )
+    result = compile_sources({"h.agent": helper})
+    assert result.ok and result.documents == {} and result.agents == 0

@@ -327,3 +327,19 @@ def test_bad_middleware_target_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="target"):
         make_agent(document(agent()), ScriptedModel([]), middleware=[Bad])
+
+
+async def test_session_store_middleware_continues_a_conversation(tmp_path: Any) -> None:
+    from auwgent.runtime.stores import SessionStoreMiddleware, SQLiteSessionStore
+
+    store = SQLiteSessionStore(str(tmp_path / "sessions.db"))
+    model_ = ScriptedModel([text("Hi Ama."), text("You are Ama."), text("Hello stranger.")])
+    bot = make_agent(document(agent()), model_, middleware=[SessionStoreMiddleware(store)])
+    await bot.run("I am Ama", conversation_id="c1")
+    session = await bot.run("Who am I?", conversation_id="c1")
+    await bot.run("Hi", conversation_id="c2")
+    assert [t["input"]["text"] for t in session["turns"]] == ["I am Ama", "Who am I?"]
+    assert [m.content for m in model_.requests[1].messages][0] == "I am Ama"
+    assert [m.content for m in model_.requests[2].messages] == ["Hi"]
+    stored = await store.load("c1")
+    assert stored is not None and len(stored["turns"]) == 2

@@ -391,8 +391,7 @@ class SessionStoreMiddleware:
     ``onRunStart`` returns the session stored under ``ctx[key]`` (the ``conversation_id``
     given to ``agent.run``), or the session it was given when there is no key or nothing stored
     yet. ``onRunComplete`` saves the final session under the same key, after every run,
-    failed ones included. Without a key the middleware does nothing, and inside a helper it
-    leaves the helper's own session alone: it only acts for the root agent.
+    failed ones included. Without a key the middleware does nothing.
 
     Args:
         store: where sessions live; default ``SQLiteSessionStore("auwgent_sessions.db")``.
@@ -431,9 +430,9 @@ class SessionStoreMiddleware:
             await self.store.save(key, finalSession)
 
     def _key(self, ctx: Mapping[str, Any]) -> str | None:
-        active, root = ctx.get("activeAgent"), ctx.get("rootAgent")
-        if active is not None and root is not None and active != root:
-            return None
+        # No check of ctx["activeAgent"]: run hooks fire once per run, and after a handoff the
+        # agent answering (the helper on top of the stack) is not the root, yet the session
+        # is still the whole conversation.
         value = ctx.get(self.key)
         if value is None or value == "":
             return None

@@ -3,8 +3,7 @@
 The manual's snippet uses AuwgentBaseIntentHandler without importing it; it is imported here.
 """
 
-from generated.main_types import AuwgentBaseIntentHandler, ErrorIntent, ResponseTextIntent
-from generated.main_types import auwgent
+from generated.main_types import AuwgentBaseIntentHandler, ErrorIntent, ResponseTextIntent, auwgent
 
 agent = auwgent({
     "apiKeys": {

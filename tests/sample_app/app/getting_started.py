@@ -5,8 +5,14 @@ only where mypy --strict needs it: annotations on the handler methods, and the
 top-level ``await`` of the manual wrapped in ``main()``.
 """
 
-from generated.quickstart_types import AuwgentBaseIntentHandler, AuwgentBasePartialIntentHandler, auwgent
-from generated.quickstart_types import ErrorIntent, ResponseTextIntent, ResponseTextPartialIntent
+from generated.quickstart_types import (
+    AuwgentBaseIntentHandler,
+    AuwgentBasePartialIntentHandler,
+    ErrorIntent,
+    ResponseTextIntent,
+    ResponseTextPartialIntent,
+    auwgent,
+)
 
 agent = auwgent({
     "apiKeys": {

@@ -1,8 +1,14 @@
 """Helpers, "Knowing who is speaking" (Python tab), with annotations for mypy --strict."""
 
-from generated.helpers_types import AuwgentBaseIntentHandler, AuwgentTools, auwgent
-from generated.helpers_types import HelperCallIntent, HelperResultIntent
-from generated.helpers_types import ResponseSchemaIntent, ResponseTextIntent
+from generated.helpers_types import (
+    AuwgentBaseIntentHandler,
+    AuwgentTools,
+    HelperCallIntent,
+    HelperResultIntent,
+    ResponseSchemaIntent,
+    ResponseTextIntent,
+    auwgent,
+)
 
 
 class Tools(AuwgentTools):

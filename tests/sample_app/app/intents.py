@@ -1,7 +1,11 @@
 """Custom Intents, "How SDKs consume custom intents" (Python tab)."""
 
-from generated.intents_types import AuwgentBaseIntentHandler, DialogueIntent, PlanningIntent
-from generated.intents_types import auwgent
+from generated.intents_types import (
+    AuwgentBaseIntentHandler,
+    DialogueIntent,
+    PlanningIntent,
+    auwgent,
+)
 
 agent = auwgent({"apiKeys": {"geminiApiKey": "YOUR_API_KEY"}})
 

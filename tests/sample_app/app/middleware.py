@@ -10,8 +10,13 @@ import time
 import uuid
 from typing import Any
 
-from generated.middleware_types import AuwgentBaseIntentHandler, AuwgentMiddleware, auwgent
-from generated.middleware_types import AuwgentSession, MiddlewareContext
+from generated.middleware_types import (
+    AuwgentBaseIntentHandler,
+    AuwgentMiddleware,
+    AuwgentSession,
+    MiddlewareContext,
+    auwgent,
+)
 
 from .support import db, logger, user_id, vector_db
 

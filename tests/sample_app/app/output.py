@@ -1,7 +1,11 @@
 """Input and Output, "How output affects the runtime intent" (Python tab)."""
 
-from generated.extraction_types import AuwgentBaseIntentHandler, ErrorIntent, auwgent
-from generated.extraction_types import ResponseSchemaIntent
+from generated.extraction_types import (
+    AuwgentBaseIntentHandler,
+    ErrorIntent,
+    ResponseSchemaIntent,
+    auwgent,
+)
 
 agent = auwgent({"apiKeys": {"geminiApiKey": "YOUR_API_KEY"}})
 

@@ -1,8 +1,13 @@
 """Workflows, "The workflow execution lifecycle" and "Implementing workflow tools at runtime"
 (Python tabs), with annotations for mypy --strict."""
 
-from generated.workflows_types import AuwgentBaseIntentHandler, AuwgentTools, auwgent
-from generated.workflows_types import WorkflowCallIntent, WorkflowResultIntent
+from generated.workflows_types import (
+  AuwgentBaseIntentHandler,
+  AuwgentTools,
+  WorkflowCallIntent,
+  WorkflowResultIntent,
+  auwgent,
+)
 
 
 class Tools(AuwgentTools):

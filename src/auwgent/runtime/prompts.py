@@ -47,29 +47,45 @@ def render_template(
 ) -> str:
     """Render template nodes: literal text, ``{{x}}``, ``{{#if}}`` blocks and ``{{@schema(...)}}``."""
     out: list[str] = []
+    drop_line_break = False
     for i, node in enumerate(nodes):
         kind = node["t"]
         if kind == "text":
             text = node["value"]
-            if out and out[-1] == "" and _standalone_dropped(nodes, i):
-                # The {{#if}} before rendered nothing: drop the line break its line ended with.
+            if drop_line_break:
                 text = _LINE_START_AFTER.sub("", text, count=1)
             out.append(text)
         elif kind == "expr":
             out.append(render_value(evaluate(node["expr"], scope, ctx, strict=False)))
         elif kind == "if":
-            branch = (
-                node["then"]
-                if truthy(evaluate(node["cond"], scope, ctx, strict=False))
-                else node["else"]
-            )
-            rendered = render_template(branch, scope, ctx, schema_text=schema_text)
-            out.append(_trim_branch(rendered, _indent_before("".join(out[-1:]))))
+            out.append(_render_if(node, scope, ctx, schema_text, out))
+            if out[-1] == "" and _alone_on_lines(nodes, i):
+                # An {{#if}} that rendered nothing leaves no empty line: drop its indentation
+                # here and the line break that ended its {{/if}} line below.
+                if len(out) >= 2:
+                    out[-2] = out[-2].rstrip(" \t")
+                drop_line_break = True
+                continue
         elif kind == "schema":
             out.append(schema_text(node["target"]))
         else:
             raise ValueError(f"unknown template node {kind!r}")
+        drop_line_break = False
     return "".join(out)
+
+
+def _render_if(
+    node: TNode,
+    scope: Mapping[str, Any],
+    ctx: Mapping[str, Any],
+    schema_text: SchemaText,
+    out: Sequence[str],
+) -> str:
+    chosen = (
+        node["then"] if truthy(evaluate(node["cond"], scope, ctx, strict=False)) else node["else"]
+    )
+    rendered = render_template(chosen, scope, ctx, schema_text=schema_text)
+    return _trim_branch(rendered, _indent_before("".join(out[-1:])))
 
 
 def _trim_branch(text: str, indent: str) -> str:
@@ -92,16 +108,15 @@ def _indent_before(text: str) -> str:
     return match.group(1) if match else ""
 
 
-def _standalone_dropped(nodes: Sequence[TNode], i: int) -> bool:
-    """Whether node ``i - 1`` is an ``if`` that stood on its own line(s) and rendered nothing."""
-    if i == 0 or nodes[i - 1]["t"] != "if":
+def _alone_on_lines(nodes: Sequence[TNode], i: int) -> bool:
+    """Whether the ``if`` node ``i`` starts a line and its ``{{/if}}`` ends one."""
+    before = nodes[i - 1] if i > 0 else {"t": "text", "value": ""}
+    after = nodes[i + 1] if i + 1 < len(nodes) else {"t": "text", "value": ""}
+    if before["t"] != "text" or after["t"] != "text":
         return False
-    before = (
-        nodes[i - 2]["value"]
-        if i >= 2 and nodes[i - 2]["t"] == "text"
-        else ("" if i == 1 else None)
+    return bool(
+        _LINE_END_BEFORE.search(before["value"]) and _LINE_START_AFTER.match(after["value"])
     )
-    return before is not None and _LINE_END_BEFORE.search(before) is not None
 
 
 def render_example(user: str, assistant: str) -> str:

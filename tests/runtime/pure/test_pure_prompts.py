@@ -429,3 +429,22 @@ def test_templates_never_fail_whatever_the_values(a: Any, b: Any) -> None:
     assert isinstance(
         render_template(nodes, {"a": a, "b": b}, {"a": b}, schema_text=no_schema), str
     )
+
+
+def test_an_empty_indented_block_leaves_no_line() -> None:
+    nodes = [
+        text("Rules:\n  "),
+        t_if(name("strict"), [text("\n      be strict\n  ")]),
+        text("\n  Done."),
+    ]
+    assert render_template(nodes, {"strict": False}, {}, schema_text=no_schema) == "Rules:\n  Done."
+    assert (
+        render_template(nodes, {"strict": True}, {}, schema_text=no_schema)
+        == "Rules:\n  be strict\n  Done."
+    )
+    # At the very start and very end of a template.
+    alone = [t_if(name("x"), [text("\nX\n")])]
+    assert render_template(alone, {"x": False}, {}, schema_text=no_schema) == ""
+    first = [t_if(name("x"), [text("\nX\n")]), text("\nRest")]
+    assert render_template(first, {"x": False}, {}, schema_text=no_schema) == "Rest"
+    assert render_template(first, {"x": True}, {}, schema_text=no_schema) == "X\nRest"

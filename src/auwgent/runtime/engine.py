@@ -219,14 +219,15 @@ class Run:
         try:
             try:
                 returned = await self.core.middleware.run_start(self.session, self.ctx)
+                if returned is not self.session:
+                    loaded = check_session(returned, root)
+                    start = self._start_agent(loaded)
+                    self.session = loaded
+                    self.turn["agent"] = start
+                    self.session["turns"].append(self.turn)
             except Exception as exc:
                 await self.fail(exc, start, prefix="onRunStart failed: ")
                 return self.session
-            if returned is not self.session:
-                self.session = check_session(returned, root)
-                start = self._start_agent(self.session)
-                self.turn["agent"] = start
-                self.session["turns"].append(self.turn)
             await self._drive_with_timeout(start)
         finally:
             await self._finish(start)

@@ -343,3 +343,18 @@ async def test_session_store_middleware_continues_a_conversation(tmp_path: Any) 
     assert [m.content for m in model_.requests[2].messages] == ["Hi"]
     stored = await store.load("c1")
     assert stored is not None and len(stored["turns"]) == 2
+
+
+async def test_on_run_start_returning_garbage_is_an_error_not_an_exception() -> None:
+    class Broken:
+        async def onRunStart(self, session: Any, ctx: dict[str, Any]) -> Any:
+            return {"version": 99}
+
+    model_ = ScriptedModel([text("never")])
+    bot = make_agent(document(agent()), model_, middleware=[Broken])
+    rec = Recorder()
+    bot.on_intent(rec)
+    session = await bot.run("hi")
+    assert model_.calls == 0
+    assert "onRunStart" in rec.of("error")[0]["message"]
+    assert session["turns"][-1]["status"] == "error"

@@ -390,6 +390,8 @@ def _watch(
             continue
         cycle()
         out.flush()
+    # watchfiles ends the loop quietly on Ctrl-C (raise_interrupt=False) and on stop_event.
+    print("stopped watching", file=out)
     return 0
 
 

@@ -218,3 +218,16 @@ def test_a_broken_auwgent_yml_is_a_usage_error(tmp_path: Path, bad: str) -> None
     err = io.StringIO()
     assert run_generate(tmp_path, out=io.StringIO(), err=err) == 2
     assert "auwgent.yml" in err.getvalue()
+
+
+def test_two_sources_with_the_same_module_name_are_an_error(tmp_path: Path) -> None:
+    (tmp_path / "my-agent.agent").write_text(MAIN, encoding="utf-8")
+    (tmp_path / "my_agent.agent").write_text(MAIN, encoding="utf-8")
+    result = generate_path(tmp_path)
+    assert not result.ok
+    assert any(
+        "my-agent.agent and my_agent.agent would both generate my_agent_types.py" in e
+        or "my_agent.agent and my-agent.agent would both generate my_agent_types.py" in e
+        for e in result.errors
+    ), result.errors
+    assert not (tmp_path / "generated").exists()

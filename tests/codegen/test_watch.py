@@ -69,6 +69,7 @@ def test_a_saved_change_regenerates_and_a_syntax_error_does_not_stop_watching(
         thread.join(timeout=10)
     assert not thread.is_alive()
     assert "changed: main.agent" in out.getvalue()
+    assert out.getvalue().rstrip().endswith("stopped watching")
 
 
 def test_ctrl_c_ends_the_watch_cleanly(tmp_path: Path) -> None:
@@ -93,4 +94,5 @@ def test_ctrl_c_ends_the_watch_cleanly(tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr
+    assert "stopped watching" in stdout
     assert (tmp_path / "generated" / "main_types.py").exists()

@@ -689,7 +689,8 @@ class Run:
             return await self._refuse(
                 inv, kind, name, args, f"{label} not found: {name}", event.call_id
             )
-        control = await self.emit(event.kind, {"type": name, "args": args}, inv.name, event.raw)
+        speaker = _speaker(inv, kind, name)
+        control = await self.emit(event.kind, {"type": name, "args": args}, speaker, event.raw)
         outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
         if outcome is not None:
             return outcome
@@ -715,10 +716,10 @@ class Run:
         if control is None:
             return None
         if control.skip:
-            await self.emit("tool_skipped", {"type": name, "args": args}, inv.name)
+            await self.emit("tool_skipped", {"type": name, "args": args}, _speaker(inv, kind, name))
             return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
         payload = {"name": name, "args": args, "result": control.result, "overridden": True}
-        await self.emit(_RESULT_INTENT[kind], payload, inv.name)
+        await self.emit(_RESULT_INTENT[kind], payload, _speaker(inv, kind, name))
         return CallOutcome(
             kind, name, args, "ok", result_text(control.result), call_id=call_id  # type: ignore[arg-type]
         )
@@ -843,7 +844,7 @@ class Run:
             notice = f"{name} is now answering the user directly; you will be told when it is done."
             return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
         await self.emit(
-            "helper_result", {"name": name, "args": args, "result": result.output}, inv.name
+            "helper_result", {"name": name, "args": args, "result": result.output}, name
         )
         if use["handoff"] == "user_then_continue":
             notice = (
@@ -867,6 +868,12 @@ class Run:
 
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
+
+
+def _speaker(inv: Invocation, kind: str, name: str) -> str:
+    """The agent_name of a call's intents: the helper itself for helper calls (the manual's
+    "helper invoked: {agent_name}"), else the agent that made the call."""
+    return name if kind == "helper" else inv.name
 
 
 def _effective_tools(

@@ -192,8 +192,8 @@ async def test_manual_helper_example_native_protocol() -> None:
     session = await bot.run("analyse")
     assert sorted(calls) == ["stock", "users:all"]
     assert [(n, a) for n, _, a in rec.events if n != "tool_call" and n != "tool_result"] == [
-        ("helper_call", "Main"), ("response_schema", "DataAnalyzer"),
-        ("helper_result", "Main"), ("response_text", "Main"),
+        ("helper_call", "DataAnalyzer"), ("response_schema", "DataAnalyzer"),
+        ("helper_result", "DataAnalyzer"), ("response_text", "Main"),
     ]
     assert rec.of("helper_result")[0]["result"] == {"summary": "low",
                                                     "recommendations": "reorder"}

@@ -81,11 +81,11 @@ async def test_default_mode_returns_the_parsed_structured_output_to_the_parent()
     bot.on_intent(rec)
     await bot.run("analyse stock")
     assert [(n, a) for n, _, a in rec.events] == [
-        ("helper_call", "Main"),
+        ("helper_call", "DataAnalyzer"),
         ("tool_call", "DataAnalyzer"),
         ("tool_result", "DataAnalyzer"),
         ("response_schema", "DataAnalyzer"),
-        ("helper_result", "Main"),
+        ("helper_result", "DataAnalyzer"),
         ("response_text", "Main"),
     ]
     assert rec.of("helper_call") == [{"type": "DataAnalyzer",
@@ -145,7 +145,7 @@ async def test_handoff_user_ends_the_run_and_resumes_in_the_helper() -> None:
     rec = Recorder()
     bot.on_intent(rec)
     first = await bot.run("my order is late")
-    assert [(n, a) for n, _, a in rec.events] == [("helper_call", "Main"),
+    assert [(n, a) for n, _, a in rec.events] == [("helper_call", "Support"),
                                                   ("response_text", "Support")]
     assert [f["agent"] for f in first["stack"]] == ["Main", "Support"]
     assert first["turns"][-1]["status"] == "handoff"
@@ -177,7 +177,7 @@ async def test_handoff_user_then_continue_notifies_the_parent_in_the_same_run() 
     bot.on_intent(rec)
     session = await bot.run("hi")
     assert [(n, a) for n, _, a in rec.events] == [
-        ("helper_call", "Main"), ("response_text", "Greeter"), ("helper_result", "Main"),
+        ("helper_call", "Greeter"), ("response_text", "Greeter"), ("helper_result", "Greeter"),
         ("response_text", "Main"),
     ]
     notice = " ".join(m.content for m in model.requests[2].messages)
@@ -202,8 +202,8 @@ async def test_nested_helpers() -> None:
     bot.on_intent(rec)
     await bot.run("go")
     assert [(n, a) for n, _, a in rec.events] == [
-        ("helper_call", "Main"), ("helper_call", "Middle"), ("response_text", "Inner"),
-        ("helper_result", "Middle"), ("response_text", "Middle"), ("helper_result", "Main"),
+        ("helper_call", "Middle"), ("helper_call", "Inner"), ("response_text", "Inner"),
+        ("helper_result", "Inner"), ("response_text", "Middle"), ("helper_result", "Middle"),
         ("response_text", "Main"),
     ]
     assert rec.of("helper_result")[0]["result"] == "inner answer"

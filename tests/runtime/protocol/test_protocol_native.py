@@ -182,3 +182,18 @@ def test_native_section_has_no_block_syntax() -> None:
     text = codec_for("native").system_section(CONTRACTS["union"])
     assert "[tool_call" not in text
     assert "output__Person" in text and 'tool__get_weather({"location": "Accra"})' in text
+
+
+def test_single_schema_text_streams_schema_partials() -> None:
+    chunks = ['  {"name": "Ama', 'nda", "ag', 'e": "3', '0"}']
+    events = decode([TextDelta(c) for c in chunks], "person")
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    assert all(e.kind == "response_schema" for e in partials)
+    assert [e.snapshot["response"] for e in partials] == [
+        {"name": "Ama"}, {"name": "Amanda"}, {"name": "Amanda", "age": 3},
+        {"name": "Amanda", "age": 30},
+    ]
+    assert partials[0].snapshot["type"] == "Person"
+    final = events[-1]
+    assert isinstance(final, FinalEvent)
+    assert final.payload == {"type": "Person", "response": {"name": "Amanda", "age": 30}}

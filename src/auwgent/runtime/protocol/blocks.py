@@ -33,7 +33,7 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.protocol.values import BodyError, parse_body, parse_value
+from auwgent.runtime.protocol.values import BodyError, JsonPrefix, parse_body, parse_value
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent, TextDelta
 
 __all__ = ["BlocksCodec", "BlocksDecoder", "PartialBudget", "TextStream"]
@@ -161,6 +161,7 @@ class _Block:
     size: int = 0
     pending: str = ""  # a possible closer still arriving
     text: TextStream | None = None
+    json: JsonPrefix = field(default_factory=JsonPrefix)  # for partials of JSON bodies
     budget: PartialBudget = field(default_factory=structured_budget)
     dirty: bool = True  # something new since the last partial
     snapshot: Mapping[str, Any] = field(default_factory=dict)
@@ -402,6 +403,8 @@ class BlocksDecoder:
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)
+        else:
+            block.json.feed(piece)
 
     def _finish(self, block: _Block, closer: str) -> None:
         self._block = None
@@ -413,7 +416,7 @@ class BlocksDecoder:
             )
             return
         try:
-            payload = _payload(block.target, body, self.contract, partial=False)
+            payload = _payload(block.target, body, self.contract, partial=None)
         except BodyError as error:
             message = f"{_label(block.target)}: {error}"
             self._events.append(
@@ -446,7 +449,7 @@ class BlocksDecoder:
             return
         body = block.body()
         try:
-            block.snapshot = _payload(target, body, self.contract, partial=True)
+            block.snapshot = _payload(target, body, self.contract, partial=block.json)
         except (BodyError, KeyError):
             pass  # keep the previous snapshot; the final will say what is wrong
         self._events.append(
@@ -523,25 +526,36 @@ def _label(target: _Target) -> str:
     return f"[{word}: {target.name}]" if target.name else f"[{word}]"
 
 
-def _payload(target: _Target, body: str, contract: Contract, *, partial: bool) -> dict[str, Any]:
+def _payload(
+    target: _Target, body: str, contract: Contract, *, partial: JsonPrefix | None
+) -> dict[str, Any]:
+    """The payload of a block; ``partial`` is the body's JSON tracker while it streams."""
     types = contract.types
+    streaming = partial is not None
     if target.kind == "response_text":
         return {"text": body.strip()}
     if target.kind == "response_schema":
         assert target.type_ is not None
-        response = parse_value(body, target.type_, types, partial=partial)
+        response = parse_value(body, target.type_, types, partial=streaming, json_prefix=partial)
         return {"type": target.name, "response": response}
     if target.kind == "custom":
-        return parse_body(body, target.fields, types, partial=partial)
+        return parse_body(body, target.fields, types, partial=streaming, json_prefix=partial)
     return {"type": target.name, "args": _args(target, body, contract, partial)}
 
 
-def _args(target: _Target, body: str, contract: Contract, partial: bool) -> dict[str, Any]:
+def _args(
+    target: _Target, body: str, contract: Contract, partial: JsonPrefix | None
+) -> dict[str, Any]:
     """Call arguments; a lone string parameter may also take the whole body as its value."""
+    streaming = partial is not None
     if target.single is None:
-        return parse_body(body, target.fields, contract.types, partial=partial)
+        return parse_body(
+            body, target.fields, contract.types, partial=streaming, json_prefix=partial
+        )
     try:
-        args = parse_body(body, target.fields, contract.types, partial=partial)
+        args = parse_body(
+            body, target.fields, contract.types, partial=streaming, json_prefix=partial
+        )
     except BodyError:
         args = None
     if args is not None and set(args) <= {target.single} and (args or not body.strip()):

@@ -29,7 +29,13 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.protocol.values import BodyError, object_type, parse_body, parse_value
+from auwgent.runtime.protocol.values import (
+    BodyError,
+    JsonPrefix,
+    object_type,
+    parse_body,
+    parse_value,
+)
 from auwgent.runtime.providers.base import (
     FunctionSpec,
     Message,
@@ -126,6 +132,7 @@ class _Call:
     dirty: bool = True
     budget: PartialBudget = field(default_factory=structured_budget)
     snapshot: Mapping[str, Any] = field(default_factory=dict)
+    json: JsonPrefix = field(default_factory=JsonPrefix)
 
     def arguments(self) -> str:
         joined = "".join(self.parts)
@@ -167,6 +174,8 @@ class NativeDecoder:
         self._text_parts: list[str] = []
         self._text_size = 0
         self._text_budget = PartialBudget(factor=64, floor=1 << 20)
+        self._text_json = JsonPrefix()
+        self._schema_budget = structured_budget()
         self._events: list[DecodeEvent] = []
 
     def feed(self, event: StreamEvent) -> list[DecodeEvent]:
@@ -203,6 +212,7 @@ class NativeDecoder:
             call.size += len(delta.arguments)
             call.dirty = True
             call.scan(delta.arguments)
+            call.json.feed(delta.arguments)
         if call.done:
             self._finish(call)
         else:
@@ -214,7 +224,7 @@ class NativeDecoder:
             return
         text = call.arguments()
         try:
-            call.snapshot = _payload(target, text, self.contract, partial=True)
+            call.snapshot = _payload(target, text, self.contract, partial=call.json)
         except (BodyError, KeyError):
             pass
         self._events.append(
@@ -234,7 +244,7 @@ class NativeDecoder:
             self._events.append(RejectedEvent(kind, name, call.segment, message, raw, call.id))
             return
         try:
-            payload = _payload(target, text, self.contract, partial=False)
+            payload = _payload(target, text, self.contract, partial=None)
         except BodyError as error:
             message = f"{function}: {error}"
             self._events.append(
@@ -251,12 +261,16 @@ class NativeDecoder:
         self._text_parts.append(text)
         self._text_size += len(text)
         self._text.push(text)
+        self._text_json.feed(text)
         if self._text_segment is None and self._text.started:
             self._text_segment = self._next_segment()
         if self._text_segment is None or not self._text.has_delta():
             return
-        if not self._text_budget.allow(2 * self._text_size, self._text_size):
+        if len(self._variants) == 1:
+            self._schema_partial(self._text_segment)
             return
+        if self._variants or not self._text_budget.allow(2 * self._text_size, self._text_size):
+            return  # a union answer must come as an output function: no text partials
         delta = self._text.take_delta()
         snapshot = {"text": self._text.text()}
         self._events.append(
@@ -264,6 +278,23 @@ class NativeDecoder:
                 "response_text", None, self._text_segment, snapshot, snapshot["text"], delta
             )
         )
+
+    def _schema_partial(self, segment: int) -> None:
+        """The text is the single output object (provider-enforced schema) still streaming."""
+        self._text.take_delta()  # no text deltas here; keep the pending list from growing
+        if not self._schema_budget.allow(self._text_size, self._text_size):
+            return
+        name, type_ = self._variants[0]
+        raw = "".join(self._text_parts)
+        self._text_parts = [raw]
+        try:
+            response = parse_value(
+                raw, type_, self.contract.types, partial=True, json_prefix=self._text_json
+            )
+        except (BodyError, KeyError):
+            return
+        snapshot = {"type": name, "response": response}
+        self._events.append(PartialEvent("response_schema", name, segment, snapshot, raw))
 
     def _finish_text(self) -> None:
         text = self._text.text()
@@ -294,13 +325,19 @@ class NativeDecoder:
         return self._segment - 1
 
 
-def _payload(target: _Target, text: str, contract: Contract, *, partial: bool) -> dict[str, Any]:
+def _payload(
+    target: _Target, text: str, contract: Contract, *, partial: JsonPrefix | None
+) -> dict[str, Any]:
+    """A call's payload; ``partial`` is its JSON tracker while the arguments stream."""
     types = contract.types
+    streaming = partial is not None
     if target.kind == "response_schema":
         assert target.type_ is not None
-        response = parse_value(text or "{}", target.type_, types, partial=partial)
+        response = parse_value(
+            text or "{}", target.type_, types, partial=streaming, json_prefix=partial
+        )
         return {"type": target.name, "response": response}
-    args = parse_body(text, target.fields, types, partial=partial)
+    args = parse_body(text, target.fields, types, partial=streaming, json_prefix=partial)
     if target.kind == "custom":
         return args
     return {"type": target.name, "args": args}

@@ -32,7 +32,14 @@ from typing import Any
 
 from auwgent.runtime.schema import IRField, IRType, Types, coerce, field_map, resolve
 
-__all__ = ["BodyError", "loads_loose", "object_type", "parse_body", "parse_value"]
+__all__ = [
+    "BodyError",
+    "JsonPrefix",
+    "loads_loose",
+    "object_type",
+    "parse_body",
+    "parse_value",
+]
 
 
 class BodyError(ValueError):
@@ -45,12 +52,18 @@ def object_type(fields: Sequence[IRField]) -> IRType:
 
 
 def parse_body(
-    text: str, fields: Sequence[IRField], types: Types, *, partial: bool = False
+    text: str,
+    fields: Sequence[IRField],
+    types: Types,
+    *,
+    partial: bool = False,
+    json_prefix: JsonPrefix | None = None,
 ) -> dict[str, Any]:
     """Read a block body into a dict aligned to ``fields``.
 
     With ``partial=True`` (a body still streaming) nothing raises: unfinished values are read
-    as far as they go and conflicting duplicates keep the later value.
+    as far as they go and conflicting duplicates keep the later value. ``json_prefix``, the
+    body's :class:`JsonPrefix` tracker, lets a streaming JSON body be read at C speed.
     """
     target = object_type(fields)
     body = _strip_fence(text).strip()
@@ -58,7 +71,8 @@ def parse_body(
         return {}
     reader = _Reader(types, partial)
     if body[0] == "{":
-        value = reader.loose(body)
+        value = _fast_partial(text, json_prefix) if partial and json_prefix else None
+        value = reader.loose(body) if value is None else value
         if not isinstance(value, dict):
             raise BodyError("the body must be an object: `name: value` lines or a JSON object")
         result = reader.align(list(value.items()), target)
@@ -67,11 +81,18 @@ def parse_body(
     return dict(coerce(result, target, types))
 
 
-def parse_value(text: str, type_: IRType, types: Types, *, partial: bool = False) -> Any:
+def parse_value(
+    text: str,
+    type_: IRType,
+    types: Types,
+    *,
+    partial: bool = False,
+    json_prefix: JsonPrefix | None = None,
+) -> Any:
     """Read a body holding one value of ``type_`` (an object type reads as in ``parse_body``)."""
     resolved = resolve(type_, types)
     if resolved["kind"] == "object":
-        return parse_body(text, resolved["fields"], types, partial=partial)
+        return parse_body(text, resolved["fields"], types, partial=partial, json_prefix=json_prefix)
     reader = _Reader(types, partial)
     return coerce(reader.interpret(_Raw(_strip_fence(text).strip()), type_), type_, types)
 
@@ -80,6 +101,100 @@ def loads_loose(text: str, *, partial: bool = False) -> Any:
     """Parse JSON or a JS-style value (see the module docstring); bare words stay strings
     except ``null``. With ``partial=True`` an unfinished value is closed where it stops."""
     return _Loose(text, partial).document()
+
+
+# ---------------------------------------------------------------------------------------------
+# Streaming JSON
+
+
+_STRING_BODY = re.compile(r'[^"\\]*')
+
+
+class JsonPrefix:
+    """Follows a JSON text as it streams, so that a parseable prefix is known at any moment.
+
+    ``feed`` costs time linear in the piece; :meth:`completed` gives the text so far cut back
+    to the last complete value (or with an open string value closed) plus the closing
+    brackets, ready for ``json.loads``.
+    """
+
+    def __init__(self) -> None:
+        self._stack: list[str] = []
+        self._in_string = False
+        self._escape = False
+        self._expect_key = False
+        self._string_is_key = False
+        self._pos = 0
+        self._safe = 0
+        self._safe_depth = 0
+
+    def feed(self, piece: str) -> None:
+        base, i, n = self._pos, 0, len(piece)
+        while i < n:
+            if self._in_string:
+                i = self._string(piece, i, base)
+                continue
+            char = piece[i]
+            i += 1
+            if char == '"':
+                self._in_string = True
+                self._string_is_key = self._expect_key
+            elif char in "{[":
+                self._stack.append(char)
+                self._expect_key = char == "{"
+                self._mark(base + i)
+            elif char in "}]":
+                if self._stack:
+                    self._stack.pop()
+                self._expect_key = False
+                self._mark(base + i)
+            elif char == ",":
+                self._expect_key = bool(self._stack) and self._stack[-1] == "{"
+                self._mark(base + i - 1)  # cut before the comma
+            elif char == ":":
+                self._expect_key = False
+        self._pos = base + n
+
+    def _string(self, piece: str, i: int, base: int) -> int:
+        if self._escape:
+            self._escape = False
+            return i + 1
+        match = _STRING_BODY.match(piece, i)
+        i = match.end() if match else i
+        if i >= len(piece):
+            return i
+        if piece[i] == "\\":
+            self._escape = True
+            return i + 1
+        self._in_string = False
+        if not self._string_is_key:
+            self._mark(base + i + 1)
+        return i + 1
+
+    def _mark(self, at: int) -> None:
+        self._safe, self._safe_depth = at, len(self._stack)
+
+    def completed(self, text: str) -> tuple[str, str]:
+        """``(with the open string closed, cut back to the last complete value)``."""
+        closers = "".join("}" if c == "{" else "]" for c in reversed(self._stack))
+        cut = text[: self._safe] + "".join(
+            "}" if c == "{" else "]" for c in reversed(self._stack[: self._safe_depth])
+        )
+        if self._in_string and not self._string_is_key:
+            body = text[:-1] if self._escape else text
+            return body + '"' + closers, cut
+        return cut, cut
+
+
+def _fast_partial(text: str, prefix: JsonPrefix) -> Any:
+    """A streaming JSON body read through ``json.loads``; None when that cannot work."""
+    for candidate in dict.fromkeys(prefix.completed(text)):
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,6 +520,14 @@ class _Reader:
     def __init__(self, types: Types, partial: bool) -> None:
         self.types = types
         self.partial = partial
+        self._field_maps: dict[int, tuple[IRType, dict[str, IRField]]] = {}
+
+    def fields(self, type_: IRType) -> dict[str, IRField]:
+        """``field_map`` cached for this read (a long list of objects shares one type)."""
+        cached = self._field_maps.get(id(type_))
+        if cached is None or cached[0] is not type_:
+            cached = self._field_maps[id(type_)] = (type_, field_map(type_, self.types))
+        return cached[1]
 
     def loose(self, text: str) -> Any:
         return _Loose(text, self.partial).document()
@@ -415,18 +538,14 @@ class _Reader:
         for key, raw in entries:
             path = self._path(key, target) if target is not None else None
             if path is None:
-                self._put(out, [key], self.interpret(raw, None), key)
+                self._put(out, [key], self.interpret(raw, None), key, None)
                 continue
             names, type_ = path
-            self._put(out, names, self._leaf(raw, type_), key)
+            self._put(out, names, self.interpret(raw, type_), key, type_)
         return out
 
-    def _leaf(self, raw: Any, type_: IRType) -> Any:
-        value = self.interpret(raw, type_)
-        return coerce(value, type_, self.types) if not isinstance(value, dict) else value
-
     def _path(self, key: str, target: IRType) -> tuple[list[str], IRType] | None:
-        fields = field_map(target, self.types)
+        fields = self.fields(target)
         if key in fields:
             return [key], fields[key]["type"]
         if "." in key:
@@ -440,7 +559,7 @@ class _Reader:
     def _dotted(self, parts: list[str], target: IRType) -> tuple[list[str], IRType] | None:
         type_ = target
         for part in parts:
-            field = field_map(type_, self.types).get(part)
+            field = self.fields(type_).get(part)
             if field is None:
                 return None
             type_ = field["type"]
@@ -450,14 +569,18 @@ class _Reader:
         paths: list[tuple[list[str], IRType]] = []
         if depth == 0:
             return paths
-        for name, field in field_map(target, self.types).items():
+        for name, field in self.fields(target).items():
             for sub, type_ in self._nested_paths(field["type"], depth - 1):
                 paths.append(([name, *sub], type_))
             if depth < 4:  # only nested fields are aliases; top-level names match exactly
                 paths.append(([name], field["type"]))
         return paths
 
-    def _put(self, out: dict[str, Any], names: list[str], value: Any, key: str) -> None:
+    def _put(
+        self, out: dict[str, Any], names: list[str], value: Any, key: str, type_: IRType | None
+    ) -> None:
+        """Set ``value`` at ``names``; a different value already there is an ambiguity
+        (values are compared after coercion, so ``28`` and ``"28"`` agree)."""
         node = out
         for name in names[:-1]:
             child = node.setdefault(name, {})
@@ -470,7 +593,18 @@ class _Reader:
         if last in node and node[last] != value:
             if isinstance(node[last], dict) and isinstance(value, dict):
                 for sub_key, sub_value in value.items():
-                    self._put(node[last], [sub_key], sub_value, f"{key}.{sub_key}")
+                    sub_type = self.fields(type_).get(sub_key) if type_ is not None else None
+                    self._put(
+                        node[last],
+                        [sub_key],
+                        sub_value,
+                        f"{key}.{sub_key}",
+                        sub_type["type"] if sub_type else None,
+                    )
+                return
+            if type_ is not None and coerce(node[last], type_, self.types) == coerce(
+                value, type_, self.types
+            ):
                 return
             if not self.partial:
                 raise _duplicate(".".join(names) if len(names) > 1 else key, node[last], value)

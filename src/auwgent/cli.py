@@ -50,28 +50,11 @@ class CheckReport:
 
 
 def check_project(project: Project) -> CheckReport:
-    """Run the compiler's checks over every file of ``project`` (the per-project work).
+    """Run the whole compiler over ``project``: parse, modules, checker and lowering."""
+    from auwgent.compiler.pipeline import compile_project
 
-    Today this is the front end (lexing and parsing); the semantic checker plugs in here.
-    """
-    from auwgent.compiler import nodes
-    from auwgent.compiler.diagnostics import Diagnostic, sort_key
-    from auwgent.compiler.parser import parse
-
-    diagnostics: list[Diagnostic] = []
-    agents = 0
-    for path in project.files:
-        source = read_source(path)
-        if isinstance(source, Diagnostic):
-            diagnostics.append(source)
-            continue
-        module, found = parse(source)
-        diagnostics.extend(found)
-        agents += sum(
-            1 for d in module.decls if isinstance(d, nodes.AgentDecl) and d.kind == "agent"
-        )
-    diagnostics.sort(key=sort_key)
-    return CheckReport(tuple(diagnostics), len(project.files), agents)
+    result = compile_project(project.files, project.source_root, display=display_path)
+    return CheckReport(result.diagnostics, result.files, result.agents)
 
 
 def display_path(path: Path) -> str:

@@ -9,7 +9,7 @@ expressions and workflow bodies in ``checker_exprs``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -247,8 +247,12 @@ class Checker:
         return None
 
 
-def check(graph: ModuleGraph) -> tuple[Diagnostic, ...]:
-    """Check every file of ``graph``; return the diagnostics sorted by file and position."""
+def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, ...]:
+    """Check every file of ``graph``; return the diagnostics sorted by file and position.
+
+    Files in ``skip`` (those with syntax errors) are not checked themselves: a half-parsed
+    block would only produce follow-on errors. Their declarations still resolve for others.
+    """
     from .checker_agents import AgentChecker
 
     state = CheckState(graph)
@@ -257,10 +261,13 @@ def check(graph: ModuleGraph) -> tuple[Diagnostic, ...]:
     checker = AgentChecker(state)
     checker.build_type_table()
     for path in sorted(graph.scopes):
-        with checker.in_file(path):
-            checker.check_file()
-    checker.unused_warnings()
-    unique = {(d.code, d.source.path, d.span, d.message): d for d in state.diagnostics}
+        if path not in skip:
+            with checker.in_file(path):
+                checker.check_file()
+    checker.unused_warnings(skip)
+    broken = {graph.scope(path).module.source.path for path in skip}
+    kept = [d for d in state.diagnostics if d.source.path not in broken]
+    unique = {(d.code, d.source.path, d.span, d.message): d for d in kept}
     return tuple(sorted(unique.values(), key=sort_key))
 
 

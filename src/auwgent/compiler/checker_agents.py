@@ -7,7 +7,7 @@ then, at every use, for the ``ctx`` fields and schema targets of the agent that 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from . import nodes as n
@@ -102,9 +102,11 @@ class AgentChecker(Checker):
                             key = f"{path}::{decl.name.text}"
                             self.state.types[key] = Obj(fields)
 
-    def unused_warnings(self) -> None:
+    def unused_warnings(self, skip: Collection[str] = ()) -> None:
         """W2001 for imports never used, W2002 for private declarations never used."""
         for path, scope in sorted(self.state.graph.scopes.items()):
+            if path in skip:
+                continue
             with self.in_file(path):
                 for name, imported in scope.imported.items():
                     if (path, name) not in self.state.used_imports and name not in scope.local:

@@ -98,14 +98,17 @@ def _unreadable(shown: str, reason: str) -> Diagnostic:
 def _compile(files: list[tuple[str, SourceFile]], problems: list[Diagnostic]) -> CompileResult:
     diags = list(problems)
     modules: dict[str, n.Module] = {}
+    broken: set[str] = set()
     for path, source in sorted(files, key=lambda item: item[0]):
         module, parse_diags = parse(source)
         modules[path] = module
         diags.extend(parse_diags)
+        if any(d.is_error for d in parse_diags):
+            broken.add(path)
     agents = sum(1 for m in modules.values() for a in m.agents if not a.is_helper)
     graph = resolve_modules(modules)
     diags.extend(graph.diagnostics)
-    diags.extend(check(graph))
+    diags.extend(check(graph, broken))
     documents: dict[str, dict[str, Any]] = {}
     if not any(d.is_error for d in diags):
         for path in sorted(modules):

@@ -103,3 +103,13 @@ def test_library_with_only_a_helper_yields_no_document() -> None:
     )
     result = compile_sources({"h.agent": helper})
     assert result.ok and result.documents == {} and result.agents == 0
+
+
+def test_a_file_with_syntax_errors_gets_no_follow_on_checker_errors() -> None:
+    broken = "agent Main {\n  toool x(): string\n"
+    other = "type T {\n    a: Nope\n}\n"
+    result = compile_sources({"bad.agent": broken, "other.agent": other})
+    codes_by_file = {(d.source.path, d.code[:2]) for d in result.errors}
+    assert ("bad.agent", "E0") in codes_by_file
+    assert not any(path == "bad.agent" and code == "E2" for path, code in codes_by_file)
+    assert ("other.agent", "E2") in codes_by_file  # the healthy file is still checked

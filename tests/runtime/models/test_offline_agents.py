@@ -11,6 +11,7 @@ from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import dumps_ir
 from auwgent.runtime.agent import Agent, create_agent
 from auwgent.runtime.schema import validate
+from auwgent.testing import ScriptedModel
 
 WEATHER = """
 type WeatherResult {
@@ -138,3 +139,47 @@ async def test_partials_stream_while_the_offline_model_writes() -> None:
     deltas = [p["delta"] for p in partials if p.get("delta")]
     assert len(deltas) > 3
     assert "".join(deltas) == 'Offline reply to "Tell me something".'
+
+
+async def test_the_scripted_model_example_of_docs_testing() -> None:
+    model = ScriptedModel(
+        [
+            "[tool_call: get_weather]\nlocation: Accra\n[/tool_call]",
+            "[response_text]\nIt is 31 degrees and sunny in Accra.\n[/response_text]",
+        ]
+    )
+    agent = _agent(_compile(CHAT_WITH_TOOL), {"provider": model, "tools": WeatherTools()})
+    seen = _record(agent)
+    await agent.run("Weather in Accra?")
+    assert [name for name, _ in seen] == ["tool_call", "tool_result", "response_text"]
+    assert len(model.requests) == 2
+    assert "31" in model.requests[1].messages[-1].content
+
+
+async def test_running_past_the_script_ends_the_run_with_a_clear_error() -> None:
+    agent = _agent(
+        _compile(CHAT_WITH_TOOL), {"provider": ScriptedModel([]), "tools": WeatherTools()}
+    )
+    seen = _record(agent)
+    session = await agent.run("hello")
+    assert [name for name, _ in seen] == ["error"]
+    assert "scripted model has no response left for call 1" in str(seen[0][1])
+    assert session["turns"][-1]["status"] == "error"
+
+
+CHAT_WITH_TOOL = """
+type WeatherResult {
+    temperature: number
+    condition: string
+}
+
+agent Main {
+    default config {
+        model: gemini("gemini-2.5-flash")
+        prompt: "You are a weather assistant."
+    }
+    tools {
+        get_weather(location: string): WeatherResult @desc "Gets the current weather"
+    }
+}
+"""

@@ -123,7 +123,7 @@ class Checker:
             self.state.used_keys.add(candidates[close].key)
         hint = f"did you mean `{close}`?" if close else None
         if symbol is not None:
-            self.report("E2016", f"`{name}` is a {symbol.kind}, not a {kind}", span, help=hint)
+            self.report("E2016", f"`{name}` is {_a(symbol.kind)}, not {_a(kind)}", span, help=hint)
             return None
         self.report(
             KIND_CODES.get(kind, "E2016"),
@@ -269,6 +269,10 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
     kept = [d for d in state.diagnostics if d.source.path not in broken]
     unique = {(d.code, d.source.path, d.span, d.message): d for d in kept}
     return tuple(sorted(unique.values(), key=sort_key))
+
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
 
 
 def env_for_prompt(params: tuple[FieldTy, ...], ctx: dict[str, Ty] | None) -> Env:

@@ -56,6 +56,20 @@ class AgentParts:
     descriptions: list[n.DescriptionEntry] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class AgentScope:
+    """What every workflow of one agent sees: its tools, context and non-callable names.
+
+    ``scoped`` collects the scoped tools of all its workflows, to compare their signatures.
+    """
+
+    tools: dict[str, ToolSig]
+    ctx: dict[str, Ty]
+    owner: str
+    not_callable: dict[str, str]
+    scoped: dict[str, tuple[ToolSig, Span]]
+
+
 def agent_parts(decl: n.AgentDecl) -> AgentParts:
     """Group the members of ``decl`` (tools of ``tools {}`` blocks flattened)."""
     parts = AgentParts()
@@ -708,18 +722,12 @@ class AgentChecker(Checker):
         for block in parts.helpers:
             for use in block.uses:
                 not_callable[use.name.text] = "helpers are called by the model, not by workflows"
+        shared = AgentScope(tools, ctx, owner, not_callable, {})
         for workflow in parts.workflows:
             self.callable_name(workflow.name, "workflow", names)
-            self.check_workflow(workflow, tools, ctx, owner, not_callable)
+            self.check_workflow(workflow, shared)
 
-    def check_workflow(
-        self,
-        workflow: n.WorkflowDecl,
-        tools: dict[str, ToolSig],
-        ctx: dict[str, Ty],
-        owner: str,
-        not_callable: dict[str, str],
-    ) -> None:
+    def check_workflow(self, workflow: n.WorkflowDecl, agent: AgentScope) -> None:
         """One workflow."""
         label = f"workflow `{workflow.name.text}`"
         if workflow.description is None:
@@ -740,14 +748,14 @@ class AgentChecker(Checker):
         params = self.fields_of(workflow.params, "parameter")
         returns = self.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
         self.check_examples(workflow.examples, params, label)
-        scoped = self._scoped_tools(workflow, tools)
+        scoped = self._scoped_tools(workflow, agent.tools, agent.scoped)
         env = Env(
             [{p.name: p.ty for p in params}],
-            ctx,
-            tools={**tools, **scoped},
+            agent.ctx,
+            tools={**agent.tools, **scoped},
             strict=True,
-            not_callable=not_callable,
-            ctx_owner=owner,
+            not_callable=agent.not_callable,
+            ctx_owner=agent.owner,
         )
         body = WorkflowChecker(workflow.name.text, self.exprs, returns, self.warn)
         if not body.body(workflow.body, env) and workflow.returns is not None:
@@ -759,7 +767,10 @@ class AgentChecker(Checker):
             )
 
     def _scoped_tools(
-        self, workflow: n.WorkflowDecl, tools: dict[str, ToolSig]
+        self,
+        workflow: n.WorkflowDecl,
+        tools: dict[str, ToolSig],
+        others: dict[str, tuple[ToolSig, Span]],
     ) -> dict[str, ToolSig]:
         scoped: dict[str, ToolSig] = {}
         seen: dict[str, Span] = {}
@@ -775,8 +786,32 @@ class AgentChecker(Checker):
                     help="rename it; a scoped tool must be distinct to stay hidden",
                 )
                 continue
+            for example in tool.examples:
+                self.warn(
+                    "W2007",
+                    f"`@example` on scoped tool `{tool.name.text}` never reaches the model",
+                    example.span,
+                    help="the model cannot see scoped tools; put examples on the workflow",
+                )
+            self._same_signature(tool, sig, others)
             scoped[sig.name] = sig
         return scoped
+
+    def _same_signature(
+        self, tool: n.ToolDecl, sig: ToolSig, others: dict[str, tuple[ToolSig, Span]]
+    ) -> None:
+        """Scoped tools of one name share one implementation, so they need one signature."""
+        first = others.setdefault(sig.name, (sig, tool.name.span))
+        if first[0] == sig or first[1] == tool.name.span:
+            return
+        self.report(
+            "E2075",
+            f"scoped tool `{sig.name}` is declared with a different signature in another workflow",
+            tool.name.span,
+            notes=[Note("the other declaration", first[1])],
+            help="tools are implemented once by name; give both the same parameters and "
+            "return type, or different names",
+        )
 
     # -- helpers and intents -------------------------------------------------------------
 

@@ -377,3 +377,29 @@ async def test_handoff_resumes_in_the_same_helper_in_another_process(tmp_path: P
     data = json.loads(out.stdout.strip().splitlines()[-1])
     assert data == {"events": [["response_text", "Support"]], "system": "You are support.",
                     "stack": ["Main", "Support"]}
+
+
+async def test_named_configs_seen_at_a_real_http_server() -> None:
+    from auwgent.testing.fake_servers import FakeOpenAIServer
+    from auwgent.testing.fake_servers import text as reply
+
+    doc = _configs_doc()
+    with FakeOpenAIServer([reply(text("a")), reply(text("b"))]) as server:
+        bot = _server_agent(doc, server.base_url)
+        await bot.run("first")
+        await bot.run("second", config="Strict")
+        chats = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+    assert [c["model"] for c in chats] == ["gpt-4o", "gpt-4o-mini"]
+    systems = [c["messages"][0]["content"] for c in chats]
+    assert systems[0].startswith("You are helpful.")
+    assert systems[1].startswith("You are a strict validator.")
+
+
+def _server_agent(doc: dict[str, Any], base_url: str) -> Any:
+    from auwgent import __version__
+    from auwgent.runtime.agent import create_agent
+
+    return create_agent(doc, {"apiKeys": {"openaiApiKey": "sk-test"},
+                              "baseUrls": {"openai": base_url},
+                              "retry": {"attempts": 1}},
+                        ir_hash=doc["hash"], compiler_version=__version__, ir_version=1)

@@ -144,7 +144,7 @@ ON CONFLICT (key) DO UPDATE SET
 
 
 class SQLiteSessionStore:
-    """Sessions in one SQLite file (created on first use), one row per key.
+    """Sessions in one SQLite file (created with its directory on first use), one row per key.
 
     Each row holds the session JSON, its format version, a revision counter (1 on the first
     save, +1 on each save) and the UTC update time. The database runs in WAL mode, so readers
@@ -156,6 +156,9 @@ class SQLiteSessionStore:
     def __init__(
         self, path: str | os.PathLike[str] = DEFAULT_SQLITE_PATH, *, timeout: float = 30.0
     ) -> None:
+        if str(path) == ":memory:":
+            # Each call opens its own connection, so an in-memory database would vanish.
+            raise ValueError("SQLiteSessionStore needs a file; use MemorySessionStore in memory")
         self.path = Path(path)
         self.timeout = timeout
         self._ready = False
@@ -219,8 +222,10 @@ class SQLiteSessionStore:
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
+            if not self._ready:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        except sqlite3.Error as error:
+        except (OSError, sqlite3.Error) as error:
             raise SessionStoreError(f"cannot open session database {self.path}: {error}") from error
         try:
             self._prepare(db)

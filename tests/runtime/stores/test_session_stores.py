@@ -270,16 +270,22 @@ async def test_json_file_names_are_safe_and_distinct(tmp_path: Path) -> None:
 
 
 async def test_sqlite_store_creates_nothing_until_used(tmp_path: Path) -> None:
-    store = SQLiteSessionStore(tmp_path / "later.db")
-    assert not (tmp_path / "later.db").exists()
+    path = tmp_path / "new-dir" / "later.db"
+    store = SQLiteSessionStore(path)
+    assert not path.parent.exists()
     assert await store.load("k") is None
-    assert (tmp_path / "later.db").exists()
+    assert path.exists()
 
 
 async def test_unopenable_sqlite_path_is_a_clear_error(tmp_path: Path) -> None:
-    store = SQLiteSessionStore(tmp_path / "missing-dir" / "s.db")
+    store = SQLiteSessionStore(tmp_path)  # a directory, not a database file
     with pytest.raises(SessionStoreError, match="cannot open session database"):
         await store.load("k")
+
+
+def test_an_in_memory_sqlite_path_is_refused() -> None:
+    with pytest.raises(ValueError, match="MemorySessionStore"):
+        SQLiteSessionStore(":memory:")
 
 
 def test_stores_satisfy_the_protocol(tmp_path: Path) -> None:

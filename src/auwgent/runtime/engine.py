@@ -545,8 +545,17 @@ class Run:
                 await self._decoded(inv, contract, rnd, decoded)
         except Exception as exc:
             rnd.error = exc
+        except asyncio.CancelledError:
+            for task in rnd.tasks:  # the run was cancelled (timeout): leave nothing behind
+                task.cancel()
+            raise
         if rnd.tasks:
-            await asyncio.wait(rnd.tasks)
+            try:
+                await asyncio.wait(rnd.tasks)
+            except asyncio.CancelledError:
+                for task in rnd.tasks:
+                    task.cancel()
+                raise
         return rnd
 
     async def _decoded(
@@ -836,6 +845,7 @@ class Run:
         self.ctx["activeAgent"] = inv.name
         if result.status == "error":
             message = f"helper {name} failed: {result.error}"
+            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
             return CallOutcome("helper", name, args, "error", error=message, call_id=call_id)
         if use["handoff"] == "user" or result.status == "handoff":
             if use["handoff"] == "user" and not child.completed and result.status != "handoff":

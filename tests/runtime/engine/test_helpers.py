@@ -403,3 +403,23 @@ def _server_agent(doc: dict[str, Any], base_url: str) -> Any:
                               "baseUrls": {"openai": base_url},
                               "retry": {"attempts": 1}},
                         ir_hash=doc["hash"], compiler_version=__version__, ir_version=1)
+
+
+async def test_a_failing_helper_gives_the_parent_a_tool_error_and_the_run_goes_on() -> None:
+    helper = agent("Flaky", kind="helper")
+    doc = document(agent(helpers=[helper_use("Flaky")]), helper)
+    model_ = ScriptedModel([
+        block("helper_call", "Flaky", "input: x"),
+        ScriptedModel.fail("helper model down"),
+        text("The helper is unavailable."),
+    ])
+    bot = make_agent(doc, model_)
+    rec = Recorder()
+    bot.on_intent(rec)
+    session = await bot.run("go")
+    assert [(n, a) for n, _, a in rec.events] == [
+        ("helper_call", "Flaky"), ("error", "Flaky"), ("tool_error", "Main"),
+        ("response_text", "Main"),
+    ]
+    assert "helper model down" in rec.of("tool_error")[0]["message"]
+    assert session["turns"][0]["status"] == "complete"

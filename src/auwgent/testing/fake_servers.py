@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -197,6 +198,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
 
+    def setup(self) -> None:
+        super().setup()
+        # Small SSE writes must leave at once; Nagle + delayed ACK would add ~40 ms each.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
         try:
             self.server.fake._serve(self)
@@ -212,10 +218,16 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 512  # many concurrent clients (benchmarks) must not be refused
 
     def __init__(self, fake: _FakeServer) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.fake = fake
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # a client hung up (closed keep-alive connection, timeout): not news
+        super().handle_error(request, client_address)
 
 
 class _FakeServer:

@@ -6,10 +6,9 @@ Keys and base URLs are resolved by the caller (config fields, then environment) 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
 from auwgent.runtime.providers.base import (
@@ -24,9 +23,13 @@ from auwgent.runtime.providers.base import (
     ToolCallDelta,
     Usage,
 )
-from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
 from auwgent.runtime.providers.http import RetryPolicy, Timeouts
-from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
+
+if TYPE_CHECKING:
+    import httpx
+
+    from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
+    from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
 __all__ = [
     "DEFAULT_GEMINI_BASE_URL",
@@ -48,6 +51,23 @@ __all__ = [
     "make_provider",
     "provider_name",
 ]
+
+
+# The adapters (and httpx under them) load on first use, so that importing the runtime, which
+# needs only the neutral types above, stays fast.
+_LAZY = {
+    "GeminiProvider": "gemini",
+    "DEFAULT_GEMINI_BASE_URL": "gemini",
+    "OpenAIProvider": "openai",
+    "DEFAULT_OPENAI_BASE_URL": "openai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 def provider_name(model: Mapping[str, Any]) -> str:
@@ -80,6 +100,9 @@ def make_provider(
     ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` variables); for ``custom`` it overrides the URL
     written in the ``.agent`` file.
     """
+    from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
+    from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
+
     name = provider_name(model)
     common: dict[str, Any] = {
         "client": client,

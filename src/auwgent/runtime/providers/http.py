@@ -25,11 +25,15 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from auwgent.errors import ProviderError
+
+if TYPE_CHECKING:
+    import httpx
+
+# httpx is imported inside the functions that need it at run time: importing the runtime (and
+# generated bindings) stays fast, and the cost is paid once, when the first request is sent.
 
 __all__ = [
     "RetryPolicy",
@@ -82,6 +86,8 @@ class Timeouts:
 
     def for_httpx(self) -> httpx.Timeout:
         """The httpx timeout used as a backstop under our own first-byte and idle clocks."""
+        import httpx
+
         read = max(self.first_byte, self.idle) + 1.0
         return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
 
@@ -167,6 +173,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 async def _send_once(
     client: httpx.AsyncClient, request: httpx.Request, timeouts: Timeouts
 ) -> httpx.Response:
+    import httpx
+
     try:
         return await _within(timeouts.first_byte, client.send(request, stream=True))
     except (asyncio.TimeoutError, TimeoutError) as exc:
@@ -174,6 +182,8 @@ async def _send_once(
 
 
 async def _failure_of(response: httpx.Response, provider: str, secret: str | None) -> ProviderError:
+    import httpx
+
     try:
         body = await response.aread()
     except httpx.HTTPError:
@@ -205,6 +215,8 @@ async def open_response(
     The response is closed when the block exits. Raises :class:`ProviderError` once the
     attempts are spent or on a non-retryable status.
     """
+    import httpx
+
     failure: ProviderError | None = None
     for attempt in range(1, retry.attempts + 1):
         retry_after: float | None = None
@@ -239,6 +251,8 @@ async def open_response(
 
 async def _chunks(response: httpx.Response, *, provider: str, idle: float) -> AsyncIterator[bytes]:
     """The raw body, failing with ``ProviderError`` on silence longer than ``idle``."""
+    import httpx
+
     stream = response.aiter_bytes().__aiter__()
     while True:
         try:

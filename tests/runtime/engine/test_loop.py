@@ -501,3 +501,16 @@ async def test_call_partials_carry_a_structured_snapshot() -> None:
     assert calls and all(v["mode"] == "structured" and "delta" not in v for v in calls)
     assert calls[-1]["snapshot"]["type"] == "get_weather"
     assert "location: Accra" in calls[-1]["raw"]
+
+
+async def test_leaving_a_stream_early_cancels_the_run() -> None:
+    model = ScriptedModel([text("word " * 200)], chunk_size=5, delay=0.001)
+    bot = make_agent(document(agent()), model)
+    seen = 0
+    async for event in bot.stream("talk"):
+        seen += 1
+        if seen == 3:
+            break
+    await asyncio.sleep(0.05)
+    pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert pending == []

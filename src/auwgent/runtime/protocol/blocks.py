@@ -62,6 +62,10 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 _HEADER_STOP = re.compile(r"[^A-Za-z0-9_\-.: \t`\"'\r]")
 _CLOSER = re.compile(r"\[/[ \t]*(?P<kind>[A-Za-z_][\w-]*)[ \t]*\]")
 _CLOSER_PREFIX = re.compile(r"\[(?:/[ \t]*[\w-]*[ \t]*)?")
+# Inside a block, a known header at a line start means the block lost its closer.
+_KNOWN = r"(?:tool_call|workflow_call|helper_call|custom|schema|response_text)"
+_NEXT_HEADER = re.compile(rf"\[[ \t]*{_KNOWN}[ \t]*(?::[^\]\n]*)?\]", re.I)
+_NEXT_HEADER_PREFIX = re.compile(r"\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?")
 
 
 @dataclass(slots=True)
@@ -159,7 +163,8 @@ class _Block:
     name: str | None
     parts: list[str] = field(default_factory=list)
     size: int = 0
-    pending: str = ""  # a possible closer still arriving
+    pending: str = ""  # a possible closer (or next header) still arriving
+    line_start: bool = False  # the body so far ends at the start of a line
     text: TextStream | None = None
     json: JsonPrefix = field(default_factory=JsonPrefix)  # for partials of JSON bodies
     budget: PartialBudget = field(default_factory=structured_budget)
@@ -309,6 +314,7 @@ class BlocksDecoder:
             kind=target.kind if target else kind,
             name=target.name if target else name,
         )
+        block.line_start = header_raw.endswith("\n")
         if kind == "response_text":
             block.text = TextStream()
             block.budget = text_budget()
@@ -385,21 +391,51 @@ class BlocksDecoder:
                 block.pending = ""
                 self._finish(block, match.group())
                 return i + match.end() - skip
-            tail = data[k:]
-            if len(tail) < _MAX_CLOSER and _CLOSER_PREFIX.fullmatch(tail):
-                self._flush_body(block, data[:k])
-                block.pending = tail
-                return len(s)
+            if block.text is None and self._at_line_start(block, data, k):
+                header = _NEXT_HEADER.match(data, k)
+                if header is not None:
+                    return self._reopen(block, data, k, i, skip)
+                if len(data) - k <= _MAX_HEADER and _NEXT_HEADER_PREFIX.fullmatch(data, k):
+                    return self._hold(block, data, k, s)
+            if len(data) - k < _MAX_CLOSER and _CLOSER_PREFIX.fullmatch(data, k):
+                return self._hold(block, data, k, s)
             pos = k + 1
         self._flush_body(block, data)
         block.pending = ""
         return len(s)
+
+    def _hold(self, block: _Block, data: str, k: int, s: str) -> int:
+        """Keep a possible closer or header at the end of the data until more arrives."""
+        self._flush_body(block, data[:k])
+        block.pending = data[k:]
+        return len(s)
+
+    def _reopen(self, block: _Block, data: str, k: int, i: int, skip: int) -> int:
+        """A new header at a line start: the open block lost its closer; finish it here."""
+        self._flush_body(block, data[:k])
+        block.pending = ""
+        self._finish(block, "")
+        self._line_start = True
+        if k >= skip:
+            return i + k - skip
+        self._outside(data[k:skip], 0)  # the header began in the held text
+        return i
+
+    @staticmethod
+    def _at_line_start(block: _Block, data: str, k: int) -> bool:
+        j = k - 1
+        while j >= 0 and data[j] in " \t":
+            j -= 1
+        return block.line_start if j < 0 else data[j] == "\n"
 
     def _flush_body(self, block: _Block, piece: str) -> None:
         if not piece:
             return
         block.parts.append(piece)
         block.size += len(piece)
+        stripped = piece.rstrip(" \t")
+        if stripped:
+            block.line_start = stripped[-1] == "\n"
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)

@@ -205,7 +205,11 @@ def _final_answer(request: ModelRequest, contract: Contract | None, native: bool
     if contract is not None and contract.output.get("kind") != "text":
         return _structured_answer(request, contract, native)
     text = _text_answer(request.messages)
-    return Reply((text if native else f"[response_text]\n{text}\n[/response_text]",))
+    if native:
+        return Reply((text,))
+    # A quoted input must not close the block early.
+    text = text.replace("[/", "[ /")
+    return Reply((f"[response_text]\n{text}\n[/response_text]",))
 
 
 def _text_answer(messages: Sequence[Message]) -> str:

@@ -291,3 +291,55 @@ def test_an_in_memory_sqlite_path_is_refused() -> None:
 def test_stores_satisfy_the_protocol(tmp_path: Path) -> None:
     for factory in FACTORIES.values():
         assert isinstance(factory(tmp_path), SessionStore)
+
+
+# A process that dies in the middle of a save: the JSON store right before its rename, the
+# SQLite store after writing the row but before COMMIT.
+_CRASHING_SAVE = textwrap.dedent(
+    """
+    import asyncio, os, sqlite3, sys
+    from auwgent.runtime.session import new_session, new_turn
+    from auwgent.runtime.stores import JSONFileSessionStore, SQLiteSessionStore
+
+    kind, where = sys.argv[1], sys.argv[2]
+    real_connect = sqlite3.connect
+
+    class DiesAtCommit:
+        def __init__(self, db):
+            self.db = db
+        def execute(self, sql, *args):
+            if sql == "COMMIT":
+                os._exit(3)
+            return self.db.execute(sql, *args)
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+    if kind == "sqlite":
+        sqlite3.connect = lambda *a, **k: DiesAtCommit(real_connect(*a, **k))
+        store = SQLiteSessionStore(where)
+    else:
+        os.replace = lambda src, dst: os._exit(3)
+        store = JSONFileSessionStore(where)
+    session = new_session("Main")
+    session["turns"].append(new_turn("new", "Main"))
+    asyncio.run(store.save("k", session))
+    """
+)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "json"])
+async def test_a_process_dying_mid_save_loses_nothing_saved_before(
+    kind: str, tmp_path: Path
+) -> None:
+    store = FACTORIES[kind](tmp_path)
+    old = _session("old")
+    await store.save("k", old)
+    where = tmp_path / ("sessions.db" if kind == "sqlite" else "sessions")
+    crashed = subprocess.run(
+        [sys.executable, "-c", _CRASHING_SAVE, kind, str(where)], capture_output=True, timeout=60
+    )
+    assert crashed.returncode == 3, crashed.stderr
+    assert await FACTORIES[kind](tmp_path).load("k") == old
+    await store.save("k", _session("after"))  # and the store still works
+    loaded = await store.load("k")
+    assert loaded is not None and loaded["turns"][0]["input"]["text"] == "after"

@@ -285,6 +285,7 @@ class _Types:
     def __init__(self, named: Iterable[str]) -> None:
         self.taken: set[str] = set(_FIXED_NAMES) | set(named)
         self.pending: list[tuple[str, IR]] = []
+        self.created: list[str] = []
 
     def fresh(self, hint: str) -> str:
         base = _pascal(hint) or "Inline"
@@ -292,6 +293,7 @@ class _Types:
         while name in self.taken:
             name, n = f"{base}{n}", n + 1
         self.taken.add(name)
+        self.created.append(name)
         return name
 
     def annotation(self, t: IR, hint: str) -> str:
@@ -519,6 +521,7 @@ class _Emitter:
         names.update(cls for _, cls, _ in BUILTIN_INTENTS)
         names.update(self.doc.get("types", {}))
         names.update(self.intent_classes.values())
+        names.update(self.types.created)
         return sorted(names)
 
     def emit_aliases(self, w: CodeWriter) -> None:
@@ -593,7 +596,12 @@ class _Emitter:
             "ErrorIntent": fields(("message", "str")),
         }
         for name, cls, when in BUILTIN_INTENTS:
-            _typed_dict(w, cls, shapes[cls], f"Payload of ``{name}``: {when[0].lower()}{when[1:]}")
+            doc = f"Payload of ``{name}``: {when[0].lower()}{when[1:]}"
+            variants = self.output_type_names()
+            if cls == "ResponseSchemaIntent" and variants and len(set(variants)) > 1:
+                self.emit_schema_variants(w, list(dict.fromkeys(variants)), doc)
+            else:
+                _typed_dict(w, cls, shapes[cls], doc)
         _typed_dict(
             w,
             "IntentControl",
@@ -606,6 +614,26 @@ class _Emitter:
             if intent.get("description"):
                 doc += f": {intent['description']}"
             _typed_dict(w, cls, self.types.fields(intent.get("fields", []), cls), doc)
+
+    def emit_schema_variants(self, w: CodeWriter, variants: list[str], doc: str) -> None:
+        """One payload class per output type, so that checking ``intent["type"]`` narrows
+        ``intent["response"]`` to that type."""
+        classes = []
+        for variant in variants:
+            cls = self.types.fresh(f"ResponseSchema{variant}Intent")
+            classes.append(cls)
+            _typed_dict(
+                w,
+                cls,
+                [
+                    _Field("type", f"Literal[{_string(variant)}]", False),
+                    _Field("response", variant, False),
+                ],
+                f"``response_schema`` when the output is a ``{variant}``.",
+            )
+        w.blank(2)
+        w.fill(f"#: {doc}")
+        w.fill(f"ResponseSchemaIntent = Union[{', '.join(classes)}]")
 
     def emit_partials(self, w: CodeWriter) -> None:
         common = [

@@ -13,9 +13,9 @@ agent = auwgent({"apiKeys": {"geminiApiKey": "YOUR_API_KEY"}})
 class HandleIntent(AuwgentBaseIntentHandler):
     async def response_schema(self, intent: ResponseSchemaIntent, agent_name: str) -> None:
         print(intent)
-        # The payload is typed: the variant's name, then its fields.
+        # Not in the manual: checking the type name narrows the response to that type.
         if intent["type"] == "Person":
-            print(intent["response"].get("name"))
+            print(intent["response"]["name"], intent["response"]["age"])
 
     async def error(self, intent: ErrorIntent, agent_name: str) -> None:
         print("Error",intent)

@@ -40,6 +40,7 @@ __all__ = [
     "AuwgentTools",
     "COMPILER_VERSION",
     "ConfigName",
+    "ContextPrefs",
     "EdgeOutput1",
     "ErrorIntent",
     "HelperCallIntent",
@@ -57,8 +58,13 @@ __all__ = [
     "OutputTypeName",
     "PartialIntent",
     "Person",
+    "PersonAddress",
+    "PersonAddressGeo",
+    "PingResultItem",
     "ROOT_AGENT",
+    "ResponseSchemaEdgeOutput1Intent",
     "ResponseSchemaIntent",
+    "ResponseSchemaPersonIntent",
     "ResponseTextIntent",
     "ResponseTextPartialIntent",
     "ToolCallIntent",
@@ -152,11 +158,22 @@ class ResponseTextIntent(TypedDict):
     text: str
 
 
-class ResponseSchemaIntent(TypedDict):
-    """Payload of ``response_schema``: the model answered with structured output."""
+class ResponseSchemaPersonIntent(TypedDict):
+    """``response_schema`` when the output is a ``Person``."""
 
-    type: OutputTypeName
-    response: Person | EdgeOutput1
+    type: Literal["Person"]
+    response: Person
+
+
+class ResponseSchemaEdgeOutput1Intent(TypedDict):
+    """``response_schema`` when the output is a ``EdgeOutput1``."""
+
+    type: Literal["EdgeOutput1"]
+    response: EdgeOutput1
+
+
+#: Payload of ``response_schema``: the model answered with structured output.
+ResponseSchemaIntent = Union[ResponseSchemaPersonIntent, ResponseSchemaEdgeOutput1Intent]
 
 
 class ToolCallIntent(TypedDict):

@@ -57,7 +57,9 @@ __all__ = [
     "PartialIntent",
     "PlanningIntent",
     "ROOT_AGENT",
+    "ResponseSchemaAnalysisReportIntent",
     "ResponseSchemaIntent",
+    "ResponseSchemaMainOutputIntent",
     "ResponseTextIntent",
     "ResponseTextPartialIntent",
     "ToolCallIntent",
@@ -115,11 +117,22 @@ class ResponseTextIntent(TypedDict):
     text: str
 
 
-class ResponseSchemaIntent(TypedDict):
-    """Payload of ``response_schema``: the model answered with structured output."""
+class ResponseSchemaMainOutputIntent(TypedDict):
+    """``response_schema`` when the output is a ``MainOutput``."""
 
-    type: OutputTypeName
-    response: MainOutput | AnalysisReport
+    type: Literal["MainOutput"]
+    response: MainOutput
+
+
+class ResponseSchemaAnalysisReportIntent(TypedDict):
+    """``response_schema`` when the output is a ``AnalysisReport``."""
+
+    type: Literal["AnalysisReport"]
+    response: AnalysisReport
+
+
+#: Payload of ``response_schema``: the model answered with structured output.
+ResponseSchemaIntent = Union[ResponseSchemaMainOutputIntent, ResponseSchemaAnalysisReportIntent]
 
 
 class ToolCallIntent(TypedDict):

@@ -56,6 +56,8 @@ __all__ = [
     "Person",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
+    "ResponseSchemaOrganisationIntent",
+    "ResponseSchemaPersonIntent",
     "ResponseTextIntent",
     "ResponseTextPartialIntent",
     "ToolCallIntent",
@@ -104,11 +106,22 @@ class ResponseTextIntent(TypedDict):
     text: str
 
 
-class ResponseSchemaIntent(TypedDict):
-    """Payload of ``response_schema``: the model answered with structured output."""
+class ResponseSchemaPersonIntent(TypedDict):
+    """``response_schema`` when the output is a ``Person``."""
 
-    type: OutputTypeName
-    response: Person | Organisation
+    type: Literal["Person"]
+    response: Person
+
+
+class ResponseSchemaOrganisationIntent(TypedDict):
+    """``response_schema`` when the output is a ``Organisation``."""
+
+    type: Literal["Organisation"]
+    response: Organisation
+
+
+#: Payload of ``response_schema``: the model answered with structured output.
+ResponseSchemaIntent = Union[ResponseSchemaPersonIntent, ResponseSchemaOrganisationIntent]
 
 
 class ToolCallIntent(TypedDict):

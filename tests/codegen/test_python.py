@@ -152,3 +152,26 @@ def test_a_custom_intent_clashing_with_a_builtin_payload_is_a_clear_error() -> N
     doc["agents"]["Main"]["intents"] = [{"name": "ToolCall", "description": None, "fields": []}]
     with pytest.raises(CompileError, match="ToolCallIntent.*rename the intent"):
         render_python(with_hash(doc))
+
+
+def test_output_does_not_depend_on_the_hash_seed() -> None:
+    import os
+    import subprocess
+
+    script = (
+        "import json, sys\n"
+        "from auwgent.codegen.python import render_python\n"
+        f"doc = json.load(open({str(DATA / 'ir' / 'edge.agent.json')!r}))\n"
+        "sys.stdout.write(render_python(doc))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outputs) == 1

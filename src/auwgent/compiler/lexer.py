@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .diagnostics import Diagnostic, error
 from .nodes import StringKind, StringLit
@@ -62,12 +62,16 @@ class TokenKind(enum.Enum):
     EOF = "end of file"
 
 
+_IDENT = TokenKind.IDENT
 _PUNCT = {kind.value: kind for kind in TokenKind if kind.value[0] in "{}()[]:,.@+-*/%=!<>&|?#"}
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """One token. ``value`` is the ``StringLit`` of a string, the number of a number."""
+class Token(NamedTuple):
+    """One token. ``value`` is the ``StringLit`` of a string, the number of a number.
+
+    A named tuple rather than a dataclass: tokens are made by the ten thousand and never escape
+    the front end, so creation speed matters more than anything else here.
+    """
 
     kind: TokenKind
     text: str
@@ -90,9 +94,7 @@ class Token:
 
 _SCAN = re.compile(
     r"""
-    (?P<space>[ \t\r\f\v\ufeff]+)
-    |(?P<newline>\n)
-    |(?P<line_comment>//[^\n]*)
+    (?P<space>(?:[ \t\r\f\v\ufeff\n]+|//[^\n]*)+)
     |(?P<block_comment>/\*)
     |(?P<triple>\"\"\")
     |(?P<quote>["'])
@@ -150,43 +152,42 @@ class _Lexer:
     def run(self) -> list[Token]:
         text, pos, newline = self.text, 0, False
         length = len(text)
+        tokens = self.tokens
+        match_at = _SCAN.match
+        mapped = self.offsets is not None
         while pos < length:
-            match = _SCAN.match(text, pos)
+            match = match_at(text, pos)
             if match is None:
                 self.report("E0001", f"unexpected character {text[pos]!r}", pos, pos + 1)
                 pos += 1
                 continue
             group, end = match.lastgroup, match.end()
-            if group == "space" or group == "line_comment":
+            if group == "space":
+                newline = newline or "\n" in match.group()
                 pos = end
-            elif group == "newline":
-                newline, pos = True, end
+                continue
+            if group == "ident" or group == "punct":
+                raw = match.group()
+                kind = _IDENT if group == "ident" else _PUNCT[raw]
+                span = self.span(pos, end) if mapped else Span(pos, end)
+                tokens.append(Token(kind, raw, span, newline))
+            elif group == "number":
+                self.add_number(match.group(), pos, end, newline)
             elif group == "block_comment":
                 newline, pos = self.block_comment(pos, newline)
+                continue
             elif group == "triple":
-                pos = self.triple_string(pos, newline)
-                newline = False
-            elif group == "quote":
-                pos = self.quoted_string(pos, newline)
-                newline = False
+                end = self.triple_string(pos, newline)
             else:
-                self.add_simple(group, match.group(), pos, end, newline)
-                newline, pos = False, end
+                end = self.quoted_string(pos, newline)
+            newline, pos = False, end
         eof = Token(TokenKind.EOF, self.end_text, self.span(length, length), True)
-        self.tokens.append(eof)
-        return self.tokens
+        tokens.append(eof)
+        return tokens
 
-    def add_simple(self, group: str | None, raw: str, start: int, end: int, newline: bool) -> None:
-        if group == "number":
-            number: int | float = (
-                float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)
-            )
-            token = Token(TokenKind.NUMBER, raw, self.span(start, end), newline, number)
-        elif group == "ident":
-            token = Token(TokenKind.IDENT, raw, self.span(start, end), newline)
-        else:
-            token = Token(_PUNCT[raw], raw, self.span(start, end), newline)
-        self.tokens.append(token)
+    def add_number(self, raw: str, start: int, end: int, newline: bool) -> None:
+        number: int | float = float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)
+        self.tokens.append(Token(TokenKind.NUMBER, raw, self.span(start, end), newline, number))
 
     def block_comment(self, start: int, newline: bool) -> tuple[bool, int]:
         close = self.text.find("*/", start + 2)
@@ -266,6 +267,13 @@ class _Lexer:
     def unescape(self, pos: int, end: int, chars: list[str], offsets: list[int]) -> None:
         """Append the characters of ``text[pos:end]`` with escapes resolved."""
         text = self.text
+        if text.find("\\", pos, end) == -1:  # the common case: nothing to resolve
+            chars.extend(text[pos:end])
+            if self.offsets is None:
+                offsets.extend(range(pos, end))
+            else:
+                offsets.extend(self.offsets[pos:end])
+            return
         while pos < end:
             ch = text[pos]
             if ch != "\\" or pos + 1 >= end:

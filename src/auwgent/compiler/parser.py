@@ -93,14 +93,22 @@ _MEMBER_WORDS = (
     "description",
 )
 _PRIMITIVES = ("string", "number", "boolean")
-_BINARY_LEVELS: tuple[tuple[TokenKind, ...], ...] = (
-    (K.OR,),
-    (K.AND,),
-    (K.EQ, K.NE),
-    (K.LT, K.LE, K.GT, K.GE),
-    (K.PLUS, K.MINUS),
-    (K.STAR, K.SLASH, K.PERCENT),
-)
+# Binding power of each binary operator: higher binds tighter.
+_BINDING: dict[TokenKind, int] = {
+    K.OR: 1,
+    K.AND: 2,
+    K.EQ: 3,
+    K.NE: 3,
+    K.LT: 4,
+    K.LE: 4,
+    K.GT: 4,
+    K.GE: 4,
+    K.PLUS: 5,
+    K.MINUS: 5,
+    K.STAR: 6,
+    K.SLASH: 6,
+    K.PERCENT: 6,
+}
 
 
 class _Bail(Exception):
@@ -123,8 +131,10 @@ class _Parser:
     # ---------------------------------------------------------------- cursor
 
     def peek(self, ahead: int = 0) -> Token:
-        index = min(self.pos + ahead, len(self.tokens) - 1)
-        return self.tokens[index]
+        if ahead == 0:
+            return self.tokens[self.pos]
+        index = self.pos + ahead
+        return self.tokens[index] if index < len(self.tokens) else self.tokens[-1]
 
     def advance(self) -> Token:
         token = self.tokens[self.pos]
@@ -841,17 +851,18 @@ class _Parser:
 
     # ---------------------------------------------------------------- expressions
 
-    def parse_expr(self, level: int = 0) -> n.Expr:
-        if level == len(_BINARY_LEVELS):
-            return self.parse_unary()
-        left = self.parse_expr(level + 1)
-        ops = _BINARY_LEVELS[level]
-        while self.peek().kind in ops:
-            op = self.advance()
-            right = self.parse_expr(level + 1)
+    def parse_expr(self, min_power: int = 1) -> n.Expr:
+        """Precedence climbing over ``_BINDING`` (all binary operators are left-associative)."""
+        left = self.parse_unary()
+        while True:
+            op = self.tokens[self.pos]
+            power = _BINDING.get(op.kind, 0)
+            if power < min_power:
+                return left
+            self.pos += 1
+            right = self.parse_expr(power + 1)
             span = Span(left.span.start, right.span.end)
             left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
-        return left
 
     def parse_unary(self) -> n.Expr:
         token = self.peek()

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A half-open range ``[start, end)`` of character offsets into one source file."""
+class Span(NamedTuple):
+    """A half-open range ``[start, end)`` of character offsets into one source file.
+
+    Immutable and hashable like the AST nodes; a named tuple because the lexer and parser make
+    one per token and per node, and a tuple is several times cheaper to build than a frozen
+    dataclass.
+    """
 
     start: int
     end: int

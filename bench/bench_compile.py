@@ -1,0 +1,190 @@
+"""Benchmark the front end: lexing + parsing throughput, and ``auwgent check`` wall time.
+
+Run: ``python bench/bench_compile.py [--files N] [--runs N]``. It writes a generated project of
+at least 10,000 lines across many files into a temporary folder, then prints:
+
+- lexing + parsing throughput in lines per second (in process, median of several passes);
+- the median wall time of ``python -m auwgent check`` on the project, process start included
+  (target: well under 0.5 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from auwgent.compiler.parser import parse
+from auwgent.compiler.source import SourceFile
+
+TARGET_SECONDS = 0.5
+
+
+def agent_file(index: int) -> str:
+    """One self-contained, valid agent file of about 120 lines."""
+    name = f"Agent{index}"
+    parts = [
+        f"// Generated agent {index} for the compile benchmark.",
+        f"model Model{index} {{",
+        '    provider: gemini("gemini-2.5-flash", {',
+        "        temperature: 0.7",
+        "        top_k: 40",
+        "    })",
+        "}",
+        "",
+        f"type Record{index} {{",
+        '    id: string @desc "the record id"',
+        "    score: number",
+        '    level: "low" | "medium" | "high"',
+        "    tags?: string[]",
+        "}",
+        "",
+        f"prompt Persona{index}(name: string, is_vip: boolean) {{",
+        '    """',
+        "    You are speaking with {{name}}.",
+        "",
+        "    {{#if is_vip == true}}",
+        "        Offer premium support.",
+        "    {{else}}",
+        "        Apply standard support guidelines.",
+        "    {{/if}}",
+        "",
+        "    Output format: {{@schema(output)}}",
+        '    """',
+        "",
+        "    Example {",
+        '        user: "Hello"',
+        '        assistant: "Hi! How can I help?"',
+        "    }",
+        "}",
+        "",
+        f"agent {name} {{",
+        "    default config {",
+        f"        model: Model{index}",
+        f'        prompt: Persona{index}(ctx.name, ctx.is_vip) + "Be concise." + {{',
+        '            "Always answer in English."',
+        "        }",
+        "    }",
+        "",
+        "    config Strict {",
+        f"        model: Model{index}",
+        '        prompt: "You are a strict validator."',
+        "    }",
+        "",
+        "    context {",
+        "        name: string",
+        "        is_vip: boolean",
+        "        limit: number",
+        "    }",
+        "",
+        f"    output: Record{index}",
+        "",
+    ]
+    for tool in range(6):
+        parts += [
+            f"    tool lookup_{tool}(query: string, count: number): string",
+            f'        @desc "Looks up records, variant {tool}"',
+        ]
+        # At most five examples per agent reach the model; stay within that (no warnings).
+        if tool < 3:
+            parts.append(f'        @example(query = "q{tool}", count = {tool + 1})')
+        parts.append("")
+    for flow in range(3):
+        parts += [
+            f"    workflow process_{flow}(value: number, label: string): string {{",
+            f'        description: "Processes a value, variant {flow}"',
+            "",
+            "        tool store(key: string, amount: number): string",
+            "",
+            "        let threshold = ctx.limit * 2 + 1",
+            "        let found = lookup_0(label, 3)",
+            '        if (value > threshold && found != "") {',
+            "            let saved = store(label, value % 7)",
+            '            return "stored " + saved',
+            "        } else if (value == 0) {",
+            '            return "nothing to do"',
+            "        }",
+            '        return "below threshold"',
+            '    } @example(value = 5, label = "x")' if flow < 2 else "    }",
+            "",
+        ]
+    parts += ["}", ""]
+    return "\n".join(parts)
+
+
+def make_project(root: Path, files: int) -> int:
+    """Write ``files`` agent files plus an ``auwgent.yml``; return the total line count."""
+    (root / "auwgent.yml").write_text(
+        'source: "src"\noutput: "generated"\ntargets:\n  - py\n', encoding="utf-8"
+    )
+    lines = 0
+    for index in range(files):
+        folder = root / "src" / f"group{index % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = agent_file(index)
+        (folder / f"agent_{index}.agent").write_text(text, encoding="utf-8")
+        lines += text.count("\n")
+    return lines
+
+
+def parse_throughput(root: Path, passes: int) -> tuple[float, float]:
+    """Median seconds for lexing + parsing every file, and lines per second."""
+    sources = [
+        SourceFile(str(p), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.agent"))
+    ]
+    lines = sum(s.text.count("\n") for s in sources)
+    times = []
+    for _ in range(passes):
+        started = time.perf_counter()
+        for source in sources:
+            _, diagnostics = parse(source)
+            if diagnostics:
+                raise SystemExit(f"benchmark input has errors: {diagnostics[0].message}")
+        times.append(time.perf_counter() - started)
+    median = statistics.median(times)
+    return median, lines / median
+
+
+def check_wall_time(root: Path, runs: int) -> float:
+    """Median wall seconds of ``python -m auwgent check`` on ``root``, process start included."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = subprocess.run(
+            [sys.executable, "-m", "auwgent", "check", str(root)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        times.append(time.perf_counter() - started)
+        if result.returncode != 0:
+            raise SystemExit(f"auwgent check failed:\n{result.stderr[:2000]}")
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=100, help="agent files to generate")
+    parser.add_argument("--runs", type=int, default=5, help="check runs to time")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="auwgent-bench-") as tmp:
+        root = Path(tmp)
+        lines = make_project(root, args.files)
+        seconds, rate = parse_throughput(root, passes=3)
+        print(f"project: {args.files} files, {lines} lines")
+        print(f"lex+parse: {seconds * 1000:.0f} ms, {rate:,.0f} lines/s")
+        wall = check_wall_time(root, args.runs)
+        verdict = "ok" if wall < TARGET_SECONDS else "SLOW"
+        print(
+            f"auwgent check: median {wall * 1000:.0f} ms wall over {args.runs} runs "
+            f"(target < {TARGET_SECONDS * 1000:.0f} ms): {verdict}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -197,3 +197,13 @@ def test_single_schema_text_streams_schema_partials() -> None:
     final = events[-1]
     assert isinstance(final, FinalEvent)
     assert final.payload == {"type": "Person", "response": {"name": "Amanda", "age": 30}}
+
+
+def test_a_rejected_call_is_replayed_under_the_name_the_model_used() -> None:
+    rejected = finals(decode([ToolCallDelta(0, "q", "search_web", '{"q": "x"}')]))[0]
+    assert isinstance(rejected, RejectedEvent) and rejected.kind is None
+    # The engine keeps a rejected native call in the turn as a tool_call FinalEvent.
+    kept = FinalEvent("tool_call", rejected.name, rejected.segment,
+                      {"type": rejected.name, "args": {}}, rejected.raw, rejected.call_id)
+    message = CODEC.assistant_message(AssistantTurn("", (kept,)))
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("q", "search_web", "{}")]

@@ -11,6 +11,7 @@ output becomes one ``output__<Type>`` function per variant. History is rebuilt a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -408,9 +409,7 @@ class NativeCodec:
         for event in turn.calls:
             if event.kind in _CALL_KINDS and event.name is not None:
                 args = json.dumps(dict(event.payload.get("args", {})), ensure_ascii=False)
-                function = (
-                    event.name if "__" in event.name else function_name(event.kind, event.name)
-                )
+                function = _called_name(event)
                 calls.append(ToolCall(event.call_id or f"call_{event.segment}", function, args))
             elif event.name is not None:
                 payload = json.dumps(dict(event.payload), ensure_ascii=False, default=str)
@@ -425,6 +424,19 @@ class NativeCodec:
     def feedback_message(self, text: str) -> Message:
         """A runtime note as a user message."""
         return Message(role="user", content=text.strip())
+
+
+_RAW_CALL = re.compile(r"([A-Za-z0-9_.\-]+)\(")
+
+
+def _called_name(event: FinalEvent) -> str:
+    """The function name the model used (kept in ``raw`` as ``name(arguments)``), so that a
+    call to an unknown function is replayed as it was made."""
+    match = _RAW_CALL.match(event.raw) if event.call_id is not None else None
+    if match:
+        return match.group(1)
+    assert event.name is not None
+    return function_name(event.kind, event.name)
 
 
 def _tool_message(outcome: CallOutcome) -> Message:

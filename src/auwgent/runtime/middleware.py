@@ -1,7 +1,8 @@
 """Middleware: the seven hooks, in registration order, scoped by ``target``.
 
-A middleware is a class (instantiated without arguments) or an object with any of the
-manual's camelCase hook methods (snake_case aliases are accepted)::
+A middleware is a class (instantiated without arguments), an object with any of the
+manual's camelCase hook methods (snake_case aliases are accepted), or a dict of such
+functions (with optional ``"name"`` and ``"target"``)::
 
     onRunStart(session, ctx) -> session | None
     onLLMStart(prompt, ctx) -> str | None          # a string replaces the prompt for that call
@@ -18,7 +19,7 @@ times when ``ctx["activeAgent"]`` is one of them.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from auwgent.errors import ConfigError
@@ -43,8 +44,12 @@ class _Entry:
 
     def __init__(self, obj: Any, index: int) -> None:
         self.obj = obj
-        self.name = str(getattr(obj, "name", None) or type(obj).__name__ or f"middleware[{index}]")
-        target = getattr(obj, "target", None)
+        # A dict of functions (the TypeScript manual's object style) works like an instance.
+        get: Callable[[str], Any] = (
+            obj.get if isinstance(obj, Mapping) else lambda key: getattr(obj, key, None)
+        )
+        self.name = str(get("name") or type(obj).__name__ or f"middleware[{index}]")
+        target = get("target")
         if target is None:
             self.targets: frozenset[str] | None = None
         elif isinstance(target, str):
@@ -62,7 +67,7 @@ class _Entry:
         for camel, snake in HOOKS.items():
             # The generated AuwgentMiddleware marks its placeholder hooks; skip those so a
             # subclass's snake_case override is found and no-op hooks cost nothing.
-            fn = next((f for f in (getattr(obj, camel, None), getattr(obj, snake, None))
+            fn = next((f for f in (get(camel), get(snake))
                        if f is not None and not getattr(f, "__auwgent_unimplemented__", False)),
                       None)
             if fn is not None:

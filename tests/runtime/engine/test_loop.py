@@ -507,7 +507,7 @@ async def test_leaving_a_stream_early_cancels_the_run() -> None:
     model = ScriptedModel([text("word " * 200)], chunk_size=5, delay=0.001)
     bot = make_agent(document(agent()), model)
     seen = 0
-    async for event in bot.stream("talk"):
+    async for _event in bot.stream("talk"):
         seen += 1
         if seen == 3:
             break

@@ -358,3 +358,12 @@ async def test_on_run_start_returning_garbage_is_an_error_not_an_exception() -> 
     assert model_.calls == 0
     assert "onRunStart" in rec.of("error")[0]["message"]
     assert session["turns"][-1]["status"] == "error"
+
+
+async def test_a_dict_of_functions_is_a_middleware_too() -> None:
+    seen: list[str] = []
+    mw = {"name": "dict-style", "onLLMStart": lambda prompt, ctx: seen.append(ctx["activeAgent"]),
+          "on_run_complete": lambda session, ctx: seen.append("done")}
+    bot = make_agent(document(agent()), ScriptedModel([text("x")]), middleware=[mw])
+    await bot.run("hi")
+    assert seen == ["Main", "done"]

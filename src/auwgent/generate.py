@@ -191,12 +191,14 @@ def _apply(plan: _Plan, output: Path) -> tuple[list[Path], list[Path], list[str]
         output / rel for rel in sorted(owned) if _write_if_changed(output / rel, plan.files[rel])
     ]
     removed = _remove_stale(output, old - set(plan.files))
-    manifest = {
-        "generator": "auwgent",
-        "version": 1,
-        "files": sorted(owned | (old & set(plan.files))),
-    }
-    _write_if_changed(output / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    if owned:
+        manifest = {"generator": "auwgent", "version": 1, "files": sorted(owned)}
+        _write_if_changed(output / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    elif (output / MANIFEST).exists():
+        # No agent left: leave no trace, as before the first generation.
+        (output / MANIFEST).unlink()
+        if not any(output.iterdir()):
+            output.rmdir()
     return written, removed, []
 
 

@@ -231,3 +231,16 @@ def test_two_sources_with_the_same_module_name_are_an_error(tmp_path: Path) -> N
         for e in result.errors
     ), result.errors
     assert not (tmp_path / "generated").exists()
+
+
+def test_a_project_without_agents_writes_nothing_and_cleans_up(tmp_path: Path) -> None:
+    (tmp_path / "lib.agent").write_text(LIBRARY, encoding="utf-8")
+    result = generate_path(tmp_path)
+    assert result.ok and result.outputs == ()
+    assert not (tmp_path / "generated").exists()
+    (tmp_path / "main.agent").write_text(MAIN, encoding="utf-8")
+    assert generate_path(tmp_path).ok
+    assert (tmp_path / "generated" / "main_types.py").exists()
+    (tmp_path / "main.agent").unlink()
+    assert generate_path(tmp_path).ok
+    assert not (tmp_path / "generated").exists()

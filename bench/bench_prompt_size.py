@@ -1,7 +1,9 @@
 """Size of the first request for an agent with 100 tools: blocks vs native.
 
-Counts the characters the codec adds to the first request: the protocol section (system
-prompt) plus the native functions serialised as JSON, the way a provider sends them.
+Builds the first Chat Completions request body (the OpenAI adapter's own ``build_chat_body``)
+for each codec, with an empty base prompt and one short user message, and counts the
+characters of its compact JSON, as httpx sends it: the protocol section in the system prompt
+plus the native function list.
 
 Run: ``.venv/bin/python bench/bench_prompt_size.py``
 """
@@ -12,38 +14,50 @@ import json
 
 from auwgent.runtime.protocol import codec_for
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
+from auwgent.runtime.providers.base import Message, ModelRequest
+from auwgent.runtime.providers.openai import build_chat_body
 
 KINDS = ("string", "number", "boolean")
 
 
 def tool(i: int) -> CallableSpec:
     params = tuple(
-        {"name": f"arg_{j}", "type": {"kind": KINDS[(i + j) % 3]}, "optional": j == 2,
-         "description": f"the {j}th input" if j == 0 else None}
+        {
+            "name": f"arg_{j}",
+            "type": {"kind": KINDS[(i + j) % 3]},
+            "optional": j == 2,
+            "description": f"the {j}th input" if j == 0 else None,
+        }
         for j in range(3)
     )
-    return CallableSpec("tool", f"tool_number_{i}", f"Does task number {i}", params,
-                        {"kind": "string"})
+    return CallableSpec(
+        "tool", f"tool_number_{i}", f"Does task number {i}", params, {"kind": "string"}
+    )
 
 
 def main() -> None:
     contract = Contract(
-        agent="Big", callables=tuple(tool(i) for i in range(100)), intents=(),
-        output={"kind": "text"}, types={},
+        agent="Big",
+        callables=tuple(tool(i) for i in range(100)),
+        intents=(),
+        output={"kind": "text"},
+        types={},
     )
     sizes = {}
     for name in ("blocks", "native"):
         codec = codec_for(name)
-        functions = [
-            {"type": "function", "function": {"name": f.name, "description": f.description,
-                                              "parameters": f.parameters}}
-            for f in codec.functions(contract)
-        ]
-        section = codec.system_section(contract)
-        payload = json.dumps(functions, separators=(",", ":")) if functions else ""
-        sizes[name] = len(section) + len(payload)
-        print(f"{name:>6}: section {len(section):6} chars + functions JSON {len(payload):6}"
-              f" chars = {sizes[name]:6} chars")
+        request = ModelRequest(
+            model="gpt-4o-mini",
+            system=codec.system_section(contract),
+            messages=(Message(role="user", content="hello"),),
+            functions=codec.functions(contract),
+            response_schema=codec.response_schema(contract),
+        )
+        body = json.dumps(build_chat_body(request), ensure_ascii=False, separators=(",", ":"))
+        section = len(request.system)
+        sizes[name] = len(body)
+        print(f"{name:>6}: first request {len(body):6} chars (protocol section {section} chars,"
+              f" {len(request.functions)} functions)")
     print(f"native / blocks = {sizes['native'] / sizes['blocks']:.1f}x")
 
 

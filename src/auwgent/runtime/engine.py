@@ -167,12 +167,16 @@ class Run:
         """Merge ``data`` into this run's context, checking declared types."""
         self.context.update(self.core.context_schema.check(data, "set_context"))
 
-    async def embed(self, text: str) -> list[float]:
-        """Embed one text with the active config's ``embedding`` model."""
+    async def embed(self, text: str | Mapping[str, Any]) -> list[float]:
+        """Embed one text with the active config's ``embedding`` model.
+
+        A turn input (``{"text": ...}``) is accepted too, as the manual's RAG example passes it.
+        """
         return (await self.embed_batch([text]))[0]
 
-    async def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_batch(self, texts: Sequence[str | Mapping[str, Any]]) -> list[list[float]]:
         """Embed several texts with the active config's ``embedding`` model, in order."""
+        plain = [_embed_text(t) for t in texts]
         agent = self.core.doc["agents"][self.ctx["activeAgent"]]
         cfg_name = self.core.config_for(agent, self.config)
         model = agent["configs"][cfg_name].get("embedding")
@@ -181,7 +185,7 @@ class Run:
                 f"embed: the {cfg_name!r} config of {agent['name']} has no embedding model; "
                 f'add one, e.g. `embedding: gemini("gemini-embedding-001")`'
             )
-        return await self.provider(model).embed(list(texts), str(model["model"]))
+        return await self.provider(model).embed(plain, str(model["model"]))
 
     # -- providers ---------------------------------------------------------------------------
 
@@ -940,6 +944,14 @@ def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, 
         except ValueError:
             return result
     return result
+
+
+def _embed_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+        return str(value["text"])
+    raise TypeError(f"embed: expected a string (or a turn input {{'text': ...}}), got {value!r}")
 
 
 def _jsonable(value: Any) -> Any:

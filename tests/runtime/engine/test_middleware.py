@@ -293,8 +293,9 @@ async def test_rag_middleware_with_embed() -> None:
         async def onRunStart(self, session: Any, ctx: dict[str, Any]) -> Any:
             turns = session.get("turns", [])
             last_turn = turns[-1]
-            query = last_turn["input"]["text"]
+            query = last_turn["input"]  # the manual passes the input object itself
             query_vector = await ctx["embed"](query)
+            query = query["text"]
             vectors.append(query_vector)
             vectors.append(await ctx["embedBatch"](["a", "b"]))
             ctx["set_context"]({"retrieved_chunks": ["chunk about " + query]})

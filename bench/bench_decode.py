@@ -24,15 +24,25 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.providers.base import TextDelta
 
-ITEM = {"kind": "object", "fields": [
-    {"name": n, "type": {"kind": t}, "optional": False, "description": None}
-    for n, t in (("sku", "string"), ("qty", "number"), ("note", "string"))
-]}
-REPORT = {"kind": "object", "fields": [
-    {"name": "title", "type": {"kind": "string"}, "optional": False, "description": None},
-    {"name": "items", "type": {"kind": "array", "items": {"kind": "ref", "name": "Item"}},
-     "optional": False, "description": None},
-]}
+ITEM = {
+    "kind": "object",
+    "fields": [
+        {"name": n, "type": {"kind": t}, "optional": False, "description": None}
+        for n, t in (("sku", "string"), ("qty", "number"), ("note", "string"))
+    ],
+}
+REPORT = {
+    "kind": "object",
+    "fields": [
+        {"name": "title", "type": {"kind": "string"}, "optional": False, "description": None},
+        {
+            "name": "items",
+            "type": {"kind": "array", "items": {"kind": "ref", "name": "Item"}},
+            "optional": False,
+            "description": None,
+        },
+    ],
+}
 CONTRACT = Contract(
     agent="Bench",
     callables=(CallableSpec("tool", "noop", "", (), {"kind": "string"}),),
@@ -46,8 +56,10 @@ def payload(size: int) -> str:
     items: list[dict[str, Any]] = []
     text = ""
     while len(text) < size:
-        items.extend({"sku": f"sku-{i}", "qty": i, "note": "restock soon " * (i % 4)}
-                     for i in range(len(items), len(items) + 200))
+        items.extend(
+            {"sku": f"sku-{i}", "qty": i, "note": "restock soon " * (i % 4)}
+            for i in range(len(items), len(items) + 200)
+        )
         text = json.dumps({"title": "inventory", "items": items})
     return text
 
@@ -85,14 +97,18 @@ def main() -> None:
     print(f"(a) {len(body) / 1000:.0f} KB structured block; one json.loads = {loads * 1e3:.2f} ms")
     for chunk in (1, 8, 64):
         elapsed, partials, _ = best(lambda c=chunk: stream(body, c), 1 if chunk == 1 else 3)
-        print(f"    {chunk:>2}-byte chunks: {elapsed * 1e3:8.1f} ms  ({elapsed / loads:6.0f}x"
-              f" json.loads)  {len(body) // chunk + 1:>7} chunks, {partials} partials")
+        print(
+            f"    {chunk:>2}-byte chunks: {elapsed * 1e3:8.1f} ms  ({elapsed / loads:6.0f}x"
+            f" json.loads)  {len(body) // chunk + 1:>7} chunks, {partials} partials"
+        )
     print("(b) growth, 8-byte chunks (per-KB cost should stay flat):")
     for size in (50_000, 100_000, 200_000, 400_000, 800_000):
         data = payload(size)
         elapsed, partials, _ = best(lambda d=data: stream(d, 8), 2)
-        print(f"    {len(data) / 1000:6.0f} KB: {elapsed * 1e3:8.1f} ms"
-              f"  {elapsed * 1e6 / (len(data) / 1000):7.1f} us/KB  {partials} partials")
+        print(
+            f"    {len(data) / 1000:6.0f} KB: {elapsed * 1e3:8.1f} ms"
+            f"  {elapsed * 1e6 / (len(data) / 1000):7.1f} us/KB  {partials} partials"
+        )
     small = payload(2000)
     first = min(stream(small, 16)[2] for _ in range(20))
     print(f"(c) time to first partial: {first * 1e6:.1f} us")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib
 import json
 import statistics
@@ -92,11 +93,11 @@ async def raw_request(client: httpx.AsyncClient, base: str, body: dict[str, Any]
         response = await client.post(url, json=body)
         response.raise_for_status()
         message = response.json()["choices"][0]["message"]
-        calls = [
+        whole = [
             (c["id"], c["function"]["name"], c["function"]["arguments"])
             for c in message.get("tool_calls") or []
         ]
-        return {"text": message.get("content") or "", "calls": calls}
+        return {"text": message.get("content") or "", "calls": whole}
     parts: list[str] = []
     calls: dict[int, list[str]] = {}
     async with client.stream("POST", url, json=body) as response:
@@ -306,7 +307,7 @@ async def main(args: argparse.Namespace) -> None:
                 f"fake server {base}, chunk size {args.chunk_size}, {args.runs} runs per variant\n"
             )
             for stream in (True, False):
-                body = {
+                body: dict[str, Any] = {
                     "model": "gpt-4o",
                     "temperature": 0,
                     "stream": stream,
@@ -318,8 +319,8 @@ async def main(args: argparse.Namespace) -> None:
                 if stream:
                     body["stream_options"] = {"include_usage": True}
                 samples = await measure_pair(
-                    lambda s=stream: provider_request(provider, s),
-                    lambda b=body: raw_request(client, base, b),
+                    functools.partial(provider_request, provider, stream),
+                    functools.partial(raw_request, client, base, body),
                     args.runs,
                     args.warmup,
                 )

@@ -22,7 +22,7 @@ from auwgent.testing.fake_servers import FakeOpenAIServer, text
 
 
 def _model(provider: str, **extra: Any) -> dict[str, Any]:
-    base = {
+    base: dict[str, Any] = {
         "provider": provider,
         "model": "m",
         "options": {},

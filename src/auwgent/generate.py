@@ -238,12 +238,13 @@ def default_output(project: Project) -> Path:
 
 def generate(project: Project) -> GenerateResult:
     """Compile ``project`` and bring its output folder up to date."""
+    from auwgent.cli import display_path
     from auwgent.compiler.pipeline import compile_project
 
     started = time.perf_counter()
     output = default_output(project)
     notes, target_errors = _targets_notes(project.targets)
-    compiled = compile_project(project.files, project.source_root)
+    compiled = compile_project(project.files, project.source_root, display=display_path)
     errors: list[str] = list(target_errors)
     written: list[Path] = []
     removed: list[Path] = []
@@ -291,6 +292,9 @@ def _report(result: GenerateResult, out: TextIO, err: TextIO, color: bool) -> No
         print(render_all(result.diagnostics, color=color), file=err)
     for message in result.errors:
         print(f"error: {message}", file=err)
+    if result.diagnostics or result.errors:
+        print(file=err)
+    err.flush()  # diagnostics before the summary, also when both go to one terminal
     print(result.summary(), file=out)
 
 

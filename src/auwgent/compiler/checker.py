@@ -18,7 +18,7 @@ from . import nodes as n
 from .checker_exprs import Env, ExprChecker
 from .checker_types import TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Prim, Ty, union_of
 from .diagnostics import Diagnostic, Note, error, sort_key, suggest, warning
-from .modules import FileScope, ModuleGraph, Symbol, is_exported
+from .modules import FileScope, ModuleGraph, Symbol, is_exported, relative_spec
 from .source import SourceFile, Span
 
 PROVIDERS = {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
@@ -129,8 +129,22 @@ class Checker:
             KIND_CODES.get(kind, "E2016"),
             f"unknown {kind} `{name}`",
             span,
-            help=hint or self._kind_help(kind),
+            help=hint or self._import_help(name, kind) or self._kind_help(kind),
         )
+        return None
+
+    def _import_help(self, name: str, kind: str) -> str | None:
+        """``add import { X } from "./y"`` when another file exports a ``kind`` called ``name``."""
+        for path, scope in sorted(self.state.graph.scopes.items()):
+            symbol = scope.local.get(name)
+            if (
+                symbol
+                and symbol.kind == kind
+                and is_exported(symbol.decl)
+                and path != self.scope.path
+            ):
+                spec = relative_spec(self.scope.path, path)
+                return f'{path} exports it: add `import {{ {name} }} from "{spec}"`'
         return None
 
     def _visible(self) -> list[Symbol]:

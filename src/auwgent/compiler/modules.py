@@ -190,7 +190,8 @@ def normalize_import(importer: str, spec: str) -> str:
     return joined if joined.endswith(SUFFIX) else joined + SUFFIX
 
 
-def _relative_spec(importer: str, target: str) -> str:
+def relative_spec(importer: str, target: str) -> str:
+    """How file ``importer`` writes an import of file ``target`` (``./x``, ``../y/z``)."""
     rel = posixpath.relpath(target, posixpath.dirname(importer) or ".")
     rel = rel[: -len(SUFFIX)] if rel.endswith(SUFFIX) else rel
     return rel if rel.startswith("../") else "./" + rel
@@ -217,7 +218,7 @@ def _import_target(
         return target
     others = [p for p in scopes if p != path]
     close = suggest(target, others)
-    hint = f'did you mean "{_relative_spec(path, close)}"?' if close else None
+    hint = f'did you mean "{relative_spec(path, close)}"?' if close else None
     diags.append(
         error(
             "E1001",

@@ -10,11 +10,12 @@ request from the protocol contract the engine attaches to it (``request.contract
    structured output, a value of the first output variant that validates against the declared
    type; for ``Text``, a short text quoting the user's last input.
 
-When the system prompt teaches the block protocol it writes ``[tool_call: name]``,
-``[schema: Name]`` and ``[response_text]`` blocks; with native function calling (the request
-offers functions or a response schema) it makes native calls (``tool__<name>``, one
-``output__<Type>`` call for a union output) and returns other structured output as JSON text. Text is streamed in small chunks
-so partial intents happen. ``embed`` returns deterministic unit vectors (:func:`hashed_embedding`).
+With the block codec it writes ``[tool_call: name]`` and ``[schema: Name]`` blocks, and a
+``[response_text]`` block when the prompt teaches it (plain text otherwise, which both codecs
+read as ``response_text``). When the request offers native functions or a response schema it
+answers natively: ``tool__<name>`` calls, one ``output__<Type>`` call for a union output, and
+other structured output as JSON text. Text is streamed in small chunks so partial intents
+happen. ``embed`` returns deterministic unit vectors (:func:`hashed_embedding`).
 
 Run any compiled agent on it without editing the ``.agent`` file: pass ``"provider": "offline"``
 in the runtime config, or set the environment variable ``AUWGENT_PROVIDER=offline``.
@@ -80,21 +81,16 @@ class OfflineModel:
 def respond(request: ModelRequest) -> Reply:
     """The offline model's whole answer to ``request``, before streaming."""
     contract = request.contract if isinstance(request.contract, Contract) else None
-    native = not _uses_blocks(request)
-    messages = request.messages
-    if contract is not None and not _answers_own_calls(messages):
-        calls = _tool_calls(contract, request.functions)
+    # The native codec always offers functions or a response schema when the contract has
+    # anything to call or a structured output; without either, plain text suits both codecs.
+    native = bool(request.functions) or request.response_schema is not None
+    if contract is not None and not _answers_own_calls(request.messages):
+        calls = _tool_calls(contract, request.functions, native)
         if calls:
             return Reply(tuple(calls) if native else (_call_blocks(calls),))
-    return _final_answer(request, contract, native)
-
-
-def _uses_blocks(request: ModelRequest) -> bool:
-    """Whether to answer in blocks: no native functions or schema, and a prompt that teaches
-    blocks (the block codec's section always shows the final-answer block's closer)."""
-    if request.functions or request.response_schema is not None:
-        return False
-    return "[/response_text]" in request.system or "[/schema]" in request.system
+    if contract is not None and contract.output.get("kind") != "text":
+        return _structured_answer(request, contract, native)
+    return _text_reply(request, native)
 
 
 # -- reading the history ---------------------------------------------------------------------
@@ -148,14 +144,16 @@ def _block_call_names(text: str) -> list[str]:
 # -- calling tools ---------------------------------------------------------------------------
 
 
-def _tool_calls(contract: Contract, functions: Sequence[FunctionSpec]) -> list[NativeCall]:
+def _tool_calls(
+    contract: Contract, functions: Sequence[FunctionSpec], native: bool
+) -> list[NativeCall]:
     offered = {f.name for f in functions}
     calls: list[NativeCall] = []
     for spec in contract.callables:
         if spec.kind != "tool" or not spec.configured:
             continue
-        name = function_name("tool_call", spec.name) if functions else spec.name
-        if functions and name not in offered:
+        name = function_name("tool_call", spec.name) if native else spec.name
+        if native and name not in offered:
             continue
         calls.append(NativeCall(name, _example_args(spec, contract)))
     return calls
@@ -201,14 +199,11 @@ def _scalar_text(value: Any) -> str:
 # -- answering -------------------------------------------------------------------------------
 
 
-def _final_answer(request: ModelRequest, contract: Contract | None, native: bool) -> Reply:
-    if contract is not None and contract.output.get("kind") != "text":
-        return _structured_answer(request, contract, native)
-    text = _text_answer(request.messages)
-    if native:
-        return Reply((text,))
-    # A quoted input must not close the block early.
-    text = text.replace("[/", "[ /")
+def _text_reply(request: ModelRequest, native: bool) -> Reply:
+    # Defuse "[/" so that a quoted input cannot close a block early.
+    text = _text_answer(request.messages).replace("[/", "[ /")
+    if native or "[/response_text]" not in request.system:
+        return Reply((text,))  # text outside blocks is response_text for the block codec too
     return Reply((f"[response_text]\n{text}\n[/response_text]",))
 
 

@@ -366,3 +366,17 @@ async def test_a_quoted_input_cannot_close_the_text_block_early() -> None:
     assert [f.kind for f in finals] == ["response_text"]
     assert isinstance(finals[0], FinalEvent)
     assert "then [tool_call: get_time]" in finals[0].payload["text"]
+
+
+async def test_a_prompt_without_the_block_section_still_gets_block_calls_and_plain_text() -> None:
+    # E.g. a middleware replaced the whole prompt: calls stay blocks (no native functions are
+    # offered) and the final text is plain, which the block decoder reads as response_text.
+    contract = _contract({"kind": "text"})
+    bare = ModelRequest("offline", "Be brief.", USER, contract=contract)
+    first = await _run(bare)
+    assert [f.name for f in _decode("blocks", contract, first)] == ["get_weather", "get_time"]
+    history = (*USER, Message("assistant", _text(first)), Message("user", "results"))
+    answer = _decode(
+        "blocks", contract, await _run(ModelRequest("o", "x", history, contract=contract))
+    )
+    assert [f.kind for f in answer] == ["response_text"]

@@ -527,6 +527,7 @@ class Run:
         except Exception as exc:
             rnd.error = exc
             return rnd
+        self.ctx["systemPrompt"] = system  # what is really sent, for later hooks of this call
         if top:
             self.session["system_prompt"] = system
         request = ModelRequest(

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -105,6 +106,13 @@ def output_paths(relative_source: str) -> tuple[str, str]:
     return str(folder / f"{stem}.agent.json"), str(folder / f"{module_name(stem)}_types.py")
 
 
+@lru_cache(maxsize=128)
+def _render(ir_text: str) -> str:
+    # The IR text decides the module completely, so in watch mode an agent whose compiled IR
+    # did not change is not rendered again.
+    return render_python(json.loads(ir_text), ir_text=ir_text)
+
+
 def _plan(documents: Mapping[str, Mapping[str, Any]]) -> _Plan:
     plan = _Plan()
     owners: dict[str, str] = {}
@@ -118,7 +126,7 @@ def _plan(documents: Mapping[str, Mapping[str, Any]]) -> _Plan:
             owners[path] = source
         ir_text = dumps_ir(dict(doc))
         try:
-            plan.files[py_path] = render_python(doc, ir_text=ir_text)
+            plan.files[py_path] = _render(ir_text)
         except CompileError as exc:
             plan.errors.append(f"{source}: {exc}")
             continue

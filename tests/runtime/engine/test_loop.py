@@ -514,3 +514,21 @@ async def test_leaving_a_stream_early_cancels_the_run() -> None:
     await asyncio.sleep(0.05)
     pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     assert pending == []
+
+
+async def test_many_concurrent_runs_of_one_agent_stay_separate() -> None:
+    doc = document(agent(tools=[tool("echo", field("v"))]))
+
+    def script(request: Any) -> str:
+        user = request.messages[0].content
+        if len(request.messages) == 1:
+            return block("tool_call", "echo", f"v: {user}")
+        return text(f"answer {user}")
+
+    bot = make_agent(doc, ScriptedModel(script), tools={"echo": lambda v: v})
+    sessions = await asyncio.gather(*(bot.run(f"q{i}") for i in range(100)))
+    assert [s["turns"][0]["output"] for s in sessions] == [f"answer q{i}" for i in range(100)]
+    for i, s in enumerate(sessions):
+        results = [x["value"]["result"] for x in s["turns"][0]["intents"]
+                   if x["name"] == "tool_result"]
+        assert results == [f"q{i}"]

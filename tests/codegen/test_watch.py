@@ -40,7 +40,9 @@ def test_a_saved_change_regenerates_and_a_syntax_error_does_not_stop_watching(
     (tmp_path / "auwgent.yml").write_text("source: .\noutput: generated\n", encoding="utf-8")
     source = tmp_path / "main.agent"
     source.write_text(AGENT % "get_weather", encoding="utf-8")
+    (tmp_path / "other.agent").write_text(AGENT % "get_time", encoding="utf-8")
     module = tmp_path / "generated" / "main_types.py"
+    other = tmp_path / "generated" / "other_types.py"
     results: list[GenerateResult] = []
     stop = threading.Event()
     out, err = io.StringIO(), io.StringIO()
@@ -54,6 +56,7 @@ def test_a_saved_change_regenerates_and_a_syntax_error_does_not_stop_watching(
     try:
         assert _wait(lambda: len(results) == 1), err.getvalue()
         assert "def get_weather" in module.read_text(encoding="utf-8")
+        other_stamp = other.stat().st_mtime_ns
         time.sleep(0.3)  # let the watcher start before the first change
 
         source.write_text("agent Main {", encoding="utf-8")
@@ -64,6 +67,9 @@ def test_a_saved_change_regenerates_and_a_syntax_error_does_not_stop_watching(
         source.write_text(AGENT % "get_forecast", encoding="utf-8")
         assert _wait(lambda: "def get_forecast" in module.read_text(encoding="utf-8"))
         assert results[-1].ok
+        # Only what changed is rewritten: the other agent's bindings were left alone.
+        assert other.stat().st_mtime_ns == other_stamp
+        assert other not in results[-1].written
     finally:
         stop.set()
         thread.join(timeout=10)

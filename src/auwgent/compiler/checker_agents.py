@@ -747,6 +747,14 @@ class AgentChecker(Checker):
                 )
         params = self.fields_of(workflow.params, "parameter")
         returns = self.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
+        if workflow.returns is None:
+            self.report(
+                "E2029",
+                f"{label} needs a return type",
+                workflow.name.span,
+                help="write it after the parameters, e.g. `workflow "
+                f"{workflow.name.text}(...): string`; the model receives the returned value",
+            )
         self.check_examples(workflow.examples, params, label)
         scoped = self._scoped_tools(workflow, agent.tools, agent.scoped)
         env = Env(

@@ -222,6 +222,10 @@ class BlocksDecoder:
         return events
 
     def _consume(self, chunk: str) -> None:
+        if self._block is not None and self._block.pending:
+            # Text held back at the end of the last chunk is read again with this one (it is
+            # short, and only ever held at a chunk's end).
+            chunk, self._block.pending = self._block.pending + chunk, ""
         i = 0
         while i < len(chunk):
             i = self._inside(chunk, i) if self._block is not None else self._outside(chunk, i)
@@ -382,51 +386,43 @@ class BlocksDecoder:
     def _inside(self, s: str, i: int) -> int:
         block = self._block
         assert block is not None
-        data, skip = block.pending + s[i:], len(block.pending)
-        pos = 0
-        while (k := data.find("[", pos)) >= 0:
-            match = _CLOSER.match(data, k)
+        pos = i
+        while (k := s.find("[", pos)) >= 0:
+            match = _CLOSER.match(s, k)
             if match and match.group("kind").lower() in block.closers:
-                self._flush_body(block, data[:k])
-                block.pending = ""
+                self._flush_body(block, s[i:k])
                 self._finish(block, match.group())
-                return i + match.end() - skip
-            if block.text is None and self._at_line_start(block, data, k):
-                header = _NEXT_HEADER.match(data, k)
-                if header is not None:
-                    return self._reopen(block, data, k, i, skip)
-                if len(data) - k <= _MAX_HEADER and _NEXT_HEADER_PREFIX.fullmatch(data, k):
-                    return self._hold(block, data, k, s)
-            if len(data) - k < _MAX_CLOSER and _CLOSER_PREFIX.fullmatch(data, k):
-                return self._hold(block, data, k, s)
+                return match.end()
+            if block.text is None and self._at_line_start(block, s, i, k):
+                if _NEXT_HEADER.match(s, k):
+                    return self._reopen(block, s, i, k)
+                if len(s) - k <= _MAX_HEADER and _NEXT_HEADER_PREFIX.fullmatch(s, k):
+                    return self._hold(block, s, i, k)
+            if len(s) - k < _MAX_CLOSER and _CLOSER_PREFIX.fullmatch(s, k):
+                return self._hold(block, s, i, k)
             pos = k + 1
-        self._flush_body(block, data)
-        block.pending = ""
+        self._flush_body(block, s[i:])
         return len(s)
 
-    def _hold(self, block: _Block, data: str, k: int, s: str) -> int:
-        """Keep a possible closer or header at the end of the data until more arrives."""
-        self._flush_body(block, data[:k])
-        block.pending = data[k:]
+    def _hold(self, block: _Block, s: str, i: int, k: int) -> int:
+        """Keep a possible closer or header at the end of the chunk until more arrives."""
+        self._flush_body(block, s[i:k])
+        block.pending = s[k:]
         return len(s)
 
-    def _reopen(self, block: _Block, data: str, k: int, i: int, skip: int) -> int:
+    def _reopen(self, block: _Block, s: str, i: int, k: int) -> int:
         """A new header at a line start: the open block lost its closer; finish it here."""
-        self._flush_body(block, data[:k])
-        block.pending = ""
+        self._flush_body(block, s[i:k])
         self._finish(block, "")
         self._line_start = True
-        if k >= skip:
-            return i + k - skip
-        self._outside(data[k:skip], 0)  # the header began in the held text
-        return i
+        return k
 
     @staticmethod
-    def _at_line_start(block: _Block, data: str, k: int) -> bool:
+    def _at_line_start(block: _Block, s: str, i: int, k: int) -> bool:
         j = k - 1
-        while j >= 0 and data[j] in " \t":
+        while j >= i and s[j] in " \t":
             j -= 1
-        return block.line_start if j < 0 else data[j] == "\n"
+        return block.line_start if j < i else s[j] == "\n"
 
     def _flush_body(self, block: _Block, piece: str) -> None:
         if not piece:

@@ -308,3 +308,23 @@ async def test_several_texts_use_batch_embed_contents(wire: Callable[[str], byte
     assert [
         r["content"]["parts"][0]["text"] for r in json.loads(replay.seen[0].content)["requests"]
     ] == ["a", "b"]
+
+
+async def test_a_json_array_answer_to_a_streaming_request(
+    wire: Callable[[str], bytes], summarise: Summarise
+) -> None:
+    chunks = [
+        json.loads(line[6:])
+        for line in wire("gemini_text_stream.sse").decode().splitlines()
+        if line.startswith("data: ")
+    ]
+    body = json.dumps(chunks).encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "application/json"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        provider = GeminiProvider(client=client)
+        events = [e async for e in provider.stream(_request())]
+    assert summarise(events)["text"] == "It is sunny in Accra, 31°C."
+    assert events[-1] == Finish("stop")

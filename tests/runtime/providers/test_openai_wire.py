@@ -235,3 +235,29 @@ def test_empty_system_prompt_is_left_out() -> None:
 def test_repr_never_shows_the_key() -> None:
     provider = OpenAIProvider(client=httpx.AsyncClient(), api_key="sk-very-secret")
     assert "sk-very-secret" not in repr(provider)
+
+
+def _json_transport(body: bytes) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "application/json"})
+
+    return httpx.MockTransport(handler)
+
+
+async def test_a_json_answer_to_a_streaming_request_is_read_whole(
+    wire: Callable[[str], bytes], summarise: Summarise
+) -> None:
+    async with httpx.AsyncClient(transport=_json_transport(wire("openai_text.json"))) as client:
+        provider = OpenAIProvider(client=client)
+        request = ModelRequest(model="gpt-4o", system="", messages=())
+        events = [e async for e in provider.stream(request)]
+    assert summarise(events)["text"] == "It is sunny in Accra, 31°C."
+
+
+async def test_a_json_error_in_place_of_a_stream_says_what_went_wrong() -> None:
+    body = b'{"error": {"message": "Upstream model unavailable", "type": "server_error"}}'
+    async with httpx.AsyncClient(transport=_json_transport(body)) as client:
+        provider = OpenAIProvider(client=client, name="my-gateway")
+        request = ModelRequest(model="m", system="", messages=())
+        with pytest.raises(ProviderError, match="my-gateway API error: Upstream model unavailable"):
+            [e async for e in provider.stream(request)]

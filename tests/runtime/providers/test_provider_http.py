@@ -202,3 +202,20 @@ async def test_sse_parsing_ignores_chunk_boundaries(pieces: int) -> None:
         "line one\nline two",
         "[DONE]",
     ]
+
+
+async def test_retry_after_ms_is_preferred_when_present() -> None:
+    answers = [
+        httpx.Response(429, headers={"retry-after-ms": "250", "retry-after": "1"}, json={}),
+        httpx.Response(200, content=b"ok"),
+    ]
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return answers[len(calls) - 1]
+
+    slept: list[float] = []
+    async with _client(handler) as client:
+        assert await _call(client, RetryPolicy(base_delay=5.0, jitter=False), slept) == b"ok"
+    assert slept == [0.25]

@@ -39,6 +39,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.providers.http import (
     RetryPolicy,
     Timeouts,
+    is_event_stream,
     iter_sse,
     open_response,
     parse_json_chunk,
@@ -323,14 +324,16 @@ class GeminiProvider:
         method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
         idle = self._timeouts.idle
         async with self._open(request.model, method, body) as response:
-            if request.stream:
+            if request.stream and is_event_stream(response):
                 async for data in iter_sse(response, provider=self.name, idle=idle):
                     for event in decoder.feed(parse_json_chunk(data, provider=self.name)):
                         yield event
             else:
                 payload = await read_json(response, provider=self.name, idle=idle)
-                for event in decoder.feed(payload):
-                    yield event
+                # Without alt=sse (some gateways drop it) the stream is one JSON array.
+                for item in payload if isinstance(payload, list) else [payload]:
+                    for event in decoder.feed(item):
+                        yield event
         for event in decoder.close():
             yield event
 

@@ -22,7 +22,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,6 +39,7 @@ __all__ = [
     "RetryPolicy",
     "Timeouts",
     "error_message",
+    "is_event_stream",
     "iter_sse",
     "open_response",
     "parse_retry_after",
@@ -148,6 +149,17 @@ def error_message(body: bytes, *, fallback: str) -> str:
     return fallback
 
 
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    # OpenAI also sends the wait in milliseconds; it is more precise than whole seconds.
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    return parse_retry_after(headers.get("retry-after"))
+
+
 def _redact(text: str, secret: str | None) -> str:
     if secret:
         return text.replace(secret, "***")
@@ -232,7 +244,7 @@ async def open_response(
                 finally:
                     await response.aclose()
                 return
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            retry_after = _retry_after(response.headers)
             failure = await _failure_of(response, provider, secret)
             if not failure.retryable:
                 raise failure
@@ -268,6 +280,11 @@ async def _chunks(response: httpx.Response, *, provider: str, idle: float) -> As
                 provider, f"stream interrupted ({type(exc).__name__}: {exc})"
             ) from None
         yield chunk
+
+
+def is_event_stream(response: httpx.Response) -> bool:
+    """Whether the response is really an SSE stream (a gateway may answer plain JSON)."""
+    return "json" not in response.headers.get("content-type", "")
 
 
 async def iter_sse(response: httpx.Response, *, provider: str, idle: float) -> AsyncIterator[str]:

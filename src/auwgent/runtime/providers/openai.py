@@ -29,6 +29,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.providers.http import (
     RetryPolicy,
     Timeouts,
+    is_event_stream,
     iter_sse,
     open_response,
     parse_json_chunk,
@@ -195,7 +196,7 @@ class OpenAIProvider:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
         body = build_chat_body(request)
         async with self._open("/chat/completions", body) as response:
-            if request.stream:
+            if request.stream and is_event_stream(response):
                 async for event in self._streamed(response):
                     yield event
             else:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
 
+from auwgent.errors import ConfigError
+
 __all__ = [
     "BUILTIN_INTENTS",
     "Control",
@@ -101,7 +103,13 @@ class _Handler:
 
     def __init__(self, handler: Any) -> None:
         if inspect.isclass(handler):
-            handler = handler()
+            try:
+                handler = handler()
+            except Exception as exc:
+                raise ConfigError(
+                    f"on_intent: could not instantiate {handler.__name__} without arguments "
+                    f"({exc}); pass an instance instead"
+                ) from exc
         self._instance: Any = None
         self._function: Callable[..., Any] | None = None
         if _is_function_like(handler):

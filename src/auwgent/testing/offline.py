@@ -184,9 +184,14 @@ def _block_body(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False) + "\n"
 
 
+_PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9 _.-]*[A-Za-z0-9]|[A-Za-z]")
+_LOOKS_TYPED = frozenset({"true", "false", "yes", "no", "null", "none"})
+
+
 def _plain_scalar(value: Any) -> bool:
+    """Whether ``value`` reads back unchanged from a ``key: value`` line (else use JSON)."""
     if isinstance(value, str):
-        return value != "" and value == value.strip() and "\n" not in value
+        return bool(_PLAIN_WORDS.fullmatch(value)) and value.lower() not in _LOOKS_TYPED
     return isinstance(value, (bool, int, float))
 
 

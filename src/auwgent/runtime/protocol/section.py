@@ -174,15 +174,7 @@ def blocks_section(contract: Contract) -> str:
     types = contract.types
     parts = [_INTRO]
     if contract.callables:
-        lines = [_CALLS]
-        for kind, title in (("tool", "Tools"), ("workflow", "Workflows"), ("helper", "Helpers")):
-            specs = grouped(contract.callables, kind)  # type: ignore[arg-type]
-            if specs:
-                lines.append(f"{title}:")
-                lines += [f"- {signature(spec, types)}" for spec in specs]
-        if any(not spec.configured for spec in contract.callables):
-            lines.append(f"A call marked {NOT_CONFIGURED} fails: avoid it.")
-        parts.append("\n".join(lines))
+        parts.append(_calls_text(contract))
     if contract.intents:
         lines = ["Intents: emit one as `[custom: Name]` with its fields as lines."]
         for intent in contract.intents:
@@ -197,6 +189,25 @@ def blocks_section(contract: Contract) -> str:
     if contract.examples:
         parts.append("\n".join(["Examples:", *(example_block(e) for e in contract.examples)]))
     return "\n\n".join(parts)
+
+
+_TITLES: tuple[tuple[CallKind, str], ...] = (
+    ("tool", "Tools"),
+    ("workflow", "Workflows"),
+    ("helper", "Helpers"),
+)
+
+
+def _calls_text(contract: Contract) -> str:
+    lines = [_CALLS]
+    for kind, title in _TITLES:
+        specs = grouped(contract.callables, kind)
+        if specs:
+            lines.append(f"{title}:")
+            lines += [f"- {signature(spec, contract.types)}" for spec in specs]
+    if any(not spec.configured for spec in contract.callables):
+        lines.append(f"A call marked {NOT_CONFIGURED} fails: avoid it.")
+    return "\n".join(lines)
 
 
 def _output_text(contract: Contract) -> str:

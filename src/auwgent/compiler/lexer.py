@@ -317,7 +317,8 @@ def _dedent(text: str, start: int, end: int) -> list[tuple[int, int]]:
         if nl == -1:
             lines.append((pos, end))
             break
-        lines.append((pos, nl))
+        # A Windows line break leaves its \r out of the string.
+        lines.append((pos, nl - 1 if nl > pos and text[nl - 1] == "\r" else nl))
         pos = nl + 1
     # Text right after the opening quotes does not count towards the common indentation
     # (as in inspect.cleandoc); a blank first or last line is dropped.

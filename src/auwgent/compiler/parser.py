@@ -111,6 +111,9 @@ _BINDING: dict[TokenKind, int] = {
 }
 
 
+MAX_DEPTH = 64
+
+
 class _Bail(Exception):
     """Unwinds to the nearest recovery point after a diagnostic was reported."""
 
@@ -127,6 +130,8 @@ class _Parser:
         self.diagnostics = diagnostics
         # Open blocks, innermost last: (what, where it opened) for "still open" notes.
         self.blocks: list[tuple[str, Span]] = []
+        self.depth = 0
+        self.too_deep = False
 
     # ---------------------------------------------------------------- cursor
 
@@ -234,6 +239,7 @@ class _Parser:
         missing ``}``): the block then ends with a diagnostic instead of swallowing the file.
         """
         self.expect(K.LBRACE, f"`{{` to open {what}")
+        self.deeper()
         self.blocks.append((what, opener))
         items: list[T] = []
         try:
@@ -254,7 +260,27 @@ class _Parser:
             self.advance()
         finally:
             self.blocks.pop()
+            self.depth -= 1
         return items, self.since(opener)
+
+    def deeper(self) -> None:
+        """Count one level of nesting; refuse input nested deeper than ``MAX_DEPTH``.
+
+        Without this limit a file of ten thousand ``(`` would exhaust Python's stack.
+        """
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.depth -= 1
+            if not self.too_deep:
+                self.too_deep = True
+                token = self.peek()
+                self.report(
+                    "E0109",
+                    f"nesting is too deep (more than {MAX_DEPTH} levels)",
+                    token.span,
+                    help="split the expression or the type into named parts",
+                )
+            raise _Bail()
 
     def unclosed(self, what: str, opener: Span) -> None:
         token = self.peek()
@@ -466,6 +492,12 @@ class _Parser:
             return self.parse_config_block(token.span, name)
         if word in _MEMBER_PARSERS:
             return _MEMBER_PARSERS[word](self)
+        if word in ("model", "prompt", "embedding") and self.peek(1).kind is K.COLON:
+            raise self.fail(
+                f"a member of {where}",
+                code="E0103",
+                help=f"`{word}:` belongs inside `default config {{ ... }}` or a named config",
+            )
         raise self.fail(
             f"a member of {where} (`default config`, `config`, `context`, `input:`, "
             "`output:`, `tool`, `tools`, `workflow`, `helpers`, `intent:`, `description:`)",
@@ -622,6 +654,13 @@ class _Parser:
         return tuple(params)
 
     def parse_type(self) -> n.TypeExpr:
+        self.deeper()
+        try:
+            return self.parse_union_type()
+        finally:
+            self.depth -= 1
+
+    def parse_union_type(self) -> n.TypeExpr:
         first = self.parse_postfix_type()
         variants = [first]
         while self.eat(K.PIPE):
@@ -730,6 +769,9 @@ class _Parser:
         return tool
 
     def parse_signature(self, start: Span | None = None) -> n.ToolDecl:
+        if self.at_word("tool") and self.peek(1).kind is K.IDENT:
+            # `tool` is optional inside `tools { }`: accept it rather than fail on it.
+            start = start or self.advance().span
         name = self.expect_name("a tool name")
         start = start or name.span
         params = self.parse_params()
@@ -865,6 +907,13 @@ class _Parser:
             left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
 
     def parse_unary(self) -> n.Expr:
+        self.deeper()
+        try:
+            return self.parse_unary_inner()
+        finally:
+            self.depth -= 1
+
+    def parse_unary_inner(self) -> n.Expr:
         token = self.peek()
         if token.kind in (K.BANG, K.MINUS):
             self.advance()
@@ -1193,6 +1242,7 @@ class _TemplateParser:
         if lex_diags:
             return None
         sub = _Parser(self.parser.source, tokens, self.parser.diagnostics)
+        sub.depth, sub.too_deep = self.parser.depth, self.parser.too_deep
         if sub.at(K.EOF):
             self.report("E0114", "expected an expression in the template tag", start, end)
             return None
@@ -1253,6 +1303,11 @@ def parse(source: SourceFile) -> tuple[n.Module, list[Diagnostic]]:
     """Parse one file. Never raises: problems come back as diagnostics (sorted by position)."""
     tokens, diagnostics = tokenize(source)
     parser = _Parser(source, tokens, diagnostics)
-    module = parser.parse_module()
+    try:
+        module = parser.parse_module()
+    except RecursionError:  # a last resort: MAX_DEPTH should make this unreachable
+        span = parser.peek().span
+        diagnostics.append(error("E0109", "the file is nested too deeply to read", source, span))
+        module = n.Module(source, (), Span(0, len(source.text)))
     diagnostics.sort(key=lambda d: (d.span.start, d.span.end, d.code))
     return module, diagnostics

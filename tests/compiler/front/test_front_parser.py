@@ -384,3 +384,41 @@ def test_empty_and_comment_only_files_parse_to_nothing() -> None:
     for text in ("", "   \n", "// only a comment\n/* and another */"):
         module = parse_ok(text)
         assert module.decls == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "agent A { workflow w(): string { return " + "(" * 5000 + "1" + ")" * 5000 + " } }",
+        "agent A { workflow w(): string { return " + "!" * 5000 + "x } }",
+        "agent A { workflow w(): string { return " + "[" * 5000 + " } }",
+        "type T { a: " + "{ b: " * 3000 + "string" + "}" * 3000 + "}",
+        "prompt P { " + "if (x) { " * 3000 + "}" * 3000 + "}",
+        'prompt P { "{{' + "(" * 3000 + "x" + ")" * 3000 + '}}" }',
+        "agent A {" * 3000,
+    ],
+    ids=["parens", "bangs", "brackets", "objects", "prompt-ifs", "template", "agents"],
+)
+def test_deep_nesting_is_a_diagnostic_not_a_crash(text: str) -> None:
+    _, diags = parse(SourceFile("t", text))
+    assert diags
+    assert all(0 <= d.span.start <= d.span.end <= len(text) for d in diags)
+
+
+def test_moderate_nesting_is_fine() -> None:
+    assert show(expr_of("(" * 40 + "1" + ")" * 40)) == "1"
+
+
+def test_windows_line_breaks() -> None:
+    module = parse_ok('prompt P {\r\n  """\r\n  a\r\n    b\r\n  """\r\n  "c"\r\n}\r\n')
+    prompt = module.decls[0]
+    assert isinstance(prompt, n.PromptDecl)
+    texts = [i.string.value for i in prompt.items if isinstance(i, n.PromptText)]
+    assert texts == ["a\n  b", "c"]
+
+
+def test_tool_keyword_is_optional_inside_tools_blocks() -> None:
+    agent = agent_of("agent A {\n tools {\n tool a(): string\n b(): number\n }\n}")
+    block = agent.members[0]
+    assert isinstance(block, n.ToolsBlock)
+    assert [t.name.text for t in block.tools] == ["a", "b"]

@@ -11,7 +11,7 @@ from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import dumps_ir
 from auwgent.runtime.agent import Agent, create_agent
 from auwgent.runtime.schema import validate
-from auwgent.testing import ScriptedModel
+from auwgent.testing import OfflineModel, ScriptedModel
 
 WEATHER = """
 type WeatherResult {
@@ -183,3 +183,46 @@ agent Main {
     }
 }
 """
+
+
+RAG = """
+agent Main {
+    default config {
+        model: gemini("gemini-2.5-flash")
+        embedding: gemini("gemini-embedding-001")
+        prompt: "You are a helpful assistant"
+    }
+}
+"""
+
+DOCUMENTS = [
+    "Our office in Accra opens at nine in the morning.",
+    "Refunds are paid within five working days.",
+    "The warehouse in Kumasi stores spare parts.",
+]
+
+
+async def test_the_manuals_rag_middleware_runs_offline() -> None:
+    def cosine(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))  # unit vectors
+
+    class RagMiddleware:
+        name = "rag"
+
+        async def onRunStart(self, session: Any, ctx: Any) -> Any:
+            index = await ctx["embed_batch"](DOCUMENTS)
+            query = session["turns"][-1]["input"]["text"]
+            query_vector = await ctx["embed"](query)
+            ranked = sorted(
+                zip(DOCUMENTS, index, strict=True), key=lambda d: -cosine(query_vector, d[1])
+            )
+            ctx["set_context"]({"retrieved_chunks": [text for text, _ in ranked[:1]]})
+            return session
+
+    model = OfflineModel()
+    agent = _agent(_compile(RAG), {"provider": model, "middleware": [RagMiddleware]})
+    seen = _record(agent)
+    await agent.run("When are refunds paid?")
+    assert [name for name, _ in seen] == ["response_text"]
+    # The retrieved chunk reached the model through the context section of the prompt.
+    assert "Refunds are paid within five working days." in model.requests[0].system

@@ -20,6 +20,7 @@ from typing import Any
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ConfigError
 from auwgent.runtime import prompts
+from auwgent.runtime.calls import Invocation, helper_params
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
     RuntimeOptions,
@@ -30,14 +31,7 @@ from auwgent.runtime.config import (
     resolve_base_url,
 )
 from auwgent.runtime.context import ContextSchema
-from auwgent.runtime.engine import (
-    _COMPLETE_SPEC,
-    Invocation,
-    Run,
-    assemble_system,
-    helper_params,
-    now_line,
-)
+from auwgent.runtime.engine import _COMPLETE_SPEC, Run, assemble_system, now_line
 from auwgent.runtime.intents import BUILTIN_INTENTS, HandlerSet, IntentEvent
 from auwgent.runtime.middleware import MiddlewareChain
 from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract

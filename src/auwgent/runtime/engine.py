@@ -10,7 +10,7 @@ concurrently; their outcomes go back to the model in the next request. The loop 
 terminal response, a handoff, an error, or the tool-loop limit.
 
 Nothing a model, tool or handler does escapes: failures become ``error`` / ``tool_error``
-intents and the session is returned.
+intents and the session is returned. Running the calls themselves is :mod:`.calls`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from auwgent.errors import AuwgentError, ConfigError, ContextError, ToolError, WorkflowError
+from auwgent.errors import AuwgentError, ConfigError, ContextError
 from auwgent.runtime import schema
+from auwgent.runtime.calls import (
+    CALL_KINDS,
+    AgentResult,
+    CallRunner,
+    Invocation,
+    describe_error,
+    effective_tools,
+)
 from auwgent.runtime.intents import Control, IntentEvent, control_of
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
-    CallableSpec,
     CallOutcome,
     Codec,
     Contract,
@@ -46,7 +53,6 @@ from auwgent.runtime.session import (
     new_session,
     new_turn,
 )
-from auwgent.runtime.tools import result_text
 
 if TYPE_CHECKING:
     from auwgent.runtime.agent import AgentCore
@@ -70,46 +76,6 @@ _COMPLETE_SPEC: Mapping[str, Any] = {
         }
     ],
 }
-_CALL_KINDS = {"tool_call": "tool", "workflow_call": "workflow", "helper_call": "helper"}
-_RESULT_INTENT = {"tool": "tool_result", "workflow": "workflow_result", "helper": "helper_result"}
-_TEXT_INPUT_PARAM: Mapping[str, Any] = {
-    "name": "input",
-    "type": {"kind": "string"},
-    "optional": False,
-    "description": "the request for the helper",
-}
-
-
-@dataclass(slots=True)
-class Invocation:
-    """One agent (the root or a helper) answering one input."""
-
-    agent: Mapping[str, Any]
-    config_name: str
-    history: list[Message]
-    tools: tuple[Mapping[str, Any], ...]  # model-visible tools: own + granted
-    handoff: str = "none"
-    grant: Any = "none"
-    record: list[dict[str, Any]] | None = None  # where new history messages are also stored
-    completed: bool = False  # a handed-off helper emitted COMPLETE_INTENT
-    summary: str | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.agent["name"])
-
-    def add(self, message: Message) -> None:
-        self.history.append(message)
-        if self.record is not None:
-            self.record.append(message_to_json(message))
-
-
-@dataclass(slots=True)
-class AgentResult:
-    status: str  # "complete", "handoff" or "error"
-    output: Any = None
-    error: str | None = None
-
 
 @dataclass(slots=True)
 class _Round:
@@ -142,6 +108,7 @@ class Run:
         self.config = config
         self.sink = sink
         self.handed_off = False
+        self.calls = CallRunner(self)
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
         self._providers: dict[str, Provider] = {}
@@ -346,7 +313,7 @@ class Run:
         tools: tuple[Mapping[str, Any], ...] = tuple(self.core.doc["agents"][stack[0]["agent"]]["tools"])
         for frame in stack[1:]:
             agent = self.core.doc["agents"][frame["agent"]]
-            tools = _effective_tools(agent, frame.get("tools", "none"), tools)
+            tools = effective_tools(agent, frame.get("tools", "none"), tools)
         return tools
 
     def _note_completion(self, stack: list[Frame], inv: Invocation) -> None:
@@ -367,7 +334,7 @@ class Run:
         self, error: BaseException, agent_name: str, *, prefix: str = "", mark: bool = True
     ) -> str:
         """Report a failure: ``onError``, then an ``error`` intent unless a middleware handled it."""
-        message = prefix + _describe(error)
+        message = prefix + describe_error(error)
         if mark and self.turn is not None and agent_name == self.turn["agent"]:
             self.turn["status"] = "error"
             self.turn["error"] = message
@@ -581,10 +548,10 @@ class Run:
             await self._rejected(inv, rnd, event)
             return
         kind = event.kind
-        if kind in _CALL_KINDS:
+        if kind in CALL_KINDS:
             if event.call_id is not None:
                 rnd.native_calls.append(event)
-            rnd.tasks.append(asyncio.ensure_future(self._call(inv, contract, event)))
+            rnd.tasks.append(asyncio.ensure_future(self.calls.call(inv, contract, event)))
         elif kind == "response_text":
             if not structured:
                 text = str(event.payload.get("text", ""))
@@ -605,8 +572,8 @@ class Run:
             rnd.native_calls.append(event)
 
     async def _rejected(self, inv: Invocation, rnd: _Round, event: RejectedEvent) -> None:
-        if event.kind in _CALL_KINDS or (event.kind is None and event.call_id is not None):
-            kind = _CALL_KINDS.get(event.kind or "tool_call", "tool")
+        if event.kind in CALL_KINDS or (event.kind is None and event.call_id is not None):
+            kind = CALL_KINDS.get(event.kind or "tool_call", "tool")
             name = event.name or "unknown"
             if event.call_id is not None:
                 rnd.native_calls.append(
@@ -614,7 +581,7 @@ class Run:
                                {"type": name, "args": {}}, event.raw, event.call_id)
                 )
             rnd.tasks.append(asyncio.ensure_future(
-                self._refuse(inv, kind, name, {}, event.message, event.call_id)
+                self.calls.refuse(inv, kind, name, {}, event.message, event.call_id)
             ))
             return
         rnd.problems.append(event.message)
@@ -663,261 +630,8 @@ class Run:
             inv.summary = summary if isinstance(summary, str) else None
         await self.emit(name, payload, inv.name, event.raw)
 
-    # -- calls -------------------------------------------------------------------------------
-
-    async def _refuse(
-        self,
-        inv: Invocation,
-        kind: str,
-        name: str,
-        args: Mapping[str, Any],
-        message: str,
-        call_id: str | None,
-    ) -> CallOutcome:
-        await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
-        return CallOutcome(kind, name, args, "error", error=message, call_id=call_id)  # type: ignore[arg-type]
-
-    async def _call(self, inv: Invocation, contract: Contract, event: FinalEvent) -> CallOutcome:
-        kind = _CALL_KINDS[event.kind]
-        name = str(event.name)
-        args = dict(event.payload.get("args") or {})
-        try:
-            return await self._call_checked(inv, contract, event, kind, name, args)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # anything unexpected still becomes a tool_error
-            return await self._refuse(inv, kind, name, args, _describe(exc), event.call_id)
-
-    async def _call_checked(
-        self,
-        inv: Invocation,
-        contract: Contract,
-        event: FinalEvent,
-        kind: str,
-        name: str,
-        args: dict[str, Any],
-    ) -> CallOutcome:
-        spec = contract.callable(kind, name)  # type: ignore[arg-type]
-        if spec is None:
-            label = {"tool": "Tool", "workflow": "Workflow", "helper": "Helper"}[kind]
-            return await self._refuse(
-                inv, kind, name, args, f"{label} not found: {name}", event.call_id
-            )
-        speaker = _speaker(inv, kind, name)
-        control = await self.emit(event.kind, {"type": name, "args": args}, speaker, event.raw)
-        outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
-        if outcome is not None:
-            return outcome
-        errors = _check_args(spec, args, self.core.doc["types"])
-        if errors:
-            message = f"invalid arguments for {name}: " + "; ".join(errors)
-            return await self._refuse(inv, kind, name, args, message, event.call_id)
-        if kind == "tool":
-            return await self._tool(inv, name, args, event.call_id)
-        if kind == "workflow":
-            return await self._workflow(inv, name, args, event.call_id)
-        return await self._helper(inv, name, args, event.call_id)
-
-    async def _controlled(
-        self,
-        inv: Invocation,
-        kind: str,
-        name: str,
-        args: Mapping[str, Any],
-        control: Control | None,
-        call_id: str | None,
-    ) -> CallOutcome | None:
-        if control is None:
-            return None
-        if control.skip:
-            await self.emit("tool_skipped", {"type": name, "args": args}, _speaker(inv, kind, name))
-            return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
-        payload = {"name": name, "args": args, "result": control.result, "overridden": True}
-        await self.emit(_RESULT_INTENT[kind], payload, _speaker(inv, kind, name))
-        return CallOutcome(
-            kind, name, args, "ok", result_text(control.result), call_id=call_id  # type: ignore[arg-type]
-        )
-
-    async def _tool(
-        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
-    ) -> CallOutcome:
-        registry = self.core.registry
-        if not registry.has(name):
-            message = f"Tool not configured: {name} has no implementation"
-            return await self._refuse(inv, "tool", name, args, message, call_id)
-        try:
-            result = await registry.call(name, args)
-        except Exception as exc:
-            message = _describe(exc)
-            await self._tool_failed(inv, name, exc, message)
-            return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
-        payload = {"name": name, "args": args, "result": result, "overridden": False}
-        await self.emit("tool_result", payload, inv.name)
-        return CallOutcome("tool", name, args, "ok", result_text(result), call_id=call_id)
-
-    async def _tool_failed(
-        self, inv: Invocation, name: str, exc: BaseException, message: str
-    ) -> None:
-        self.ctx["activeAgent"] = inv.name
-        try:
-            handled = await self.core.middleware.error(
-                ToolError(f"{name}: {message}"), self.session, self.ctx
-            )
-        except Exception:
-            handled = False
-        if not handled:
-            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
-
-    async def _workflow(
-        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
-    ) -> CallOutcome:
-        from auwgent.runtime.workflows import run_workflow
-
-        workflow = next(w for w in inv.agent["workflows"] if w["name"] == name)
-
-        async def call_tool(tool: str, tool_args: dict[str, Any], loc: Any) -> Any:
-            return await self._workflow_tool(inv, workflow, tool, tool_args)
-
-        self.ctx["workflow"] = name
-        try:
-            result = await run_workflow(workflow, args, ctx=self.context, call_tool=call_tool)
-        except Exception as exc:
-            error = exc if isinstance(exc, WorkflowError) else WorkflowError(_describe(exc))
-            failure = {"error": str(error), "file": error.file, "line": error.line}
-            await self.emit(
-                "workflow_result", {"name": name, "args": args, "result": failure}, inv.name
-            )
-            await self._tool_failed(inv, name, error, str(error))
-            return CallOutcome("workflow", name, args, "error", error=str(error), call_id=call_id)
-        finally:
-            self.ctx.pop("workflow", None)
-        await self.emit("workflow_result", {"name": name, "args": args, "result": result}, inv.name)
-        return CallOutcome("workflow", name, args, "ok", result_text(result), call_id=call_id)
-
-    async def _workflow_tool(
-        self,
-        inv: Invocation,
-        workflow: Mapping[str, Any],
-        name: str,
-        args: dict[str, Any],
-    ) -> Any:
-        tool = next((t for t in workflow["tools"] if t["name"] == name), None)
-        tool = tool or next((t for t in inv.tools if t["name"] == name), None)
-        if tool is None:
-            raise ToolError(f"workflow {workflow['name']} cannot call {name}: no such tool")
-        control = await self.emit("tool_call", {"type": name, "args": args}, inv.name)
-        if control is not None:
-            await self._controlled(inv, "tool", name, args, control, None)
-            return None if control.skip else control.result
-        spec = CallableSpec("tool", name, "", tuple(tool["params"]), tool["returns"])
-        errors = _check_args(spec, args, self.core.doc["types"])
-        if errors:
-            message = f"invalid arguments for {name}: " + "; ".join(errors)
-            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
-            raise ToolError(message)
-        if not self.core.registry.has(name):
-            message = f"Tool not configured: {name} has no implementation"
-            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
-            raise ToolError(message)
-        try:
-            result = await self.core.registry.call(name, args)
-        except Exception as exc:
-            await self._tool_failed(inv, name, exc, _describe(exc))
-            raise
-        payload = {"name": name, "args": args, "result": result, "overridden": False}
-        await self.emit("tool_result", payload, inv.name)
-        return _parsed_result(result, tool["returns"], self.core.doc["types"])
-
-    async def _helper(
-        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
-    ) -> CallOutcome:
-        core = self.core
-        use = next(h for h in inv.agent["helpers"] if h["name"] == name)
-        helper = core.doc["agents"][name]
-        if helper["input"]["kind"] == "text":
-            text = str(args.get("input", ""))
-        else:
-            text = json.dumps(args, ensure_ascii=False)
-        child = Invocation(
-            agent=helper,
-            config_name=core.config_for(helper, self.config),
-            history=[Message(role="user", content=text)],
-            tools=_effective_tools(helper, use["tools"], inv.tools),
-            handoff=use["handoff"],
-            grant=use["tools"],
-        )
-        result = await self.invoke(child)
-        self.ctx["activeAgent"] = inv.name
-        if result.status == "error":
-            message = f"helper {name} failed: {result.error}"
-            await self.emit("tool_error", {"tool": name, "message": message}, inv.name)
-            return CallOutcome("helper", name, args, "error", error=message, call_id=call_id)
-        if use["handoff"] == "user" or result.status == "handoff":
-            if use["handoff"] == "user" and not child.completed and result.status != "handoff":
-                self._push_frame(child, inv)
-            self.handed_off = True
-            notice = f"{name} is now answering the user directly; you will be told when it is done."
-            return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
-        await self.emit(
-            "helper_result", {"name": name, "args": args, "result": result.output}, name
-        )
-        if use["handoff"] == "user_then_continue":
-            notice = (
-                f"{name} answered the user directly and has finished; its answer was: "
-                f"{result_text(result.output)}. Continue without repeating it."
-            )
-            return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
-        return CallOutcome("helper", name, args, "ok", result_text(result.output), call_id=call_id)
-
-    def _push_frame(self, child: Invocation, parent: Invocation) -> None:
-        frame: Frame = {
-            "agent": child.name,
-            "config": child.config_name,
-            "handoff": "user",
-            "parent": parent.name,
-            "tools": child.grant,
-            "messages": [message_to_json(m) for m in child.history],
-        }
-        self.session["stack"].append(frame)
-
-
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
-
-
-def _speaker(inv: Invocation, kind: str, name: str) -> str:
-    """The agent_name of a call's intents: the helper itself for helper calls (the manual's
-    "helper invoked: {agent_name}"), else the agent that made the call."""
-    return name if kind == "helper" else inv.name
-
-
-def _effective_tools(
-    agent: Mapping[str, Any], grant: Any, parent_tools: Sequence[Mapping[str, Any]]
-) -> tuple[Mapping[str, Any], ...]:
-    """A helper's model-visible tools: its own, then those its parent grants it."""
-    own = list(agent["tools"])
-    names = {t["name"] for t in own}
-    if grant == "all":
-        granted = list(parent_tools)
-    elif isinstance(grant, (list, tuple)):
-        wanted = set(grant)
-        granted = [t for t in parent_tools if t["name"] in wanted]
-    else:
-        granted = []
-    return tuple(own + [t for t in granted if t["name"] not in names])
-
-
-def helper_params(helper: Mapping[str, Any], types: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
-    """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
-    if helper["input"]["kind"] == "text":
-        return (_TEXT_INPUT_PARAM,)
-    resolved = schema.resolve(helper["input"], types)
-    return tuple(resolved.get("fields", ()))
-
-
-def _check_args(spec: CallableSpec, args: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
-    obj = {"kind": "object", "fields": list(spec.params)}
-    return schema.validate(args, obj, types, path="$")
 
 
 def _output_names(agent: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
@@ -929,22 +643,6 @@ def _output_names(agent: Mapping[str, Any], types: Mapping[str, Any]) -> list[st
             schema.describe(out, types)
         ]
     return [schema.describe(out, types)]
-
-
-def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
-    """A JSON-string result of a tool declared to return structured data, decoded for workflows."""
-    if not isinstance(result, str):
-        return result
-    try:
-        kind = schema.resolve(returns, types)["kind"]
-    except KeyError:
-        return result
-    if kind in ("object", "array", "union", "number", "boolean"):
-        try:
-            return json.loads(result)
-        except ValueError:
-            return result
-    return result
 
 
 def _embed_text(value: Any) -> str:
@@ -966,13 +664,6 @@ def _jsonable(value: Any) -> Any:
 
 def _feedback(problems: Sequence[str]) -> str:
     return "Your last response could not be used:\n- " + "\n- ".join(problems)
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, AuwgentError):
-        return str(error)
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def now_line() -> str:

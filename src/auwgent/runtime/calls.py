@@ -1,0 +1,363 @@
+"""Running what the model calls: tools, workflows and helpers, with their intents.
+
+Every call goes the same way: refuse what the agent may not call (``tool_error``, nothing
+runs), emit the call intent (middleware and handlers may skip it or supply the result),
+validate the arguments against the declared parameters, then run it and emit the result or
+the error. A workflow's own tool calls take the same path; a helper runs as a nested agent
+invocation of the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from auwgent.errors import AuwgentError, ToolError, WorkflowError
+from auwgent.runtime import schema
+from auwgent.runtime.intents import Control
+from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, Contract, FinalEvent
+from auwgent.runtime.providers.base import Message
+from auwgent.runtime.session import Frame, message_to_json
+from auwgent.runtime.tools import result_text
+
+if TYPE_CHECKING:
+    from auwgent.runtime.engine import Run
+
+__all__ = [
+    "CALL_KINDS",
+    "AgentResult",
+    "CallRunner",
+    "Invocation",
+    "describe_error",
+    "effective_tools",
+    "helper_params",
+]
+
+CALL_KINDS = {"tool_call": "tool", "workflow_call": "workflow", "helper_call": "helper"}
+_RESULT_INTENT = {"tool": "tool_result", "workflow": "workflow_result", "helper": "helper_result"}
+_TEXT_INPUT_PARAM: Mapping[str, Any] = {
+    "name": "input",
+    "type": {"kind": "string"},
+    "optional": False,
+    "description": "the request for the helper",
+}
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One agent (the root or a helper) answering one input."""
+
+    agent: Mapping[str, Any]
+    config_name: str
+    history: list[Message]
+    tools: tuple[Mapping[str, Any], ...]  # model-visible tools: own + granted
+    handoff: str = "none"
+    grant: Any = "none"
+    record: list[dict[str, Any]] | None = None  # where new history messages are also stored
+    completed: bool = False  # a handed-off helper emitted COMPLETE_INTENT
+    summary: str | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.agent["name"])
+
+    def add(self, message: Message) -> None:
+        self.history.append(message)
+        if self.record is not None:
+            self.record.append(message_to_json(message))
+
+
+@dataclass(slots=True)
+class AgentResult:
+    status: str  # "complete", "handoff" or "error"
+    output: Any = None
+    error: str | None = None
+
+
+class CallRunner:
+    """Runs the calls of one ``agent.run()`` on behalf of its :class:`~auwgent.runtime.engine.Run`."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    async def refuse(
+        self,
+        inv: Invocation,
+        kind: str,
+        name: str,
+        args: Mapping[str, Any],
+        message: str,
+        call_id: str | None,
+    ) -> CallOutcome:
+        await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+        return CallOutcome(kind, name, args, "error", error=message, call_id=call_id)  # type: ignore[arg-type]
+
+    async def call(self, inv: Invocation, contract: Contract, event: FinalEvent) -> CallOutcome:
+        kind = CALL_KINDS[event.kind]
+        name = str(event.name)
+        args = dict(event.payload.get("args") or {})
+        try:
+            return await self._call_checked(inv, contract, event, kind, name, args)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # anything unexpected still becomes a tool_error
+            return await self.refuse(inv, kind, name, args, describe_error(exc), event.call_id)
+
+    async def _call_checked(
+        self,
+        inv: Invocation,
+        contract: Contract,
+        event: FinalEvent,
+        kind: str,
+        name: str,
+        args: dict[str, Any],
+    ) -> CallOutcome:
+        spec = contract.callable(kind, name)  # type: ignore[arg-type]
+        if spec is None:
+            label = {"tool": "Tool", "workflow": "Workflow", "helper": "Helper"}[kind]
+            return await self.refuse(
+                inv, kind, name, args, f"{label} not found: {name}", event.call_id
+            )
+        speaker = _speaker(inv, kind, name)
+        control = await self.run.emit(event.kind, {"type": name, "args": args}, speaker, event.raw)
+        outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
+        if outcome is not None:
+            return outcome
+        errors = _check_args(spec, args, self.run.core.doc["types"])
+        if errors:
+            message = f"invalid arguments for {name}: " + "; ".join(errors)
+            return await self.refuse(inv, kind, name, args, message, event.call_id)
+        if kind == "tool":
+            return await self._tool(inv, name, args, event.call_id)
+        if kind == "workflow":
+            return await self._workflow(inv, name, args, event.call_id)
+        return await self._helper(inv, name, args, event.call_id)
+
+    async def _controlled(
+        self,
+        inv: Invocation,
+        kind: str,
+        name: str,
+        args: Mapping[str, Any],
+        control: Control | None,
+        call_id: str | None,
+    ) -> CallOutcome | None:
+        if control is None:
+            return None
+        if control.skip:
+            await self.run.emit("tool_skipped", {"type": name, "args": args}, _speaker(inv, kind, name))
+            return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
+        payload = {"name": name, "args": args, "result": control.result, "overridden": True}
+        await self.run.emit(_RESULT_INTENT[kind], payload, _speaker(inv, kind, name))
+        return CallOutcome(
+            kind, name, args, "ok", result_text(control.result), call_id=call_id  # type: ignore[arg-type]
+        )
+
+    async def _tool(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
+        registry = self.run.core.registry
+        if not registry.has(name):
+            message = f"Tool not configured: {name} has no implementation"
+            return await self.refuse(inv, "tool", name, args, message, call_id)
+        try:
+            result = await registry.call(name, args)
+        except Exception as exc:
+            message = describe_error(exc)
+            await self._tool_failed(inv, name, exc, message)
+            return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
+        payload = {"name": name, "args": args, "result": result, "overridden": False}
+        await self.run.emit("tool_result", payload, inv.name)
+        return CallOutcome("tool", name, args, "ok", result_text(result), call_id=call_id)
+
+    async def _tool_failed(
+        self, inv: Invocation, name: str, exc: BaseException, message: str
+    ) -> None:
+        self.run.ctx["activeAgent"] = inv.name
+        try:
+            handled = await self.run.core.middleware.error(
+                ToolError(f"{name}: {message}"), self.run.session, self.run.ctx
+            )
+        except Exception:
+            handled = False
+        if not handled:
+            await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+
+    async def _workflow(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
+        from auwgent.runtime.workflows import run_workflow
+
+        workflow = next(w for w in inv.agent["workflows"] if w["name"] == name)
+
+        async def call_tool(tool: str, tool_args: dict[str, Any], loc: Any) -> Any:
+            return await self._workflow_tool(inv, workflow, tool, tool_args)
+
+        self.run.ctx["workflow"] = name
+        try:
+            result = await run_workflow(workflow, args, ctx=self.run.context, call_tool=call_tool)
+        except Exception as exc:
+            error = exc if isinstance(exc, WorkflowError) else WorkflowError(describe_error(exc))
+            failure = {"error": str(error), "file": error.file, "line": error.line}
+            await self.run.emit(
+                "workflow_result", {"name": name, "args": args, "result": failure}, inv.name
+            )
+            await self._tool_failed(inv, name, error, str(error))
+            return CallOutcome("workflow", name, args, "error", error=str(error), call_id=call_id)
+        finally:
+            self.run.ctx.pop("workflow", None)
+        await self.run.emit("workflow_result", {"name": name, "args": args, "result": result}, inv.name)
+        return CallOutcome("workflow", name, args, "ok", result_text(result), call_id=call_id)
+
+    async def _workflow_tool(
+        self,
+        inv: Invocation,
+        workflow: Mapping[str, Any],
+        name: str,
+        args: dict[str, Any],
+    ) -> Any:
+        tool = next((t for t in workflow["tools"] if t["name"] == name), None)
+        tool = tool or next((t for t in inv.tools if t["name"] == name), None)
+        if tool is None:
+            raise ToolError(f"workflow {workflow['name']} cannot call {name}: no such tool")
+        control = await self.run.emit("tool_call", {"type": name, "args": args}, inv.name)
+        if control is not None:
+            await self._controlled(inv, "tool", name, args, control, None)
+            return None if control.skip else control.result
+        spec = CallableSpec("tool", name, "", tuple(tool["params"]), tool["returns"])
+        errors = _check_args(spec, args, self.run.core.doc["types"])
+        if errors:
+            message = f"invalid arguments for {name}: " + "; ".join(errors)
+            await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+            raise ToolError(message)
+        if not self.run.core.registry.has(name):
+            message = f"Tool not configured: {name} has no implementation"
+            await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+            raise ToolError(message)
+        try:
+            result = await self.run.core.registry.call(name, args)
+        except Exception as exc:
+            await self._tool_failed(inv, name, exc, describe_error(exc))
+            raise
+        payload = {"name": name, "args": args, "result": result, "overridden": False}
+        await self.run.emit("tool_result", payload, inv.name)
+        return _parsed_result(result, tool["returns"], self.run.core.doc["types"])
+
+    async def _helper(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
+        core = self.run.core
+        use = next(h for h in inv.agent["helpers"] if h["name"] == name)
+        helper = core.doc["agents"][name]
+        if helper["input"]["kind"] == "text":
+            text = str(args.get("input", ""))
+        else:
+            text = json.dumps(args, ensure_ascii=False)
+        child = Invocation(
+            agent=helper,
+            config_name=core.config_for(helper, self.run.config),
+            history=[Message(role="user", content=text)],
+            tools=effective_tools(helper, use["tools"], inv.tools),
+            handoff=use["handoff"],
+            grant=use["tools"],
+        )
+        result = await self.run.invoke(child)
+        self.run.ctx["activeAgent"] = inv.name
+        if result.status == "error":
+            message = f"helper {name} failed: {result.error}"
+            await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+            return CallOutcome("helper", name, args, "error", error=message, call_id=call_id)
+        if use["handoff"] == "user" or result.status == "handoff":
+            if use["handoff"] == "user" and not child.completed and result.status != "handoff":
+                self._push_frame(child, inv)
+            self.run.handed_off = True
+            notice = f"{name} is now answering the user directly; you will be told when it is done."
+            return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
+        await self.run.emit(
+            "helper_result", {"name": name, "args": args, "result": result.output}, name
+        )
+        if use["handoff"] == "user_then_continue":
+            notice = (
+                f"{name} answered the user directly and has finished; its answer was: "
+                f"{result_text(result.output)}. Continue without repeating it."
+            )
+            return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
+        return CallOutcome("helper", name, args, "ok", result_text(result.output), call_id=call_id)
+
+    def _push_frame(self, child: Invocation, parent: Invocation) -> None:
+        frame: Frame = {
+            "agent": child.name,
+            "config": child.config_name,
+            "handoff": "user",
+            "parent": parent.name,
+            "tools": child.grant,
+            "messages": [message_to_json(m) for m in child.history],
+        }
+        self.run.session["stack"].append(frame)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure helpers
+
+
+def _speaker(inv: Invocation, kind: str, name: str) -> str:
+    """The agent_name of a call's intents: the helper itself for helper calls (the manual's
+    "helper invoked: {agent_name}"), else the agent that made the call."""
+    return name if kind == "helper" else inv.name
+
+
+def effective_tools(
+    agent: Mapping[str, Any], grant: Any, parent_tools: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], ...]:
+    """A helper's model-visible tools: its own, then those its parent grants it."""
+    own = list(agent["tools"])
+    names = {t["name"] for t in own}
+    if grant == "all":
+        granted = list(parent_tools)
+    elif isinstance(grant, (list, tuple)):
+        wanted = set(grant)
+        granted = [t for t in parent_tools if t["name"] in wanted]
+    else:
+        granted = []
+    return tuple(own + [t for t in granted if t["name"] not in names])
+
+
+def helper_params(helper: Mapping[str, Any], types: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
+    if helper["input"]["kind"] == "text":
+        return (_TEXT_INPUT_PARAM,)
+    resolved = schema.resolve(helper["input"], types)
+    return tuple(resolved.get("fields", ()))
+
+
+def _check_args(spec: CallableSpec, args: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
+    obj = {"kind": "object", "fields": list(spec.params)}
+    return schema.validate(args, obj, types, path="$")
+
+
+
+def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
+    """A JSON-string result of a tool declared to return structured data, decoded for workflows."""
+    if not isinstance(result, str):
+        return result
+    try:
+        kind = schema.resolve(returns, types)["kind"]
+    except KeyError:
+        return result
+    if kind in ("object", "array", "union", "number", "boolean"):
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+    return result
+
+
+
+def describe_error(error: BaseException) -> str:
+    if isinstance(error, AuwgentError):
+        return str(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

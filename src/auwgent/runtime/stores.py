@@ -78,8 +78,11 @@ def _check_key(key: object) -> str:
 
 def _encode(key: str, session: Mapping[str, Any]) -> str:
     """The session as JSON text; raised before anything is written, so a bad value is harmless."""
-    _check_session(key, session, "cannot save")
+    problem = _session_problem(session)
+    if problem is not None:
+        raise SessionStoreError(f"cannot save session {key!r}: {problem}")
     try:
+        # Strict JSON (no NaN): another language's runtime must be able to read it back.
         return json.dumps(session, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise SessionStoreError(
@@ -94,26 +97,29 @@ def _decode(key: str, text: str, where: str) -> Session:
         raise SessionStoreError(
             f"stored session {key!r} in {where} is corrupt: not valid JSON ({error})"
         ) from error
-    _check_session(key, value, f"stored session in {where} is unusable:")
+    return _checked(key, value, where)
+
+
+def _checked(key: str, value: Any, where: str) -> Session:
+    problem = _session_problem(value)
+    if problem is not None:
+        raise SessionStoreError(f"stored session {key!r} in {where} is unusable: {problem}")
     return cast(Session, value)
 
 
-def _check_session(key: str, value: Any, problem: str) -> None:
+def _session_problem(value: Any) -> str | None:
+    """What makes ``value`` unusable as a session, or ``None`` when it looks right."""
     if not isinstance(value, Mapping):
-        raise SessionStoreError(
-            f"{problem} {key!r}: expected a session object, got {type(value).__name__}"
-        )
+        return f"expected a session object, got {type(value).__name__}"
     version = value.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise SessionStoreError(f"{problem} {key!r}: it has no integer 'version'")
+        return "it has no integer 'version'"
     if version != SESSION_VERSION:
-        raise SessionStoreError(
-            f"{problem} {key!r}: session version {version}, this runtime reads version "
-            f"{SESSION_VERSION}"
-        )
-    for field in ("stack", "turns"):
-        if not isinstance(value.get(field), list):
-            raise SessionStoreError(f"{problem} {key!r}: '{field}' is not a list")
+        return f"session version {version}, this runtime reads version {SESSION_VERSION}"
+    for name in ("stack", "turns"):
+        if not isinstance(value.get(name), list):
+            return f"'{name}' is not a list"
+    return None
 
 
 def _now() -> str:
@@ -327,8 +333,7 @@ class JSONFileSessionStore:
             ) from error
         if not isinstance(envelope, dict) or "session" not in envelope:
             raise SessionStoreError(f"stored session {key!r} in {path} is corrupt: no 'session'")
-        _check_session(key, envelope["session"], f"stored session in {path} is unusable:")
-        return cast(Session, envelope["session"])
+        return _checked(key, envelope["session"], str(path))
 
     def _write(self, path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

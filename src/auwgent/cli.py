@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from auwgent.compiler.diagnostics import Diagnostic
-    from auwgent.compiler.source import SourceFile
     from auwgent.project import Project
 
 EXIT_OK = 0
@@ -63,22 +62,6 @@ def display_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def read_source(path: Path) -> SourceFile | Diagnostic:
-    """Read one ``.agent`` file; an unreadable file becomes an ``E0000`` diagnostic."""
-    from auwgent.compiler.diagnostics import error
-    from auwgent.compiler.source import SourceFile, Span
-
-    shown = display_path(path)
-    try:
-        return SourceFile(shown, path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        reason = f"it is not UTF-8 text (byte {exc.start})"
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-    empty = SourceFile(shown, "")
-    return error("E0000", f"cannot read {shown}: {reason}", empty, Span(0, 0))
 
 
 def summary(report: CheckReport, elapsed_ms: float) -> str:

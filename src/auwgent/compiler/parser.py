@@ -190,6 +190,8 @@ class _Parser:
     def fail(self, expected: str, *, code: str = "E0100", help: str | None = None) -> _Bail:
         """Report ``expected X, found Y`` at the current token and return the bail-out."""
         token = self.peek()
+        if self.after_broken_string():
+            return _Bail()  # the lexer already reported the cause; this is only its echo
         self.report(
             code,
             f"expected {expected}, found {token.describe()}",
@@ -198,6 +200,17 @@ class _Parser:
             notes=self.open_note(),
         )
         return _Bail()
+
+    def after_broken_string(self) -> bool:
+        """True right after an unterminated string, whose missing quote ate the rest of the line."""
+        if self.pos == 0:
+            return False
+        prev = self.tokens[self.pos - 1]
+        if prev.kind is not K.STRING:
+            return False
+        raw = prev.text
+        quote = '"""' if raw.startswith('"""') else raw[0]
+        return len(raw) < 2 * len(quote) or not raw.endswith(quote)
 
     def expect(self, kind: TokenKind, expected: str | None = None) -> Token:
         if self.at(kind):
@@ -1236,7 +1249,12 @@ class _TemplateParser:
                 self.current().append(n.TExpr(expr, self.span(open_at, end)))
 
     def expression(self, start: int, end: int) -> n.Expr | None:
-        offsets = self.string.offsets[start : end + 1]
+        # The end of the expression is reported at the tag's closing `}}`, not the blank before.
+        close = self.text.find("}}", end)
+        offsets = (
+            *self.string.offsets[start:end],
+            self.string.offsets[close if close != -1 else end],
+        )
         tokens, lex_diags = tokenize_fragment(self.text[start:end], offsets, self.parser.source)
         self.parser.diagnostics.extend(lex_diags)
         if lex_diags:

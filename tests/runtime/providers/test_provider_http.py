@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.http import (
@@ -19,6 +23,8 @@ from auwgent.runtime.providers.http import (
     parse_retry_after,
     retry_delay,
 )
+
+WIRE = Path(__file__).resolve().parents[2] / "data" / "wire"
 
 
 def test_retry_after_accepts_seconds_and_http_dates() -> None:
@@ -219,3 +225,34 @@ async def test_retry_after_ms_is_preferred_when_present() -> None:
     async with _client(handler) as client:
         assert await _call(client, RetryPolicy(base_delay=5.0, jitter=False), slept) == b"ok"
     assert slept == [0.25]
+
+
+def test_error_message_understands_compatible_servers_too() -> None:
+    assert error_message(b'{"detail": "Model not found"}', fallback="x") == "Model not found"
+    assert error_message(b'{"message": "quota"}', fallback="x") == "quota"
+    assert error_message(b'{"something": 1}', fallback="Bad Request") == "Bad Request"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=30))
+def test_sse_events_do_not_depend_on_where_the_network_splits(cuts: list[int]) -> None:
+    body = (WIRE / "openai_tool_calls_stream.sse").read_bytes()
+    points = sorted({min(c * 7, len(body)) for c in cuts})
+    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True) if b > a]
+
+    async def split() -> list[str]:
+        async def stream() -> AsyncIterator[bytes]:
+            for piece in pieces:
+                yield piece
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, content=stream())
+
+        async with _client(handler) as client, client.stream("GET", "https://x.test/") as response:
+            return [p async for p in iter_sse(response, provider="p", idle=5)]
+
+    payloads = asyncio.run(split())
+    assert payloads[-1] == "[DONE]"
+    assert payloads[:-1] == [
+        line[6:] for line in body.decode().splitlines() if line.startswith("data: {")
+    ]

@@ -127,9 +127,10 @@ def retry_delay(
 def error_message(body: bytes, *, fallback: str) -> str:
     """The provider's own message from an error body.
 
-    Understands OpenAI's ``{"error": {"message": ...}}`` and Gemini's
-    ``{"error": {"code", "message", "status"}}`` (also as a one-element list), and falls back
-    to a short excerpt of the body.
+    Understands OpenAI's ``{"error": {"message": ...}}``, Gemini's
+    ``{"error": {"code", "message", "status"}}`` (also as a one-element list) and the
+    ``{"message"}`` / ``{"detail"}`` bodies of some compatible servers, and falls back to a
+    short excerpt of the body.
     """
     try:
         payload: Any = json.loads(body)
@@ -146,6 +147,11 @@ def error_message(body: bytes, *, fallback: str) -> str:
             return f"{message} [{status}]" if isinstance(status, str) and status else message
     if isinstance(error, str) and error:
         return error
+    # Some OpenAI-compatible servers answer {"message": ...} or FastAPI's {"detail": ...}.
+    for key in ("message", "detail"):
+        value = payload.get(key) if isinstance(payload, dict) else None
+        if isinstance(value, str) and value:
+            return value
     return fallback
 
 

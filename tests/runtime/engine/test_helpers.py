@@ -423,3 +423,24 @@ async def test_a_failing_helper_gives_the_parent_a_tool_error_and_the_run_goes_o
     ]
     assert "helper model down" in rec.of("tool_error")[0]["message"]
     assert session["turns"][0]["status"] == "complete"
+
+
+async def test_a_resumed_helper_keeps_its_grant_and_history() -> None:
+    doc = document(_main(["db_query_users"], "user"), _analyzer(), types=_types())
+    model_ = ScriptedModel([
+        block("helper_call", "DataAnalyzer", "analysis_request: users"),
+        block("schema", "AnalysisReport", "summary: which users?\nrecommendations: ask"),
+        block("tool_call", "db_query_users", "filter: active"),
+        block("schema", "AnalysisReport", "summary: 3 active\nrecommendations: none"),
+    ])
+    log: list[str] = []
+    bot = make_agent(doc, model_, tools=_tools(log))
+    first = await bot.run("analyse users")
+    second = await bot.run("only active ones", session=json.loads(json.dumps(first)))
+    assert log == ["users"]
+    assert _visible(model_.requests[2]) == {"detect_low_stock", "db_query_users"}
+    contents = [m.content for m in model_.requests[2].messages]
+    assert json.loads(contents[0]) == {"analysis_request": "users"}
+    assert contents[-1] == "only active ones"
+    assert second["turns"][-1]["agent"] == "DataAnalyzer"
+    assert second["turns"][-1]["output"] == {"summary": "3 active", "recommendations": "none"}

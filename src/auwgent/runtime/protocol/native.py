@@ -338,6 +338,8 @@ def _payload(
             text or "{}", target.type_, types, partial=streaming, json_prefix=partial
         )
         return {"type": target.name, "response": response}
+    if text.strip() == "null":  # some providers send null for a call without arguments
+        text = ""
     args = parse_body(text, target.fields, types, partial=streaming, json_prefix=partial)
     if target.kind == "custom":
         return args

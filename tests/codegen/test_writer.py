@@ -42,3 +42,16 @@ def test_indent_is_restored_after_an_exception() -> None:
         pass
     w.fill("top")
     assert w.getvalue() == "top\n"
+
+
+def test_fill_wrapped_keeps_short_lists_on_one_line_and_splits_long_ones() -> None:
+    w = CodeWriter()
+    w.fill_wrapped("x = f(", ["a", "b"], ")")
+    w.fill_wrapped("y = g(", [f"argument_{i}" for i in range(12)], ")", limit=40)
+    w.fill_wrapped("z = h(", [], ")", limit=3)
+    lines = w.getvalue().splitlines()
+    assert lines[0] == "x = f(a, b)"
+    assert lines[1] == "y = g("
+    assert lines[2] == "    argument_0,"
+    assert lines[-2] == ")"
+    assert lines[-1] == "z = h()"

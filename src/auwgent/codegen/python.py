@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
+import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,7 +66,7 @@ MIDDLEWARE_HOOKS: tuple[tuple[str, str, str, str], ...] = (
         "onIntent",
         "name: IntentName, value: Any, ctx: MiddlewareContext",
         "IntentControl | None",
-        'On every final intent, before the handlers; may return {"skip": True} or {"result": x}.',
+        'On every final intent, before the handlers; may return {"skip": True} or {"result": ...}.',
     ),
     (
         "onIntentPartial",
@@ -195,7 +196,13 @@ def _docstring(text: str) -> list[str]:
     safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
     if safe.endswith('"'):
         safe = safe[:-1] + '\\"'
-    lines = safe.splitlines() or [""]
+    # Long lines (descriptions written in the .agent file) are wrapped to keep the module
+    # readable; the words are unchanged.
+    lines = [
+        part
+        for line in (safe.splitlines() or [""])
+        for part in (textwrap.wrap(line, 88, break_long_words=False) or [""])
+    ]
     if len(lines) == 1:
         return ['"""' + lines[0] + '"""']
     return ['"""' + lines[0], *lines[1:], '"""']
@@ -530,14 +537,22 @@ class _Emitter:
         variants = self.output_type_names()
         w.blank(2)
         w.fill("#: The agent and its helpers: the ``agent_name`` every intent carries.")
-        w.fill(f"AgentName = {_literal(a['name'] for a in p.agents)}")
-        w.fill(f"ToolName = {_literal(t['name'] for t, _ in p.tools())}")
-        w.fill(f"WorkflowName = {_literal(p.workflows())}")
-        w.fill(f"HelperName = {_literal(p.helpers())}")
-        w.fill(f"ConfigName = {_literal(sorted(configs, key=lambda c: c != 'default'))}")
         names = [n for n, _, _ in BUILTIN_INTENTS] + list(self.intent_classes)
-        w.fill(f"IntentName = {_literal(names)}")
-        w.fill(f"OutputTypeName = {_literal(variants) if variants is not None else 'str'}")
+        aliases: list[tuple[str, list[str] | None]] = [
+            ("AgentName", [a["name"] for a in p.agents]),
+            ("ToolName", [t["name"] for t, _ in p.tools()]),
+            ("WorkflowName", p.workflows()),
+            ("HelperName", p.helpers()),
+            ("ConfigName", sorted(configs, key=lambda c: c != "default")),
+            ("IntentName", names),
+            ("OutputTypeName", variants),
+        ]
+        for alias, values in aliases:
+            items = list(dict.fromkeys(values or []))
+            if items:
+                w.fill_wrapped(f"{alias} = Literal[", [_string(v) for v in items], "]")
+            else:
+                w.fill(f"{alias} = str")
         w.blank()
         w.fill('_T = TypeVar("_T")')
         w.fill("#: A tool may be a plain or an ``async`` method.")
@@ -771,11 +786,10 @@ class _Emitter:
                 )
             )
             w.blank()
-            names = ", ".join(_string(n) for n in tools)
-            w.fill(
-                f"_TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({{{names}}})"
-                if names
-                else "_TOOL_NAMES: ClassVar[frozenset[str]] = frozenset()"
+            w.fill_wrapped(
+                "_TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({",
+                [_string(n) for n in tools],
+                "})",
             )
             self.emit_typo_check(w)
             for name, uses in tools.items():
@@ -810,29 +824,29 @@ class _Emitter:
             return
         if differs:
             # Two agents declare the tool differently; one registry serves both, so accept both.
-            signature = ("**kwargs: Any", "MaybeAwaitable[Any]")
+            signature = (("**kwargs: Any",), "MaybeAwaitable[Any]")
         params, returns = signature
         w.fill("@_unimplemented")
-        w.fill(f"def {name}(self{', ' + params if params else ''}) -> {returns}:")
+        w.fill_wrapped(f"def {name}(", ["self", *params], f") -> {returns}:")
         with w.indent():
             doc = tool.get("description") or f"The tool {name}."
             wheres = ", ".join(dict.fromkeys(where for _, where in uses))
             w.lines("\n".join(_docstring(f"{doc}\n\nDeclared in {wheres}.")))
             w.fill(f"raise NotImplementedError({_string(f'tool {name} is not implemented')})")
 
-    def tool_signature(self, tool: IR) -> tuple[str, str]:
+    def tool_signature(self, tool: IR) -> tuple[tuple[str, ...], str]:
         owner = _pascal(tool["name"])
         fields = self.types.fields(tool.get("params", []), owner)
         returns = self.types.annotation(tool["returns"], owner + "Result")
         if returns != "str":
             returns += " | str"  # a JSON string is always accepted as a result
         if any(not is_identifier(f.key) or f.key == "self" for f in fields):
-            return "**kwargs: Any", f"MaybeAwaitable[{returns}]"
+            return ("**kwargs: Any",), f"MaybeAwaitable[{returns}]"
         params = [
             f"{f.key}: {f.annotation} | None = None" if f.optional else f"{f.key}: {f.annotation}"
             for f in fields
         ]
-        return ("*, " + ", ".join(params) if params else ""), f"MaybeAwaitable[{returns}]"
+        return (("*", *params) if params else ()), f"MaybeAwaitable[{returns}]"
 
     # ----- handlers and middleware
 
@@ -877,7 +891,11 @@ class _Emitter:
             w.fill(f"# Intent {name!r} is not a Python name: handle it with a function handler.")
             return
         w.fill("@_unimplemented")
-        w.fill(f"async def {name}(self, intent: {cls}, agent_name: AgentName) -> {ret}:")
+        w.fill_wrapped(
+            f"async def {name}(",
+            ["self", f"intent: {cls}", "agent_name: AgentName"],
+            f") -> {ret}:",
+        )
         with w.indent():
             w.lines("\n".join(_docstring(doc)))
             w.fill("return None")
@@ -900,7 +918,7 @@ class _Emitter:
             for hook, params, ret, when in MIDDLEWARE_HOOKS:
                 w.blank()
                 w.fill("@_unimplemented")
-                w.fill(f"async def {hook}(self, {params}) -> {ret}:")
+                w.fill_wrapped(f"async def {hook}(", ["self", *params.split(", ")], f") -> {ret}:")
                 with w.indent():
                     w.lines("\n".join(_docstring(when)))
                     w.fill("return None")
@@ -923,8 +941,8 @@ class _Emitter:
                 with w.indent():
                     w.fill("self,")
                     w.fill(f"handler: type[{base}]")
-                    w.write(f" | {base}")
-                    w.write(" | Callable[[IntentName, Any, AgentName], object],")
+                    w.fill(f"| {base}")
+                    w.fill("| Callable[[IntentName, Any, AgentName], object],")
                 w.fill(") -> None:")
                 with w.indent():
                     w.fill(f'"""Register a handler: a ``{base}`` subclass or instance, or a')

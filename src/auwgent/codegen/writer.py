@@ -52,6 +52,19 @@ class CodeWriter:
         for line in text.splitlines():
             self.fill(line)
 
+    def fill_wrapped(self, head: str, items: list[str], tail: str, *, limit: int = 99) -> None:
+        """``head`` + comma-separated ``items`` + ``tail`` on one line when it fits in
+        ``limit`` characters, else one item per line (with a trailing comma), like Black."""
+        one_line = head + ", ".join(items) + tail
+        if len(INDENT * self._level + one_line) <= limit or not items:
+            self.fill(one_line)
+            return
+        self.fill(head)
+        with self.indent():
+            for item in items:
+                self.fill(item + ",")
+        self.fill(tail)
+
     @contextmanager
     def indent(self) -> Iterator[None]:
         """Nest the lines written inside the ``with`` block one level deeper."""

@@ -85,7 +85,21 @@ ToolName = Literal["send", "lookup", "shared", "archive_now", "ping"]
 WorkflowName = Literal["archive"]
 HelperName = Literal["Sub"]
 ConfigName = Literal["default", "Strict"]
-IntentName = Literal["response_text", "response_schema", "tool_call", "tool_result", "tool_skipped", "tool_error", "workflow_call", "workflow_result", "helper_call", "helper_result", "error", "Mood", "needs-review"]
+IntentName = Literal[
+    "response_text",
+    "response_schema",
+    "tool_call",
+    "tool_result",
+    "tool_skipped",
+    "tool_error",
+    "workflow_call",
+    "workflow_result",
+    "helper_call",
+    "helper_result",
+    "error",
+    "Mood",
+    "needs-review",
+]
 OutputTypeName = Literal["Person", "EdgeOutput1"]
 
 _T = TypeVar("_T")
@@ -381,7 +395,13 @@ class AuwgentTools:
     [NOT CONFIGURED] and a call to it yields a tool_error.
     """
 
-    _TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({"send", "lookup", "shared", "archive_now", "ping"})
+    _TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({
+        "send",
+        "lookup",
+        "shared",
+        "archive_now",
+        "ping",
+    })
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -404,7 +424,12 @@ class AuwgentTools:
         raise NotImplementedError("tool send is not implemented")
 
     @_unimplemented
-    def lookup(self, *, person: Person, tags: list[str] | None = None) -> MaybeAwaitable[Person | str]:
+    def lookup(
+        self,
+        *,
+        person: Person,
+        tags: list[str] | None = None,
+    ) -> MaybeAwaitable[Person | str]:
         """Looks a person up
 
         Declared in Edge.
@@ -443,52 +468,92 @@ class AuwgentBaseIntentHandler:
     """
 
     @_unimplemented
-    async def response_text(self, intent: ResponseTextIntent, agent_name: AgentName) -> IntentControl | None:
+    async def response_text(
+        self,
+        intent: ResponseTextIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model answered with text."""
         return None
 
     @_unimplemented
-    async def response_schema(self, intent: ResponseSchemaIntent, agent_name: AgentName) -> IntentControl | None:
+    async def response_schema(
+        self,
+        intent: ResponseSchemaIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model answered with structured output."""
         return None
 
     @_unimplemented
-    async def tool_call(self, intent: ToolCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_call(
+        self,
+        intent: ToolCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model asked for a tool (before it runs)."""
         return None
 
     @_unimplemented
-    async def tool_result(self, intent: ToolResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_result(
+        self,
+        intent: ToolResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool ran and returned a result."""
         return None
 
     @_unimplemented
-    async def tool_skipped(self, intent: ToolSkippedIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_skipped(
+        self,
+        intent: ToolSkippedIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool call was skipped before it ran."""
         return None
 
     @_unimplemented
-    async def tool_error(self, intent: ToolErrorIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_error(
+        self,
+        intent: ToolErrorIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool call failed or could not run."""
         return None
 
     @_unimplemented
-    async def workflow_call(self, intent: WorkflowCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def workflow_call(
+        self,
+        intent: WorkflowCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model asked for a workflow (before it runs)."""
         return None
 
     @_unimplemented
-    async def workflow_result(self, intent: WorkflowResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def workflow_result(
+        self,
+        intent: WorkflowResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A workflow finished."""
         return None
 
     @_unimplemented
-    async def helper_call(self, intent: HelperCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def helper_call(
+        self,
+        intent: HelperCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The agent handed work to a helper (before it runs)."""
         return None
 
     @_unimplemented
-    async def helper_result(self, intent: HelperResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def helper_result(
+        self,
+        intent: HelperResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A helper finished and returned its result."""
         return None
 
@@ -511,7 +576,11 @@ class AuwgentBasePartialIntentHandler:
     """
 
     @_unimplemented
-    async def response_text(self, intent: ResponseTextPartialIntent, agent_name: AgentName) -> None:
+    async def response_text(
+        self,
+        intent: ResponseTextPartialIntent,
+        agent_name: AgentName,
+    ) -> None:
         """Streaming ``response_text``."""
         return None
 
@@ -552,7 +621,11 @@ class AuwgentMiddleware:
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
     @_unimplemented
-    async def onRunStart(self, session: AuwgentSession, ctx: MiddlewareContext) -> AuwgentSession | None:
+    async def onRunStart(
+        self,
+        session: AuwgentSession,
+        ctx: MiddlewareContext,
+    ) -> AuwgentSession | None:
         """Once per run, before prompts are evaluated; a returned session replaces the current."""
         return None
 
@@ -562,8 +635,15 @@ class AuwgentMiddleware:
         return None
 
     @_unimplemented
-    async def onIntent(self, name: IntentName, value: Any, ctx: MiddlewareContext) -> IntentControl | None:
-        """On every final intent, before the handlers; may return {"skip": True} or {"result": x}."""
+    async def onIntent(
+        self,
+        name: IntentName,
+        value: Any,
+        ctx: MiddlewareContext,
+    ) -> IntentControl | None:
+        """On every final intent, before the handlers; may return {"skip": True} or {"result":
+        ...}.
+        """
         return None
 
     @_unimplemented
@@ -582,7 +662,12 @@ class AuwgentMiddleware:
         return None
 
     @_unimplemented
-    async def onError(self, error: Exception, session: AuwgentSession, ctx: MiddlewareContext) -> bool | None:
+    async def onError(
+        self,
+        error: Exception,
+        session: AuwgentSession,
+        ctx: MiddlewareContext,
+    ) -> bool | None:
         """When the run or a tool fails; return True to mark the error handled."""
         return None
 
@@ -592,7 +677,9 @@ class AuwgentAgent(_Agent):
 
     def on_intent(
         self,
-        handler: type[AuwgentBaseIntentHandler] | AuwgentBaseIntentHandler | Callable[[IntentName, Any, AgentName], object],
+        handler: type[AuwgentBaseIntentHandler]
+        | AuwgentBaseIntentHandler
+        | Callable[[IntentName, Any, AgentName], object],
     ) -> None:
         """Register a handler: a ``AuwgentBaseIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""
@@ -600,7 +687,9 @@ class AuwgentAgent(_Agent):
 
     def on_intent_partial(
         self,
-        handler: type[AuwgentBasePartialIntentHandler] | AuwgentBasePartialIntentHandler | Callable[[IntentName, Any, AgentName], object],
+        handler: type[AuwgentBasePartialIntentHandler]
+        | AuwgentBasePartialIntentHandler
+        | Callable[[IntentName, Any, AgentName], object],
     ) -> None:
         """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""

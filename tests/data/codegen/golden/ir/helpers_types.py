@@ -80,7 +80,20 @@ ToolName = Literal["db_query_users", "detect_low_stock"]
 WorkflowName = str
 HelperName = Literal["DataAnalyzer"]
 ConfigName = Literal["default"]
-IntentName = Literal["response_text", "response_schema", "tool_call", "tool_result", "tool_skipped", "tool_error", "workflow_call", "workflow_result", "helper_call", "helper_result", "error", "Planning"]
+IntentName = Literal[
+    "response_text",
+    "response_schema",
+    "tool_call",
+    "tool_result",
+    "tool_skipped",
+    "tool_error",
+    "workflow_call",
+    "workflow_result",
+    "helper_call",
+    "helper_result",
+    "error",
+    "Planning",
+]
 OutputTypeName = Literal["MainOutput", "AnalysisReport"]
 
 _T = TypeVar("_T")
@@ -212,7 +225,9 @@ class IntentControl(TypedDict, total=False):
 
 
 class PlanningIntent(TypedDict):
-    """Payload of the custom intent ``Planning``: Emit a structured execution plan before taking action"""
+    """Payload of the custom intent ``Planning``: Emit a structured execution plan before
+    taking action
+    """
 
     step: str
     confidence: float
@@ -356,52 +371,92 @@ class AuwgentBaseIntentHandler:
     """
 
     @_unimplemented
-    async def response_text(self, intent: ResponseTextIntent, agent_name: AgentName) -> IntentControl | None:
+    async def response_text(
+        self,
+        intent: ResponseTextIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model answered with text."""
         return None
 
     @_unimplemented
-    async def response_schema(self, intent: ResponseSchemaIntent, agent_name: AgentName) -> IntentControl | None:
+    async def response_schema(
+        self,
+        intent: ResponseSchemaIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model answered with structured output."""
         return None
 
     @_unimplemented
-    async def tool_call(self, intent: ToolCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_call(
+        self,
+        intent: ToolCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model asked for a tool (before it runs)."""
         return None
 
     @_unimplemented
-    async def tool_result(self, intent: ToolResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_result(
+        self,
+        intent: ToolResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool ran and returned a result."""
         return None
 
     @_unimplemented
-    async def tool_skipped(self, intent: ToolSkippedIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_skipped(
+        self,
+        intent: ToolSkippedIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool call was skipped before it ran."""
         return None
 
     @_unimplemented
-    async def tool_error(self, intent: ToolErrorIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_error(
+        self,
+        intent: ToolErrorIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool call failed or could not run."""
         return None
 
     @_unimplemented
-    async def workflow_call(self, intent: WorkflowCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def workflow_call(
+        self,
+        intent: WorkflowCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model asked for a workflow (before it runs)."""
         return None
 
     @_unimplemented
-    async def workflow_result(self, intent: WorkflowResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def workflow_result(
+        self,
+        intent: WorkflowResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A workflow finished."""
         return None
 
     @_unimplemented
-    async def helper_call(self, intent: HelperCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def helper_call(
+        self,
+        intent: HelperCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The agent handed work to a helper (before it runs)."""
         return None
 
     @_unimplemented
-    async def helper_result(self, intent: HelperResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def helper_result(
+        self,
+        intent: HelperResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A helper finished and returned its result."""
         return None
 
@@ -411,7 +466,11 @@ class AuwgentBaseIntentHandler:
         return None
 
     @_unimplemented
-    async def Planning(self, intent: PlanningIntent, agent_name: AgentName) -> IntentControl | None:
+    async def Planning(
+        self,
+        intent: PlanningIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """Emit a structured execution plan before taking action"""
         return None
 
@@ -422,7 +481,11 @@ class AuwgentBasePartialIntentHandler:
     """
 
     @_unimplemented
-    async def response_text(self, intent: ResponseTextPartialIntent, agent_name: AgentName) -> None:
+    async def response_text(
+        self,
+        intent: ResponseTextPartialIntent,
+        agent_name: AgentName,
+    ) -> None:
         """Streaming ``response_text``."""
         return None
 
@@ -461,7 +524,11 @@ class AuwgentMiddleware:
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
     @_unimplemented
-    async def onRunStart(self, session: AuwgentSession, ctx: MiddlewareContext) -> AuwgentSession | None:
+    async def onRunStart(
+        self,
+        session: AuwgentSession,
+        ctx: MiddlewareContext,
+    ) -> AuwgentSession | None:
         """Once per run, before prompts are evaluated; a returned session replaces the current."""
         return None
 
@@ -471,8 +538,15 @@ class AuwgentMiddleware:
         return None
 
     @_unimplemented
-    async def onIntent(self, name: IntentName, value: Any, ctx: MiddlewareContext) -> IntentControl | None:
-        """On every final intent, before the handlers; may return {"skip": True} or {"result": x}."""
+    async def onIntent(
+        self,
+        name: IntentName,
+        value: Any,
+        ctx: MiddlewareContext,
+    ) -> IntentControl | None:
+        """On every final intent, before the handlers; may return {"skip": True} or {"result":
+        ...}.
+        """
         return None
 
     @_unimplemented
@@ -491,7 +565,12 @@ class AuwgentMiddleware:
         return None
 
     @_unimplemented
-    async def onError(self, error: Exception, session: AuwgentSession, ctx: MiddlewareContext) -> bool | None:
+    async def onError(
+        self,
+        error: Exception,
+        session: AuwgentSession,
+        ctx: MiddlewareContext,
+    ) -> bool | None:
         """When the run or a tool fails; return True to mark the error handled."""
         return None
 
@@ -501,7 +580,9 @@ class AuwgentAgent(_Agent):
 
     def on_intent(
         self,
-        handler: type[AuwgentBaseIntentHandler] | AuwgentBaseIntentHandler | Callable[[IntentName, Any, AgentName], object],
+        handler: type[AuwgentBaseIntentHandler]
+        | AuwgentBaseIntentHandler
+        | Callable[[IntentName, Any, AgentName], object],
     ) -> None:
         """Register a handler: a ``AuwgentBaseIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""
@@ -509,7 +590,9 @@ class AuwgentAgent(_Agent):
 
     def on_intent_partial(
         self,
-        handler: type[AuwgentBasePartialIntentHandler] | AuwgentBasePartialIntentHandler | Callable[[IntentName, Any, AgentName], object],
+        handler: type[AuwgentBasePartialIntentHandler]
+        | AuwgentBasePartialIntentHandler
+        | Callable[[IntentName, Any, AgentName], object],
     ) -> None:
         """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""

@@ -75,7 +75,19 @@ ToolName = Literal["get_weather", "get_forecast", "get_humidity"]
 WorkflowName = str
 HelperName = str
 ConfigName = Literal["default"]
-IntentName = Literal["response_text", "response_schema", "tool_call", "tool_result", "tool_skipped", "tool_error", "workflow_call", "workflow_result", "helper_call", "helper_result", "error"]
+IntentName = Literal[
+    "response_text",
+    "response_schema",
+    "tool_call",
+    "tool_result",
+    "tool_skipped",
+    "tool_error",
+    "workflow_call",
+    "workflow_result",
+    "helper_call",
+    "helper_result",
+    "error",
+]
 OutputTypeName = str
 
 _T = TypeVar("_T")
@@ -275,7 +287,11 @@ class AuwgentTools:
     [NOT CONFIGURED] and a call to it yields a tool_error.
     """
 
-    _TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({"get_weather", "get_forecast", "get_humidity"})
+    _TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({
+        "get_weather",
+        "get_forecast",
+        "get_humidity",
+    })
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -321,52 +337,92 @@ class AuwgentBaseIntentHandler:
     """
 
     @_unimplemented
-    async def response_text(self, intent: ResponseTextIntent, agent_name: AgentName) -> IntentControl | None:
+    async def response_text(
+        self,
+        intent: ResponseTextIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model answered with text."""
         return None
 
     @_unimplemented
-    async def response_schema(self, intent: ResponseSchemaIntent, agent_name: AgentName) -> IntentControl | None:
+    async def response_schema(
+        self,
+        intent: ResponseSchemaIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model answered with structured output."""
         return None
 
     @_unimplemented
-    async def tool_call(self, intent: ToolCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_call(
+        self,
+        intent: ToolCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model asked for a tool (before it runs)."""
         return None
 
     @_unimplemented
-    async def tool_result(self, intent: ToolResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_result(
+        self,
+        intent: ToolResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool ran and returned a result."""
         return None
 
     @_unimplemented
-    async def tool_skipped(self, intent: ToolSkippedIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_skipped(
+        self,
+        intent: ToolSkippedIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool call was skipped before it ran."""
         return None
 
     @_unimplemented
-    async def tool_error(self, intent: ToolErrorIntent, agent_name: AgentName) -> IntentControl | None:
+    async def tool_error(
+        self,
+        intent: ToolErrorIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A tool call failed or could not run."""
         return None
 
     @_unimplemented
-    async def workflow_call(self, intent: WorkflowCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def workflow_call(
+        self,
+        intent: WorkflowCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The model asked for a workflow (before it runs)."""
         return None
 
     @_unimplemented
-    async def workflow_result(self, intent: WorkflowResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def workflow_result(
+        self,
+        intent: WorkflowResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A workflow finished."""
         return None
 
     @_unimplemented
-    async def helper_call(self, intent: HelperCallIntent, agent_name: AgentName) -> IntentControl | None:
+    async def helper_call(
+        self,
+        intent: HelperCallIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """The agent handed work to a helper (before it runs)."""
         return None
 
     @_unimplemented
-    async def helper_result(self, intent: HelperResultIntent, agent_name: AgentName) -> IntentControl | None:
+    async def helper_result(
+        self,
+        intent: HelperResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
         """A helper finished and returned its result."""
         return None
 
@@ -382,7 +438,11 @@ class AuwgentBasePartialIntentHandler:
     """
 
     @_unimplemented
-    async def response_text(self, intent: ResponseTextPartialIntent, agent_name: AgentName) -> None:
+    async def response_text(
+        self,
+        intent: ResponseTextPartialIntent,
+        agent_name: AgentName,
+    ) -> None:
         """Streaming ``response_text``."""
         return None
 
@@ -416,7 +476,11 @@ class AuwgentMiddleware:
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
     @_unimplemented
-    async def onRunStart(self, session: AuwgentSession, ctx: MiddlewareContext) -> AuwgentSession | None:
+    async def onRunStart(
+        self,
+        session: AuwgentSession,
+        ctx: MiddlewareContext,
+    ) -> AuwgentSession | None:
         """Once per run, before prompts are evaluated; a returned session replaces the current."""
         return None
 
@@ -426,8 +490,15 @@ class AuwgentMiddleware:
         return None
 
     @_unimplemented
-    async def onIntent(self, name: IntentName, value: Any, ctx: MiddlewareContext) -> IntentControl | None:
-        """On every final intent, before the handlers; may return {"skip": True} or {"result": x}."""
+    async def onIntent(
+        self,
+        name: IntentName,
+        value: Any,
+        ctx: MiddlewareContext,
+    ) -> IntentControl | None:
+        """On every final intent, before the handlers; may return {"skip": True} or {"result":
+        ...}.
+        """
         return None
 
     @_unimplemented
@@ -446,7 +517,12 @@ class AuwgentMiddleware:
         return None
 
     @_unimplemented
-    async def onError(self, error: Exception, session: AuwgentSession, ctx: MiddlewareContext) -> bool | None:
+    async def onError(
+        self,
+        error: Exception,
+        session: AuwgentSession,
+        ctx: MiddlewareContext,
+    ) -> bool | None:
         """When the run or a tool fails; return True to mark the error handled."""
         return None
 
@@ -456,7 +532,9 @@ class AuwgentAgent(_Agent):
 
     def on_intent(
         self,
-        handler: type[AuwgentBaseIntentHandler] | AuwgentBaseIntentHandler | Callable[[IntentName, Any, AgentName], object],
+        handler: type[AuwgentBaseIntentHandler]
+        | AuwgentBaseIntentHandler
+        | Callable[[IntentName, Any, AgentName], object],
     ) -> None:
         """Register a handler: a ``AuwgentBaseIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""
@@ -464,7 +542,9 @@ class AuwgentAgent(_Agent):
 
     def on_intent_partial(
         self,
-        handler: type[AuwgentBasePartialIntentHandler] | AuwgentBasePartialIntentHandler | Callable[[IntentName, Any, AgentName], object],
+        handler: type[AuwgentBasePartialIntentHandler]
+        | AuwgentBasePartialIntentHandler
+        | Callable[[IntentName, Any, AgentName], object],
     ) -> None:
         """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""

@@ -260,6 +260,7 @@ class _FakeServer:
         """Start serving on an ephemeral port (``with server:`` does this for you)."""
         if self._http is not None:
             return
+        self._stop.clear()
         self._http = _HTTPServer(self)
         self._thread = threading.Thread(
             target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -310,6 +311,13 @@ class _FakeServer:
         return request
 
     def _next_reply(self, request: RecordedRequest) -> ServerReply:
+        try:
+            return self._scripted_reply(request)
+        except Exception as exc:  # a broken test script: say so instead of dropping the line
+            message = f"{self._label}: the script function raised {type(exc).__name__}: {exc}"
+            return Status(400, message=message)
+
+    def _scripted_reply(self, request: RecordedRequest) -> ServerReply:
         if callable(self._script):
             return self._script(request)
         with self._lock:

@@ -175,3 +175,22 @@ def test_embeddings_are_deterministic(dimensions: int) -> None:
 def test_base_url_needs_a_running_server() -> None:
     with pytest.raises(RuntimeError, match="not running"):
         _ = FakeOpenAIServer().base_url
+
+
+def test_a_failing_script_function_is_reported_not_swallowed() -> None:
+    def broken(request: RecordedRequest) -> Turn:
+        raise KeyError("messages")
+
+    with FakeOpenAIServer(broken) as server:
+        response = _chat(server)
+    assert response.status_code == 400
+    assert "script function raised KeyError" in response.json()["error"]["message"]
+
+
+def test_a_server_can_be_restarted() -> None:
+    server = FakeOpenAIServer([text("one"), text("two")])
+    with server:
+        assert _chat(server).json()["choices"][0]["message"]["content"] == "one"
+    with server:
+        assert _chat(server).json()["choices"][0]["message"]["content"] == "two"
+    assert len(server.requests) == 2

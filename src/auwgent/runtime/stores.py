@@ -403,6 +403,10 @@ class SessionStoreMiddleware:
     yet. ``onRunComplete`` saves the final session under the same key, after every run,
     failed ones included. Without a key the middleware does nothing.
 
+    A stored session that cannot be used (corrupt, another format version, another agent's)
+    fails the run's start with :class:`SessionStoreError` and is then left untouched: the run
+    does not overwrite it, so nothing is lost before someone looks at it.
+
     Args:
         store: where sessions live; default ``SQLiteSessionStore("auwgent_sessions.db")``.
         key: the context entry that names the conversation.
@@ -421,6 +425,8 @@ class SessionStoreMiddleware:
         self.store: SessionStore = store if store is not None else SQLiteSessionStore()
         self.key = key
         self.name = name
+        # Keys whose stored session could not be used at the latest run start.
+        self._unusable: set[str] = set()
 
     def __repr__(self) -> str:
         return f"SessionStoreMiddleware({self.store!r}, key={self.key!r})"
@@ -430,14 +436,26 @@ class SessionStoreMiddleware:
         key = self._key(ctx)
         if key is None:
             return session
-        stored = await self.store.load(key)
+        try:
+            stored = await self.store.load(key)
+            _check_owner(key, stored, ctx.get("rootAgent"))
+        except Exception:
+            self._unusable.add(key)
+            raise
+        self._unusable.discard(key)
         return session if stored is None else stored
 
     async def onRunComplete(self, finalSession: Session, ctx: Mapping[str, Any]) -> None:
         """Save the final session of this conversation."""
         key = self._key(ctx)
-        if key is not None:
-            await self.store.save(key, finalSession)
+        if key is None:
+            return
+        if key in self._unusable:
+            raise SessionStoreError(
+                f"session {key!r} was not saved: the stored one could not be used, and it is "
+                "kept as it is for inspection"
+            )
+        await self.store.save(key, finalSession)
 
     def _key(self, ctx: Mapping[str, Any]) -> str | None:
         # No check of ctx["activeAgent"]: run hooks fire once per run, and after a handoff the
@@ -447,3 +465,12 @@ class SessionStoreMiddleware:
         if value is None or value == "":
             return None
         return value if isinstance(value, str) else str(value)
+
+
+def _check_owner(key: str, stored: Session | None, root: Any) -> None:
+    owner = None if stored is None else stored.get("agent")
+    if owner is not None and root is not None and owner != root:
+        raise SessionStoreError(
+            f"stored session {key!r} belongs to agent {owner!r}, not {root!r}: use another "
+            "conversation id (or another store) for each agent"
+        )

@@ -9,7 +9,9 @@ import pytest
 
 from auwgent.runtime.session import Session, new_session, new_turn
 from auwgent.runtime.stores import (
+    JSONFileSessionStore,
     MemorySessionStore,
+    SessionStoreError,
     SessionStoreMiddleware,
     SQLiteSessionStore,
 )
@@ -96,3 +98,35 @@ async def test_the_default_store_is_sqlite_in_the_working_directory(
     assert (tmp_path / "auwgent_sessions.db").exists()
     reopened = SQLiteSessionStore(tmp_path / "auwgent_sessions.db")
     assert _inputs(await reopened.load("c1")) == ["one", "two"]
+
+
+async def test_an_unusable_stored_session_is_reported_and_never_overwritten(
+    tmp_path: Path,
+) -> None:
+    store = JSONFileSessionStore(tmp_path)
+    middleware = SessionStoreMiddleware(store)
+    await _fake_run(middleware, "first", _ctx("c1"))
+    path = store.path_for("c1")
+    path.write_text("{half a sess", encoding="utf-8")
+    with pytest.raises(SessionStoreError, match="corrupt"):
+        await middleware.onRunStart(new_session("Main"), _ctx("c1"))
+    # The engine still calls onRunComplete after the failed start: nothing is written.
+    with pytest.raises(SessionStoreError, match="'c1' was not saved"):
+        await middleware.onRunComplete(new_session("Main"), _ctx("c1"))
+    assert path.read_text(encoding="utf-8") == "{half a sess"
+    # Other conversations are unaffected, and a repaired file is used again.
+    await _fake_run(middleware, "hello", _ctx("c2"))
+    path.unlink()
+    assert _inputs(await _fake_run(middleware, "fresh", _ctx("c1"))) == ["fresh"]
+
+
+async def test_a_session_of_another_agent_is_refused_and_kept() -> None:
+    store = MemorySessionStore()
+    other = new_session("Billing")
+    await store.save("c1", other)
+    middleware = SessionStoreMiddleware(store)
+    with pytest.raises(SessionStoreError, match="belongs to agent 'Billing', not 'Main'"):
+        await middleware.onRunStart(new_session("Main"), _ctx("c1"))
+    with pytest.raises(SessionStoreError, match="not saved"):
+        await middleware.onRunComplete(new_session("Main"), _ctx("c1"))
+    assert await store.load("c1") == other

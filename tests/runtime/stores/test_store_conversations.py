@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -126,3 +127,30 @@ async def test_runs_without_a_conversation_id_are_not_stored(tmp_path: Path) -> 
     store = SQLiteSessionStore(tmp_path / "sessions.db")
     await _agent(_ir_text(), OfflineModel(), store).run("hello")
     assert not (tmp_path / "sessions.db").exists()
+
+
+async def test_a_corrupt_stored_session_fails_the_run_clearly_and_stays_untouched(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "sessions.db"
+    store = SQLiteSessionStore(db)
+    ir_text = _ir_text()
+    await _agent(ir_text, OfflineModel(), store).run("first", conversation_id="c1")
+    raw = sqlite3.connect(db, isolation_level=None)
+    raw.execute("UPDATE auwgent_sessions SET session = 'garbage' WHERE key = 'c1'")
+    raw.close()
+
+    model = OfflineModel()
+    agent = _agent(ir_text, model, store)
+    errors: list[Any] = []
+    agent.on_intent(
+        lambda name, value, agent_name: errors.append(value) if name == "error" else None
+    )
+    session = await agent.run("second", conversation_id="c1")
+
+    assert model.requests == []  # the run stopped before any model call
+    assert any("is corrupt: not valid JSON" in str(e) for e in errors)
+    assert session["turns"][-1]["status"] == "error"
+    raw = sqlite3.connect(db)
+    assert raw.execute("SELECT session FROM auwgent_sessions").fetchone()[0] == "garbage"
+    raw.close()

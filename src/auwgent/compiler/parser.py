@@ -35,7 +35,7 @@ between list entries are optional wherever entries may also be separated by line
                   | "description" ":" STRING
     tool         := "tool" signature
     tools        := "tools" "{" signature* "}"
-    signature    := IDENT "(" params ")" ":" type_expr annotation*
+    signature    := ["tool"] IDENT "(" params ")" ":" type_expr annotation*
     workflow     := "workflow" IDENT "(" params ")" [":" type_expr] "{" wf_item* "}" annotation*
     wf_item      := "description" ":" STRING | tool | tools | stmt
     helper_use   := IDENT ["with" ("all" "tools" | "tools" "{" IDENT ("," IDENT)* "}")]
@@ -55,12 +55,15 @@ between list entries are optional wherever entries may also be separated by line
 
 Statements end at a line break; a ``(`` or ``[`` on a new line starts a new statement.
 
-Strings in prompt positions are parsed again as templates (``templates.py`` style, here in
-``_TemplateParser``): ``{{expr}}``, ``{{#if expr}}...{{else}}...{{/if}}``,
-``{{@schema(input|output|context)}}``.
+Strings in prompt positions (prompt bodies, ``Example`` blocks, config values) are parsed
+again as templates by ``_TemplateParser``: ``{{expr}}``, ``{{#if expr}}...{{else}}...{{/if}}``
+and ``{{@schema(input|output|context)}}``, where ``expr`` is the ``expr`` above, lexed from the
+string's processed characters with spans mapped back into the file.
 
 Recovery: an error unwinds to the nearest member or declaration, which skips to the next line
 that starts a member or declaration (balancing braces), so one mistake does not hide the next.
+A block still open when a line starts a top-level declaration is closed with one ``E0101``.
+Nesting deeper than ``MAX_DEPTH`` is ``E0109`` rather than a blown Python stack.
 """
 
 from __future__ import annotations

@@ -175,3 +175,58 @@ def test_output_does_not_depend_on_the_hash_seed() -> None:
         for seed in ("1", "2", "3")
     }
     assert len(outputs) == 1
+
+
+QUICKSTART = """
+agent Main {
+    default config {
+        model: gemini("gemini-2.5-flash")
+        prompt: "You are a helpful assistant. Be polite."
+    }
+    context {
+        name: string
+    }
+}
+"""
+
+
+def _quickstart_source() -> str:
+    from auwgent.compiler.pipeline import compile_sources
+
+    result = compile_sources({"main.agent": QUICKSTART})
+    assert result.ok
+    return render_python(result.documents["main.agent"])
+
+
+def test_the_factory_builds_a_typed_agent_that_runs(tmp_path: Path) -> None:
+    module = _import(_quickstart_source(), "quick_run", tmp_path)
+    agent = module.auwgent({"provider": "offline", "context": {"name": "Ama"}})
+    assert isinstance(agent, module.AuwgentAgent)
+    seen: list[tuple[str, Any, str]] = []
+    agent.on_intent(lambda name, value, agent_name: seen.append((name, value, agent_name)))
+    agent.run_sync("hello")
+    assert [(n, a) for n, _, a in seen] == [("response_text", "Main")]
+    assert seen[0][1]["text"]
+
+
+def test_the_factory_checks_context_types_before_anything_runs(tmp_path: Path) -> None:
+    from auwgent.errors import ContextError
+
+    module = _import(_quickstart_source(), "quick_context", tmp_path)
+    with pytest.raises(ContextError, match="context.name: expected string"):
+        module.auwgent({"provider": "offline", "context": {"name": 3}})
+
+
+@pytest.mark.parametrize("field", ["COMPILER_VERSION", "IR_VERSION"])
+def test_bindings_from_an_incompatible_compiler_are_refused(tmp_path: Path, field: str) -> None:
+    from auwgent._version import IR_VERSION, __version__
+
+    old, new = {
+        "COMPILER_VERSION": (f'COMPILER_VERSION = "{__version__}"', 'COMPILER_VERSION = "99.0.0"'),
+        "IR_VERSION": (f"IR_VERSION = {IR_VERSION}", f"IR_VERSION = {IR_VERSION + 1}"),
+    }[field]
+    source = _quickstart_source()
+    assert old in source
+    module = _import(source.replace(old, new), "quick_versions", tmp_path)
+    with pytest.raises(ConfigError, match="auwgent generate"):
+        module.auwgent({"provider": "offline", "context": {"name": "Ama"}})

@@ -122,12 +122,15 @@ class ExprChecker:
         found = env.lookup(expr.name)
         if found is not None:
             return found
-        where = "variable" if env.tools is not None else "parameter"
+        if env.tools is not None:
+            where = "variable"
+        else:
+            where = "parameter" if env.names() else "name"
         hint = did_you_mean(expr.name, env.names())
         if hint is None and env.ctx is not None and expr.name in env.ctx:
             hint = f"to read the context field, write `ctx.{expr.name}`"
         if hint is None and env.tools is None and not env.names():
-            hint = "only `ctx.x` and literals can be used here"
+            hint = "nothing is named here: use `ctx.x` for context values, or literals"
         code = "E2050" if env.tools is not None else "E2042"
         self.report(code, f"unknown {where} `{expr.name}`", expr.span, help=hint)
         return UNKNOWN

@@ -125,10 +125,6 @@ class _Call:
     function: str | None = None
     parts: list[str] = field(default_factory=list)
     size: int = 0
-    depth: int = 0
-    in_string: bool = False
-    escape: bool = False
-    opened: bool = False
     done: bool = False
     dirty: bool = True
     budget: PartialBudget = field(default_factory=structured_budget)
@@ -139,26 +135,6 @@ class _Call:
         joined = "".join(self.parts)
         self.parts = [joined]
         return joined
-
-    def scan(self, piece: str) -> None:
-        """Track JSON nesting so the call completes the moment its object closes."""
-        for char in piece:
-            if self.in_string:
-                if self.escape:
-                    self.escape = False
-                elif char == "\\":
-                    self.escape = True
-                elif char == '"':
-                    self.in_string = False
-            elif char == '"':
-                self.in_string = True
-            elif char in "{[":
-                self.depth += 1
-                self.opened = True
-            elif char in "}]":
-                self.depth -= 1
-        if self.opened and self.depth <= 0:
-            self.done = True
 
 
 class NativeDecoder:
@@ -212,8 +188,8 @@ class NativeDecoder:
             call.parts.append(delta.arguments)
             call.size += len(delta.arguments)
             call.dirty = True
-            call.scan(delta.arguments)
             call.json.feed(delta.arguments)
+            call.done = call.json.closed  # final the moment its JSON object closes
         if call.done:
             self._finish(call)
         else:

@@ -127,6 +127,7 @@ class JsonPrefix:
         self._pos = 0
         self._safe = 0
         self._safe_depth = 0
+        self.closed = False  # the top-level value's closing bracket has arrived
 
     def feed(self, piece: str) -> None:
         base, i, n = self._pos, 0, len(piece)
@@ -146,6 +147,7 @@ class JsonPrefix:
             elif char in "}]":
                 if self._stack:
                     self._stack.pop()
+                self.closed = not self._stack
                 self._expect_key = False
                 self._mark(base + i)
             elif char == ",":

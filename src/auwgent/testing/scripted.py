@@ -197,6 +197,15 @@ class ScriptedModel:
             return None
         return len(self._script) - len(self.requests)
 
+    def assert_exhausted(self) -> None:
+        """Fail (``AssertionError``) unless every response of a list script was used."""
+        left = self.remaining
+        if left:
+            raise AssertionError(
+                f"scripted model was called {self.calls} time(s); {left} response(s) of "
+                f"{self.calls + left} were never used"
+            )
+
     @property
     def last_request(self) -> ModelRequest:
         """The most recent request (raises ``IndexError`` before the first call)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -180,3 +181,30 @@ async def test_embed_function_returning_wrong_count_is_an_error() -> None:
     model = ScriptedModel([], embeddings=lambda texts, model: [])
     with pytest.raises(ProviderError, match="0 vectors for 1 texts"):
         await model.embed(["x"], "emb")
+
+
+async def test_assert_exhausted_names_unused_responses() -> None:
+    model = ScriptedModel(["a", "b", "c"])
+    await _collect(model)
+    with pytest.raises(
+        AssertionError, match=r"called 1 time\(s\); 2 response\(s\) of 3 were never used"
+    ):
+        model.assert_exhausted()
+    await _collect(model)
+    await _collect(model)
+    model.assert_exhausted()
+    ScriptedModel(lambda request: "x").assert_exhausted()  # a function script never runs out
+
+
+async def test_delay_spaces_out_the_events() -> None:
+    model = ScriptedModel(["abcdef"], chunk_size=2, delay=0.02)
+    start = time.perf_counter()
+    events = await _collect(model)
+    assert len(events) == 4  # three chunks and the finish
+    assert time.perf_counter() - start >= 0.07
+
+
+async def test_non_streaming_requests_get_the_same_events() -> None:
+    streamed = await _collect(ScriptedModel(["hello world"]))
+    request = ModelRequest(model="m", system="s", messages=(), stream=False)
+    assert await _collect(ScriptedModel(["hello world"]), request) == streamed

@@ -116,6 +116,9 @@ def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:
     for path, scope in scopes.items():
         for imp in scope.module.imports:
             target = _import_target(path, imp, scopes, diags)
+            if target == path:
+                diags.append(_self_import(scope, imp))
+                continue
             if target is None:
                 scope.failed.update(name.text for name in imp.names)
                 continue
@@ -318,6 +321,16 @@ def _cycles(
     for path in sorted(scopes):
         if path not in state:
             yield from visit(path)
+
+
+def _self_import(scope: FileScope, imp: n.ImportDecl) -> Diagnostic:
+    return error(
+        "E1004",
+        f"{scope.path} imports itself",
+        scope.module.source,
+        imp.span,
+        help="remove this import: a file's own declarations are already visible in it",
+    )
 
 
 def _cycle_error(scope: FileScope, imp: n.ImportDecl, cycle: list[str]) -> Diagnostic:

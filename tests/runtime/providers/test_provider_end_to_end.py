@@ -18,6 +18,10 @@ from auwgent.runtime.agent import Agent, create_agent
 from auwgent.testing.fake_servers import (
     FakeGeminiServer,
     FakeOpenAIServer,
+    ServerReply,
+    disconnect,
+    malformed_chunk,
+    stall,
     status,
     structured,
     text,
@@ -248,3 +252,48 @@ async def test_500_forever_ends_the_run_with_an_error_intent(kind: str) -> None:
     message = json.dumps(errors[-1])
     assert kind in message and "500" in message and "Backend exploded" in message
     assert key not in json.dumps(session) and key not in message
+
+
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        (disconnect(after_chunks=2), "stream interrupted"),
+        (malformed_chunk(after_chunks=1), "malformed JSON"),
+        (stall(5.0, after_chunks=1), "idle timeout"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+async def test_broken_streams_end_the_run_with_an_error_and_return_the_session(
+    kind: str, fault: ServerReply, words: str
+) -> None:
+    server_type = FakeOpenAIServer if kind == "openai" else FakeGeminiServer
+    with server_type([fault]) as server:
+        agent = _agent(
+            _weather_doc(OPENAI if kind == "openai" else GEMINI),
+            apiKeys={f"{kind}ApiKey": "k"},
+            baseUrls={kind: server.base_url},
+            timeouts={"connect": 2, "firstByte": 2, "idle": 0.2},
+        )
+        seen = _record(agent)
+        session = await agent.run("hi")
+    assert session["turns"][-1]["input"] == {"text": "hi"}
+    errors = [value for name, value in seen if name == "error"]
+    assert errors and words in json.dumps(errors[-1])
+    assert not any(name == "response_text" for name, _ in seen)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 500])
+async def test_block_answers_decode_the_same_however_the_server_chunks_them(
+    chunk_size: int,
+) -> None:
+    with FakeOpenAIServer([text(BLOCK_CALL), text(BLOCK_TEXT)], chunk_size=chunk_size) as server:
+        agent = _agent(
+            _weather_doc(OPENAI),
+            apiKeys={"openaiApiKey": "k"},
+            baseUrls={"openai": server.base_url},
+        )
+        seen = _record(agent)
+        await agent.run("Weather in Accra?")
+    assert [name for name, _ in seen] == ["tool_call", "tool_result", "response_text"]
+    assert seen[0][1] == {"type": "get_weather", "args": {"location": "Accra"}}
+    assert seen[-1][1] == {"text": "It is sunny in Accra."}

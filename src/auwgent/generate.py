@@ -158,9 +158,10 @@ def _looks_generated(path: Path) -> bool:
     if path.suffix == ".py":
         return text.startswith(_PY_HEADER)
     try:
-        return isinstance(json.loads(text), dict) and "ir_version" in json.loads(text)
+        doc = json.loads(text)
     except ValueError:
         return False
+    return isinstance(doc, dict) and "ir_version" in doc
 
 
 def _write_if_changed(path: Path, text: str) -> bool:

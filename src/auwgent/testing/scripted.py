@@ -195,7 +195,7 @@ class ScriptedModel:
         """Responses left in a list script (``None`` for a function script)."""
         if callable(self._script):
             return None
-        return len(self._script) - len(self.requests)
+        return max(0, len(self._script) - len(self.requests))
 
     def assert_exhausted(self) -> None:
         """Fail (``AssertionError``) unless every response of a list script was used."""

@@ -76,6 +76,7 @@ async def test_running_past_the_script_is_a_clear_provider_error() -> None:
     assert info.value.provider == "scripted"
     # The failed call is still recorded, so a test can see what was asked.
     assert model.calls == 2
+    assert model.remaining == 0
 
 
 async def test_native_call_streams_id_and_name_first_then_argument_fragments() -> None:

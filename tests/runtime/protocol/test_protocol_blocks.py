@@ -158,3 +158,16 @@ def test_values_partial_mode_never_raises() -> None:
         parse_body(body, fields, CONTRACTS["text"].types)
     for end in range(len(body) + 1):
         parse_body(body[:end], fields, CONTRACTS["text"].types, partial=True)
+
+
+def test_an_empty_value_means_not_given_except_for_text() -> None:
+    fields = CONTRACTS["text"].callables[1].params  # notify(contact, url?, value?, tags?)
+    assert parse_body("contact: x\ntags:\nurl:", fields, {}) == {"contact": "x", "url": ""}
+
+
+def test_a_bracketed_text_value_stays_text() -> None:
+    fields = CONTRACTS["text"].callables[1].params
+    body = "contact: [ops] on-call\nvalue: {not json"
+    assert parse_body(body, fields, {}) == {"contact": "[ops] on-call", "value": "{not json"}
+    with pytest.raises(BodyError, match="not closed"):
+        parse_body("contact: x\ntags: [a, b", fields, {})

@@ -631,19 +631,19 @@ class _Reader:
         kind = type_["kind"] if type_ is not None else None
         if kind in _STRINGY:
             return _unquote(text)
-        if kind == "array" and text and text[0] != "[" and type_ is not None:
-            parts = [p.strip() for p in text.split(",")] if text.strip() else []
+        if not text:
+            return None  # `key:` with nothing after it: not given
+        if kind == "array" and text[0] != "[" and type_ is not None:
+            parts = [p.strip() for p in text.split(",")]
             return [self.interpret(_Raw(p), type_["items"]) for p in parts]
-        if kind in ("number", "boolean") and text[:1] not in "[{\"'":
+        if text[0] not in "[{\"'":
             return _bare(text)
-        if text[:1] in "[{\"'":
-            try:
-                return self.interpret(self.loose(text), type_)
-            except BodyError:
-                if kind is not None and not self.partial:
-                    raise
-                return text
-        return _bare(text)
+        try:
+            return self.interpret(self.loose(text), type_)
+        except BodyError:
+            if kind in ("object", "array") and not self.partial:
+                raise
+            return text  # a union or an unknown key: validation says what is wrong
 
 
 def _unquote(text: str) -> str:

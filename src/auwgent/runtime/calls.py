@@ -121,8 +121,10 @@ class CallRunner:
             return await self.refuse(
                 inv, kind, name, args, f"{label} not found: {name}", event.call_id
             )
-        speaker = _speaker(inv, kind, name)
-        control = await self.run.emit(event.kind, {"type": name, "args": args}, speaker, event.raw)
+        control = await self.run.emit(
+            event.kind, {"type": name, "args": args}, _speaker(inv, kind, name), event.raw,
+            active=inv.name,
+        )
         outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
         if outcome is not None:
             return outcome
@@ -148,10 +150,15 @@ class CallRunner:
         if control is None:
             return None
         if control.skip:
-            await self.run.emit("tool_skipped", {"type": name, "args": args}, _speaker(inv, kind, name))
+            await self.run.emit(
+                "tool_skipped", {"type": name, "args": args}, _speaker(inv, kind, name),
+                active=inv.name,
+            )
             return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
         payload = {"name": name, "args": args, "result": control.result, "overridden": True}
-        await self.run.emit(_RESULT_INTENT[kind], payload, _speaker(inv, kind, name))
+        await self.run.emit(
+            _RESULT_INTENT[kind], payload, _speaker(inv, kind, name), active=inv.name
+        )
         return CallOutcome(
             kind, name, args, "ok", result_text(control.result), call_id=call_id  # type: ignore[arg-type]
         )
@@ -277,7 +284,8 @@ class CallRunner:
             notice = f"{name} is now answering the user directly; you will be told when it is done."
             return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
         await self.run.emit(
-            "helper_result", {"name": name, "args": args, "result": result.output}, name
+            "helper_result", {"name": name, "args": args, "result": result.output}, name,
+            active=inv.name,
         )
         if use["handoff"] == "user_then_continue":
             notice = (

@@ -350,9 +350,19 @@ class Run:
     # -- dispatching intents -----------------------------------------------------------------
 
     async def emit(
-        self, name: str, value: Any, agent_name: str, raw: str | None = None
+        self,
+        name: str,
+        value: Any,
+        agent_name: str,
+        raw: str | None = None,
+        *,
+        active: str | None = None,
     ) -> Control | None:
-        """A final intent: ``onIntent`` middleware, then the user's handlers. First control wins."""
+        """A final intent: ``onIntent`` middleware, then the user's handlers. First control wins.
+
+        ``active`` is the middleware's ``activeAgent`` when it differs from ``agent_name``
+        (``helper_call`` / ``helper_result`` name the helper while its parent is running).
+        """
         core = self.core
         if self.turn is not None:
             self.turn["intents"].append({"name": name, "value": value, "agent": agent_name})
@@ -361,7 +371,7 @@ class Run:
         control: Control | None = None
         try:
             if core.middleware.has_intent:
-                self.ctx["activeAgent"] = agent_name
+                self.ctx["activeAgent"] = active or agent_name
                 self.ctx["rawBlock"] = raw
                 for returned in await core.middleware.intent(name, value, self.ctx):
                     control = control or control_of(returned)

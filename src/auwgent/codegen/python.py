@@ -149,6 +149,11 @@ def module_name(stem: str) -> str:
     return name
 
 
+def _sanitised(name: str) -> str:
+    """The runtime's fallback method name for an intent (``needs-review`` → ``needs_review``)."""
+    return re.sub(r"[^0-9A-Za-z_]+", "_", name).strip("_").lower()
+
+
 def _pascal(name: str) -> str:
     return "".join(word[:1].upper() + word[1:] for word in _WORD.findall(name))
 
@@ -812,7 +817,9 @@ class _Emitter:
                     w.fill("raise ConfigError(")
                     with w.indent():
                         w.fill('f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "')
-                        w.fill('f"did you mean {close[0]!r}?"')
+                        w.fill(
+                            'f"did you mean {close[0]!r}? (name helper methods with a leading _)"'
+                        )
                     w.fill(")")
 
     def emit_tool(self, w: CodeWriter, name: str, uses: list[tuple[IR, str]]) -> None:
@@ -887,12 +894,16 @@ class _Emitter:
 
     def emit_handler_method(self, w: CodeWriter, name: str, cls: str, ret: str, doc: str) -> None:
         w.blank()
-        if not is_identifier(name):
+        method = name if is_identifier(name) else _sanitised(name)
+        if not is_identifier(method):
             w.fill(f"# Intent {name!r} is not a Python name: handle it with a function handler.")
             return
+        if method != name:
+            # The runtime looks a method up by the exact name, then by this sanitised form.
+            w.fill(f"# The intent {name!r}, under its sanitised name.")
         w.fill("@_unimplemented")
         w.fill_wrapped(
-            f"async def {name}(",
+            f"async def {method}(",
             ["self", f"intent: {cls}", "agent_name: AgentName"],
             f") -> {ret}:",
         )

@@ -412,7 +412,7 @@ class AuwgentTools:
             if close:
                 raise ConfigError(
                     f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "
-                    f"did you mean {close[0]!r}?"
+                    f"did you mean {close[0]!r}? (name helper methods with a leading _)"
                 )
 
     @_unimplemented
@@ -567,7 +567,15 @@ class AuwgentBaseIntentHandler:
         """Emit the mood"""
         return None
 
-    # Intent 'needs-review' is not a Python name: handle it with a function handler.
+    # The intent 'needs-review', under its sanitised name.
+    @_unimplemented
+    async def needs_review(
+        self,
+        intent: NeedsReviewIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
+        """The model emitted this custom intent."""
+        return None
 
 
 class AuwgentBasePartialIntentHandler:
@@ -609,7 +617,11 @@ class AuwgentBasePartialIntentHandler:
         """Streaming ``Mood``."""
         return None
 
-    # Intent 'needs-review' is not a Python name: handle it with a function handler.
+    # The intent 'needs-review', under its sanitised name.
+    @_unimplemented
+    async def needs_review(self, intent: PartialIntent, agent_name: AgentName) -> None:
+        """Streaming ``needs-review``."""
+        return None
 
 
 class AuwgentMiddleware:

@@ -302,7 +302,7 @@ class AuwgentTools:
             if close:
                 raise ConfigError(
                     f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "
-                    f"did you mean {close[0]!r}?"
+                    f"did you mean {close[0]!r}? (name helper methods with a leading _)"
                 )
 
     @_unimplemented

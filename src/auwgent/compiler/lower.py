@@ -204,7 +204,7 @@ class _AgentLowering:
             "input": self.io(parts.inputs, "Input"),
             "output": self.io(parts.outputs, "Output"),
             "tools": [lower_tool(low, t) for t in parts.tools],
-            "workflows": [lower_workflow(low, w) for w in parts.workflows],
+            "workflows": [lower_workflow(low, w, parts.tools) for w in parts.workflows],
             "helpers": [self.helper_use(use) for use in helpers],
             "intents": self.intents(),
             "examples": [lower_example(low, c) for c in chosen],
@@ -511,10 +511,15 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
     }
 
 
-def lower_workflow(low: _Lowering, workflow: n.WorkflowDecl) -> JSON:
-    """An IR ``Workflow``: calls bound by name, statements with locations."""
+def lower_workflow(
+    low: _Lowering, workflow: n.WorkflowDecl, agent_tools: Iterable[n.ToolDecl]
+) -> JSON:
+    """An IR ``Workflow``: calls bound by name, statements with locations.
+
+    ``agent_tools`` are the tools of the enclosing agent, which the body may call too.
+    """
     signatures = {t.name.text: t for t in workflow.tools}
-    for member in _agent_tools_of(low, workflow):
+    for member in agent_tools:
         signatures.setdefault(member.name.text, member)
     return {
         "name": workflow.name.text,
@@ -527,16 +532,6 @@ def lower_workflow(low: _Lowering, workflow: n.WorkflowDecl) -> JSON:
         "loc": low.loc(workflow.span),
         "examples": [example_args(e) for e in workflow.examples],
     }
-
-
-def _agent_tools_of(low: _Lowering, workflow: n.WorkflowDecl) -> list[n.ToolDecl]:
-    """The tools of the agent that holds ``workflow`` (for binding call arguments)."""
-    from .checker_agents import agent_parts
-
-    for decl in low.scope.module.agents:
-        if any(member is workflow for member in decl.members):
-            return agent_parts(decl).tools
-    return []
 
 
 def lower_intent(low: _Lowering, decl: n.IntentDecl) -> JSON:

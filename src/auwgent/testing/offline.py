@@ -28,7 +28,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
@@ -36,7 +36,7 @@ from auwgent.runtime.protocol.native import function_name, parse_function_name
 from auwgent.runtime.protocol.section import output_variants
 from auwgent.runtime.providers.base import FunctionSpec, Message, ModelRequest, StreamEvent
 from auwgent.runtime.schema import example_value
-from auwgent.testing.scripted import NativeCall, Reply, reply_events
+from auwgent.testing.scripted import NativeCall, Reply, block_text, reply_events
 
 __all__ = ["OfflineModel", "hashed_embedding"]
 
@@ -169,36 +169,7 @@ def _example_args(spec: CallableSpec, contract: Contract) -> dict[str, Any]:
 
 
 def _call_blocks(calls: Sequence[NativeCall]) -> str:
-    blocks = [
-        f"[tool_call: {call.name}]\n{_block_body(call.arguments)}[/tool_call]" for call in calls
-    ]
-    return "\n\n".join(blocks)
-
-
-def _block_body(value: Any) -> str:
-    """``key: value`` lines for flat objects (as the manual writes blocks), JSON otherwise."""
-    if isinstance(value, str):
-        return value + "\n"
-    if isinstance(value, Mapping) and all(_plain_scalar(v) for v in value.values()):
-        return "".join(f"{key}: {_scalar_text(v)}\n" for key, v in value.items())
-    return json.dumps(value, ensure_ascii=False) + "\n"
-
-
-_PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9 _.-]*[A-Za-z0-9]|[A-Za-z]")
-_LOOKS_TYPED = frozenset({"true", "false", "yes", "no", "null", "none"})
-
-
-def _plain_scalar(value: Any) -> bool:
-    """Whether ``value`` reads back unchanged from a ``key: value`` line (else use JSON)."""
-    if isinstance(value, str):
-        return bool(_PLAIN_WORDS.fullmatch(value)) and value.lower() not in _LOOKS_TYPED
-    return isinstance(value, (bool, int, float))
-
-
-def _scalar_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return "\n\n".join(block_text("tool_call", call.name, call.arguments) for call in calls)
 
 
 # -- answering -------------------------------------------------------------------------------
@@ -227,7 +198,7 @@ def _structured_answer(request: ModelRequest, contract: Contract, native: bool) 
     name, type_ = output_variants(contract)[0]
     value = example_value(type_, contract.types)
     if not native:
-        return Reply((f"[schema: {name}]\n{_block_body(value)}[/schema]",))
+        return Reply((block_text("schema", name, value),))
     function = function_name("response_schema", name)
     if request.response_schema is None and any(f.name == function for f in request.functions):
         # A union output: the native codec offers one output function per variant.

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -52,6 +53,7 @@ __all__ = [
     "ScriptFunction",
     "ScriptedFailure",
     "ScriptedModel",
+    "block_text",
     "reply_events",
 ]
 
@@ -177,6 +179,17 @@ class ScriptedModel:
         """A provider failure, raised after streaming ``after`` (if given)."""
         before = after if isinstance(after, Reply) or after is None else Reply((after,))
         return ScriptedFailure(message, before, status, retryable)
+
+    @staticmethod
+    def text(content: str) -> str:
+        """A ``[response_text]`` block: the model's text answer in the block protocol."""
+        return block_text("response_text", None, content)
+
+    @staticmethod
+    def block(kind: str, name: str | None = None, body: Mapping[str, Any] | str = "") -> str:
+        """One block of the block protocol, e.g. ``block("tool_call", "get_weather",
+        {"location": "Accra"})``; see :func:`block_text`."""
+        return block_text(kind, name, body)
 
     @staticmethod
     def events(*events: StreamEvent) -> Response:
@@ -321,3 +334,48 @@ def _call_events(
     yield ToolCallDelta(index, id=call_id, name=call.name, arguments=arguments[:chunk_size])
     for start in range(chunk_size, len(arguments), chunk_size):
         yield ToolCallDelta(index, arguments=arguments[start : start + chunk_size])
+
+
+_BLOCK_KINDS = ("response_text", "tool_call", "workflow_call", "helper_call", "custom", "schema")
+_PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9 _.-]*[A-Za-z0-9]|[A-Za-z]")
+_LOOKS_TYPED = frozenset({"true", "false", "yes", "no", "null", "none"})
+
+
+def block_text(kind: str, name: str | None, body: Any) -> str:
+    """The block-protocol text of one block: ``[kind: name]``, the body, ``[/kind]``.
+
+    A string body is written as is; a flat mapping of simple values as ``key: value`` lines
+    (as the manual writes blocks); anything else as JSON, which the decoder also reads.
+    """
+    if kind not in _BLOCK_KINDS:
+        raise ValueError(f"unknown block kind {kind!r}; expected one of {', '.join(_BLOCK_KINDS)}")
+    if (name is None) != (kind == "response_text"):
+        raise ValueError(
+            "response_text blocks take no name" if name else f"a {kind} block needs a name"
+        )
+    header = f"[{kind}]" if name is None else f"[{kind}: {name}]"
+    text = _body_text(body)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return f"{header}\n{text}[/{kind}]"
+
+
+def _body_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and all(_plain_scalar(v) for v in value.values()):
+        return "".join(f"{key}: {_scalar_text(v)}\n" for key, v in value.items())
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _plain_scalar(value: Any) -> bool:
+    """Whether ``value`` reads back unchanged from a ``key: value`` line (else use JSON)."""
+    if isinstance(value, str):
+        return bool(_PLAIN_WORDS.fullmatch(value)) and value.lower() not in _LOOKS_TYPED
+    return isinstance(value, (bool, int, float))
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -209,3 +209,27 @@ async def test_non_streaming_requests_get_the_same_events() -> None:
     streamed = await _collect(ScriptedModel(["hello world"]))
     request = ModelRequest(model="m", system="s", messages=(), stream=False)
     assert await _collect(ScriptedModel(["hello world"]), request) == streamed
+
+
+def test_block_helpers_write_block_protocol_text() -> None:
+    assert ScriptedModel.text("Hello!") == "[response_text]\nHello!\n[/response_text]"
+    assert ScriptedModel.block("tool_call", "get_weather", {"location": "Accra", "days": 3}) == (
+        "[tool_call: get_weather]\nlocation: Accra\ndays: 3\n[/tool_call]"
+    )
+    assert ScriptedModel.block("tool_call", "get_time") == "[tool_call: get_time]\n[/tool_call]"
+    # Values a `key: value` line could misread, and nested values, are written as JSON.
+    assert ScriptedModel.block("schema", "Person", {"name": "yes", "tags": ["a"]}) == (
+        '[schema: Person]\n{"name": "yes", "tags": ["a"]}\n[/schema]'
+    )
+    assert ScriptedModel.block("custom", "Planning", "step: one") == (
+        "[custom: Planning]\nstep: one\n[/custom]"
+    )
+
+
+def test_block_helper_refuses_unknown_kinds_and_missing_names() -> None:
+    with pytest.raises(ValueError, match="unknown block kind 'tool'"):
+        ScriptedModel.block("tool", "x")
+    with pytest.raises(ValueError, match="a tool_call block needs a name"):
+        ScriptedModel.block("tool_call")
+    with pytest.raises(ValueError, match="response_text blocks take no name"):
+        ScriptedModel.block("response_text", "x")

@@ -51,6 +51,9 @@ _CALL_KINDS: Mapping[str, Literal["tool", "workflow", "helper"]] = {
     "workflow_call": "workflow",
     "helper_call": "helper",
 }
+# An unknown `[kind: name]` is taken for a block (and rejected) only when the kind looks like
+# a protocol word; `[TODO: fix]` or `[Note: x]` in a reply stay text.
+_PROTOCOLISH = re.compile(r"\A[a-z_]*(?:call|tool|function|intent|schema|response|result|output)")
 _MAX_HEADER = 200  # a longer line starting with `[` is text, not a header
 _MAX_CLOSER = 40
 
@@ -304,8 +307,8 @@ class BlocksDecoder:
             return False
         word = match.group("kind").lower()
         ok, name = _clean_name(match.group("name"))
-        if not ok or (word not in KINDS and not name):
-            return False  # `[Note]`, `[see: the docs]`: ordinary text
+        if not ok or (word not in KINDS and not (name and _PROTOCOLISH.search(match["kind"]))):
+            return False  # `[Note]`, `[TODO: fix]`, `[see: the docs]`: ordinary text
         self._blocks_seen = True
         kind = KINDS.get(word)
         target, error = self._resolve(word, name)

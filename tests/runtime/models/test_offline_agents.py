@@ -145,7 +145,7 @@ async def test_the_scripted_model_example_of_docs_testing() -> None:
     model = ScriptedModel(
         [
             "[tool_call: get_weather]\nlocation: Accra\n[/tool_call]",
-            "[response_text]\nIt is 31 degrees and sunny in Accra.\n[/response_text]",
+            ScriptedModel.text("It is 31 degrees and sunny in Accra."),
         ]
     )
     agent = _agent(_compile(CHAT_WITH_TOOL), {"provider": model, "tools": WeatherTools()})

@@ -138,3 +138,26 @@ def test_run_sync_refuses_inside_a_loop() -> None:
             bot.run_sync("x")
 
     asyncio.run(inner())
+
+
+async def test_base_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from auwgent.testing.fake_servers import FakeOpenAIServer
+    from auwgent.testing.fake_servers import text as reply
+
+    doc = _doc_with(model("gpt-4o", "openai"))
+    with FakeOpenAIServer([reply(text("hi from the fake"))]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        bot = _create(doc, {"retry": {"attempts": 1}})
+        rec = Recorder()
+        bot.on_intent(rec)
+        await bot.run("hello")
+        auth = server.requests[0].headers.get("authorization")
+    assert rec.of("response_text") == [{"text": "hi from the fake"}]
+    assert auth == "Bearer sk-env"
+
+
+async def test_a_session_of_another_version_is_refused() -> None:
+    bot = make_agent(document(agent()), ScriptedModel([text("x")]))
+    with pytest.raises(ConfigError, match="session.version"):
+        await bot.run("hi", session={"version": 7, "stack": [], "turns": []})

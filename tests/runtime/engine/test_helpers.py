@@ -444,3 +444,38 @@ async def test_a_resumed_helper_keeps_its_grant_and_history() -> None:
     assert contents[-1] == "only active ones"
     assert second["turns"][-1]["agent"] == "DataAnalyzer"
     assert second["turns"][-1]["output"] == {"summary": "3 active", "recommendations": "none"}
+
+
+async def test_a_handed_off_helper_that_completes_at_once_leaves_no_frame() -> None:
+    helper = agent("Support", kind="helper")
+    doc = document(agent(helpers=[helper_use("Support", handoff="user")]), helper)
+    model_ = ScriptedModel([
+        block("helper_call", "Support", "input: reset my password"),
+        text("Done: check your inbox.") + "\n" + block("custom", "handoff_complete", ""),
+    ])
+    bot = make_agent(doc, model_)
+    session = await bot.run("reset my password")
+    assert [f["agent"] for f in session["stack"]] == ["Main"]
+    assert model_.calls == 2  # the run still ends with the helper's answer
+
+
+async def test_workflow_sees_a_json_string_result_as_an_object() -> None:
+    wf = {
+        "name": "city_of", "description": "the user's city", "params": [],
+        "returns": {"kind": "string"},
+        "tools": [tool("profile", returns=obj(field("city")))],
+        "body": [
+            {"s": "let", "loc": [2, 1], "name": "p", "value": {
+                "e": "call", "tool": "profile", "args": [], "loc": [2, 9]}},
+            {"s": "return", "loc": [3, 1], "value": {
+                "e": "member", "object": {"e": "name", "name": "p"}, "name": "city"}},
+        ],
+        "source": "main.agent", "loc": [1, 1], "examples": [],
+    }
+    doc = document(agent(workflows=[wf]))
+    model_ = ScriptedModel([block("workflow_call", "city_of", ""), text("Accra")])
+    bot = make_agent(doc, model_, tools={"profile": lambda: json.dumps({"city": "Accra"})})
+    rec = Recorder()
+    bot.on_intent(rec)
+    await bot.run("where do I live?")
+    assert rec.of("workflow_result")[0]["result"] == "Accra"

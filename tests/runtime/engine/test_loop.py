@@ -532,3 +532,18 @@ async def test_many_concurrent_runs_of_one_agent_stay_separate() -> None:
         results = [x["value"]["result"] for x in s["turns"][0]["intents"]
                    if x["name"] == "tool_result"]
         assert results == [f"q{i}"]
+
+
+async def test_an_invalid_custom_intent_is_sent_back() -> None:
+    planning = intent("Planning", field("step"), field("confidence", NUM))
+    doc = document(agent(intents=[planning]))
+    model = ScriptedModel([
+        block("custom", "Planning", "step: go\nconfidence: high"),
+        block("custom", "Planning", "step: go\nconfidence: 0.5"),
+    ])
+    bot = make_agent(doc, model)
+    rec = Recorder()
+    bot.on_intent(rec)
+    await bot.run("plan")
+    assert rec.events == [("Planning", {"step": "go", "confidence": 0.5}, "Main")]
+    assert "confidence" in model.requests[1].messages[-1].content

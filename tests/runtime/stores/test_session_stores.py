@@ -343,3 +343,12 @@ async def test_a_process_dying_mid_save_loses_nothing_saved_before(
     await store.save("k", _session("after"))  # and the store still works
     loaded = await store.load("k")
     assert loaded is not None and loaded["turns"][0]["input"]["text"] == "after"
+
+
+async def test_racing_saves_of_one_key_leave_one_whole_session(disk_store: SessionStore) -> None:
+    candidates = [_session(*[f"v{n}"] * (n + 1)) for n in range(12)]
+    await asyncio.gather(*(disk_store.save("same", s) for s in candidates))
+    loaded = await disk_store.load("same")
+    assert loaded in candidates  # the last writer wins, and never half of a session
+    if isinstance(disk_store, SQLiteSessionStore):
+        assert await disk_store.revision("same") == len(candidates)

@@ -3,7 +3,9 @@
 Prints (a) a ~200 KB structured block streamed in 1-, 8- and 64-byte chunks, the decoder
 asked for partials after every chunk, against one ``json.loads`` of the same data; (b) the
 cost per KB as the block grows from 50 KB to 800 KB (flat means linear); (c) the time from
-a block's first bytes to its first partial.
+a block's first bytes to its first partial; (d) recovery: the share of damaged but
+recoverable streams decoded to exactly the intended arguments, the share of ambiguous ones
+rejected, and the share decoding identically byte by byte and whole.
 
 Run: ``.venv/bin/python bench/bench_decode.py``
 """
@@ -21,6 +23,7 @@ from auwgent.runtime.protocol.contract import (
     DecodeEvent,
     FinalEvent,
     PartialEvent,
+    RejectedEvent,
 )
 from auwgent.runtime.providers.base import TextDelta
 
@@ -112,6 +115,80 @@ def main() -> None:
     small = payload(2000)
     first = min(stream(small, 16)[2] for _ in range(20))
     print(f"(c) time to first partial: {first * 1e6:.1f} us")
+    recovery()
+
+
+CALL = CallableSpec(
+    "tool",
+    "notify",
+    "",
+    tuple(
+        {"name": n, "type": {"kind": t}, "optional": True, "description": None}
+        for n, t in (("contact", "string"), ("url", "string"), ("count", "number"))
+    ),
+    {"kind": "boolean"},
+)
+CALLS = Contract(agent="R", callables=(CALL,), intents=(), output={"kind": "text"}, types={})
+ARGS = [
+    {"contact": "alerts+ops@example.org", "count": 3},
+    {"contact": "Ama Mensah", "url": "https://api.example.com/items/1?x=2"},
+    {"contact": "region: Tarkwa case 2", "count": 0.5},
+]
+
+
+def _bodies(args: dict[str, Any]) -> list[str]:
+    lines = "\n".join(f"{k}: {v}" for k, v in args.items())
+    return [
+        lines,
+        "\n".join(f"   {k} = {v}" for k, v in args.items()),
+        json.dumps(args),
+        "{" + ", ".join(f"{k}: '{v}'" for k, v in args.items()) + "}",
+        "```json\n" + json.dumps(args, indent=2) + "\n```",
+    ]
+
+
+def _damaged(body: str) -> list[str]:
+    clean = f"[tool_call: notify]\n{body}\n[/tool_call]\n"
+    return [
+        clean,
+        f"[tool_call: notify\n{body}\n[/tool_call]\n",  # header missing `]`
+        f"[tool_call: notify]\n{body}\n",  # closer missing at the end
+        f"[tool_call: notify]\n{body}\n[/tool]\n",  # short closer
+        f"Sure.\n  [tool_call: notify]\n{body}\n[/tool_call]",  # commentary, indent
+        clean.replace("\n", "\r\n"),  # CRLF
+    ]
+
+
+def _settled(text: str, chunks: list[str]) -> list[Any]:
+    decoder = BlocksCodec().decoder(CALLS)
+    events: list[DecodeEvent] = []
+    for piece in chunks:
+        events += decoder.feed(TextDelta(piece))
+    events += decoder.close()
+    return [e for e in events if not isinstance(e, PartialEvent)]
+
+
+def recovery() -> None:
+    exact = total = same = 0
+    for args in ARGS:
+        for body in _bodies(args):
+            for text in _damaged(body):
+                whole = _settled(text, [text])
+                total += 1
+                exact += len(whole) == 1 and isinstance(whole[0], FinalEvent) and (
+                    whole[0].payload["args"] == args
+                )
+                same += whole == _settled(text, list(text))
+    ambiguous = [
+        "[tool_call: notify]\ncontact: a\ncontact: b\n[/tool_call]",
+        '[tool_call: notify]\n{"count": 1, "count": 2}\n[/tool_call]',
+        "[tool_call: notify]\ncount: 1\ncount = 3\n[/tool_call]",
+    ]
+    rejected = sum(
+        1 for text in ambiguous if isinstance(_settled(text, [text])[0], RejectedEvent)
+    )
+    print(f"(d) recovered exactly: {exact}/{total}; ambiguous rejected: {rejected}/"
+          f"{len(ambiguous)}; byte-by-byte identical to whole: {same}/{total}")
 
 
 def _timed(fn: Any) -> float:

@@ -66,7 +66,7 @@ def parse_body(
     body's :class:`JsonPrefix` tracker, lets a streaming JSON body be read at C speed.
     """
     target = object_type(fields)
-    body = _strip_fence(text).strip()
+    body = _strip_fence(text.replace("\r\n", "\n")).strip()
     if not body:
         return {}
     reader = _Reader(types, partial)
@@ -94,7 +94,7 @@ def parse_value(
     if resolved["kind"] == "object":
         return parse_body(text, resolved["fields"], types, partial=partial, json_prefix=json_prefix)
     reader = _Reader(types, partial)
-    return coerce(reader.interpret(_Raw(_strip_fence(text).strip()), type_), type_, types)
+    return coerce(reader.interpret(_Raw(_strip_fence(text.replace("\r\n", "\n")).strip()), type_), type_, types)
 
 
 def loads_loose(text: str, *, partial: bool = False) -> Any:

@@ -50,7 +50,9 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _check_versions(doc: Mapping[str, Any], ir_hash: str, compiler_version: str, ir_version: int) -> None:
+def _check_versions(
+    doc: Mapping[str, Any], ir_hash: str, compiler_version: str, ir_version: int
+) -> None:
     regen = "regenerate the bindings with `auwgent generate`"
     if ir_version != IR_VERSION or doc.get("ir_version") != IR_VERSION:
         found = doc.get("ir_version", ir_version)
@@ -88,9 +90,11 @@ class AgentCore:
         self.handlers = HandlerSet()
         self.partial_handlers = HandlerSet()
         self.wants_partials = self.middleware.has_partial
-        self.intent_names = list(BUILTIN_INTENTS) + [
-            i["name"] for a in doc["agents"].values() for i in a["intents"]
-        ] + [_COMPLETE_SPEC["name"]]
+        self.intent_names = (
+            list(BUILTIN_INTENTS)
+            + [i["name"] for a in doc["agents"].values() for i in a["intents"]]
+            + [_COMPLETE_SPEC["name"]]
+        )
         self._contracts: dict[Any, Contract] = {}
         self._sections: dict[Any, str] = {}
         self._referenced: dict[Any, set[str]] = {}
@@ -146,19 +150,33 @@ class AgentCore:
     def _build_contract(self, inv: Invocation) -> Contract:
         agent, types = inv.agent, self.doc["types"]
         specs = [
-            CallableSpec("tool", t["name"], t.get("description") or "", tuple(t["params"]),
-                         t["returns"], configured=self.registry.has(t["name"]))
+            CallableSpec(
+                "tool",
+                t["name"],
+                t.get("description") or "",
+                tuple(t["params"]),
+                t["returns"],
+                configured=self.registry.has(t["name"]),
+            )
             for t in inv.tools
         ]
         specs += [
-            CallableSpec("workflow", w["name"], w.get("description") or "", tuple(w["params"]),
-                         w["returns"])
+            CallableSpec(
+                "workflow", w["name"], w.get("description") or "", tuple(w["params"]), w["returns"]
+            )
             for w in agent["workflows"]
         ]
         for use in agent["helpers"]:
             helper = self.doc["agents"][use["name"]]
-            specs.append(CallableSpec("helper", helper["name"], helper.get("description") or "",
-                                      helper_params(helper, types), helper["output"]))
+            specs.append(
+                CallableSpec(
+                    "helper",
+                    helper["name"],
+                    helper.get("description") or "",
+                    helper_params(helper, types),
+                    helper["output"],
+                )
+            )
         intents = tuple(agent["intents"])
         if inv.handoff == "user":
             intents += (_COMPLETE_SPEC,)
@@ -217,7 +235,9 @@ def _provider_override(value: Any) -> Provider | None:
 class Agent:
     """A runnable agent. Create it with the generated ``auwgent(config)`` factory."""
 
-    def __init__(self, core: AgentCore, context: Mapping[str, Any], config_name: str | None) -> None:
+    def __init__(
+        self, core: AgentCore, context: Mapping[str, Any], config_name: str | None
+    ) -> None:
         self._core = core
         self._context: dict[str, Any] = dict(context)
         self._config = config_name
@@ -344,9 +364,7 @@ class Agent:
 def _check_config_name(doc: Mapping[str, Any], name: Any, where: str) -> str:
     valid = config_names(doc)
     if name not in valid:
-        raise ConfigError(
-            f"{where}: unknown config {name!r}; valid configs: {', '.join(valid)}"
-        )
+        raise ConfigError(f"{where}: unknown config {name!r}; valid configs: {', '.join(valid)}")
     return str(name)
 
 

@@ -122,7 +122,10 @@ class CallRunner:
                 inv, kind, name, args, f"{label} not found: {name}", event.call_id
             )
         control = await self.run.emit(
-            event.kind, {"type": name, "args": args}, _speaker(inv, kind, name), event.raw,
+            event.kind,
+            {"type": name, "args": args},
+            _speaker(inv, kind, name),
+            event.raw,
             active=inv.name,
         )
         outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
@@ -151,7 +154,9 @@ class CallRunner:
             return None
         if control.skip:
             await self.run.emit(
-                "tool_skipped", {"type": name, "args": args}, _speaker(inv, kind, name),
+                "tool_skipped",
+                {"type": name, "args": args},
+                _speaker(inv, kind, name),
                 active=inv.name,
             )
             return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
@@ -160,7 +165,12 @@ class CallRunner:
             _RESULT_INTENT[kind], payload, _speaker(inv, kind, name), active=inv.name
         )
         return CallOutcome(
-            kind, name, args, "ok", result_text(control.result), call_id=call_id  # type: ignore[arg-type]
+            kind,
+            name,
+            args,
+            "ok",
+            result_text(control.result),
+            call_id=call_id,  # type: ignore[arg-type]
         )
 
     async def _tool(
@@ -216,7 +226,9 @@ class CallRunner:
             return CallOutcome("workflow", name, args, "error", error=str(error), call_id=call_id)
         finally:
             self.run.ctx.pop("workflow", None)
-        await self.run.emit("workflow_result", {"name": name, "args": args, "result": result}, inv.name)
+        await self.run.emit(
+            "workflow_result", {"name": name, "args": args, "result": result}, inv.name
+        )
         return CallOutcome("workflow", name, args, "ok", result_text(result), call_id=call_id)
 
     async def _workflow_tool(
@@ -284,7 +296,9 @@ class CallRunner:
             notice = f"{name} is now answering the user directly; you will be told when it is done."
             return CallOutcome("helper", name, args, "ok", notice, call_id=call_id)
         await self.run.emit(
-            "helper_result", {"name": name, "args": args, "result": result.output}, name,
+            "helper_result",
+            {"name": name, "args": args, "result": result.output},
+            name,
             active=inv.name,
         )
         if use["handoff"] == "user_then_continue":
@@ -333,7 +347,9 @@ def effective_tools(
     return tuple(own + [t for t in granted if t["name"] not in names])
 
 
-def helper_params(helper: Mapping[str, Any], types: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+def helper_params(
+    helper: Mapping[str, Any], types: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], ...]:
     """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
     if helper["input"]["kind"] == "text":
         return (_TEXT_INPUT_PARAM,)
@@ -344,7 +360,6 @@ def helper_params(helper: Mapping[str, Any], types: Mapping[str, Any]) -> tuple[
 def _check_args(spec: CallableSpec, args: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
     obj = {"kind": "object", "fields": list(spec.params)}
     return schema.validate(args, obj, types, path="$")
-
 
 
 def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
@@ -361,7 +376,6 @@ def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, 
         except ValueError:
             return result
     return result
-
 
 
 def describe_error(error: BaseException) -> str:

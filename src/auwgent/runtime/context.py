@@ -33,7 +33,9 @@ class ContextSchema:
     def check(self, data: Any, path: str = "context") -> dict[str, Any]:
         """Check ``data`` (a mapping of context values); raise ``ContextError`` on a mismatch."""
         if not isinstance(data, Mapping):
-            raise ContextError(f"{path}: expected an object of context values, got {type(data).__name__}")
+            raise ContextError(
+                f"{path}: expected an object of context values, got {type(data).__name__}"
+            )
         for key, value in data.items():
             if not isinstance(key, str):
                 raise ContextError(f"{path}: context keys must be strings, got {key!r}")
@@ -50,9 +52,7 @@ class ContextSchema:
     def missing(self, agent: Mapping[str, Any], values: Mapping[str, Any]) -> list[str]:
         """The required context keys of ``agent`` that ``values`` lacks."""
         return [
-            f["name"]
-            for f in agent["context"]
-            if not f.get("optional") and f["name"] not in values
+            f["name"] for f in agent["context"] if not f.get("optional") and f["name"] not in values
         ]
 
     def section(

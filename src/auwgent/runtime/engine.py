@@ -77,6 +77,7 @@ _COMPLETE_SPEC: Mapping[str, Any] = {
     ],
 }
 
+
 @dataclass(slots=True)
 class _Round:
     """What one model response produced."""
@@ -310,7 +311,9 @@ class Run:
             self.turn["status"] = "handoff" if len(stack) > 1 else "complete"
 
     def _stack_tools(self, stack: Sequence[Frame]) -> tuple[Mapping[str, Any], ...]:
-        tools: tuple[Mapping[str, Any], ...] = tuple(self.core.doc["agents"][stack[0]["agent"]]["tools"])
+        tools: tuple[Mapping[str, Any], ...] = tuple(
+            self.core.doc["agents"][stack[0]["agent"]]["tools"]
+        )
         for frame in stack[1:]:
             agent = self.core.doc["agents"][frame["agent"]]
             tools = effective_tools(agent, frame.get("tools", "none"), tools)
@@ -405,7 +408,9 @@ class Run:
             if core.partial_handlers:
                 await core.partial_handlers.dispatch(str(name), value, agent_name)
         except Exception as exc:
-            await self.fail(exc, agent_name, prefix=f"a partial handler of {name} failed: ", mark=False)
+            await self.fail(
+                exc, agent_name, prefix=f"a partial handler of {name} failed: ", mark=False
+            )
 
     # -- one agent's loop --------------------------------------------------------------------
 
@@ -587,12 +592,20 @@ class Run:
             name = event.name or "unknown"
             if event.call_id is not None:
                 rnd.native_calls.append(
-                    FinalEvent(event.kind or "tool_call", name, event.segment,
-                               {"type": name, "args": {}}, event.raw, event.call_id)
+                    FinalEvent(
+                        event.kind or "tool_call",
+                        name,
+                        event.segment,
+                        {"type": name, "args": {}},
+                        event.raw,
+                        event.call_id,
+                    )
                 )
-            rnd.tasks.append(asyncio.ensure_future(
-                self.calls.refuse(inv, kind, name, {}, event.message, event.call_id)
-            ))
+            rnd.tasks.append(
+                asyncio.ensure_future(
+                    self.calls.refuse(inv, kind, name, {}, event.message, event.call_id)
+                )
+            )
             return
         rnd.problems.append(event.message)
 
@@ -640,6 +653,7 @@ class Run:
             inv.summary = summary if isinstance(summary, str) else None
         await self.emit(name, payload, inv.name, event.raw)
 
+
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
 
@@ -679,10 +693,11 @@ def _feedback(problems: Sequence[str]) -> str:
 def now_line() -> str:
     """The current date and time line that ends every system prompt."""
     now = datetime.now(timezone.utc)
-    return f"Current date and time: {now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y %H:%M} UTC)"
+    return (
+        f"Current date and time: {now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y %H:%M} UTC)"
+    )
 
 
 def assemble_system(parts: Sequence[str]) -> str:
     """Join prompt parts with blank lines, skipping empty ones."""
     return "\n\n".join(p for p in parts if p)
-

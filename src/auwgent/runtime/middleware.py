@@ -67,9 +67,14 @@ class _Entry:
         for camel, snake in HOOKS.items():
             # The generated AuwgentMiddleware marks its placeholder hooks; skip those so a
             # subclass's snake_case override is found and no-op hooks cost nothing.
-            fn = next((f for f in (get(camel), get(snake))
-                       if f is not None and not getattr(f, "__auwgent_unimplemented__", False)),
-                      None)
+            fn = next(
+                (
+                    f
+                    for f in (get(camel), get(snake))
+                    if f is not None and not getattr(f, "__auwgent_unimplemented__", False)
+                ),
+                None,
+            )
             if fn is not None:
                 if not callable(fn):
                     raise ConfigError(f"middleware[{index}].{camel}: expected a method")

@@ -53,8 +53,15 @@ def text_part(text: str) -> dict[str, Any]:
 
 
 def model(name: str = "gpt-4o", provider: str = "openai", **extra: Any) -> dict[str, Any]:
-    return {"provider": provider, "model": name, "options": {}, "id": None, "base_url": None,
-            "name": None, **extra}
+    return {
+        "provider": provider,
+        "model": name,
+        "options": {},
+        "id": None,
+        "base_url": None,
+        "name": None,
+        **extra,
+    }
 
 
 def config(prompt: str = "You are a helpful assistant.", **extra: Any) -> dict[str, Any]:
@@ -109,20 +116,26 @@ def intent(name: str, *fields: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "description": f"emit {name}", "fields": list(fields)}
 
 
-def document(root: dict[str, Any], *others: dict[str, Any], types: dict[str, Any] | None = None,
-             prompts: dict[str, Any] | None = None) -> dict[str, Any]:
+def document(
+    root: dict[str, Any],
+    *others: dict[str, Any],
+    types: dict[str, Any] | None = None,
+    prompts: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     agents = {root["name"]: root}
     for other in others:
         agents[other["name"]] = other
-    return with_hash({
-        "ir_version": 1,
-        "compiler_version": __version__,
-        "source": "main.agent",
-        "root": root["name"],
-        "agents": agents,
-        "types": types or {},
-        "prompts": prompts or {},
-    })
+    return with_hash(
+        {
+            "ir_version": 1,
+            "compiler_version": __version__,
+            "source": "main.agent",
+            "root": root["name"],
+            "agents": agents,
+            "types": types or {},
+            "prompts": prompts or {},
+        }
+    )
 
 
 def make_agent(doc: dict[str, Any], provider: Any, **config: Any) -> Agent:

@@ -14,7 +14,7 @@ from auwgent.testing import ScriptedModel
 
 from .irkit import block, text
 
-SOURCE = '''
+SOURCE = """
 agent Main {
     default config {
         model: gemini("gemini-2.5-flash")
@@ -44,7 +44,7 @@ agent Main {
         return "you do not have permission to delete users"
     }
 }
-'''
+"""
 
 
 def generated(tmp_path: Path, name: str = "main_types") -> ModuleType:
@@ -98,19 +98,25 @@ async def test_manual_tabs_through_generated_bindings(tmp_path: Path) -> None:
         async def onLLMStart(self, prompt: str, ctx: Any) -> None:
             Mw.calls.append(ctx["activeAgent"])
 
-    model = ScriptedModel([
-        block("workflow_call", "delete_user", "id: user_1") + "\n"
-        + block("tool_call", "get_weather", "location: Accra") + "\n"
-        + block("tool_call", "get_user", "id: user_1"),
-        text("Done."),
-    ])
-    agent = m.auwgent({
-        "apiKeys": {"geminiApiKey": "YOUR_API_KEY"},
-        "context": {"is_admin": True, "user_id": "user_1"},
-        "tools": Tools,
-        "middleware": [Mw],
-        "provider": model,
-    })
+    model = ScriptedModel(
+        [
+            block("workflow_call", "delete_user", "id: user_1")
+            + "\n"
+            + block("tool_call", "get_weather", "location: Accra")
+            + "\n"
+            + block("tool_call", "get_user", "id: user_1"),
+            text("Done."),
+        ]
+    )
+    agent = m.auwgent(
+        {
+            "apiKeys": {"geminiApiKey": "YOUR_API_KEY"},
+            "context": {"is_admin": True, "user_id": "user_1"},
+            "tools": Tools,
+            "middleware": [Mw],
+            "provider": model,
+        }
+    )
     agent.on_intent(HandleIntent)
     session = await agent.run("delete user_1")
     assert removed == ["user_1"]

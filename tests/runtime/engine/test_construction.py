@@ -24,8 +24,11 @@ def _doc_with(*models: dict[str, Any]) -> dict[str, Any]:
 
 
 def _create(doc: dict[str, Any], cfg: dict[str, Any] | None, **kw: Any) -> Agent:
-    args: dict[str, Any] = {"ir_hash": doc["hash"], "compiler_version": __version__,
-                            "ir_version": 1}
+    args: dict[str, Any] = {
+        "ir_hash": doc["hash"],
+        "compiler_version": __version__,
+        "ir_version": 1,
+    }
     args.update(kw)
     return create_agent(json.dumps(doc), cfg, **args)
 
@@ -33,7 +36,9 @@ def _create(doc: dict[str, Any], cfg: dict[str, Any] | None, **kw: Any) -> Agent
 def test_api_keys_from_config_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     groq = model("llama", "custom", id="my-groq-api", base_url="https://api.groq.com/openai/v1")
     doc = _doc_with(model("gemini-2.5-flash", "gemini"), groq)
-    with pytest.raises(ConfigError, match=r"apiKeys\.geminiApiKey.*GEMINI_API_KEY or GOOGLE_API_KEY"):
+    with pytest.raises(
+        ConfigError, match=r"apiKeys\.geminiApiKey.*GEMINI_API_KEY or GOOGLE_API_KEY"
+    ):
         _create(doc, {})
     with pytest.raises(ConfigError, match=r"apiKeys\.myGroqApiApiKey.*MY_GROQ_API_API_KEY"):
         _create(doc, {"apiKeys": {"geminiApiKey": "g"}})
@@ -65,17 +70,20 @@ def test_version_checks_say_to_regenerate() -> None:
         _create(doc, {"provider": "offline"}, ir_hash="sha256:0000")
 
 
-@pytest.mark.parametrize(("cfg", "message"), [
-    ({"maxToolLoop": 3}, "did you mean 'maxToolLoops'"),
-    ({"maxToolLoops": 0}, "maxToolLoops"),
-    ({"protocol": "xml"}, "protocol"),
-    ({"retry": {"attempt": 2}}, r"retry\.attempt"),
-    ({"timeouts": {"run": "soon"}}, r"timeouts\.run"),
-    ({"tools": {"get_wether": lambda location: ""}}, "did you mean 'get_weather'"),
-    ({"middleware": "nope"}, "middleware"),
-    ({"provider": "mystery"}, "provider"),
-    ({"httpClient": object()}, "httpClient"),
-])
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        ({"maxToolLoop": 3}, "did you mean 'maxToolLoops'"),
+        ({"maxToolLoops": 0}, "maxToolLoops"),
+        ({"protocol": "xml"}, "protocol"),
+        ({"retry": {"attempt": 2}}, r"retry\.attempt"),
+        ({"timeouts": {"run": "soon"}}, r"timeouts\.run"),
+        ({"tools": {"get_wether": lambda location: ""}}, "did you mean 'get_weather'"),
+        ({"middleware": "nope"}, "middleware"),
+        ({"provider": "mystery"}, "provider"),
+        ({"httpClient": object()}, "httpClient"),
+    ],
+)
 def test_config_mistakes_name_the_key(cfg: dict[str, Any], message: str) -> None:
     doc = document(agent(tools=[tool("get_weather", field("location"))]))
     with pytest.raises(ConfigError, match=message):

@@ -17,18 +17,23 @@ def build(source: str, provider: Any, **config: Any) -> Agent:
     result = compile_sources({"main.agent": source})
     assert result.ok, [d.message for d in result.diagnostics]
     doc = result.documents["main.agent"]
-    return create_agent(dumps_ir(doc), {"provider": provider, **config}, ir_hash=doc["hash"],
-                        compiler_version=__version__, ir_version=1)
+    return create_agent(
+        dumps_ir(doc),
+        {"provider": provider, **config},
+        ir_hash=doc["hash"],
+        compiler_version=__version__,
+        ir_version=1,
+    )
 
 
-QUICKSTART = '''
+QUICKSTART = """
 agent Main {
     default config {
         model: gemini("gemini-2.5-flash")
         prompt: "You are a helpful assistant. Be polite."
     }
 }
-'''
+"""
 
 
 async def test_quickstart_on_the_offline_model() -> None:
@@ -40,7 +45,7 @@ async def test_quickstart_on_the_offline_model() -> None:
     assert session["turns"][0]["status"] == "complete"
 
 
-WORKFLOW = '''
+WORKFLOW = """
 agent Main {
     default config {
         model: gemini("gemini-2.5-flash")
@@ -59,20 +64,23 @@ agent Main {
         return "below threshold"
     }
 }
-'''
+"""
 
 
 async def test_manual_threshold_workflow() -> None:
-    model = ScriptedModel([
-        block("workflow_call", "check_value", "value: 11"),
-        text("It is above."),
-    ])
+    model = ScriptedModel(
+        [
+            block("workflow_call", "check_value", "value: 11"),
+            text("It is above."),
+        ]
+    )
     bot = build(WORKFLOW, model)
     rec = Recorder()
     bot.on_intent(rec)
     await bot.run("check 11")
-    assert rec.of("workflow_result") == [{"name": "check_value", "args": {"value": 11},
-                                          "result": "above threshold"}]
+    assert rec.of("workflow_result") == [
+        {"name": "check_value", "args": {"value": 11}, "result": "above threshold"}
+    ]
 
 
 GREETING = '''
@@ -116,11 +124,16 @@ async def test_context_prompt_and_inline_output() -> None:
     system = model.requests[0].system
     assert "You are speaking with Auwgent." in system
     assert "This is a VIP customer." in system
-    assert rec.events == [("response_schema", {"type": "MainOutput", "response": {
-        "title": "Weekly summary", "score": 92}}, "Main")]
+    assert rec.events == [
+        (
+            "response_schema",
+            {"type": "MainOutput", "response": {"title": "Weekly summary", "score": 92}},
+            "Main",
+        )
+    ]
 
 
-HELPERS = '''
+HELPERS = """
 type AnalysisReport {
     summary: string @desc "high level summary of findings"
     recommendations: string @desc "recommended actions based on the analysis"
@@ -160,7 +173,7 @@ agent Main {
         DataAnalyzer with tools { db_query_users } handoff user then continue
     }
 }
-'''
+"""
 
 
 async def test_manual_helper_example_native_protocol() -> None:
@@ -179,24 +192,29 @@ async def test_manual_helper_example_native_protocol() -> None:
             calls.append("stock")
             return "widgets low"
 
-    model = ScriptedModel([
-        ScriptedModel.call("helper__DataAnalyzer", {"analysis_request": "stock"}),
-        ScriptedModel.reply(ScriptedModel.call("tool__detect_low_stock", {}),
-                            ScriptedModel.call("tool__db_query_users", {"filter": "all"})),
-        ScriptedModel.json({"summary": "low", "recommendations": "reorder"}),
-        "Analysis delivered.",
-    ])
+    model = ScriptedModel(
+        [
+            ScriptedModel.call("helper__DataAnalyzer", {"analysis_request": "stock"}),
+            ScriptedModel.reply(
+                ScriptedModel.call("tool__detect_low_stock", {}),
+                ScriptedModel.call("tool__db_query_users", {"filter": "all"}),
+            ),
+            ScriptedModel.json({"summary": "low", "recommendations": "reorder"}),
+            "Analysis delivered.",
+        ]
+    )
     bot = build(HELPERS, model, tools=Tools, protocol="native")
     rec = Recorder()
     bot.on_intent(rec)
     session = await bot.run("analyse")
     assert sorted(calls) == ["stock", "users:all"]
     assert [(n, a) for n, _, a in rec.events if n != "tool_call" and n != "tool_result"] == [
-        ("helper_call", "DataAnalyzer"), ("response_schema", "DataAnalyzer"),
-        ("helper_result", "DataAnalyzer"), ("response_text", "Main"),
+        ("helper_call", "DataAnalyzer"),
+        ("response_schema", "DataAnalyzer"),
+        ("helper_result", "DataAnalyzer"),
+        ("response_text", "Main"),
     ]
-    assert rec.of("helper_result")[0]["result"] == {"summary": "low",
-                                                    "recommendations": "reorder"}
+    assert rec.of("helper_result")[0]["result"] == {"summary": "low", "recommendations": "reorder"}
     helper_functions = {f.name for f in model.requests[1].functions}
     assert "tool__db_query_users" in helper_functions
     assert "tool__db_query_products" not in helper_functions

@@ -66,12 +66,23 @@ async def test_tool_round_trip_feeds_the_result_back() -> None:
             calls.append(location)
             return {"temperature": 28, "condition": "sunny"}
 
-    doc = document(agent(tools=[tool("get_weather", field("location"), returns=obj(
-        field("temperature", NUM), field("condition")))]))
-    model = ScriptedModel([
-        block("tool_call", "get_weather", "location: Accra"),
-        text("It is sunny."),
-    ])
+    doc = document(
+        agent(
+            tools=[
+                tool(
+                    "get_weather",
+                    field("location"),
+                    returns=obj(field("temperature", NUM), field("condition")),
+                )
+            ]
+        )
+    )
+    model = ScriptedModel(
+        [
+            block("tool_call", "get_weather", "location: Accra"),
+            text("It is sunny."),
+        ]
+    )
     bot = make_agent(doc, model, tools=Tools)
     rec = Recorder()
     bot.on_intent(rec)
@@ -79,12 +90,14 @@ async def test_tool_round_trip_feeds_the_result_back() -> None:
     assert calls == ["Accra"]
     assert rec.names() == ["tool_call", "tool_result", "response_text"]
     assert rec.of("tool_call") == [{"type": "get_weather", "args": {"location": "Accra"}}]
-    assert rec.of("tool_result") == [{
-        "name": "get_weather",
-        "args": {"location": "Accra"},
-        "result": {"temperature": 28, "condition": "sunny"},
-        "overridden": False,
-    }]
+    assert rec.of("tool_result") == [
+        {
+            "name": "get_weather",
+            "args": {"location": "Accra"},
+            "result": {"temperature": 28, "condition": "sunny"},
+            "overridden": False,
+        }
+    ]
     second = model.requests[1]
     fed_back = " ".join(m.content for m in second.messages)
     assert '"temperature": 28' in fed_back or '"temperature":28' in fed_back
@@ -95,14 +108,24 @@ async def test_several_calls_of_one_response_run_concurrently() -> None:
         async def impl(n: float) -> str:
             await asyncio.sleep(0.3)
             return f"{name} done"
+
         return impl
 
-    doc = document(agent(tools=[tool("a", field("n", NUM)), tool("b", field("n", NUM)),
-                                tool("c", field("n", NUM))]))
-    model = ScriptedModel([
-        "\n".join(block("tool_call", n, "n: 1") for n in "abc"),
-        text("all done"),
-    ])
+    doc = document(
+        agent(
+            tools=[
+                tool("a", field("n", NUM)),
+                tool("b", field("n", NUM)),
+                tool("c", field("n", NUM)),
+            ]
+        )
+    )
+    model = ScriptedModel(
+        [
+            "\n".join(block("tool_call", n, "n: 1") for n in "abc"),
+            text("all done"),
+        ]
+    )
     bot = make_agent(doc, model, tools={"a": slow("a"), "b": slow("b"), "c": slow("c")})
     rec = Recorder()
     bot.on_intent(rec)
@@ -119,10 +142,12 @@ async def test_sync_tools_also_run_concurrently() -> None:
         return "ok"
 
     doc = document(agent(tools=[tool("a", field("n", NUM)), tool("b", field("n", NUM))]))
-    model = ScriptedModel([
-        block("tool_call", "a", "n: 1") + "\n" + block("tool_call", "b", "n: 2"),
-        text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            block("tool_call", "a", "n: 1") + "\n" + block("tool_call", "b", "n: 2"),
+            text("done"),
+        ]
+    )
     bot = make_agent(doc, model, tools={"a": slow, "b": slow})
     started = time.perf_counter()
     await bot.run("go")
@@ -149,10 +174,12 @@ async def test_tool_exception_becomes_tool_error_and_the_model_sees_it() -> None
 async def test_invalid_arguments_never_reach_the_implementation() -> None:
     calls: list[Any] = []
     doc = document(agent(tools=[tool("get_forecast", field("location"), field("days", NUM))]))
-    model = ScriptedModel([
-        block("tool_call", "get_forecast", "location: Accra\ndays: many"),
-        text("ok"),
-    ])
+    model = ScriptedModel(
+        [
+            block("tool_call", "get_forecast", "location: Accra\ndays: many"),
+            text("ok"),
+        ]
+    )
     bot = make_agent(doc, model, tools={"get_forecast": lambda **kw: calls.append(kw)})
     rec = Recorder()
     bot.on_intent(rec)
@@ -183,8 +210,9 @@ async def test_unimplemented_tool_is_marked_and_yields_tool_error() -> None:
 
 async def test_skip_and_override_from_handlers() -> None:
     calls: list[str] = []
-    doc = document(agent(tools=[tool("delete_records", field("id")), tool("get_weather",
-                                                                          field("location"))]))
+    doc = document(
+        agent(tools=[tool("delete_records", field("id")), tool("get_weather", field("location"))])
+    )
 
     def handle(name: str, value: Any, agent_name: str) -> Any:
         if name == "tool_call" and value["type"] == "delete_records":
@@ -193,23 +221,36 @@ async def test_skip_and_override_from_handlers() -> None:
             return {"result": "Sunny, 28°C"}
         return None
 
-    model = ScriptedModel([
-        block("tool_call", "delete_records", "id: 7") + "\n" + block("tool_call", "get_weather",
-                                                              "location: Accra"),
-        text("done"),
-    ])
-    bot = make_agent(doc, model, tools={
-        "delete_records": lambda id: calls.append(id),
-        "get_weather": lambda location: calls.append(location),
-    })
+    model = ScriptedModel(
+        [
+            block("tool_call", "delete_records", "id: 7")
+            + "\n"
+            + block("tool_call", "get_weather", "location: Accra"),
+            text("done"),
+        ]
+    )
+    bot = make_agent(
+        doc,
+        model,
+        tools={
+            "delete_records": lambda id: calls.append(id),
+            "get_weather": lambda location: calls.append(location),
+        },
+    )
     rec = Recorder()
     bot.on_intent(handle)
     bot.on_intent(rec)
     await bot.run("go")
     assert calls == []
     assert rec.of("tool_skipped") == [{"type": "delete_records", "args": {"id": "7"}}]
-    assert rec.of("tool_result") == [{"name": "get_weather", "args": {"location": "Accra"},
-                                      "result": "Sunny, 28°C", "overridden": True}]
+    assert rec.of("tool_result") == [
+        {
+            "name": "get_weather",
+            "args": {"location": "Accra"},
+            "result": "Sunny, 28°C",
+            "overridden": True,
+        }
+    ]
     assert "Sunny, 28°C" in " ".join(m.content for m in model.requests[1].messages)
 
 
@@ -227,8 +268,12 @@ async def test_middleware_control_wins_over_user_handlers() -> None:
 
     doc = document(agent(tools=[tool("get_weather", field("location"))]))
     model = ScriptedModel([block("tool_call", "get_weather", "location: Accra"), text("ok")])
-    bot = make_agent(doc, model, tools={"get_weather": lambda location: calls.append(location)},
-                     middleware=[Guard])
+    bot = make_agent(
+        doc,
+        model,
+        tools={"get_weather": lambda location: calls.append(location)},
+        middleware=[Guard],
+    )
     rec = Recorder()
     bot.on_intent(lambda n, v, a: {"skip": True} if n == "tool_call" else None)
     bot.on_intent(rec)
@@ -247,8 +292,9 @@ async def test_structured_output_single_type() -> None:
     rec = Recorder()
     bot.on_intent(rec)
     session = await bot.run("My name is Kwame and I am 28.")
-    assert rec.events == [("response_schema", {"type": "Person",
-                                               "response": {"name": "Kwame", "age": 28}}, "Main")]
+    assert rec.events == [
+        ("response_schema", {"type": "Person", "response": {"name": "Kwame", "age": 28}}, "Main")
+    ]
     assert session["turns"][-1]["output"] == {"name": "Kwame", "age": 28}
 
 
@@ -258,32 +304,43 @@ async def test_structured_output_union_validates_the_named_variant() -> None:
         "Organisation": obj(field("company_name"), field("industry")),
     }
     doc = document(agent(output=union(ref("Person"), ref("Organisation"))), types=types)
-    model = ScriptedModel([
-        block("schema", "Organisation", "company_name: AngloGold Ashanti\nindustry: mining"),
-    ])
+    model = ScriptedModel(
+        [
+            block("schema", "Organisation", "company_name: AngloGold Ashanti\nindustry: mining"),
+        ]
+    )
     bot = make_agent(doc, model)
     rec = Recorder()
     bot.on_intent(rec)
     await bot.run("I work at AngloGold Ashanti, a mining company.")
-    assert rec.of("response_schema") == [{
-        "type": "Organisation",
-        "response": {"company_name": "AngloGold Ashanti", "industry": "mining"},
-    }]
+    assert rec.of("response_schema") == [
+        {
+            "type": "Organisation",
+            "response": {"company_name": "AngloGold Ashanti", "industry": "mining"},
+        }
+    ]
 
 
 async def test_invalid_structured_output_is_sent_back_and_retried() -> None:
     types = {"MainOutput": obj(field("title"), field("score", NUM))}
     doc = document(agent(output=ref("MainOutput")), types=types)
-    model = ScriptedModel([
-        block("schema", "MainOutput", "title: Weekly summary"),  # score missing
-        block("schema", "MainOutput", "title: Weekly summary\nscore: 92"),
-    ])
+    model = ScriptedModel(
+        [
+            block("schema", "MainOutput", "title: Weekly summary"),  # score missing
+            block("schema", "MainOutput", "title: Weekly summary\nscore: 92"),
+        ]
+    )
     bot = make_agent(doc, model)
     rec = Recorder()
     bot.on_intent(rec)
     await bot.run("summarise")
-    assert rec.events == [("response_schema", {"type": "MainOutput", "response": {
-        "title": "Weekly summary", "score": 92}}, "Main")]
+    assert rec.events == [
+        (
+            "response_schema",
+            {"type": "MainOutput", "response": {"title": "Weekly summary", "score": 92}},
+            "Main",
+        )
+    ]
     feedback = model.requests[1].messages[-1].content
     assert "score" in feedback
 
@@ -306,10 +363,13 @@ async def test_output_retries_are_bounded_then_error() -> None:
 async def test_custom_intents_are_validated_and_the_response_continues() -> None:
     planning = intent("Planning", field("step"), field("confidence", NUM))
     doc = document(agent(intents=[planning]))
-    model = ScriptedModel([
-        block("custom", "Planning", "step: Collect user constraints\nconfidence: 0.92")
-        + "\n" + text("Let me ask two questions."),
-    ])
+    model = ScriptedModel(
+        [
+            block("custom", "Planning", "step: Collect user constraints\nconfidence: 0.92")
+            + "\n"
+            + text("Let me ask two questions."),
+        ]
+    )
     bot = make_agent(doc, model)
     seen: list[Any] = []
 
@@ -353,7 +413,8 @@ async def test_stream_yields_partials_and_finals() -> None:
     assert any(e.partial and e.name == "response_text" for e in events)
     finals = [e for e in events if not e.partial]
     assert [(e.name, e.value, e.agent_name) for e in finals] == [
-        ("response_text", {"text": "streamed reply"}, "Main")]
+        ("response_text", {"text": "streamed reply"}, "Main")
+    ]
     assert bot.last_session is not None
 
 
@@ -384,8 +445,9 @@ async def test_dsl_max_tool_loops_applies_and_runtime_config_overrides() -> None
 
 
 async def test_provider_failure_becomes_error_and_session_is_returned() -> None:
-    bot = make_agent(document(agent()), ScriptedModel([ScriptedModel.fail("invalid key",
-                                                                          status=401)]))
+    bot = make_agent(
+        document(agent()), ScriptedModel([ScriptedModel.fail("invalid key", status=401)])
+    )
     rec = Recorder()
     bot.on_intent(rec)
     session = await bot.run("hi")
@@ -456,13 +518,26 @@ async def test_session_stays_json_when_a_tool_returns_a_python_object() -> None:
 
 async def test_middleware_skip_and_controls_for_workflow_and_helper_calls() -> None:
     ran: list[str] = []
-    wf = {"name": "audit", "description": "audit", "params": [], "returns": {"kind": "string"},
-          "tools": [], "body": [{"s": "return", "loc": [2, 1],
-                                 "value": {"e": "lit", "value": "ran"}}],
-          "source": "main.agent", "loc": [1, 1], "examples": []}
+    wf = {
+        "name": "audit",
+        "description": "audit",
+        "params": [],
+        "returns": {"kind": "string"},
+        "tools": [],
+        "body": [{"s": "return", "loc": [2, 1], "value": {"e": "lit", "value": "ran"}}],
+        "source": "main.agent",
+        "loc": [1, 1],
+        "examples": [],
+    }
     helper = agent("Helper", kind="helper")
-    doc = document(agent(tools=[tool("drop")], workflows=[wf],
-                         helpers=[{"name": "Helper", "tools": "none", "handoff": "none"}]), helper)
+    doc = document(
+        agent(
+            tools=[tool("drop")],
+            workflows=[wf],
+            helpers=[{"name": "Helper", "tools": "none", "handoff": "none"}],
+        ),
+        helper,
+    )
 
     class Policy:
         async def onIntent(self, name: str, value: Any, ctx: dict[str, Any]) -> Any:
@@ -474,25 +549,34 @@ async def test_middleware_skip_and_controls_for_workflow_and_helper_calls() -> N
                 return {"skip": True}
             return None
 
-    model = ScriptedModel([
-        "\n".join([block("tool_call", "drop", ""), block("workflow_call", "audit", ""),
-                   block("helper_call", "Helper", "input: hi")]),
-        text("ok"),
-    ])
+    model = ScriptedModel(
+        [
+            "\n".join(
+                [
+                    block("tool_call", "drop", ""),
+                    block("workflow_call", "audit", ""),
+                    block("helper_call", "Helper", "input: hi"),
+                ]
+            ),
+            text("ok"),
+        ]
+    )
     bot = make_agent(doc, model, tools={"drop": lambda: ran.append("drop")}, middleware=[Policy])
     rec = Recorder()
     bot.on_intent(rec)
     await bot.run("go")
     assert ran == [] and model.calls == 2  # neither the tool, the workflow nor the helper ran
     assert sorted(v["type"] for v in rec.of("tool_skipped")) == ["Helper", "drop"]
-    assert rec.of("workflow_result") == [{"name": "audit", "args": {}, "result": "cached audit",
-                                          "overridden": True}]
+    assert rec.of("workflow_result") == [
+        {"name": "audit", "args": {}, "result": "cached audit", "overridden": True}
+    ]
 
 
 async def test_call_partials_carry_a_structured_snapshot() -> None:
     doc = document(agent(tools=[tool("get_weather", field("location"))]))
-    model = ScriptedModel([block("tool_call", "get_weather", "location: Accra"), text("ok")],
-                          chunk_size=2)
+    model = ScriptedModel(
+        [block("tool_call", "get_weather", "location: Accra"), text("ok")], chunk_size=2
+    )
     bot = make_agent(doc, model, tools={"get_weather": lambda location: "sunny"})
     partials: list[tuple[str, Any]] = []
     bot.on_intent_partial(lambda name, value, agent_name: partials.append((name, value)))
@@ -529,18 +613,21 @@ async def test_many_concurrent_runs_of_one_agent_stay_separate() -> None:
     sessions = await asyncio.gather(*(bot.run(f"q{i}") for i in range(100)))
     assert [s["turns"][0]["output"] for s in sessions] == [f"answer q{i}" for i in range(100)]
     for i, s in enumerate(sessions):
-        results = [x["value"]["result"] for x in s["turns"][0]["intents"]
-                   if x["name"] == "tool_result"]
+        results = [
+            x["value"]["result"] for x in s["turns"][0]["intents"] if x["name"] == "tool_result"
+        ]
         assert results == [f"q{i}"]
 
 
 async def test_an_invalid_custom_intent_is_sent_back() -> None:
     planning = intent("Planning", field("step"), field("confidence", NUM))
     doc = document(agent(intents=[planning]))
-    model = ScriptedModel([
-        block("custom", "Planning", "step: go\nconfidence: high"),
-        block("custom", "Planning", "step: go\nconfidence: 0.5"),
-    ])
+    model = ScriptedModel(
+        [
+            block("custom", "Planning", "step: go\nconfidence: high"),
+            block("custom", "Planning", "step: go\nconfidence: 0.5"),
+        ]
+    )
     bot = make_agent(doc, model)
     rec = Recorder()
     bot.on_intent(rec)

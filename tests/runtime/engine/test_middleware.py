@@ -59,8 +59,9 @@ def _tool_doc() -> dict[str, Any]:
 async def test_hook_order_matches_run_hooks_vs_llm_hooks() -> None:
     log = HookLog()
     model = ScriptedModel([block("tool_call", "get_weather", "location: Accra"), text("Sunny.")])
-    bot = make_agent(_tool_doc(), model, tools={"get_weather": lambda location: "sunny"},
-                     middleware=[log])
+    bot = make_agent(
+        _tool_doc(), model, tools={"get_weather": lambda location: "sunny"}, middleware=[log]
+    )
     await bot.run("weather?")
     hooks = [h for h, _ in log.calls if not h.startswith("onIntent")]
     assert hooks == ["onRunStart", "onLLMStart", "onLLMStart", "onLLMEnd", "onRunComplete"]
@@ -80,12 +81,14 @@ async def test_hook_order_inside_a_helper() -> None:
     log = HookLog()
     helper = agent("Researcher", kind="helper", tools=[tool("search", field("q"))])
     doc = document(agent(helpers=[helper_use("Researcher")]), helper)
-    model = ScriptedModel([
-        block("helper_call", "Researcher", "input: find facts"),
-        block("tool_call", "search", "q: facts"),
-        text("Facts found."),
-        text("Here are the facts."),
-    ])
+    model = ScriptedModel(
+        [
+            block("helper_call", "Researcher", "input: find facts"),
+            block("tool_call", "search", "q: facts"),
+            text("Facts found."),
+            text("Here are the facts."),
+        ]
+    )
     bot = make_agent(doc, model, tools={"search": lambda q: "facts"}, middleware=[log])
     rec = Recorder()
     bot.on_intent(rec)
@@ -109,8 +112,12 @@ async def test_hook_order_inside_a_helper() -> None:
     # Handlers get the helper's name on helper_call / helper_result (the manual prints
     # "helper invoked: {agent_name}"); middleware sees the parent as the active agent then.
     assert [(n, a) for n, _, a in rec.events] == [
-        ("helper_call", "Researcher"), ("tool_call", "Researcher"), ("tool_result", "Researcher"),
-        ("response_text", "Researcher"), ("helper_result", "Researcher"), ("response_text", "Main"),
+        ("helper_call", "Researcher"),
+        ("tool_call", "Researcher"),
+        ("tool_result", "Researcher"),
+        ("response_text", "Researcher"),
+        ("helper_result", "Researcher"),
+        ("response_text", "Main"),
     ]
 
 
@@ -125,8 +132,9 @@ async def test_on_run_complete_fires_once_also_after_failure_and_on_error_can_ha
             seen.append("error:" + str(error))
             return True
 
-    bot = make_agent(document(agent()), ScriptedModel([ScriptedModel.fail("boom")]),
-                     middleware=[Watch()])
+    bot = make_agent(
+        document(agent()), ScriptedModel([ScriptedModel.fail("boom")]), middleware=[Watch()]
+    )
     rec = Recorder()
     bot.on_intent(rec)
     await bot.run("hi")
@@ -164,9 +172,13 @@ async def test_target_scopes_middleware_to_a_helper() -> None:
     mw = ResearcherOnly()
     helper = agent("Researcher", kind="helper", prompt="You research.")
     doc = document(agent(helpers=[helper_use("Researcher")]), helper)
-    model = ScriptedModel([
-        block("helper_call", "Researcher", "input: x"), text("found"), text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            block("helper_call", "Researcher", "input: x"),
+            text("found"),
+            text("done"),
+        ]
+    )
     bot = make_agent(doc, model, middleware=[mw])
     await bot.run("go")
     assert mw.seen == ["You research."]
@@ -181,13 +193,15 @@ async def test_target_list_and_partial_hook() -> None:
         async def onIntentPartial(self, name: str, value: Any, ctx: dict[str, Any]) -> None:
             seen.append(value.get("delta", ""))
 
-    bot = make_agent(document(agent()), ScriptedModel([text("abcdef")], chunk_size=2),
-                     middleware=[Partial])
+    bot = make_agent(
+        document(agent()), ScriptedModel([text("abcdef")], chunk_size=2), middleware=[Partial]
+    )
     await bot.run("go")
     assert "".join(seen) == "abcdef"
 
 
 # -- the manual's examples, written as its Python tabs show -------------------------------------
+
 
 class FakeDb:
     def __init__(self) -> None:
@@ -205,13 +219,23 @@ def _ctx_doc() -> dict[str, Any]:
     from auwgent.runtime import prompts  # noqa: F401  (the prompt below references ctx)
 
     cfg = config("You are helpful.")
-    cfg["prompt"] = [{"kind": "inline", "loc": [1, 1], "body": [{"kind": "text", "template": [
-        {"t": "text", "value": "You are speaking with "},
-        {"t": "expr", "expr": {"e": "ctx", "name": "name"}},
-        {"t": "text", "value": "."},
-    ]}]}]
-    return document(agent(configs={"default": cfg},
-                          context=[field("name"), field("is_vip", BOOL)]))
+    cfg["prompt"] = [
+        {
+            "kind": "inline",
+            "loc": [1, 1],
+            "body": [
+                {
+                    "kind": "text",
+                    "template": [
+                        {"t": "text", "value": "You are speaking with "},
+                        {"t": "expr", "expr": {"e": "ctx", "name": "name"}},
+                        {"t": "text", "value": "."},
+                    ],
+                }
+            ],
+        }
+    ]
+    return document(agent(configs={"default": cfg}, context=[field("name"), field("is_vip", BOOL)]))
 
 
 async def test_manual_persistence_context_and_observability_middleware() -> None:
@@ -367,8 +391,11 @@ async def test_on_run_start_returning_garbage_is_an_error_not_an_exception() -> 
 
 async def test_a_dict_of_functions_is_a_middleware_too() -> None:
     seen: list[str] = []
-    mw = {"name": "dict-style", "onLLMStart": lambda prompt, ctx: seen.append(ctx["activeAgent"]),
-          "on_run_complete": lambda session, ctx: seen.append("done")}
+    mw = {
+        "name": "dict-style",
+        "onLLMStart": lambda prompt, ctx: seen.append(ctx["activeAgent"]),
+        "on_run_complete": lambda session, ctx: seen.append("done"),
+    }
     bot = make_agent(document(agent()), ScriptedModel([text("x")]), middleware=[mw])
     await bot.run("hi")
     assert seen == ["Main", "done"]

@@ -165,12 +165,12 @@ class CallRunner:
             _RESULT_INTENT[kind], payload, _speaker(inv, kind, name), active=inv.name
         )
         return CallOutcome(
-            kind,
+            kind,  # type: ignore[arg-type]
             name,
             args,
             "ok",
             result_text(control.result),
-            call_id=call_id,  # type: ignore[arg-type]
+            call_id=call_id,
         )
 
     async def _tool(

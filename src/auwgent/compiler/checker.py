@@ -3,7 +3,8 @@
 It walks the module graph file by file and collects diagnostics with stable codes
 (``E2xxx`` errors, ``W2xxx`` warnings; docs/checker.md lists them all with examples). Names are
 resolved in the scope of the file that wrote them, so a helper imported from another file is
-checked against its own imports. Agents and helpers are checked in ``checker_agents``;
+checked against its own imports. Agents and helpers are checked in ``checker_agents``, models
+and prompts in ``checker_prompts``;
 expressions and workflow bodies in ``checker_exprs``.
 """
 

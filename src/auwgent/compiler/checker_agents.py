@@ -1,18 +1,17 @@
-"""Checks of declarations: files, models, prompts, intents, agents and helpers.
+"""Checks of files, agents and helpers: configs, context, tools, workflows, helpers, intents.
 
-``AgentChecker`` extends the shared ``Checker`` with one method per construct. It runs on one
-file at a time (``in_file``); a named prompt used by an agent is checked once on its own and
-then, at every use, for the ``ctx`` fields and schema targets of the agent that uses it.
+``AgentChecker`` extends ``PromptChecker`` (models and prompts, in ``checker_prompts``) with one
+method per construct. It runs on one file at a time (``in_file``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from . import nodes as n
-from .checker import PROVIDERS, Checker, env_for_prompt
 from .checker_exprs import Env, ToolSig, WorkflowChecker
+from .checker_prompts import PromptChecker
 from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, display, resolve
 from .diagnostics import Note, did_you_mean
 from .lower import example_candidates, select_examples
@@ -98,7 +97,7 @@ def agent_parts(decl: n.AgentDecl) -> AgentParts:
     return parts
 
 
-class AgentChecker(Checker):
+class AgentChecker(PromptChecker):
     """One ``check_<construct>`` method per construct of the language."""
 
     # -- project-wide passes -------------------------------------------------------------
@@ -207,170 +206,6 @@ class AgentChecker(Checker):
             decl.name.span,
             help="move it inside the `agent` or `helper` block whose model may call it",
         )
-
-    # -- models --------------------------------------------------------------------------
-
-    def check_model_decl(self, decl: n.ModelDecl) -> None:
-        """``model X { provider: gemini("...") }``: exactly a provider entry."""
-        seen: dict[str, Span] = {}
-        provider: n.ConfigEntry | None = None
-        for entry in decl.entries:
-            if self.duplicate(entry.name, seen, "field"):
-                continue
-            if entry.name.text != "provider":
-                self.report(
-                    "E2026",
-                    f"unknown field `{entry.name.text}` in a model block",
-                    entry.name.span,
-                    help=did_you_mean(entry.name.text, ["provider"])
-                    or 'a model block has one field: `provider: gemini("...")`',
-                )
-                continue
-            provider = entry
-        if provider is None:
-            self.report(
-                "E2021",
-                f"model `{decl.name.text}` has no `provider`",
-                decl.name.span,
-                help='add `provider: gemini("gemini-2.5-flash")`',
-            )
-            return
-        term = self._single_term(provider.value, "provider")
-        if term is None:
-            return
-        if isinstance(term, n.Call):
-            self.check_provider_call(term)
-        else:
-            self.report(
-                "E2027",
-                "`provider` must be a provider call",
-                term.span,
-                help='e.g. `gemini("gemini-2.5-flash")`, `openai("gpt-4o")` or '
-                '`custom("id", "https://...", "model")`',
-            )
-
-    def _single_term(self, value: n.ConfigValue, what: str) -> n.ConfigTerm | None:
-        if len(value.terms) == 1:
-            return value.terms[0]
-        self.report(
-            "E2027", f"`{what}` takes a single value", value.span, help="`+` only composes prompts"
-        )
-        return None
-
-    def check_model_value(self, entry: n.ConfigEntry) -> None:
-        """``model:`` / ``embedding:``: a model name or an inline provider call."""
-        term = self._single_term(entry.value, entry.name.text)
-        match term:
-            case None:
-                return
-            case n.NameRef(name=name, span=span):
-                self.lookup_kind(name, span, "model")
-            case n.Call() if (
-                term.callee.text in PROVIDERS or self.scope.lookup(term.callee.text) is None
-            ):
-                self.check_provider_call(term)
-            case _:
-                self.report(
-                    "E2027",
-                    f"`{entry.name.text}` must be a model",
-                    term.span,
-                    help='name a `model` block, or write `gemini("...")`',
-                )
-
-    def check_provider_call(self, call: n.Call) -> None:
-        """``gemini(model, {options})``, ``openai(...)``, ``custom(id, url, model, {options})``."""
-        name = call.callee.text
-        arity = PROVIDERS.get(name)
-        if arity is None:
-            self.report(
-                "E2027",
-                f"unknown provider `{name}`",
-                call.callee.span,
-                help=did_you_mean(name, PROVIDERS) or "providers: gemini, openai, custom",
-            )
-            return
-        low, high = arity
-        if not low <= len(call.args) <= high:
-            shape = "(model, { options })" if low == 1 else "(id, base_url, model, { options })"
-            self.report(
-                "E2027",
-                f"`{name}` takes {low} or {high} arguments, {len(call.args)} given",
-                call.span,
-                help=f"`{name}{shape}`",
-            )
-            return
-        for arg in call.args[:low]:
-            if not (isinstance(arg, n.Literal) and isinstance(arg.value, str) and arg.value):
-                self.report(
-                    "E2027", f"the arguments of `{name}` must be non-empty strings", arg.span
-                )
-        if len(call.args) == high:
-            options = call.args[-1]
-            if isinstance(options, n.ObjectExpr):
-                self.constant(options, "a provider option")
-            else:
-                self.report(
-                    "E2027",
-                    "provider options must be an object literal",
-                    options.span,
-                    help="e.g. `{ temperature: 0.7 }`",
-                )
-
-    # -- prompts -------------------------------------------------------------------------
-
-    def check_prompt_decl(self, decl: n.PromptDecl) -> None:
-        """A named prompt's body, in the scope of its own parameters (ctx checked at uses)."""
-        params = self.fields_of(decl.params or (), "parameter")
-        env = env_for_prompt(params, None)
-        self.prompt_items(decl.items, env)
-
-    def prompt_items(self, items: tuple[n.PromptItem, ...], env: Env) -> None:
-        """Type the expressions of prompt items (template truthiness, no calls)."""
-        for item in items:
-            match item:
-                case n.PromptText(template=template):
-                    self.template(template, env)
-                case n.PromptExample(user=user, assistant=assistant):
-                    self.template(user.template, env)
-                    self.template(assistant.template, env)
-                case n.PromptIf(cond=cond, then=then, else_=else_):
-                    self.exprs.condition(cond, env)
-                    self.prompt_items(then, env)
-                    self.prompt_items(else_ or (), env)
-
-    def template(self, nodes: tuple[n.TNode, ...], env: Env) -> None:
-        """Type the expressions of a template tree."""
-        for node in nodes:
-            match node:
-                case n.TExpr(expr=expr):
-                    self.exprs.type_of(expr, env)
-                case n.TIf(cond=cond, then=then, else_=else_):
-                    self.exprs.condition(cond, env)
-                    self.template(then, env)
-                    self.template(else_ or (), env)
-                case n.TSchema(target="context", span=span) if env.ctx is not None and not (
-                    env.ctx
-                ):
-                    self.report(
-                        "E2044",
-                        f"`{{{{@schema(context)}}}}` in a prompt of "
-                        f"{env.ctx_owner}, which declares no context",
-                        span,
-                        help="add a `context { ... }` block or remove the schema",
-                    )
-
-    def check_prompt_use(self, symbol_path: str, decl: n.PromptDecl, env: Env) -> None:
-        """Check a named prompt's ``ctx.x`` reads and schema targets for one agent."""
-        key = (f"{symbol_path}::{decl.name.text}", env.ctx_owner)
-        if key in self.state.prompt_uses:
-            return
-        self.state.prompt_uses.add(key)
-        with self.in_file(symbol_path):
-            for node in _ctx_nodes(decl.items):
-                if isinstance(node, n.CtxRef):
-                    self.exprs.type_of(node, env)
-                else:
-                    self.template((node,), env)
 
     # -- intents -------------------------------------------------------------------------
 
@@ -551,85 +386,6 @@ class AgentChecker(Checker):
                 config.name.span if config.name else config.span,
                 help="every config needs `model: ...` and `prompt: ...`",
             )
-
-    def _max_tool_loops(self, entry: n.ConfigEntry) -> None:
-        term = self._single_term(entry.value, "maxToolLoops")
-        if term is None:
-            return
-        value = term.value if isinstance(term, n.Literal) else None
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            self.report(
-                "E2027",
-                "`maxToolLoops` must be a whole number of at least 1",
-                term.span,
-                help="e.g. `maxToolLoops: 10`",
-            )
-
-    def _protocol(self, entry: n.ConfigEntry) -> None:
-        term = self._single_term(entry.value, "protocol")
-        if term is None:
-            return
-        value = term.string.value if isinstance(term, n.PromptText) else None
-        if value not in ("blocks", "native"):
-            self.report("E2027", '`protocol` must be "blocks" or "native"', term.span)
-
-    def check_prompt_value(self, value: n.ConfigValue, env: Env) -> None:
-        """``prompt: A + B(ctx.x) + "..." + { ... }``."""
-        for term in value.terms:
-            match term:
-                case n.NameRef(name=name, span=span):
-                    self._prompt_ref(name, span, None, env)
-                case n.Call(callee=callee):
-                    self._prompt_ref(callee.text, callee.span, term, env)
-                case n.PromptText(template=template):
-                    self.template(template, env)
-                case n.PromptBlock(items=items):
-                    self.prompt_items(items, env)
-                case _:
-                    self.report(
-                        "E2027",
-                        "a prompt part must be a prompt, a string or a `{ ... }` block",
-                        term.span,
-                    )
-
-    def _prompt_ref(self, name: str, span: Span, call: n.Call | None, env: Env) -> None:
-        symbol = self.lookup_kind(name, span, "prompt")
-        if symbol is None:
-            for arg in call.args if call else ():
-                self.exprs.type_of(arg, env)
-            return
-        decl = symbol.decl
-        assert isinstance(decl, n.PromptDecl)
-        with self.in_file(symbol.path):
-            params = self._quiet_params(decl)
-        if call is None:
-            if decl.params:
-                shown = ", ".join(p.name for p in params)
-                self.report(
-                    "E2040",
-                    f"prompt `{name}` takes {len(params)} argument"
-                    f"{'' if len(params) == 1 else 's'}, 0 given",
-                    span,
-                    help=f"pass them: `{name}({shown})`",
-                )
-        elif decl.params is None:
-            self.report(
-                "E2040",
-                f"prompt `{name}` takes no arguments",
-                call.span,
-                help=f"write `{name}` without parentheses",
-            )
-        else:
-            arg_types = [self.exprs.type_of(arg, env) for arg in call.args]
-            self.exprs.check_args(name, "prompt", params, call, arg_types)
-        self.check_prompt_use(symbol.path, decl, env)
-
-    def _quiet_params(self, decl: n.PromptDecl) -> tuple[FieldTy, ...]:
-        """The prompt's parameter types without re-reporting (its declaration did)."""
-        before = len(self.state.diagnostics)
-        params = self.fields_of(decl.params or (), "parameter")
-        del self.state.diagnostics[before:]
-        return params
 
     # -- tools and workflows -------------------------------------------------------------
 
@@ -904,56 +660,3 @@ def _params_help(params: tuple[FieldTy, ...]) -> str:
     if not params:
         return "it takes no parameters: write `@example()`"
     return "parameters: " + ", ".join(f"`{p.name}`" for p in params)
-
-
-def _ctx_nodes(items: tuple[n.PromptItem, ...]) -> Iterator[n.CtxRef | n.TSchema]:
-    """Every ``ctx.x`` read and ``@schema`` in a prompt body (conditions included)."""
-    for item in items:
-        match item:
-            case n.PromptText(template=template):
-                yield from _ctx_in_template(template)
-            case n.PromptExample(user=user, assistant=assistant):
-                yield from _ctx_in_template(user.template)
-                yield from _ctx_in_template(assistant.template)
-            case n.PromptIf(cond=cond, then=then, else_=else_):
-                yield from _ctx_in_expr(cond)
-                yield from _ctx_nodes(then)
-                yield from _ctx_nodes(else_ or ())
-
-
-def _ctx_in_template(nodes: tuple[n.TNode, ...]) -> Iterator[n.CtxRef | n.TSchema]:
-    for node in nodes:
-        match node:
-            case n.TExpr(expr=expr):
-                yield from _ctx_in_expr(expr)
-            case n.TIf(cond=cond, then=then, else_=else_):
-                yield from _ctx_in_expr(cond)
-                yield from _ctx_in_template(then)
-                yield from _ctx_in_template(else_ or ())
-            case n.TSchema():
-                yield node
-
-
-def _ctx_in_expr(expr: n.Expr) -> Iterator[n.CtxRef]:
-    match expr:
-        case n.CtxRef():
-            yield expr
-        case n.Member(object=obj):
-            yield from _ctx_in_expr(obj)
-        case n.Index(object=obj, index=index):
-            yield from _ctx_in_expr(obj)
-            yield from _ctx_in_expr(index)
-        case n.ArrayExpr(items=items):
-            for item in items:
-                yield from _ctx_in_expr(item)
-        case n.ObjectExpr(entries=entries):
-            for entry in entries:
-                yield from _ctx_in_expr(entry.value)
-        case n.Unary(operand=operand):
-            yield from _ctx_in_expr(operand)
-        case n.Binary(left=left, right=right):
-            yield from _ctx_in_expr(left)
-            yield from _ctx_in_expr(right)
-        case n.Call(args=args):
-            for arg in args:
-                yield from _ctx_in_expr(arg)

@@ -12,6 +12,7 @@ SOURCES = [
         "modules.py",
         "checker.py",
         "checker_agents.py",
+        "checker_prompts.py",
         "checker_exprs.py",
         "lower.py",
         "pipeline.py",

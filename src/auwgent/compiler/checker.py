@@ -4,8 +4,7 @@ It walks the module graph file by file and collects diagnostics with stable code
 (``E2xxx`` errors, ``W2xxx`` warnings; docs/checker.md lists them all with examples). Names are
 resolved in the scope of the file that wrote them, so a helper imported from another file is
 checked against its own imports. Agents and helpers are checked in ``checker_agents``, models
-and prompts in ``checker_prompts``;
-expressions and workflow bodies in ``checker_exprs``.
+and prompts in ``checker_prompts``, expressions and workflow bodies in ``checker_exprs``.
 """
 
 from __future__ import annotations

@@ -95,14 +95,14 @@ def test_the_sample_app_runs_offline(sample: Path) -> None:
     script = (
         "import asyncio, importlib\n"
         "for name in ['getting_started', 'context', 'tools', 'workflows', 'output',"
-        " 'helpers', 'intents', 'middleware']:\n"
+        " 'helpers', 'intents', 'middleware', 'verbatim']:\n"
         "    asyncio.run(importlib.import_module('app.' + name).main())\n"
         "    print('\\nDONE', name)\n"
     )
     done = _run([sys.executable, "-W", "error::UserWarning", "-c", script], sample,
                 AUWGENT_PROVIDER="offline")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("DONE") == 8
+    assert done.stdout.count("DONE") == 9
     assert 'Offline reply to "hello"' in done.stdout
     assert "{'type': 'Person', 'response': {" in done.stdout
     assert "Main says:" in done.stdout

@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from auwgent import __version__
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import dumps_ir
@@ -154,3 +156,19 @@ async def test_a_corrupt_stored_session_fails_the_run_clearly_and_stays_untouche
     raw = sqlite3.connect(db)
     assert raw.execute("SELECT session FROM auwgent_sessions").fetchone()[0] == "garbage"
     raw.close()
+
+
+async def test_the_middleware_class_alone_uses_the_default_sqlite_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ir_text = _ir_text()
+    doc = json.loads(ir_text)
+    config = {"provider": "offline", "middleware": [SessionStoreMiddleware]}
+    for text in ("one", "two"):
+        agent = create_agent(
+            ir_text, config, ir_hash=doc["hash"], compiler_version=__version__, ir_version=1
+        )
+        session = await agent.run(text, conversation_id="c1")
+    assert [t["input"]["text"] for t in session["turns"]] == ["one", "two"]
+    assert (tmp_path / "auwgent_sessions.db").exists()

@@ -169,3 +169,22 @@ async def test_a_session_of_another_version_is_refused() -> None:
     bot = make_agent(document(agent()), ScriptedModel([text("x")]))
     with pytest.raises(ConfigError, match="session.version"):
         await bot.run("hi", session={"version": 7, "stack": [], "turns": []})
+
+
+async def test_gemini_key_prefers_gemini_api_key_over_google_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from auwgent.testing.fake_servers import FakeGeminiServer
+    from auwgent.testing.fake_servers import text as reply
+
+    doc = _doc_with(model("gemini-2.5-flash", "gemini"))
+    with FakeGeminiServer([reply(text("hello"))]) as server:
+        monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
+        monkeypatch.setenv("GEMINI_API_KEY", "gemini-key")
+        bot = _create(doc, {"baseUrls": {"gemini": server.base_url}, "retry": {"attempts": 1}})
+        rec = Recorder()
+        bot.on_intent(rec)
+        await bot.run("hi")
+        key = server.requests[0].headers.get("x-goog-api-key")
+    assert rec.of("response_text") == [{"text": "hello"}]
+    assert key == "gemini-key"

@@ -230,3 +230,13 @@ def test_bindings_from_an_incompatible_compiler_are_refused(tmp_path: Path, fiel
     module = _import(source.replace(old, new), "quick_versions", tmp_path)
     with pytest.raises(ConfigError, match="auwgent generate"):
         module.auwgent({"provider": "offline", "context": {"name": "Ama"}})
+
+
+@pytest.mark.parametrize("provider_id", ["my-groq-api", "local_llm", "Team.Proxy v2", "x1-y2"])
+def test_api_key_names_agree_with_the_runtime(provider_id: str) -> None:
+    # The generated AuwgentApiKeys must name exactly the keys the runtime reads.
+    from auwgent.runtime import config as runtime_config
+
+    model = {"provider": "custom", "id": provider_id}
+    assert api_key_field(model) == runtime_config.api_key_field(model)
+    assert api_key_env_var(model) in runtime_config.api_key_env(model)

@@ -171,3 +171,13 @@ def test_a_bracketed_text_value_stays_text() -> None:
     assert parse_body(body, fields, {}) == {"contact": "[ops] on-call", "value": "{not json"}
     with pytest.raises(BodyError, match="not closed"):
         parse_body("contact: x\ntags: [a, b", fields, {})
+
+
+def test_partials_read_a_fenced_json_body_before_the_fence_closes() -> None:
+    stream = '[tool_call: get_weather]\n```json\n{"location": "Cape Co'
+    events = decode(CONTRACTS["text"], [stream])
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    assert partials[-1].snapshot == {"type": "get_weather", "args": {"location": "Cape Co"}}
+    final = decode(CONTRACTS["text"], [stream + 'ast"}\n'])[-1]  # the fence never closes
+    assert isinstance(final, FinalEvent)
+    assert final.payload == {"type": "get_weather", "args": {"location": "Cape Coast"}}

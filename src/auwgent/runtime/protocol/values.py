@@ -94,7 +94,11 @@ def parse_value(
     if resolved["kind"] == "object":
         return parse_body(text, resolved["fields"], types, partial=partial, json_prefix=json_prefix)
     reader = _Reader(types, partial)
-    return coerce(reader.interpret(_Raw(_strip_fence(text.replace("\r\n", "\n")).strip()), type_), type_, types)
+    return coerce(
+        reader.interpret(_Raw(_strip_fence(text.replace("\r\n", "\n")).strip()), type_),
+        type_,
+        types,
+    )
 
 
 def loads_loose(text: str, *, partial: bool = False) -> Any:
@@ -191,8 +195,9 @@ class JsonPrefix:
 def _fast_partial(text: str, prefix: JsonPrefix) -> Any:
     """A streaming JSON body read through ``json.loads``; None when that cannot work."""
     for candidate in dict.fromkeys(prefix.completed(text)):
+        opening = _OPEN_FENCE.match(candidate)  # a code fence whose end has not arrived
         try:
-            value = json.loads(candidate)
+            value = json.loads(candidate[opening.end() :] if opening else candidate)
         except json.JSONDecodeError:
             continue
         return value if isinstance(value, dict) else None
@@ -220,9 +225,16 @@ _DASH_LINE = re.compile(r"[ \t]*-(?:[ \t]+(?P<rest>.*)|$)")
 _FENCE = re.compile(r"\A\s*```[\w-]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\s*\Z", re.S)
 
 
+_OPEN_FENCE = re.compile(r"\s*```[\w-]*[ \t\r]*\n")
+
+
 def _strip_fence(text: str) -> str:
+    """The body inside a Markdown code fence (one never closed, too)."""
     match = _FENCE.match(text)
-    return match.group("body") if match else text
+    if match:
+        return match.group("body")
+    opening = _OPEN_FENCE.match(text)
+    return text[opening.end() :] if opening else text
 
 
 def _indent(line: str) -> int:

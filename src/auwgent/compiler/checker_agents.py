@@ -478,6 +478,13 @@ class AgentChecker(PromptChecker):
         for block in parts.helpers:
             for use in block.uses:
                 not_callable[use.name.text] = "helpers are called by the model, not by workflows"
+        for other in parts.workflows:
+            for scoped in other.tools:
+                not_callable.setdefault(
+                    scoped.name.text,
+                    f"it is scoped to workflow `{other.name.text}`; declare it in this workflow "
+                    "too, or in the agent",
+                )
         shared = AgentScope(tools, ctx, owner, not_callable, {})
         for workflow in parts.workflows:
             self.callable_name(workflow.name, "workflow", names)

@@ -336,7 +336,7 @@ class ExprChecker:
         reason = env.not_callable.get(name)
         if reason is not None:
             self.report(
-                "E2053", f"`{name}` cannot be called from a workflow: {reason}", callee.span
+                "E2053", f"`{name}` cannot be called from this workflow: {reason}", callee.span
             )
             return
         tools = env.tools or {}

@@ -115,6 +115,22 @@ _BINDING: dict[TokenKind, int] = {
 
 
 MAX_DEPTH = 64
+_OPENERS = (K.LBRACE, K.LPAREN, K.LBRACKET)
+_CLOSERS = {K.RBRACE: K.LBRACE, K.RPAREN: K.LPAREN, K.RBRACKET: K.LBRACKET}
+# Words that start a statement or a member: where skipping stops inside an unclosed `(`.
+_RESUME_WORDS = frozenset(
+    ("let", "return", "if", "tool", "tools", "workflow", "description", "default", "config")
+    + ("context", "input", "output", "helpers", "intent", "model", "prompt", "embedding")
+)
+
+
+def _close(stack: list[TokenKind], opener: TokenKind) -> bool:
+    """Pop ``stack`` down to and including ``opener``; False (untouched) if it is not open."""
+    if opener not in stack:
+        return False
+    while stack.pop() is not opener:
+        pass
+    return True
 
 
 class _Bail(Exception):
@@ -232,6 +248,12 @@ class _Parser:
             return n.Name(token.text, token.span)
         raise self.fail(what)
 
+    def expect_same_line_name(self, what: str) -> n.Name:
+        """A name that must follow on the same line (after ``.``), not start the next one."""
+        if self.peek().newline_before:
+            raise self.fail(what)
+        return self.expect_name(what)
+
     def expect_string(self, what: str) -> n.StringLit:
         token = self.peek()
         if token.kind is K.STRING and isinstance(token.value, n.StringLit):
@@ -255,6 +277,7 @@ class _Parser:
         missing ``}``): the block then ends with a diagnostic instead of swallowing the file.
         """
         self.expect(K.LBRACE, f"`{{` to open {what}")
+        open_index = self.pos - 1
         self.deeper()
         self.blocks.append((what, opener))
         items: list[T] = []
@@ -267,7 +290,7 @@ class _Parser:
                 try:
                     result = item()
                 except _Bail:
-                    self.recover(stop)
+                    self.recover(stop, open_index, progressed=self.pos > start)
                     continue
                 items.append(result)
                 self.eat(K.COMMA)
@@ -314,23 +337,49 @@ class _Parser:
             help="add the missing `}`",
         )
 
-    def recover(self, stop: Callable[[], bool] | None) -> None:
-        """Skip to the next line that can start an item of the current block, or its ``}``."""
-        depth = 0
-        first = True
+    def recover(
+        self, stop: Callable[[], bool] | None, open_index: int, *, progressed: bool
+    ) -> None:
+        """Skip to the next line that can start an item of the current block, or its ``}``.
+
+        Brackets opened inside the block before the error (an option object, an argument list)
+        are closed first, so that their ``}`` is not mistaken for the block's own. Inside
+        parentheses or brackets only, a line that starts with a statement or member keyword
+        ends the skip: the likely mistake is a missing ``)`` on the line before.
+        """
+        stack = self.unclosed_brackets(open_index)
+        # The failed item consumed something, so stopping at once still makes progress.
+        first = not progressed
         while not self.at(K.EOF):
             token = self.peek()
-            if depth == 0 and not first and token.newline_before:
-                if token.kind is K.IDENT or (stop is not None and stop()):
+            kind = token.kind
+            if not first and token.newline_before and kind is K.IDENT:
+                if not stack or (K.LBRACE not in stack and self.resumes_line(token)):
                     return
-            if token.kind is K.RBRACE:
-                if depth == 0:
-                    return
-                depth -= 1
-            elif token.kind is K.LBRACE:
-                depth += 1
+            elif not first and not stack and stop is not None and stop():
+                return
+            if kind in _OPENERS:
+                stack.append(kind)
+            elif kind in _CLOSERS:
+                if not _close(stack, _CLOSERS[kind]) and kind is K.RBRACE:
+                    return  # the block's own closing brace
             self.advance()
             first = False
+
+    def resumes_line(self, token: Token) -> bool:
+        """Whether a line starting with ``token`` looks like a new statement, member or field."""
+        after = self.peek(1).kind
+        return token.text in _RESUME_WORDS or after is K.COLON or after is K.QUESTION
+
+    def unclosed_brackets(self, open_index: int) -> list[TokenKind]:
+        """Brackets opened after the block's ``{`` (at ``open_index``) and not yet closed."""
+        stack: list[TokenKind] = []
+        for token in self.tokens[open_index + 1 : self.pos]:
+            if token.kind in _OPENERS:
+                stack.append(token.kind)
+            elif token.kind in _CLOSERS:
+                _close(stack, _CLOSERS[token.kind])
+        return stack
 
     def starts_declaration(self) -> bool:
         """True at a line-leading word that can only begin a top-level declaration."""
@@ -948,7 +997,7 @@ class _Parser:
             token = self.peek()
             if token.kind is K.DOT:
                 self.advance()
-                name = self.expect_name("a field name after `.`")
+                name = self.expect_same_line_name("a field name after `.`")
                 expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
             elif token.kind is K.LBRACKET and not token.newline_before:
                 self.advance()
@@ -983,13 +1032,13 @@ class _Parser:
             self.advance()
             value = token.value.value if isinstance(token.value, n.StringLit) else token.value
             return n.Literal(value, token.span)
-        if kind is K.IDENT:
+        if kind is K.IDENT and token.text not in _STATEMENT_WORDS:
             self.advance()
             if token.text in _KEYWORD_LITERALS:
                 return n.Literal(_KEYWORD_LITERALS[token.text], token.span)
             if token.text == "ctx" and self.at(K.DOT):
                 self.advance()
-                name = self.expect_name("a context field after `ctx.`")
+                name = self.expect_same_line_name("a context field after `ctx.`")
                 return n.CtxRef(name, Span(token.span.start, name.span.end))
             return n.NameRef(token.text, token.span)
         if kind is K.LBRACKET:
@@ -1120,6 +1169,8 @@ class _Parser:
 
 
 _KEYWORD_LITERALS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+# Never names inside an expression, so a missing `)` before `let` is caught on the right line.
+_STATEMENT_WORDS = frozenset(("let", "return", "if", "else"))
 
 _DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
     "model": _Parser.parse_model,

@@ -387,6 +387,10 @@ class MemorySessionStore:
         """Save a copy of ``session`` under ``key``."""
         self._texts[_check_key(key)] = _encode(key, session)
 
+    async def delete(self, key: str) -> bool:
+        """Forget ``key``; ``True`` when there was a session to delete."""
+        return self._texts.pop(_check_key(key), None) is not None
+
     def keys(self) -> list[str]:
         """The saved keys, in first-save order."""
         return list(self._texts)

@@ -192,11 +192,13 @@ async def test_sqlite_rows_carry_revision_and_update_time_in_wal_mode(tmp_path: 
     assert version == 1 and updated.endswith("+00:00")
 
 
-async def test_delete(disk_store: SessionStore) -> None:
-    await disk_store.save("k", _session("x"))
-    assert await disk_store.delete("k") is True  # type: ignore[attr-defined]
-    assert await disk_store.load("k") is None
-    assert await disk_store.delete("k") is False  # type: ignore[attr-defined]
+async def test_delete(store: SessionStore) -> None:
+    await store.save("k", _session("x"))
+    await store.save("other", _session("y"))
+    assert await store.delete("k") is True  # type: ignore[attr-defined]
+    assert await store.load("k") is None
+    assert await store.delete("k") is False  # type: ignore[attr-defined]
+    assert await store.load("other") is not None
 
 
 async def test_corrupt_sqlite_row_is_a_clear_error(tmp_path: Path) -> None:

@@ -144,9 +144,20 @@ def _plan(documents: Mapping[str, Mapping[str, Any]]) -> _Plan:
 def _read_manifest(output: Path) -> set[str]:
     try:
         data = json.loads((output / MANIFEST).read_text(encoding="utf-8"))
-        return {str(p) for p in data["files"]}
+        listed = {str(p) for p in data["files"]}
     except (OSError, ValueError, KeyError, TypeError):
         return set()
+    # A hand-edited manifest must not make generate delete anything but its own kinds of
+    # files, inside the output folder.
+    return {p for p in listed if _is_own_kind(PurePosixPath(p))}
+
+
+def _is_own_kind(path: PurePosixPath) -> bool:
+    inside = not path.is_absolute() and ".." not in path.parts and "\\" not in str(path)
+    name = path.name
+    return inside and (
+        name == "__init__.py" or name.endswith(".agent.json") or name.endswith("_types.py")
+    )
 
 
 def _looks_generated(path: Path) -> bool:

@@ -244,3 +244,18 @@ def test_a_project_without_agents_writes_nothing_and_cleans_up(tmp_path: Path) -
     (tmp_path / "main.agent").unlink()
     assert generate_path(tmp_path).ok
     assert not (tmp_path / "generated").exists()
+
+
+def test_a_tampered_manifest_cannot_make_generate_delete_other_files(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    generate_path(root)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("keep me", encoding="utf-8")
+    notes = tmp_path / "generated" / "notes.md"
+    notes.write_text("keep me too", encoding="utf-8")
+    manifest = tmp_path / "generated" / MANIFEST
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["files"] += ["../secret.txt", str(secret), "notes.md"]
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    assert generate_path(root).ok
+    assert secret.exists() and notes.exists()

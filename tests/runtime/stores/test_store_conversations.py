@@ -172,3 +172,91 @@ async def test_the_middleware_class_alone_uses_the_default_sqlite_file(
         session = await agent.run(text, conversation_id="c1")
     assert [t["input"]["text"] for t in session["turns"]] == ["one", "two"]
     assert (tmp_path / "auwgent_sessions.db").exists()
+
+
+HANDOFF = """
+helper Support {
+    description: "Handles support questions"
+    default config {
+        model: openai("gpt-4o")
+        prompt: "You are the support desk."
+    }
+}
+
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "You are the front desk."
+    }
+    helpers {
+        Support handoff user
+    }
+}
+"""
+
+# Both processes answer with the same function of the request: the front desk hands over to
+# Support, Support answers with a text quoting the last message it was sent.
+_DESK_MODEL = textwrap.dedent(
+    """
+    from auwgent.testing import ScriptedModel
+
+    def desk(request):
+        if "support desk" in request.system:
+            return ScriptedModel.text("Support: " + request.messages[-1].content)
+        return ScriptedModel.block("helper_call", "Support", {"input": "please help"})
+    """
+)
+
+_HANDOFF_SECOND_PROCESS = _DESK_MODEL + textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from auwgent import __version__
+    from auwgent.runtime.agent import create_agent
+    from auwgent.runtime.stores import SessionStoreMiddleware, SQLiteSessionStore
+
+    ir_text = open(sys.argv[1], encoding="utf-8").read()
+    model = ScriptedModel(desk)
+    config = {"provider": model,
+              "middleware": [SessionStoreMiddleware(SQLiteSessionStore(sys.argv[2]))]}
+    agent = create_agent(ir_text, config, ir_hash=json.loads(ir_text)["hash"],
+                         compiler_version=__version__, ir_version=1)
+    seen = []
+    agent.on_intent(lambda name, value, agent_name: seen.append([name, agent_name]))
+    asyncio.run(agent.run("my order is late", conversation_id="c1"))
+    print(json.dumps({"intents": seen, "first_system": model.requests[0].system}))
+    """
+)
+
+
+async def test_a_handed_off_conversation_resumes_in_the_helper_in_another_process(
+    tmp_path: Path,
+) -> None:
+    result = compile_sources({"main.agent": HANDOFF})
+    assert result.ok, [d.message for d in result.errors]
+    ir_text = dumps_ir(result.documents["main.agent"])
+    ir_path = tmp_path / "main.ir.json"
+    ir_path.write_text(ir_text, encoding="utf-8")
+    db = tmp_path / "sessions.db"
+    scope: dict[str, Any] = {}
+    exec(_DESK_MODEL, scope)  # the very code the other process runs, so both answer alike
+
+    first = await _agent(ir_text, ScriptedModel(scope["desk"]), SQLiteSessionStore(db)).run(
+        "hi", conversation_id="c1"
+    )
+    assert first["stack"][-1]["agent"] == "Support"
+
+    second = subprocess.run(
+        [sys.executable, "-c", _HANDOFF_SECOND_PROCESS, str(ir_path), str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert second.returncode == 0, second.stderr
+    out = json.loads(second.stdout)
+    # The other process started in the helper: its first model call was the helper's.
+    assert "support desk" in out["first_system"]
+    assert ["response_text", "Support"] in out["intents"]
+    assert not any(name == "helper_call" for name, _ in out["intents"])
+    saved = await SQLiteSessionStore(db).load("c1")
+    assert saved is not None
+    assert [t["input"]["text"] for t in saved["turns"]] == ["hi", "my order is late"]

@@ -129,7 +129,7 @@ CALL = CallableSpec(
     {"kind": "boolean"},
 )
 CALLS = Contract(agent="R", callables=(CALL,), intents=(), output={"kind": "text"}, types={})
-ARGS = [
+ARGS: list[dict[str, Any]] = [
     {"contact": "alerts+ops@example.org", "count": 3},
     {"contact": "Ama Mensah", "url": "https://api.example.com/items/1?x=2"},
     {"contact": "region: Tarkwa case 2", "count": 0.5},
@@ -175,8 +175,10 @@ def recovery() -> None:
             for text in _damaged(body):
                 whole = _settled(text, [text])
                 total += 1
-                exact += len(whole) == 1 and isinstance(whole[0], FinalEvent) and (
-                    whole[0].payload["args"] == args
+                exact += (
+                    len(whole) == 1
+                    and isinstance(whole[0], FinalEvent)
+                    and (whole[0].payload["args"] == args)
                 )
                 same += whole == _settled(text, list(text))
     ambiguous = [
@@ -184,11 +186,11 @@ def recovery() -> None:
         '[tool_call: notify]\n{"count": 1, "count": 2}\n[/tool_call]',
         "[tool_call: notify]\ncount: 1\ncount = 3\n[/tool_call]",
     ]
-    rejected = sum(
-        1 for text in ambiguous if isinstance(_settled(text, [text])[0], RejectedEvent)
+    rejected = sum(1 for text in ambiguous if isinstance(_settled(text, [text])[0], RejectedEvent))
+    print(
+        f"(d) recovered exactly: {exact}/{total}; ambiguous rejected: {rejected}/"
+        f"{len(ambiguous)}; byte-by-byte identical to whole: {same}/{total}"
     )
-    print(f"(d) recovered exactly: {exact}/{total}; ambiguous rejected: {rejected}/"
-          f"{len(ambiguous)}; byte-by-byte identical to whole: {same}/{total}")
 
 
 def _timed(fn: Any) -> float:

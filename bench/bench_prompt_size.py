@@ -56,8 +56,10 @@ def main() -> None:
         body = json.dumps(build_chat_body(request), ensure_ascii=False, separators=(",", ":"))
         section = len(request.system)
         sizes[name] = len(body)
-        print(f"{name:>6}: first request {len(body):6} chars (protocol section {section} chars,"
-              f" {len(request.functions)} functions)")
+        print(
+            f"{name:>6}: first request {len(body):6} chars (protocol section {section} chars,"
+            f" {len(request.functions)} functions)"
+        )
     print(f"native / blocks = {sizes['native'] / sizes['blocks']:.1f}x")
 
 

@@ -11,8 +11,13 @@ NUMBER: dict[str, Any] = {"kind": "number"}
 BOOLEAN: dict[str, Any] = {"kind": "boolean"}
 
 
-def fld(name: str, type_: dict[str, Any] = STRING, *, optional: bool = False,
-        description: str | None = None) -> dict[str, Any]:
+def fld(
+    name: str,
+    type_: dict[str, Any] = STRING,
+    *,
+    optional: bool = False,
+    description: str | None = None,
+) -> dict[str, Any]:
     return {"name": name, "type": type_, "optional": optional, "description": description}
 
 
@@ -30,34 +35,73 @@ TYPES: dict[str, Any] = {
     "Organisation": {"kind": "object", "fields": [fld("company_name"), fld("industry")]},
 }
 
-UNITS = {"kind": "union", "variants": [{"kind": "literal", "value": "c"},
-                                       {"kind": "literal", "value": "f"}]}
+UNITS = {
+    "kind": "union",
+    "variants": [{"kind": "literal", "value": "c"}, {"kind": "literal", "value": "f"}],
+}
 
 CALLABLES = (
-    CallableSpec("tool", "get_weather", "Gets the weather",
-                 (fld("location", description="city name"), fld("units", UNITS, optional=True),
-                  fld("days", NUMBER, optional=True)), ref("WeatherResult")),
-    CallableSpec("tool", "notify", "Sends a notice",
-                 (fld("contact"), fld("url", optional=True), fld("value", optional=True),
-                  fld("tags", {"kind": "array", "items": STRING}, optional=True)),
-                 BOOLEAN),
-    CallableSpec("tool", "create_user", "Creates a user",
-                 (fld("name"), fld("age", NUMBER), fld("vip", BOOLEAN, optional=True),
-                  fld("user", ref("Address"), optional=True)), STRING),
-    CallableSpec("tool", "send_sms", "Sends a text", (fld("phone"),), BOOLEAN,
-                 configured=False),
+    CallableSpec(
+        "tool",
+        "get_weather",
+        "Gets the weather",
+        (
+            fld("location", description="city name"),
+            fld("units", UNITS, optional=True),
+            fld("days", NUMBER, optional=True),
+        ),
+        ref("WeatherResult"),
+    ),
+    CallableSpec(
+        "tool",
+        "notify",
+        "Sends a notice",
+        (
+            fld("contact"),
+            fld("url", optional=True),
+            fld("value", optional=True),
+            fld("tags", {"kind": "array", "items": STRING}, optional=True),
+        ),
+        BOOLEAN,
+    ),
+    CallableSpec(
+        "tool",
+        "create_user",
+        "Creates a user",
+        (
+            fld("name"),
+            fld("age", NUMBER),
+            fld("vip", BOOLEAN, optional=True),
+            fld("user", ref("Address"), optional=True),
+        ),
+        STRING,
+    ),
+    CallableSpec("tool", "send_sms", "Sends a text", (fld("phone"),), BOOLEAN, configured=False),
     CallableSpec("workflow", "delete_user", "Deletes a user record.", (fld("id"),), BOOLEAN),
     CallableSpec("helper", "DataAnalyzer", "Analyses data", (fld("input"),), {"kind": "text"}),
 )
-INTENTS = ({"name": "Planning", "description": "Emit a plan",
-            "fields": [fld("step"), fld("confidence", NUMBER)]},)
-EXAMPLES = ({"kind": "tool", "target": "get_weather", "args": {"location": "Accra"}},
-            {"kind": "workflow", "target": "delete_user", "args": {}})
+INTENTS = (
+    {
+        "name": "Planning",
+        "description": "Emit a plan",
+        "fields": [fld("step"), fld("confidence", NUMBER)],
+    },
+)
+EXAMPLES = (
+    {"kind": "tool", "target": "get_weather", "args": {"location": "Accra"}},
+    {"kind": "workflow", "target": "delete_user", "args": {}},
+)
 
 
 def make(output: dict[str, Any]) -> Contract:
-    return Contract(agent="Main", callables=CALLABLES, intents=INTENTS, output=output,
-                    types=TYPES, examples=EXAMPLES)
+    return Contract(
+        agent="Main",
+        callables=CALLABLES,
+        intents=INTENTS,
+        output=output,
+        types=TYPES,
+        examples=EXAMPLES,
+    )
 
 
 CONTRACTS: dict[str, Contract] = {

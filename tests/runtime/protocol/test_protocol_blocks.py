@@ -40,8 +40,10 @@ def test_codec_for_names_both_codecs_and_rejects_others() -> None:
 
 def test_section_lists_signatures_intents_output_and_examples() -> None:
     text = CODEC.system_section(CONTRACTS["text"])
-    assert "- get_weather(location: string /* city name */, units?: \"c\" | \"f\", days?: number)"\
+    assert (
+        '- get_weather(location: string /* city name */, units?: "c" | "f", days?: number)'
         ": WeatherResult // Gets the weather" in text
+    )
     assert "- send_sms(phone: string): boolean // Sends a text [NOT CONFIGURED]" in text
     assert "- delete_user(id: string): boolean // Deletes a user record." in text
     assert "- DataAnalyzer(input: string): string // Analyses data" in text
@@ -72,12 +74,14 @@ def test_section_output_contract_for_structured_and_union() -> None:
 
 
 def test_results_come_back_in_one_message_with_kind_name_args_and_result() -> None:
-    messages = CODEC.results_messages([
-        CallOutcome("tool", "get_weather", {"location": "Accra"}, "ok", {"temp": 30}),
-        CallOutcome("workflow", "delete_user", {"id": "u1"}, "error", error="no such user"),
-        CallOutcome("helper", "DataAnalyzer", {"input": "x"}, "ok", "plain text"),
-        CallOutcome("tool", "notify", {"contact": "c"}, "skipped"),
-    ])
+    messages = CODEC.results_messages(
+        [
+            CallOutcome("tool", "get_weather", {"location": "Accra"}, "ok", {"temp": 30}),
+            CallOutcome("workflow", "delete_user", {"id": "u1"}, "error", error="no such user"),
+            CallOutcome("helper", "DataAnalyzer", {"input": "x"}, "ok", "plain text"),
+            CallOutcome("tool", "notify", {"contact": "c"}, "skipped"),
+        ]
+    )
     assert len(messages) == 1 and messages[0].role == "user"
     assert messages[0].content == (
         '[tool_result: get_weather]\nargs: {"location":"Accra"}\nresult: {"temp":30}\n'
@@ -90,8 +94,9 @@ def test_results_come_back_in_one_message_with_kind_name_args_and_result() -> No
         "[/tool_skipped]"
     )
     assert CODEC.results_messages([]) == []
-    assert CODEC.assistant_message(AssistantTurn("[response_text]\nx\n[/response_text]")).content\
-        .startswith("[response_text]")
+    assert CODEC.assistant_message(
+        AssistantTurn("[response_text]\nx\n[/response_text]")
+    ).content.startswith("[response_text]")
     assert "fix the age" in CODEC.feedback_message("fix the age").content
 
 
@@ -112,8 +117,10 @@ def test_call_partials_snapshot_args_and_raw() -> None:
     events = decode(CONTRACTS["text"], list("[tool_call: notify]\ncontact: ops\ntags: [a, b"))
     partials = [e for e in events if isinstance(e, PartialEvent)]
     assert partials[0].snapshot == {"type": "notify", "args": {}}
-    assert partials[-1].snapshot == {"type": "notify", "args": {"contact": "ops",
-                                                                 "tags": ["a", "b"]}}
+    assert partials[-1].snapshot == {
+        "type": "notify",
+        "args": {"contact": "ops", "tags": ["a", "b"]},
+    }
     assert partials[-1].raw == "\ncontact: ops\ntags: [a, b"
     schema = decode(CONTRACTS["person"], ["[schema: Person]\nname: Ky", "aw\n"])
     assert [e.snapshot for e in schema if isinstance(e, PartialEvent)] == [
@@ -134,7 +141,7 @@ def test_partial_cost_stays_linear_in_the_block(chunk: int) -> None:
     items = [{"sku": f"item-{i}", "qty": i, "note": "x" * (i % 17)} for i in range(3000)]
     body = json.dumps({"name": "big", "age": 1, "items": items})
     contract = make({"kind": "ref", "name": "Person"})
-    text = f"[tool_call: notify]\n{{\"contact\": \"c\", \"tags\": {json.dumps([body])}}}\n"
+    text = f'[tool_call: notify]\n{{"contact": "c", "tags": {json.dumps([body])}}}\n'
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
     events = decode(contract, chunks)
     partials = [e for e in events if isinstance(e, PartialEvent)]

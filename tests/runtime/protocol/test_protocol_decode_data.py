@@ -52,11 +52,25 @@ def settled(events: list[DecodeEvent]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for event in events:
         if isinstance(event, FinalEvent):
-            out.append({"final": event.kind, "name": event.name, "segment": event.segment,
-                        "payload": event.payload, "raw": event.raw})
+            out.append(
+                {
+                    "final": event.kind,
+                    "name": event.name,
+                    "segment": event.segment,
+                    "payload": event.payload,
+                    "raw": event.raw,
+                }
+            )
         elif isinstance(event, RejectedEvent):
-            out.append({"rejected": event.kind, "name": event.name, "segment": event.segment,
-                        "message": event.message, "raw": event.raw})
+            out.append(
+                {
+                    "rejected": event.kind,
+                    "name": event.name,
+                    "segment": event.segment,
+                    "message": event.message,
+                    "raw": event.raw,
+                }
+            )
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 from protocol_contracts import CONTRACTS
 
 from auwgent.runtime.protocol import NativeCodec, codec_for
@@ -29,8 +29,13 @@ def decode(events: list[StreamEvent], contract: str = "text") -> list[DecodeEven
     return out + decoder.close()
 
 
-def fragments(index: int, call_id: str, name: str, arguments: str, rng: random.Random,
-              ) -> list[ToolCallDelta]:
+def fragments(
+    index: int,
+    call_id: str,
+    name: str,
+    arguments: str,
+    rng: random.Random,
+) -> list[ToolCallDelta]:
     out = [ToolCallDelta(index, call_id, name, "")]
     i = 0
     while i < len(arguments):
@@ -49,17 +54,27 @@ def interleave(streams: list[list[ToolCallDelta]], rng: random.Random) -> list[S
     return out
 
 
-def finals(events: list[DecodeEvent]) -> list[DecodeEvent]:
-    return sorted((e for e in events if not isinstance(e, PartialEvent)), key=lambda e: e.segment)
+Settled = FinalEvent | RejectedEvent
+
+
+def finals(events: list[DecodeEvent]) -> list[Settled]:
+    settled = [e for e in events if isinstance(e, (FinalEvent, RejectedEvent))]
+    return sorted(settled, key=lambda e: e.segment)
 
 
 def test_function_names_are_prefixed_by_kind_and_schemas_valid() -> None:
     functions = CODEC.functions(CONTRACTS["union"])
     names = [f.name for f in functions]
     assert names == [
-        "tool__get_weather", "tool__notify", "tool__create_user", "tool__send_sms",
-        "workflow__delete_user", "helper__DataAnalyzer", "intent__Planning",
-        "output__Person", "output__Organisation",
+        "tool__get_weather",
+        "tool__notify",
+        "tool__create_user",
+        "tool__send_sms",
+        "workflow__delete_user",
+        "helper__DataAnalyzer",
+        "intent__Planning",
+        "output__Person",
+        "output__Organisation",
     ]
     for function in functions:
         jsonschema.Draft202012Validator.check_schema(function.parameters)
@@ -91,8 +106,16 @@ def test_interleaved_fragmented_calls_decode_the_same_in_any_order() -> None:
         rng = random.Random(seed)
         stream = interleave([fragments(*c, rng) for c in calls], rng)
         got = sorted(finals(decode(stream)), key=lambda e: e.call_id or "")
-        settled = [(type(e).__name__, e.kind, e.name, e.call_id,
-                    e.payload if isinstance(e, FinalEvent) else e.message) for e in got]
+        settled = [
+            (
+                type(e).__name__,
+                e.kind,
+                e.name,
+                e.call_id,
+                e.payload if isinstance(e, FinalEvent) else e.message,
+            )
+            for e in got
+        ]
         expected = expected or settled
         assert settled == expected
     assert expected is not None
@@ -144,33 +167,57 @@ def test_text_is_the_reply_or_the_single_schema_and_commentary_beside_calls() ->
     assert person[0].payload == {"type": "Person", "response": {"name": "Ama", "age": 30}}
     union = finals(decode([TextDelta('{"name": "Ama"}')], "union"))
     assert isinstance(union[0], RejectedEvent) and "output__Person" in union[0].message
-    mixed = finals(decode([TextDelta("Checking."), ToolCallDelta(0, "a", "tool__notify",
-                                                                 '{"contact": "x"}')]))
+    mixed = finals(
+        decode([TextDelta("Checking."), ToolCallDelta(0, "a", "tool__notify", '{"contact": "x"}')])
+    )
     assert [e.kind for e in mixed] == ["tool_call"]
 
 
 def test_output_function_for_a_union_variant() -> None:
-    got = finals(decode([ToolCallDelta(0, "o", "output__Organisation",
-                                       '{"company_name": "A", "industry": "B"}')], "union"))
+    got = finals(
+        decode(
+            [
+                ToolCallDelta(
+                    0, "o", "output__Organisation", '{"company_name": "A", "industry": "B"}'
+                )
+            ],
+            "union",
+        )
+    )
     assert isinstance(got[0], FinalEvent)
     assert got[0].kind == "response_schema"
-    assert got[0].payload == {"type": "Organisation",
-                              "response": {"company_name": "A", "industry": "B"}}
+    assert got[0].payload == {
+        "type": "Organisation",
+        "response": {"company_name": "A", "industry": "B"},
+    }
 
 
 def test_history_uses_tool_calls_and_one_tool_message_per_call() -> None:
-    call = FinalEvent("tool_call", "get_weather", 0, {"type": "get_weather",
-                      "args": {"location": "Accra"}}, "raw", "c1")
+    call = FinalEvent(
+        "tool_call",
+        "get_weather",
+        0,
+        {"type": "get_weather", "args": {"location": "Accra"}},
+        "raw",
+        "c1",
+    )
     intent = FinalEvent("custom", "Planning", 1, {"step": "s", "confidence": 1}, "raw", "c2")
     message = CODEC.assistant_message(AssistantTurn("thinking", (call, intent)))
     assert message.role == "assistant"
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
-        ("c1", "tool__get_weather", '{"location": "Accra"}')]
+        ("c1", "tool__get_weather", '{"location": "Accra"}')
+    ]
     assert "intent__Planning" in message.content
-    results = CODEC.results_messages([
-        CallOutcome("tool", "get_weather", {"location": "Accra"}, "ok", {"temp": 30}, call_id="c1"),
-        CallOutcome("workflow", "delete_user", {"id": "1"}, "error", error="boom", call_id="c3"),
-    ])
+    results = CODEC.results_messages(
+        [
+            CallOutcome(
+                "tool", "get_weather", {"location": "Accra"}, "ok", {"temp": 30}, call_id="c1"
+            ),
+            CallOutcome(
+                "workflow", "delete_user", {"id": "1"}, "error", error="boom", call_id="c3"
+            ),
+        ]
+    )
     assert [(m.role, m.tool_call_id, m.name, m.content) for m in results] == [
         ("tool", "c1", "tool__get_weather", '{"temp":30}'),
         ("tool", "c3", "workflow__delete_user", "error: boom"),
@@ -190,7 +237,9 @@ def test_single_schema_text_streams_schema_partials() -> None:
     partials = [e for e in events if isinstance(e, PartialEvent)]
     assert all(e.kind == "response_schema" for e in partials)
     assert [e.snapshot["response"] for e in partials] == [
-        {"name": "Ama"}, {"name": "Amanda"}, {"name": "Amanda", "age": 3},
+        {"name": "Ama"},
+        {"name": "Amanda"},
+        {"name": "Amanda", "age": 3},
         {"name": "Amanda", "age": 30},
     ]
     assert partials[0].snapshot["type"] == "Person"
@@ -203,7 +252,13 @@ def test_a_rejected_call_is_replayed_under_the_name_the_model_used() -> None:
     rejected = finals(decode([ToolCallDelta(0, "q", "search_web", '{"q": "x"}')]))[0]
     assert isinstance(rejected, RejectedEvent) and rejected.kind is None
     # The engine keeps a rejected native call in the turn as a tool_call FinalEvent.
-    kept = FinalEvent("tool_call", rejected.name, rejected.segment,
-                      {"type": rejected.name, "args": {}}, rejected.raw, rejected.call_id)
+    kept = FinalEvent(
+        "tool_call",
+        rejected.name,
+        rejected.segment,
+        {"type": rejected.name, "args": {}},
+        rejected.raw,
+        rejected.call_id,
+    )
     message = CODEC.assistant_message(AssistantTurn("", (kept,)))
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("q", "search_web", "{}")]

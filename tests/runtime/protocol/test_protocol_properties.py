@@ -23,15 +23,15 @@ FIELDS = [
     fld("meta", {"kind": "object", "fields": [fld("owner"), fld("rank", {"kind": "number"})]}),
 ]
 text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
     max_size=40,
 )
 values = st.fixed_dictionaries(
     {},
     optional={
         "title": text,
-        "count": st.integers(-10**9, 10**9) | st.floats(-1e6, 1e6, allow_nan=False).map(
-            lambda f: round(f, 3)),
+        "count": st.integers(-(10**9), 10**9)
+        | st.floats(-1e6, 1e6, allow_nan=False).map(lambda f: round(f, 3)),
         "done": st.booleans(),
         "tags": st.lists(text, max_size=4),
         "meta": st.fixed_dictionaries({"owner": text, "rank": st.integers(0, 99)}),
@@ -59,16 +59,18 @@ def _decode(chunks: list[str]) -> list[DecodeEvent]:
     return out + decoder.close()
 
 
-block = st.sampled_from([
-    "[tool_call: get_weather]\nlocation: {v}\n[/tool_call]\n",
-    "[tool_call: notify]\ncontact: {v}\ntags:\n  - a\n  - {v}\n[/tool_call]\n",
-    "[custom: Planning]\nstep: {v}\nconfidence: 1\n[/custom]\n",
-    "[helper_call: DataAnalyzer]\n{v}\n[/helper]\n",
-    "[response_text]\n{v}\n[/response_text]\n",
-    "[tool_call: nope]\nx: {v}\n[/tool_call]\n",
-    "commentary {v}\n",
-    "[tool_call: get_weather\nlocation: {v}\n",
-])
+block = st.sampled_from(
+    [
+        "[tool_call: get_weather]\nlocation: {v}\n[/tool_call]\n",
+        "[tool_call: notify]\ncontact: {v}\ntags:\n  - a\n  - {v}\n[/tool_call]\n",
+        "[custom: Planning]\nstep: {v}\nconfidence: 1\n[/custom]\n",
+        "[helper_call: DataAnalyzer]\n{v}\n[/helper]\n",
+        "[response_text]\n{v}\n[/response_text]\n",
+        "[tool_call: nope]\nx: {v}\n[/tool_call]\n",
+        "commentary {v}\n",
+        "[tool_call: get_weather\nlocation: {v}\n",
+    ]
+)
 word = st.text(alphabet="abc xyz:/@+.-[]_", min_size=1, max_size=12).filter(
     lambda s: s.strip() and "[/" not in s and not s.lstrip().startswith("[")
 )
@@ -76,11 +78,12 @@ word = st.text(alphabet="abc xyz:/@+.-[]_", min_size=1, max_size=12).filter(
 
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.tuples(block, word), min_size=1, max_size=5), st.data())
-def test_any_chunking_decodes_to_the_same_events(parts: list[tuple[str, str]],
-                                                 data: st.DataObject) -> None:
+def test_any_chunking_decodes_to_the_same_events(
+    parts: list[tuple[str, str]], data: st.DataObject
+) -> None:
     stream = "".join(template.format(v=value.strip()) for template, value in parts)
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, len(stream) - 1)), max_size=12))))
-    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)]) if a < b]
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True) if a < b]
     whole = [e for e in _decode([stream]) if not isinstance(e, PartialEvent)]
     assert [e for e in _decode(chunks) if not isinstance(e, PartialEvent)] == whole
     assert [e for e in _decode(list(stream)) if not isinstance(e, PartialEvent)] == whole

@@ -102,8 +102,9 @@ def parse_value(
 
 
 def loads_loose(text: str, *, partial: bool = False) -> Any:
-    """Parse JSON or a JS-style value (see the module docstring); bare words stay strings
-    except ``null``. With ``partial=True`` an unfinished value is closed where it stops."""
+    """Parse JSON, or failing that a JS-style value (see the module docstring) in which bare
+    words stay strings (except ``null``) for the declared type to interpret. With
+    ``partial=True`` an unfinished value is closed where it stops."""
     return _Loose(text, partial).document()
 
 

@@ -111,3 +111,33 @@ def test_main_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     captured = capsys.readouterr()
     assert "error[E0111]: `{{#if}}` is never closed" in captured.err
     assert captured.out.startswith("checked 1 file (0 agents)")
+
+
+def test_every_golden_error_file_fails_cleanly() -> None:
+    folder = Path(__file__).parent / "data" / "parse" / "errors"
+    result = run("check", str(folder))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    for case in sorted(folder.glob("*.agent")):
+        assert f"{case.name}:" in result.stderr, case.name
+
+
+def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from auwgent.compiler.diagnostics import use_color
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert use_color(Tty())
+    assert not use_color(object())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not use_color(Tty())
+
+
+def test_subcommands_are_registered() -> None:
+    from auwgent.cli import build_parser
+
+    help_text = build_parser().format_help()
+    assert "check" in help_text and "generate" in help_text

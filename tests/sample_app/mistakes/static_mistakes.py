@@ -7,6 +7,8 @@ marked lines, and only those, get an error containing the text.
 from typing import Any
 
 from generated.extraction_types import AuwgentBaseIntentHandler, ResponseSchemaIntent
+from generated.helpers_types import AuwgentBaseIntentHandler as HelpersHandler
+from generated.helpers_types import IntentControl, ToolCallIntent
 from generated.main_types import auwgent as main_agent
 from generated.middleware_types import AuwgentMiddleware, AuwgentSession, MiddlewareContext
 from generated.weather_types import AuwgentTools
@@ -46,3 +48,10 @@ class Scoped(AuwgentMiddleware):
 
     async def onRunStart(self, session: AuwgentSession, ctx: MiddlewareContext) -> str:  # E: Return type "Coroutine[Any, Any, str]" of "onRunStart"
         return "session"
+
+
+class Guard(HelpersHandler):
+    async def tool_call(self, intent: ToolCallIntent, agent_name: str) -> IntentControl | None:
+        if intent["type"] == "db_query_user":  # E: Non-overlapping equality check
+            return {"skip": True}
+        return {"skipp": True}  # E: Incompatible return value type

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auwgent.runtime.schema import IRField, IRType, Types, coerce, field_map, resolve
@@ -213,7 +213,12 @@ def _fast_partial(text: str, prefix: JsonPrefix) -> Any:
 class _Raw:
     """A value exactly as written on its line(s), interpreted later by the declared type."""
 
-    text: str
+    first: str
+    more: list[str] = field(default_factory=list)  # continuation lines, joined once at the end
+
+    @property
+    def text(self) -> str:
+        return "\n".join([self.first, *self.more]) if self.more else self.first
 
 
 Entries = list[tuple[str, Any]]  # values: _Raw, list (dash list), Entries (nested block), JSON
@@ -288,7 +293,8 @@ class _LineParser:
 
     def _continue(self, raw: _Raw, i: int) -> None:
         # Blank lines inside a multi-line value are kept; the final strip drops trailing ones.
-        raw.text = "\n".join([raw.text, *self.lines[self.pos : i], self.lines[i].strip()])
+        raw.more += self.lines[self.pos : i]
+        raw.more.append(self.lines[i].strip())
         self.pos = i + 1
 
     def _value(self, rest: str, indent: int) -> Any:
@@ -584,11 +590,11 @@ class _Reader:
         paths: list[tuple[list[str], IRType]] = []
         if depth == 0:
             return paths
-        for name, field in self.fields(target).items():
-            for sub, type_ in self._nested_paths(field["type"], depth - 1):
+        for name, declared in self.fields(target).items():
+            for sub, type_ in self._nested_paths(declared["type"], depth - 1):
                 paths.append(([name, *sub], type_))
             if depth < 4:  # only nested fields are aliases; top-level names match exactly
-                paths.append(([name], field["type"]))
+                paths.append(([name], declared["type"]))
         return paths
 
     def _put(

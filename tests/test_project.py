@@ -40,6 +40,7 @@ def test_yml_with_a_source_folder_is_recursive_and_sorted(tmp_path: Path) -> Non
         tmp_path,
         {"src/b.agent": AGENT, "src/a/z.agent": "", "src/.hidden/x.agent": "", "src/n.txt": ""},
     )
+    write(tmp_path, {"src/node_modules/y.agent": "", "src/venv/z.agent": ""})
     project = load_project(tmp_path)
     src = (tmp_path / "src").resolve()
     assert project.files == (src / "a" / "z.agent", src / "b.agent")

@@ -27,6 +27,8 @@ TARGETS = ("py", "ts")
 DEFAULT_TARGETS = ("py",)
 _KEYS = ("source", "output", "targets")
 _SUFFIX = ".agent"
+# Folders that hold installed packages, never sources; walking them would only cost time.
+_SKIP = frozenset(("node_modules", "__pycache__", "venv", "site-packages"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +76,10 @@ def _from_agent_file(path: Path) -> Project:
 
 
 def _agent_files(folder: Path, shown: Path | str) -> tuple[Path, ...]:
-    """Every ``.agent`` file under ``folder`` (hidden folders skipped), sorted."""
+    """Every ``.agent`` file under ``folder`` (hidden and package folders skipped), sorted."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP)
         found.extend(Path(dirpath, f) for f in filenames if f.endswith(_SUFFIX))
     if not found:
         raise ConfigError(f"{shown}: no .agent files found in this folder")

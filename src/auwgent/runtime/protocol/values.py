@@ -542,6 +542,7 @@ class _Reader:
         self.types = types
         self.partial = partial
         self._field_maps: dict[int, tuple[IRType, dict[str, IRField]]] = {}
+        self._alias_maps: dict[int, tuple[IRType, dict[str, list[Any]]]] = {}
 
     def fields(self, type_: IRType) -> dict[str, IRField]:
         """``field_map`` cached for this read (a long list of objects shares one type)."""
@@ -572,10 +573,20 @@ class _Reader:
         if "." in key:
             return self._dotted(key.split("."), target)
         if "_" in key:
-            found = [p for p in self._nested_paths(target, 4) if "_".join(p[0]) == key]
+            found = self._aliases(target).get(key, [])
             if len(found) == 1:
                 return found[0]
         return None
+
+    def _aliases(self, target: IRType) -> dict[str, list[tuple[list[str], IRType]]]:
+        """Underscore-joined nested paths of ``target`` (cached: one table per type)."""
+        cached = self._alias_maps.get(id(target))
+        if cached is None or cached[0] is not target:
+            table: dict[str, list[tuple[list[str], IRType]]] = {}
+            for path in self._nested_paths(target, 4):
+                table.setdefault("_".join(path[0]), []).append(path)
+            cached = self._alias_maps[id(target)] = (target, table)
+        return cached[1]
 
     def _dotted(self, parts: list[str], target: IRType) -> tuple[list[str], IRType] | None:
         type_ = target

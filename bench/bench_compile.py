@@ -11,6 +11,7 @@ at least 10,000 lines across many files into a temporary folder, then prints:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -18,8 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from auwgent.compiler.parser import parse
-from auwgent.compiler.source import SourceFile
+SRC = Path(__file__).resolve().parents[1] / "src"
+try:
+    import auwgent  # noqa: F401
+except ImportError:  # run from a checkout without installing: use its sources
+    sys.path.insert(0, str(SRC))
+
+from auwgent.compiler.parser import parse  # noqa: E402
+from auwgent.compiler.source import SourceFile  # noqa: E402
 
 TARGET_SECONDS = 0.5
 
@@ -152,6 +159,7 @@ def parse_throughput(root: Path, passes: int) -> tuple[float, float]:
 def check_wall_time(root: Path, runs: int) -> float:
     """Median wall seconds of ``python -m auwgent check`` on ``root``, process start included."""
     times = []
+    pythonpath = os.environ.get("PYTHONPATH", "")
     for _ in range(runs):
         started = time.perf_counter()
         result = subprocess.run(
@@ -159,6 +167,7 @@ def check_wall_time(root: Path, runs: int) -> float:
             capture_output=True,
             text=True,
             check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), pythonpath]))},
         )
         times.append(time.perf_counter() - started)
         if result.returncode != 0:

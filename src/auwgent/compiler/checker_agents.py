@@ -7,7 +7,7 @@ method per construct. It runs on one file at a time (``in_file``).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
@@ -15,6 +15,7 @@ from .checker_prompts import PromptChecker
 from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, display, resolve
 from .diagnostics import Note, did_you_mean
 from .lower import example_candidates, select_examples
+from .members import AgentParts, agent_parts
 from .modules import is_exported
 from .source import Span
 
@@ -40,21 +41,6 @@ MAX_EXAMPLES = 5
 Callables = dict[str, tuple[str, Span]]
 
 
-@dataclass(slots=True)
-class AgentParts:
-    """The members of one agent or helper block, grouped by kind (source order kept)."""
-
-    configs: list[n.ConfigBlock] = field(default_factory=list)
-    contexts: list[n.ContextBlock] = field(default_factory=list)
-    inputs: list[n.InputDecl] = field(default_factory=list)
-    outputs: list[n.OutputDecl] = field(default_factory=list)
-    tools: list[n.ToolDecl] = field(default_factory=list)
-    workflows: list[n.WorkflowDecl] = field(default_factory=list)
-    helpers: list[n.HelpersBlock] = field(default_factory=list)
-    intents: list[n.IntentAttach] = field(default_factory=list)
-    descriptions: list[n.DescriptionEntry] = field(default_factory=list)
-
-
 @dataclass(frozen=True, slots=True)
 class AgentScope:
     """What every workflow of one agent sees: its tools, context and non-callable names.
@@ -67,34 +53,6 @@ class AgentScope:
     owner: str
     not_callable: dict[str, str]
     scoped: dict[str, tuple[ToolSig, Span]]
-
-
-def agent_parts(decl: n.AgentDecl) -> AgentParts:
-    """Group the members of ``decl`` (tools of ``tools {}`` blocks flattened)."""
-    parts = AgentParts()
-    for member in decl.members:
-        match member:
-            case n.ConfigBlock():
-                parts.configs.append(member)
-            case n.ContextBlock():
-                parts.contexts.append(member)
-            case n.InputDecl():
-                parts.inputs.append(member)
-            case n.OutputDecl():
-                parts.outputs.append(member)
-            case n.ToolDecl():
-                parts.tools.append(member)
-            case n.ToolsBlock(tools=tools):
-                parts.tools.extend(tools)
-            case n.WorkflowDecl():
-                parts.workflows.append(member)
-            case n.HelpersBlock():
-                parts.helpers.append(member)
-            case n.IntentAttach():
-                parts.intents.append(member)
-            case n.DescriptionEntry():
-                parts.descriptions.append(member)
-    return parts
 
 
 class AgentChecker(PromptChecker):

@@ -20,6 +20,7 @@ from .. import _version
 from ..ir import with_hash
 from . import nodes as n
 from .diagnostics import Diagnostic, error
+from .members import agent_parts
 from .modules import FileScope, ModuleGraph, Symbol
 from .source import SourceFile, Span
 
@@ -187,8 +188,6 @@ class _AgentLowering:
     def __init__(self, lowering: _Lowering, decl: n.AgentDecl) -> None:
         self.low = lowering
         self.decl = decl
-        from .checker_agents import agent_parts
-
         self.parts = agent_parts(decl)
 
     def build(self) -> JSON:

@@ -39,6 +39,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.providers.http import (
     RetryPolicy,
     Timeouts,
+    error_in_body,
     is_event_stream,
     iter_sse,
     open_response,
@@ -203,10 +204,9 @@ class _Decoder:
     def feed(self, chunk: Any) -> list[StreamEvent]:
         if not isinstance(chunk, dict):
             raise ProviderError(self._provider, "unexpected response shape (not a JSON object)")
-        if "error" in chunk:
-            error = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise ProviderError(self._provider, str(message or "error event in stream"))
+        failure = error_in_body(chunk, self._provider)
+        if failure is not None:
+            raise failure
         self._note_usage(chunk.get("usageMetadata"))
         feedback = chunk.get("promptFeedback") or {}
         if feedback.get("blockReason"):
@@ -271,7 +271,9 @@ class _Decoder:
 
 
 def _model_path(model: str) -> str:
-    return model if model.startswith("models/") else f"models/{model}"
+    # "gemini-2.5-flash" → "models/gemini-2.5-flash"; full names ("models/...",
+    # "tunedModels/...") are kept.
+    return model if "/" in model else f"models/{model}"
 
 
 class GeminiProvider:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RetryPolicy",
     "Timeouts",
+    "error_in_body",
     "error_message",
     "is_event_stream",
     "iter_sse",
@@ -153,6 +154,17 @@ def error_message(body: bytes, *, fallback: str) -> str:
         if isinstance(value, str) and value:
             return value
     return fallback
+
+
+def error_in_body(payload: Any, provider: str) -> ProviderError | None:
+    """The error an API reported inside a 200 body or a stream event, if there is one."""
+    if not isinstance(payload, dict) or "error" not in payload:
+        return None
+    error = payload["error"]
+    code = error.get("code") if isinstance(error, dict) else None
+    message = error_message(json.dumps(payload).encode(), fallback="error event in the response")
+    status = code if isinstance(code, int) and not isinstance(code, bool) else None
+    return ProviderError(provider, message, status=status)
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

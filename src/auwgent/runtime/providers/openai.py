@@ -29,6 +29,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.providers.http import (
     RetryPolicy,
     Timeouts,
+    error_in_body,
     is_event_stream,
     iter_sse,
     open_response,
@@ -116,10 +117,9 @@ def _usage(payload: Any) -> Usage | None:
 def _first_choice(chunk: Any, provider: str) -> dict[str, Any] | None:
     if not isinstance(chunk, dict):
         raise ProviderError(provider, "unexpected response shape (not a JSON object)")
-    if "error" in chunk:
-        error = chunk["error"]
-        message = error.get("message") if isinstance(error, dict) else str(error)
-        raise ProviderError(provider, str(message or "error event in stream"))
+    failure = error_in_body(chunk, provider)
+    if failure is not None:
+        raise failure
     choices = chunk.get("choices") or []
     for choice in choices:
         if isinstance(choice, dict) and choice.get("index", 0) == 0:

@@ -461,6 +461,8 @@ class WorkflowChecker:
 
     def _let(self, stmt: n.LetStmt, env: Env) -> None:
         ty = widen(self.exprs.type_of(stmt.value, env))
+        if ty == NULL:
+            ty = UNKNOWN  # `let x = null` is a placeholder: any later value may be assigned
         scope = env.scopes[-1]
         name = stmt.name.text
         if name in scope:

@@ -399,9 +399,7 @@ class _Parser:
         while not self.at(K.EOF):
             start = self.pos
             try:
-                decl = self.parse_decl()
-                if decl is not None:
-                    decls.append(decl)
+                decls.append(self.parse_decl())
             except _Bail:
                 self.skip_to_declaration()
             if self.pos == start:
@@ -419,7 +417,7 @@ class _Parser:
                     return
             self.advance()
 
-    def parse_decl(self) -> n.Decl | None:
+    def parse_decl(self) -> n.Decl:
         token = self.peek()
         if token.kind is K.IDENT and token.text == "import":
             return self.parse_import()
@@ -429,7 +427,15 @@ class _Parser:
         word = token.text if token.kind is K.IDENT else ""
         parse = _DECL_PARSERS.get(word)
         if parse is None:
-            if word in _MEMBER_WORDS or word == "helpers":
+            if token.kind is K.RBRACE:
+                self.report(
+                    "E0102",
+                    "unexpected `}`: no block is open here",
+                    token.span,
+                    help="remove it, or look for a `}` too many in the block above",
+                )
+                raise _Bail()
+            if word in _MEMBER_WORDS:
                 self.report(
                     "E0102",
                     f"`{'default config' if word == 'default' else word}` can only appear "

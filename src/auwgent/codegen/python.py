@@ -196,9 +196,18 @@ def _string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    """``text`` with control characters written as escapes: source may not hold them."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _docstring(text: str) -> list[str]:
     """The lines of a triple-quoted docstring holding ``text`` safely."""
     safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
+    safe = _visible(safe)
     if safe.endswith('"'):
         safe = safe[:-1] + '\\"'
     # Long lines (descriptions written in the .agent file) are wrapped to keep the module
@@ -376,7 +385,7 @@ def _typed_dict_part(
     # Keys that are not Python names need the functional syntax; its values are evaluated at
     # import time, so annotations are quoted to allow forward references.
     if doc:
-        for line in doc.splitlines():
+        for line in _visible(doc).splitlines():
             w.fill(f"# {line}".rstrip())
     w.fill(f"{name} = TypedDict(")
     with w.indent():
@@ -410,7 +419,7 @@ def _typed_dict_class(
 
 def _field_comment(w: CodeWriter, f: _Field) -> None:
     if f.description:
-        for line in f.description.splitlines():
+        for line in _visible(f.description).splitlines():
             w.fill(f"#: {line}".rstrip())
 
 

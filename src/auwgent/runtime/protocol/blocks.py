@@ -54,7 +54,8 @@ _CALL_KINDS: Mapping[str, Literal["tool", "workflow", "helper"]] = {
 # An unknown `[kind: name]` is taken for a block (and rejected) only when the kind looks like
 # a protocol word; `[TODO: fix]` or `[Note: x]` in a reply stay text.
 _PROTOCOLISH = re.compile(r"\A[a-z_]*(?:call|tool|function|intent|schema|response|result|output)")
-_MAX_HEADER = 200  # a longer line starting with `[` is text, not a header
+_MAX_HEADER = 200
+_LINE_OR_BRACKET = re.compile(r"[\[\n]")  # a longer line starting with `[` is text, not a header
 _MAX_CLOSER = 40
 
 _HEADER = re.compile(
@@ -188,7 +189,8 @@ class BlocksDecoder:
         self._text_output = contract.output["kind"] == "text"
         self._segment = 0
         self._line_start = True
-        self._header: str | None = None  # a line start `[...` not yet known to be a header
+        self._header: str | None = None  # a `[...` not yet known to be a header
+        self._midline = False  # that `[` came after text on its line
         self._block: _Block | None = None
         self._blocks_seen = False
         self._pre: list[str] = []  # text before the first block
@@ -212,7 +214,7 @@ class BlocksDecoder:
         """End of stream: finish a header or block left open, then the unframed text."""
         if self._header is not None:
             header, self._header = self._header, None
-            if not self._open(header, header):
+            if self._midline or not self._open(header, header):
                 self._outside_text(header)
         if self._block is not None:
             block = self._block
@@ -247,19 +249,24 @@ class BlocksDecoder:
                     j += 1
                 if j < n and s[j] == "[":
                     self._outside_text(s[i:j])
-                    self._header, self._line_start = "[", False
+                    self._header, self._line_start, self._midline = "[", False, False
                     i = j + 1
                     continue
                 if j == n:
                     self._outside_text(s[i:])
                     return n
                 self._line_start = False
-            newline = s.find("\n", i)
-            if newline < 0:
+            stop = _LINE_OR_BRACKET.search(s, i)
+            if stop is None:
                 self._outside_text(s[i:])
                 return n
-            self._outside_text(s[i : newline + 1])
-            self._line_start, i = True, newline + 1
+            k = stop.start()
+            self._outside_text(s[i : k + 1] if s[k] == "\n" else s[i:k])
+            if s[k] == "\n":
+                self._line_start = True
+            else:  # a header may also follow text on its line (`Sure. [tool_call: x]`)
+                self._header, self._midline = "[", True
+            i = k + 1
         return i
 
     def _grow_header(self, s: str, i: int) -> int:
@@ -276,7 +283,7 @@ class BlocksDecoder:
         if char == "]" and self._open(candidate + "]", candidate + "]"):
             self._header = None
             return k + 1
-        if char == "\n" and self._open(candidate, candidate + "\n"):
+        if char == "\n" and not self._midline and self._open(candidate, candidate + "\n"):
             self._header = None
             return k + 1
         self._header = candidate
@@ -306,6 +313,8 @@ class BlocksDecoder:
         if match is None:
             return False
         word = match.group("kind").lower()
+        if self._midline and word not in KINDS:
+            return False  # after text on a line only the protocol's own kinds open a block
         ok, name = _clean_name(match.group("name"))
         if not ok or (word not in KINDS and not (name and _PROTOCOLISH.search(match["kind"]))):
             return False  # `[Note]`, `[TODO: fix]`, `[see: the docs]`: ordinary text

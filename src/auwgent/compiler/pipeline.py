@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CompileError
 from . import nodes as n
 from .checker import check
-from .diagnostics import Diagnostic, error, sort_key
+from .diagnostics import Diagnostic, error, render_all, sort_key
 from .lower import lower_file
 from .modules import resolve_modules
 from .parser import parse
@@ -54,6 +55,14 @@ class CompileResult:
     def warnings(self) -> tuple[Diagnostic, ...]:
         """The warning diagnostics only."""
         return tuple(d for d in self.diagnostics if not d.is_error)
+
+    def raise_for_errors(self) -> None:
+        """Raise ``CompileError`` with the rendered errors, if there are any."""
+        if self.ok:
+            return
+        errors = self.errors
+        count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
+        raise CompileError(f"{count} in the .agent sources:\n\n{render_all(errors, color=False)}")
 
 
 def compile_sources(sources: Mapping[str, str]) -> CompileResult:

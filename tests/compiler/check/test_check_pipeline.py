@@ -113,3 +113,17 @@ def test_a_file_with_syntax_errors_gets_no_follow_on_checker_errors() -> None:
     assert ("bad.agent", "E0") in codes_by_file
     assert not any(path == "bad.agent" and code == "E2" for path, code in codes_by_file)
     assert ("other.agent", "E2") in codes_by_file  # the healthy file is still checked
+
+
+def test_raise_for_errors_carries_the_rendered_errors() -> None:
+    import pytest
+
+    from auwgent.errors import CompileError
+
+    compile_sources({"main.agent": MAIN, "lib/models.agent": MODELS}).raise_for_errors()
+    broken = compile_sources({"main.agent": MAIN.replace("model: M", "model: N")})
+    with pytest.raises(CompileError) as caught:
+        broken.raise_for_errors()
+    text = str(caught.value)
+    assert text.startswith("2 errors in the .agent sources:")
+    assert "error[E2011]: unknown model `N`" in text and " --> main.agent:" in text

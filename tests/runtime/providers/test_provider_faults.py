@@ -209,3 +209,20 @@ async def test_embeddings_through_the_fake_server(setup: Setup) -> None:
     assert many[0] == one[0]
     assert len(many) == 2 and many[0] != many[1]
     assert all(len(v) == 8 for v in many)
+
+
+async def test_a_slow_first_event_waits_for_first_byte_not_idle(
+    setup: Setup, summarise: Summarise
+) -> None:
+    # Headers at once, then silence while the model "thinks": allowed up to first_byte.
+    timeouts = Timeouts(connect=2.0, first_byte=1.5, idle=0.2)
+    with setup.serve([stall(0.5, after_chunks=0, reply=text("thought it through"))]) as server:
+        events = await _collect(setup.provider(server, timeouts=timeouts))
+    assert summarise(events)["text"] == "thought it through"
+
+
+async def test_a_first_event_later_than_first_byte_fails(setup: Setup) -> None:
+    timeouts = Timeouts(connect=2.0, first_byte=0.3, idle=0.1)
+    with setup.serve([stall(5.0, after_chunks=0)]) as server:
+        with pytest.raises(ProviderError, match="no data for 0.3s"):
+            await _collect(setup.provider(server, timeouts=timeouts))

@@ -301,6 +301,10 @@ class GeminiProvider:
     def __repr__(self) -> str:
         return f"GeminiProvider(name={self.name!r}, base_url={self.base_url!r})"
 
+    def _clocks(self) -> dict[str, Any]:
+        t = self._timeouts
+        return {"provider": self.name, "idle": t.idle, "first": t.first_byte}
+
     def _open(self, model: str, method: str, body: Mapping[str, Any]) -> Any:
         headers = {"x-goog-api-key": self._api_key} if self._api_key else {}
         request = self._client.build_request(
@@ -324,14 +328,14 @@ class GeminiProvider:
         body = build_gemini_body(request, self._signatures)
         decoder = _Decoder(self.name, self._signatures)
         method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
-        idle = self._timeouts.idle
+        clocks = self._clocks()
         async with self._open(request.model, method, body) as response:
             if request.stream and is_event_stream(response):
-                async for data in iter_sse(response, provider=self.name, idle=idle):
+                async for data in iter_sse(response, **clocks):
                     for event in decoder.feed(parse_json_chunk(data, provider=self.name)):
                         yield event
             else:
-                payload = await read_json(response, provider=self.name, idle=idle)
+                payload = await read_json(response, **clocks)
                 # Without alt=sse (some gateways drop it) the stream is one JSON array.
                 for item in payload if isinstance(payload, list) else [payload]:
                     for event in decoder.feed(item):
@@ -368,4 +372,4 @@ class GeminiProvider:
 
     async def _post_json(self, model: str, method: str, body: Mapping[str, Any]) -> Any:
         async with self._open(model, method, body) as response:
-            return await read_json(response, provider=self.name, idle=self._timeouts.idle)
+            return await read_json(response, **self._clocks())

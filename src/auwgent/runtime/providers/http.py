@@ -78,8 +78,9 @@ class Timeouts:
     """Per-request time limits, in seconds.
 
     ``connect``: opening the connection. ``first_byte``: from sending the request to receiving
-    the response headers. ``idle``: the longest silence allowed between two pieces of a
-    response body. The limit on a whole run belongs to the engine.
+    the response headers, and again from the headers to the first piece of the body.
+    ``idle``: the longest silence allowed between two later pieces of a response body. The
+    limit on a whole run belongs to the engine.
     """
 
     connect: float = 10.0
@@ -279,24 +280,32 @@ async def open_response(
     raise failure
 
 
-async def _chunks(response: httpx.Response, *, provider: str, idle: float) -> AsyncIterator[bytes]:
-    """The raw body, failing with ``ProviderError`` on silence longer than ``idle``."""
+async def _chunks(
+    response: httpx.Response, *, provider: str, idle: float, first: float | None = None
+) -> AsyncIterator[bytes]:
+    """The body, failing with ``ProviderError`` on silence longer than ``idle``.
+
+    The first piece may take up to ``first`` seconds instead: a model that thinks before it
+    answers sends its headers at once and its first data much later.
+    """
     import httpx
 
     stream = response.aiter_bytes().__aiter__()
+    limit = idle if first is None else max(first, idle)
     while True:
         try:
-            chunk = await _within(idle, stream.__anext__())
+            chunk = await _within(limit, stream.__anext__())
         except StopAsyncIteration:
             return
         except (asyncio.TimeoutError, TimeoutError):
             raise ProviderError(
-                provider, f"stream stalled: no data for {idle:g}s (idle timeout)"
+                provider, f"stream stalled: no data for {limit:g}s (idle timeout)"
             ) from None
         except httpx.HTTPError as exc:
             raise ProviderError(
                 provider, f"stream interrupted ({type(exc).__name__}: {exc})"
             ) from None
+        limit = idle
         yield chunk
 
 
@@ -305,7 +314,9 @@ def is_event_stream(response: httpx.Response) -> bool:
     return "json" not in response.headers.get("content-type", "")
 
 
-async def iter_sse(response: httpx.Response, *, provider: str, idle: float) -> AsyncIterator[str]:
+async def iter_sse(
+    response: httpx.Response, *, provider: str, idle: float, first: float | None = None
+) -> AsyncIterator[str]:
     """The ``data`` payloads of a server-sent event stream, one string per event.
 
     Comments, ``event:``/``id:`` fields and keep-alives are skipped; multi-line ``data`` is
@@ -313,7 +324,7 @@ async def iter_sse(response: httpx.Response, *, provider: str, idle: float) -> A
     """
     buffer = b""
     data: list[str] = []
-    async for chunk in _chunks(response, provider=provider, idle=idle):
+    async for chunk in _chunks(response, provider=provider, idle=idle, first=first):
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for raw in lines:
@@ -341,7 +352,10 @@ def parse_json_chunk(text: str | bytes, *, provider: str) -> Any:
         raise ProviderError(provider, f"malformed JSON from the API: {excerpt!r}") from None
 
 
-async def read_json(response: httpx.Response, *, provider: str, idle: float) -> Any:
+async def read_json(
+    response: httpx.Response, *, provider: str, idle: float, first: float | None = None
+) -> Any:
     """Read a whole (non-streaming) JSON body under the idle timeout."""
-    parts = [chunk async for chunk in _chunks(response, provider=provider, idle=idle)]
+    pieces = _chunks(response, provider=provider, idle=idle, first=first)
+    parts = [chunk async for chunk in pieces]
     return parse_json_chunk(b"".join(parts), provider=provider)

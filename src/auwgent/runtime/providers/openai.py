@@ -172,6 +172,10 @@ class OpenAIProvider:
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
 
+    def _clocks(self) -> dict[str, Any]:
+        t = self._timeouts
+        return {"provider": self.name, "idle": t.idle, "first": t.first_byte}
+
     def _request(self, path: str, body: Mapping[str, Any]) -> httpx.Request:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         return self._client.build_request(
@@ -200,14 +204,14 @@ class OpenAIProvider:
                 async for event in self._streamed(response):
                     yield event
             else:
-                payload = await read_json(response, provider=self.name, idle=self._timeouts.idle)
+                payload = await read_json(response, **self._clocks())
                 for event in self._whole(payload):
                     yield event
 
     async def _streamed(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         finish: str | None = None
         usage: Usage | None = None
-        async for data in iter_sse(response, provider=self.name, idle=self._timeouts.idle):
+        async for data in iter_sse(response, **self._clocks()):
             if data.strip() == "[DONE]":
                 break
             chunk = parse_json_chunk(data, provider=self.name)
@@ -253,7 +257,7 @@ class OpenAIProvider:
         if not texts:
             return []
         async with self._open("/embeddings", {"model": model, "input": list(texts)}) as response:
-            payload = await read_json(response, provider=self.name, idle=self._timeouts.idle)
+            payload = await read_json(response, **self._clocks())
         rows = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(rows, list) or len(rows) != len(texts):
             raise ProviderError(self.name, "embeddings response does not match the input count")

@@ -43,6 +43,7 @@ class CheckState:
     used_imports: set[tuple[str, str]] = field(default_factory=set)
     types: dict[str, Obj] = field(default_factory=dict)
     prompt_uses: set[tuple[str, str]] = field(default_factory=set)
+    custom_urls: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 class Checker:

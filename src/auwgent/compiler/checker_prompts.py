@@ -7,13 +7,14 @@ arguments and, for the agent that uses it, the ``ctx`` fields and schema targets
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from . import nodes as n
 from .checker import PROVIDERS, Checker, env_for_prompt
 from .checker_exprs import Env
 from .checker_types import FieldTy
-from .diagnostics import did_you_mean
+from .diagnostics import Note, did_you_mean
 from .source import Span
 
 
@@ -111,11 +112,14 @@ class PromptChecker(Checker):
                 help=f"`{name}{shape}`",
             )
             return
+        strings = [arg for arg in call.args[:low] if _string_value(arg)]
         for arg in call.args[:low]:
-            if not (isinstance(arg, n.Literal) and isinstance(arg.value, str) and arg.value):
+            if not _string_value(arg):
                 self.report(
                     "E2027", f"the arguments of `{name}` must be non-empty strings", arg.span
                 )
+        if name == "custom" and len(strings) == low:
+            self._custom_provider(call.args[0], call.args[1])
         if len(call.args) == high:
             options = call.args[-1]
             if isinstance(options, n.ObjectExpr):
@@ -127,6 +131,36 @@ class PromptChecker(Checker):
                     options.span,
                     help="e.g. `{ temperature: 0.7 }`",
                 )
+
+    def _custom_provider(self, id_arg: n.Expr, url_arg: n.Expr) -> None:
+        """A custom id names API-key fields and variables, and maps to one base URL."""
+        ident, url = _string_value(id_arg), _string_value(url_arg)
+        if not _CUSTOM_ID.fullmatch(ident):
+            self.report(
+                "E2027",
+                f'custom provider id "{ident}" must be letters, digits, `-` or `_`, starting '
+                "with a letter",
+                id_arg.span,
+                help="it becomes the API key field (`myGroqApiApiKey`) and variable "
+                "(`MY_GROQ_API_API_KEY`)",
+            )
+        if not url.startswith(("http://", "https://")):
+            self.report(
+                "E2027",
+                f'base URL "{url}" must start with http:// or https://',
+                url_arg.span,
+                help='e.g. "https://api.groq.com/openai/v1"',
+            )
+        line, _ = self.source.line_col(url_arg.span.start)
+        first = self.state.custom_urls.setdefault(ident, (url, f"{self.scope.path}:{line}"))
+        if first[0] != url:
+            self.report(
+                "E2076",
+                f'custom provider "{ident}" is given two base URLs',
+                url_arg.span,
+                notes=[Note(f'"{first[0]}" at {first[1]}')],
+                help="one id is one endpoint (and one API key); give the other a new id",
+            )
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -264,6 +298,14 @@ class PromptChecker(Checker):
         params = self.fields_of(decl.params or (), "parameter")
         del self.state.diagnostics[before:]
         return params
+
+
+_CUSTOM_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _string_value(expr: n.Expr) -> str:
+    """The value of a non-empty string literal, else ``""``."""
+    return expr.value if isinstance(expr, n.Literal) and isinstance(expr.value, str) else ""
 
 
 def _ctx_nodes(items: tuple[n.PromptItem, ...]) -> Iterator[n.CtxRef | n.TSchema]:

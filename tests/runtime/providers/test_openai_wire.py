@@ -261,3 +261,30 @@ async def test_a_json_error_in_place_of_a_stream_says_what_went_wrong() -> None:
         request = ModelRequest(model="m", system="", messages=())
         with pytest.raises(ProviderError, match="my-gateway API error: Upstream model unavailable"):
             [e async for e in provider.stream(request)]
+
+
+async def test_a_refusal_reaches_the_engine_as_text(summarise: Summarise) -> None:
+    streamed = (
+        b'data: {"choices": [{"index": 0, "delta": {"role": "assistant", "refusal": ""}}]}\n\n'
+        b'data: {"choices": [{"index": 0, "delta": {"refusal": "I can\'t help with that."}}]}\n\n'
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    whole = json.dumps(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "refusal": "I can't help with that.",
+                    },
+                    "finish_reason": "stop",
+                }
+            ]
+        }
+    ).encode()
+    stream_events = await _events(streamed, stream=True)
+    assert summarise(stream_events)["text"] == "I can't help with that."
+    assert summarise(stream_events) == summarise(await _events(whole, stream=False))

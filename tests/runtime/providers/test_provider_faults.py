@@ -226,3 +226,10 @@ async def test_a_first_event_later_than_first_byte_fails(setup: Setup) -> None:
     with setup.serve([stall(5.0, after_chunks=0)]) as server:
         with pytest.raises(ProviderError, match="no data for 0.3s"):
             await _collect(setup.provider(server, timeouts=timeouts))
+
+
+async def test_a_key_echoed_by_the_api_is_redacted(setup: Setup) -> None:
+    with setup.serve([status(400, message=f"API key {KEY} is not valid for this model")]) as server:
+        with pytest.raises(ProviderError) as caught:
+            await _collect(setup.provider(server))
+    assert KEY not in str(caught.value) and "API key *** is not valid" in str(caught.value)

@@ -256,3 +256,8 @@ def test_sse_events_do_not_depend_on_where_the_network_splits(cuts: list[int]) -
     assert payloads[:-1] == [
         line[6:] for line in body.decode().splitlines() if line.startswith("data: {")
     ]
+
+
+async def test_sse_keeps_multibyte_characters_split_across_pieces() -> None:
+    body = 'data: {"text": "Accra ☀️ 31°C"}\n\n'.encode()
+    assert await _sse_payloads(body, len(body)) == ['{"text": "Accra ☀️ 31°C"}']

@@ -129,7 +129,9 @@ def _first_choice(chunk: Any, provider: str) -> dict[str, Any] | None:
 
 def _delta_events(delta: Mapping[str, Any]) -> list[StreamEvent]:
     events: list[StreamEvent] = []
-    content = delta.get("content")
+    # A refusal (structured outputs) is the model's answer too: pass it on as text rather
+    # than an empty reply that would hide why.
+    content = delta.get("content") or delta.get("refusal")
     if content:
         events.append(TextDelta(content))
     for fragment in delta.get("tool_calls") or ():
@@ -234,8 +236,9 @@ class OpenAIProvider:
             raise ProviderError(self.name, "response has no choices")
         message = choice.get("message") or {}
         events: list[StreamEvent] = []
-        if message.get("content"):
-            events.append(TextDelta(message["content"]))
+        content = message.get("content") or message.get("refusal")
+        if content:
+            events.append(TextDelta(content))
         for index, call in enumerate(message.get("tool_calls") or ()):
             function = call.get("function") or {}
             events.append(

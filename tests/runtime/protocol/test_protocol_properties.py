@@ -12,7 +12,7 @@ from protocol_contracts import CONTRACTS, STRING, fld
 from auwgent.runtime.protocol import BlocksCodec
 from auwgent.runtime.protocol.contract import DecodeEvent, FinalEvent, PartialEvent
 from auwgent.runtime.protocol.section import render_args
-from auwgent.runtime.protocol.values import parse_body
+from auwgent.runtime.protocol.values import BodyError, parse_body
 from auwgent.runtime.providers.base import TextDelta
 
 FIELDS = [
@@ -88,3 +88,48 @@ def test_any_chunking_decodes_to_the_same_events(
     assert [e for e in _decode(chunks) if not isinstance(e, PartialEvent)] == whole
     assert [e for e in _decode(list(stream)) if not isinstance(e, PartialEvent)] == whole
     assert all(e.raw for e in whole if isinstance(e, FinalEvent))
+
+
+noise = st.lists(
+    st.sampled_from(
+        [
+            "[",
+            "]",
+            "{",
+            "}",
+            ":",
+            "=",
+            ",",
+            "\n",
+            "  ",
+            "- ",
+            '"',
+            "'",
+            "\\",
+            "|",
+            "title",
+            "tags",
+            "meta",
+            "meta.owner",
+            "meta_rank",
+            "x",
+            "1",
+            "null",
+            "```",
+            "//",
+            "/*",
+            "*/",
+        ]
+    ),
+    max_size=25,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(noise)
+def test_any_body_reads_or_is_refused_with_a_message(body: str) -> None:
+    assert isinstance(parse_body(body, FIELDS, {}, partial=True), dict)
+    try:
+        parse_body(body, FIELDS, {})
+    except BodyError as error:
+        assert str(error)

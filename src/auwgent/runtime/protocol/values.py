@@ -65,6 +65,21 @@ def parse_body(
     as far as they go and conflicting duplicates keep the later value. ``json_prefix``, the
     body's :class:`JsonPrefix` tracker, lets a streaming JSON body be read at C speed.
     """
+    if partial:
+        try:
+            return _parse_body(text, fields, types, True, json_prefix)
+        except BodyError:
+            return {}  # too broken to show yet; the final read will say why
+    return _parse_body(text, fields, types, False, None)
+
+
+def _parse_body(
+    text: str,
+    fields: Sequence[IRField],
+    types: Types,
+    partial: bool,
+    json_prefix: JsonPrefix | None,
+) -> dict[str, Any]:
     target = object_type(fields)
     body = _strip_fence(text.replace("\r\n", "\n")).strip()
     if not body:

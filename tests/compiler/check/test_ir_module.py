@@ -105,3 +105,13 @@ def _break(doc: dict[str, Any], mutate: str) -> dict[str, Any]:
 def test_schema_rejects_broken_documents(mutate: str) -> None:
     doc = _load(HANDMADE / "workflow.agent.json")
     assert not _validator().is_valid(_break(doc, mutate))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_handmade_documents_are_what_the_compiler_writes(path: Path) -> None:
+    from auwgent.compiler.pipeline import compile_sources
+
+    source = path.with_name(path.name[: -len(".json")])
+    result = compile_sources({source.name: source.read_text(encoding="utf-8")})
+    assert result.ok, result.diagnostics
+    assert dumps_ir(result.documents[source.name]) == path.read_text(encoding="utf-8")

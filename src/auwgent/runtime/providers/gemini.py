@@ -149,7 +149,9 @@ class _History:
             try:
                 args = json.loads(call.arguments) if call.arguments.strip() else {}
             except ValueError:
-                args = {}
+                args = {}  # the model's broken arguments were already answered with an error
+            if not isinstance(args, dict):
+                args = {"value": args}  # Gemini accepts only an object here
             function_call: dict[str, Any] = {"name": call.name, "args": args}
             if not call.id.startswith(_MADE_ID_PREFIX):
                 function_call["id"] = call.id

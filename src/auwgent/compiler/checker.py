@@ -51,6 +51,7 @@ class Checker:
 
     def __init__(self, state: CheckState) -> None:
         self.state = state
+        # Any file will do until ``in_file`` picks the one being checked.
         self.scope: FileScope = next(iter(state.graph.scopes.values()))
         self.exprs = ExprChecker(self.report, state.types)
 
@@ -268,6 +269,7 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
     Files in ``skip`` (those with syntax errors) are not checked themselves: a half-parsed
     block would only produce follow-on errors. Their declarations still resolve for others.
     """
+    # Imported here: checker_agents builds on the Checker class defined in this module.
     from .checker_agents import AgentChecker
 
     state = CheckState(graph)

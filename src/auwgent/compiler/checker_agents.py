@@ -16,7 +16,7 @@ from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, display, resolve
 from .diagnostics import Note, did_you_mean
 from .lower import example_candidates, select_examples
 from .members import AgentParts, agent_parts
-from .modules import is_exported
+from .modules import is_exported, kind_word
 from .source import Span
 
 CONFIG_KEYS = ("model", "prompt", "embedding", "description", "maxToolLoops", "protocol")
@@ -152,7 +152,7 @@ class AgentChecker(PromptChecker):
                 help="rename the declaration or drop the import",
             )
             return
-        self.duplicate(name, seen, _decl_word(decl))
+        self.duplicate(name, seen, kind_word(decl))
 
     def _outside_agent(self, decl: n.ToolDecl | n.WorkflowDecl) -> None:
         if decl.export_span is not None:
@@ -611,14 +611,6 @@ class AgentChecker(PromptChecker):
             notes=[Note(f"kept: {kept}"), Note(f"dropped: {names}")],
             help="keep the examples that teach the most; see docs/checker.md for the rule",
         )
-
-
-def _decl_word(decl: n.Decl) -> str:
-    if isinstance(decl, n.AgentDecl):
-        return decl.kind
-    return {n.ModelDecl: "model", n.TypeDecl: "type", n.PromptDecl: "prompt"}.get(
-        type(decl), "intent"
-    )
 
 
 def _params_help(params: tuple[FieldTy, ...]) -> str:

@@ -31,6 +31,8 @@ CASE_CONTRACT = {
     "schema_single": "person",
     "schema_unnamed": "person",
     "schema_unframed_json": "person",
+    "schema_unframed_prose": "person",
+    "schema_unframed_inline": "person",
     "schema_wrong_kind": "person",
     "union_variant": "union",
     "union_unnamed": "union",

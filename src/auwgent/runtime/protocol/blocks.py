@@ -33,7 +33,13 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.protocol.values import BodyError, JsonPrefix, parse_body, parse_value
+from auwgent.runtime.protocol.values import (
+    BodyError,
+    JsonPrefix,
+    embedded_object,
+    parse_body,
+    parse_value,
+)
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent, TextDelta
 
 __all__ = ["BlocksCodec", "BlocksDecoder", "PartialBudget", "TextStream"]
@@ -534,7 +540,7 @@ class BlocksDecoder:
             return
         name, type_ = variants[0]
         try:
-            response = parse_value(raw, type_, self.contract.types)
+            response = parse_value(embedded_object(raw), type_, self.contract.types)
         except BodyError as error:
             message = f"the answer must be a [schema: {name}] block ({error})"
             self._events.append(RejectedEvent("response_schema", name, segment, message, raw))

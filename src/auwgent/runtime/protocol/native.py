@@ -33,6 +33,7 @@ from auwgent.runtime.protocol.contract import (
 from auwgent.runtime.protocol.values import (
     BodyError,
     JsonPrefix,
+    embedded_object,
     object_type,
     parse_body,
     parse_value,
@@ -289,7 +290,7 @@ class NativeDecoder:
             return
         name, type_ = self._variants[0]
         try:
-            response = parse_value(text, type_, self.contract.types)
+            response = parse_value(embedded_object(text), type_, self.contract.types)
         except BodyError as error:
             message = f"the answer must be a {name} object: {error}"
             self._events.append(RejectedEvent("response_schema", name, segment, message, raw))

@@ -35,6 +35,7 @@ from auwgent.runtime.schema import IRField, IRType, Types, coerce, field_map, re
 __all__ = [
     "BodyError",
     "JsonPrefix",
+    "embedded_object",
     "loads_loose",
     "object_type",
     "parse_body",
@@ -114,6 +115,18 @@ def parse_value(
         type_,
         types,
     )
+
+
+def embedded_object(text: str) -> str:
+    """The object in an answer that wraps it in prose: the first code fence's content, else
+    the text from the first ``{`` to the last ``}``; the text itself when it is neither."""
+    fence = _ANY_FENCE.search(text)
+    if fence:
+        return fence.group("body")
+    start, end = text.find("{"), text.rfind("}")
+    if 0 < start < end and not _KEY_LINE.match(text):
+        return text[start : end + 1]
+    return text
 
 
 def loads_loose(text: str, *, partial: bool = False) -> Any:
@@ -246,6 +259,7 @@ _DASH_LINE = re.compile(r"[ \t]*-(?:[ \t]+(?P<rest>.*)|$)")
 _FENCE = re.compile(r"\A\s*```[\w-]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\s*\Z", re.S)
 
 
+_ANY_FENCE = re.compile(r"```[\w-]*[ \t\r]*\n(?P<body>.*?)\n?[ \t\r]*```", re.S)
 _OPEN_FENCE = re.compile(r"\s*```[\w-]*[ \t\r]*\n")
 
 

@@ -93,6 +93,7 @@ class PartialBudget:
     spent: int = 0
 
     def allow(self, size: int, consumed: int) -> bool:
+        """Spend ``size`` on a snapshot if the budget for ``consumed`` characters allows."""
         if self.spent + size > self.factor * consumed + self.floor:
             return False
         self.spent += size
@@ -123,6 +124,7 @@ class TextStream:
         self._pending: list[str] = []
 
     def push(self, piece: str) -> None:
+        """Add text as it arrives."""
         if not self.started:
             piece = piece.lstrip()
             if not piece:
@@ -138,14 +140,17 @@ class TextStream:
         self._pending.append(delta)
 
     def has_delta(self) -> bool:
+        """True when text arrived since the last :meth:`take_delta`."""
         return bool(self._pending)
 
     def take_delta(self) -> str:
+        """The text added since the last call."""
         delta = "".join(self._pending)
         self._pending = []
         return delta
 
     def text(self) -> str:
+        """All the text so far (trimmed)."""
         joined = "".join(self._parts)
         self._parts = [joined]
         return joined

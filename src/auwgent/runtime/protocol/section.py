@@ -22,13 +22,19 @@ from auwgent.runtime.schema import IRField, IRType, Types, describe, referenced_
 __all__ = [
     "BLOCK_KIND",
     "NOT_CONFIGURED",
+    "blocks_section",
     "callable_description",
+    "example_block",
     "field_line",
+    "grouped",
     "output_variants",
+    "param_types",
     "render_args",
     "render_outcome",
+    "render_result",
     "render_value",
     "signature",
+    "type_line",
 ]
 
 NOT_CONFIGURED = "[NOT CONFIGURED]"

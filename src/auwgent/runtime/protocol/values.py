@@ -163,6 +163,7 @@ class JsonPrefix:
         self.closed = False  # the top-level value's closing bracket has arrived
 
     def feed(self, piece: str) -> None:
+        """Follow the next piece of the text."""
         base, i, n = self._pos, 0, len(piece)
         while i < n:
             if self._in_string:

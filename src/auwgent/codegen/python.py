@@ -155,7 +155,9 @@ def _sanitised(name: str) -> str:
 
 
 def _pascal(name: str) -> str:
-    return "".join(word[:1].upper() + word[1:] for word in _WORD.findall(name))
+    joined = "".join(word[:1].upper() + word[1:] for word in _WORD.findall(name))
+    # A class name cannot start with a digit (an intent named "_2fa" gives "_2faIntent").
+    return "_" + joined if joined[:1].isdigit() else joined
 
 
 def _camel(name: str) -> str:

@@ -95,18 +95,22 @@ class Token(NamedTuple):
         return f"`{self.text}`"
 
 
+# One match per token: the blanks and line comments before it, then the token. Groups by
+# number: 1 word, 2 punctuation, 3 number, 4 anything the methods below handle (quotes, `/*`,
+# stray characters). Only blanks at the end of the text match no group at all.
 _SCAN = re.compile(
     r"""
-    (?P<space>(?:[ \t\r\f\v\ufeff\n]+|//[^\n]*)+)
-    |(?P<block_comment>/\*)
-    |(?P<triple>\"\"\")
-    |(?P<quote>["'])
-    |(?P<number>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
-    |(?P<ident>[^\W\d]\w*)
-    |(?P<punct>==|!=|<=|>=|&&|\|\||[{}()\[\]:,.@+\-*/%<>=!|?\#])
+    (?:[ \t\r\f\v\ufeff\n]+|//[^\n]*)*
+    (?:
+        ([^\W\d]\w*)
+        |(==|!=|<=|>=|&&|\|\||[{}()\[\]:,.@+\-*%<>=!|?\#]|/(?!\*))
+        |(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+        |([\s\S])
+    )?
     """,
     re.VERBOSE,
 )
+_WORD, _PUNCTUATION, _NUMBER = 1, 2, 3
 
 _ESCAPES = {
     "n": "\n",
@@ -157,36 +161,42 @@ class _Lexer:
         length = len(text)
         tokens = self.tokens
         match_at = _SCAN.match
+        find = text.find
         mapped = self.offsets is not None
         while pos < length:
             match = match_at(text, pos)
-            if match is None:
-                self.report("E0001", f"unexpected character {text[pos]!r}", pos, pos + 1)
-                pos += 1
-                continue
-            group, end = match.lastgroup, match.end()
-            if group == "space":
-                newline = newline or "\n" in match.group()
+            group = match.lastindex if match is not None else None
+            if match is None or group is None:  # only blanks are left
+                break
+            start, end = match.span(group)
+            newline = newline or find("\n", pos, start) != -1
+            if group == _WORD or group == _PUNCTUATION:
+                raw = text[start:end]
+                kind = _IDENT if group == _WORD else _PUNCT[raw]
+                span = self.span(start, end) if mapped else _new(Span, (start, end))
+                tokens.append(_new(Token, (kind, raw, span, newline, None)))
+            elif group == _NUMBER:
+                self.add_number(text[start:end], start, end, newline)
+            else:
+                newline, end = self.slow(start, newline)
                 pos = end
                 continue
-            if group == "ident" or group == "punct":
-                raw = match.group()
-                kind = _IDENT if group == "ident" else _PUNCT[raw]
-                span = self.span(pos, end) if mapped else _new(Span, (pos, end))
-                tokens.append(_new(Token, (kind, raw, span, newline, None)))
-            elif group == "number":
-                self.add_number(match.group(), pos, end, newline)
-            elif group == "block_comment":
-                newline, pos = self.block_comment(pos, newline)
-                continue
-            elif group == "triple":
-                end = self.triple_string(pos, newline)
-            else:
-                end = self.quoted_string(pos, newline)
             newline, pos = False, end
         eof = Token(TokenKind.EOF, self.end_text, self.span(length, length), True)
         tokens.append(eof)
         return tokens
+
+    def slow(self, pos: int, newline: bool) -> tuple[bool, int]:
+        """Strings, block comments and stray characters: the new line state and position."""
+        text = self.text
+        if text.startswith('"""', pos):
+            return False, self.triple_string(pos, newline)
+        if text[pos] == '"' or text[pos] == "'":
+            return False, self.quoted_string(pos, newline)
+        if text.startswith("/*", pos):
+            return self.block_comment(pos, newline)
+        self.report("E0001", f"unexpected character {text[pos]!r}", pos, pos + 1)
+        return newline, pos + 1
 
     def add_number(self, raw: str, start: int, end: int, newline: bool) -> None:
         number: int | float = float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)

@@ -70,6 +70,7 @@ class RecordedRequest:
     query: Mapping[str, str]
     headers: Mapping[str, str]
     body: Any  # the decoded JSON body, or None
+    client_port: int = 0  # the client's TCP port: equal ports mean a reused connection
 
     @property
     def stream(self) -> bool:
@@ -305,6 +306,7 @@ class _FakeServer:
             query=dict(parse_qsl(url.query)),
             headers={k.lower(): v for k, v in handler.headers.items()},
             body=body,
+            client_port=int(handler.client_address[1]),
         )
         with self._lock:
             self.requests.append(request)

@@ -233,3 +233,12 @@ async def test_a_key_echoed_by_the_api_is_redacted(setup: Setup) -> None:
         with pytest.raises(ProviderError) as caught:
             await _collect(setup.provider(server))
     assert KEY not in str(caught.value) and "API key *** is not valid" in str(caught.value)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_consecutive_calls_reuse_one_connection(setup: Setup, stream: bool) -> None:
+    with setup.serve([text("one"), text("two"), text("three")]) as server:
+        provider = setup.provider(server)
+        for _ in range(3):
+            await _collect(provider, stream)
+    assert len({r.client_port for r in server.requests}) == 1

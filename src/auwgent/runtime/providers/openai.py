@@ -213,9 +213,15 @@ class OpenAIProvider:
     async def _streamed(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         finish: str | None = None
         usage: Usage | None = None
+        done = False
+        # Read to the very end even after [DONE]: a body left unread makes httpx close the
+        # connection instead of reusing it, and a new connection per call costs milliseconds.
         async for data in iter_sse(response, **self._clocks()):
+            if done:
+                continue
             if data.strip() == "[DONE]":
-                break
+                done = True
+                continue
             chunk = parse_json_chunk(data, provider=self.name)
             choice = _first_choice(chunk, self.name)
             usage = _usage(chunk.get("usage")) or usage
@@ -224,7 +230,7 @@ class OpenAIProvider:
             for event in _delta_events(choice.get("delta") or {}):
                 yield event
             finish = choice.get("finish_reason") or finish
-        else:
+        if not done:
             raise ProviderError(self.name, "stream ended before completion (no [DONE] marker)")
         if usage is not None:
             yield usage

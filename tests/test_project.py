@@ -140,3 +140,22 @@ def test_path_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no .agent files"):
         load_project(tmp_path / "empty")
+
+
+def test_import_cycles_and_missing_imports_do_not_stop_loading(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "a.agent": 'import { B } from "./b"\nimport { X } from "./missing"\n',
+            "b.agent": "import { A } from './a.agent'\n",
+        },
+    )
+    project = load_project(tmp_path / "a.agent")
+    assert [p.name for p in project.files] == ["a.agent", "b.agent"]
+
+
+def test_yaml_suffix_and_single_word_target(tmp_path: Path) -> None:
+    write(tmp_path, {"auwgent.yaml": "source: main.agent\ntargets: py\n", "main.agent": AGENT})
+    project = load_project(tmp_path)
+    assert project.targets == ("py",)
+    assert project.config_path == (tmp_path / "auwgent.yaml").resolve()

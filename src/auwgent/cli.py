@@ -177,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``auwgent`` command; returns the exit code (never raises, except ``SystemExit``
-    from ``--help`` and ``--version`` when called as a library)."""
+    """Run the ``auwgent`` command and return its exit code. Never raises: argparse's own exits
+    (``--help``, ``--version``, usage errors) become return codes too."""
     out, err = sys.stdout, sys.stderr
     parser = build_parser()
     try:

@@ -135,6 +135,9 @@ _MEMBER_WORDS = (
     "description",
 )
 _PRIMITIVES = ("string", "number", "boolean")
+# Tokens after a word that make a type or an expression more than that word.
+_TYPE_CONTINUES = frozenset((K.PIPE, K.LBRACKET))
+_ATOM_CONTINUES = frozenset((K.LBRACKET, K.LPAREN))
 # Binding power of each binary operator: higher binds tighter.
 _BINDING: dict[TokenKind, int] = {
     K.OR: 1,
@@ -765,11 +768,26 @@ class _Parser:
         return tuple(params)
 
     def parse_type(self) -> n.TypeExpr:
+        simple = self.simple_type()
+        if simple is not None:
+            return simple
         self.deeper()
         try:
             return self.parse_union_type()
         finally:
             self.depth -= 1
+
+    def simple_type(self) -> n.TypeExpr | None:
+        """The common case in one step: a lone word (``string``, ``Person``) ends the type."""
+        tokens, pos = self.tokens, self.pos
+        token = tokens[pos]
+        if token.kind is not K.IDENT or tokens[pos + 1].kind in _TYPE_CONTINUES:
+            return None
+        self.pos = pos + 1
+        text = token.text
+        if text in _PRIMITIVES:
+            return n.PrimitiveType(text, token.span)  # type: ignore[arg-type]
+        return n.TextType(token.span) if text == "Text" else n.NamedType(text, token.span)
 
     def parse_union_type(self) -> n.TypeExpr:
         first = self.parse_postfix_type()
@@ -1006,7 +1024,7 @@ class _Parser:
 
     def parse_expr(self, min_power: int = 1) -> n.Expr:
         """Precedence climbing over ``_BINDING`` (all binary operators are left-associative)."""
-        left = self.parse_unary()
+        left = self.simple_atom() or self.parse_unary()
         while True:
             op = self.tokens[self.pos]
             power = _BINDING.get(op.kind, 0)
@@ -1016,6 +1034,28 @@ class _Parser:
             right = self.parse_expr(power + 1)
             span = _new(Span, (left.span.start, right.span.end))
             left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
+
+    def simple_atom(self) -> n.Expr | None:
+        """The common case in one step: a literal or a plain name with nothing after it."""
+        tokens, pos = self.tokens, self.pos
+        token = tokens[pos]
+        kind = token.kind
+        if kind is K.EOF:
+            return None
+        after = tokens[pos + 1]
+        # The same rule as parse_postfix: `.` always continues, `[` and `(` only on this line.
+        if after.kind is K.DOT or (after.kind in _ATOM_CONTINUES and not after.newline_before):
+            return None
+        if kind is K.NUMBER or kind is K.STRING:
+            value = token.value
+            self.pos = pos + 1
+            return n.Literal(value.value if isinstance(value, n.StringLit) else value, token.span)
+        if kind is not K.IDENT or token.text in _STATEMENT_WORDS or token.text == "ctx":
+            return None
+        self.pos = pos + 1
+        if token.text in _KEYWORD_LITERALS:
+            return n.Literal(_KEYWORD_LITERALS[token.text], token.span)
+        return n.NameRef(token.text, token.span)
 
     def parse_unary(self) -> n.Expr:
         self.deeper()

@@ -18,7 +18,9 @@ HANDMADE = Path(__file__).resolve().parents[1] / "data" / "ir" / "handmade"
 _BASE: dict[str, Any] = json.loads((HANDMADE / "minimal.agent.json").read_text(encoding="utf-8"))
 
 text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=30)
-keys = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12)
+keys = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12
+) | st.from_regex(r"_{1,2}[a-z]{1,3}_{0,2}", fullmatch=True)
 type_names = st.from_regex(r"[A-Z][a-z0-9]{0,6}", fullmatch=True).filter(
     lambda n: n not in {"Any", "Literal", "Union", "TypedDict", "TypeVar", "ClassVar", "Callable",
                         "Awaitable", "Mapping", "Sequence", "Agent"}
@@ -47,7 +49,18 @@ fields = st.lists(
 def documents(draw: st.DrawFn) -> dict[str, Any]:
     doc = json.loads(json.dumps(_BASE))
     names = draw(st.lists(type_names, max_size=3, unique=True))
-    doc["types"] = {n: {"kind": "object", "fields": draw(fields)} for n in names}
+    # Fields may also refer to the named types, hold inline objects, or unions of both.
+    refs = [{"kind": "ref", "name": n} for n in names]
+    inner = leaf | st.sampled_from(refs) if refs else leaf
+    nested = st.builds(lambda f: {"kind": "object", "fields": f}, fields)
+    rich = st.lists(
+        st.builds(_field, keys, inner | nested | st.builds(
+            lambda a, b: {"kind": "union", "variants": [a, b]}, inner, nested),
+            st.booleans(), st.none() | text),
+        max_size=4,
+        unique_by=lambda f: f["name"],
+    )  # fmt: skip
+    doc["types"] = {n: {"kind": "object", "fields": draw(rich)} for n in names}
     main = doc["agents"]["Main"]
     main["context"] = draw(fields)
     main["tools"] = [
@@ -75,4 +88,6 @@ def test_any_names_and_texts_give_a_module_that_imports(doc: dict[str, Any]) -> 
     assert namespace["IR_JSON"].encode("utf-8")
     assert json.loads(namespace["IR_JSON"]) == doc
     for tool in doc["agents"]["Main"]["tools"]:
-        assert namespace["AuwgentTools"].__dict__[tool["name"]].__doc__ is not None
+        if not tool["name"].startswith("__"):
+            method = namespace["AuwgentTools"].__dict__[tool["name"]]
+            assert method.__auwgent_unimplemented__ is True

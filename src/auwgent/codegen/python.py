@@ -139,6 +139,12 @@ def is_identifier(name: str) -> bool:
     return bool(_IDENT.match(name)) and not keyword.iskeyword(name)
 
 
+def _method_name_ok(name: str) -> bool:
+    """Whether ``name`` can be written as is inside a class body (a method, a parameter, a
+    TypedDict key): "__x" would be name-mangled there, and dunders belong to Python."""
+    return is_identifier(name) and not name.startswith("__")
+
+
 def module_name(stem: str) -> str:
     """A valid Python module name for a file stem (``my-agent`` → ``my_agent``)."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "_"
@@ -367,7 +373,7 @@ def _typed_dict(w: CodeWriter, name: str, fields: Sequence[_Field], doc: str | N
     if required and optional:
         _typed_dict_part(w, f"_{name}Required", required, total=True, doc=None)
         w.blank(2)
-        if all(is_identifier(f.key) for f in optional):
+        if all(_method_name_ok(f.key) for f in optional):
             _typed_dict_class(w, name, f"_{name}Required, total=False", optional, doc)
         else:
             _typed_dict_part(w, f"_{name}Optional", optional, total=False, doc=None)
@@ -381,7 +387,7 @@ def _typed_dict_part(
     w: CodeWriter, name: str, fields: Sequence[_Field], *, total: bool, doc: str | None
 ) -> None:
     bases = "TypedDict" if total else "TypedDict, total=False"
-    if all(is_identifier(f.key) for f in fields):
+    if all(_method_name_ok(f.key) for f in fields):
         _typed_dict_class(w, name, bases, fields, doc)
         return
     # Keys that are not Python names need the functional syntax; its values are evaluated at
@@ -837,8 +843,8 @@ class _Emitter:
         tool = uses[0][0]
         signature = self.tool_signature(tool)
         differs = any(self.tool_signature(t) != signature for t, _ in uses[1:])
-        if not is_identifier(name):
-            w.fill(f"# Tool {name!r} is not a Python name: implement it in a dict of functions.")
+        if not _method_name_ok(name) or name == "_TOOL_NAMES":
+            w.fill(f"# Tool {name!r} cannot be a method here: implement it in a dict of functions.")
             return
         if differs:
             # Two agents declare the tool differently; one registry serves both, so accept both.
@@ -858,7 +864,7 @@ class _Emitter:
         returns = self.types.annotation(tool["returns"], owner + "Result")
         if returns != "str":
             returns += " | str"  # a JSON string is always accepted as a result
-        if any(not is_identifier(f.key) or f.key == "self" for f in fields):
+        if any(not _method_name_ok(f.key) or f.key == "self" for f in fields):
             return ("**kwargs: Any",), f"MaybeAwaitable[{returns}]"
         params = [
             f"{f.key}: {f.annotation} | None = None" if f.optional else f"{f.key}: {f.annotation}"
@@ -906,7 +912,7 @@ class _Emitter:
     def emit_handler_method(self, w: CodeWriter, name: str, cls: str, ret: str, doc: str) -> None:
         w.blank()
         method = name if is_identifier(name) else _sanitised(name)
-        if not is_identifier(method):
+        if not _method_name_ok(method):
             w.fill(f"# Intent {name!r} is not a Python name: handle it with a function handler.")
             return
         if method != name:

@@ -666,10 +666,12 @@ class _Parser:
                 handoff = "user_then_continue"
         token = self.peek()
         if not token.newline_before and token.kind not in (K.RBRACE, K.COMMA, K.EOF):
+            word = token.text if token.kind is K.IDENT else ""
             raise self.fail(
                 "`with all tools`, `with tools { ... }`, `handoff user` or a line break "
                 f"after helper `{name.text}`",
                 code="E0106",
+                help=did_you_mean(word, ("with", "handoff")) if word else None,
             )
         return n.HelperUse(name, grant, handoff, self.since(name.span))
 
@@ -679,7 +681,12 @@ class _Parser:
             self.expect_word("tools")
             return n.ToolGrantAll(self.since(keyword.span))
         if not self.at_word("tools"):
-            raise self.fail("`all tools` or `tools { ... }` after `with`", code="E0106")
+            word = self.peek().text if self.at(K.IDENT) else ""
+            raise self.fail(
+                "`all tools` or `tools { ... }` after `with`",
+                code="E0106",
+                help=did_you_mean(word, ("all", "tools")) if word else None,
+            )
         opener = self.advance()
         names, _ = self.block(
             "`with tools`", opener.span, lambda: self.expect_name("a tool name to share")

@@ -39,7 +39,7 @@ def test_examples_check_clean() -> None:
 
 def test_multi_file_example_counts_files_and_agents() -> None:
     result = run("check", str(EXAMPLES / "multi_file"))
-    assert result.stdout.startswith("checked 5 files (1 agent) in ")
+    assert result.stdout.startswith("checked 6 files (1 agent) in ")
 
 
 def test_errors_exit_1_with_rendered_diagnostics(tmp_path: Path) -> None:

@@ -422,3 +422,27 @@ def test_tool_keyword_is_optional_inside_tools_blocks() -> None:
     block = agent.members[0]
     assert isinstance(block, n.ToolsBlock)
     assert [t.name.text for t in block.tools] == ["a", "b"]
+
+
+def test_unicode_names_and_strings() -> None:
+    text = 'agent Müller {\n default config { prompt: "Grüße, {{ctx.näme}} 👋" }\n}'
+    module = parse_ok(text)
+    agent = module.agents[0]
+    assert agent.name.text == "Müller"
+    assert text[agent.name.span.start : agent.name.span.end] == "Müller"
+    config = agent.members[0]
+    assert isinstance(config, n.ConfigBlock)
+    prompt = config.entry("prompt")
+    assert prompt is not None
+    (term,) = prompt.value.terms
+    assert isinstance(term, n.PromptText)
+    expr = term.template[1]
+    assert isinstance(expr, n.TExpr) and isinstance(expr.expr, n.CtxRef)
+    assert text[expr.expr.span.start : expr.expr.span.end] == "ctx.näme"
+
+
+def test_diagnostics_come_back_in_file_order() -> None:
+    text = 'prompt P { "{{#if x}}" }\nagnt A {}\ntype T { a string }\n"stray'
+    _, diags = parse(SourceFile("t", text))
+    starts = [d.span.start for d in diags]
+    assert starts == sorted(starts) and len(diags) >= 4

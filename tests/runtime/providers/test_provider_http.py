@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -261,3 +262,49 @@ def test_sse_events_do_not_depend_on_where_the_network_splits(cuts: list[int]) -
 async def test_sse_keeps_multibyte_characters_split_across_pieces() -> None:
     body = 'data: {"text": "Accra ☀️ 31°C"}\n\n'.encode()
     assert await _sse_payloads(body, len(body)) == ['{"text": "Accra ☀️ 31°C"}']
+
+
+def _streaming_client(pieces: list[bytes], pause: float = 0.0) -> httpx.AsyncClient:
+    async def stream() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            await asyncio.sleep(pause)
+            yield piece
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=stream())
+
+    return _client(handler)
+
+
+async def test_a_slow_consumer_is_not_an_idle_stream() -> None:
+    # The idle clock runs only while waiting for the network, not while the engine works.
+    pieces = [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"]
+    seen: list[str] = []
+    async with _streaming_client(pieces) as client, client.stream("GET", "https://x.test/") as r:
+        async for payload in iter_sse(r, provider="p", idle=0.05):
+            seen.append(payload)
+            await asyncio.sleep(0.15)
+    assert seen == ["1", "2", "3"]
+
+
+async def test_a_silent_network_is_an_idle_stream() -> None:
+    async with _streaming_client([b"data: 1\n\n", b"data: 2\n\n"], pause=0.3) as client:
+        async with client.stream("GET", "https://x.test/") as response:
+            with pytest.raises(ProviderError, match="no data for 0.05s"):
+                [p async for p in iter_sse(response, provider="p", idle=0.05)]
+        task = asyncio.current_task()
+        if sys.version_info >= (3, 11) and task is not None:
+            assert task.cancelling() == 0  # the watchdog's cancel left nothing pending
+
+
+async def test_an_outside_cancellation_stays_a_cancellation() -> None:
+    async def consume() -> None:
+        async with _streaming_client([b"data: 1\n\n"], pause=5) as client:
+            async with client.stream("GET", "https://x.test/") as response:
+                [p async for p in iter_sse(response, provider="p", idle=10)]
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -280,6 +280,50 @@ async def open_response(
     raise failure
 
 
+class _Watchdog:
+    """Cancels the reading task when one read waits longer than its limit.
+
+    A fresh timer per body piece (``asyncio.timeout``) costs more than the parsing; this one
+    timer is re-armed by writing a deadline, and only reschedules itself when it fires early.
+    It is armed only while the task awaits the network, never while the consumer of the
+    stream runs (same task, between two pieces).
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._deadline: float | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self.fired = False
+
+    def arm(self, seconds: float) -> None:
+        self._deadline = self._loop.time() + seconds
+        if self._handle is not None and self._handle.when() > self._deadline:
+            self._handle.cancel()  # a shorter limit than the one the timer waits for
+            self._handle = None
+        if self._handle is None:
+            self._handle = self._loop.call_at(self._deadline, self._check)
+
+    def disarm(self) -> None:
+        self._deadline = None
+
+    def _check(self) -> None:
+        self._handle = None
+        if self._deadline is None or self._task is None:
+            return
+        if self._loop.time() >= self._deadline:
+            self.fired = True
+            self._task.cancel()
+        else:
+            self._handle = self._loop.call_at(self._deadline, self._check)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        if self.fired and sys.version_info >= (3, 11) and self._task is not None:
+            self._task.uncancel()  # our cancel became a ProviderError; leave none pending
+
+
 async def _chunks(
     response: httpx.Response, *, provider: str, idle: float, first: float | None = None
 ) -> AsyncIterator[bytes]:
@@ -292,21 +336,30 @@ async def _chunks(
 
     stream = response.aiter_bytes().__aiter__()
     limit = idle if first is None else max(first, idle)
-    while True:
-        try:
-            chunk = await _within(limit, stream.__anext__())
-        except StopAsyncIteration:
-            return
-        except (asyncio.TimeoutError, TimeoutError):
-            raise ProviderError(
-                provider, f"stream stalled: no data for {limit:g}s (idle timeout)"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ProviderError(
-                provider, f"stream interrupted ({type(exc).__name__}: {exc})"
-            ) from None
-        limit = idle
-        yield chunk
+    watchdog = _Watchdog()
+    try:
+        while True:
+            watchdog.arm(limit)
+            try:
+                chunk = await stream.__anext__()
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                if not watchdog.fired:
+                    raise
+                raise ProviderError(
+                    provider, f"stream stalled: no data for {limit:g}s (idle timeout)"
+                ) from None
+            except httpx.HTTPError as exc:
+                raise ProviderError(
+                    provider, f"stream interrupted ({type(exc).__name__}: {exc})"
+                ) from None
+            finally:
+                watchdog.disarm()
+            limit = idle
+            yield chunk
+    finally:
+        watchdog.close()
 
 
 def is_event_stream(response: httpx.Response) -> bool:

@@ -112,6 +112,10 @@ _SCAN = re.compile(
 )
 _WORD, _PUNCTUATION, _NUMBER = 1, 2, 3
 
+# The body of a one-line string: up to the closing quote or the end of the line; a backslash
+# takes the next character with it (except a line break, which ends the string).
+_QUOTED = {q: re.compile(rf"(?:[^{q}\\\n]|\\[^\n])*(?:\\(?=\n|$))?") for q in "\"'"}
+
 _ESCAPES = {
     "n": "\n",
     "t": "\t",
@@ -218,9 +222,8 @@ class _Lexer:
     def quoted_string(self, start: int, newline: bool) -> int:
         """``"..."`` or ``'...'``: ends at the matching quote, or (an error) at the line end."""
         text, quote = self.text, self.text[start]
-        pos = start + 1
-        while pos < len(text) and text[pos] != quote and text[pos] != "\n":
-            pos += 2 if text[pos] == "\\" and pos + 1 < len(text) and text[pos + 1] != "\n" else 1
+        body = _QUOTED[quote].match(text, start + 1)
+        pos = body.end() if body is not None else start + 1
         terminated = pos < len(text) and text[pos] == quote
         if not terminated:
             self.report(

@@ -17,9 +17,7 @@ redacted from anything that could reach a message.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import random
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -104,6 +102,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         return max(0.0, float(text))
     except ValueError:
         pass
+    import email.utils  # only for the rare HTTP-date form; keeps the runtime import light
+
     try:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
@@ -117,13 +117,22 @@ def retry_delay(
     retry_number: int,
     retry_after: float | None = None,
     *,
-    rng: Callable[[float, float], float] = random.uniform,
+    rng: Callable[[float, float], float] | None = None,
 ) -> float:
-    """The wait before retry ``retry_number`` (1 for the first retry)."""
+    """The wait before retry ``retry_number`` (1 for the first retry).
+
+    ``rng(low, high)`` draws the jittered wait (default: ``random.uniform``).
+    """
     if retry_after is not None:
         return min(retry_after, policy.max_delay)
     ceiling = min(policy.max_delay, policy.base_delay * (2 ** (retry_number - 1)))
-    return rng(0.0, ceiling) if policy.jitter else ceiling
+    if not policy.jitter:
+        return ceiling
+    if rng is not None:
+        return rng(0.0, ceiling)
+    import random
+
+    return random.uniform(0.0, ceiling)
 
 
 def error_message(body: bytes, *, fallback: str) -> str:

@@ -125,7 +125,7 @@ def retry_delay(
     """
     if retry_after is not None:
         return min(retry_after, policy.max_delay)
-    ceiling = min(policy.max_delay, policy.base_delay * (2 ** (retry_number - 1)))
+    ceiling: float = min(policy.max_delay, policy.base_delay * 2.0 ** (retry_number - 1))
     if not policy.jitter:
         return ceiling
     if rng is not None:

@@ -1,4 +1,13 @@
-"""Auwgent for Python: a compiler-first framework for AI agents."""
+"""Auwgent for Python: a compiler-first framework for AI agents.
+
+The application normally imports its generated bindings (``<stem>_types.py``); this package
+holds what those bindings build on. Runtime names load on first use, so importing
+``auwgent`` stays cheap for the CLI and for bindings that never touch them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import (
@@ -11,13 +20,56 @@ from auwgent.errors import (
     WorkflowError,
 )
 
+if TYPE_CHECKING:
+    from auwgent.runtime.agent import Agent
+    from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.session import Session
+    from auwgent.runtime.stores import (
+        JSONFileSessionStore,
+        MemorySessionStore,
+        SessionStore,
+        SessionStoreMiddleware,
+        SQLiteSessionStore,
+    )
+
+_LAZY = {
+    "Agent": "auwgent.runtime.agent",
+    "IntentEvent": "auwgent.runtime.intents",
+    "Session": "auwgent.runtime.session",
+    "SessionStore": "auwgent.runtime.stores",
+    "SessionStoreMiddleware": "auwgent.runtime.stores",
+    "SQLiteSessionStore": "auwgent.runtime.stores",
+    "JSONFileSessionStore": "auwgent.runtime.stores",
+    "MemorySessionStore": "auwgent.runtime.stores",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'auwgent' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "IR_VERSION",
+    "Agent",
     "AuwgentError",
     "CompileError",
     "ConfigError",
     "ContextError",
+    "IntentEvent",
+    "JSONFileSessionStore",
+    "MemorySessionStore",
     "ProviderError",
+    "SQLiteSessionStore",
+    "Session",
+    "SessionStore",
+    "SessionStoreMiddleware",
     "ToolError",
     "WorkflowError",
     "__version__",

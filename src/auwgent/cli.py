@@ -12,6 +12,7 @@ Auwgent itself (reported in one line, never as a traceback).
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -189,6 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(err)
         return EXIT_USAGE
+    # A command runs once and ends. The compiler's objects stay alive for the whole run, so the
+    # cyclic collector would only walk them again and again (a third of a cold check): pause it
+    # while the command runs and give in-process callers (tests) their setting back.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return run(args, out, err)
     except KeyboardInterrupt:
@@ -199,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: internal error in auwgent ({type(exc).__name__}: {exc})", file=err)
         print("  this is a bug in Auwgent; please report it with the input", file=err)
         return EXIT_INTERNAL
+    finally:
+        if collecting:
+            gc.enable()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,17 +10,14 @@ model, a tool or a handler does: see :mod:`auwgent.runtime.engine`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ConfigError
-from auwgent.runtime import prompts
-from auwgent.runtime.calls import Invocation, helper_params
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
     RuntimeOptions,
@@ -31,13 +28,21 @@ from auwgent.runtime.config import (
     resolve_base_url,
 )
 from auwgent.runtime.context import ContextSchema
-from auwgent.runtime.engine import _COMPLETE_SPEC, Run, assemble_system, now_line
-from auwgent.runtime.intents import BUILTIN_INTENTS, HandlerSet, IntentEvent
+from auwgent.runtime.intents import _COMPLETE_SPEC, BUILTIN_INTENTS, HandlerSet
 from auwgent.runtime.middleware import MiddlewareChain
-from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
-from auwgent.runtime.providers.base import Provider
-from auwgent.runtime.session import Session
 from auwgent.runtime.tools import ToolRegistry, declared_tool_names
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from auwgent.runtime.calls import Invocation
+    from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.protocol.contract import Codec, Contract
+    from auwgent.runtime.providers.base import Provider
+    from auwgent.runtime.session import Session
+
+# What only a run needs (the engine, the codecs, the prompt renderer, asyncio, httpx) is
+# imported on first use: importing generated bindings and building the agent stay fast.
 
 __all__ = ["Agent", "AgentCore", "create_agent"]
 
@@ -148,6 +153,9 @@ class AgentCore:
         return found
 
     def _build_contract(self, inv: Invocation) -> Contract:
+        from auwgent.runtime.calls import helper_params
+        from auwgent.runtime.protocol.contract import CallableSpec, Contract
+
         agent, types = inv.agent, self.doc["types"]
         specs = [
             CallableSpec(
@@ -193,6 +201,9 @@ class AgentCore:
         self, inv: Invocation, codec: Codec, contract: Contract, context: Mapping[str, Any]
     ) -> str:
         """Config prompt, protocol section, context section, then the date (stable → dynamic)."""
+        from auwgent.runtime import prompts
+        from auwgent.runtime.engine import assemble_system, now_line
+
         cfg = inv.agent["configs"][inv.config_name]
         rkey = (inv.name, inv.config_name)
         referenced = self._referenced.get(rkey)
@@ -296,6 +307,8 @@ class Agent:
         conversation_id: str | None = None,
     ) -> Session:
         """:meth:`run` for synchronous code (not from inside a running event loop)."""
+        import asyncio
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -316,6 +329,8 @@ class Agent:
 
         The session is in :attr:`last_session` once the iteration ends.
         """
+        import asyncio
+
         queue: asyncio.Queue[IntentEvent | None] = asyncio.Queue()
 
         async def produce() -> None:
@@ -346,6 +361,8 @@ class Agent:
     ) -> Session:
         if not isinstance(text, str):
             raise TypeError(f"run() takes the user's text as a str, got {type(text).__name__}")
+        from auwgent.runtime.engine import Run
+
         selected = self._config
         if config is not None:
             selected = _check_config_name(self._core.doc, config, "run(config=)")

@@ -15,7 +15,6 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from difflib import get_close_matches
 from typing import Any
 
 from auwgent.errors import ConfigError
@@ -68,6 +67,8 @@ class RuntimeOptions:
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
+    from difflib import get_close_matches  # only on this error path
+
     hint = get_close_matches(key, valid, n=1)
     tip = f"; did you mean {hint[0]!r}?" if hint else f" (valid keys: {', '.join(valid)})"
     return ConfigError(f"{path}{key}: unknown config key{tip}")

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from auwgent.errors import ContextError
-from auwgent.runtime import schema
 
 __all__ = ["ContextSchema"]
 
@@ -40,6 +39,8 @@ class ContextSchema:
             if not isinstance(key, str):
                 raise ContextError(f"{path}: context keys must be strings, got {key!r}")
             for agent, f in self._declared.get(key, ()):
+                from auwgent.runtime import schema  # first needed here, not at import
+
                 errors = schema.validate(value, f["type"], self._types, path=f"{path}.{key}")
                 if errors:
                     expected = schema.describe(f["type"], self._types)

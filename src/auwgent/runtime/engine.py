@@ -32,7 +32,7 @@ from auwgent.runtime.calls import (
     describe_error,
     effective_tools,
 )
-from auwgent.runtime.intents import Control, IntentEvent, control_of
+from auwgent.runtime.intents import COMPLETE_INTENT, Control, IntentEvent, control_of
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
     CallOutcome,
@@ -58,24 +58,6 @@ if TYPE_CHECKING:
     from auwgent.runtime.agent import AgentCore
 
 __all__ = ["COMPLETE_INTENT", "Run"]
-
-#: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
-COMPLETE_INTENT = "handoff_complete"
-_COMPLETE_SPEC: Mapping[str, Any] = {
-    "name": COMPLETE_INTENT,
-    "description": (
-        "Emit when the conversation you were handed is finished and control should return to "
-        "the agent that called you (together with your final answer)."
-    ),
-    "fields": [
-        {
-            "name": "summary",
-            "type": {"kind": "string"},
-            "optional": True,
-            "description": "what was settled with the user",
-        }
-    ],
-}
 
 
 @dataclass(slots=True)

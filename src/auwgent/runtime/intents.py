@@ -17,9 +17,8 @@ import functools
 import inspect
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from difflib import get_close_matches
 from typing import Any
 
 from auwgent.errors import ConfigError
@@ -46,6 +45,24 @@ BUILTIN_INTENTS: tuple[str, ...] = (
     "helper_result",
     "error",
 )
+
+#: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
+COMPLETE_INTENT = "handoff_complete"
+_COMPLETE_SPEC: Mapping[str, Any] = {
+    "name": COMPLETE_INTENT,
+    "description": (
+        "Emit when the conversation you were handed is finished and control should return to "
+        "the agent that called you (together with your final answer)."
+    ),
+    "fields": [
+        {
+            "name": "summary",
+            "type": {"kind": "string"},
+            "optional": True,
+            "description": "what was settled with the user",
+        }
+    ],
+}
 
 _NOT_SANITARY = re.compile(r"[^0-9a-zA-Z_]+")
 
@@ -182,6 +199,8 @@ class HandlerSet:
         known_forms = known | {sanitise(n) for n in known}
         for attr in wrapped.method_names():
             if attr not in known_forms:
+                from difflib import get_close_matches  # only when a name is unknown
+
                 hint = get_close_matches(attr, sorted(known), n=1)
                 tip = f"; did you mean {hint[0]!r}?" if hint else ""
                 warnings.warn(

@@ -21,12 +21,16 @@ emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"erro
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.providers.base import Message, ToolCall
+
+if TYPE_CHECKING:
+    from auwgent.runtime.providers.base import Message
+
+# Generated bindings import this module for the Session type: what only a run needs (uuid, the
+# message classes) is imported inside the functions that use it.
 
 __all__ = [
     "SESSION_VERSION",
@@ -98,7 +102,7 @@ def new_session(root: str) -> Session:
 def new_turn(text: str, agent: str) -> Turn:
     """A fresh turn for the user input ``text``, answered by ``agent``."""
     return {
-        "id": uuid.uuid4().hex,
+        "id": _new_id(),
         "input": {"text": text},
         "agent": agent,
         "messages": [],
@@ -159,6 +163,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
 
 def message_from_json(data: Mapping[str, Any]) -> Message:
     """The inverse of :func:`message_to_json`."""
+    from auwgent.runtime.providers.base import Message, ToolCall
+
     calls = tuple(
         ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
         for c in data.get("tool_calls", ())
@@ -175,3 +181,9 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
 def messages_from_json(items: Sequence[Mapping[str, Any]]) -> list[Message]:
     """Decode a list of stored messages."""
     return [message_from_json(m) for m in items]
+
+
+def _new_id() -> str:
+    import uuid
+
+    return uuid.uuid4().hex

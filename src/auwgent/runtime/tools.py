@@ -9,11 +9,9 @@ the model with ``[NOT CONFIGURED]`` and a call to it yields ``tool_error``.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
-from difflib import get_close_matches
 from typing import Any
 
 from auwgent.errors import ConfigError, ToolError
@@ -59,6 +57,8 @@ class ToolRegistry:
     def _from_mapping(self, tools: Mapping[str, Any], declared: list[str]) -> None:
         for name, fn in tools.items():
             if name not in declared:
+                from difflib import get_close_matches  # only on this error path
+
                 hint = get_close_matches(str(name), declared, n=1)
                 tip = f"; did you mean {hint[0]!r}?" if hint else ""
                 raise ConfigError(f"tools.{name}: no tool named {name!r} is declared{tip}")
@@ -83,6 +83,8 @@ class ToolRegistry:
             return await fn(**args)
         # Sync implementations run in a worker thread so that several calls of one response
         # really run concurrently and a slow tool never stalls the stream.
+        import asyncio  # here, not at the top: building an agent does not need the event loop
+
         result = await asyncio.to_thread(fn, **args)
         if inspect.isawaitable(result):
             return await result

@@ -11,24 +11,24 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.providers.base import (
-    Finish,
-    FunctionSpec,
-    Message,
-    ModelRequest,
-    Provider,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    ToolCallDelta,
-    Usage,
-)
-from auwgent.runtime.providers.http import RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
     import httpx
 
+    from auwgent.runtime.providers.base import (
+        Finish,
+        FunctionSpec,
+        Message,
+        ModelRequest,
+        Provider,
+        StreamEvent,
+        TextDelta,
+        ToolCall,
+        ToolCallDelta,
+        Usage,
+    )
     from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
+    from auwgent.runtime.providers.http import RetryPolicy, Timeouts
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
 __all__ = [
@@ -53,9 +53,28 @@ __all__ = [
 ]
 
 
-# The adapters (and httpx under them) load on first use, so that importing the runtime, which
-# needs only the neutral types above, stays fast.
+# Everything loads on first use: the adapters (and httpx under them) only when a run needs
+# them, and the neutral types and the retry/timeout settings each from their own module, so
+# that importing one of them (as the config parser and the session module do) pulls in
+# nothing else.
 _LAZY = {
+    **dict.fromkeys(
+        (
+            "Finish",
+            "FunctionSpec",
+            "Message",
+            "ModelRequest",
+            "Provider",
+            "StreamEvent",
+            "TextDelta",
+            "ToolCall",
+            "ToolCallDelta",
+            "Usage",
+        ),
+        "base",
+    ),
+    "RetryPolicy": "http",
+    "Timeouts": "http",
     "GeminiProvider": "gemini",
     "DEFAULT_GEMINI_BASE_URL": "gemini",
     "OpenAIProvider": "openai",

@@ -16,7 +16,6 @@ redacted from anything that could reach a message.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -28,10 +27,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from auwgent.errors import ProviderError
 
 if TYPE_CHECKING:
+    import asyncio
+
     import httpx
 
-# httpx is imported inside the functions that need it at run time: importing the runtime (and
-# generated bindings) stays fast, and the cost is paid once, when the first request is sent.
+# httpx and asyncio are imported inside the functions that need them at run time: the config
+# parser imports this module for RetryPolicy and Timeouts, and importing generated bindings
+# (and building an agent) stays fast; the cost is paid once, when the first request is sent.
 
 __all__ = [
     "RetryPolicy",
@@ -201,18 +203,24 @@ def _is_retryable(status: int) -> bool:
 if sys.version_info >= (3, 11):
 
     async def _within(seconds: float, awaitable: Awaitable[T]) -> T:
+        import asyncio
+
         async with asyncio.timeout(seconds):
             return await awaitable
 
 else:  # pragma: no cover - exercised on 3.10 only
 
     async def _within(seconds: float, awaitable: Awaitable[T]) -> T:
+        import asyncio
+
         return await asyncio.wait_for(awaitable, seconds)
 
 
 async def _send_once(
     client: httpx.AsyncClient, request: httpx.Request, timeouts: Timeouts
 ) -> httpx.Response:
+    import asyncio
+
     import httpx
 
     try:
@@ -248,14 +256,20 @@ async def open_response(
     retry: RetryPolicy,
     timeouts: Timeouts,
     secret: str | None = None,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """Send ``request`` with retries and yield the successful response, body unread.
 
     The response is closed when the block exits. Raises :class:`ProviderError` once the
-    attempts are spent or on a non-retryable status.
+    attempts are spent or on a non-retryable status. ``sleep`` (``asyncio.sleep`` by default)
+    waits between attempts.
     """
+    import asyncio
+
     import httpx
+
+    if sleep is None:
+        sleep = asyncio.sleep
 
     failure: ProviderError | None = None
     for attempt in range(1, retry.attempts + 1):
@@ -299,6 +313,8 @@ class _Watchdog:
     """
 
     def __init__(self) -> None:
+        import asyncio
+
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._deadline: float | None = None
@@ -341,6 +357,8 @@ async def _chunks(
     The first piece may take up to ``first`` seconds instead: a model that thinks before it
     answers sends its headers at once and its first data much later.
     """
+    import asyncio
+
     import httpx
 
     stream = response.aiter_bytes().__aiter__()

@@ -1,7 +1,7 @@
 """The syntax tree of the ``.agent`` language.
 
-Every node is a frozen, slotted dataclass with a ``span`` (half-open character offsets into the
-file). Each category is a closed union (``Decl``, ``Member``, ``TypeExpr``, ``Expr``, ``Stmt``,
+Every node is a frozen, slotted record (``records.record``: a dataclass that is cheap to define)
+with a ``span`` (half-open character offsets into the file). Each category is a closed union (``Decl``, ``Member``, ``TypeExpr``, ``Expr``, ``Stmt``,
 ``PromptItem``, ``TNode``, ``ConfigTerm``, ``Annotation``) meant to be dispatched with ``match``.
 
 The parser is permissive where the meaning is a semantic question: it records what was written
@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass, fields, is_dataclass
 from typing import Literal as L
 from typing import TypeAlias
 
+from .records import is_record, record, record_fields
 from .source import SourceFile, Span
 
 # --------------------------------------------------------------------------------------------
 # Leaves
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Name:
     """An identifier as written, e.g. the name of a declaration or a field."""
 
@@ -43,7 +43,7 @@ class StringKind(enum.Enum):
     TRIPLE = '"""'
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StringLit:
     """A string literal: its processed ``value`` and where each character came from.
 
@@ -72,14 +72,14 @@ class StringLit:
 # Types
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextType:
     """The ``Text`` keyword (agent and helper input/output)."""
 
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PrimitiveType:
     """``string``, ``number`` or ``boolean``."""
 
@@ -87,7 +87,7 @@ class PrimitiveType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NamedType:
     """A reference to a ``type`` block by name."""
 
@@ -95,7 +95,7 @@ class NamedType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LiteralType:
     """One string literal used as a type, e.g. ``"low"`` in ``"low" | "high"``."""
 
@@ -103,7 +103,7 @@ class LiteralType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArrayType:
     """``T[]``."""
 
@@ -111,7 +111,7 @@ class ArrayType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ObjectType:
     """An inline object ``{ a: string, b?: number }``."""
 
@@ -119,7 +119,7 @@ class ObjectType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UnionType:
     """``A | B | ...`` (two or more variants, in source order)."""
 
@@ -131,7 +131,7 @@ class UnionType:
 # Annotations and fields
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DescAnnotation:
     """``@desc "..."``."""
 
@@ -139,7 +139,7 @@ class DescAnnotation:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExampleArg:
     """``name = value`` inside ``@example(...)``."""
 
@@ -148,7 +148,7 @@ class ExampleArg:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExampleAnnotation:
     """``@example(name = value, ...)``; ``@example()`` has no arguments."""
 
@@ -169,7 +169,7 @@ def examples_of(annotations: tuple[Annotation, ...]) -> tuple[ExampleAnnotation,
     return tuple(a for a in annotations if isinstance(a, ExampleAnnotation))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Field:
     """``name?: Type @desc "..."`` in a type, object, context, intent, or parameter list."""
 
@@ -192,7 +192,7 @@ UnaryOp: TypeAlias = L["!", "-"]
 BinaryOp: TypeAlias = L["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Literal:
     """A string, number, boolean or ``null`` literal (strings already processed)."""
 
@@ -200,7 +200,7 @@ class Literal:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NameRef:
     """A bare name: a workflow variable or parameter, a prompt parameter, a model or prompt."""
 
@@ -208,7 +208,7 @@ class NameRef:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CtxRef:
     """``ctx.name``."""
 
@@ -216,7 +216,7 @@ class CtxRef:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Member:
     """``object.name``."""
 
@@ -225,7 +225,7 @@ class Member:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Index:
     """``object[index]``."""
 
@@ -234,7 +234,7 @@ class Index:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArrayExpr:
     """``[a, b]``."""
 
@@ -242,7 +242,7 @@ class ArrayExpr:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ObjectEntry:
     """``key: value`` in an object literal (the key may have been written as a string)."""
 
@@ -251,7 +251,7 @@ class ObjectEntry:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ObjectExpr:
     """``{ a: 1, b: "x" }``; entries are separated by commas or line breaks."""
 
@@ -259,7 +259,7 @@ class ObjectExpr:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unary:
     """``!x`` or ``-x``."""
 
@@ -268,7 +268,7 @@ class Unary:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Binary:
     """``left op right``; ``op_span`` covers the operator."""
 
@@ -279,7 +279,7 @@ class Binary:
     op_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Call:
     """``callee(arg, ...)``: a tool call, a param prompt, or a provider such as ``gemini``."""
 
@@ -292,7 +292,7 @@ class Call:
 # Prompt templates: the contents of one string, parsed, with spans inside the string
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TText:
     """Literal text between template tags (processed characters)."""
 
@@ -300,7 +300,7 @@ class TText:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TExpr:
     """``{{expr}}``, e.g. ``{{name}}`` or ``{{ctx.name}}``."""
 
@@ -308,7 +308,7 @@ class TExpr:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TIf:
     """``{{#if cond}} then {{else}} else {{/if}}``; ``else_`` is ``None`` without ``{{else}}``."""
 
@@ -318,7 +318,7 @@ class TIf:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TSchema:
     """``{{@schema(target)}}``; the parser accepts only input, output and context."""
 
@@ -330,7 +330,7 @@ class TSchema:
 # Prompt bodies
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptText:
     """A string in a prompt position, with its template tree."""
 
@@ -339,7 +339,7 @@ class PromptText:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptExample:
     """``Example { user: "..." assistant: "..." }`` (``example`` also accepted)."""
 
@@ -348,7 +348,7 @@ class PromptExample:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptIf:
     """JS-style ``if (cond) { return "..." } else { ... }`` inside a prompt body.
 
@@ -362,7 +362,7 @@ class PromptIf:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptBlock:
     """An inline ``{ ... }`` prompt body used in a ``prompt:`` composition."""
 
@@ -374,7 +374,7 @@ class PromptBlock:
 # Config entries: ``name: value`` where value is terms joined by ``+``
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigValue:
     """The value of a config entry: one or more terms joined by ``+`` (source order)."""
 
@@ -382,7 +382,7 @@ class ConfigValue:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigEntry:
     """``name: value`` in a config or model block (model, prompt, embedding, provider, ...)."""
 
@@ -395,7 +395,7 @@ class ConfigEntry:
 # Workflow statements
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LetStmt:
     """``let name = value``."""
 
@@ -404,7 +404,7 @@ class LetStmt:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AssignStmt:
     """``name = value``."""
 
@@ -413,7 +413,7 @@ class AssignStmt:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IfBranch:
     """``if (cond) { body }`` or one ``else if (cond) { body }``."""
 
@@ -422,7 +422,7 @@ class IfBranch:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IfStmt:
     """``if / else if / else``; ``else_body`` is ``None`` without a final ``else``."""
 
@@ -431,7 +431,7 @@ class IfStmt:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReturnStmt:
     """``return`` with an optional value."""
 
@@ -439,7 +439,7 @@ class ReturnStmt:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExprStmt:
     """An expression used as a statement (usually a tool call)."""
 
@@ -451,7 +451,7 @@ class ExprStmt:
 # Members of agent and helper blocks (tools and workflows may also stand at the top level)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolDecl:
     """``tool name(params): Returns @desc ... @example(...)`` (``tool`` omitted in ``tools {}``).
 
@@ -477,7 +477,7 @@ class ToolDecl:
         return examples_of(self.annotations)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolsBlock:
     """``tools { a(...): T  b(...): U }``."""
 
@@ -485,7 +485,7 @@ class ToolsBlock:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DescriptionEntry:
     """``description: "..."`` (helper top level, workflow body, intent block)."""
 
@@ -493,7 +493,7 @@ class DescriptionEntry:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorkflowDecl:
     """``workflow name(params): Returns { description: ...  tool ...  statements }``.
 
@@ -517,7 +517,7 @@ class WorkflowDecl:
         return examples_of(self.annotations)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigBlock:
     """``default config { ... }`` (``name`` is ``None``) or ``config Name { ... }``."""
 
@@ -538,7 +538,7 @@ class ConfigBlock:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContextBlock:
     """``context { name: string ... }``."""
 
@@ -546,7 +546,7 @@ class ContextBlock:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InputDecl:
     """``input: Type``."""
 
@@ -554,7 +554,7 @@ class InputDecl:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutputDecl:
     """``output: Type``."""
 
@@ -562,19 +562,19 @@ class OutputDecl:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolGrantNone:
     """A helper use with no ``with ... tools`` clause."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolGrantAll:
     """``with all tools``."""
 
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolGrantList:
     """``with tools { a, b }``."""
 
@@ -585,7 +585,7 @@ class ToolGrantList:
 Handoff: TypeAlias = L["none", "user", "user_then_continue"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HelperUse:
     """One line of ``helpers {}``: ``Name [with ...] [handoff user [then continue]]``."""
 
@@ -595,7 +595,7 @@ class HelperUse:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HelpersBlock:
     """``helpers { ... }``."""
 
@@ -603,7 +603,7 @@ class HelpersBlock:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IntentDecl:
     """``intent Name { description: "..." fields { ... } }`` (top level or inline in ``intent:``)."""
 
@@ -614,7 +614,7 @@ class IntentDecl:
     export_span: Span | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IntentAttach:
     """``intent: A + B`` (``NameRef`` items) or ``intent: { A { ... } }`` (``IntentDecl`` items)."""
 
@@ -626,7 +626,7 @@ class IntentAttach:
 # Top-level declarations
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImportDecl:
     """``import { A, B } from "./path"``."""
 
@@ -635,7 +635,7 @@ class ImportDecl:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelDecl:
     """``model Name { provider: gemini("...") }``."""
 
@@ -645,7 +645,7 @@ class ModelDecl:
     export_span: Span | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TypeDecl:
     """``type Name { field: T ... }``."""
 
@@ -655,7 +655,7 @@ class TypeDecl:
     export_span: Span | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptDecl:
     """``prompt Name { ... }`` or ``prompt Name(params) { ... }`` (``params`` ``None`` if absent)."""
 
@@ -666,7 +666,7 @@ class PromptDecl:
     export_span: Span | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentDecl:
     """``agent Name { ... }`` or ``helper Name { ... }`` (``kind`` says which)."""
 
@@ -682,7 +682,7 @@ class AgentDecl:
         return self.kind == "helper"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Module:
     """One parsed ``.agent`` file: its declarations in source order."""
 
@@ -769,8 +769,8 @@ def walk(node: object) -> Iterator[object]:
         if isinstance(current, tuple):
             stack.extend(reversed(current))
             continue
-        if not is_dataclass(current) or isinstance(current, SourceFile | Span | type):
+        if not is_record(current):
             continue
         yield current
-        children = [getattr(current, f.name) for f in fields(current)]
-        stack.extend(reversed([c for c in children if isinstance(c, tuple) or is_dataclass(c)]))
+        children = [getattr(current, name) for name in record_fields(current)]
+        stack.extend(reversed([c for c in children if isinstance(c, tuple) or is_record(c)]))

@@ -1,0 +1,71 @@
+"""``records.record`` behaves like ``@dataclass(frozen=True, slots=True)`` for the syntax tree."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from auwgent.compiler import nodes as n
+from auwgent.compiler.records import is_record, record, record_fields
+from auwgent.compiler.source import Span
+
+
+@record
+class Pair:
+    left: int
+    right: str
+    note: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DataPair:
+    left: int
+    right: str
+    note: str | None = None
+
+
+def test_init_positional_keyword_and_default() -> None:
+    assert Pair(1, "a").note is None
+    assert Pair(left=1, right="a", note="x").note == "x"
+    with pytest.raises(TypeError):
+        Pair(1)  # type: ignore[call-arg]
+
+
+def test_eq_hash_and_repr_match_a_dataclass() -> None:
+    assert Pair(1, "a") == Pair(1, "a")
+    assert Pair(1, "a") != Pair(1, "b")
+    other: object = DataPair(1, "a")
+    assert Pair(1, "a") != other
+    assert len({Pair(1, "a"), Pair(1, "a"), Pair(2, "a")}) == 2
+    assert repr(Pair(1, "a")) == repr(DataPair(1, "a")).replace("DataPair", "Pair")
+
+
+def test_frozen_and_slotted() -> None:
+    pair = Pair(1, "a")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pair.left = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del pair.left
+    assert not hasattr(pair, "__dict__")
+    assert getattr(Pair, "__slots__") == ("left", "right", "note")  # noqa: B009
+
+
+def test_match_args_and_fields() -> None:
+    match Pair(1, "a"):
+        case Pair(left, right):
+            assert (left, right) == (1, "a")
+        case _:
+            pytest.fail("positional pattern did not match")
+    assert record_fields(Pair(1, "a")) == ("left", "right", "note")
+    assert is_record(Pair(1, "a"))
+    assert not is_record(Pair)
+    assert not is_record(DataPair(1, "a"))
+
+
+def test_nodes_are_records_with_the_same_methods() -> None:
+    name = n.Name("x", Span(0, 1))
+    assert name == n.Name("x", Span(0, 1))
+    assert repr(name) == "Name(text='x', span=Span(start=0, end=1))"
+    assert n.Name.__init__.__qualname__ == "Name.__init__"
+    assert n.Name.__doc__ and "identifier" in n.Name.__doc__

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from auwgent._version import IR_VERSION
@@ -48,6 +47,10 @@ def dumps_ir(doc: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=1)
 def _schema_text() -> str:
+    # Imported here: importlib.resources pulls in tempfile, shutil and more (~13 ms), and
+    # the compiler, which imports this module for the hash, never needs the schema.
+    from importlib import resources
+
     return resources.files(__name__).joinpath("schema.json").read_text(encoding="utf-8")
 
 

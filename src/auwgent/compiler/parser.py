@@ -157,6 +157,11 @@ _BINDING: dict[TokenKind, int] = {
 
 
 MAX_DEPTH = 64
+# Operator chains (`a + b + c`), member chains (`x.a.b`), index chains and array types
+# (`T[][]`) are read by loops, not recursion, but each link is one more level of the tree
+# that the checker, the lowering and the runtime walk recursively. Past this many links on
+# one path the file is refused with E0109 instead of blowing their stack later.
+MAX_LINKS = 200
 _OPENERS = (K.LBRACE, K.LPAREN, K.LBRACKET)
 _CLOSERS = {K.RBRACE: K.LBRACE, K.RPAREN: K.LPAREN, K.RBRACKET: K.LBRACKET}
 # Words that start a statement or a member: where skipping stops inside an unclosed `(`.
@@ -192,6 +197,7 @@ class _Parser:
         # Open blocks, innermost last: (what, where it opened) for "still open" notes.
         self.blocks: list[tuple[str, Span]] = []
         self.depth = 0
+        self.links = 0  # chain links on the current path, see MAX_LINKS
         self.too_deep = False
 
     # ---------------------------------------------------------------- cursor
@@ -361,6 +367,21 @@ class _Parser:
                     f"nesting is too deep (more than {MAX_DEPTH} levels)",
                     token.span,
                     help="split the expression or the type into named parts",
+                )
+            raise _Bail()
+
+    def link(self) -> None:
+        """Count one chain link (see ``MAX_LINKS``); the caller restores ``links``."""
+        self.links += 1
+        if self.links > MAX_LINKS:
+            self.links -= 1
+            if not self.too_deep:
+                self.too_deep = True
+                self.report(
+                    "E0109",
+                    f"this chain of operators or fields is too long (more than {MAX_LINKS})",
+                    self.peek().span,
+                    help="split it into `let` steps or named parts",
                 )
             raise _Bail()
 
@@ -807,10 +828,15 @@ class _Parser:
 
     def parse_postfix_type(self) -> n.TypeExpr:
         type_ = self.parse_primary_type()
-        while self.at(K.LBRACKET) and self.peek(1).kind is K.RBRACKET:
-            self.advance()
-            self.advance()
-            type_ = n.ArrayType(type_, self.since(type_.span))
+        links = self.links
+        try:
+            while self.at(K.LBRACKET) and self.peek(1).kind is K.RBRACKET:
+                self.link()
+                self.advance()
+                self.advance()
+                type_ = n.ArrayType(type_, self.since(type_.span))
+        finally:
+            self.links = links
         return type_
 
     def parse_primary_type(self) -> n.TypeExpr:
@@ -1032,15 +1058,20 @@ class _Parser:
     def parse_expr(self, min_power: int = 1) -> n.Expr:
         """Precedence climbing over ``_BINDING`` (all binary operators are left-associative)."""
         left = self.simple_atom() or self.parse_unary()
-        while True:
-            op = self.tokens[self.pos]
-            power = _BINDING.get(op.kind, 0)
-            if power < min_power:
-                return left
-            self.pos += 1
-            right = self.parse_expr(power + 1)
-            span = _new(Span, (left.span.start, right.span.end))
-            left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
+        links = self.links
+        try:
+            while True:
+                op = self.tokens[self.pos]
+                power = _BINDING.get(op.kind, 0)
+                if power < min_power:
+                    return left
+                self.link()
+                self.pos += 1
+                right = self.parse_expr(power + 1)
+                span = _new(Span, (left.span.start, right.span.end))
+                left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
+        finally:
+            self.links = links
 
     def simple_atom(self) -> n.Expr | None:
         """The common case in one step: a literal or a plain name with nothing after it."""
@@ -1086,23 +1117,31 @@ class _Parser:
 
     def parse_postfix(self) -> n.Expr:
         expr = self.parse_atom()
-        while True:
-            token = self.peek()
-            if token.kind is K.DOT:
-                self.advance()
-                name = self.expect_same_line_name("a field name after `.`")
-                expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
-            elif token.kind is K.LBRACKET and not token.newline_before:
-                self.advance()
-                index = self.parse_expr()
-                self.expect(K.RBRACKET, "`]` after the index")
-                expr = n.Index(expr, index, self.since(expr.span))
-            elif token.kind is K.LPAREN and not token.newline_before:
-                if not isinstance(expr, n.NameRef):
-                    raise self.fail("an operator or a line break (only named tools can be called)")
-                expr = self.parse_call(n.Name(expr.name, expr.span))
-            else:
-                return expr
+        links = self.links
+        try:
+            while True:
+                token = self.peek()
+                if token.kind is K.DOT:
+                    self.link()
+                    self.advance()
+                    name = self.expect_same_line_name("a field name after `.`")
+                    expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
+                elif token.kind is K.LBRACKET and not token.newline_before:
+                    self.link()
+                    self.advance()
+                    index = self.parse_expr()
+                    self.expect(K.RBRACKET, "`]` after the index")
+                    expr = n.Index(expr, index, self.since(expr.span))
+                elif token.kind is K.LPAREN and not token.newline_before:
+                    if not isinstance(expr, n.NameRef):
+                        raise self.fail(
+                            "an operator or a line break (only named tools can be called)"
+                        )
+                    expr = self.parse_call(n.Name(expr.name, expr.span))
+                else:
+                    return expr
+        finally:
+            self.links = links
 
     def parse_call(self, callee: n.Name) -> n.Call:
         opener = self.expect(K.LPAREN)
@@ -1420,6 +1459,16 @@ class _TemplateParser:
         return expr
 
     def open_if(self, open_at: int, cond_start: int, cond_end: int) -> None:
+        if len(self.stack) == MAX_DEPTH:
+            # Deeper `{{#if}}`s are still matched with their `{{/if}}` (the stack is a list),
+            # but the checker walks the tree recursively: refuse it here, once.
+            self.report(
+                "E0109",
+                f"`{{{{#if}}}}` nested too deeply (more than {MAX_DEPTH} levels)",
+                open_at,
+                cond_end,
+                help="split the prompt into named parts",
+            )
         cond = self.expression(cond_start, cond_end)
         self.stack.append(
             (open_at, cond or n.Literal(None, self.span(open_at, cond_end)), [], None)

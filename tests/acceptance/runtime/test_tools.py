@@ -101,7 +101,7 @@ async def test_a_block_tool_call_runs_the_tool_and_feeds_the_result_back(main: M
     assert result["overridden"] is False
     # The JSON string the tool returned reaches the model as is.
     assert result["result"] == json.dumps({"temperature": 28, "condition": "sunny"})
-    second = json.dumps(server.requests[1].body["messages"])
+    second = json.dumps(server.requests[1].body["messages"][1:])
     assert json.dumps(json.dumps({"temperature": 28, "condition": "sunny"}))[1:-1] in second
     assert set(seen.agents("tool_call")) == {"Main"}
 
@@ -156,7 +156,7 @@ async def test_tools_as_a_class_an_instance_or_a_dict(main: ModuleType, form: st
         await agent.run("Weather in Tema?")
     assert seen_args == ["Tema"]
     assert seen.payloads("tool_result")[0]["result"] == "Sunny, 28°C"
-    assert "Sunny, 28°C" in json.dumps(server.requests[1].body["messages"], ensure_ascii=False)
+    assert "Sunny, 28°C" in json.dumps(server.requests[1].body["messages"][1:], ensure_ascii=False)
 
 
 async def test_skipping_a_tool_call_from_the_handler(main: ModuleType) -> None:
@@ -189,7 +189,7 @@ async def test_skipping_a_tool_call_from_the_handler(main: ModuleType) -> None:
     assert seen.names == ["tool_call", "tool_skipped", "response_text"]
     assert seen.payloads("tool_skipped") == [{"type": "delete_records", "args": {"table": "users"}}]
     # The model sees that the call was skipped in its next turn.
-    assert "skipped" in json.dumps(server.requests[1].body["messages"])
+    assert "skipped" in json.dumps(server.requests[1].body["messages"][1:])
 
 
 async def test_overriding_a_tool_result_from_the_handler(main: ModuleType) -> None:
@@ -219,7 +219,7 @@ async def test_overriding_a_tool_result_from_the_handler(main: ModuleType) -> No
             "overridden": True,
         }
     ]
-    assert "Sunny, 28°C" in json.dumps(server.requests[1].body["messages"], ensure_ascii=False)
+    assert "Sunny, 28°C" in json.dumps(server.requests[1].body["messages"][1:], ensure_ascii=False)
 
 
 async def test_a_tool_without_implementation_is_not_configured(main: ModuleType) -> None:
@@ -261,7 +261,7 @@ async def test_invalid_arguments_never_reach_the_implementation(main: ModuleType
     (error,) = seen.payloads("tool_error")
     assert error["tool"] == "get_forecast"
     assert "days" in error["message"]
-    assert "days" in json.dumps(server.requests[1].body["messages"])
+    assert "days" in json.dumps(server.requests[1].body["messages"][1:])
 
 
 async def test_an_undeclared_tool_is_a_tool_error(main: ModuleType) -> None:
@@ -289,7 +289,7 @@ async def test_a_raising_tool_is_a_tool_error_and_the_model_is_told(main: Module
         await agent.run("Weather?")
     assert seen.names == ["tool_call", "tool_error", "response_text"]
     assert "weather service down" in seen.payloads("tool_error")[0]["message"]
-    assert "weather service down" in json.dumps(server.requests[1].body["messages"])
+    assert "weather service down" in json.dumps(server.requests[1].body["messages"][1:])
 
 
 async def test_gemini_native_calls_round_trip(main: ModuleType, tmp_path: Any) -> None:

@@ -226,7 +226,7 @@ def _describe(value: object) -> str:
     if isinstance(value, int | float):
         return f"the number {value}"
     if isinstance(value, list):
-        return "a list"
+        return "a list" if value else "an empty list"
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__

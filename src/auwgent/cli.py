@@ -53,7 +53,8 @@ def check_project(project: Project) -> CheckReport:
     """Run the whole compiler over ``project``: parse, modules, checker and lowering."""
     from auwgent.compiler.pipeline import compile_project
 
-    result = compile_project(project.files, project.source_root, display=display_path)
+    # Nothing is written, so the documents need no content hash.
+    result = compile_project(project.files, project.source_root, display=display_path, hashed=False)
     return CheckReport(result.diagnostics, result.files, result.agents)
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _version
-from ..ir import with_hash
 from . import nodes as n
 from .diagnostics import Diagnostic, error
 from .members import agent_parts
@@ -85,8 +84,12 @@ class Lowered:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def lower_file(graph: ModuleGraph, path: str) -> Lowered | None:
-    """Lower the agent declared in file ``path``; ``None`` for a library file (no agent)."""
+def lower_file(graph: ModuleGraph, path: str, *, hashed: bool = True) -> Lowered | None:
+    """Lower the agent declared in file ``path``; ``None`` for a library file (no agent).
+
+    ``hashed=False`` leaves the ``hash`` field empty, for callers that only want the
+    diagnostics (``auwgent check``): hashing is a third of the time spent lowering.
+    """
     scope = graph.scope(path)
     root = next((d for d in scope.module.agents if not d.is_helper), None)
     if root is None:
@@ -95,6 +98,11 @@ def lower_file(graph: ModuleGraph, path: str) -> Lowered | None:
     document = lowering.document(root)
     if lowering.diagnostics:
         return Lowered(None, tuple(lowering.diagnostics))
+    if not hashed:
+        return Lowered(document, ())
+    # Imported here so that `auwgent check` loads neither json nor hashlib.
+    from ..ir import with_hash
+
     return Lowered(with_hash(document), ())
 
 

@@ -77,11 +77,14 @@ def compile_project(
     source_root: Path,
     *,
     display: Callable[[Path], str] | None = None,
+    hashed: bool = True,
 ) -> CompileResult:
     """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``.
 
     Diagnostics name files by the same relative path unless ``display`` gives another (the
     CLI shows paths relative to the working directory, so that they can be clicked).
+    ``hashed=False`` leaves the ``hash`` field of the documents empty, for callers that only
+    want the diagnostics (``auwgent check``).
     """
     loaded: list[tuple[str, SourceFile]] = []
     problems: list[Diagnostic] = []
@@ -97,7 +100,7 @@ def compile_project(
             problems.append(_unreadable(shown, exc.strerror or str(exc)))
             continue
         loaded.append((rel, SourceFile(shown, text)))
-    return _compile(loaded, problems)
+    return _compile(loaded, problems, hashed)
 
 
 def _unreadable(shown: str, reason: str) -> Diagnostic:
@@ -105,7 +108,9 @@ def _unreadable(shown: str, reason: str) -> Diagnostic:
     return error("E0000", f"cannot read {shown}: {reason}", SourceFile(shown, ""), Span(0, 0))
 
 
-def _compile(files: list[tuple[str, SourceFile]], problems: list[Diagnostic]) -> CompileResult:
+def _compile(
+    files: list[tuple[str, SourceFile]], problems: list[Diagnostic], hashed: bool = True
+) -> CompileResult:
     # The front end builds hundreds of thousands of small objects that all stay alive until
     # the end, and the syntax tree has no reference cycles; the cyclic collector would walk
     # them again and again for nothing (about a third of a cold `auwgent check`). Pause it,
@@ -113,13 +118,15 @@ def _compile(files: list[tuple[str, SourceFile]], problems: list[Diagnostic]) ->
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _compile_all(files, problems)
+        return _compile_all(files, problems, hashed)
     finally:
         if paused:
             gc.enable()
 
 
-def _compile_all(files: list[tuple[str, SourceFile]], problems: list[Diagnostic]) -> CompileResult:
+def _compile_all(
+    files: list[tuple[str, SourceFile]], problems: list[Diagnostic], hashed: bool
+) -> CompileResult:
     diags = list(problems)
     modules: dict[str, n.Module] = {}
     broken: set[str] = set()
@@ -136,7 +143,7 @@ def _compile_all(files: list[tuple[str, SourceFile]], problems: list[Diagnostic]
     documents: dict[str, dict[str, Any]] = {}
     if not any(d.is_error for d in diags):
         for path in sorted(modules):
-            lowered = lower_file(graph, path)
+            lowered = lower_file(graph, path, hashed=hashed)
             if lowered is None:
                 continue
             diags.extend(lowered.diagnostics)

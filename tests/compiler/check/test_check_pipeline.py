@@ -47,6 +47,29 @@ def test_compile_project_and_compile_sources_agree(tmp_path: Path) -> None:
     assert from_disk == in_memory
 
 
+def test_unhashed_documents_differ_only_by_the_empty_hash(tmp_path: Path) -> None:
+    files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": MAIN})
+    hashed = compile_project(files, tmp_path).documents["main.agent"]
+    bare = compile_project(files, tmp_path, hashed=False).documents["main.agent"]
+    assert hashed["hash"].startswith("sha256:") and bare["hash"] == ""
+    assert {**hashed, "hash": ""} == bare
+
+
+def test_garbage_collector_setting_survives_a_compile(tmp_path: Path) -> None:
+    import gc
+
+    files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": MAIN})
+    assert gc.isenabled()
+    compile_project(files, tmp_path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        compile_project(files, tmp_path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_display_names_files_in_diagnostics_but_not_in_the_ir(tmp_path: Path) -> None:
     broken = MAIN.replace("model: M", "model: N")
     files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": broken})

@@ -93,7 +93,7 @@ def test_every_example_project_loads() -> None:
         ),
         (
             'source: "main.agent"\ntargets: []\n',
-            "targets: expected a list such as [py], got a list",
+            "targets: expected a list such as [py], got an empty list",
         ),
         (
             'source: "main.agent"\ntargets: {a: 1}\n',

@@ -32,6 +32,9 @@ class ContextError(ConfigError):
     """A context value does not match the declared ``context`` block."""
 
 
+_API_LABELS = {"openai": "OpenAI", "gemini": "Gemini"}
+
+
 class ProviderError(AuwgentError):
     """A model provider request failed (after retries, where the failure was retryable)."""
 
@@ -47,7 +50,10 @@ class ProviderError(AuwgentError):
         self.status = status
         self.retryable = retryable
         self.provider_message = message
-        where = f"{provider} API error" + (f" ({status})" if status is not None else "")
+        # The message names the API as people write it ("OpenAI API error (401): ...", as in
+        # the manual); ``provider`` keeps the id (a custom provider's id is shown as is).
+        label = _API_LABELS.get(provider, provider)
+        where = f"{label} API error" + (f" ({status})" if status is not None else "")
         super().__init__(f"{where}: {message}")
 
 

@@ -133,7 +133,7 @@ async def test_other_4xx_fail_at_once_with_the_providers_message() -> None:
     assert len(calls) == 1
     error = caught.value
     assert (error.provider, error.status, error.retryable) == ("openai", 401, False)
-    assert str(error) == "openai API error (401): Incorrect API key provided: ***"
+    assert str(error) == "OpenAI API error (401): Incorrect API key provided: ***"
     assert "sk-secret-123" not in str(error)
 
 

@@ -32,6 +32,22 @@ agent Main {
 }
 """
 
+OPENAI_RAG = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        embedding: openai("text-embedding-3-small")
+        prompt: "You are a helpful assistant"
+    }
+
+    config Large {
+        model: openai("gpt-4o")
+        embedding: openai("text-embedding-3-large")
+        prompt: "You are a helpful assistant"
+    }
+}
+"""
+
 PLANNING = """
 intent Planning {
     description: "Emit a structured execution plan before taking action"
@@ -86,6 +102,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
         {
             "rag.agent": RAG,
             "plain.agent": NO_EMBEDDING,
+            "openai_rag.agent": OPENAI_RAG,
             "planning.agent": PLANNING,
             "inline.agent": INLINE_INTENT,
         },
@@ -169,6 +186,42 @@ async def test_embed_without_an_embedding_model_is_a_clear_error(
         await agent.run("hello")
     (message,) = errors
     assert "embedding" in message
+
+
+async def test_embed_uses_the_active_configs_embedding_model(
+    project: dict[str, ModuleType],
+) -> None:
+    rag = project["openai_rag"]
+    lengths: list[int] = []
+
+    class RagMiddleware(rag.AuwgentMiddleware):  # type: ignore[name-defined, misc]
+        name = "rag"
+
+        async def onRunStart(self, session: Any, ctx: Any) -> Any:
+            vectors = await ctx["embed_batch"](["one", "two"])
+            vector = await ctx["embed"](session["turns"][-1]["input"])  # the turn input works
+            lengths.extend([len(vectors), len(vector)])
+            return session
+
+    with FakeOpenAIServer([text("Hi."), text("Hi.")], embedding_dimensions=5) as server:
+        agent = rag.auwgent(
+            {
+                "apiKeys": {"openaiApiKey": "k"},
+                "baseUrls": {"openai": server.base_url},
+                "middleware": [RagMiddleware],
+            }
+        )
+        await agent.run("hello")
+        await agent.run("hello", config="Large")
+    embeddings = [r for r in server.requests if r.path == "/v1/embeddings"]
+    assert [r.body["model"] for r in embeddings] == [
+        "text-embedding-3-small",
+        "text-embedding-3-small",
+        "text-embedding-3-large",
+        "text-embedding-3-large",
+    ]
+    assert embeddings[0].body["input"] == ["one", "two"]
+    assert lengths == [2, 5, 2, 5]
 
 
 PLAN_BLOCK = (

@@ -61,6 +61,11 @@ class TokenKind(enum.Enum):
     HASH = "#"
     EOF = "end of file"
 
+    # Enum hashes members in Python (by name); the parser looks kinds up in dicts and sets
+    # tens of thousands of times per file. Members are singletons compared by identity, so
+    # the identity hash agrees with equality and runs in C.
+    __hash__ = object.__hash__
+
 
 _IDENT = TokenKind.IDENT
 # Building named tuples through tuple.__new__ skips their Python-level __new__: the lexer makes

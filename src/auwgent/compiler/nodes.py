@@ -42,6 +42,9 @@ class StringKind(enum.Enum):
     SINGLE = "'"
     TRIPLE = '"""'
 
+    # Identity hash, in C (Enum's own hashes the name in Python); see lexer.TokenKind.
+    __hash__ = object.__hash__
+
 
 @record
 class StringLit:

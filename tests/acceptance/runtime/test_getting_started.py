@@ -39,11 +39,43 @@ agent Main {
 """
 
 
+OPTIONS = """
+model MyGemini {
+    provider: gemini("gemini-2.5-flash", {
+        temperature: 0.7
+        top_k: 40
+        top_p: 0.95
+        max_output_tokens: 1024
+    })
+}
+
+model MyCustomModel {
+    provider: custom("my-provider", "https://api.example.com/v1", "model-name", {
+        temperature: 0.1,
+        max_completion_tokens: 300,
+        response_format: { type: "text" }
+    })
+}
+
+agent Main {
+    default config {
+        model: MyGemini
+        prompt: "You are a helpful assistant. Be polite."
+    }
+
+    config Custom {
+        model: MyCustomModel
+        prompt: "You are terse."
+    }
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
     return generate(
         tmp_path_factory.mktemp("getting_started"),
-        {"main.agent": MAIN, "configs.agent": CONFIGS},
+        {"main.agent": MAIN, "configs.agent": CONFIGS, "options.agent": OPTIONS},
     )
 
 
@@ -224,3 +256,29 @@ def test_run_sync_from_plain_code(main: ModuleType) -> None:
         )
         session = agent.run_sync("hello")
     assert session["turns"][-1]["input"]["text"] == "hello"
+
+
+async def test_provider_options_reach_the_api(project: dict[str, ModuleType]) -> None:
+    options = project["options"]
+    with FakeGeminiServer([text("Hi.")]) as gem, FakeOpenAIServer([text("Hi.")]) as custom:
+        agent = options.auwgent(
+            {
+                "apiKeys": {"geminiApiKey": "g", "myProviderApiKey": "c"},
+                "baseUrls": {"gemini": gem.base_url, "my-provider": custom.base_url},
+            }
+        )
+        await agent.run("hello")
+        await agent.run("hello", config="Custom")
+    assert gem.requests[0].body["generationConfig"] == {
+        "temperature": 0.7,
+        "topK": 40,
+        "topP": 0.95,
+        "maxOutputTokens": 1024,
+    }
+    body = custom.requests[0].body
+    assert custom.requests[0].headers["authorization"] == "Bearer c"
+    assert body["model"] == "model-name"
+    assert body["temperature"] == 0.1
+    assert body["max_completion_tokens"] == 300
+    assert body["response_format"] == {"type": "text"}
+    assert "You are terse." in openai_system(body)

@@ -23,6 +23,7 @@ def generate(root: Path, sources: dict[str, str]) -> dict[str, ModuleType]:
     agents = root / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     for name, text in sources.items():
+        (agents / name).parent.mkdir(parents=True, exist_ok=True)
         (agents / name).write_text(textwrap.dedent(text), encoding="utf-8")
     (root / "auwgent.yml").write_text(
         'source: "agents"\noutput: "generated"\ntargets:\n  - py\n', encoding="utf-8"

@@ -208,6 +208,12 @@ def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
     for field_name, model in fields.items():
         value = api_keys.get(field_name)
         env_names = api_key_env(model)
+        if value is not None and not isinstance(value, str):
+            # Say what is wrong with the value given, not that the key is missing.
+            raise ConfigError(
+                f"apiKeys.{field_name}: expected the API key as a string, "
+                f"got {type(value).__name__}"
+            )
         if value is None:
             value = next((os.environ[n] for n in env_names if os.environ.get(n)), None)
         if not isinstance(value, str) or not value:

@@ -206,7 +206,8 @@ def test_construction_errors_name_what_is_wrong(tmp_path: Path) -> None:
     not_a_string = _construct(
         tmp_path, '{"apiKeys": {"geminiApiKey": 5, "myGroqApiApiKey": "k"}}', {}
     )
-    assert "geminiApiKey" in not_a_string.stdout and "not_a_string" not in not_a_string.stdout
+    assert "apiKeys.geminiApiKey" in not_a_string.stdout
+    assert "string" in not_a_string.stdout and "missing" not in not_a_string.stdout
 
 
 def test_stale_outputs_are_removed_and_errors_change_nothing(tmp_path: Path) -> None:

@@ -75,10 +75,13 @@ class GenerateResult:
             f"generated {_plural(len(self.outputs), 'file')} ({_plural(self.agents, 'agent')}) "
             f"in {self.elapsed_ms:.0f} ms"
         )
+        # Warnings are counted as `auwgent check` counts them, so both summaries agree.
+        warnings = sum(1 for d in self.diagnostics if not d.is_error)
+        counted = [_plural(warnings, "warning")] if warnings else []
         if self.ok:
-            return line
+            return f"{line}: {counted[0]}" if counted else line
         count = len(self.errors) + sum(1 for d in self.diagnostics if d.is_error)
-        return f"{line}: {_plural(count, 'error')}, outputs left unchanged"
+        return ", ".join([f"{line}: {_plural(count, 'error')}", *counted, "outputs left unchanged"])
 
 
 def _plural(count: int, word: str) -> str:

@@ -235,3 +235,18 @@ def test_ts_target(tmp_path: Path) -> None:
     result = run("generate", cwd=tmp_path)
     assert result.returncode == 0 and "TypeScript" in result.stderr
     assert (tmp_path / "generated" / "main_types.py").is_file()
+
+
+def test_summary_counts_warnings_like_check(tmp_path: Path) -> None:
+    write(tmp_path, {"main.agent": "type Unused { a: string }\n" + agent()})
+    generated = run("generate", ".", cwd=tmp_path)
+    assert generated.returncode == 0 and "W2002" in generated.stderr
+    assert re.fullmatch(r"generated 2 files \(1 agent\) in \d+ ms: 1 warning\n", generated.stdout)
+    checked = run("check", ".", cwd=tmp_path)
+    assert re.fullmatch(r"checked 1 file \(1 agent\) in \d+ ms: 1 warning\n", checked.stdout)
+    (tmp_path / "main.agent").write_text(
+        "type Unused { a: string }\n" + agent("    output: Nope"), encoding="utf-8"
+    )
+    failed = run("generate", ".", cwd=tmp_path)
+    assert failed.returncode == 1
+    assert failed.stdout.endswith(": 1 error, 1 warning, outputs left unchanged\n")

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ConfigError
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 # imported on first use: importing generated bindings and building the agent stay fast.
 
 __all__ = ["Agent", "AgentCore", "create_agent"]
+
+_AgentT = TypeVar("_AgentT", bound="Agent")
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -104,6 +106,11 @@ class AgentCore:
         self._sections: dict[Any, str] = {}
         self._referenced: dict[Any, set[str]] = {}
         self._codecs: dict[str, Codec] = {}
+        # The HTTP client the agent creates when the config gives none, and the event loop it
+        # belongs to (its pooled connections cannot serve another loop).
+        self._client: Any = None
+        self._client_loop: Any = None
+        self._providers: dict[tuple[Any, ...], Provider] = {}
 
     # -- choices per agent -------------------------------------------------------------------
 
@@ -130,6 +137,52 @@ class AgentCore:
 
             codec = self._codecs[name] = codec_for(name)
         return codec
+
+    def provider(self, model: Mapping[str, Any]) -> Provider:
+        """The provider for an IR ``Model``, built once and reused by every run."""
+        if self.provider_override is not None:
+            return self.provider_override
+        client = self._http_client()
+        key = (model["provider"], model.get("id"), model.get("base_url"))
+        found = self._providers.get(key)
+        if found is None:
+            found = self._providers[key] = self.make_provider(model, client)
+        return found
+
+    def _http_client(self) -> Any:
+        """The config's ``httpClient``, else the agent's own, created on first use per loop.
+
+        One client per agent (not per run) keeps connections, and TLS sessions with real APIs,
+        alive between runs. A run in another event loop (each ``run_sync`` has its own) gets a
+        new client; the previous one belongs to its loop and is released by ``run_sync`` or
+        :meth:`Agent.aclose`.
+        """
+        given = self.options.http_client
+        if given is not None:
+            return given
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            import httpx
+
+            self._client = httpx.AsyncClient()
+            self._client_loop = loop
+            self._providers.clear()  # they hold the previous client
+        return self._client
+
+    async def release_client(self) -> None:
+        """Close the agent's own HTTP client if it belongs to the running loop; never the
+        config's ``httpClient``. A client of another (finished) loop is only dropped."""
+        import asyncio
+
+        client, loop = self._client, self._client_loop
+        if client is None:
+            return
+        self._client = self._client_loop = None
+        self._providers.clear()
+        if loop is asyncio.get_running_loop():
+            await client.aclose()
 
     def make_provider(self, model: Mapping[str, Any], client: Any) -> Provider:
         from auwgent.runtime.providers import make_provider
@@ -312,10 +365,33 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(
-                self.run(text, session=session, config=config, conversation_id=conversation_id)
-            )
-        raise RuntimeError("run_sync() cannot be called from a running event loop; await run()")
+            pass
+        else:
+            raise RuntimeError("run_sync() cannot be called from a running event loop; await run()")
+
+        async def once() -> Session:
+            try:
+                return await self.run(
+                    text, session=session, config=config, conversation_id=conversation_id
+                )
+            finally:
+                # The loop ends with this call: its connections cannot serve the next one.
+                await self._core.release_client()
+
+        return asyncio.run(once())
+
+    async def aclose(self) -> None:
+        """Release the HTTP client the agent created (a config ``httpClient`` stays open).
+
+        The agent stays usable: a later run creates a new client.
+        """
+        await self._core.release_client()
+
+    async def __aenter__(self: _AgentT) -> _AgentT:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def stream(
         self,

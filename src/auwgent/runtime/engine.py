@@ -94,9 +94,6 @@ class Run:
         self.calls = CallRunner(self)
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
-        self._providers: dict[str, Provider] = {}
-        self._client: Any = None
-        self._owns_client = False
         self.ctx: dict[str, Any] = {
             "activeAgent": core.root,
             "rootAgent": core.root,
@@ -140,25 +137,8 @@ class Run:
     # -- providers ---------------------------------------------------------------------------
 
     def provider(self, model: Mapping[str, Any]) -> Provider:
-        if self.core.provider_override is not None:
-            return self.core.provider_override
-        key = json.dumps([model["provider"], model.get("id"), model.get("base_url")])
-        found = self._providers.get(key)
-        if found is None:
-            if self._client is None:
-                self._client = self.core.options.http_client
-                if self._client is None:
-                    import httpx
-
-                    self._client = httpx.AsyncClient()
-                    self._owns_client = True
-            found = self.core.make_provider(model, self._client)
-            self._providers[key] = found
-        return found
-
-    async def close(self) -> None:
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
+        # The agent keeps its providers and HTTP client across runs (connections are reused).
+        return self.core.provider(model)
 
     # -- a whole run -------------------------------------------------------------------------
 
@@ -219,7 +199,6 @@ class Run:
             await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
             await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
-        await self.close()
 
     async def _drive(self, start: str) -> None:
         agent = self.core.doc["agents"][start]

@@ -272,7 +272,10 @@ async def test_an_undeclared_tool_is_a_tool_error(main: ModuleType) -> None:
         agent.on_intent(seen)
         await agent.run("Format my disk")
     assert seen.names == ["tool_error", "response_text"]
-    assert seen.payloads("tool_error")[0]["tool"] == "format_disk"
+    (error,) = seen.payloads("tool_error")
+    assert error["tool"] == "format_disk"
+    # Worded as the manual's example, "Tool not found: search_docs".
+    assert error["message"].startswith("Tool not found: format_disk")
     assert len(server.requests) == 2
 
 

@@ -375,8 +375,9 @@ class BlocksDecoder:
             same = [c for c in self.contract.callables if c.name == name]
             spec = same[0] if len(same) == 1 else None
         if spec is None:
-            what = _CALL_KINDS[word]
-            return None, f"unknown {what} {name!r}: it is not available here; {self._allowed()}"
+            # Worded as the manual's tool_error example ("Tool not found: search_docs").
+            what = _CALL_KINDS[word].capitalize()
+            return None, f"{what} not found: {name} (not available here; {self._allowed()})"
         kind = section.BLOCK_KIND[spec.kind]
         return _Target(KINDS[kind], spec.name, spec.params, single=_single_string(spec)), None
 

@@ -59,6 +59,13 @@ _PREFIXES: Mapping[str, IntentKind] = {
 }
 _PREFIX_OF: Mapping[IntentKind, str] = {kind: prefix for prefix, kind in _PREFIXES.items()}
 _CALL_KINDS = ("tool_call", "workflow_call", "helper_call")
+_NOT_FOUND_LABEL: Mapping[str, str] = {
+    "tool_call": "Tool",
+    "workflow_call": "Workflow",
+    "helper_call": "Helper",
+    "custom": "Intent",
+    "response_schema": "Output",
+}
 
 
 def function_name(kind: IntentKind, name: str) -> str:
@@ -218,7 +225,9 @@ class NativeDecoder:
         target = self._targets.get(function)
         if target is None:
             kind, name = parse_function_name(function)
-            message = f"unknown function {function!r}: it is not available here"
+            # Worded as the manual's tool_error example ("Tool not found: search_docs").
+            what = _NOT_FOUND_LABEL.get(kind or "tool_call", "Function")
+            message = f"{what} not found: {name or function} (no function {function!r} here)"
             self._events.append(RejectedEvent(kind, name, call.segment, message, raw, call.id))
             return
         try:

@@ -151,7 +151,7 @@ def _read_yaml(config: Path, shown: str) -> dict[str, Any]:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_strict_loader(yaml))  # a SafeLoader: no Python tags
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -168,6 +168,25 @@ def _read_yaml(config: Path, shown: str) -> dict[str, Any]:
         )
     _reject_unknown(data.keys(), shown)
     return data
+
+
+def _strict_loader(yaml: Any) -> Any:
+    """A ``SafeLoader`` that refuses a key given twice (plain YAML keeps the last silently,
+    so ``source:`` written twice would quietly compile something else than the first says)."""
+
+    class StrictLoader(yaml.SafeLoader):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"`{key}` is given twice", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
 
 
 def _reject_unknown(keys: Iterable[object], shown: str) -> None:

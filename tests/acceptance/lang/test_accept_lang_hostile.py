@@ -150,6 +150,11 @@ def test_not_utf8_names_the_file(tmp_path: Path) -> None:
         ("sourc: main.agent\n", "did you mean `source`?"),
         (b"source: \xff\n", "auwgent.yml"),
         ("\t\tsource: :\n", "auwgent.yml"),
+        (
+            "source: main.agent\noutput: a\nsource: other.agent\n",
+            "auwgent.yml:3:1: invalid YAML: `source` is given twice",
+        ),
+        ("source: !!python/object/apply:os.system [echo]\n", "invalid YAML"),
     ],
     ids=[
         "unclosed",
@@ -163,6 +168,8 @@ def test_not_utf8_names_the_file(tmp_path: Path) -> None:
         "misspelt-key",
         "not-utf8",
         "tabs",
+        "key-twice",
+        "python-tag",
     ],
 )
 def test_broken_project_file_is_a_usage_error(yml: str | bytes, says: str, tmp_path: Path) -> None:

@@ -200,27 +200,64 @@ def relative_spec(importer: str, target: str) -> str:
     return rel if rel.startswith("../") else "./" + rel
 
 
+def _closest_file(target: str, others: list[str]) -> str | None:
+    """The project file an import most likely meant: a close path, else the same file name
+    in another folder (a wrong `./` or `../`), else a close file name. ``None`` unless one
+    file stands out."""
+    close = suggest(target, others)
+    if close:
+        return close
+    stem, ext = posixpath.splitext(target[: -len(SUFFIX)])
+    if ext:  # `./models.agnet`: the typo is in the suffix, the file is `models.agent`
+        bare = stem + SUFFIX
+        if bare in others:
+            return bare
+        close = suggest(bare, others)
+        if close:
+            return close
+        target = bare
+    name = posixpath.basename(target)
+    by_name: dict[str, list[str]] = {}
+    for other in others:
+        by_name.setdefault(posixpath.basename(other), []).append(other)
+    hit = name if name in by_name else suggest(name, by_name)
+    if hit is not None and len(by_name[hit]) == 1:
+        return by_name[hit][0]
+    return None
+
+
 def _import_target(
     path: str, imp: n.ImportDecl, scopes: Mapping[str, FileScope], diags: list[Diagnostic]
 ) -> str | None:
     source = scopes[path].module.source
     spec = imp.path.value
     if not spec.startswith(("./", "../")):
+        # `"models"`, `"/models"` or a path from the project root: point at the real file
+        # when there is one, else show the relative form of what was written.
+        bare = spec.lstrip("/\\") or spec
+        found = next(
+            (
+                t
+                for t in (normalize_import(path, "./" + bare), normalize_import("", bare))
+                if t in scopes
+            ),
+            None,
+        )
+        example = relative_spec(path, found) if found else "./" + bare
         diags.append(
             error(
                 "E1001",
                 f'import path "{spec}" must start with "./" or "../"',
                 source,
                 imp.path.span,
-                help=f'imports are relative to this file, e.g. "./{spec}"',
+                help=f'imports are relative to this file, e.g. "{example}"',
             )
         )
         return None
     target = normalize_import(path, spec)
     if target in scopes:
         return target
-    others = [p for p in scopes if p != path]
-    close = suggest(target, others)
+    close = _closest_file(target, [p for p in scopes if p != path])
     hint = f'did you mean "{relative_spec(path, close)}"?' if close else None
     diags.append(
         error(

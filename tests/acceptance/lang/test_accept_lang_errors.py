@@ -239,6 +239,41 @@ CASES = [
         ("./lib/modles", 'did you mean "./lib/models"?'),
     ),
     Case(
+        "import-wrong-folder",
+        {
+            "agents/main.agent": 'import { Shared } from "./models"\n'
+            + agent(config='model: Shared\n        prompt: "p"'),
+            "shared/models.agent": 'export model Shared { provider: gemini("m") }\n',
+        },
+        "E1001",
+        '"./models"',
+        ('did you mean "../shared/models"?',),
+        in_file="agents/main.agent",
+    ),
+    Case(
+        "import-suffix-typo",
+        {
+            "main.agent": 'import { Shared } from "./models.agnet"\n'
+            + agent(config='model: Shared\n        prompt: "p"'),
+            "models.agent": 'export model Shared { provider: gemini("m") }\n',
+        },
+        "E1001",
+        '"./models.agnet"',
+        ('did you mean "./models"?',),
+    ),
+    Case(
+        "import-not-relative",
+        {
+            "agents/main.agent": 'import { Shared } from "shared/models"\n'
+            + agent(config='model: Shared\n        prompt: "p"'),
+            "shared/models.agent": 'export model Shared { provider: gemini("m") }\n',
+        },
+        "E1001",
+        '"shared/models"',
+        ('"../shared/models"',),
+        in_file="agents/main.agent",
+    ),
+    Case(
         "import-not-exported",
         {
             "main.agent": 'import { Shared } from "./models"\n'

@@ -889,7 +889,7 @@ class _Parser:
             "E0105",
             f"unknown annotation `@{word.text}`; expected `@desc` or `@example`",
             Span(at.span.start, word.span.end),
-            help=did_you_mean(word.text, ("desc", "example")),
+            help=did_you_mean("@" + word.text, ("@desc", "@example")),
         )
         if self.at(K.STRING) and not self.peek().newline_before:
             self.advance()

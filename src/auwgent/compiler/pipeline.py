@@ -9,6 +9,7 @@ document. Library files (no ``agent``) produce no document.
 from __future__ import annotations
 
 import gc
+import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -163,5 +164,7 @@ def _normalize(path: str) -> str:
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
+    except RuntimeError:  # a symlink loop cannot be resolved; reading it reports the problem
+        return Path(os.path.relpath(os.path.abspath(path), root.resolve())).as_posix()
     except ValueError:
         return path.as_posix()

@@ -213,3 +213,17 @@ def test_a_file_that_is_not_an_agent_file(tmp_path: Path) -> None:
     result = run("check", "notes.txt", cwd=tmp_path)
     assert_no_traceback(result)
     assert result.returncode == 2
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+def test_broken_and_looping_symlinks_are_diagnostics(tmp_path: Path) -> None:
+    write(tmp_path, {"main.agent": agent()})
+    (tmp_path / "broken.agent").symlink_to(tmp_path / "nowhere.agent")
+    (tmp_path / "loop.agent").symlink_to(tmp_path / "loop.agent")
+    for command in ("check", "generate"):
+        result = run(command, ".", cwd=tmp_path)
+        assert_no_traceback(result)
+        assert result.returncode == 1, result.stderr
+        found = {d.path: d for d in diagnostics(result.stderr)}
+        assert found["broken.agent"].code == "E0000"
+        assert found["loop.agent"].code == "E0000"

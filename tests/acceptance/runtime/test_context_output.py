@@ -278,3 +278,32 @@ async def test_invalid_output_is_sent_back_then_an_error(project: dict[str, Modu
     assert len(server.requests) == 3
     assert seen.names == ["error"]
     assert session["turns"][-1]["status"] == "error"
+
+
+async def test_native_structured_output_on_gemini(tmp_path: Any) -> None:
+    gem = generate(
+        tmp_path, {"named.agent": NAMED.replace('openai("gpt-4o")', 'gemini("gemini-2.5-flash")')}
+    )["named"]
+    seen = Recorder()
+    partials: list[Any] = []
+    with FakeGeminiServer([structured({"name": "Yaw", "age": 40})]) as server:
+        agent = gem.auwgent(
+            {
+                "apiKeys": {"geminiApiKey": "k"},
+                "baseUrls": {"gemini": server.base_url},
+                "protocol": "native",
+            }
+        )
+        agent.on_intent(seen)
+        agent.on_intent_partial(lambda name, value, who: partials.append((name, value)))
+        await agent.run("Yaw is 40.")
+    assert seen.events == [
+        ("response_schema", {"type": "Person", "response": {"name": "Yaw", "age": 40}}, "Main")
+    ]
+    config = server.requests[0].body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert set(config["responseJsonSchema"]["properties"]) == {"name", "age"}
+    for name, value in partials:
+        assert name == "response_schema"
+        assert value["mode"] == "structured"
+        assert set(value["snapshot"]) <= {"type", "response"}

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent
     from auwgent.runtime.protocol.contract import Codec, Contract
-    from auwgent.runtime.providers.base import Provider
+    from auwgent.runtime.providers.base import FunctionSpec, Provider
     from auwgent.runtime.session import Session
 
 # What only a run needs (the engine, the codecs, the prompt renderer, asyncio, httpx) is
@@ -106,6 +106,7 @@ class AgentCore:
         self._sections: dict[Any, str] = {}
         self._referenced: dict[Any, set[str]] = {}
         self._codecs: dict[str, Codec] = {}
+        self._request_parts: dict[Any, tuple[tuple[FunctionSpec, ...], Any]] = {}
         # The HTTP client the agent creates when the config gives none, and the event loop it
         # belongs to (its pooled connections cannot serve another loop).
         self._client: Any = None
@@ -249,6 +250,21 @@ class AgentCore:
             types=types,
             examples=tuple(agent.get("examples", ())),
         )
+
+    def request_parts(
+        self, codec: Codec, contract: Contract
+    ) -> tuple[tuple[FunctionSpec, ...], Mapping[str, Any] | None]:
+        """The function specs and response schema of a contract, made once per codec.
+
+        Contracts are immutable and kept by ``contract()`` for the agent's lifetime, so their
+        JSON schemas need not be rebuilt for every model call.
+        """
+        key = (id(contract), codec.name)
+        found = self._request_parts.get(key)
+        if found is None:
+            found = (codec.functions(contract), codec.response_schema(contract))
+            self._request_parts[key] = found
+        return found
 
     def system_prompt(
         self, inv: Invocation, codec: Codec, contract: Contract, context: Mapping[str, Any]

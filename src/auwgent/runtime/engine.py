@@ -473,16 +473,18 @@ class Run:
         self.ctx["systemPrompt"] = system  # what is really sent, for later hooks of this call
         if top:
             self.session["system_prompt"] = system
+        functions, response_schema = core.request_parts(codec, contract)
         request = ModelRequest(
             model=str(cfg["model"]["model"]),
             system=system,
             messages=tuple(inv.history),
-            functions=codec.functions(contract),
-            response_schema=codec.response_schema(contract),
+            functions=functions,
+            response_schema=response_schema,
             options=cfg["model"].get("options") or {},
             contract=contract,
         )
-        decoder = codec.decoder(contract)
+        # Partial snapshots cost more than the finals; build them only for someone to see.
+        decoder = codec.decoder(contract, partials=core.wants_partials or self.sink is not None)
         try:
             async for event in self.provider(cfg["model"]).stream(request):
                 if isinstance(event, TextDelta):
@@ -651,12 +653,19 @@ def _feedback(problems: Sequence[str]) -> str:
     return "Your last response could not be used:\n- " + "\n- ".join(problems)
 
 
+_now_cache: list[Any] = [None, ""]  # [the whole second it was made for, the line]
+
+
 def now_line() -> str:
     """The current date and time line that ends every system prompt."""
     now = datetime.now(timezone.utc)
-    return (
-        f"Current date and time: {now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y %H:%M} UTC)"
-    )
+    second = now.replace(microsecond=0)
+    if _now_cache[0] != second:  # formatting costs more than the clock: once per second
+        _now_cache[1] = (
+            f"Current date and time: {second.isoformat()} ({now:%A, %d %B %Y %H:%M} UTC)"
+        )
+        _now_cache[0] = second
+    return str(_now_cache[1])
 
 
 def assemble_system(parts: Sequence[str]) -> str:

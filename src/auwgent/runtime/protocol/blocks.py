@@ -195,8 +195,9 @@ class _Block:
 class BlocksDecoder:
     """Incremental decoder for one response in the block protocol."""
 
-    def __init__(self, contract: Contract) -> None:
+    def __init__(self, contract: Contract, *, partials: bool = True) -> None:
         self.contract = contract
+        self._want_partials = partials
         self._text_output = contract.output["kind"] == "text"
         self._segment = 0
         self._line_start = True
@@ -217,7 +218,8 @@ class BlocksDecoder:
         """Consume one stream event; only text matters to this protocol."""
         if isinstance(event, TextDelta) and event.text:
             self._consume(event.text)
-            self._partials()
+            if self._want_partials:
+                self._partials()
         events, self._events = self._events, []
         return events
 
@@ -640,9 +642,9 @@ class BlocksCodec:
         """Blocks never ask the provider to enforce a schema."""
         return None
 
-    def decoder(self, contract: Contract) -> BlocksDecoder:
-        """A fresh decoder for one response."""
-        return BlocksDecoder(contract)
+    def decoder(self, contract: Contract, *, partials: bool = True) -> BlocksDecoder:
+        """A fresh decoder for one response (``partials=False``: finals only)."""
+        return BlocksDecoder(contract, partials=partials)
 
     def assistant_message(self, turn: AssistantTurn) -> Message:
         """The model's raw text, blocks and all, as it wrote it."""

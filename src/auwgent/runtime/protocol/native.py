@@ -148,8 +148,9 @@ class _Call:
 class NativeDecoder:
     """Incremental decoder for native tool-call deltas and free text."""
 
-    def __init__(self, contract: Contract) -> None:
+    def __init__(self, contract: Contract, *, partials: bool = True) -> None:
         self.contract = contract
+        self._partials = partials
         self._targets = _targets(contract)
         self._variants = section.output_variants(contract)
         self._calls: dict[int, _Call] = {}
@@ -200,7 +201,7 @@ class NativeDecoder:
             call.done = call.json.closed  # final the moment its JSON object closes
         if call.done:
             self._finish(call)
-        else:
+        elif self._partials:
             self._call_partial(call)
 
     def _call_partial(self, call: _Call) -> None:
@@ -248,9 +249,13 @@ class NativeDecoder:
         self._text_parts.append(text)
         self._text_size += len(text)
         self._text.push(text)
-        self._text_json.feed(text)
         if self._text_segment is None and self._text.started:
             self._text_segment = self._next_segment()
+        if not self._partials:
+            if self._text.has_delta():
+                self._text.take_delta()  # keep the pending list from growing
+            return
+        self._text_json.feed(text)
         if self._text_segment is None or not self._text.has_delta():
             return
         if len(self._variants) == 1:
@@ -381,9 +386,9 @@ class NativeCodec:
         name, type_ = variants[0]
         return {"name": name, "schema": to_json_schema(type_, contract.types)}
 
-    def decoder(self, contract: Contract) -> NativeDecoder:
-        """A fresh decoder for one response."""
-        return NativeDecoder(contract)
+    def decoder(self, contract: Contract, *, partials: bool = True) -> NativeDecoder:
+        """A fresh decoder for one response (``partials=False``: finals only)."""
+        return NativeDecoder(contract, partials=partials)
 
     def assistant_message(self, turn: AssistantTurn) -> Message:
         """The free text plus the calls as native ``tool_calls``.

@@ -373,9 +373,15 @@ def _watch(
     debounce_ms: int,
     on_cycle: Callable[[GenerateResult], None] | None,
 ) -> int:
+    import logging
+
     import watchfiles
 
     from auwgent.project import load_project
+
+    # On Ctrl-C watchfiles logs "KeyboardInterrupt caught, stopping watch"; with no logging
+    # configured Python prints that warning to stderr. "stopped watching" already says it.
+    logging.getLogger("watchfiles").addHandler(logging.NullHandler())
 
     try:
         project = load_project(path)
@@ -398,8 +404,11 @@ def _watch(
 
     def relevant(_change: object, changed: str) -> bool:
         p = Path(changed)
-        if p.resolve().is_relative_to(output):
-            return False
+        try:
+            if p.resolve().is_relative_to(output):
+                return False
+        except (OSError, RuntimeError):  # a symlink loop: not ours, and compiling reports it
+            pass
         return p.suffix == ".agent" or p.name in ("auwgent.yml", "auwgent.yaml")
 
     for changes in watchfiles.watch(

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from acceptance_lang_support import agent, assert_no_traceback, run, write
-
-LIB = 'export model Shared { provider: openai("gpt-4o-mini") }\nexport type Item { id: string }\n'
 
 # One program using every construct DECISIONS lists for the language and prompts.
 EVERYTHING = {
@@ -250,3 +253,46 @@ def test_summary_counts_warnings_like_check(tmp_path: Path) -> None:
     failed = run("generate", ".", cwd=tmp_path)
     assert failed.returncode == 1
     assert failed.stdout.endswith(": 1 error, 1 warning, outputs left unchanged\n")
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
+def test_watch_regenerates_survives_errors_and_stops_quietly(tmp_path: Path) -> None:
+    write(tmp_path, {"auwgent.yml": 'source: "src"\n', "src/main.agent": agent()})
+    module = tmp_path / "generated" / "main_types.py"
+    with subprocess.Popen(
+        [sys.executable, "-m", "auwgent", "generate", "--watch"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    ) as proc:
+        try:
+            assert _wait_for(module.is_file)
+            time.sleep(0.5)  # let the watcher start
+            write(tmp_path, {"src/main.agent": agent("    tool added(q: string): string")})
+            assert _wait_for(lambda: "def added" in module.read_text(encoding="utf-8"))
+            (tmp_path / "src" / "main.agent").write_text("agent {\n", encoding="utf-8")
+            time.sleep(1.0)
+            write(tmp_path, {"src/sub/other.agent": agent()})
+            time.sleep(1.0)  # a cycle runs, but main.agent is broken: nothing is written
+            assert not (tmp_path / "generated" / "sub" / "other_types.py").exists()
+            write(tmp_path, {"src/main.agent": agent("    tool again(q: string): string")})
+            assert _wait_for(lambda: "def again" in module.read_text(encoding="utf-8"))
+            assert (tmp_path / "generated" / "sub" / "other_types.py").is_file()
+        finally:
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert "error[E0100]" in stderr  # the syntax error was shown, and watching went on
+    assert stdout.rstrip().endswith("stopped watching")

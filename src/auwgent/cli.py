@@ -91,12 +91,21 @@ def run_check(path: Path, *, out: TextIO, err: TextIO) -> int:
     from auwgent.project import load_project
 
     started = time.perf_counter()
+    # The compiler pauses the cyclic garbage collector while it runs (see pipeline._compile);
+    # pausing it here already covers loading the project and the compiler's own imports,
+    # whose many new objects would otherwise set off a few collections too.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        project = load_project(path)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=err)
-        return EXIT_USAGE
-    report = check_project(project)
+        try:
+            project = load_project(path)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=err)
+            return EXIT_USAGE
+        report = check_project(project)
+    finally:
+        if collecting:
+            gc.enable()
     if report.diagnostics:
         print(render_all(report.diagnostics, color=use_color(err)), file=err)
         print(file=err)
@@ -191,11 +200,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(err)
         return EXIT_USAGE
-    # A command runs once and ends. The compiler's objects stay alive for the whole run, so the
-    # cyclic collector would only walk them again and again (a third of a cold check): pause it
-    # while the command runs and give in-process callers (tests) their setting back.
-    collecting = gc.isenabled()
-    gc.disable()
     try:
         return run(args, out, err)
     except KeyboardInterrupt:
@@ -206,9 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: internal error in auwgent ({type(exc).__name__}: {exc})", file=err)
         print("  this is a bug in Auwgent; please report it with the input", file=err)
         return EXIT_INTERNAL
-    finally:
-        if collecting:
-            gc.enable()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -282,6 +282,9 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
             with checker.in_file(path):
                 checker.check_file()
     checker.unused_warnings(skip)
+    # The expression checker reports through a bound method of the checker: a reference
+    # cycle that would keep every syntax tree alive until the next full garbage collection.
+    del checker.exprs
     broken = {graph.scope(path).module.source.path for path in skip}
     kept = [d for d in state.diagnostics if d.source.path not in broken]
     unique = {(d.code, d.source.path, d.span, d.message): d for d in kept}

@@ -351,13 +351,16 @@ def _cycles(
                 cycle = stack[stack.index(target) :] + [target]
                 yield _cycle_error(scopes[path], imp, cycle)
             elif target not in state:
-                yield from visit(target)
+                yield from visit(target)  # noqa: F821 - deleted only once the search is done
         stack.pop()
         state[path] = 2
 
     for path in sorted(scopes):
         if path not in state:
             yield from visit(path)
+    # `visit` refers to itself through its closure: a reference cycle that would keep every
+    # scope (and so every syntax tree) alive until the next full garbage collection.
+    del visit
 
 
 def _self_import(scope: FileScope, imp: n.ImportDecl) -> Diagnostic:

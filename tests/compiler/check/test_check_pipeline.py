@@ -70,6 +70,27 @@ def test_garbage_collector_setting_survives_a_compile(tmp_path: Path) -> None:
         gc.enable()
 
 
+def test_a_compile_leaves_no_reference_cycles(tmp_path: Path) -> None:
+    # With the collector paused during a compile, a cycle would keep every syntax tree alive
+    # until the next full collection; all of it must go as soon as the result is dropped.
+    import gc
+
+    files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": MAIN})
+    compile_project(files, tmp_path)
+    gc.collect()
+    gc.disable()
+    try:
+        compile_project(files, tmp_path)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        leaked = [o for o in gc.garbage if type(o).__module__.startswith("auwgent.compiler")]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert leaked == []
+
+
 def test_display_names_files_in_diagnostics_but_not_in_the_ir(tmp_path: Path) -> None:
     broken = MAIN.replace("model: M", "model: N")
     files = _write(tmp_path, {"lib/models.agent": MODELS, "main.agent": broken})

@@ -262,3 +262,52 @@ async def test_a_first_byte_timeout(modules: dict[str, ModuleType]) -> None:
         await agent.run("hello")
     assert time.monotonic() - started < 2.5
     assert seen.names == ["error"]
+
+
+async def test_a_named_config_applies_to_every_agent_that_has_it(tmp_path: Any) -> None:
+    app = generate(
+        tmp_path,
+        {
+            "main.agent": """
+            helper Writer {
+                description: "Writes"
+                default config {
+                    model: openai("gpt-4o")
+                    prompt: "You write casually."
+                }
+                config Strict {
+                    model: openai("gpt-4o-mini")
+                    prompt: "You write formally."
+                }
+            }
+            agent Main {
+                default config {
+                    model: openai("gpt-4o")
+                    prompt: "You delegate."
+                }
+                config Strict {
+                    model: openai("gpt-4o")
+                    prompt: "You delegate strictly."
+                }
+                helpers {
+                    Writer
+                }
+            }
+            """
+        },
+    )["main"]
+    routes = {
+        "You delegate": ["[helper_call: Writer]\ninput: a note\n[/helper_call]", "Sent."],
+        "You write": ["Dear colleague."],
+    }
+    with FakeOpenAIServer(routed(routes)) as server:
+        agent = app.auwgent(
+            {"apiKeys": {"openaiApiKey": "k"}, "baseUrls": {"openai": server.base_url}}
+        )
+        await agent.run("Write a note", config="Strict")
+    prompts = [(openai_system(r.body).split("\n")[0], r.body["model"]) for r in server.requests]
+    assert prompts == [
+        ("You delegate strictly.", "gpt-4o"),
+        ("You write formally.", "gpt-4o-mini"),
+        ("You delegate strictly.", "gpt-4o"),
+    ]

@@ -221,11 +221,23 @@ class _Parser:
         token = self.tokens[self.pos]
         return token.kind is K.IDENT and token.text in words
 
+    # eat, expect and expect_name are called once every few tokens: they test and advance
+    # inline rather than through at() and advance(). Only EOF is never consumed.
+
     def eat(self, kind: TokenKind) -> Token | None:
-        return self.advance() if self.at(kind) else None
+        token = self.tokens[self.pos]
+        if token.kind is not kind:
+            return None
+        if kind is not K.EOF:
+            self.pos += 1
+        return token
 
     def eat_word(self, word: str) -> Token | None:
-        return self.advance() if self.at_word(word) else None
+        token = self.tokens[self.pos]
+        if token.kind is K.IDENT and token.text == word:
+            self.pos += 1
+            return token
+        return None
 
     def prev_end(self) -> int:
         """End offset of the last consumed token."""
@@ -281,8 +293,11 @@ class _Parser:
         return len(raw) < 2 * len(quote) or not raw.endswith(quote)
 
     def expect(self, kind: TokenKind, expected: str | None = None) -> Token:
-        if self.at(kind):
-            return self.advance()
+        token = self.tokens[self.pos]
+        if token.kind is kind:
+            if kind is not K.EOF:
+                self.pos += 1
+            return token
         raise self.fail(expected or f"`{kind.value}`")
 
     def expect_word(self, word: str) -> Token:
@@ -291,9 +306,9 @@ class _Parser:
         raise self.fail(f"`{word}`")
 
     def expect_name(self, what: str) -> n.Name:
-        token = self.peek()
+        token = self.tokens[self.pos]
         if token.kind is K.IDENT:
-            self.advance()
+            self.pos += 1
             return n.Name(token.text, token.span)
         raise self.fail(what)
 
@@ -330,9 +345,10 @@ class _Parser:
         self.deeper()
         self.blocks.append((what, opener))
         items: list[T] = []
+        tokens = self.tokens
         try:
-            while not self.at(K.RBRACE):
-                if self.at(K.EOF) or (stop is not None and stop()):
+            while tokens[self.pos].kind is not K.RBRACE:
+                if tokens[self.pos].kind is K.EOF or (stop is not None and stop()):
                     self.unclosed(what, opener)
                     return items, self.since(opener)
                 start = self.pos

@@ -13,7 +13,8 @@ Each pair is measured interleaved (ours, raw, ours, raw, ...) so drift hits both
    ``.agent`` source, bindings rendered and imported, native protocol) vs a raw httpx loop
    sending the same two requests;
 3. the same tool loop, 200 runs at once;
-4. import time of ``auwgent.runtime`` and of the runtime plus a generated module.
+4. import time of ``auwgent.runtime``, of the runtime plus a generated module, and of that
+   plus building the agent (``auwgent(config)``), each in fresh interpreters.
 
 Reported: per-run wall and CPU medians (ms) and ours/raw ratios.
 """
@@ -344,10 +345,17 @@ async def main(args: argparse.Namespace) -> None:
         child.wait(timeout=10)
     runtime = import_time("import auwgent.runtime", None, args.import_repeats)
     generated = import_time("import bench_main_agent", str(workdir), args.import_repeats)
+    built = import_time(
+        "import bench_main_agent\n"
+        "bench_main_agent.auwgent({'apiKeys': {'openaiApiKey': 'sk-bench'}})",
+        str(workdir),
+        args.import_repeats,
+    )
     print(
         f"\nimport auwgent.runtime: {runtime:.1f} ms (median of {args.import_repeats} fresh interpreters)"
     )
     print(f"import runtime + generated module: {generated:.1f} ms")
+    print(f"import runtime + generated module + auwgent(config): {built:.1f} ms (target 120 ms)")
 
 
 def parse_args() -> argparse.Namespace:

@@ -516,7 +516,6 @@ class _Emitter:
         w.blank()
         w.fill("from __future__ import annotations")
         w.blank()
-        w.fill("import difflib")
         w.fill("from collections.abc import " + ", ".join(_ABC_IMPORTS))
         w.fill("from typing import TYPE_CHECKING, " + ", ".join(_TYPING_IMPORTS))
         w.blank()
@@ -828,6 +827,9 @@ class _Emitter:
                 w.fill('if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):')
                 with w.indent():
                     w.fill("continue")
+                # difflib is imported here, not at the top: importing the bindings stays fast.
+                w.fill("import difflib")
+                w.blank()
                 w.fill("close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)")
                 w.fill("if close:")
                 with w.indent():

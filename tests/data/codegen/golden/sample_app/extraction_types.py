@@ -8,7 +8,6 @@ Create the agent with ``auwgent(config)``; implement tools by subclassing
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, TypedDict, Union
 
@@ -312,6 +311,8 @@ class AuwgentTools:
         for attr, value in vars(cls).items():
             if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):
                 continue
+            import difflib
+
             close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)
             if close:
                 raise ConfigError(

@@ -8,34 +8,35 @@ types turned into ``Named`` references that a ``TypeTable`` can open. ``UNKNOWN`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
+
+from .records import record
 
 PrimName = Literal["string", "number", "boolean", "null", "text", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Prim:
     """A primitive: ``string``, ``number``, ``boolean``, ``null``, ``Text`` or unknown."""
 
     name: PrimName
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Lit:
     """One string literal type, e.g. ``"low"``."""
 
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Arr:
     """``T[]``."""
 
     item: Ty
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FieldTy:
     """One field of an object type."""
 
@@ -44,7 +45,7 @@ class FieldTy:
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Obj:
     """An object type with its fields in declaration order."""
 
@@ -58,7 +59,7 @@ class Obj:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Named:
     """A reference to a ``type`` block; ``key`` is unique across the project."""
 
@@ -66,7 +67,7 @@ class Named:
     key: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UnionTy:
     """``A | B | ...`` (at least two variants)."""
 

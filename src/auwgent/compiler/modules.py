@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest
+from .records import record
 from .source import SourceFile, Span
 
 #: Declarations that have a name in a file's top-level scope.
@@ -41,7 +42,7 @@ def kind_word(decl: NamedDecl) -> str:
     return KIND_WORDS[type(decl)]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Symbol:
     """A top-level declaration and the file that declares it."""
 
@@ -60,7 +61,7 @@ class Symbol:
         return kind_word(self.decl)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImportedName:
     """One name brought in by an import, and what it resolved to."""
 
@@ -96,7 +97,7 @@ class FileScope:
         return sorted({*self.local, *self.imported})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModuleGraph:
     """Every file's scope, keyed by relative path, and the diagnostics found building them."""
 

@@ -92,6 +92,11 @@ def compile_project(
     for path in files:
         rel = _relative(path, source_root)
         shown = display(path) if display else rel
+        if _not_utf8(rel):
+            # The path goes into the IR ("source") and the generated module names; a name the
+            # file system gave as undecodable bytes cannot be written to either.
+            problems.append(_unreadable(shown, "its name is not valid UTF-8; rename the file"))
+            continue
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -102,6 +107,14 @@ def compile_project(
             continue
         loaded.append((rel, SourceFile(shown, text)))
     return _compile(loaded, problems, hashed)
+
+
+def _not_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _unreadable(shown: str, reason: str) -> Diagnostic:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,16 @@ def test_broken_and_looping_symlinks_are_diagnostics(tmp_path: Path) -> None:
         found = {d.path: d for d in diagnostics(result.stderr)}
         assert found["broken.agent"].code == "E0000"
         assert found["loop.agent"].code == "E0000"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names as raw bytes")
+def test_a_file_name_that_is_not_utf8_is_a_diagnostic(tmp_path: Path) -> None:
+    write(tmp_path, {"main.agent": agent()})
+    with open(os.path.join(os.fsencode(tmp_path), b"\xff.agent"), "w", encoding="utf-8") as f:
+        f.write("type T { a: string }\n")
+    for command in ("check", "generate"):
+        result = run(command, ".", cwd=tmp_path)
+        assert_no_traceback(result)
+        assert result.returncode == 1, result.stderr
+        [diag] = diagnostics(result.stderr)
+        assert diag.code == "E0000" and "UTF-8" in diag.message

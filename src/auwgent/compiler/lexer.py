@@ -235,8 +235,16 @@ class _Lexer:
                 self.add_number(raw, start, ends[index], newline)
             elif raw.startswith('"""'):
                 self.triple_string(start, newline)
-            else:
+            elif "\\" in raw:
                 self.quoted_string(start, newline)
+            else:
+                # The common case, a one-line string without escapes: the value is the body,
+                # each character at its own offset (what quoted_string works out the long way).
+                end = ends[index]
+                span = _new(Span, (start, end))
+                kind = StringKind.DOUBLE if raw[0] == '"' else StringKind.SINGLE
+                lit = StringLit(raw[1:-1], kind, span, tuple(range(start + 1, end)))
+                self.tokens.append(_new(Token, (TokenKind.STRING, raw, span, newline, lit)))
         for index, token in zip(special, self.tokens, strict=True):
             tokens[index] = token
         return self.finish(tokens)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from auwgent.testing import FakeGeminiServer, FakeOpenAIServer, stall, text
+from auwgent.testing import FakeGeminiServer, FakeOpenAIServer, disconnect, stall, text
 
 from ._project import Recorder, generate, openai_system
 
@@ -209,6 +209,27 @@ async def test_connection_errors_are_retried_then_reported(
     assert seen.names == ["error"]
     assert "3 attempts" in seen.payloads("error")[0]["message"]
     assert session["turns"][-1]["status"] == "error"
+
+
+@pytest.mark.parametrize("after_chunks", [0, 1])
+async def test_a_connection_dropped_before_the_answer_starts_is_retried(
+    modules: dict[str, ModuleType], after_chunks: int
+) -> None:
+    main = modules["main"]
+    seen = Recorder()
+    script = [disconnect(after_chunks=after_chunks), text("Fine.")]
+    with FakeOpenAIServer(script) as server:
+        agent = main.auwgent(
+            {
+                "apiKeys": {"openaiApiKey": "k"},
+                "baseUrls": {"openai": server.base_url},
+                "retry": {"attempts": 2, "baseDelay": 0.01, "maxDelay": 0.02},
+            }
+        )
+        agent.on_intent(seen)
+        await agent.run("hello")
+    assert seen.events == [("response_text", {"text": "Fine."}, "Main")]
+    assert len(server.requests) == 2
 
 
 async def test_environment_fallbacks_for_openai(

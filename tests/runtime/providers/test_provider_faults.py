@@ -19,6 +19,7 @@ from auwgent.runtime.providers import (
     Provider,
     RetryPolicy,
     StreamEvent,
+    TextDelta,
     Timeouts,
 )
 from auwgent.testing.fake_servers import (
@@ -165,7 +166,23 @@ async def test_disconnect_mid_stream_is_an_error_not_a_short_answer(
                 events.append(event)
     assert not any(isinstance(e, Finish) for e in events)
     assert caught.value.provider == setup.kind
-    assert len(server.requests) == 1  # a started body is never retried
+    if stream:
+        assert events  # something reached the caller...
+        assert len(server.requests) == 1  # ...so the request is never sent again
+    else:
+        # A whole (unstreamed) body yields nothing until it is complete: a drop inside it is
+        # retried like a failed connection (here the script has nothing left to answer with).
+        assert events == []
+        assert len(server.requests) > 1
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_drop_before_the_first_event_is_retried(setup: Setup, stream: bool) -> None:
+    reply = text("Hello there, friend.")
+    with setup.serve([disconnect(after_chunks=0, reply=reply), reply]) as server:
+        events = await _collect(setup.provider(server), stream)
+    assert len(server.requests) == 2
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there, friend."
 
 
 async def test_stall_past_the_idle_timeout(setup: Setup) -> None:

@@ -45,6 +45,7 @@ from auwgent.runtime.providers.http import (
     open_response,
     parse_json_chunk,
     read_json,
+    retry_unstarted,
 )
 
 __all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body", "gemini_options"]
@@ -325,10 +326,15 @@ class GeminiProvider:
             secret=self._api_key,
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (deltas, then usage, then finish)."""
         body = build_gemini_body(request, self._signatures)
-        decoder = _Decoder(self.name, self._signatures)
+        return retry_unstarted(lambda: self._stream_once(request, body), retry=self._retry)
+
+    async def _stream_once(
+        self, request: ModelRequest, body: Mapping[str, Any]
+    ) -> AsyncIterator[StreamEvent]:
+        decoder = _Decoder(self.name, self._signatures)  # fresh for every attempt
         method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
         clocks = self._clocks()
         async with self._open(request.model, method, body) as response:

@@ -6,7 +6,10 @@ Every provider sends through :func:`open_response`, which owns the retry loop:
   5xx, connection errors and timeouts before the response headers are retried with
   exponential backoff and full jitter;
 * other 4xx fail at once;
-* once the body has started, nothing is retried (events may already have reached the
+* a connection that breaks off before the response has produced a single event (dropped
+  right after the headers) is a failed connection too: :func:`retry_unstarted` opens the
+  request again;
+* once an event has been produced, nothing is retried (it may already have reached the
   engine); a body that stalls longer than ``Timeouts.idle`` or breaks off is a
   :class:`~auwgent.errors.ProviderError`.
 
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RetryPolicy",
+    "StreamInterrupted",
     "Timeouts",
     "error_in_body",
     "error_message",
@@ -46,6 +50,7 @@ __all__ = [
     "parse_retry_after",
     "read_json",
     "retry_delay",
+    "retry_unstarted",
 ]
 
 T = TypeVar("T")
@@ -303,6 +308,35 @@ async def open_response(
     raise failure
 
 
+class StreamInterrupted(ProviderError):
+    """The connection broke off while the body was being read."""
+
+
+async def retry_unstarted(
+    attempt: Callable[[], AsyncIterator[T]],
+    *,
+    retry: RetryPolicy,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> AsyncIterator[T]:
+    """Yield the items of ``attempt()``; when its connection breaks off before it yielded
+    anything, wait as for a failed connection and call it again (up to ``retry.attempts``
+    calls). Once an item is out, errors pass through unchanged: the caller may already have
+    acted on it. Other failures pass through too (``open_response`` has retried them)."""
+    import asyncio
+
+    for number in range(1, retry.attempts + 1):
+        started = False
+        try:
+            async for item in attempt():
+                started = True
+                yield item
+            return
+        except StreamInterrupted:
+            if started or number == retry.attempts:
+                raise
+        await (sleep or asyncio.sleep)(retry_delay(retry, number))
+
+
 class _Watchdog:
     """Cancels the reading task when one read waits longer than its limit.
 
@@ -378,7 +412,7 @@ async def _chunks(
                     provider, f"stream stalled: no data for {limit:g}s (idle timeout)"
                 ) from None
             except httpx.HTTPError as exc:
-                raise ProviderError(
+                raise StreamInterrupted(
                     provider, f"stream interrupted ({type(exc).__name__}: {exc})"
                 ) from None
             finally:

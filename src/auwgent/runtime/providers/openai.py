@@ -35,6 +35,7 @@ from auwgent.runtime.providers.http import (
     open_response,
     parse_json_chunk,
     read_json,
+    retry_unstarted,
 )
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body"]
@@ -198,9 +199,14 @@ class OpenAIProvider:
             secret=self._api_key,
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
         body = build_chat_body(request)
+        return retry_unstarted(lambda: self._stream_once(request, body), retry=self._retry)
+
+    async def _stream_once(
+        self, request: ModelRequest, body: Mapping[str, Any]
+    ) -> AsyncIterator[StreamEvent]:
         async with self._open("/chat/completions", body) as response:
             if request.stream and is_event_stream(response):
                 async for event in self._streamed(response):

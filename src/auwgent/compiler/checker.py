@@ -192,7 +192,9 @@ class Checker:
         out: list[FieldTy] = []
         seen: dict[str, Span] = {}
         for item in fields:
-            self.single_desc(item.annotations, f"{what} `{item.name.text}`")
+            # Only two or more annotations can repeat `@desc`; skip building the message.
+            if len(item.annotations) > 1:
+                self.single_desc(item.annotations, f"{what} `{item.name.text}`")
             for annotation in item.annotations:
                 if isinstance(annotation, n.ExampleAnnotation):
                     self.report(

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent
-    from auwgent.runtime.protocol.contract import Codec, Contract
+    from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
     from auwgent.runtime.providers.base import FunctionSpec, Provider
     from auwgent.runtime.session import Session
 
@@ -248,7 +248,7 @@ class AgentCore:
             intents=intents,
             output=agent["output"],
             types=types,
-            examples=tuple(agent.get("examples", ())),
+            examples=tuple(_declared_order(e, specs) for e in agent.get("examples", ())),
         )
 
     def request_parts(
@@ -509,3 +509,19 @@ def create_agent(
     if name is not None:
         name = _check_config_name(doc, name, "config")
     return agent_class(core, context, name)
+
+
+def _declared_order(example: Mapping[str, Any], specs: list[CallableSpec]) -> Mapping[str, Any]:
+    """An ``@example`` with its arguments in the target's parameter order.
+
+    The IR stores objects with sorted keys (for a stable hash), so ``@example(location =
+    "Kumasi", days = 3)`` would otherwise reach the model as ``days`` first.
+    """
+    args = example.get("args")
+    kind = "workflow" if example.get("kind") == "workflow" else "tool"
+    spec = next((s for s in specs if s.kind == kind and s.name == example.get("target")), None)
+    if not isinstance(args, Mapping) or spec is None:
+        return example
+    order = {field["name"]: i for i, field in enumerate(spec.params)}
+    ordered = dict(sorted(args.items(), key=lambda item: order.get(item[0], len(order))))
+    return {**example, "args": ordered}

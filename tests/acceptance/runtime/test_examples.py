@@ -78,6 +78,7 @@ async def test_at_most_five_examples_reach_the_model(main: ModuleType, protocol:
     assert len(shown) + int(workflow_example) <= 5
     assert len(shown) + int(workflow_example) == 5  # the limit is used, not undershot
     if protocol == "blocks":
-        assert "[tool_call: get_weather]" in system or "[tool_call: get_forecast]" in system
+        # Written as the @example was: arguments in the tool's parameter order.
+        assert "[tool_call: get_forecast]\nlocation: Kumasi\ndays: 3\n[/tool_call]" in system
     else:
         assert "tool__get_weather({" in system or "tool__get_forecast({" in system

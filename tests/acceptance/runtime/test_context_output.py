@@ -307,3 +307,26 @@ async def test_native_structured_output_on_gemini(tmp_path: Any) -> None:
         assert name == "response_schema"
         assert value["mode"] == "structured"
         assert set(value["snapshot"]) <= {"type", "response"}
+
+
+async def test_set_context_from_middleware_is_type_checked(
+    project: dict[str, ModuleType],
+) -> None:
+    personal = project["personal"]
+
+    class ContextMiddleware(personal.AuwgentMiddleware):  # type: ignore[name-defined, misc]
+        name = "context-injection"
+
+        async def onRunStart(self, session: Any, ctx: Any) -> Any:
+            ctx["set_context"]({"name": "Esi", "is_vip": "premium"})
+            return session
+
+    seen = Recorder()
+    with FakeGeminiServer([text("never")]) as server:
+        agent = gemini_agent(personal, server, middleware=[ContextMiddleware])
+        agent.on_intent(seen)
+        await agent.run("hello")
+    assert server.requests == []
+    assert seen.names == ["error"]
+    message = seen.payloads("error")[0]["message"]
+    assert "is_vip" in message and "boolean" in message

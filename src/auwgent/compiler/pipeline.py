@@ -89,8 +89,9 @@ def compile_project(
     """
     loaded: list[tuple[str, SourceFile]] = []
     problems: list[Diagnostic] = []
+    root = source_root.resolve()  # once: resolving costs a system call per path component
     for path in files:
-        rel = _relative(path, source_root)
+        rel = _relative(path, root)
         shown = display(path) if display else rel
         if _not_utf8(rel):
             # The path goes into the IR ("source") and the generated module names; a name the
@@ -175,9 +176,10 @@ def _normalize(path: str) -> str:
 
 
 def _relative(path: Path, root: Path) -> str:
+    """``path`` relative to the already resolved ``root``, ``/``-separated."""
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return path.resolve().relative_to(root).as_posix()
     except RuntimeError:  # a symlink loop cannot be resolved; reading it reports the problem
-        return Path(os.path.relpath(os.path.abspath(path), root.resolve())).as_posix()
+        return Path(os.path.relpath(os.path.abspath(path), root)).as_posix()
     except ValueError:
         return path.as_posix()

@@ -23,6 +23,15 @@ from .source import SourceFile, Span
 
 PROVIDERS = {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
 
+#: Type names from other languages (lower-cased) and the built-in type the user meant:
+#: `String`, `int` or `bool` are not declared types, so E2010 suggests `string`, `number`...
+_BUILTIN_ALIASES = {
+    **dict.fromkeys(("string", "str", "char", "varchar"), "string"),
+    **dict.fromkeys(("number", "int", "integer", "float", "double", "decimal", "long"), "number"),
+    **dict.fromkeys(("boolean", "bool"), "boolean"),
+    "text": "Text",
+}
+
 #: Human words for the kind a reference must have, keyed by the declaring keyword.
 KIND_CODES = {
     "model": "E2011",
@@ -119,11 +128,14 @@ class Checker:
         if symbol is None and name in self.scope.failed:
             return None  # the import already said why
         candidates = {s.name: s for s in self._visible() if s.kind == kind}
-        close = suggest(name, candidates)
+        builtin = _BUILTIN_ALIASES.get(name.lower()) if kind == "type" and symbol is None else None
+        close = None if builtin else suggest(name, candidates)
         if close is not None:
             # The user meant it: do not also warn that it is unused.
             self.state.used_keys.add(candidates[close].key)
-        hint = f"did you mean `{close}`?" if close else None
+        elif kind == "type" and symbol is None and not builtin:
+            builtin = suggest(name.lower(), ("string", "number", "boolean"))
+        hint = f"did you mean `{close or builtin}`?" if close or builtin else None
         if symbol is not None:
             self.report("E2016", f"`{name}` is {_a(symbol.kind)}, not {_a(kind)}", span, help=hint)
             return None

@@ -72,6 +72,21 @@ CASES = [
         "Persom",
         ("`Persom`", "did you mean `Person`?"),
     ),
+    *[
+        Case(
+            f"builtin-type-{written}",
+            main(agent(f"    output: {{ a: {written} }}")),
+            "E2010",
+            f"{written} }}",
+            (f"unknown type `{written}`", f"did you mean `{meant}`?"),
+        )
+        for written, meant in [
+            ("String", "string"),
+            ("int", "number"),
+            ("bool", "boolean"),
+            ("Strng", "string"),
+        ]
+    ],
     Case(
         "unknown-prompt",
         main('prompt Welcome { "Hi" }\n' + agent(config="model: G\n        prompt: Welcom")),

@@ -329,3 +329,21 @@ async def test_stream_yields_every_intent(main: ModuleType) -> None:
     ]
     assert any(e.partial for e in events)
     assert agent.last_session["turns"][-1]["input"]["text"] == "Weather?"
+
+
+async def test_the_blackboard_lives_for_exactly_one_run(main: ModuleType) -> None:
+    before: list[Any] = []
+
+    class Observability(main.AuwgentMiddleware):  # type: ignore[name-defined, misc]
+        name = "observability"
+
+        async def onRunStart(self, session: Any, ctx: Any) -> Any:
+            before.append(ctx.get("trace_id"))
+            ctx["trace_id"] = f"trace-{len(before)}"
+            return session
+
+    with FakeOpenAIServer([text("One."), text("Two.")]) as server:
+        agent = make(main, server, [Observability])
+        await agent.run("one")
+        await agent.run("two")
+    assert before == [None, None]

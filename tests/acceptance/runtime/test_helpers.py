@@ -298,6 +298,8 @@ async def test_handoff_user_ends_the_run_and_the_next_run_resumes_the_helper(
         )
         assert "helper_result" not in seen.names
         assert len(server.requests) == 2
+        # The helper stays on the session stack.
+        assert [frame["agent"] for frame in session["stack"]] == ["Main", "Support"]
 
         # Saved as JSON and loaded again (another process would do the same).
         restored = json.loads(json.dumps(session))

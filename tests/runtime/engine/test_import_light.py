@@ -1,0 +1,43 @@
+"""Importing generated bindings and building the agent load none of what only a run needs.
+
+The run-time machinery (the event loop, httpx and TLS, the engine, the codecs, the prompt
+renderer) is imported on the first run; this keeps ``import <bindings>`` + ``auwgent(config)``
+well under the 120 ms budget. A new top-level import of one of these modules fails here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+GOLDEN = Path(__file__).parents[2] / "data" / "codegen" / "golden" / "sample_app"
+RUN_ONLY = (
+    "asyncio",
+    "httpx",
+    "ssl",
+    "difflib",
+    "uuid",
+    "auwgent.runtime.engine",
+    "auwgent.runtime.calls",
+    "auwgent.runtime.prompts",
+    "auwgent.runtime.schema",
+    "auwgent.runtime.protocol.blocks",
+    "auwgent.runtime.protocol.native",
+    "auwgent.runtime.providers.openai",
+    "auwgent.runtime.providers.gemini",
+)
+CODE = """
+import sys
+sys.path.insert(0, {golden!r})
+import quickstart_types as bindings
+agent = bindings.auwgent({{"apiKeys": {{"geminiApiKey": "k", "openaiApiKey": "k"}}}})
+assert agent.name
+print(",".join(name for name in {names!r} if name in sys.modules))
+"""
+
+
+def test_bindings_import_and_agent_construction_load_no_run_time_module() -> None:
+    code = CODE.format(golden=str(GOLDEN), names=RUN_ONLY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""

@@ -325,3 +325,27 @@ async def test_gemini_native_calls_round_trip(main: ModuleType, tmp_path: Any) -
     ]
     assert responses and responses[0]["name"] == "tool__get_weather"
     assert "You are a weather assistant." in gemini_system(second)
+
+
+async def test_a_continued_session_replays_native_calls_in_the_apis_format(
+    main: ModuleType,
+) -> None:
+    calls = Calls()
+    script = [
+        tool_calls([("tool__get_weather", {"location": "Accra"})]),
+        text("Sunny in Accra."),
+        text("Still sunny."),
+    ]
+    with FakeOpenAIServer(script) as server:
+        agent = agent_for(main, server, make_tools(main, calls), protocol="native")
+        session = await agent.run("Weather in Accra?")
+        session = await agent.run("And now?", session=json.loads(json.dumps(session)))
+    messages = server.requests[2].body["messages"]
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
+    call_id = messages[2]["tool_calls"][0]["id"]
+    assert messages[2]["tool_calls"][0]["function"]["name"] == "tool__get_weather"
+    assert messages[3]["tool_call_id"] == call_id
+    assert messages[4]["content"] == "Sunny in Accra."
+    assert messages[5]["content"] == "And now?"
+    assert [t["input"]["text"] for t in session["turns"]] == ["Weather in Accra?", "And now?"]

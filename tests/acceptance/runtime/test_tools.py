@@ -302,7 +302,11 @@ async def test_gemini_native_calls_round_trip(main: ModuleType, tmp_path: Any) -
     )["main"]
     calls = Calls()
     seen = Recorder()
-    script = [tool_calls([("tool__get_weather", {"location": "Accra"})]), text("Sunny.")]
+    script = [
+        tool_calls([("tool__get_weather", {"location": "Accra"})]),
+        text("Sunny."),
+        text("Still sunny."),
+    ]
     with FakeGeminiServer(script) as server:
         agent = gem.auwgent(
             {
@@ -313,9 +317,15 @@ async def test_gemini_native_calls_round_trip(main: ModuleType, tmp_path: Any) -
             }
         )
         agent.on_intent(seen)
-        await agent.run("Weather in Accra?")
+        session = await agent.run("Weather in Accra?")
+        await agent.run("And now?", session=json.loads(json.dumps(session)))
     assert calls.log == [("get_weather", {"location": "Accra"})]
-    assert seen.names == ["tool_call", "tool_result", "response_text"]
+    assert seen.names == ["tool_call", "tool_result", "response_text", "response_text"]
+    third = server.requests[2].body["contents"]
+    assert [c["role"] for c in third] == ["user", "model", "user", "model", "user"]
+    assert third[1]["parts"][-1]["functionCall"]["name"] == "tool__get_weather"
+    assert third[2]["parts"][0]["functionResponse"]["name"] == "tool__get_weather"
+    assert third[4]["parts"] == [{"text": "And now?"}]
     second = server.requests[1].body
     responses = [
         part["functionResponse"]

@@ -92,10 +92,11 @@ class ToolRegistry:
 
 
 def result_text(result: Any) -> str:
-    """What the model sees of a tool result: a string as is, anything else as JSON."""
+    """What the model sees of a tool result: a string as is, anything else as compact JSON
+    (no spaces after separators: fewer tokens, as docs/protocol.md shows)."""
     if isinstance(result, str):
         return result
     try:
-        return json.dumps(result, ensure_ascii=False, default=str)
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         return str(result)

@@ -265,3 +265,79 @@ async def test_a_skipped_scoped_tool_gives_the_workflow_null(main: ModuleType) -
     assert log == []
     assert "tool_skipped" in seen.names
     assert seen.payloads("workflow_result")[0]["result"] == "user deleted"
+
+
+RICH = """
+type Quote {
+    item: string
+    total: number
+    tier: string
+}
+
+agent Main {
+    default config {
+        model: gemini("gemini-2.5-flash")
+        prompt: "You quote prices."
+    }
+
+    context {
+        user_id: string
+        discount: number
+    }
+
+    workflow quote(item: string, qty: number): Quote {
+        description: "Prices an order"
+
+        tool price_of(item: string, user: string): number
+
+        let unit = price_of(item, ctx.user_id)
+        let total = unit * qty
+        let tier = "small"
+        if (total > 100 && qty % 2 == 0) {
+            tier = "large even"
+        } else if (total > 100) {
+            tier = "large"
+        } else {
+            tier = "small"
+        }
+        let parts = [item, tier]
+        let summary = { item: parts[0], total: total - ctx.discount, tier: parts[1] }
+        return summary
+    }
+}
+"""
+
+
+async def test_a_workflow_with_context_expressions_and_a_structured_result(
+    tmp_path: Any,
+) -> None:
+    rich = generate(tmp_path, {"main.agent": RICH})["main"]
+    prices: list[tuple[str, str]] = []
+
+    def price_of(item: str, user: str) -> float:
+        prices.append((item, user))
+        return 30
+
+    seen = Recorder()
+    script = [
+        text("[workflow_call: quote]\nitem: rice\nqty: 4\n[/workflow_call]"),
+        text("That is 110."),
+    ]
+    with FakeGeminiServer(script) as server:
+        agent = rich.auwgent(
+            {
+                "apiKeys": {"geminiApiKey": "k"},
+                "baseUrls": {"gemini": server.base_url},
+                "context": {"user_id": "u-9", "discount": 10},
+                "tools": {"price_of": price_of},
+            }
+        )
+        agent.on_intent(seen)
+        await agent.run("Quote 4 rice")
+    assert prices == [("rice", "u-9")]
+    quote = {"item": "rice", "total": 110, "tier": "large even"}
+    assert seen.payloads("workflow_result") == [
+        {"name": "quote", "args": {"item": "rice", "qty": 4}, "result": quote}
+    ]
+    sent = json.dumps(server.requests[1].body["contents"])
+    assert json.dumps(json.dumps(quote, separators=(",", ":")))[1:-1] in sent

@@ -363,3 +363,21 @@ async def test_tool_call_partials_use_the_structured_envelope(
     assert last["mode"] == "structured"
     assert last["snapshot"]["type"] == "search_docs"
     assert last["snapshot"]["args"].get("query", "").startswith("intent payload")
+
+
+async def test_an_invalid_custom_intent_is_sent_back(project: dict[str, ModuleType]) -> None:
+    planning = project["planning"]
+    seen = Recorder()
+    bad = "[custom: Planning]\nstep: ask\nconfidence: very\nrationale: none\n[/custom]"
+    good = "[custom: Planning]\nstep: ask\nconfidence: 0.5\nrationale: none\n[/custom]"
+    with FakeOpenAIServer([text(bad), text(good)]) as server:
+        agent = planning.auwgent(
+            {"apiKeys": {"openaiApiKey": "k"}, "baseUrls": {"openai": server.base_url}}
+        )
+        agent.on_intent(seen)
+        await agent.run("Plan")
+    assert seen.events == [
+        ("Planning", {"step": "ask", "confidence": 0.5, "rationale": "none"}, "Main")
+    ]
+    assert len(server.requests) == 2
+    assert "confidence" in str(server.requests[1].body["messages"][1:])

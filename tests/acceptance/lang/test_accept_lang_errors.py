@@ -8,12 +8,16 @@ where a name is unknown).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from acceptance_lang_support import (
     MODEL,
+    Rendered,
     agent,
     assert_no_traceback,
     diagnostics,
@@ -33,7 +37,7 @@ class Case:
     needle: str  # text the caret must start at (first occurrence in `in_file`)
     says: tuple[str, ...] = ()  # fragments the diagnostic (message, notes, help) contains
     in_file: str = "main.agent"
-    extra: dict[str, str] = field(default_factory=dict)
+    alone: bool = False  # needs a project of its own (it looks at the other files)
 
 
 def main(source: str) -> dict[str, str]:
@@ -264,6 +268,7 @@ CASES = [
         '"./models"',
         ('did you mean "../shared/models"?',),
         in_file="agents/main.agent",
+        alone=True,
     ),
     Case(
         "import-suffix-typo",
@@ -287,6 +292,7 @@ CASES = [
         '"shared/models"',
         ('"../shared/models"',),
         in_file="agents/main.agent",
+        alone=True,
     ),
     Case(
         "import-not-exported",
@@ -508,17 +514,53 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_mistake_is_reported_at_its_place(case: Case, tmp_path: Path) -> None:
-    write(tmp_path, case.files)
-    result = run("check", ".", cwd=tmp_path)
+@pytest.fixture(scope="module")
+def all_cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, list[Rendered]]:
+    """Every case in its own folder of one project, checked by ONE run of the CLI.
+
+    Imports are relative and each file has its own top level, so the cases cannot see each
+    other; one process instead of one per case keeps this file fast.
+    """
+    root = tmp_path_factory.mktemp("mistakes")
+    for case in CASES:
+        if not case.alone:
+            write(root / case.id, case.files)
+    result = run("check", ".", cwd=root)
     assert_no_traceback(result)
     assert result.returncode == 1, result.stderr + result.stdout
-    found = [d for d in diagnostics(result.stderr) if d.code == case.code]
-    assert found, f"no {case.code} in:\n{result.stderr}"
+    return result.stdout, result.stderr, diagnostics(result.stderr)
+
+
+def _run_alone(case: Case) -> subprocess.CompletedProcess[str]:
+    """Run a case that must not share its project, in a folder of its own."""
+    with tempfile.TemporaryDirectory() as folder:
+        write(Path(folder), case.files)
+        result = run("check", ".", cwd=Path(folder))
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr + result.stdout
+    return result
+
+
+def test_every_case_is_in_the_summary(all_cases: tuple[str, str, list[Rendered]]) -> None:
+    stdout, _, found = all_cases
+    errors = sum(1 for d in found if d.severity == "error")
+    assert f" {errors} errors" in stdout
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_mistake_is_reported_at_its_place(
+    case: Case, all_cases: tuple[str, str, list[Rendered]]
+) -> None:
+    _, stderr, rendered = all_cases
+    path = f"{case.id}/{case.in_file}"
+    if case.alone:
+        alone = _run_alone(case)
+        stderr, rendered, path = alone.stderr, diagnostics(alone.stderr), case.in_file
+    found = [d for d in rendered if d.code == case.code and d.path == path]
+    assert found, f"no {case.code} in {path}:\n{stderr}"
     line, col = position_of(case.files[case.in_file], case.needle)
-    at = [d for d in found if (d.path, d.line, d.col) == (case.in_file, line, col)]
-    assert at, f"{case.code} not at {case.in_file}:{line}:{col}:\n{result.stderr}"
+    at = [d for d in found if (d.line, d.col) == (line, col)]
+    assert at, f"{case.code} not at {path}:{line}:{col}:\n" + "\n".join(d.text for d in found)
     diag = at[0]
     assert diag.severity == "error"
     expected_line = case.files[case.in_file].splitlines()[line - 1]
@@ -526,7 +568,14 @@ def test_mistake_is_reported_at_its_place(case: Case, tmp_path: Path) -> None:
     assert diag.caret_col == col and diag.carets >= 1
     for fragment in case.says:
         assert fragment in diag.text, f"{fragment!r} missing from:\n{diag.text}"
-    assert "error" in result.stdout  # summary line counts the errors
+
+
+def test_one_mistake_alone_exits_1(tmp_path: Path) -> None:
+    write(tmp_path, main(agent("    output: Persn")))
+    result = run("check", "main.agent", cwd=tmp_path)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert re.fullmatch(r"checked 1 file \(1 agent\) in \d+ ms: 1 error\n", result.stdout)
 
 
 def test_tool_without_return_type_is_an_error(tmp_path: Path) -> None:

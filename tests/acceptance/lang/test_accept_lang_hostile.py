@@ -70,12 +70,22 @@ HOSTILE: dict[str, str | bytes] = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_file_gives_diagnostics_not_a_traceback(name: str, tmp_path: Path) -> None:
     write(tmp_path, {"main.agent": HOSTILE[name]})
-    for command in ("check", "generate"):
-        result = run(command, "main.agent", cwd=tmp_path)
-        assert_no_traceback(result)
-        assert result.returncode in (0, 1), result.stderr
-        if result.returncode == 1:
-            assert diagnostics(result.stderr), result.stderr
+    result = run("check", "main.agent", cwd=tmp_path)
+    assert_no_traceback(result)
+    assert result.returncode in (0, 1), result.stderr
+    if result.returncode == 1:
+        assert diagnostics(result.stderr), result.stderr
+
+
+def test_generate_survives_every_hostile_file_at_once(tmp_path: Path) -> None:
+    # Each in its own folder (one agent per file), all in one project: one generate run.
+    write(tmp_path, {f"{name}/main.agent": text for name, text in HOSTILE.items()})
+    result = run("generate", ".", cwd=tmp_path)
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr
+    assert "outputs left unchanged" in result.stdout
+    assert not (tmp_path / "generated").exists()
+    assert {d.path.split("/")[0] for d in diagnostics(result.stderr) if d.severity == "error"}
 
 
 def test_deep_nesting_is_reported_where_it_happens(tmp_path: Path) -> None:

@@ -282,3 +282,13 @@ async def test_provider_options_reach_the_api(project: dict[str, ModuleType]) ->
     assert body["max_completion_tokens"] == 300
     assert body["response_format"] == {"type": "text"}
     assert "You are terse." in openai_system(body)
+
+
+@pytest.mark.parametrize("suffix", ["", "/v1beta", "/v1beta/"])
+async def test_a_gemini_base_url_with_or_without_the_version(main: ModuleType, suffix: str) -> None:
+    with FakeGeminiServer([text("Hi.")]) as server:
+        agent = main.auwgent(
+            {"apiKeys": {"geminiApiKey": "k"}, "baseUrls": {"gemini": server.origin + suffix}}
+        )
+        await agent.run("hello")
+    assert server.requests[0].path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent"

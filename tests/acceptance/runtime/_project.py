@@ -3,13 +3,11 @@ real CLI, and the generated module imported from the output folder."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import itertools
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -66,11 +64,6 @@ class Recorder:
 
     def agents(self, name: str) -> list[str]:
         return [agent for n, _, agent in self.events if n == name]
-
-
-def run(coro_fn: Callable[[], Any]) -> Any:
-    """Run an async user program to completion."""
-    return asyncio.run(coro_fn())
 
 
 def gemini_system(body: dict[str, Any]) -> str:

@@ -55,7 +55,6 @@ def record(cls: type[T]) -> type[T]:
         if key not in defaults and key not in ("__dict__", "__weakref__")
     }
     namespace.update(
-        __init__=_make_init(cls.__qualname__, names, defaults),
         __slots__=names,
         __match_args__=names,
         __setattr__=_frozen_setattr,
@@ -65,21 +64,25 @@ def record(cls: type[T]) -> type[T]:
     namespace[_FIELDS] = names
     # __slots__ only takes effect when the class is created, so build it again (as dataclass
     # does for slots=True).
-    return cast("type[T]", type(cls.__name__, cls.__bases__, namespace))
+    built = type(cls.__name__, cls.__bases__, namespace)
+    built.__init__ = _make_init(built, names, defaults)  # type: ignore[misc]
+    return cast("type[T]", built)
 
 
-def _make_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Any:
+def _make_init(cls: type, names: tuple[str, ...], defaults: dict[str, Any]) -> Any:
     # Only __init__ needs compiling (it must take the fields by position and by keyword); the
-    # other methods are closures, which cost nothing to make.
+    # other methods are closures, which cost nothing to make. It fills each slot through the
+    # slot's own descriptor, which skips the attribute lookup of object.__setattr__ (the
+    # parser makes a node every few tokens).
     params = "".join(
         f", {name}=_default_{name}" if name in defaults else f", {name}" for name in names
     )
-    body = "".join(f"    _set(self, {name!r}, {name})\n" for name in names) or "    pass\n"
+    body = "".join(f"    _set_{name}(self, {name})\n" for name in names) or "    pass\n"
     scope: dict[str, Any] = {f"_default_{name}": value for name, value in defaults.items()}
-    scope["_set"] = object.__setattr__
+    scope.update({f"_set_{name}": cls.__dict__[name].__set__ for name in names})
     exec(f"def __init__(self{params}):\n{body}", scope)  # noqa: S102 - built from identifiers
     init = scope["__init__"]
-    init.__qualname__ = f"{qualname}.__init__"
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
 
 

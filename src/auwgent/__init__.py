@@ -44,6 +44,19 @@ _LAZY = {
 }
 
 
+def auwgent(config: Any = None) -> Any:
+    """The factory of the project's only agent, as ``from auwgent import auwgent`` promises.
+
+    Finds ``auwgent.yml`` in the current folder or a parent and calls the ``auwgent(config)``
+    factory of the one generated module in its output folder. Prefer importing the factory
+    from the generated module (``from generated.main_types import auwgent``): it is typed, and
+    it is the only way when the project has several agents.
+    """
+    from auwgent._project_agent import project_agent
+
+    return project_agent(config)
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
@@ -73,4 +86,5 @@ __all__ = [
     "ToolError",
     "WorkflowError",
     "__version__",
+    "auwgent",
 ]

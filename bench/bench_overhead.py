@@ -188,9 +188,15 @@ def make_agent(module: Any, base: str, client: httpx.AsyncClient) -> Any:
             "baseUrls": {"openai": base},
             "httpClient": client,
             "protocol": "native",
-            "tools": {"get_weather": lambda location: f"sunny in {location}"},
+            # An async tool, as the manual writes them; a sync tool would run in a worker
+            # thread (so that several calls of one round run together), which costs ~0.2 ms.
+            "tools": {"get_weather": _get_weather},
         }
     )
+
+
+async def _get_weather(location: str) -> str:
+    return f"sunny in {location}"
 
 
 class AgentRunner:

@@ -254,6 +254,29 @@ def _targets_notes(targets: Iterable[str]) -> tuple[list[str], list[str]]:
     return notes, errors
 
 
+def _rebased(
+    documents: Mapping[str, Mapping[str, Any]], project: Project
+) -> dict[str, Mapping[str, Any]]:
+    """Documents keyed by their path from the folder of the project's source file.
+
+    With one source file that imports from a parent folder, ``source_root`` is that parent,
+    and `app/main.agent` would land in `generated/app/main_types.py`; the user imports
+    `generated.main_types`, as with any other single-file project.
+    """
+    if project.entry is None:
+        return dict(documents)
+    try:
+        prefix = project.entry.parent.relative_to(project.source_root).as_posix()
+    except ValueError:
+        return dict(documents)
+    if prefix == ".":
+        return dict(documents)
+    return {
+        (key[len(prefix) + 1 :] if key.startswith(prefix + "/") else key): doc
+        for key, doc in documents.items()
+    }
+
+
 def default_output(project: Project) -> Path:
     """Where outputs go: the project's ``output``, else ``generated/`` beside the sources."""
     return project.output if project.output is not None else project.root / "generated"
@@ -273,7 +296,7 @@ def generate(project: Project) -> GenerateResult:
     removed: list[Path] = []
     plan = _Plan()
     if compiled.ok and not errors:
-        plan = _plan(compiled.documents)
+        plan = _plan(_rebased(compiled.documents, project))
         errors.extend(plan.errors)
         if not errors:
             try:

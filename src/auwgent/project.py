@@ -45,6 +45,9 @@ class Project:
     output: Path | None
     targets: tuple[str, ...]
     config_path: Path | None
+    # The source file when the source is one `.agent` file: outputs are laid out relative to
+    # its folder even when it imports from a parent folder (which moves `source_root` up).
+    entry: Path | None = None
 
 
 def load_project(path: Path) -> Project:
@@ -72,7 +75,7 @@ def _from_agent_file(path: Path) -> Project:
     file = path.resolve()
     files = _with_imports(file)
     root = Path(os.path.commonpath([f.parent for f in files]))
-    return Project(file.parent, root, files, None, DEFAULT_TARGETS, None)
+    return Project(file.parent, root, files, None, DEFAULT_TARGETS, None, file)
 
 
 def _agent_files(folder: Path, shown: Path | str) -> tuple[Path, ...]:
@@ -138,7 +141,8 @@ def _from_config(config: Path) -> Project:
     else:
         files = _with_imports(source)
         source_root = Path(os.path.commonpath([source.parent, *(f.parent for f in files)]))
-    return Project(base, source_root, files, output, targets, config.resolve())
+    entry = None if source.is_dir() else source
+    return Project(base, source_root, files, output, targets, config.resolve(), entry)
 
 
 def _read_yaml(config: Path, shown: str) -> dict[str, Any]:

@@ -314,3 +314,18 @@ def test_watch_regenerates_survives_errors_and_stops_quietly(tmp_path: Path) -> 
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     assert stdout.rstrip().endswith("stopped watching")
+
+
+def test_one_source_file_importing_from_a_parent_folder(tmp_path: Path) -> None:
+    files = {
+        "shared/models.agent": 'export model M { provider: gemini("gemini-2.5-flash") }\n',
+        "app/main.agent": 'import { M } from "../shared/models"\n'
+        + agent(config='model: M\n        prompt: "p"').split("\n", 1)[1],
+    }
+    write(tmp_path, files)
+    assert run("generate", "app/main.agent", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "app" / "generated" / "main_types.py").is_file()
+    write(tmp_path, {"auwgent.yml": 'source: "app/main.agent"\noutput: "out"\n'})
+    assert run("generate", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "out" / "main_types.py").is_file()
+    assert not (tmp_path / "out" / "app").exists()

@@ -46,7 +46,9 @@ class ContextSchema:
                     expected = schema.describe(f["type"], self._types)
                     raise ContextError(
                         f"{path}.{key}: expected {expected} (declared in {agent}'s context), "
-                        f"got {_given(value)}" + ("" if len(errors) == 1 else f": {errors[0]}")
+                        f"got {_given(value)}"
+                        # Inside an object or array, say which part is wrong.
+                        + (f": {errors[0]}" if len(errors) > 1 or _nested(value) else "")
                     )
         return dict(data)
 
@@ -76,6 +78,10 @@ def _render(value: Any) -> str:
     from auwgent.runtime.expr import render_value
 
     return render_value(value)
+
+
+def _nested(value: Any) -> bool:
+    return isinstance(value, (list, Mapping))
 
 
 def _given(value: Any) -> str:

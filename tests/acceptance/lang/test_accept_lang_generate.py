@@ -165,10 +165,10 @@ def test_generated_module_exposes_the_manuals_names(tmp_path: Path) -> None:
 
 
 def _construct(
-    tmp_path: Path, config: str, env: dict[str, str]
+    tmp_path: Path, config: str, env: dict[str, str], module: str = "my_agent_types"
 ) -> subprocess.CompletedProcess[str]:
     script = (
-        "from generated.my_agent_types import auwgent\n"
+        f"from generated.{module} import auwgent\n"
         "try:\n"
         f"    auwgent({config})\n"
         "except Exception as exc:\n"
@@ -329,3 +329,31 @@ def test_one_source_file_importing_from_a_parent_folder(tmp_path: Path) -> None:
     assert run("generate", cwd=tmp_path).returncode == 0
     assert (tmp_path / "out" / "main_types.py").is_file()
     assert not (tmp_path / "out" / "app").exists()
+
+
+def test_a_wrong_nested_context_value_names_the_inner_key(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "main.agent": agent(
+                '    context {\n        prefs: { lang: string, level: "low" | "high" }\n'
+                "        tags: string[]\n    }"
+            )
+        },
+    )
+    assert run("generate", ".", cwd=tmp_path).returncode == 0
+    keys = '"apiKeys": {"geminiApiKey": "k"}'
+    level = _construct(
+        tmp_path,
+        "{" + keys + ', "context": {"prefs": {"lang": "en", "level": "mid"}, "tags": []}}',
+        {},
+        module="main_types",
+    )
+    assert 'context.prefs.level: expected "low" | "high", got string "mid"' in level.stdout
+    tags = _construct(
+        tmp_path,
+        "{" + keys + ', "context": {"prefs": {"lang": "en", "level": "low"}, "tags": [1]}}',
+        {},
+        module="main_types",
+    )
+    assert "context.tags[0]" in tags.stdout, tags.stdout

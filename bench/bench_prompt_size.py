@@ -11,6 +11,7 @@ Run: ``.venv/bin/python bench/bench_prompt_size.py``
 from __future__ import annotations
 
 import json
+import re
 
 from auwgent.runtime.protocol import codec_for
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
@@ -18,6 +19,10 @@ from auwgent.runtime.providers.base import Message, ModelRequest
 from auwgent.runtime.providers.openai import build_chat_body
 
 KINDS = ("string", "number", "boolean")
+
+# A rough token count without a tokenizer dependency: words, numbers and single punctuation
+# marks. BPE tokenizers split JSON punctuation much like this, so the ratio is what matters.
+_TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 
 
 def tool(i: int) -> CallableSpec:
@@ -43,7 +48,8 @@ def main() -> None:
         output={"kind": "text"},
         types={},
     )
-    sizes = {}
+    sizes: dict[str, int] = {}
+    tokens: dict[str, int] = {}
     for name in ("blocks", "native"):
         codec = codec_for(name)
         request = ModelRequest(
@@ -56,11 +62,15 @@ def main() -> None:
         body = json.dumps(build_chat_body(request), ensure_ascii=False, separators=(",", ":"))
         section = len(request.system)
         sizes[name] = len(body)
+        tokens[name] = len(_TOKEN.findall(body))
         print(
-            f"{name:>6}: first request {len(body):6} chars (protocol section {section} chars,"
-            f" {len(request.functions)} functions)"
+            f"{name:>6}: first request {len(body):6} chars, ~{tokens[name]:5} tokens"
+            f" (protocol section {section} chars, {len(request.functions)} functions)"
         )
-    print(f"native / blocks = {sizes['native'] / sizes['blocks']:.1f}x")
+    print(
+        f"native / blocks = {sizes['native'] / sizes['blocks']:.1f}x in characters,"
+        f" {tokens['native'] / tokens['blocks']:.1f}x in (approximate) tokens"
+    )
 
 
 if __name__ == "__main__":

@@ -232,7 +232,10 @@ class _Lexer:
         for index in special:
             raw, start, newline = others[index], starts[index], newlines[index]
             if raw[0] in "0123456789":
-                self.add_number(raw, start, ends[index], newline)
+                # add_number inlined: positions are file offsets here (no mapping).
+                value = _number(raw)
+                span = _new(Span, (start, ends[index]))
+                self.tokens.append(_new(Token, (TokenKind.NUMBER, raw, span, newline, value)))
             elif raw.startswith('"""'):
                 self.triple_string(start, newline)
             elif "\\" in raw:
@@ -298,8 +301,9 @@ class _Lexer:
         return newline, pos + 1
 
     def add_number(self, raw: str, start: int, end: int, newline: bool) -> None:
-        number: int | float = float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)
-        self.tokens.append(Token(TokenKind.NUMBER, raw, self.span(start, end), newline, number))
+        self.tokens.append(
+            Token(TokenKind.NUMBER, raw, self.span(start, end), newline, _number(raw))
+        )
 
     def block_comment(self, start: int, newline: bool) -> tuple[bool, int]:
         close = self.text.find("*/", start + 2)
@@ -379,7 +383,7 @@ class _Lexer:
         """Append the characters of ``text[pos:end]`` with escapes resolved."""
         text = self.text
         if text.find("\\", pos, end) == -1:  # the common case: nothing to resolve
-            chars.extend(text[pos:end])
+            chars.append(text[pos:end])  # pieces, not characters: they are only joined
             if self.offsets is None:
                 offsets.extend(range(pos, end))
             else:
@@ -417,6 +421,11 @@ class _Lexer:
         chars.append(nxt)
         offsets.append(self.at(pos))
         return pos + 2
+
+
+def _number(raw: str) -> int | float:
+    """The value of a number token's text."""
+    return float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)
 
 
 def _dedent(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 if TYPE_CHECKING:
     from auwgent.compiler.diagnostics import Diagnostic
@@ -201,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(err)
         return EXIT_USAGE
     try:
-        return run(args, out, err)
+        code = run(args, out, err)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -210,6 +211,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: internal error in auwgent ({type(exc).__name__}: {exc})", file=err)
         print("  this is a bug in Auwgent; please report it with the input", file=err)
         return EXIT_INTERNAL
+    if argv is None and args.command == "check":
+        _exit_now(code, out, err)
+    return code
+
+
+def _exit_now(code: int, out: TextIO, err: TextIO) -> NoReturn:
+    """End the process at once, skipping the interpreter's teardown.
+
+    Tearing the interpreter down frees every module and object one by one: about 1.5% of the
+    instructions of an ``auwgent check`` of the bench project, for no effect once the process
+    ends. Only for a real command line (``argv`` is
+    None): a caller of ``main([...])`` keeps its process. Output is flushed first.
+    """
+    try:
+        out.flush()
+        err.flush()
+    except (BrokenPipeError, ValueError):  # a closed pipe or stream: nothing more to write
+        pass
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

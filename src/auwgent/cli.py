@@ -17,9 +17,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
+
+from auwgent.compiler.records import record
 
 if TYPE_CHECKING:
     from auwgent.compiler.diagnostics import Diagnostic
@@ -31,7 +32,7 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CheckReport:
     """What checking a project found: diagnostics in display order, and what was read."""
 

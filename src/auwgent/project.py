@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auwgent.compiler.records import record
 from auwgent.errors import ConfigError
 
 CONFIG_NAMES = ("auwgent.yml", "auwgent.yaml")
@@ -31,7 +31,7 @@ _SUFFIX = ".agent"
 _SKIP = frozenset(("node_modules", "__pycache__", "venv", "site-packages"))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Project:
     """A resolved project; every path is absolute.
 

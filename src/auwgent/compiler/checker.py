@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import nodes as n
@@ -42,17 +41,28 @@ KIND_CODES = {
 }
 
 
-@dataclass(slots=True)
 class CheckState:
     """Everything the checker accumulates across files."""
 
-    graph: ModuleGraph
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    used_keys: set[str] = field(default_factory=set)
-    used_imports: set[tuple[str, str]] = field(default_factory=set)
-    types: dict[str, Obj] = field(default_factory=dict)
-    prompt_uses: set[tuple[str, str]] = field(default_factory=set)
-    custom_urls: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    __slots__ = (
+        "graph",
+        "diagnostics",
+        "used_keys",
+        "used_imports",
+        "types",
+        "prompt_uses",
+        "custom_urls",
+    )
+
+    def __init__(self, graph: ModuleGraph) -> None:
+        self.graph = graph
+        self.diagnostics: list[Diagnostic] = []
+        self.used_keys: set[str] = set()
+        self.used_imports: set[tuple[str, str]] = set()
+        self.types: dict[str, Obj] = {}
+        self.prompt_uses: set[tuple[str, str]] = set()
+        self.custom_urls: dict[str, tuple[str, str]] = {}
 
 
 class Checker:

@@ -7,7 +7,6 @@ method per construct. It runs on one file at a time (``in_file``).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 
 from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
@@ -17,6 +16,7 @@ from .diagnostics import Note, did_you_mean
 from .lower import example_candidates, select_examples
 from .members import AgentParts, agent_parts
 from .modules import is_exported, kind_word
+from .records import record
 from .source import Span
 
 CONFIG_KEYS = ("model", "prompt", "embedding", "description", "maxToolLoops", "protocol")
@@ -41,7 +41,7 @@ MAX_EXAMPLES = 5
 Callables = dict[str, tuple[str, Span]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentScope:
     """What every workflow of one agent sees: its tools, context and non-callable names.
 

@@ -9,7 +9,6 @@ renders them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from . import nodes as n
 from .checker_types import (
@@ -39,13 +38,14 @@ from .checker_types import (
     widen,
 )
 from .diagnostics import Note, did_you_mean
+from .records import record
 from .source import Span
 
 #: ``report(code, message, span, help=..., notes=...)`` adds an error in the current file.
 Report = Callable[..., None]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSig:
     """What a call needs to know about a tool: its parameters and return type."""
 
@@ -54,7 +54,6 @@ class ToolSig:
     returns: Ty
 
 
-@dataclass(slots=True)
 class Env:
     """Names visible to an expression.
 
@@ -63,12 +62,24 @@ class Env:
     things that look callable but are not tools here (workflows, helpers), with a reason.
     """
 
-    scopes: list[dict[str, Ty]]
-    ctx: Mapping[str, Ty] | None
-    tools: Mapping[str, ToolSig] | None = None
-    strict: bool = True
-    not_callable: Mapping[str, str] = field(default_factory=dict)
-    ctx_owner: str = "this agent"
+    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    __slots__ = ("scopes", "ctx", "tools", "strict", "not_callable", "ctx_owner")
+
+    def __init__(
+        self,
+        scopes: list[dict[str, Ty]],
+        ctx: Mapping[str, Ty] | None,
+        tools: Mapping[str, ToolSig] | None = None,
+        strict: bool = True,
+        not_callable: Mapping[str, str] | None = None,
+        ctx_owner: str = "this agent",
+    ) -> None:
+        self.scopes = scopes
+        self.ctx = ctx
+        self.tools = tools
+        self.strict = strict
+        self.not_callable: Mapping[str, str] = {} if not_callable is None else not_callable
+        self.ctx_owner = ctx_owner
 
     def lookup(self, name: str) -> Ty | None:
         """The type of variable ``name``, innermost scope first."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from .records import record
 from .source import SourceFile, Span
 
 
@@ -29,7 +29,7 @@ class Severity(enum.Enum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Note:
     """Extra context; with a span it points somewhere else in the same file."""
 
@@ -37,7 +37,7 @@ class Note:
     span: Span | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Diagnostic:
     """One message about one place in one source file."""
 
@@ -53,6 +53,12 @@ class Diagnostic:
     def is_error(self) -> bool:
         """True for errors (the ones that fail ``auwgent check``)."""
         return self.severity is Severity.ERROR
+
+    def with_notes(self, notes: tuple[Note, ...]) -> Diagnostic:
+        """The same diagnostic with ``notes`` instead of its own."""
+        return Diagnostic(
+            self.code, self.severity, self.message, self.source, self.span, notes, self.help
+        )
 
     def location(self) -> str:
         """``path:line:col`` of the start of the span."""

@@ -13,7 +13,6 @@ positional argument; ``return`` stays a statement that ends the workflow from an
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from .. import _version
@@ -21,6 +20,7 @@ from . import nodes as n
 from .diagnostics import Diagnostic, error
 from .members import agent_parts
 from .modules import FileScope, ModuleGraph, Symbol
+from .records import record
 from .source import SourceFile, Span
 
 JSON = dict[str, Any]
@@ -33,7 +33,7 @@ _PROVIDER_WORDS = ("gemini", "openai", "custom")
 # Example selection (shared with the checker's W2003)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExampleCandidate:
     """One ``@example`` and the facts its sort key is made of."""
 
@@ -76,7 +76,7 @@ def select_examples(
 # Documents
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Lowered:
     """The IR document of one agent file, or the name clashes that prevent it."""
 

@@ -7,24 +7,35 @@ grouping for both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from . import nodes as n
 
 
-@dataclass(slots=True)
 class AgentParts:
     """The members of one agent or helper block, grouped by kind (source order kept)."""
 
-    configs: list[n.ConfigBlock] = field(default_factory=list)
-    contexts: list[n.ContextBlock] = field(default_factory=list)
-    inputs: list[n.InputDecl] = field(default_factory=list)
-    outputs: list[n.OutputDecl] = field(default_factory=list)
-    tools: list[n.ToolDecl] = field(default_factory=list)
-    workflows: list[n.WorkflowDecl] = field(default_factory=list)
-    helpers: list[n.HelpersBlock] = field(default_factory=list)
-    intents: list[n.IntentAttach] = field(default_factory=list)
-    descriptions: list[n.DescriptionEntry] = field(default_factory=list)
+    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    __slots__ = (
+        "configs",
+        "contexts",
+        "inputs",
+        "outputs",
+        "tools",
+        "workflows",
+        "helpers",
+        "intents",
+        "descriptions",
+    )
+
+    def __init__(self) -> None:
+        self.configs: list[n.ConfigBlock] = []
+        self.contexts: list[n.ContextBlock] = []
+        self.inputs: list[n.InputDecl] = []
+        self.outputs: list[n.OutputDecl] = []
+        self.tools: list[n.ToolDecl] = []
+        self.workflows: list[n.WorkflowDecl] = []
+        self.helpers: list[n.HelpersBlock] = []
+        self.intents: list[n.IntentAttach] = []
+        self.descriptions: list[n.DescriptionEntry] = []
 
 
 def agent_parts(decl: n.AgentDecl) -> AgentParts:

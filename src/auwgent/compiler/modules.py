@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest
@@ -70,7 +69,6 @@ class ImportedName:
     source_path: str
 
 
-@dataclass(slots=True)
 class FileScope:
     """One file's top level: what it declares and what it imports.
 
@@ -79,11 +77,15 @@ class FileScope:
     reported, which the checker must not report again as unknown.
     """
 
-    path: str
-    module: n.Module
-    local: dict[str, Symbol] = field(default_factory=dict)
-    imported: dict[str, ImportedName] = field(default_factory=dict)
-    failed: set[str] = field(default_factory=set)
+    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    __slots__ = ("path", "module", "local", "imported", "failed")
+
+    def __init__(self, path: str, module: n.Module) -> None:
+        self.path = path
+        self.module = module
+        self.local: dict[str, Symbol] = {}
+        self.imported: dict[str, ImportedName] = {}
+        self.failed: set[str] = set()
 
     def lookup(self, name: str) -> Symbol | None:
         """The symbol ``name`` denotes in this file (a local declaration wins)."""

@@ -69,7 +69,6 @@ Nesting deeper than ``MAX_DEPTH`` is ``E0109`` rather than a blown Python stack.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Final, Literal, TypeVar
 
 from . import nodes as n
@@ -407,7 +406,7 @@ class _Parser:
         if last is not None and last.code == "E0101" and last.span == token.span:
             # An inner block already reported this token: one message, one note per block.
             note = Note(f"{what}, opened here, is not closed either", opener)
-            self.diagnostics[-1] = replace(last, notes=(*last.notes, note))
+            self.diagnostics[-1] = last.with_notes((*last.notes, note))
             return
         self.report(
             "E0101",

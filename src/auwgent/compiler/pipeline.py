@@ -12,8 +12,8 @@ import gc
 import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import CompileError
@@ -23,12 +23,13 @@ from .diagnostics import Diagnostic, error, render_all, sort_key
 from .lower import lower_file
 from .modules import resolve_modules
 from .parser import parse
+from .records import record
 from .source import SourceFile, Span
 
 __all__ = ["CompileResult", "compile_project", "compile_sources"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompileResult:
     """What a compilation produced.
 
@@ -41,7 +42,13 @@ class CompileResult:
     diagnostics: tuple[Diagnostic, ...]
     files: int
     agents: int
-    sources: Mapping[str, SourceFile] = field(default_factory=dict, repr=False)
+    sources: Mapping[str, SourceFile] = MappingProxyType({})
+
+    def __repr__(self) -> str:  # without the sources: their texts would fill the screen
+        return (
+            f"CompileResult(documents={self.documents!r}, diagnostics={self.diagnostics!r}, "
+            f"files={self.files!r}, agents={self.agents!r})"
+        )
 
     @property
     def ok(self) -> bool:

@@ -8,7 +8,8 @@ importing ``nodes.py`` the largest part of the start-up of ``auwgent check``.
 ``record`` gives a class the same behaviour -- ``__init__`` (fields with defaults last),
 ``__repr__``, ``__eq__`` and ``__hash__`` over the fields in order, ``__match_args__``,
 ``__slots__``, and ``FrozenInstanceError`` on assignment -- compiling only ``__init__``; the
-other methods are closures. Type checkers see a frozen dataclass (``dataclass_transform``).
+other methods are closures; a ``__repr__`` the class defines itself is kept. Type checkers see
+a frozen dataclass (``dataclass_transform``).
 What it does not do: inheritance between records, ``field(...)`` specifiers,
 ``dataclasses.fields()`` (use ``record_fields``).
 """
@@ -16,7 +17,6 @@ What it does not do: inheritance between records, ``field(...)`` specifiers,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import FrozenInstanceError
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -28,7 +28,7 @@ else:
         return lambda decorated: decorated
 
 
-__all__ = ["is_record", "record", "record_fields"]
+__all__ = ["frozen_delattr", "frozen_setattr", "is_record", "record", "record_fields"]
 
 T = TypeVar("T")
 
@@ -36,11 +36,19 @@ T = TypeVar("T")
 _FIELDS = "__record_fields__"
 
 
-def _frozen_setattr(self: object, name: str, value: object) -> None:
+# dataclasses (and the inspect module it imports, a tenth of the start-up of `auwgent check`)
+# is imported only when an assignment is refused: the same exception dataclass raises.
+
+
+def frozen_setattr(self: object, name: str, value: object) -> None:
+    from dataclasses import FrozenInstanceError
+
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
-def _frozen_delattr(self: object, name: str) -> None:
+def frozen_delattr(self: object, name: str) -> None:
+    from dataclasses import FrozenInstanceError
+
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
@@ -54,12 +62,15 @@ def record(cls: type[T]) -> type[T]:
         for key, value in cls.__dict__.items()
         if key not in defaults and key not in ("__dict__", "__weakref__")
     }
+    methods = _value_methods(names)
+    if "__repr__" in cls.__dict__:  # the class's own (to leave a bulky field out, say)
+        del methods["__repr__"]
     namespace.update(
         __slots__=names,
         __match_args__=names,
-        __setattr__=_frozen_setattr,
-        __delattr__=_frozen_delattr,
-        **_value_methods(names),
+        __setattr__=frozen_setattr,
+        __delattr__=frozen_delattr,
+        **methods,
     )
     namespace[_FIELDS] = names
     # __slots__ only takes effect when the class is created, so build it again (as dataclass

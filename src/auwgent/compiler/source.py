@@ -7,9 +7,10 @@ column only when a message is rendered (as tomllib does), so every node stays sm
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import NamedTuple
+
+from .records import frozen_delattr, frozen_setattr
 
 
 class Span(NamedTuple):
@@ -36,21 +37,45 @@ class Span(NamedTuple):
 _PLUS_ONE = (1).__add__
 
 
-@dataclass(frozen=True, slots=True)
 class SourceFile:
-    """One ``.agent`` file's path (as shown to users) and text."""
+    """One ``.agent`` file's path (as shown to users) and text.
+
+    Frozen; equal, hashed and shown by ``path`` and ``text`` (the line table is derived). A
+    hand-written class rather than a dataclass: ``auwgent check`` never imports dataclasses
+    (see records.py), and a record cannot hold the derived line table.
+    """
+
+    __slots__ = ("path", "text", "_line_starts")
+    __match_args__ = ("path", "text")
 
     path: str
     text: str
-    _line_starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _line_starts: tuple[int, ...]
 
-    def __post_init__(self) -> None:
+    def __init__(self, path: str, text: str) -> None:
+        set_slot = object.__setattr__
+        set_slot(self, "path", path)
+        set_slot(self, "text", text)
         # Each line starts one past the end of the one before: a running sum of the line
         # lengths plus one, computed in C (a find() loop costs a Python step per line).
-        lines = self.text.split("\n")
+        lines = text.split("\n")
         del lines[-1]  # the text after the last line break starts no further line
         starts = accumulate(map(_PLUS_ONE, map(len, lines)), initial=0)
-        object.__setattr__(self, "_line_starts", tuple(starts))
+        set_slot(self, "_line_starts", tuple(starts))
+
+    __setattr__ = frozen_setattr
+    __delattr__ = frozen_delattr
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SourceFile) and other.__class__ is self.__class__:
+            return (self.path, self.text) == (other.path, other.text)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.text))
+
+    def __repr__(self) -> str:
+        return f"SourceFile(path={self.path!r}, text={self.text!r})"
 
     @property
     def line_count(self) -> int:

@@ -17,7 +17,9 @@ What it does not do: inheritance between records, ``field(...)`` specifiers,
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from operator import attrgetter
+from types import CodeType, FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -81,20 +83,31 @@ def record(cls: type[T]) -> type[T]:
 
 
 def _make_init(cls: type, names: tuple[str, ...], defaults: dict[str, Any]) -> Any:
-    # Only __init__ needs compiling (it must take the fields by position and by keyword); the
-    # other methods are closures, which cost nothing to make. It fills each slot through the
-    # slot's own descriptor, which skips the attribute lookup of object.__setattr__ (the
-    # parser makes a node every few tokens).
-    params = "".join(
-        f", {name}=_default_{name}" if name in defaults else f", {name}" for name in names
-    )
-    body = "".join(f"    _set_{name}(self, {name})\n" for name in names) or "    pass\n"
-    scope: dict[str, Any] = {f"_default_{name}": value for name, value in defaults.items()}
-    scope.update({f"_set_{name}": cls.__dict__[name].__set__ for name in names})
-    exec(f"def __init__(self{params}):\n{body}", scope)  # noqa: S102 - built from identifiers
-    init = scope["__init__"]
+    # Only __init__ needs its own code (it must take the fields by position and by keyword);
+    # the other methods are closures, which cost nothing to make. It fills each slot through
+    # the slot's own descriptor, which skips the attribute lookup of object.__setattr__ (the
+    # parser makes a node every few tokens). Its code is the shared one for that many fields
+    # with the parameters renamed: compiling is most of the cost of defining a record.
+    code = _init_code(len(names)).replace(co_varnames=("self", *names))
+    setters = {f"_set{index}": cls.__dict__[name].__set__ for index, name in enumerate(names)}
+    # Function defaults fill the last parameters, so fields with defaults must come last (as
+    # in a dataclass).
+    if any(name in defaults for name in names[: len(names) - len(defaults)]):
+        raise TypeError(f"{cls.__name__}: a field without a default follows one with a default")
+    init = FunctionType(code, setters, "__init__", tuple(defaults.values()) or None)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
+
+
+@cache
+def _init_code(count: int) -> CodeType:
+    """``__init__(self, f0, ..., fN)`` storing each ``fI`` through the global ``_setI``."""
+    params = "".join(f", f{index}" for index in range(count))
+    body = "".join(f"    _set{index}(self, f{index})\n" for index in range(count)) or "    pass\n"
+    scope: dict[str, Any] = {}
+    exec(f"def __init__(self{params}):\n{body}", scope)  # noqa: S102 - built from numbers
+    code: CodeType = scope["__init__"].__code__
+    return code
 
 
 def _value_methods(names: tuple[str, ...]) -> dict[str, Any]:

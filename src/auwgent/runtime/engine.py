@@ -499,9 +499,12 @@ class Run:
             for task in rnd.tasks:  # the run was cancelled (timeout): leave nothing behind
                 task.cancel()
             raise
-        if rnd.tasks:
+        # Calls that already finished need no waiting: asyncio.wait would still cost two
+        # trips through the event loop (a done-callback per task, then the wake-up).
+        pending = [task for task in rnd.tasks if not task.done()]
+        if pending:
             try:
-                await asyncio.wait(rnd.tasks)
+                await asyncio.wait(pending)
             except asyncio.CancelledError:
                 for task in rnd.tasks:
                     task.cancel()

@@ -105,7 +105,8 @@ def control_of(value: Any) -> Control | None:
 async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     """Call ``fn`` and await its result when it is awaitable."""
     result = fn(*args)
-    if inspect.isawaitable(result):
+    # Most hooks and handlers return None; skip isawaitable's ABC check for them.
+    if result is not None and inspect.isawaitable(result):
         return await result
     return result
 

@@ -299,6 +299,7 @@ class GeminiProvider:
         self._api_key = api_key
         self._retry = retry or RetryPolicy()
         self._timeouts = timeouts or Timeouts()
+        self._httpx_timeout = self._timeouts.for_httpx()  # built once, not per request
         self._signatures: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -315,7 +316,7 @@ class GeminiProvider:
             f"{self.base_url}/{_model_path(model)}:{method}",
             json=body,
             headers=headers,
-            timeout=self._timeouts.for_httpx(),
+            timeout=self._httpx_timeout,
         )
         return open_response(
             self._client,

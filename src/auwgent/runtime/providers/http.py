@@ -312,7 +312,7 @@ class StreamInterrupted(ProviderError):
     """The connection broke off while the body was being read."""
 
 
-async def retry_unstarted(
+def retry_unstarted(
     attempt: Callable[[], AsyncIterator[T]],
     *,
     retry: RetryPolicy,
@@ -322,19 +322,58 @@ async def retry_unstarted(
     anything, wait as for a failed connection and call it again (up to ``retry.attempts``
     calls). Once an item is out, errors pass through unchanged: the caller may already have
     acted on it. Other failures pass through too (``open_response`` has retried them)."""
-    import asyncio
+    return _RetryUnstarted(attempt, retry, sleep)
 
-    for number in range(1, retry.attempts + 1):
-        started = False
-        try:
-            async for item in attempt():
-                started = True
-                yield item
-            return
-        except StreamInterrupted:
-            if started or number == retry.attempts:
-                raise
-        await (sleep or asyncio.sleep)(retry_delay(retry, number))
+
+class _RetryUnstarted(AsyncIterator[T]):
+    """:func:`retry_unstarted` as an iterator that steps aside once the first item is out.
+
+    An async generator wrapping the attempt would add a resumption to every event of the
+    stream; after the first item this hands out the attempt's own ``__anext__`` instead.
+    """
+
+    def __init__(
+        self,
+        attempt: Callable[[], AsyncIterator[T]],
+        retry: RetryPolicy,
+        sleep: Callable[[float], Awaitable[None]] | None,
+    ) -> None:
+        self._attempt = attempt
+        self._retry = retry
+        self._sleep = sleep
+        self._current: AsyncIterator[T] | None = None
+        self._started = False
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    def __anext__(self) -> Awaitable[T]:
+        if self._started:
+            assert self._current is not None
+            return self._current.__anext__()
+        return self._first()
+
+    async def _first(self) -> T:
+        import asyncio
+
+        for number in range(1, self._retry.attempts + 1):
+            self._current = self._attempt()
+            try:
+                item = await self._current.__anext__()
+            except StreamInterrupted:
+                if number == self._retry.attempts:
+                    raise
+            else:
+                self._started = True
+                return item
+            await (self._sleep or asyncio.sleep)(retry_delay(self._retry, number))
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt re-raises
+
+    async def aclose(self) -> None:
+        """Close the current attempt (as closing an async generator would)."""
+        current = self._current
+        if current is not None and hasattr(current, "aclose"):
+            await current.aclose()
 
 
 class _Watchdog:
@@ -383,44 +422,52 @@ class _Watchdog:
             self._task.uncancel()  # our cancel became a ProviderError; leave none pending
 
 
-async def _chunks(
-    response: httpx.Response, *, provider: str, idle: float, first: float | None = None
-) -> AsyncIterator[bytes]:
-    """The body, failing with ``ProviderError`` on silence longer than ``idle``.
+class _Body:
+    """The body of a response, read piece by piece under the idle and first-byte clocks.
 
-    The first piece may take up to ``first`` seconds instead: a model that thinks before it
-    answers sends its headers at once and its first data much later.
+    ``read()`` fails with ``ProviderError`` on silence longer than ``idle``; the first piece
+    may take up to ``first`` seconds instead (a model that thinks before it answers sends its
+    headers at once and its first data much later). A plain method rather than an async
+    generator, so the SSE parser reads it without one more resumption per piece.
     """
-    import asyncio
 
-    import httpx
+    def __init__(
+        self, response: httpx.Response, *, provider: str, idle: float, first: float | None
+    ) -> None:
+        self._stream = response.aiter_bytes().__aiter__()
+        self._provider = provider
+        self._idle = idle
+        self._limit = idle if first is None else max(first, idle)
+        self._watchdog = _Watchdog()
 
-    stream = response.aiter_bytes().__aiter__()
-    limit = idle if first is None else max(first, idle)
-    watchdog = _Watchdog()
-    try:
-        while True:
-            watchdog.arm(limit)
-            try:
-                chunk = await stream.__anext__()
-            except StopAsyncIteration:
-                return
-            except asyncio.CancelledError:
-                if not watchdog.fired:
-                    raise
-                raise ProviderError(
-                    provider, f"stream stalled: no data for {limit:g}s (idle timeout)"
-                ) from None
-            except httpx.HTTPError as exc:
-                raise StreamInterrupted(
-                    provider, f"stream interrupted ({type(exc).__name__}: {exc})"
-                ) from None
-            finally:
-                watchdog.disarm()
-            limit = idle
-            yield chunk
-    finally:
-        watchdog.close()
+    async def read(self) -> bytes | None:
+        """The next piece, or ``None`` at the end of the body."""
+        import asyncio
+
+        import httpx
+
+        watchdog = self._watchdog
+        watchdog.arm(self._limit)
+        try:
+            return await self._stream.__anext__()
+        except StopAsyncIteration:
+            return None
+        except asyncio.CancelledError:
+            if not watchdog.fired:
+                raise
+            raise ProviderError(
+                self._provider, f"stream stalled: no data for {self._limit:g}s (idle timeout)"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise StreamInterrupted(
+                self._provider, f"stream interrupted ({type(exc).__name__}: {exc})"
+            ) from None
+        finally:
+            watchdog.disarm()
+            self._limit = self._idle
+
+    def close(self) -> None:
+        self._watchdog.close()
 
 
 def is_event_stream(response: httpx.Response) -> bool:
@@ -438,18 +485,22 @@ async def iter_sse(
     """
     buffer = b""
     data: list[str] = []
-    async for chunk in _chunks(response, provider=provider, idle=idle, first=first):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for raw in lines:
-            line = raw.rstrip(b"\r")
-            if not line:
-                if data:
-                    yield "\n".join(data)
-                    data = []
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+    body = _Body(response, provider=provider, idle=idle, first=first)
+    try:
+        while (chunk := await body.read()) is not None:
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                line = raw.rstrip(b"\r")
+                if not line:
+                    if data:
+                        yield "\n".join(data)
+                        data = []
+                elif line.startswith(b"data:"):
+                    value = line[5:]
+                    data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+    finally:
+        body.close()
     if buffer.strip().startswith(b"data:"):
         value = buffer.strip()[5:]
         data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
@@ -470,6 +521,11 @@ async def read_json(
     response: httpx.Response, *, provider: str, idle: float, first: float | None = None
 ) -> Any:
     """Read a whole (non-streaming) JSON body under the idle timeout."""
-    pieces = _chunks(response, provider=provider, idle=idle, first=first)
-    parts = [chunk async for chunk in pieces]
+    body = _Body(response, provider=provider, idle=idle, first=first)
+    parts: list[bytes] = []
+    try:
+        while (chunk := await body.read()) is not None:
+            parts.append(chunk)
+    finally:
+        body.close()
     return parse_json_chunk(b"".join(parts), provider=provider)

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ agent Main {
 }
 """
 ANSWER = "It is sunny in Accra, 31 degrees, with a light breeze from the south-west."
+AUTH = {"Authorization": "Bearer sk-bench"}
 TOOLS = [
     {
         "type": "function",
@@ -63,6 +65,7 @@ TOOLS = [
                 "type": "object",
                 "properties": {"location": {"type": "string"}},
                 "required": ["location"],
+                "additionalProperties": False,
             },
         },
     }
@@ -91,7 +94,7 @@ async def raw_request(client: httpx.AsyncClient, base: str, body: dict[str, Any]
     """One Chat Completions request; returns {"text", "calls"} like a careful hand-written loop."""
     url = f"{base}/chat/completions"
     if not body.get("stream"):
-        response = await client.post(url, json=body)
+        response = await client.post(url, json=body, headers=AUTH)
         response.raise_for_status()
         message = response.json()["choices"][0]["message"]
         whole = [
@@ -101,7 +104,7 @@ async def raw_request(client: httpx.AsyncClient, base: str, body: dict[str, Any]
         return {"text": message.get("content") or "", "calls": whole}
     parts: list[str] = []
     calls: dict[int, list[str]] = {}
-    async with client.stream("POST", url, json=body) as response:
+    async with client.stream("POST", url, json=body, headers=AUTH) as response:
         response.raise_for_status()
         async for line in response.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -120,9 +123,18 @@ async def raw_request(client: httpx.AsyncClient, base: str, body: dict[str, Any]
 
 
 async def raw_tool_loop(client: httpx.AsyncClient, base: str) -> str:
-    """Two rounds: the model calls get_weather, we run it, the model answers."""
+    """Two rounds: the model calls get_weather, we run it, the model answers.
+
+    The requests are the agent's, byte for byte in size: the same system prompt with its date
+    line, the same tool schema, the same API key header.
+    """
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    system = (
+        "You are a weather assistant. Use your tools.\n\n"
+        f"Current date and time: {now.isoformat()} ({now:%A, %d %B %Y %H:%M} UTC)"
+    )
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a weather assistant. Use your tools."},
+        {"role": "system", "content": system},
         {"role": "user", "content": "What is the weather in Accra?"},
     ]
     common = {
@@ -134,7 +146,7 @@ async def raw_tool_loop(client: httpx.AsyncClient, base: str) -> str:
     }
     first = await raw_request(client, base, {**common, "messages": messages})
     call_id, name, arguments = first["calls"][0]
-    result = f"sunny in {json.loads(arguments)['location']}"
+    result = await _get_weather(**json.loads(arguments))
     messages.append(
         {
             "role": "assistant",

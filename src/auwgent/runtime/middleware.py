@@ -108,7 +108,9 @@ class MiddlewareChain:
         self.has_partial = any("onIntentPartial" in e.hooks for e in entries)
         self.has_intent = any("onIntent" in e.hooks for e in entries)
 
-    def _for(self, hook: str, active: str) -> list[Callable[..., Any]]:
+    def _for(self, hook: str, active: str) -> Sequence[Callable[..., Any]]:
+        if not self._entries:
+            return ()  # the usual case: no middleware, no list to build at every hook point
         return [e.hooks[hook] for e in self._entries if hook in e.hooks and e.applies(active)]
 
     async def run_start(self, session: Any, ctx: dict[str, Any]) -> Any:

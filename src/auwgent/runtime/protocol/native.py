@@ -145,13 +145,28 @@ class _Call:
         return joined
 
 
+_TARGETS: dict[int, tuple[Contract, dict[str, _Target]]] = {}
+
+
+def _cached_targets(contract: Contract) -> dict[str, _Target]:
+    """``_targets`` of a contract, built once: a decoder is made for every model response and
+    contracts are immutable and kept by the agent. Keyed by identity (the contract is held, so
+    its id cannot be reused); read-only for the decoders."""
+    found = _TARGETS.get(id(contract))
+    if found is None or found[0] is not contract:
+        if len(_TARGETS) >= 256:  # agents come and go in tests; keep the table small
+            _TARGETS.clear()
+        found = _TARGETS[id(contract)] = (contract, _targets(contract))
+    return found[1]
+
+
 class NativeDecoder:
     """Incremental decoder for native tool-call deltas and free text."""
 
     def __init__(self, contract: Contract, *, partials: bool = True) -> None:
         self.contract = contract
         self._partials = partials
-        self._targets = _targets(contract)
+        self._targets = _cached_targets(contract)
         self._variants = section.output_variants(contract)
         self._calls: dict[int, _Call] = {}
         self._segment = 0

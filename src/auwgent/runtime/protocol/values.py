@@ -414,6 +414,23 @@ _BARE_VALUE = re.compile(r"[^,{}\[\]\n]*")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/"}
 
 
+_JSON_DECODERS: dict[bool, json.JSONDecoder] = {}
+
+
+def _json_decoder(partial: bool) -> json.JSONDecoder:
+    """A JSON decoder keeping duplicate keys as ``_pairs_to_dict`` says, made once per mode.
+
+    ``json.loads`` with a hook builds a new decoder and scanner on every call, which cost
+    more than decoding a tool call's short arguments.
+    """
+    decoder = _JSON_DECODERS.get(partial)
+    if decoder is None:
+        decoder = _JSON_DECODERS[partial] = json.JSONDecoder(
+            object_pairs_hook=lambda pairs: _pairs_to_dict(pairs, partial=partial)
+        )
+    return decoder
+
+
 class _Loose:
     """Recursive descent over JSON and JS-style objects; tolerant of what models write."""
 
@@ -424,9 +441,7 @@ class _Loose:
 
     def document(self) -> Any:
         try:
-            return json.loads(
-                self.text, object_pairs_hook=lambda p: _pairs_to_dict(p, partial=self.partial)
-            )
+            return _json_decoder(self.partial).decode(self.text)
         except json.JSONDecodeError:
             pass
         value = self.value()

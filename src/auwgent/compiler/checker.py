@@ -15,7 +15,7 @@ from typing import Any
 
 from . import nodes as n
 from .checker_exprs import Env, ExprChecker
-from .checker_types import TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Prim, Ty, union_of
+from .checker_types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
 from .diagnostics import Diagnostic, Note, error, sort_key, suggest, warning
 from .modules import FileScope, ModuleGraph, Symbol, is_exported, relative_spec
 from .source import SourceFile, Span
@@ -195,7 +195,7 @@ class Checker:
                     return UNKNOWN
                 return TEXT
             case n.PrimitiveType(name=name):
-                return Prim(name)
+                return PRIMS[name]
             case n.LiteralType(value=value):
                 return Lit(value)
             case n.ArrayType(element=element):

@@ -82,6 +82,9 @@ BOOLEAN = Prim("boolean")
 NULL = Prim("null")
 TEXT = Prim("text")
 UNKNOWN = Prim("unknown")
+# The primitives by name: resolving a written primitive reuses these values, so the common
+# comparisons below succeed on identity before reaching the records' Python-level ``__eq__``.
+PRIMS: dict[str, Prim] = {p.name: p for p in (STRING, NUMBER, BOOLEAN, NULL, TEXT, UNKNOWN)}
 
 #: Named types resolve through this table: key -> object type.
 TypeTable = Mapping[str, Obj]
@@ -127,7 +130,7 @@ def is_unknown(ty: Ty) -> bool:
 
 def assignable(src: Ty, dst: Ty, table: TypeTable, depth: int = 0) -> bool:
     """True when a value of type ``src`` may be used where ``dst`` is expected."""
-    if depth > _MAX_DEPTH or src == dst or is_unknown(src) or is_unknown(dst):
+    if src is dst or depth > _MAX_DEPTH or src == dst or is_unknown(src) or is_unknown(dst):
         return True
     if isinstance(src, UnionTy):
         return all(assignable(v, dst, table, depth + 1) for v in src.variants)

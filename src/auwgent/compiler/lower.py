@@ -305,11 +305,15 @@ class _AgentLowering:
 
 def lower_type(low: _Lowering, texpr: n.TypeExpr) -> JSON:
     """A written type as an IR ``Type`` (named types are added to the ``types`` table)."""
+    # The cases are disjoint; the common ones come first (each miss is an isinstance test).
     match texpr:
-        case n.TextType():
-            return {"kind": "text"}
         case n.PrimitiveType(name=name):
             return {"kind": name}
+        case n.NamedType(name=name, span=span):
+            named_type(low, name, span)
+            return {"kind": "ref", "name": name}
+        case n.TextType():
+            return {"kind": "text"}
         case n.LiteralType(value=value):
             return {"kind": "literal", "value": value}
         case n.ArrayType(element=element):
@@ -318,9 +322,6 @@ def lower_type(low: _Lowering, texpr: n.TypeExpr) -> JSON:
             return {"kind": "object", "fields": [low_field(low, f) for f in fields]}
         case n.UnionType(variants=variants):
             return {"kind": "union", "variants": [lower_type(low, v) for v in variants]}
-        case n.NamedType(name=name, span=span):
-            named_type(low, name, span)
-            return {"kind": "ref", "name": name}
     raise AssertionError(f"unexpected type node {texpr!r}")  # pragma: no cover
 
 

@@ -434,6 +434,13 @@ class _Body:
     def __init__(
         self, response: httpx.Response, *, provider: str, idle: float, first: float | None
     ) -> None:
+        import asyncio
+
+        import httpx
+
+        # Looked up once here: an import statement in read() would run for every piece.
+        self._cancelled: type[BaseException] = asyncio.CancelledError
+        self._http_error: type[Exception] = httpx.HTTPError
         self._stream = response.aiter_bytes().__aiter__()
         self._provider = provider
         self._idle = idle
@@ -442,23 +449,19 @@ class _Body:
 
     async def read(self) -> bytes | None:
         """The next piece, or ``None`` at the end of the body."""
-        import asyncio
-
-        import httpx
-
         watchdog = self._watchdog
         watchdog.arm(self._limit)
         try:
             return await self._stream.__anext__()
         except StopAsyncIteration:
             return None
-        except asyncio.CancelledError:
+        except self._cancelled:
             if not watchdog.fired:
                 raise
             raise ProviderError(
                 self._provider, f"stream stalled: no data for {self._limit:g}s (idle timeout)"
             ) from None
-        except httpx.HTTPError as exc:
+        except self._http_error as exc:
             raise StreamInterrupted(
                 self._provider, f"stream interrupted ({type(exc).__name__}: {exc})"
             ) from None

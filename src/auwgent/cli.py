@@ -52,12 +52,23 @@ class CheckReport:
         return len(self.diagnostics) - self.errors
 
 
-def check_project(project: Project) -> CheckReport:
-    """Run the whole compiler over ``project``: parse, modules, checker and lowering."""
+def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
+    """Run the whole compiler over ``project``: parse, modules, checker and lowering.
+
+    ``jobs`` is how many processes a large project may be checked in (default: one per
+    usable CPU); the report is the same for any value.
+    """
+    from auwgent.compiler.parallel import usable_cpus
     from auwgent.compiler.pipeline import compile_project
 
     # Nothing is written, so the documents need no content hash.
-    result = compile_project(project.files, project.source_root, display=display_path, hashed=False)
+    result = compile_project(
+        project.files,
+        project.source_root,
+        display=display_path,
+        hashed=False,
+        jobs=usable_cpus() if jobs is None else jobs,
+    )
     return CheckReport(result.diagnostics, result.files, result.agents)
 
 
@@ -87,7 +98,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def run_check(path: Path, *, out: TextIO, err: TextIO) -> int:
+def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) -> int:
     """``auwgent check PATH``: print diagnostics and a summary; return the exit code."""
     from auwgent.compiler.diagnostics import render_all, use_color
     from auwgent.errors import ConfigError
@@ -105,7 +116,7 @@ def run_check(path: Path, *, out: TextIO, err: TextIO) -> int:
         except ConfigError as exc:
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
-        report = check_project(project)
+        report = check_project(project, jobs=jobs)
     finally:
         if collecting:
             gc.enable()
@@ -135,9 +146,18 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=Path,
         help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
     )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="check a large project in up to N processes (default: one per CPU; 1: no "
+        "extra process)",
+    )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        return run_check(args.path, out=out, err=err)
+        return run_check(args.path, out=out, err=err, jobs=args.jobs)
 
     parser.set_defaults(run=run)
 
@@ -167,6 +187,18 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         return generate.run_generate(args.path, out=out, err=err)
 
     parser.set_defaults(run=run)
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [

@@ -12,6 +12,7 @@ import gc
 import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -22,6 +23,7 @@ from .checker import check
 from .diagnostics import Diagnostic, error, render_all, sort_key
 from .lower import lower_file
 from .modules import resolve_modules
+from .parallel import Outcome, compile_split
 from .parser import parse
 from .records import record
 from .source import SourceFile, Span
@@ -74,10 +76,13 @@ class CompileResult:
         raise CompileError(f"{count} in the .agent sources:\n\n{render_all(errors, color=False)}")
 
 
-def compile_sources(sources: Mapping[str, str]) -> CompileResult:
-    """Compile in-memory files keyed by relative path (``"main.agent"``, ``"lib/x.agent"``)."""
+def compile_sources(sources: Mapping[str, str], *, jobs: int = 1) -> CompileResult:
+    """Compile in-memory files keyed by relative path (``"main.agent"``, ``"lib/x.agent"``).
+
+    ``jobs`` as for ``compile_project``.
+    """
     files = [(_normalize(path), text) for path, text in sources.items()]
-    return _compile([(path, SourceFile(path, text)) for path, text in files], [])
+    return _compile([(path, SourceFile(path, text)) for path, text in files], [], jobs=jobs)
 
 
 def compile_project(
@@ -86,13 +91,15 @@ def compile_project(
     *,
     display: Callable[[Path], str] | None = None,
     hashed: bool = True,
+    jobs: int = 1,
 ) -> CompileResult:
     """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``.
 
     Diagnostics name files by the same relative path unless ``display`` gives another (the
     CLI shows paths relative to the working directory, so that they can be clicked).
     ``hashed=False`` leaves the ``hash`` field of the documents empty, for callers that only
-    want the diagnostics (``auwgent check``).
+    want the diagnostics (``auwgent check``). ``jobs`` above 1 lets a large project be
+    compiled in that many processes (see ``parallel.py``); the result is the same.
     """
     loaded: list[tuple[str, SourceFile]] = []
     problems: list[Diagnostic] = []
@@ -114,7 +121,7 @@ def compile_project(
             problems.append(_unreadable(shown, exc.strerror or str(exc)))
             continue
         loaded.append((rel, SourceFile(shown, text)))
-    return _compile(loaded, problems, hashed)
+    return _compile(loaded, problems, hashed, jobs)
 
 
 def _not_utf8(text: str) -> bool:
@@ -131,7 +138,10 @@ def _unreadable(shown: str, reason: str) -> Diagnostic:
 
 
 def _compile(
-    files: list[tuple[str, SourceFile]], problems: list[Diagnostic], hashed: bool = True
+    files: list[tuple[str, SourceFile]],
+    problems: list[Diagnostic],
+    hashed: bool = True,
+    jobs: int = 1,
 ) -> CompileResult:
     # The front end builds hundreds of thousands of small objects that all stay alive until
     # the end, and the syntax tree has no reference cycles; the cyclic collector would walk
@@ -140,42 +150,49 @@ def _compile(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _compile_all(files, problems, hashed)
+        files = sorted(files, key=lambda item: item[0])
+        compile_set = partial(_compile_set, hashed=hashed)
+        outcome = compile_split(files, jobs, compile_set) if jobs > 1 else None
+        if outcome is None:
+            outcome = compile_set(files, frozenset(path for path, _ in files))
     finally:
         if paused:
             gc.enable()
+    diags = problems + outcome.diagnostics
+    documents = {} if any(d.is_error for d in diags) else outcome.documents
+    sources = {path: source for path, source in files}
+    ordered = tuple(sorted(diags, key=sort_key))
+    count = len(files) + len(problems)
+    return CompileResult(dict(sorted(documents.items())), ordered, count, outcome.agents, sources)
 
 
-def _compile_all(
-    files: list[tuple[str, SourceFile]], problems: list[Diagnostic], hashed: bool
-) -> CompileResult:
-    diags = list(problems)
+def _compile_set(
+    files: Sequence[tuple[str, SourceFile]], owned: frozenset[str], *, hashed: bool
+) -> Outcome:
+    """Compile ``files`` (sorted by path); documents and agents only for ``owned`` paths."""
+    diags: list[Diagnostic] = []
     modules: dict[str, n.Module] = {}
     broken: set[str] = set()
-    for path, source in sorted(files, key=lambda item: item[0]):
+    for path, source in files:
         module, parse_diags = parse(source)
         modules[path] = module
         diags.extend(parse_diags)
         if any(d.is_error for d in parse_diags):
             broken.add(path)
-    agents = sum(1 for m in modules.values() for a in m.agents if not a.is_helper)
+    agents = sum(1 for p in owned for a in modules[p].agents if not a.is_helper)
     graph = resolve_modules(modules)
     diags.extend(graph.diagnostics)
     diags.extend(check(graph, broken))
     documents: dict[str, dict[str, Any]] = {}
     if not any(d.is_error for d in diags):
-        for path in sorted(modules):
+        for path in sorted(owned):
             lowered = lower_file(graph, path, hashed=hashed)
             if lowered is None:
                 continue
             diags.extend(lowered.diagnostics)
             if lowered.document is not None:
                 documents[path] = lowered.document
-    if any(d.is_error for d in diags):
-        documents = {}
-    sources = {path: source for path, source in files}
-    ordered = tuple(sorted(diags, key=sort_key))
-    return CompileResult(documents, ordered, len(files) + len(problems), agents, sources)
+    return Outcome(diags, documents, agents)
 
 
 def _normalize(path: str) -> str:

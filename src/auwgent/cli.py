@@ -56,9 +56,9 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
     """Run the whole compiler over ``project``: parse, modules, checker and lowering.
 
     ``jobs`` is how many processes a large project may be checked in (default: one per
-    usable CPU); the report is the same for any value.
+    usable CPU that the load average leaves free); the report is the same for any value.
     """
-    from auwgent.compiler.parallel import usable_cpus
+    from auwgent.compiler.parallel import default_jobs
     from auwgent.compiler.pipeline import compile_project
 
     # Nothing is written, so the documents need no content hash.
@@ -67,7 +67,7 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
         project.source_root,
         display=display_path,
         hashed=False,
-        jobs=usable_cpus() if jobs is None else jobs,
+        jobs=default_jobs() if jobs is None else jobs,
     )
     return CheckReport(result.diagnostics, result.files, result.agents)
 
@@ -152,8 +152,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_positive_int,
         default=None,
         metavar="N",
-        help="check a large project in up to N processes (default: one per CPU; 1: no "
-        "extra process)",
+        help="check a large project in up to N processes (default: one per CPU not kept "
+        "busy by other programs; 1: no extra process)",
     )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -65,12 +65,22 @@ class Outcome:
 CompileSet = Callable[[Files, frozenset[str]], Outcome]
 
 
-def usable_cpus() -> int:
-    """How many CPUs this process may run on."""
+def default_jobs() -> int:
+    """One process per usable CPU, less those the load average says are busy (at least 1).
+
+    As ``make -l`` does: on a machine whose cores are already taken, more processes would
+    only compete with each other (and a split costs some work of its own), so a loaded
+    machine compiles in one process.
+    """
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0])
+    except (AttributeError, OSError):  # no load average here (Windows)
+        busy = 0
+    return max(1, cpus - busy)
 
 
 def compile_split(files: Files, jobs: int, compile_set: CompileSet) -> Outcome | None:

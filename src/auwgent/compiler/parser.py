@@ -80,42 +80,41 @@ T = TypeVar("T")
 _new = tuple.__new__  # builds a Span without its Python-level __new__ (hot path)
 
 
-class K:
-    """The token kinds as plain class attributes, several times faster to read than members of
-    the enum itself; the parser reads one or more per token."""
-
-    IDENT: Final = TokenKind.IDENT
-    NUMBER: Final = TokenKind.NUMBER
-    STRING: Final = TokenKind.STRING
-    LBRACE: Final = TokenKind.LBRACE
-    RBRACE: Final = TokenKind.RBRACE
-    LPAREN: Final = TokenKind.LPAREN
-    RPAREN: Final = TokenKind.RPAREN
-    LBRACKET: Final = TokenKind.LBRACKET
-    RBRACKET: Final = TokenKind.RBRACKET
-    COLON: Final = TokenKind.COLON
-    COMMA: Final = TokenKind.COMMA
-    DOT: Final = TokenKind.DOT
-    AT: Final = TokenKind.AT
-    PLUS: Final = TokenKind.PLUS
-    MINUS: Final = TokenKind.MINUS
-    STAR: Final = TokenKind.STAR
-    SLASH: Final = TokenKind.SLASH
-    PERCENT: Final = TokenKind.PERCENT
-    ASSIGN: Final = TokenKind.ASSIGN
-    EQ: Final = TokenKind.EQ
-    NE: Final = TokenKind.NE
-    LT: Final = TokenKind.LT
-    LE: Final = TokenKind.LE
-    GT: Final = TokenKind.GT
-    GE: Final = TokenKind.GE
-    AND: Final = TokenKind.AND
-    OR: Final = TokenKind.OR
-    BANG: Final = TokenKind.BANG
-    PIPE: Final = TokenKind.PIPE
-    QUESTION: Final = TokenKind.QUESTION
-    HASH: Final = TokenKind.HASH
-    EOF: Final = TokenKind.EOF
+# The token kinds as module globals: the parser reads one or more per token, and in Python
+# 3.11 a global is read through a specialised cache, where an attribute of the enum (or of
+# a class holding the kinds) costs a type lookup each time.
+IDENT: Final = TokenKind.IDENT
+NUMBER: Final = TokenKind.NUMBER
+STRING: Final = TokenKind.STRING
+LBRACE: Final = TokenKind.LBRACE
+RBRACE: Final = TokenKind.RBRACE
+LPAREN: Final = TokenKind.LPAREN
+RPAREN: Final = TokenKind.RPAREN
+LBRACKET: Final = TokenKind.LBRACKET
+RBRACKET: Final = TokenKind.RBRACKET
+COLON: Final = TokenKind.COLON
+COMMA: Final = TokenKind.COMMA
+DOT: Final = TokenKind.DOT
+AT: Final = TokenKind.AT
+PLUS: Final = TokenKind.PLUS
+MINUS: Final = TokenKind.MINUS
+STAR: Final = TokenKind.STAR
+SLASH: Final = TokenKind.SLASH
+PERCENT: Final = TokenKind.PERCENT
+ASSIGN: Final = TokenKind.ASSIGN
+EQ: Final = TokenKind.EQ
+NE: Final = TokenKind.NE
+LT: Final = TokenKind.LT
+LE: Final = TokenKind.LE
+GT: Final = TokenKind.GT
+GE: Final = TokenKind.GE
+AND: Final = TokenKind.AND
+OR: Final = TokenKind.OR
+BANG: Final = TokenKind.BANG
+PIPE: Final = TokenKind.PIPE
+QUESTION: Final = TokenKind.QUESTION
+HASH: Final = TokenKind.HASH
+EOF: Final = TokenKind.EOF
 
 
 _DECL_WORDS = ("import", "export", "model", "type", "prompt", "intent", "agent", "helper")
@@ -135,23 +134,23 @@ _MEMBER_WORDS = (
 )
 _PRIMITIVES = ("string", "number", "boolean")
 # Tokens after a word that make a type or an expression more than that word.
-_TYPE_CONTINUES = frozenset((K.PIPE, K.LBRACKET))
-_ATOM_CONTINUES = frozenset((K.LBRACKET, K.LPAREN))
+_TYPE_CONTINUES = frozenset((PIPE, LBRACKET))
+_ATOM_CONTINUES = frozenset((LBRACKET, LPAREN))
 # Binding power of each binary operator: higher binds tighter.
 _BINDING: dict[TokenKind, int] = {
-    K.OR: 1,
-    K.AND: 2,
-    K.EQ: 3,
-    K.NE: 3,
-    K.LT: 4,
-    K.LE: 4,
-    K.GT: 4,
-    K.GE: 4,
-    K.PLUS: 5,
-    K.MINUS: 5,
-    K.STAR: 6,
-    K.SLASH: 6,
-    K.PERCENT: 6,
+    OR: 1,
+    AND: 2,
+    EQ: 3,
+    NE: 3,
+    LT: 4,
+    LE: 4,
+    GT: 4,
+    GE: 4,
+    PLUS: 5,
+    MINUS: 5,
+    STAR: 6,
+    SLASH: 6,
+    PERCENT: 6,
 }
 
 
@@ -161,8 +160,8 @@ MAX_DEPTH = 64
 # that the checker, the lowering and the runtime walk recursively. Past this many links on
 # one path the file is refused with E0109 instead of blowing their stack later.
 MAX_LINKS = 200
-_OPENERS = (K.LBRACE, K.LPAREN, K.LBRACKET)
-_CLOSERS = {K.RBRACE: K.LBRACE, K.RPAREN: K.LPAREN, K.RBRACKET: K.LBRACKET}
+_OPENERS = (LBRACE, LPAREN, LBRACKET)
+_CLOSERS = {RBRACE: LBRACE, RPAREN: LPAREN, RBRACKET: LBRACKET}
 # Words that start a statement or a member: where skipping stops inside an unclosed `(`.
 _RESUME_WORDS = frozenset(
     ("let", "return", "if", "tool", "tools", "workflow", "description", "default", "config")
@@ -209,7 +208,7 @@ class _Parser:
 
     def advance(self) -> Token:
         token = self.tokens[self.pos]
-        if token.kind is not K.EOF:
+        if token.kind is not EOF:
             self.pos += 1
         return token
 
@@ -218,7 +217,7 @@ class _Parser:
 
     def at_word(self, *words: str) -> bool:
         token = self.tokens[self.pos]
-        return token.kind is K.IDENT and token.text in words
+        return token.kind is IDENT and token.text in words
 
     # eat, expect and expect_name are called once every few tokens: they test and advance
     # inline rather than through at() and advance(). Only EOF is never consumed.
@@ -227,13 +226,13 @@ class _Parser:
         token = self.tokens[self.pos]
         if token.kind is not kind:
             return None
-        if kind is not K.EOF:
+        if kind is not EOF:
             self.pos += 1
         return token
 
     def eat_word(self, word: str) -> Token | None:
         token = self.tokens[self.pos]
-        if token.kind is K.IDENT and token.text == word:
+        if token.kind is IDENT and token.text == word:
             self.pos += 1
             return token
         return None
@@ -285,7 +284,7 @@ class _Parser:
         if self.pos == 0:
             return False
         prev = self.tokens[self.pos - 1]
-        if prev.kind is not K.STRING:
+        if prev.kind is not STRING:
             return False
         raw = prev.text
         quote = '"""' if raw.startswith('"""') else raw[0]
@@ -294,7 +293,7 @@ class _Parser:
     def expect(self, kind: TokenKind, expected: str | None = None) -> Token:
         token = self.tokens[self.pos]
         if token.kind is kind:
-            if kind is not K.EOF:
+            if kind is not EOF:
                 self.pos += 1
             return token
         raise self.fail(expected or f"`{kind.value}`")
@@ -306,7 +305,7 @@ class _Parser:
 
     def expect_name(self, what: str) -> n.Name:
         token = self.tokens[self.pos]
-        if token.kind is K.IDENT:
+        if token.kind is IDENT:
             self.pos += 1
             return n.Name(token.text, token.span)
         raise self.fail(what)
@@ -319,7 +318,7 @@ class _Parser:
 
     def expect_string(self, what: str) -> n.StringLit:
         token = self.peek()
-        if token.kind is K.STRING and isinstance(token.value, n.StringLit):
+        if token.kind is STRING and isinstance(token.value, n.StringLit):
             self.advance()
             return token.value
         raise self.fail(what)
@@ -339,15 +338,15 @@ class _Parser:
         ``stop`` says when a token inside the block most likely starts something outside it (a
         missing ``}``): the block then ends with a diagnostic instead of swallowing the file.
         """
-        self.expect(K.LBRACE, f"`{{` to open {what}")
+        self.expect(LBRACE, f"`{{` to open {what}")
         open_index = self.pos - 1
         self.deeper()
         self.blocks.append((what, opener))
         items: list[T] = []
         tokens = self.tokens
         try:
-            while tokens[self.pos].kind is not K.RBRACE:
-                if tokens[self.pos].kind is K.EOF or (stop is not None and stop()):
+            while tokens[self.pos].kind is not RBRACE:
+                if tokens[self.pos].kind is EOF or (stop is not None and stop()):
                     self.unclosed(what, opener)
                     return items, self.since(opener)
                 start = self.pos
@@ -357,7 +356,7 @@ class _Parser:
                     self.recover(stop, open_index, progressed=self.pos > start)
                     continue
                 items.append(result)
-                self.eat(K.COMMA)
+                self.eat(COMMA)
                 if self.pos == start:  # an item parser must always make progress
                     raise self.fail(f"an entry of {what}")
             self.advance()
@@ -429,18 +428,18 @@ class _Parser:
         stack = self.unclosed_brackets(open_index)
         # The failed item consumed something, so stopping at once still makes progress.
         first = not progressed
-        while not self.at(K.EOF):
+        while not self.at(EOF):
             token = self.peek()
             kind = token.kind
-            if not first and token.newline_before and kind is K.IDENT:
-                if not stack or (K.LBRACE not in stack and self.resumes_line(token)):
+            if not first and token.newline_before and kind is IDENT:
+                if not stack or (LBRACE not in stack and self.resumes_line(token)):
                     return
             elif not first and not stack and stop is not None and stop():
                 return
             if kind in _OPENERS:
                 stack.append(kind)
             elif kind in _CLOSERS:
-                if not _close(stack, _CLOSERS[kind]) and kind is K.RBRACE:
+                if not _close(stack, _CLOSERS[kind]) and kind is RBRACE:
                     return  # the block's own closing brace
             self.advance()
             first = False
@@ -448,7 +447,7 @@ class _Parser:
     def resumes_line(self, token: Token) -> bool:
         """Whether a line starting with ``token`` looks like a new statement, member or field."""
         after = self.peek(1).kind
-        return token.text in _RESUME_WORDS or after is K.COLON or after is K.QUESTION
+        return token.text in _RESUME_WORDS or after is COLON or after is QUESTION
 
     def unclosed_brackets(self, open_index: int) -> list[TokenKind]:
         """Brackets opened after the block's ``{`` (at ``open_index``) and not yet closed."""
@@ -463,19 +462,19 @@ class _Parser:
     def starts_declaration(self) -> bool:
         """True at a line-leading word that can only begin a top-level declaration."""
         token = self.peek()
-        if token.kind is not K.IDENT or not token.newline_before:
+        if token.kind is not IDENT or not token.newline_before:
             return False
         if token.text in ("agent", "helper", "import", "export", "type", "prompt"):
-            return self.peek(1).kind is K.IDENT or token.text in ("import", "export")
+            return self.peek(1).kind is IDENT or token.text in ("import", "export")
         if token.text in ("model", "intent"):
-            return self.peek(1).kind is K.IDENT and self.peek(2).kind is K.LBRACE
+            return self.peek(1).kind is IDENT and self.peek(2).kind is LBRACE
         return False
 
     # ---------------------------------------------------------------- module
 
     def parse_module(self) -> n.Module:
         decls: list[n.Decl] = []
-        while not self.at(K.EOF):
+        while not self.at(EOF):
             start = self.pos
             try:
                 decls.append(self.parse_decl())
@@ -487,26 +486,26 @@ class _Parser:
 
     def skip_to_declaration(self) -> None:
         self.advance()
-        while not self.at(K.EOF):
+        while not self.at(EOF):
             token = self.peek()
             if self.starts_declaration():
                 return
-            if token.newline_before and token.kind is K.IDENT and token.text in _ALL_DECL_WORDS:
+            if token.newline_before and token.kind is IDENT and token.text in _ALL_DECL_WORDS:
                 if self.source.line_col(token.span.start)[1] == 1:
                     return
             self.advance()
 
     def parse_decl(self) -> n.Decl:
         token = self.peek()
-        if token.kind is K.IDENT and token.text == "import":
+        if token.kind is IDENT and token.text == "import":
             return self.parse_import()
         export = self.eat_word("export")
         export_span = export.span if export else None
         token = self.peek()
-        word = token.text if token.kind is K.IDENT else ""
+        word = token.text if token.kind is IDENT else ""
         parse = _DECL_PARSERS.get(word)
         if parse is None:
-            if token.kind is K.RBRACE:
+            if token.kind is RBRACE:
                 self.report(
                     "E0102",
                     "unexpected `}`: no block is open here",
@@ -535,13 +534,13 @@ class _Parser:
 
     def parse_import(self) -> n.ImportDecl:
         keyword = self.advance()
-        self.expect(K.LBRACE, "`{` after `import`")
+        self.expect(LBRACE, "`{` after `import`")
         names: list[n.Name] = []
-        while not self.at(K.RBRACE):
+        while not self.at(RBRACE):
             names.append(self.expect_name("a name to import"))
-            if not self.eat(K.COMMA):
+            if not self.eat(COMMA):
                 break
-        self.expect(K.RBRACE, "`,` or `}` in the import list")
+        self.expect(RBRACE, "`,` or `}` in the import list")
         self.expect_word("from")
         path = self.expect_string('the path to import from, e.g. "./models"')
         return n.ImportDecl(tuple(names), path, self.since(keyword.span))
@@ -568,7 +567,7 @@ class _Parser:
     def parse_prompt(self, export: Span | None) -> n.PromptDecl:
         keyword = self.advance()
         name = self.expect_name("a prompt name after `prompt`")
-        params = self.parse_params() if self.at(K.LPAREN) else None
+        params = self.parse_params() if self.at(LPAREN) else None
         items, span = self.block(
             f"`prompt {name.text}`",
             keyword.span,
@@ -589,7 +588,7 @@ class _Parser:
         fields: list[n.Field] = []
 
         def item() -> None:
-            if self.at_word("description") and self.peek(1).kind is K.COLON:
+            if self.at_word("description") and self.peek(1).kind is COLON:
                 self.add_description(description, f"`intent {name.text}`")
             elif self.at_word("fields"):
                 keyword = self.advance()
@@ -603,7 +602,7 @@ class _Parser:
 
     def add_description(self, found: list[n.DescriptionEntry], where: str) -> None:
         keyword = self.advance()
-        self.expect(K.COLON)
+        self.expect(COLON)
         text = self.expect_string("a description string")
         entry = n.DescriptionEntry(text, self.since(keyword.span))
         if found:
@@ -631,7 +630,7 @@ class _Parser:
 
     def parse_member(self, where: str) -> n.AgentMember:
         token = self.peek()
-        word = token.text if token.kind is K.IDENT else ""
+        word = token.text if token.kind is IDENT else ""
         if word == "default":
             self.advance()
             self.expect_word("config")
@@ -642,7 +641,7 @@ class _Parser:
             return self.parse_config_block(token.span, name)
         if word in _MEMBER_PARSERS:
             return _MEMBER_PARSERS[word](self)
-        if word in ("model", "prompt", "embedding") and self.peek(1).kind is K.COLON:
+        if word in ("model", "prompt", "embedding") and self.peek(1).kind is COLON:
             raise self.fail(
                 f"a member of {where}",
                 code="E0103",
@@ -667,17 +666,17 @@ class _Parser:
 
     def parse_input(self) -> n.InputDecl:
         keyword = self.advance()
-        self.expect(K.COLON, "`:` after `input`")
+        self.expect(COLON, "`:` after `input`")
         return n.InputDecl(self.parse_type(), self.since(keyword.span))
 
     def parse_output(self) -> n.OutputDecl:
         keyword = self.advance()
-        self.expect(K.COLON, "`:` after `output`")
+        self.expect(COLON, "`:` after `output`")
         return n.OutputDecl(self.parse_type(), self.since(keyword.span))
 
     def parse_description(self) -> n.DescriptionEntry:
         keyword = self.advance()
-        self.expect(K.COLON, "`:` after `description`")
+        self.expect(COLON, "`:` after `description`")
         text = self.expect_string("a description string")
         return n.DescriptionEntry(text, self.since(keyword.span))
 
@@ -701,8 +700,8 @@ class _Parser:
                 self.expect_word("continue")
                 handoff = "user_then_continue"
         token = self.peek()
-        if not token.newline_before and token.kind not in (K.RBRACE, K.COMMA, K.EOF):
-            word = token.text if token.kind is K.IDENT else ""
+        if not token.newline_before and token.kind not in (RBRACE, COMMA, EOF):
+            word = token.text if token.kind is IDENT else ""
             raise self.fail(
                 "`with all tools`, `with tools { ... }`, `handoff user` or a line break "
                 f"after helper `{name.text}`",
@@ -717,7 +716,7 @@ class _Parser:
             self.expect_word("tools")
             return n.ToolGrantAll(self.since(keyword.span))
         if not self.at_word("tools"):
-            word = self.peek().text if self.at(K.IDENT) else ""
+            word = self.peek().text if self.at(IDENT) else ""
             raise self.fail(
                 "`all tools` or `tools { ... }` after `with`",
                 code="E0106",
@@ -731,9 +730,9 @@ class _Parser:
 
     def parse_intent_member(self) -> n.IntentAttach:
         keyword = self.advance()
-        self.expect(K.COLON, "`:` after `intent` (or declare `intent Name { ... }` at top level)")
+        self.expect(COLON, "`:` after `intent` (or declare `intent Name { ... }` at top level)")
         items: list[n.NameRef | n.IntentDecl] = []
-        if self.at(K.LBRACE):
+        if self.at(LBRACE):
 
             def inline() -> n.IntentDecl:
                 name = self.expect_name("an intent name")
@@ -745,7 +744,7 @@ class _Parser:
             while True:
                 name = self.expect_name("an intent name")
                 items.append(n.NameRef(name.text, name.span))
-                if not self.eat(K.PLUS):
+                if not self.eat(PLUS):
                     break
         return n.IntentAttach(tuple(items), self.since(keyword.span))
 
@@ -753,32 +752,32 @@ class _Parser:
 
     def parse_entry(self) -> n.ConfigEntry:
         name = self.expect_name("a field name such as `model:` or `prompt:`")
-        self.expect(K.COLON, f"`:` after `{name.text}`")
+        self.expect(COLON, f"`:` after `{name.text}`")
         value = self.parse_value()
         return n.ConfigEntry(name, value, self.since(name.span))
 
     def parse_value(self) -> n.ConfigValue:
         start = self.peek().span
         terms = [self.parse_term()]
-        while self.eat(K.PLUS):
+        while self.eat(PLUS):
             terms.append(self.parse_term())
         return n.ConfigValue(tuple(terms), self.since(start))
 
     def parse_term(self) -> n.ConfigTerm:
         token = self.peek()
-        if token.kind is K.STRING:
+        if token.kind is STRING:
             return self.parse_prompt_text()
-        if token.kind is K.LBRACE:
-            if self.peek(1).kind in (K.IDENT, K.STRING) and self.peek(2).kind is K.COLON:
+        if token.kind is LBRACE:
+            if self.peek(1).kind in (IDENT, STRING) and self.peek(2).kind is COLON:
                 return self.parse_object()
             items, span = self.block("the inline prompt block", token.span, self.parse_prompt_item)
             return n.PromptBlock(tuple(items), span)
-        if token.kind is K.IDENT and token.text not in ("true", "false", "null"):
+        if token.kind is IDENT and token.text not in ("true", "false", "null"):
             self.advance()
-            if self.at(K.LPAREN) and not self.peek().newline_before:
+            if self.at(LPAREN) and not self.peek().newline_before:
                 return self.parse_call(n.Name(token.text, token.span))
             return n.NameRef(token.text, token.span)
-        if token.kind in (K.NUMBER, K.MINUS, K.LBRACKET) or token.kind is K.IDENT:
+        if token.kind in (NUMBER, MINUS, LBRACKET) or token.kind is IDENT:
             expr = self.parse_unary()
             if isinstance(expr, n.Literal | n.ArrayExpr):
                 return expr
@@ -790,22 +789,22 @@ class _Parser:
 
     def parse_field(self) -> n.Field:
         name = self.expect_name("a field name")
-        optional = self.eat(K.QUESTION) is not None
-        self.expect(K.COLON, f"`:` and a type after `{name.text}`")
+        optional = self.eat(QUESTION) is not None
+        self.expect(COLON, f"`:` and a type after `{name.text}`")
         type_ = self.parse_type()
         annotations = self.parse_annotations()
         return n.Field(name, type_, optional, annotations, self.since(name.span))
 
     def parse_params(self) -> tuple[n.Field, ...]:
-        opener = self.expect(K.LPAREN)
+        opener = self.expect(LPAREN)
         params: list[n.Field] = []
         self.blocks.append(("the parameter list", opener.span))
         try:
-            while not self.at(K.RPAREN):
+            while not self.at(RPAREN):
                 params.append(self.parse_field())
-                if not self.eat(K.COMMA):
+                if not self.eat(COMMA):
                     break
-            self.expect(K.RPAREN, "`,` or `)` in the parameter list")
+            self.expect(RPAREN, "`,` or `)` in the parameter list")
         finally:
             self.blocks.pop()
         return tuple(params)
@@ -824,7 +823,7 @@ class _Parser:
         """The common case in one step: a lone word (``string``, ``Person``) ends the type."""
         tokens, pos = self.tokens, self.pos
         token = tokens[pos]
-        if token.kind is not K.IDENT or tokens[pos + 1].kind in _TYPE_CONTINUES:
+        if token.kind is not IDENT or tokens[pos + 1].kind in _TYPE_CONTINUES:
             return None
         self.pos = pos + 1
         text = token.text
@@ -835,7 +834,7 @@ class _Parser:
     def parse_union_type(self) -> n.TypeExpr:
         first = self.parse_postfix_type()
         variants = [first]
-        while self.eat(K.PIPE):
+        while self.eat(PIPE):
             variants.append(self.parse_postfix_type())
         if len(variants) == 1:
             return first
@@ -845,7 +844,7 @@ class _Parser:
         type_ = self.parse_primary_type()
         links = self.links
         try:
-            while self.at(K.LBRACKET) and self.peek(1).kind is K.RBRACKET:
+            while self.at(LBRACKET) and self.peek(1).kind is RBRACKET:
                 self.link()
                 self.advance()
                 self.advance()
@@ -856,23 +855,23 @@ class _Parser:
 
     def parse_primary_type(self) -> n.TypeExpr:
         token = self.peek()
-        if token.kind is K.IDENT:
+        if token.kind is IDENT:
             self.advance()
             if token.text in _PRIMITIVES:
                 return n.PrimitiveType(token.text, token.span)  # type: ignore[arg-type]
             if token.text == "Text":
                 return n.TextType(token.span)
             return n.NamedType(token.text, token.span)
-        if token.kind is K.STRING and isinstance(token.value, n.StringLit):
+        if token.kind is STRING and isinstance(token.value, n.StringLit):
             self.advance()
             return n.LiteralType(token.value.value, token.span)
-        if token.kind is K.LBRACE:
+        if token.kind is LBRACE:
             fields, span = self.block("the inline object type", token.span, self.parse_field)
             return n.ObjectType(tuple(fields), span)
-        if token.kind is K.LPAREN:
+        if token.kind is LPAREN:
             self.advance()
             inner = self.parse_type()
-            self.expect(K.RPAREN, "`)` to close the parenthesised type")
+            self.expect(RPAREN, "`)` to close the parenthesised type")
             return inner
         raise self.fail(
             "a type (`string`, `number`, `boolean`, `Text`, a type name, a string literal "
@@ -881,14 +880,14 @@ class _Parser:
 
     def parse_annotations(self) -> tuple[n.Annotation, ...]:
         annotations: list[n.Annotation] = []
-        while self.at(K.AT):
+        while self.at(AT):
             at = self.advance()
             word = self.peek()
-            if word.kind is K.IDENT and word.text == "desc":
+            if word.kind is IDENT and word.text == "desc":
                 self.advance()
                 text = self.expect_string('a string after `@desc`, e.g. @desc "what it is"')
                 annotations.append(n.DescAnnotation(text, self.since(at.span)))
-            elif word.kind is K.IDENT and word.text == "example":
+            elif word.kind is IDENT and word.text == "example":
                 self.advance()
                 annotations.append(self.parse_example_annotation(at.span))
             else:
@@ -897,7 +896,7 @@ class _Parser:
 
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
-        if word.kind is not K.IDENT:
+        if word.kind is not IDENT:
             raise self.fail("`desc` or `example` after `@`", code="E0105")
         self.advance()
         self.report(
@@ -906,27 +905,27 @@ class _Parser:
             Span(at.span.start, word.span.end),
             help=did_you_mean("@" + word.text, ("@desc", "@example")),
         )
-        if self.at(K.STRING) and not self.peek().newline_before:
+        if self.at(STRING) and not self.peek().newline_before:
             self.advance()
-        elif self.at(K.LPAREN) and not self.peek().newline_before:
+        elif self.at(LPAREN) and not self.peek().newline_before:
             depth = 0
-            while not self.at(K.EOF):
+            while not self.at(EOF):
                 token = self.advance()
-                depth += {K.LPAREN: 1, K.RPAREN: -1}.get(token.kind, 0)
+                depth += {LPAREN: 1, RPAREN: -1}.get(token.kind, 0)
                 if depth == 0:
                     break
 
     def parse_example_annotation(self, at: Span) -> n.ExampleAnnotation:
-        self.expect(K.LPAREN, "`(` after `@example`")
+        self.expect(LPAREN, "`(` after `@example`")
         args: list[n.ExampleArg] = []
-        while not self.at(K.RPAREN):
+        while not self.at(RPAREN):
             name = self.expect_name('an argument name, e.g. @example(location = "Accra")')
-            self.expect(K.ASSIGN, f"`=` after `{name.text}` in `@example`")
+            self.expect(ASSIGN, f"`=` after `{name.text}` in `@example`")
             value = self.parse_expr()
             args.append(n.ExampleArg(name, value, self.since(name.span)))
-            if not self.eat(K.COMMA):
+            if not self.eat(COMMA):
                 break
-        self.expect(K.RPAREN, "`,` or `)` in `@example(...)`")
+        self.expect(RPAREN, "`,` or `)` in `@example(...)`")
         return n.ExampleAnnotation(tuple(args), self.since(at))
 
     # ---------------------------------------------------------------- tools and workflows
@@ -946,14 +945,14 @@ class _Parser:
         return tool
 
     def parse_signature(self, start: Span | None = None) -> n.ToolDecl:
-        if self.at_word("tool") and self.peek(1).kind is K.IDENT:
+        if self.at_word("tool") and self.peek(1).kind is IDENT:
             # `tool` is optional inside `tools { }`: accept it rather than fail on it.
             start = start or self.advance().span
         name = self.expect_name("a tool name")
         start = start or name.span
         params = self.parse_params()
         returns: n.TypeExpr | None = None
-        if self.eat(K.COLON):
+        if self.eat(COLON):
             returns = self.parse_type()
         else:
             self.report(
@@ -974,17 +973,17 @@ class _Parser:
         keyword = self.advance()
         name = self.expect_name("a workflow name")
         params = self.parse_params()
-        returns = self.parse_type() if self.eat(K.COLON) else None
+        returns = self.parse_type() if self.eat(COLON) else None
         description: list[n.DescriptionEntry] = []
         tools: list[n.ToolDecl] = []
         what = f"`workflow {name.text}`"
 
         def item() -> n.Stmt | None:
-            if self.at_word("description") and self.peek(1).kind is K.COLON:
+            if self.at_word("description") and self.peek(1).kind is COLON:
                 self.add_description(description, what)
-            elif self.at_word("tool") and self.peek(1).kind is K.IDENT:
+            elif self.at_word("tool") and self.peek(1).kind is IDENT:
                 tools.append(self.parse_tool())
-            elif self.at_word("tools") and self.peek(1).kind is K.LBRACE:
+            elif self.at_word("tools") and self.peek(1).kind is LBRACE:
                 tools.extend(self.parse_tools_block().tools)
             else:
                 return self.parse_stmt()
@@ -1008,25 +1007,25 @@ class _Parser:
 
     def parse_stmt(self) -> n.Stmt:
         token = self.peek()
-        if token.kind is K.IDENT and token.text == "let":
+        if token.kind is IDENT and token.text == "let":
             self.advance()
             name = self.expect_name("a variable name after `let`")
-            self.expect(K.ASSIGN, f"`=` after `let {name.text}`")
+            self.expect(ASSIGN, f"`=` after `let {name.text}`")
             stmt: n.Stmt = n.LetStmt(name, self.parse_expr(), self.since(token.span))
-        elif token.kind is K.IDENT and token.text == "if":
+        elif token.kind is IDENT and token.text == "if":
             return self.parse_if_stmt()
-        elif token.kind is K.IDENT and token.text == "return":
+        elif token.kind is IDENT and token.text == "return":
             self.advance()
             value = None if self.statement_ends() else self.parse_expr()
             stmt = n.ReturnStmt(value, self.since(token.span))
-        elif token.kind is K.IDENT and self.peek(1).kind is K.ASSIGN:
+        elif token.kind is IDENT and self.peek(1).kind is ASSIGN:
             self.advance()
             self.advance()
             name = n.Name(token.text, token.span)
             stmt = n.AssignStmt(name, self.parse_expr(), self.since(token.span))
         else:
             expr = self.parse_expr()
-            if self.at(K.ASSIGN):
+            if self.at(ASSIGN):
                 self.report(
                     "E0108",
                     "only a variable can be assigned to",
@@ -1041,7 +1040,7 @@ class _Parser:
 
     def statement_ends(self) -> bool:
         token = self.peek()
-        return token.newline_before or token.kind in (K.RBRACE, K.EOF)
+        return token.newline_before or token.kind in (RBRACE, EOF)
 
     def parse_if_stmt(self) -> n.IfStmt:
         start = self.peek().span
@@ -1063,9 +1062,9 @@ class _Parser:
         return n.IfStmt(tuple(branches), else_body, self.since(start))
 
     def parse_condition(self) -> n.Expr:
-        self.expect(K.LPAREN, "`(` before the condition")
+        self.expect(LPAREN, "`(` before the condition")
         cond = self.parse_expr()
-        self.expect(K.RPAREN, "`)` after the condition")
+        self.expect(RPAREN, "`)` after the condition")
         return cond
 
     # ---------------------------------------------------------------- expressions
@@ -1093,17 +1092,17 @@ class _Parser:
         tokens, pos = self.tokens, self.pos
         token = tokens[pos]
         kind = token.kind
-        if kind is K.EOF:
+        if kind is EOF:
             return None
         after = tokens[pos + 1]
         # The same rule as parse_postfix: `.` always continues, `[` and `(` only on this line.
-        if after.kind is K.DOT or (after.kind in _ATOM_CONTINUES and not after.newline_before):
+        if after.kind is DOT or (after.kind in _ATOM_CONTINUES and not after.newline_before):
             return None
-        if kind is K.NUMBER or kind is K.STRING:
+        if kind is NUMBER or kind is STRING:
             value = token.value
             self.pos = pos + 1
             return n.Literal(value.value if isinstance(value, n.StringLit) else value, token.span)
-        if kind is not K.IDENT or token.text in _STATEMENT_WORDS or token.text == "ctx":
+        if kind is not IDENT or token.text in _STATEMENT_WORDS or token.text == "ctx":
             return None
         self.pos = pos + 1
         if token.text in _KEYWORD_LITERALS:
@@ -1119,11 +1118,11 @@ class _Parser:
 
     def parse_unary_inner(self) -> n.Expr:
         token = self.peek()
-        if token.kind in (K.BANG, K.MINUS):
+        if token.kind in (BANG, MINUS):
             self.advance()
             operand = self.parse_unary()
             span = Span(token.span.start, operand.span.end)
-            if token.kind is K.MINUS and isinstance(operand, n.Literal):
+            if token.kind is MINUS and isinstance(operand, n.Literal):
                 value = operand.value
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     return n.Literal(-value, span)
@@ -1136,18 +1135,18 @@ class _Parser:
         try:
             while True:
                 token = self.peek()
-                if token.kind is K.DOT:
+                if token.kind is DOT:
                     self.link()
                     self.advance()
                     name = self.expect_same_line_name("a field name after `.`")
                     expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
-                elif token.kind is K.LBRACKET and not token.newline_before:
+                elif token.kind is LBRACKET and not token.newline_before:
                     self.link()
                     self.advance()
                     index = self.parse_expr()
-                    self.expect(K.RBRACKET, "`]` after the index")
+                    self.expect(RBRACKET, "`]` after the index")
                     expr = n.Index(expr, index, self.since(expr.span))
-                elif token.kind is K.LPAREN and not token.newline_before:
+                elif token.kind is LPAREN and not token.newline_before:
                     if not isinstance(expr, n.NameRef):
                         raise self.fail(
                             "an operator or a line break (only named tools can be called)"
@@ -1159,15 +1158,15 @@ class _Parser:
             self.links = links
 
     def parse_call(self, callee: n.Name) -> n.Call:
-        opener = self.expect(K.LPAREN)
+        opener = self.expect(LPAREN)
         args: list[n.Expr] = []
         self.blocks.append((f"the call to `{callee.text}`", opener.span))
         try:
-            while not self.at(K.RPAREN):
+            while not self.at(RPAREN):
                 args.append(self.parse_expr())
-                if not self.eat(K.COMMA):
+                if not self.eat(COMMA):
                     break
-            self.expect(K.RPAREN, "`,` or `)` in the argument list")
+            self.expect(RPAREN, "`,` or `)` in the argument list")
         finally:
             self.blocks.pop()
         return n.Call(callee, tuple(args), self.since(callee.span))
@@ -1175,27 +1174,27 @@ class _Parser:
     def parse_atom(self) -> n.Expr:
         token = self.peek()
         kind = token.kind
-        if kind is K.NUMBER or kind is K.STRING:
+        if kind is NUMBER or kind is STRING:
             self.advance()
             value = token.value.value if isinstance(token.value, n.StringLit) else token.value
             return n.Literal(value, token.span)
-        if kind is K.IDENT and token.text not in _STATEMENT_WORDS:
+        if kind is IDENT and token.text not in _STATEMENT_WORDS:
             self.advance()
             if token.text in _KEYWORD_LITERALS:
                 return n.Literal(_KEYWORD_LITERALS[token.text], token.span)
-            if token.text == "ctx" and self.at(K.DOT):
+            if token.text == "ctx" and self.at(DOT):
                 self.advance()
                 name = self.expect_same_line_name("a context field after `ctx.`")
                 return n.CtxRef(name, Span(token.span.start, name.span.end))
             return n.NameRef(token.text, token.span)
-        if kind is K.LBRACKET:
+        if kind is LBRACKET:
             return self.parse_array()
-        if kind is K.LBRACE:
+        if kind is LBRACE:
             return self.parse_object()
-        if kind is K.LPAREN:
+        if kind is LPAREN:
             self.advance()
             inner = self.parse_expr()
-            self.expect(K.RPAREN, "`)` to close the parenthesis")
+            self.expect(RPAREN, "`)` to close the parenthesis")
             return inner
         raise self.fail("an expression")
 
@@ -1204,11 +1203,11 @@ class _Parser:
         items: list[n.Expr] = []
         self.blocks.append(("the array", opener.span))
         try:
-            while not self.at(K.RBRACKET):
+            while not self.at(RBRACKET):
                 items.append(self.parse_expr())
-                if not self.eat(K.COMMA) and not self.peek().newline_before:
+                if not self.eat(COMMA) and not self.peek().newline_before:
                     break
-            self.expect(K.RBRACKET, "`,` or `]` in the array")
+            self.expect(RBRACKET, "`,` or `]` in the array")
         finally:
             self.blocks.pop()
         return n.ArrayExpr(tuple(items), self.since(opener.span))
@@ -1218,23 +1217,23 @@ class _Parser:
         entries: list[n.ObjectEntry] = []
         self.blocks.append(("the object", opener.span))
         try:
-            while not self.at(K.RBRACE):
+            while not self.at(RBRACE):
                 entries.append(self.parse_object_entry())
-                if not self.eat(K.COMMA) and not self.peek().newline_before:
+                if not self.eat(COMMA) and not self.peek().newline_before:
                     break
-            self.expect(K.RBRACE, "`,` or `}` in the object")
+            self.expect(RBRACE, "`,` or `}` in the object")
         finally:
             self.blocks.pop()
         return n.ObjectExpr(tuple(entries), self.since(opener.span))
 
     def parse_object_entry(self) -> n.ObjectEntry:
         token = self.peek()
-        if token.kind is K.STRING and isinstance(token.value, n.StringLit):
+        if token.kind is STRING and isinstance(token.value, n.StringLit):
             self.advance()
             key = n.Name(token.value.value, token.span)
         else:
             key = self.expect_name("a key")
-        self.expect(K.COLON, f"`:` after the key `{key.text}`")
+        self.expect(COLON, f"`:` after the key `{key.text}`")
         value = self.parse_expr()
         return n.ObjectEntry(key, value, self.since(key.span))
 
@@ -1242,15 +1241,15 @@ class _Parser:
 
     def parse_prompt_item(self) -> n.PromptItem:
         token = self.peek()
-        if token.kind is K.STRING:
+        if token.kind is STRING:
             return self.parse_prompt_text()
-        if token.kind is K.IDENT and token.text in ("Example", "example"):
+        if token.kind is IDENT and token.text in ("Example", "example"):
             return self.parse_example()
-        if token.kind is K.IDENT and token.text == "if":
+        if token.kind is IDENT and token.text == "if":
             return self.parse_prompt_if()
         raise self.fail(
             "a string, an `Example { ... }` block or `if (...) { ... }` in the prompt",
-            help=did_you_mean(token.text, ("Example", "if")) if token.kind is K.IDENT else None,
+            help=did_you_mean(token.text, ("Example", "if")) if token.kind is IDENT else None,
         )
 
     def parse_prompt_text(self) -> n.PromptText:
@@ -1274,8 +1273,8 @@ class _Parser:
                     help=did_you_mean(name.text, ("user", "assistant")),
                 )
                 raise _Bail()
-            self.expect(K.COLON, f"`:` after `{name.text}`")
-            if not self.at(K.STRING):
+            self.expect(COLON, f"`:` after `{name.text}`")
+            if not self.at(STRING):
                 raise self.fail(f"a string after `{name.text}:`")
             found[name.text] = self.parse_prompt_text()
 
@@ -1308,7 +1307,7 @@ class _Parser:
     def parse_branch_item(self) -> n.PromptItem:
         if self.at_word("return"):
             keyword = self.advance()
-            if not self.at(K.STRING):
+            if not self.at(STRING):
                 raise self.fail("a string after `return` in a prompt")
             text = self.parse_prompt_text()
             return n.PromptText(text.string, text.template, self.since(keyword.span))
@@ -1462,12 +1461,12 @@ class _TemplateParser:
             return None
         sub = _Parser(self.parser.source, tokens, self.parser.diagnostics)
         sub.depth, sub.too_deep = self.parser.depth, self.parser.too_deep
-        if sub.at(K.EOF):
+        if sub.at(EOF):
             self.report("E0114", "expected an expression in the template tag", start, end)
             return None
         try:
             expr = sub.parse_expr()
-            if not sub.at(K.EOF):
+            if not sub.at(EOF):
                 raise sub.fail("the end of the template expression (`}}`)")
         except _Bail:
             return None

@@ -18,8 +18,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from itertools import accumulate, compress, count, repeat
-from operator import add, contains, sub
+from itertools import accumulate, chain, compress, count, repeat
+from operator import contains
 from typing import NamedTuple
 
 from .diagnostics import Diagnostic, error
@@ -102,6 +102,65 @@ class Token(NamedTuple):
         return f"`{self.text}`"
 
 
+class Tokens:
+    """A file's tokens as parallel lists: token ``i`` is ``kinds[i]``, ``texts[i]``, ...
+
+    What the parser reads. Columns cost one list per field rather than two tuples (the token
+    and its span) per token, and a list item is read faster than a named tuple's field; the
+    parser builds a ``Token`` (``token(i)``) only where it needs one, mostly for messages.
+    """
+
+    __slots__ = ("kinds", "texts", "starts", "ends", "newlines", "values")
+
+    def __init__(
+        self,
+        kinds: list[TokenKind],
+        texts: list[str],
+        starts: list[int],
+        ends: list[int],
+        newlines: list[bool],
+        values: list[StringLit | int | float | None],
+    ) -> None:
+        self.kinds = kinds
+        self.texts = texts
+        self.starts = starts
+        self.ends = ends
+        self.newlines = newlines
+        self.values = values
+
+    @classmethod
+    def of(cls, tokens: list[Token]) -> Tokens:
+        """The columns of a list of tokens (a mapped fragment, a file with an error)."""
+        return cls(
+            [token.kind for token in tokens],
+            [token.text for token in tokens],
+            [token.span.start for token in tokens],
+            [token.span.end for token in tokens],
+            [token.newline_before for token in tokens],
+            [token.value for token in tokens],
+        )
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def token(self, index: int) -> Token:
+        """Token ``index`` as a ``Token``."""
+        # A string's span is its literal's span (one object, as the slow path makes it).
+        value = self.values[index]
+        span = (
+            value.span
+            if isinstance(value, StringLit)
+            else _new(Span, (self.starts[index], self.ends[index]))
+        )
+        return _new(
+            Token,
+            (self.kinds[index], self.texts[index], span, self.newlines[index], value),
+        )
+
+    def as_list(self) -> list[Token]:
+        return [self.token(index) for index in range(len(self.kinds))]
+
+
 # Blanks and comments. Written as "blanks, then (comment, blanks)*" rather than
 # "(blank | comment)*": the same text, but the regex engine backtracks far less (2x faster).
 _BLANKS = r"[ \t\r\f\v\ufeff\n]*(?://[^\n]*[ \t\r\f\v\ufeff\n]*)*"
@@ -124,15 +183,17 @@ _SCAN = re.compile(
 _WORD, _PUNCTUATION, _NUMBER = 1, 2, 3
 
 # The whole-file pattern of the fast path (``_Lexer.run_fast``), for ``findall``: each match
-# is (blanks and comments, block comments included; word; punctuation; other), where "other"
-# is a number, a complete string, or one character that only the slow path can judge (a
-# stray character, an unterminated string or comment). Only the last match may have no token.
+# is (blanks and comments, block comments included; word or punctuation; other), where
+# "other" is a number, a complete string, or one character that only the slow path can judge
+# (a stray character, an unterminated string or comment). Only the last match may have no
+# token. Three groups, not four: a word and a punctuation mark are told apart by a dict
+# lookup afterwards, which is cheaper than one more substring per match.
 _FILE = re.compile(
     r"([ \t\r\f\v\ufeff\n]*(?:(?://[^\n]*|/\*[\s\S]*?\*/)[ \t\r\f\v\ufeff\n]*)*)"
     + r"""
     (?:
-        ([^\W\d]\w*)
-        |(==|!=|<=|>=|&&|\|\||[{}()\[\]:,.@+\-*%<>=!|?\#]|/(?![*/]))
+        ([^\W\d]\w*
+         |==|!=|<=|>=|&&|\|\||[{}()\[\]:,.@+\-*%<>=!|?\#]|/(?![*/]))
         |(\"\"\"[\s\S]*?\"\"\"
           |"(?!"")[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"
           |'[^'\\\n]*(?:\\[^\n][^'\\\n]*)*'
@@ -192,65 +253,70 @@ class _Lexer:
         self.diagnostics.append(error(code, message, self.source, self.span(start, end), help=help))
 
     def run(self) -> list[Token]:
+        return self.run_columns().as_list()
+
+    def run_columns(self) -> Tokens:
         if self.offsets is None:
             tokens = self.run_fast()
             if tokens is not None:
                 return tokens
-        return self.run_slow()
+        return Tokens.of(self.run_slow())
 
-    def run_fast(self) -> list[Token] | None:
+    def run_fast(self) -> Tokens | None:
         """Lex a whole file in a few passes that run in C; None if it needs the slow path.
 
         A Python loop per token was half the time of ``auwgent check``. Here ``findall``
-        splits the text, positions come from the running sum of the pieces' lengths, and
-        tokens are built by ``map``; only numbers and strings (one token in ten) go through
-        Python code. A file with an error (a stray character, an unterminated string or
-        comment) is lexed again by ``run_slow``, which reports it.
+        splits the text into (blanks, word or punctuation, other) triples; laid end to end
+        they are the whole text, so a running sum of their lengths gives every position at
+        once. Columns are sliced out of that flat list; only numbers and strings (one token
+        in ten) go through Python code. A file with an error (a stray character, an
+        unterminated string or comment) is lexed again by ``run_slow``, which reports it.
         """
         found = _FILE.findall(self.text)
-        while found and not (found[-1][1] or found[-1][2] or found[-1][3]):
+        while found and not (found[-1][1] or found[-1][2]):
             found.pop()  # blanks at the end of the text
-        if not found:
-            return self.finish([])
-        blanks, words, puncts, others = zip(*found, strict=True)
-        special = list(compress(count(), others))
-        for index in special:
-            raw = others[index]
+        others = [other for _, _, other in found if other]
+        for raw in others:
             # A lone character is the catch-all (a quote alone opens an unterminated string).
             if raw[0] not in "0123456789" and (len(raw) == 1 or raw[0] not in "\"'"):
                 return None
-        texts = list(map(add, words, puncts))
-        sizes = list(map(add, map(len, texts), map(len, others)))
-        ends = list(accumulate(map(add, map(len, blanks), sizes)))
-        starts = list(map(sub, ends, sizes))
-        newlines = list(map(contains, blanks, repeat("\n")))
-        kinds = map(_PUNCT.get, puncts, repeat(_IDENT))  # a word has no punctuation: IDENT
-        spans = map(_new, repeat(Span), zip(starts, ends, strict=True))
-        tokens = list(map(_new, repeat(Token), zip(kinds, texts, spans, newlines, repeat(None))))
-        # The methods for numbers and strings append to self.tokens, in order; they take
-        # the places of the placeholders made above.
-        for index in special:
-            raw, start, newline = others[index], starts[index], newlines[index]
+        flat = list(chain.from_iterable(found))
+        del found
+        # Where each piece ends: a token starts where its blanks end, and ends where its
+        # "other" piece (empty unless it is a number or a string) ends.
+        bounds = list(accumulate(map(len, flat)))
+        starts, ends = bounds[0::3], bounds[2::3]
+        texts = flat[1::3]
+        newlines = list(map(contains, flat[0::3], repeat("\n")))
+        kinds = list(map(_PUNCT.get, texts, repeat(_IDENT)))  # a word is no punctuation
+        values: list[StringLit | int | float | None] = [None] * len(texts)
+        for index, raw in zip(compress(count(), flat[2::3]), others, strict=True):
+            start = starts[index]
+            texts[index] = raw
             if raw[0] in "0123456789":
-                # add_number inlined: positions are file offsets here (no mapping).
-                value = _number(raw)
-                span = _new(Span, (start, ends[index]))
-                self.tokens.append(_new(Token, (TokenKind.NUMBER, raw, span, newline, value)))
-            elif raw.startswith('"""'):
-                self.triple_string(start, newline)
+                kinds[index] = TokenKind.NUMBER
+                values[index] = _number(raw)
+                continue
+            kinds[index] = TokenKind.STRING
+            if raw.startswith('"""'):
+                values[index] = self.triple_string(start)[0]
             elif "\\" in raw:
-                self.quoted_string(start, newline)
+                values[index] = self.quoted_string(start)[0]
             else:
                 # The common case, a one-line string without escapes: the value is the body,
                 # each character at its own offset (what quoted_string works out the long way).
                 end = ends[index]
                 span = _new(Span, (start, end))
                 kind = StringKind.DOUBLE if raw[0] == '"' else StringKind.SINGLE
-                lit = StringLit(raw[1:-1], kind, span, tuple(range(start + 1, end)))
-                self.tokens.append(_new(Token, (TokenKind.STRING, raw, span, newline, lit)))
-        for index, token in zip(special, self.tokens, strict=True):
-            tokens[index] = token
-        return self.finish(tokens)
+                values[index] = StringLit(raw[1:-1], kind, span, tuple(range(start + 1, end)))
+        length = len(self.text)
+        kinds.append(TokenKind.EOF)
+        texts.append(self.end_text)
+        starts.append(length)
+        ends.append(length)
+        newlines.append(True)
+        values.append(None)
+        return Tokens(kinds, texts, starts, ends, newlines, values)
 
     def finish(self, tokens: list[Token]) -> list[Token]:
         length = len(self.text)
@@ -291,10 +357,11 @@ class _Lexer:
     def slow(self, pos: int, newline: bool) -> tuple[bool, int]:
         """Strings, block comments and stray characters: the new line state and position."""
         text = self.text
-        if text.startswith('"""', pos):
-            return False, self.triple_string(pos, newline)
         if text[pos] == '"' or text[pos] == "'":
-            return False, self.quoted_string(pos, newline)
+            triple = text.startswith('"""', pos)
+            lit, end = self.triple_string(pos) if triple else self.quoted_string(pos)
+            self.tokens.append(Token(TokenKind.STRING, text[pos:end], lit.span, newline, lit))
+            return False, end
         if text.startswith("/*", pos):
             return self.block_comment(pos, newline)
         self.report("E0001", f"unexpected character {text[pos]!r}", pos, pos + 1)
@@ -318,7 +385,7 @@ class _Lexer:
             return newline, len(self.text)
         return newline or "\n" in self.text[start:close], close + 2
 
-    def quoted_string(self, start: int, newline: bool) -> int:
+    def quoted_string(self, start: int) -> tuple[StringLit, int]:
         """``"..."`` or ``'...'``: ends at the matching quote, or (an error) at the line end."""
         text, quote = self.text, self.text[start]
         body = _QUOTED[quote].match(text, start + 1)
@@ -338,10 +405,9 @@ class _Lexer:
         offsets.append(self.at(pos))
         end = pos + 1 if terminated else pos
         kind = StringKind.DOUBLE if quote == '"' else StringKind.SINGLE
-        self.add_string(chars, offsets, kind, start, end, newline)
-        return end
+        return self.literal(chars, offsets, kind, start, end), end
 
-    def triple_string(self, start: int, newline: bool) -> int:
+    def triple_string(self, start: int) -> tuple[StringLit, int]:
         text = self.text
         close = text.find('"""', start + 3)
         terminated = close != -1
@@ -363,21 +429,13 @@ class _Lexer:
             self.unescape(line_start, line_end, chars, offsets)
         offsets.append(self.at(close))
         end = close + 3 if terminated else close
-        self.add_string(chars, offsets, StringKind.TRIPLE, start, end, newline)
-        return end
+        return self.literal(chars, offsets, StringKind.TRIPLE, start, end), end
 
-    def add_string(
-        self,
-        chars: list[str],
-        offsets: list[int],
-        kind: StringKind,
-        start: int,
-        end: int,
-        newline: bool,
-    ) -> None:
-        span = self.span(start, end)
-        lit = StringLit("".join(chars), kind, span, tuple(offsets))
-        self.tokens.append(Token(TokenKind.STRING, self.text[start:end], span, newline, lit))
+    def literal(
+        self, chars: list[str], offsets: list[int], kind: StringKind, start: int, end: int
+    ) -> StringLit:
+        """The string literal of text ``[start, end)``, from its processed pieces."""
+        return StringLit("".join(chars), kind, self.span(start, end), tuple(offsets))
 
     def unescape(self, pos: int, end: int, chars: list[str], offsets: list[int]) -> None:
         """Append the characters of ``text[pos:end]`` with escapes resolved."""
@@ -460,6 +518,12 @@ def tokenize(source: SourceFile) -> tuple[list[Token], list[Diagnostic]]:
     """Lex a whole file. Always ends with one ``EOF`` token; never raises."""
     lexer = _Lexer(source.text, source, None)
     return lexer.run(), lexer.diagnostics
+
+
+def lex(source: SourceFile) -> tuple[Tokens, list[Diagnostic]]:
+    """``tokenize`` as columns, for the parser."""
+    lexer = _Lexer(source.text, source, None)
+    return lexer.run_columns(), lexer.diagnostics
 
 
 def tokenize_fragment(

@@ -73,7 +73,7 @@ from typing import Final, Literal, TypeVar
 
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error
-from .lexer import Token, TokenKind, tokenize, tokenize_fragment
+from .lexer import Token, TokenKind, Tokens, lex, tokenize_fragment
 from .source import SourceFile, Span
 
 T = TypeVar("T")
@@ -185,11 +185,18 @@ class _Bail(Exception):
 class _Parser:
     """A cursor over tokens with ``peek`` / ``eat`` / ``expect``; ``expect`` writes messages."""
 
-    def __init__(
-        self, source: SourceFile, tokens: list[Token], diagnostics: list[Diagnostic]
-    ) -> None:
+    def __init__(self, source: SourceFile, tokens: Tokens, diagnostics: list[Diagnostic]) -> None:
         self.source = source
         self.tokens = tokens
+        # The token columns (see lexer.Tokens): the hot paths read these by index; peek()
+        # and the other methods that return a Token build one, for the rest.
+        self.kinds = tokens.kinds
+        self.texts = tokens.texts
+        self.starts = tokens.starts
+        self.ends = tokens.ends
+        self.newlines = tokens.newlines
+        self.values = tokens.values
+        self.last = len(tokens) - 1  # the EOF token
         self.pos = 0
         self.diagnostics = diagnostics
         # Open blocks, innermost last: (what, where it opened) for "still open" notes.
@@ -201,49 +208,59 @@ class _Parser:
     # ---------------------------------------------------------------- cursor
 
     def peek(self, ahead: int = 0) -> Token:
-        if ahead == 0:
-            return self.tokens[self.pos]
         index = self.pos + ahead
-        return self.tokens[index] if index < len(self.tokens) else self.tokens[-1]
+        return self.tokens.token(index if index < self.last else self.last)
+
+    def kind(self, ahead: int) -> TokenKind:
+        """The kind of the token ``ahead`` places on (``peek(ahead).kind``, without a Token)."""
+        index = self.pos + ahead
+        return self.kinds[index if index < self.last else self.last]
+
+    def span(self, index: int) -> Span:
+        """The span of token ``index``."""
+        return _new(Span, (self.starts[index], self.ends[index]))
 
     def advance(self) -> Token:
-        token = self.tokens[self.pos]
+        token = self.tokens.token(self.pos)
         if token.kind is not EOF:
             self.pos += 1
         return token
 
+    def skip(self) -> None:
+        """``advance`` where the token is not needed."""
+        if self.kinds[self.pos] is not EOF:
+            self.pos += 1
+
     def at(self, kind: TokenKind) -> bool:
-        return self.tokens[self.pos].kind is kind
+        return self.kinds[self.pos] is kind
 
     def at_word(self, *words: str) -> bool:
-        token = self.tokens[self.pos]
-        return token.kind is IDENT and token.text in words
+        return self.kinds[self.pos] is IDENT and self.texts[self.pos] in words
 
     # eat, expect and expect_name are called once every few tokens: they test and advance
     # inline rather than through at() and advance(). Only EOF is never consumed.
 
-    def eat(self, kind: TokenKind) -> Token | None:
-        token = self.tokens[self.pos]
-        if token.kind is not kind:
-            return None
+    def eat(self, kind: TokenKind) -> bool:
+        if self.kinds[self.pos] is not kind:
+            return False
         if kind is not EOF:
             self.pos += 1
-        return token
+        return True
 
     def eat_word(self, word: str) -> Token | None:
-        token = self.tokens[self.pos]
-        if token.kind is IDENT and token.text == word:
+        pos = self.pos
+        if self.kinds[pos] is IDENT and self.texts[pos] == word:
             self.pos += 1
-            return token
+            return self.tokens.token(pos)
         return None
 
     def prev_end(self) -> int:
         """End offset of the last consumed token."""
-        return self.tokens[self.pos - 1].span.end if self.pos else 0
+        return self.ends[self.pos - 1] if self.pos else 0
 
     def since(self, start: Span) -> Span:
         """The span from ``start`` to the end of the last consumed token."""
-        end = self.tokens[self.pos - 1].span.end if self.pos else 0
+        end = self.ends[self.pos - 1] if self.pos else 0
         return _new(Span, (start.start, end if end > start.end else start.end))
 
     # ---------------------------------------------------------------- errors
@@ -283,19 +300,17 @@ class _Parser:
         """True right after an unterminated string, whose missing quote ate the rest of the line."""
         if self.pos == 0:
             return False
-        prev = self.tokens[self.pos - 1]
-        if prev.kind is not STRING:
+        if self.kinds[self.pos - 1] is not STRING:
             return False
-        raw = prev.text
+        raw = self.texts[self.pos - 1]
         quote = '"""' if raw.startswith('"""') else raw[0]
         return len(raw) < 2 * len(quote) or not raw.endswith(quote)
 
-    def expect(self, kind: TokenKind, expected: str | None = None) -> Token:
-        token = self.tokens[self.pos]
-        if token.kind is kind:
+    def expect(self, kind: TokenKind, expected: str | None = None) -> None:
+        if self.kinds[self.pos] is kind:
             if kind is not EOF:
                 self.pos += 1
-            return token
+            return
         raise self.fail(expected or f"`{kind.value}`")
 
     def expect_word(self, word: str) -> Token:
@@ -304,23 +319,23 @@ class _Parser:
         raise self.fail(f"`{word}`")
 
     def expect_name(self, what: str) -> n.Name:
-        token = self.tokens[self.pos]
-        if token.kind is IDENT:
-            self.pos += 1
-            return n.Name(token.text, token.span)
+        pos = self.pos
+        if self.kinds[pos] is IDENT:
+            self.pos = pos + 1
+            return n.Name(self.texts[pos], _new(Span, (self.starts[pos], self.ends[pos])))
         raise self.fail(what)
 
     def expect_same_line_name(self, what: str) -> n.Name:
         """A name that must follow on the same line (after ``.``), not start the next one."""
-        if self.peek().newline_before:
+        if self.newlines[self.pos]:
             raise self.fail(what)
         return self.expect_name(what)
 
     def expect_string(self, what: str) -> n.StringLit:
-        token = self.peek()
-        if token.kind is STRING and isinstance(token.value, n.StringLit):
-            self.advance()
-            return token.value
+        value = self.values[self.pos]
+        if self.kinds[self.pos] is STRING and isinstance(value, n.StringLit):
+            self.pos += 1
+            return value
         raise self.fail(what)
 
     # ---------------------------------------------------------------- blocks and recovery
@@ -343,10 +358,10 @@ class _Parser:
         self.deeper()
         self.blocks.append((what, opener))
         items: list[T] = []
-        tokens = self.tokens
+        kinds = self.kinds
         try:
-            while tokens[self.pos].kind is not RBRACE:
-                if tokens[self.pos].kind is EOF or (stop is not None and stop()):
+            while kinds[self.pos] is not RBRACE:
+                if kinds[self.pos] is EOF or (stop is not None and stop()):
                     self.unclosed(what, opener)
                     return items, self.since(opener)
                 start = self.pos
@@ -356,10 +371,11 @@ class _Parser:
                     self.recover(stop, open_index, progressed=self.pos > start)
                     continue
                 items.append(result)
-                self.eat(COMMA)
+                if kinds[self.pos] is COMMA:
+                    self.pos += 1
                 if self.pos == start:  # an item parser must always make progress
                     raise self.fail(f"an entry of {what}")
-            self.advance()
+            self.pos += 1  # the `}`
         finally:
             self.blocks.pop()
             self.depth -= 1
@@ -441,33 +457,34 @@ class _Parser:
             elif kind in _CLOSERS:
                 if not _close(stack, _CLOSERS[kind]) and kind is RBRACE:
                     return  # the block's own closing brace
-            self.advance()
+            self.skip()
             first = False
 
     def resumes_line(self, token: Token) -> bool:
         """Whether a line starting with ``token`` looks like a new statement, member or field."""
-        after = self.peek(1).kind
+        after = self.kind(1)
         return token.text in _RESUME_WORDS or after is COLON or after is QUESTION
 
     def unclosed_brackets(self, open_index: int) -> list[TokenKind]:
         """Brackets opened after the block's ``{`` (at ``open_index``) and not yet closed."""
         stack: list[TokenKind] = []
-        for token in self.tokens[open_index + 1 : self.pos]:
-            if token.kind in _OPENERS:
-                stack.append(token.kind)
-            elif token.kind in _CLOSERS:
-                _close(stack, _CLOSERS[token.kind])
+        for kind in self.kinds[open_index + 1 : self.pos]:
+            if kind in _OPENERS:
+                stack.append(kind)
+            elif kind in _CLOSERS:
+                _close(stack, _CLOSERS[kind])
         return stack
 
     def starts_declaration(self) -> bool:
         """True at a line-leading word that can only begin a top-level declaration."""
-        token = self.peek()
-        if token.kind is not IDENT or not token.newline_before:
+        pos = self.pos
+        if self.kinds[pos] is not IDENT or not self.newlines[pos]:
             return False
-        if token.text in ("agent", "helper", "import", "export", "type", "prompt"):
-            return self.peek(1).kind is IDENT or token.text in ("import", "export")
-        if token.text in ("model", "intent"):
-            return self.peek(1).kind is IDENT and self.peek(2).kind is LBRACE
+        text = self.texts[pos]
+        if text in ("agent", "helper", "import", "export", "type", "prompt"):
+            return self.kind(1) is IDENT or text in ("import", "export")
+        if text in ("model", "intent"):
+            return self.kind(1) is IDENT and self.kind(2) is LBRACE
         return False
 
     # ---------------------------------------------------------------- module
@@ -481,11 +498,11 @@ class _Parser:
             except _Bail:
                 self.skip_to_declaration()
             if self.pos == start:
-                self.advance()
+                self.skip()
         return n.Module(self.source, tuple(decls), Span(0, len(self.source.text)))
 
     def skip_to_declaration(self) -> None:
-        self.advance()
+        self.skip()
         while not self.at(EOF):
             token = self.peek()
             if self.starts_declaration():
@@ -493,11 +510,10 @@ class _Parser:
             if token.newline_before and token.kind is IDENT and token.text in _ALL_DECL_WORDS:
                 if self.source.line_col(token.span.start)[1] == 1:
                     return
-            self.advance()
+            self.skip()
 
     def parse_decl(self) -> n.Decl:
-        token = self.peek()
-        if token.kind is IDENT and token.text == "import":
+        if self.at_word("import"):
             return self.parse_import()
         export = self.eat_word("export")
         export_span = export.span if export else None
@@ -588,7 +604,7 @@ class _Parser:
         fields: list[n.Field] = []
 
         def item() -> None:
-            if self.at_word("description") and self.peek(1).kind is COLON:
+            if self.at_word("description") and self.kind(1) is COLON:
                 self.add_description(description, f"`intent {name.text}`")
             elif self.at_word("fields"):
                 keyword = self.advance()
@@ -629,19 +645,19 @@ class _Parser:
         return n.AgentDecl(kind, name, tuple(members), self.with_export(export, span), export)
 
     def parse_member(self, where: str) -> n.AgentMember:
-        token = self.peek()
-        word = token.text if token.kind is IDENT else ""
+        pos = self.pos
+        word = self.texts[pos] if self.kinds[pos] is IDENT else ""
         if word == "default":
-            self.advance()
+            self.skip()
             self.expect_word("config")
-            return self.parse_config_block(token.span, None)
+            return self.parse_config_block(self.span(pos), None)
         if word == "config":
-            self.advance()
+            self.skip()
             name = self.expect_name("a config name after `config` (or write `default config`)")
-            return self.parse_config_block(token.span, name)
+            return self.parse_config_block(self.span(pos), name)
         if word in _MEMBER_PARSERS:
             return _MEMBER_PARSERS[word](self)
-        if word in ("model", "prompt", "embedding") and self.peek(1).kind is COLON:
+        if word in ("model", "prompt", "embedding") and self.kind(1) is COLON:
             raise self.fail(
                 f"a member of {where}",
                 code="E0103",
@@ -689,14 +705,14 @@ class _Parser:
         name = self.expect_name("a helper name")
         grant: n.ToolGrant = n.ToolGrantNone()
         handoff: n.Handoff = "none"
-        if self.at_word("with") and not self.peek().newline_before:
+        if self.at_word("with") and not self.newlines[self.pos]:
             grant = self.parse_grant()
-        if self.at_word("handoff") and not self.peek().newline_before:
-            self.advance()
+        if self.at_word("handoff") and not self.newlines[self.pos]:
+            self.skip()
             self.expect_word("user")
             handoff = "user"
-            if self.at_word("then") and not self.peek().newline_before:
-                self.advance()
+            if self.at_word("then") and not self.newlines[self.pos]:
+                self.skip()
                 self.expect_word("continue")
                 handoff = "user_then_continue"
         token = self.peek()
@@ -757,24 +773,24 @@ class _Parser:
         return n.ConfigEntry(name, value, self.since(name.span))
 
     def parse_value(self) -> n.ConfigValue:
-        start = self.peek().span
+        start = self.span(self.pos)
         terms = [self.parse_term()]
         while self.eat(PLUS):
             terms.append(self.parse_term())
         return n.ConfigValue(tuple(terms), self.since(start))
 
     def parse_term(self) -> n.ConfigTerm:
-        token = self.peek()
-        if token.kind is STRING:
+        if self.kinds[self.pos] is STRING:
             return self.parse_prompt_text()
+        token = self.peek()
         if token.kind is LBRACE:
-            if self.peek(1).kind in (IDENT, STRING) and self.peek(2).kind is COLON:
+            if self.kind(1) in (IDENT, STRING) and self.kind(2) is COLON:
                 return self.parse_object()
             items, span = self.block("the inline prompt block", token.span, self.parse_prompt_item)
             return n.PromptBlock(tuple(items), span)
         if token.kind is IDENT and token.text not in ("true", "false", "null"):
-            self.advance()
-            if self.at(LPAREN) and not self.peek().newline_before:
+            self.skip()
+            if self.at(LPAREN) and not self.newlines[self.pos]:
                 return self.parse_call(n.Name(token.text, token.span))
             return n.NameRef(token.text, token.span)
         if token.kind in (NUMBER, MINUS, LBRACKET) or token.kind is IDENT:
@@ -789,16 +805,17 @@ class _Parser:
 
     def parse_field(self) -> n.Field:
         name = self.expect_name("a field name")
-        optional = self.eat(QUESTION) is not None
+        optional = self.eat(QUESTION)
         self.expect(COLON, f"`:` and a type after `{name.text}`")
         type_ = self.parse_type()
         annotations = self.parse_annotations()
         return n.Field(name, type_, optional, annotations, self.since(name.span))
 
     def parse_params(self) -> tuple[n.Field, ...]:
-        opener = self.expect(LPAREN)
+        opener = self.span(self.pos)
+        self.expect(LPAREN)
         params: list[n.Field] = []
-        self.blocks.append(("the parameter list", opener.span))
+        self.blocks.append(("the parameter list", opener))
         try:
             while not self.at(RPAREN):
                 params.append(self.parse_field())
@@ -821,15 +838,15 @@ class _Parser:
 
     def simple_type(self) -> n.TypeExpr | None:
         """The common case in one step: a lone word (``string``, ``Person``) ends the type."""
-        tokens, pos = self.tokens, self.pos
-        token = tokens[pos]
-        if token.kind is not IDENT or tokens[pos + 1].kind in _TYPE_CONTINUES:
+        kinds, pos = self.kinds, self.pos
+        if kinds[pos] is not IDENT or kinds[pos + 1] in _TYPE_CONTINUES:
             return None
         self.pos = pos + 1
-        text = token.text
+        text = self.texts[pos]
+        span = _new(Span, (self.starts[pos], self.ends[pos]))
         if text in _PRIMITIVES:
-            return n.PrimitiveType(text, token.span)  # type: ignore[arg-type]
-        return n.TextType(token.span) if text == "Text" else n.NamedType(text, token.span)
+            return n.PrimitiveType(text, span)  # type: ignore[arg-type]
+        return n.TextType(span) if text == "Text" else n.NamedType(text, span)
 
     def parse_union_type(self) -> n.TypeExpr:
         first = self.parse_postfix_type()
@@ -844,10 +861,10 @@ class _Parser:
         type_ = self.parse_primary_type()
         links = self.links
         try:
-            while self.at(LBRACKET) and self.peek(1).kind is RBRACKET:
+            while self.at(LBRACKET) and self.kind(1) is RBRACKET:
                 self.link()
-                self.advance()
-                self.advance()
+                self.skip()
+                self.skip()
                 type_ = n.ArrayType(type_, self.since(type_.span))
         finally:
             self.links = links
@@ -856,20 +873,20 @@ class _Parser:
     def parse_primary_type(self) -> n.TypeExpr:
         token = self.peek()
         if token.kind is IDENT:
-            self.advance()
+            self.skip()
             if token.text in _PRIMITIVES:
                 return n.PrimitiveType(token.text, token.span)  # type: ignore[arg-type]
             if token.text == "Text":
                 return n.TextType(token.span)
             return n.NamedType(token.text, token.span)
         if token.kind is STRING and isinstance(token.value, n.StringLit):
-            self.advance()
+            self.skip()
             return n.LiteralType(token.value.value, token.span)
         if token.kind is LBRACE:
             fields, span = self.block("the inline object type", token.span, self.parse_field)
             return n.ObjectType(tuple(fields), span)
         if token.kind is LPAREN:
-            self.advance()
+            self.skip()
             inner = self.parse_type()
             self.expect(RPAREN, "`)` to close the parenthesised type")
             return inner
@@ -879,35 +896,39 @@ class _Parser:
         )
 
     def parse_annotations(self) -> tuple[n.Annotation, ...]:
+        kinds = self.kinds
+        if kinds[self.pos] is not AT:
+            return ()  # the common case
         annotations: list[n.Annotation] = []
-        while self.at(AT):
-            at = self.advance()
-            word = self.peek()
-            if word.kind is IDENT and word.text == "desc":
-                self.advance()
+        while kinds[self.pos] is AT:
+            at = self.span(self.pos)
+            self.pos += 1
+            word = self.texts[self.pos] if kinds[self.pos] is IDENT else ""
+            if word == "desc":
+                self.pos += 1
                 text = self.expect_string('a string after `@desc`, e.g. @desc "what it is"')
-                annotations.append(n.DescAnnotation(text, self.since(at.span)))
-            elif word.kind is IDENT and word.text == "example":
-                self.advance()
-                annotations.append(self.parse_example_annotation(at.span))
+                annotations.append(n.DescAnnotation(text, self.since(at)))
+            elif word == "example":
+                self.pos += 1
+                annotations.append(self.parse_example_annotation(at))
             else:
-                self.unknown_annotation(at, word)
+                self.unknown_annotation(self.tokens.token(self.pos - 1), self.peek())
         return tuple(annotations)
 
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
             raise self.fail("`desc` or `example` after `@`", code="E0105")
-        self.advance()
+        self.skip()
         self.report(
             "E0105",
             f"unknown annotation `@{word.text}`; expected `@desc` or `@example`",
             Span(at.span.start, word.span.end),
             help=did_you_mean("@" + word.text, ("@desc", "@example")),
         )
-        if self.at(STRING) and not self.peek().newline_before:
-            self.advance()
-        elif self.at(LPAREN) and not self.peek().newline_before:
+        if self.at(STRING) and not self.newlines[self.pos]:
+            self.skip()
+        elif self.at(LPAREN) and not self.newlines[self.pos]:
             depth = 0
             while not self.at(EOF):
                 token = self.advance()
@@ -945,7 +966,7 @@ class _Parser:
         return tool
 
     def parse_signature(self, start: Span | None = None) -> n.ToolDecl:
-        if self.at_word("tool") and self.peek(1).kind is IDENT:
+        if self.at_word("tool") and self.kind(1) is IDENT:
             # `tool` is optional inside `tools { }`: accept it rather than fail on it.
             start = start or self.advance().span
         name = self.expect_name("a tool name")
@@ -979,11 +1000,11 @@ class _Parser:
         what = f"`workflow {name.text}`"
 
         def item() -> n.Stmt | None:
-            if self.at_word("description") and self.peek(1).kind is COLON:
+            if self.at_word("description") and self.kind(1) is COLON:
                 self.add_description(description, what)
-            elif self.at_word("tool") and self.peek(1).kind is IDENT:
+            elif self.at_word("tool") and self.kind(1) is IDENT:
                 tools.append(self.parse_tool())
-            elif self.at_word("tools") and self.peek(1).kind is LBRACE:
+            elif self.at_word("tools") and self.kind(1) is LBRACE:
                 tools.extend(self.parse_tools_block().tools)
             else:
                 return self.parse_stmt()
@@ -1006,23 +1027,23 @@ class _Parser:
     # ---------------------------------------------------------------- statements
 
     def parse_stmt(self) -> n.Stmt:
-        token = self.peek()
-        if token.kind is IDENT and token.text == "let":
-            self.advance()
+        pos = self.pos
+        word = self.texts[pos] if self.kinds[pos] is IDENT else None
+        if word == "let":
+            self.pos += 1
             name = self.expect_name("a variable name after `let`")
             self.expect(ASSIGN, f"`=` after `let {name.text}`")
-            stmt: n.Stmt = n.LetStmt(name, self.parse_expr(), self.since(token.span))
-        elif token.kind is IDENT and token.text == "if":
+            stmt: n.Stmt = n.LetStmt(name, self.parse_expr(), self.since(self.span(pos)))
+        elif word == "if":
             return self.parse_if_stmt()
-        elif token.kind is IDENT and token.text == "return":
-            self.advance()
+        elif word == "return":
+            self.pos += 1
             value = None if self.statement_ends() else self.parse_expr()
-            stmt = n.ReturnStmt(value, self.since(token.span))
-        elif token.kind is IDENT and self.peek(1).kind is ASSIGN:
-            self.advance()
-            self.advance()
-            name = n.Name(token.text, token.span)
-            stmt = n.AssignStmt(name, self.parse_expr(), self.since(token.span))
+            stmt = n.ReturnStmt(value, self.since(self.span(pos)))
+        elif word is not None and self.kind(1) is ASSIGN:
+            self.pos += 2
+            name = n.Name(word, self.span(pos))
+            stmt = n.AssignStmt(name, self.parse_expr(), self.since(name.span))
         else:
             expr = self.parse_expr()
             if self.at(ASSIGN):
@@ -1039,8 +1060,8 @@ class _Parser:
         return stmt
 
     def statement_ends(self) -> bool:
-        token = self.peek()
-        return token.newline_before or token.kind in (RBRACE, EOF)
+        pos = self.pos
+        return self.newlines[pos] or self.kinds[pos] in (RBRACE, EOF)
 
     def parse_if_stmt(self) -> n.IfStmt:
         start = self.peek().span
@@ -1072,42 +1093,50 @@ class _Parser:
     def parse_expr(self, min_power: int = 1) -> n.Expr:
         """Precedence climbing over ``_BINDING`` (all binary operators are left-associative)."""
         left = self.simple_atom() or self.parse_unary()
+        kinds = self.kinds
+        if _BINDING.get(kinds[self.pos], 0) < min_power:
+            return left  # the common case: no operator follows
         links = self.links
         try:
             while True:
-                op = self.tokens[self.pos]
-                power = _BINDING.get(op.kind, 0)
+                pos = self.pos
+                power = _BINDING.get(kinds[pos], 0)
                 if power < min_power:
                     return left
                 self.link()
-                self.pos += 1
+                self.pos = pos + 1
                 right = self.parse_expr(power + 1)
                 span = _new(Span, (left.span.start, right.span.end))
-                left = n.Binary(op.text, left, right, span, op.span)  # type: ignore[arg-type]
+                op = self.texts[pos]
+                left = n.Binary(op, left, right, span, self.span(pos))  # type: ignore[arg-type]
         finally:
             self.links = links
 
     def simple_atom(self) -> n.Expr | None:
         """The common case in one step: a literal or a plain name with nothing after it."""
-        tokens, pos = self.tokens, self.pos
-        token = tokens[pos]
-        kind = token.kind
+        kinds, pos = self.kinds, self.pos
+        kind = kinds[pos]
         if kind is EOF:
             return None
-        after = tokens[pos + 1]
+        after = kinds[pos + 1]
         # The same rule as parse_postfix: `.` always continues, `[` and `(` only on this line.
-        if after.kind is DOT or (after.kind in _ATOM_CONTINUES and not after.newline_before):
+        if after is DOT or (after in _ATOM_CONTINUES and not self.newlines[pos + 1]):
             return None
         if kind is NUMBER or kind is STRING:
-            value = token.value
+            value = self.values[pos]
             self.pos = pos + 1
-            return n.Literal(value.value if isinstance(value, n.StringLit) else value, token.span)
-        if kind is not IDENT or token.text in _STATEMENT_WORDS or token.text == "ctx":
+            return n.Literal(
+                value.value if isinstance(value, n.StringLit) else value,
+                _new(Span, (self.starts[pos], self.ends[pos])),
+            )
+        text = self.texts[pos]
+        if kind is not IDENT or text in _STATEMENT_WORDS or text == "ctx":
             return None
         self.pos = pos + 1
-        if token.text in _KEYWORD_LITERALS:
-            return n.Literal(_KEYWORD_LITERALS[token.text], token.span)
-        return n.NameRef(token.text, token.span)
+        span = _new(Span, (self.starts[pos], self.ends[pos]))
+        if text in _KEYWORD_LITERALS:
+            return n.Literal(_KEYWORD_LITERALS[text], span)
+        return n.NameRef(text, span)
 
     def parse_unary(self) -> n.Expr:
         self.deeper()
@@ -1117,36 +1146,35 @@ class _Parser:
             self.depth -= 1
 
     def parse_unary_inner(self) -> n.Expr:
-        token = self.peek()
-        if token.kind in (BANG, MINUS):
-            self.advance()
-            operand = self.parse_unary()
-            span = Span(token.span.start, operand.span.end)
-            if token.kind is MINUS and isinstance(operand, n.Literal):
-                value = operand.value
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    return n.Literal(-value, span)
-            return n.Unary(token.text, operand, span)  # type: ignore[arg-type]
-        return self.parse_postfix()
+        if self.kinds[self.pos] not in (BANG, MINUS):
+            return self.parse_postfix()
+        token = self.advance()
+        operand = self.parse_unary()
+        span = Span(token.span.start, operand.span.end)
+        if token.kind is MINUS and isinstance(operand, n.Literal):
+            value = operand.value
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return n.Literal(-value, span)
+        return n.Unary(token.text, operand, span)  # type: ignore[arg-type]
 
     def parse_postfix(self) -> n.Expr:
         expr = self.parse_atom()
         links = self.links
         try:
             while True:
-                token = self.peek()
-                if token.kind is DOT:
+                kind = self.kinds[self.pos]
+                if kind is DOT:
                     self.link()
-                    self.advance()
+                    self.pos += 1
                     name = self.expect_same_line_name("a field name after `.`")
-                    expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
-                elif token.kind is LBRACKET and not token.newline_before:
+                    expr = n.Member(expr, name, _new(Span, (expr.span.start, name.span.end)))
+                elif kind is LBRACKET and not self.newlines[self.pos]:
                     self.link()
-                    self.advance()
+                    self.pos += 1
                     index = self.parse_expr()
                     self.expect(RBRACKET, "`]` after the index")
                     expr = n.Index(expr, index, self.since(expr.span))
-                elif token.kind is LPAREN and not token.newline_before:
+                elif kind is LPAREN and not self.newlines[self.pos]:
                     if not isinstance(expr, n.NameRef):
                         raise self.fail(
                             "an operator or a line break (only named tools can be called)"
@@ -1158,9 +1186,10 @@ class _Parser:
             self.links = links
 
     def parse_call(self, callee: n.Name) -> n.Call:
-        opener = self.expect(LPAREN)
+        opener = self.span(self.pos)
+        self.expect(LPAREN)
         args: list[n.Expr] = []
-        self.blocks.append((f"the call to `{callee.text}`", opener.span))
+        self.blocks.append((f"the call to `{callee.text}`", opener))
         try:
             while not self.at(RPAREN):
                 args.append(self.parse_expr())
@@ -1172,27 +1201,29 @@ class _Parser:
         return n.Call(callee, tuple(args), self.since(callee.span))
 
     def parse_atom(self) -> n.Expr:
-        token = self.peek()
-        kind = token.kind
+        pos = self.pos
+        kind = self.kinds[pos]
         if kind is NUMBER or kind is STRING:
-            self.advance()
-            value = token.value.value if isinstance(token.value, n.StringLit) else token.value
-            return n.Literal(value, token.span)
-        if kind is IDENT and token.text not in _STATEMENT_WORDS:
-            self.advance()
-            if token.text in _KEYWORD_LITERALS:
-                return n.Literal(_KEYWORD_LITERALS[token.text], token.span)
-            if token.text == "ctx" and self.at(DOT):
-                self.advance()
+            self.pos = pos + 1
+            value = self.values[pos]
+            literal = value.value if isinstance(value, n.StringLit) else value
+            return n.Literal(literal, self.span(pos))
+        text = self.texts[pos]
+        if kind is IDENT and text not in _STATEMENT_WORDS:
+            self.pos = pos + 1
+            if text in _KEYWORD_LITERALS:
+                return n.Literal(_KEYWORD_LITERALS[text], self.span(pos))
+            if text == "ctx" and self.at(DOT):
+                self.pos += 1
                 name = self.expect_same_line_name("a context field after `ctx.`")
-                return n.CtxRef(name, Span(token.span.start, name.span.end))
-            return n.NameRef(token.text, token.span)
+                return n.CtxRef(name, _new(Span, (self.starts[pos], name.span.end)))
+            return n.NameRef(text, self.span(pos))
         if kind is LBRACKET:
             return self.parse_array()
         if kind is LBRACE:
             return self.parse_object()
         if kind is LPAREN:
-            self.advance()
+            self.skip()
             inner = self.parse_expr()
             self.expect(RPAREN, "`)` to close the parenthesis")
             return inner
@@ -1205,7 +1236,7 @@ class _Parser:
         try:
             while not self.at(RBRACKET):
                 items.append(self.parse_expr())
-                if not self.eat(COMMA) and not self.peek().newline_before:
+                if not self.eat(COMMA) and not self.newlines[self.pos]:
                     break
             self.expect(RBRACKET, "`,` or `]` in the array")
         finally:
@@ -1219,7 +1250,7 @@ class _Parser:
         try:
             while not self.at(RBRACE):
                 entries.append(self.parse_object_entry())
-                if not self.eat(COMMA) and not self.peek().newline_before:
+                if not self.eat(COMMA) and not self.newlines[self.pos]:
                     break
             self.expect(RBRACE, "`,` or `}` in the object")
         finally:
@@ -1229,7 +1260,7 @@ class _Parser:
     def parse_object_entry(self) -> n.ObjectEntry:
         token = self.peek()
         if token.kind is STRING and isinstance(token.value, n.StringLit):
-            self.advance()
+            self.skip()
             key = n.Name(token.value.value, token.span)
         else:
             key = self.expect_name("a key")
@@ -1459,7 +1490,7 @@ class _TemplateParser:
         self.parser.diagnostics.extend(lex_diags)
         if lex_diags:
             return None
-        sub = _Parser(self.parser.source, tokens, self.parser.diagnostics)
+        sub = _Parser(self.parser.source, Tokens.of(tokens), self.parser.diagnostics)
         sub.depth, sub.too_deep = self.parser.depth, self.parser.too_deep
         if sub.at(EOF):
             self.report("E0114", "expected an expression in the template tag", start, end)
@@ -1529,7 +1560,7 @@ class _TemplateParser:
 
 def parse(source: SourceFile) -> tuple[n.Module, list[Diagnostic]]:
     """Parse one file. Never raises: problems come back as diagnostics (sorted by position)."""
-    tokens, diagnostics = tokenize(source)
+    tokens, diagnostics = lex(source)
     parser = _Parser(source, tokens, diagnostics)
     try:
         module = parser.parse_module()

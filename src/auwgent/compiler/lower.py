@@ -106,6 +106,24 @@ def lower_file(graph: ModuleGraph, path: str, *, hashed: bool = True) -> Lowered
     return Lowered(with_hash(document), ())
 
 
+def name_clashes(graph: ModuleGraph, path: str) -> tuple[Diagnostic, ...] | None:
+    """The E2071 diagnostics ``lower_file(graph, path)`` would give, without building the IR.
+
+    ``None`` for a library file, like ``lower_file``. For callers that want diagnostics only
+    (``auwgent check``): only declarations that take a name in the document's tables can
+    clash, so this walks just the types, prompts, helpers and intents, in the order the
+    lowering claims their names (see ``_Names``); workflow bodies, templates, expressions and
+    examples are skipped, and no location is computed.
+    """
+    scope = graph.scope(path)
+    root = next((d for d in scope.module.agents if not d.is_helper), None)
+    if root is None:
+        return None
+    lowering = _Lowering(graph, path)
+    _Names(lowering).agent(root, Symbol(root.name.text, root, path))
+    return tuple(lowering.diagnostics)
+
+
 class _Lowering:
     """Builds one document; tables are filled as references are met."""
 
@@ -665,3 +683,139 @@ def lower_call(low: _Lowering, call: n.Call, sigs: Signatures) -> JSON:
         for i, a in enumerate(call.args)
     ]
     return {"e": "call", "tool": call.callee.text, "args": args, "loc": low.loc(call.span)}
+
+
+# --------------------------------------------------------------------------------------------
+# Names only (name_clashes)
+
+
+class _Names:
+    """The lowering's walk reduced to its ``claim`` calls, in the same order.
+
+    Each method mirrors the lowering function named in its docstring and visits the same
+    children in the same order, skipping only subtrees that claim nothing (expressions,
+    templates, prompt bodies, workflow bodies, examples, models). ``claim`` and ``within`` are
+    the lowering's own, so names, keys, spans and messages are the same by construction;
+    tests/compiler/check/test_check_name_clashes.py compares both on every test project.
+    """
+
+    def __init__(self, low: _Lowering) -> None:
+        self.low = low
+
+    def agent(self, decl: n.AgentDecl, symbol: Symbol) -> None:
+        """``_Lowering.agent`` and ``_AgentLowering.build`` (its dict, key by key)."""
+        low = self.low
+        if not low.claim("agents", decl.name.text, symbol.key, decl.name.span):
+            return
+        with low.within(symbol.path):
+            parts = agent_parts(decl)
+            for config in parts.configs:  # configs(): every block is lowered
+                prompt = config.entry("prompt")
+                for term in prompt.value.terms if prompt else ():
+                    self.prompt_part(term)
+            for context in parts.contexts[:1]:
+                self.fields(context.fields)
+            self.io(decl, parts.inputs, "Input")
+            self.io(decl, parts.outputs, "Output")
+            for tool in parts.tools:
+                self.tool(tool)
+            for workflow in parts.workflows:
+                self.fields(workflow.params)
+                if workflow.returns:
+                    self.type(workflow.returns)
+                for tool in workflow.tools:
+                    self.tool(tool)
+            for block in parts.helpers[:1]:
+                for use in block.uses:
+                    found = low.scope.lookup(use.name.text)
+                    if found is not None and isinstance(found.decl, n.AgentDecl):
+                        self.agent(found.decl, found)
+            for attach in parts.intents[:1]:
+                for item in attach.items:
+                    if isinstance(item, n.NameRef):
+                        found = low.scope.lookup(item.name)
+                        if found is None or not isinstance(found.decl, n.IntentDecl):
+                            continue
+                        with low.within(found.path):
+                            self.fields(found.decl.fields)
+                    else:
+                        self.fields(item.fields)
+
+    def io(
+        self, decl: n.AgentDecl, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str
+    ) -> None:
+        """``_AgentLowering.io``."""
+        if not decls:
+            return
+        texpr = decls[0].type
+        base = f"{decl.name.text}{suffix}"
+        if isinstance(texpr, n.ObjectType):
+            self.object(base, texpr)
+        elif isinstance(texpr, n.UnionType):
+            count = 0
+            for variant in texpr.variants:
+                if isinstance(variant, n.ObjectType):
+                    count += 1
+                    self.object(f"{base}{count}", variant)
+                else:
+                    self.type(variant)
+        else:
+            self.type(texpr)
+
+    def object(self, name: str, texpr: n.ObjectType) -> None:
+        """``name_object``."""
+        low = self.low
+        if low.claim("types", name, f"{low.scope.path}::{name}#synth", texpr.span):
+            self.fields(texpr.fields)
+
+    def tool(self, tool: n.ToolDecl) -> None:
+        """``lower_tool``."""
+        self.fields(tool.params)
+        if tool.returns:
+            self.type(tool.returns)
+
+    def fields(self, fields: Iterable[n.Field]) -> None:
+        """``low_field`` for each field."""
+        for item in fields:
+            self.type(item.type)
+
+    def type(self, texpr: n.TypeExpr) -> None:
+        """``lower_type``."""
+        if isinstance(texpr, n.NamedType):
+            self.named_type(texpr.name, texpr.span)
+        elif isinstance(texpr, n.ArrayType):
+            self.type(texpr.element)
+        elif isinstance(texpr, n.ObjectType):
+            self.fields(texpr.fields)
+        elif isinstance(texpr, n.UnionType):
+            for variant in texpr.variants:
+                self.type(variant)
+
+    def named_type(self, name: str, span: Span) -> None:
+        """``named_type``."""
+        low = self.low
+        symbol = low.scope.lookup(name)
+        if symbol is None or not isinstance(symbol.decl, n.TypeDecl):
+            return
+        if not low.claim("types", name, symbol.key, span):
+            return
+        with low.within(symbol.path):
+            self.fields(symbol.decl.fields)
+
+    def prompt_part(self, term: n.ConfigTerm) -> None:
+        """``lower_prompt_part``: only references to named prompts claim a name."""
+        if isinstance(term, n.NameRef):
+            self.named_prompt(term.name, term.span)
+        elif isinstance(term, n.Call):
+            self.named_prompt(term.callee.text, term.callee.span)
+
+    def named_prompt(self, name: str, span: Span) -> None:
+        """``named_prompt``: the parameters' types (the body claims nothing)."""
+        low = self.low
+        symbol = low.scope.lookup(name)
+        if symbol is None or not isinstance(symbol.decl, n.PromptDecl):
+            return
+        if not low.claim("prompts", name, symbol.key, span):
+            return
+        with low.within(symbol.path):
+            self.fields(symbol.decl.params or ())

@@ -61,12 +61,12 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
     from auwgent.compiler.parallel import default_jobs
     from auwgent.compiler.pipeline import compile_project
 
-    # Nothing is written, so the documents need no content hash.
+    # Nothing is written, so no IR is built (only the lowering's own checks run).
     result = compile_project(
         project.files,
         project.source_root,
         display=display_path,
-        hashed=False,
+        documents=False,
         jobs=default_jobs() if jobs is None else jobs,
     )
     return CheckReport(result.diagnostics, result.files, result.agents)

@@ -21,7 +21,7 @@ from ..errors import CompileError
 from . import nodes as n
 from .checker import check
 from .diagnostics import Diagnostic, error, render_all, sort_key
-from .lower import lower_file
+from .lower import lower_file, name_clashes
 from .modules import resolve_modules
 from .parallel import Outcome, compile_split
 from .parser import parse
@@ -91,15 +91,17 @@ def compile_project(
     *,
     display: Callable[[Path], str] | None = None,
     hashed: bool = True,
+    documents: bool = True,
     jobs: int = 1,
 ) -> CompileResult:
     """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``.
 
     Diagnostics name files by the same relative path unless ``display`` gives another (the
     CLI shows paths relative to the working directory, so that they can be clicked).
-    ``hashed=False`` leaves the ``hash`` field of the documents empty, for callers that only
-    want the diagnostics (``auwgent check``). ``jobs`` above 1 lets a large project be
-    compiled in that many processes (see ``parallel.py``); the result is the same.
+    ``hashed=False`` leaves the ``hash`` field of the documents empty; ``documents=False``
+    builds no IR at all, for callers that only want the diagnostics (``auwgent check``): the
+    result's ``documents`` is then empty. ``jobs`` above 1 lets a large project be compiled
+    in that many processes (see ``parallel.py``); the result is the same.
     """
     loaded: list[tuple[str, SourceFile]] = []
     problems: list[Diagnostic] = []
@@ -121,7 +123,7 @@ def compile_project(
             problems.append(_unreadable(shown, exc.strerror or str(exc)))
             continue
         loaded.append((rel, SourceFile(shown, text)))
-    return _compile(loaded, problems, hashed, jobs)
+    return _compile(loaded, problems, hashed, documents, jobs)
 
 
 def _not_utf8(text: str) -> bool:
@@ -141,6 +143,7 @@ def _compile(
     files: list[tuple[str, SourceFile]],
     problems: list[Diagnostic],
     hashed: bool = True,
+    documents: bool = True,
     jobs: int = 1,
 ) -> CompileResult:
     # The front end builds hundreds of thousands of small objects that all stay alive until
@@ -151,7 +154,7 @@ def _compile(
     gc.disable()
     try:
         files = sorted(files, key=lambda item: item[0])
-        compile_set = partial(_compile_set, hashed=hashed)
+        compile_set = partial(_compile_set, hashed=hashed, documents=documents)
         outcome = compile_split(files, jobs, compile_set) if jobs > 1 else None
         if outcome is None:
             outcome = compile_set(files, frozenset(path for path, _ in files))
@@ -159,15 +162,19 @@ def _compile(
         if paused:
             gc.enable()
     diags = problems + outcome.diagnostics
-    documents = {} if any(d.is_error for d in diags) else outcome.documents
+    lowered = {} if any(d.is_error for d in diags) else dict(sorted(outcome.documents.items()))
     sources = {path: source for path, source in files}
     ordered = tuple(sorted(diags, key=sort_key))
     count = len(files) + len(problems)
-    return CompileResult(dict(sorted(documents.items())), ordered, count, outcome.agents, sources)
+    return CompileResult(lowered, ordered, count, outcome.agents, sources)
 
 
 def _compile_set(
-    files: Sequence[tuple[str, SourceFile]], owned: frozenset[str], *, hashed: bool
+    files: Sequence[tuple[str, SourceFile]],
+    owned: frozenset[str],
+    *,
+    hashed: bool,
+    documents: bool,
 ) -> Outcome:
     """Compile ``files`` (sorted by path); documents and agents only for ``owned`` paths."""
     diags: list[Diagnostic] = []
@@ -183,16 +190,18 @@ def _compile_set(
     graph = resolve_modules(modules)
     diags.extend(graph.diagnostics)
     diags.extend(check(graph, broken))
-    documents: dict[str, dict[str, Any]] = {}
+    lowered: dict[str, dict[str, Any]] = {}
     if not any(d.is_error for d in diags):
         for path in sorted(owned):
-            lowered = lower_file(graph, path, hashed=hashed)
-            if lowered is None:
+            if not documents:  # the lowering's own checks only, without building the IR
+                diags.extend(name_clashes(graph, path) or ())
                 continue
-            diags.extend(lowered.diagnostics)
-            if lowered.document is not None:
-                documents[path] = lowered.document
-    return Outcome(diags, documents, agents)
+            result = lower_file(graph, path, hashed=hashed)
+            if result is not None:
+                diags.extend(result.diagnostics)
+                if result.document is not None:
+                    lowered[path] = result.document
+    return Outcome(diags, lowered, agents)
 
 
 def _normalize(path: str) -> str:

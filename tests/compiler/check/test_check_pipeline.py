@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from check_support import assert_valid_ir
+from check_support import DATA, assert_valid_ir
 
 from auwgent import _version
 from auwgent.compiler.pipeline import compile_project, compile_sources
@@ -171,3 +171,20 @@ def test_raise_for_errors_carries_the_rendered_errors() -> None:
     text = str(caught.value)
     assert text.startswith("2 errors in the .agent sources:")
     assert "error[E2011]: unknown model `N`" in text and " --> main.agent:" in text
+
+
+def test_diagnostics_only_builds_no_ir_and_reports_the_same(tmp_path: Path) -> None:
+    # E2071 is the lowering's own check (two different types named `Report` in one IR).
+    case = DATA / "check" / "e2071_name_clash_in_ir"
+    sources = {p.relative_to(case).as_posix(): p.read_text() for p in case.rglob("*.agent")}
+    extra = MAIN.replace("Main", "Other") + "type Unused { a: string }\n"
+    files = _write(tmp_path, {**sources, "lib/models.agent": MODELS, "other.agent": extra})
+    full = compile_project(files, tmp_path)
+    bare = compile_project(files, tmp_path, documents=False)
+    assert [d.code for d in full.diagnostics] == ["E2071", "W2002"]
+    assert bare.diagnostics == full.diagnostics and bare.documents == {}
+    assert (bare.files, bare.agents) == (full.files, full.agents) == (4, 2)
+    clean = [f for f in files if "helpers" not in f.parts and f.name != "main.agent"]
+    assert compile_project(clean, tmp_path, documents=False).diagnostics == (
+        compile_project(clean, tmp_path).diagnostics
+    )

@@ -82,8 +82,9 @@ BOOLEAN = Prim("boolean")
 NULL = Prim("null")
 TEXT = Prim("text")
 UNKNOWN = Prim("unknown")
-# The primitives by name: resolving a written primitive reuses these values, so the common
-# comparisons below succeed on identity before reaching the records' Python-level ``__eq__``.
+# The primitives by name: resolving a written primitive reuses these values. They are the only
+# ``Prim`` values ever made, so a primitive is compared by identity (``ty is NUMBER``): the
+# same answer as ``==`` without a call to the records' Python-level ``__eq__``.
 PRIMS: dict[str, Prim] = {p.name: p for p in (STRING, NUMBER, BOOLEAN, NULL, TEXT, UNKNOWN)}
 
 #: Named types resolve through this table: key -> object type.
@@ -96,12 +97,14 @@ _MAX_DEPTH = 32
 
 def union_of(variants: list[Ty]) -> Ty:
     """A union of ``variants`` with duplicates removed; a single variant is returned as is."""
+    if len(variants) == 1 and not isinstance(variants[0], UnionTy):
+        return variants[0]  # the common case: what the loop below would return
     flat: list[Ty] = []
     for variant in variants:
         for item in variant.variants if isinstance(variant, UnionTy) else (variant,):
             if item not in flat:
                 flat.append(item)
-    if UNKNOWN in flat:
+    if any(item is UNKNOWN for item in flat):
         return UNKNOWN
     return flat[0] if len(flat) == 1 else UnionTy(tuple(flat))
 
@@ -124,13 +127,15 @@ def widen(ty: Ty) -> Ty:
 
 def is_unknown(ty: Ty) -> bool:
     """True for the error-recovery type."""
-    # Called for nearly every expression: compare the name rather than whole records.
-    return type(ty) is Prim and ty.name == "unknown"
+    return ty is UNKNOWN
 
 
 def assignable(src: Ty, dst: Ty, table: TypeTable, depth: int = 0) -> bool:
     """True when a value of type ``src`` may be used where ``dst`` is expected."""
-    if src is dst or depth > _MAX_DEPTH or src == dst or is_unknown(src) or is_unknown(dst):
+    if src is dst or src is UNKNOWN or dst is UNKNOWN or depth > _MAX_DEPTH:
+        return True
+    # Values of two classes are never equal; skip the Python-level ``__eq__`` for them.
+    if src.__class__ is dst.__class__ and src == dst:
         return True
     if isinstance(src, UnionTy):
         return all(assignable(v, dst, table, depth + 1) for v in src.variants)
@@ -143,7 +148,7 @@ def assignable(src: Ty, dst: Ty, table: TypeTable, depth: int = 0) -> bool:
 
 def _assignable_simple(src: Ty, dst: Ty, table: TypeTable, depth: int) -> bool:
     if isinstance(dst, Prim) and dst.name in ("string", "text"):
-        return isinstance(src, Lit) or src in (STRING, TEXT)
+        return isinstance(src, Lit) or src is STRING or src is TEXT
     if isinstance(src, Arr) and isinstance(dst, Arr):
         return assignable(src.item, dst.item, table, depth + 1)
     if isinstance(src, Obj) and isinstance(dst, Obj):
@@ -190,14 +195,19 @@ def display(ty: Ty) -> str:
 
 def is_numeric(ty: Ty) -> bool:
     """True for ``number`` (or unknown)."""
-    return ty in (NUMBER, UNKNOWN)
+    return ty is NUMBER or ty is UNKNOWN
 
 
 def is_stringy(ty: Ty, table: TypeTable) -> bool:
     """True for ``string``, ``Text``, string literals and unions of them (or unknown)."""
-    return is_unknown(ty) or assignable(ty, STRING, table)
+    # Primitives and literals answered directly, as ``assignable`` would answer them.
+    if ty.__class__ is Prim:
+        return ty is STRING or ty is TEXT or ty is UNKNOWN
+    if ty.__class__ is Lit:
+        return True
+    return assignable(ty, STRING, table)
 
 
 def is_boolean(ty: Ty) -> bool:
     """True for ``boolean`` (or unknown)."""
-    return ty in (BOOLEAN, UNKNOWN)
+    return ty is BOOLEAN or ty is UNKNOWN

@@ -280,14 +280,13 @@ class ExprChecker:
         if op in ("==", "!="):
             self._check_overlap(expr, left, right)
             return BOOLEAN
-        if is_unknown(left) or is_unknown(right):
+        if left is UNKNOWN or right is UNKNOWN:
             return UNKNOWN if op == "+" else (BOOLEAN if op in ("<", "<=", ">", ">=") else NUMBER)
         return self._arith_or_compare(expr, left, right)
 
     def _arith_or_compare(self, expr: n.Binary, left: Ty, right: Ty) -> Ty:
         op = expr.op
-        numbers = left == NUMBER and right == NUMBER
-        strings = is_stringy(left, self.table) and is_stringy(right, self.table)
+        numbers = left is NUMBER and right is NUMBER
         if op == "+":
             if numbers:
                 return NUMBER
@@ -296,7 +295,7 @@ class ExprChecker:
             ):
                 return STRING
         elif op in ("<", "<=", ">", ">="):
-            if numbers or strings:
+            if numbers or (is_stringy(left, self.table) and is_stringy(right, self.table)):
                 return BOOLEAN
         elif numbers:
             return NUMBER
@@ -309,7 +308,7 @@ class ExprChecker:
         return BOOLEAN if op in ("<", "<=", ">", ">=") else UNKNOWN
 
     def _check_overlap(self, expr: n.Binary, left: Ty, right: Ty) -> None:
-        if NULL in (left, right) or is_unknown(left) or is_unknown(right):
+        if left is NULL or right is NULL or left is UNKNOWN or right is UNKNOWN:
             return
         if assignable(left, right, self.table) or assignable(right, left, self.table):
             return
@@ -381,9 +380,11 @@ class ExprChecker:
                 help=f"`{target}({shown})`",
             )
         for param, arg, ty in zip(params, call.args, arg_types, strict=False):
-            if param.optional and ty == NULL:
+            if param.optional and ty is NULL:
                 continue  # null stands for "not given" (docs/workflows.md)
-            self.expect(
+            if assignable(ty, param.ty, self.table):
+                continue  # (tested here so that the message is built only when reported)
+            self.mismatch(
                 ty,
                 param.ty,
                 arg.span,
@@ -401,17 +402,23 @@ class ExprChecker:
         """
         if assignable(got, want, self.table):
             return True
+        self.mismatch(got, want, span, code=code, what=what, message=message)
+        return False
+
+    def mismatch(
+        self, got: Ty, want: Ty, span: Span, *, code: str, what: str, message: str | None = None
+    ) -> None:
+        """Report what ``expect`` reports when ``got`` is not assignable to ``want``."""
         missing = missing_fields(got, want, self.table)
         hint = "missing: " + ", ".join(f"`{m}`" for m in missing) if missing else None
         template = message or what + " expects `{want}`, found `{got}`"
         shown = got if _mentions_literal(want) else widen(got)
         self.report(code, template.format(want=display(want), got=display(shown)), span, help=hint)
-        return False
 
     def condition(self, expr: n.Expr, env: Env) -> None:
         """Type a condition; in strict mode it must be boolean."""
         ty = self.type_of(expr, env)
-        if env.strict and not is_boolean(ty):
+        if env.strict and ty is not BOOLEAN and ty is not UNKNOWN:  # is_boolean, inlined
             self.report(
                 "E2058",
                 f"a condition must be a boolean, found `{display(ty)}`",
@@ -450,30 +457,31 @@ class WorkflowChecker:
         return returned
 
     def _stmt(self, stmt: n.Stmt, env: Env) -> bool:
-        match stmt:
-            case n.LetStmt():
-                self._let(stmt, env)
-            case n.AssignStmt():
-                self._assign(stmt, env)
-            case n.IfStmt():
-                return self._if(stmt, env)
-            case n.ReturnStmt():
-                self._return(stmt, env)
-                return True
-            case n.ExprStmt(expr=expr):
-                self.exprs.type_of(expr, env)
-                if not isinstance(expr, n.Call):
-                    self.warn(
-                        "W2005",
-                        "this expression has no effect",
-                        stmt.span,
-                        help="only a call is useful on its own; use `let` to keep a value",
-                    )
+        # Plain isinstance tests (the kinds are disjoint) cost less than class patterns.
+        if isinstance(stmt, n.LetStmt):
+            self._let(stmt, env)
+        elif isinstance(stmt, n.ReturnStmt):
+            self._return(stmt, env)
+            return True
+        elif isinstance(stmt, n.IfStmt):
+            return self._if(stmt, env)
+        elif isinstance(stmt, n.AssignStmt):
+            self._assign(stmt, env)
+        elif isinstance(stmt, n.ExprStmt):
+            expr = stmt.expr
+            self.exprs.type_of(expr, env)
+            if not isinstance(expr, n.Call):
+                self.warn(
+                    "W2005",
+                    "this expression has no effect",
+                    stmt.span,
+                    help="only a call is useful on its own; use `let` to keep a value",
+                )
         return False
 
     def _let(self, stmt: n.LetStmt, env: Env) -> None:
         ty = widen(self.exprs.type_of(stmt.value, env))
-        if ty == NULL:
+        if ty is NULL:
             ty = UNKNOWN  # `let x = null` is a placeholder: any later value may be assigned
         scope = env.scopes[-1]
         name = stmt.name.text
@@ -500,7 +508,9 @@ class WorkflowChecker:
                 help=close or f"declare it first with `let {name} = ...`",
             )
             return
-        self.exprs.expect(
+        if assignable(value, declared, self.exprs.table):
+            return  # (tested here so that the message is built only when reported)
+        self.exprs.mismatch(
             value,
             declared,
             stmt.value.span,
@@ -532,7 +542,9 @@ class WorkflowChecker:
             )
             return
         got = self.exprs.type_of(stmt.value, env)
-        self.exprs.expect(
+        if assignable(got, self.returns, self.exprs.table):
+            return  # (tested here so that the message is built only when reported)
+        self.exprs.mismatch(
             got,
             self.returns,
             stmt.value.span,
@@ -568,7 +580,7 @@ def _mentions_literal(ty: Ty) -> bool:
 
 
 def _is_scalar(ty: Ty, table: TypeTable) -> bool:
-    return is_unknown(ty) or ty in (NUMBER, BOOLEAN) or is_stringy(ty, table)
+    return ty is NUMBER or ty is BOOLEAN or is_stringy(ty, table)  # (unknown is stringy)
 
 
 def _is_object_union(ty: Ty, table: TypeTable) -> bool:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import marshal
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -104,7 +105,13 @@ def compile_split(files: Files, jobs: int, compile_set: CompileSet) -> Outcome |
         own, paths = shares[0]
         outcomes.append(compile_set(_subset(files, paths), own))
     finally:
-        # Always collect the children, even when this process failed.
+        # Collect the children even when this process failed; when its own share has an
+        # error the whole project is compiled again anyway, so stop them at once rather than
+        # let them compete with that compile.
+        mine = outcomes[0] if outcomes else None
+        if mine is None or _has_error(mine):
+            for pid, _ in children:
+                os.kill(pid, signal.SIGKILL)
         sources = {source.path: source for _, source in files}
         outcomes.extend(_collect(pid, read, sources) for pid, read in children)
     return _merge(outcomes)
@@ -204,7 +211,7 @@ def _merge(outcomes: list[Outcome | None]) -> Outcome | None:
     documents: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, str, Span, str]] = set()
     for outcome in outcomes:
-        if outcome is None or any(d.is_error for d in outcome.diagnostics):
+        if outcome is None or _has_error(outcome):
             return None
         for diag in outcome.diagnostics:
             key = (diag.code, diag.source.path, diag.span, diag.message)
@@ -213,6 +220,10 @@ def _merge(outcomes: list[Outcome | None]) -> Outcome | None:
                 diagnostics.append(diag)
         documents.update(outcome.documents)
     return Outcome(diagnostics, documents, sum(o.agents for o in outcomes if o))
+
+
+def _has_error(outcome: Outcome) -> bool:
+    return any(d.is_error for d in outcome.diagnostics)
 
 
 # What crosses the pipe: plain values only (a diagnostic names its file by path), in the

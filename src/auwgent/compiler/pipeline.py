@@ -154,7 +154,10 @@ def _compile(
     gc.disable()
     try:
         files = sorted(files, key=lambda item: item[0])
-        compile_set = partial(_compile_set, hashed=hashed, documents=documents)
+        # Syntax trees by path: when a split compile falls back to one process, the files
+        # this process already parsed for its own share are not parsed again.
+        parsed: dict[str, tuple[n.Module, list[Diagnostic]]] = {}
+        compile_set = partial(_compile_set, hashed=hashed, documents=documents, parsed=parsed)
         outcome = compile_split(files, jobs, compile_set) if jobs > 1 else None
         if outcome is None:
             outcome = compile_set(files, frozenset(path for path, _ in files))
@@ -175,13 +178,14 @@ def _compile_set(
     *,
     hashed: bool,
     documents: bool,
+    parsed: dict[str, tuple[n.Module, list[Diagnostic]]],
 ) -> Outcome:
     """Compile ``files`` (sorted by path); documents and agents only for ``owned`` paths."""
     diags: list[Diagnostic] = []
     modules: dict[str, n.Module] = {}
     broken: set[str] = set()
     for path, source in files:
-        module, parse_diags = parse(source)
+        module, parse_diags = parsed.get(path) or parsed.setdefault(path, parse(source))
         modules[path] = module
         diags.extend(parse_diags)
         if any(d.is_error for d in parse_diags):

@@ -212,7 +212,9 @@ def check_wall_time(root: Path, runs: int) -> dict[str, tuple[float, float]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=100, help="agent files to generate")
+    parser.add_argument(
+        "--files", type=int, default=80, help="agent files to generate (125 lines each)"
+    )
     parser.add_argument("--runs", type=int, default=5, help="check runs to time")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="auwgent-bench-") as tmp:

@@ -279,13 +279,14 @@ class _Lexer:
         found = _FILE.findall(self.text)
         while found and not (found[-1][1] or found[-1][2]):
             found.pop()  # blanks at the end of the text
-        others = [other for _, _, other in found if other]
+        flat = list(chain.from_iterable(found))
+        del found
+        special = list(compress(count(), flat[2::3]))  # the tokens with an "other" piece
+        others = list(filter(None, flat[2::3]))
         for raw in others:
             # A lone character is the catch-all (a quote alone opens an unterminated string).
             if raw[0] not in "0123456789" and (len(raw) == 1 or raw[0] not in "\"'"):
                 return None
-        flat = list(chain.from_iterable(found))
-        del found
         # Where each piece ends: a token starts where its blanks end, and ends where its
         # "other" piece (empty unless it is a number or a string) ends.
         bounds = list(accumulate(map(len, flat)))
@@ -294,7 +295,7 @@ class _Lexer:
         newlines = list(map(contains, flat[0::3], repeat("\n")))
         kinds = list(map(_PUNCT.get, texts, repeat(_IDENT)))  # a word is no punctuation
         values: list[StringLit | int | float | None] = [None] * len(texts)
-        for index, raw in zip(compress(count(), flat[2::3]), others, strict=True):
+        for index, raw in zip(special, others, strict=True):
             start = starts[index]
             texts[index] = raw
             if raw[0] in "0123456789":

@@ -9,8 +9,7 @@ and prompts in ``checker_prompts``, expressions and workflow bodies in ``checker
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from . import nodes as n
@@ -81,15 +80,9 @@ class Checker:
         """The file being checked."""
         return self.scope.module.source
 
-    @contextmanager
-    def in_file(self, path: str) -> Iterator[None]:
-        """Check in the scope of another file for the duration of the block."""
-        previous = self.scope
-        self.scope = self.state.graph.scope(path)
-        try:
-            yield
-        finally:
-            self.scope = previous
+    def in_file(self, path: str) -> _InFile:
+        """Check in the scope of another file for the duration of the ``with`` block."""
+        return _InFile(self, self.state.graph.scope(path))
 
     def report(
         self,
@@ -183,53 +176,58 @@ class Checker:
 
     def type_of(self, texpr: n.TypeExpr, *, allow_text: bool = False) -> Ty:
         """Resolve a written type in the current file, reporting unknown names."""
-        # The cases are disjoint; the common ones come first (each miss is an isinstance test).
-        match texpr:
-            case n.PrimitiveType(name=name):
-                return PRIMS[name]
-            case n.NamedType(name=name, span=span):
-                symbol = self.lookup_kind(name, span, "type")
-                return Named(name, symbol.key) if symbol else UNKNOWN
-            case n.TextType(span=span):
-                if not allow_text:
-                    self.report(
-                        "E2028",
-                        "`Text` can only be an agent's whole input or output",
-                        span,
-                        help="use `string` for a text value",
-                    )
-                    return UNKNOWN
-                return TEXT
-            case n.LiteralType(value=value):
-                return Lit(value)
-            case n.ArrayType(element=element):
-                return Arr(self.type_of(element))
-            case n.ObjectType(fields=fields):
-                return Obj(self.fields_of(fields))
-            case n.UnionType(variants=variants):
-                return union_of([self.type_of(v) for v in variants])
-        return UNKNOWN  # pragma: no cover - the match above is exhaustive
+        # The cases are disjoint; the common ones come first. Plain isinstance tests cost
+        # less than a `match` of class patterns (which also fetches the matched attributes).
+        if isinstance(texpr, n.PrimitiveType):
+            return PRIMS[texpr.name]
+        if isinstance(texpr, n.NamedType):
+            symbol = self.lookup_kind(texpr.name, texpr.span, "type")
+            return Named(texpr.name, symbol.key) if symbol else UNKNOWN
+        if isinstance(texpr, n.TextType):
+            if not allow_text:
+                self.report(
+                    "E2028",
+                    "`Text` can only be an agent's whole input or output",
+                    texpr.span,
+                    help="use `string` for a text value",
+                )
+                return UNKNOWN
+            return TEXT
+        if isinstance(texpr, n.LiteralType):
+            return Lit(texpr.value)
+        if isinstance(texpr, n.ArrayType):
+            return Arr(self.type_of(texpr.element))
+        if isinstance(texpr, n.ObjectType):
+            return Obj(self.fields_of(texpr.fields))
+        if isinstance(texpr, n.UnionType):
+            return union_of([self.type_of(v) for v in texpr.variants])
+        return UNKNOWN  # pragma: no cover - the tests above are exhaustive
 
     def fields_of(self, fields: tuple[n.Field, ...], what: str = "field") -> tuple[FieldTy, ...]:
         """Resolve fields, reporting duplicate names and repeated ``@desc``."""
         out: list[FieldTy] = []
         seen: dict[str, Span] = {}
         for item in fields:
-            # Only two or more annotations can repeat `@desc`; skip building the message.
-            if len(item.annotations) > 1:
-                self.single_desc(item.annotations, f"{what} `{item.name.text}`")
-            for annotation in item.annotations:
-                if isinstance(annotation, n.ExampleAnnotation):
-                    self.report(
-                        "E2033",
-                        f"`@example` does not apply to a {what}",
-                        annotation.span,
-                        help="put `@example(...)` on a tool or workflow",
-                    )
+            annotations = item.annotations
+            if annotations:
+                # Only two or more annotations can repeat `@desc`; skip building the message.
+                if len(annotations) > 1:
+                    self.single_desc(annotations, f"{what} `{item.name.text}`")
+                for annotation in annotations:
+                    if isinstance(annotation, n.ExampleAnnotation):
+                        self.report(
+                            "E2033",
+                            f"`@example` does not apply to a {what}",
+                            annotation.span,
+                            help="put `@example(...)` on a tool or workflow",
+                        )
             ty = self.type_of(item.type)
-            if self.duplicate(item.name, seen, what):
+            name = item.name
+            if name.text in seen:
+                self.duplicate(name, seen, what)  # reports it
                 continue
-            out.append(FieldTy(item.name.text, ty, item.optional))
+            seen[name.text] = name.span  # (what `duplicate` does for a new name)
+            out.append(FieldTy(name.text, ty, item.optional))
         return tuple(out)
 
     def duplicate(self, name: n.Name, seen: dict[str, Span], what: str) -> bool:
@@ -286,6 +284,27 @@ class Checker:
             help="write a string, number, boolean, null, array or object literal",
         )
         return None
+
+
+class _InFile:
+    """What ``Checker.in_file`` returns: swaps the current scope in, and back out.
+
+    A plain class: a ``contextlib.contextmanager`` costs a generator and several more calls
+    for each of the hundreds of files and prompt uses a project has.
+    """
+
+    __slots__ = ("checker", "scope", "previous")
+
+    def __init__(self, checker: Checker, scope: FileScope) -> None:
+        self.checker = checker
+        self.scope = scope
+        self.previous = checker.scope
+
+    def __enter__(self) -> None:
+        self.checker.scope = self.scope
+
+    def __exit__(self, *exc: object) -> None:
+        self.checker.scope = self.previous
 
 
 def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, ...]:

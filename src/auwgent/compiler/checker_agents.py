@@ -11,7 +11,7 @@ from collections.abc import Collection
 from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
 from .checker_prompts import PromptChecker
-from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, display, resolve
+from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
 from .diagnostics import Note, did_you_mean
 from .lower import example_candidates, select_examples
 from .members import AgentParts, agent_parts
@@ -376,8 +376,12 @@ class AgentChecker(PromptChecker):
         """Check one tool declaration and return its signature."""
         params = self.fields_of(tool.params, "parameter")
         returns = self.type_of(tool.returns) if tool.returns is not None else UNKNOWN
-        self.single_desc(tool.annotations, f"tool `{tool.name.text}`")
-        self.check_examples(tool.examples, params, f"tool `{tool.name.text}`")
+        # Both checks need annotations (two for a repeated `@desc`): most tools have none
+        # or one, and then the label is not even built.
+        if len(tool.annotations) > 1:
+            self.single_desc(tool.annotations, f"tool `{tool.name.text}`")
+        if tool.annotations:
+            self.check_examples(tool.examples, params, f"tool `{tool.name.text}`")
         return ToolSig(tool.name.text, params, returns)
 
     def check_examples(
@@ -416,7 +420,9 @@ class AgentChecker(PromptChecker):
         if len(self.state.diagnostics) > before:
             return
         got = self.exprs.type_of(arg.value, Env([{}], None, strict=False))
-        self.exprs.expect(
+        if assignable(got, param.ty, self.state.types):
+            return  # (tested here so that the message is built only when reported)
+        self.exprs.mismatch(
             got, param.ty, arg.value.span, code="E2031", what=f"example argument `{param.name}`"
         )
 
@@ -597,9 +603,10 @@ class AgentChecker(PromptChecker):
 
     def check_example_count(self, decl: n.AgentDecl, parts: AgentParts) -> None:
         """W2003 when more than five ``@example``s compete for the model's context."""
-        chosen, dropped = select_examples(example_candidates(parts.tools, parts.workflows))
-        if not dropped:
-            return
+        candidates = example_candidates(parts.tools, parts.workflows)
+        if len(candidates) <= MAX_EXAMPLES:
+            return  # all of them reach the model
+        chosen, dropped = select_examples(candidates)
         names = ", ".join(f"`{c.target}` #{c.position + 1}" for c in dropped)
         kept = ", ".join(f"`{c.target}` #{c.position + 1}" for c in chosen)
         total = len(chosen) + len(dropped)

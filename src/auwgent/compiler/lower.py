@@ -67,9 +67,11 @@ def select_examples(
     candidates: list[ExampleCandidate],
 ) -> tuple[list[ExampleCandidate], list[ExampleCandidate]]:
     """The examples that reach the model (at most five, by sort key) and the dropped rest."""
-    ranked = sorted(candidates, key=lambda c: c.sort_key)
-    chosen = ranked[:MAX_EXAMPLES]
-    return chosen, [c for c in candidates if c not in chosen]
+    # Ranked by index (a stable sort, so ties keep source order); the dropped ones go back
+    # to source order by index too, instead of comparing whole candidates with `not in`.
+    ranked = sorted(range(len(candidates)), key=lambda i: candidates[i].sort_key)
+    chosen = [candidates[i] for i in ranked[:MAX_EXAMPLES]]
+    return chosen, [candidates[i] for i in sorted(ranked[MAX_EXAMPLES:])]
 
 
 # --------------------------------------------------------------------------------------------

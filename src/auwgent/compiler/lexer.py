@@ -257,7 +257,11 @@ class _Lexer:
         self.diagnostics.append(error(code, message, self.source, self.span(start, end), help=help))
 
     def run(self) -> list[Token]:
-        return self.run_columns().as_list()
+        if self.offsets is None:
+            tokens = self.run_fast()
+            if tokens is not None:
+                return tokens.as_list()
+        return self.run_slow()
 
     def run_columns(self) -> Tokens:
         if self.offsets is None:

@@ -226,6 +226,13 @@ class _Parser:
             self.pos += 1
         return token
 
+    def advance_span(self) -> Span:
+        """``advance().span``, without building the token."""
+        pos = self.pos
+        if self.kinds[pos] is not EOF:
+            self.pos = pos + 1
+        return _new(Span, (self.starts[pos], self.ends[pos]))
+
     def skip(self) -> None:
         """``advance`` where the token is not needed."""
         if self.kinds[self.pos] is not EOF:
@@ -549,7 +556,7 @@ class _Parser:
         return parse(self, export_span)
 
     def parse_import(self) -> n.ImportDecl:
-        keyword = self.advance()
+        keyword = self.advance_span()
         self.expect(LBRACE, "`{` after `import`")
         names: list[n.Name] = []
         while not self.at(RBRACE):
@@ -559,13 +566,13 @@ class _Parser:
         self.expect(RBRACE, "`,` or `}` in the import list")
         self.expect_word("from")
         path = self.expect_string('the path to import from, e.g. "./models"')
-        return n.ImportDecl(tuple(names), path, self.since(keyword.span))
+        return n.ImportDecl(tuple(names), path, self.since(keyword))
 
     def parse_model(self, export: Span | None) -> n.ModelDecl:
-        keyword = self.advance()
+        keyword = self.advance_span()
         name = self.expect_name("a model name after `model`")
         entries, span = self.block(
-            f"`model {name.text}`", keyword.span, self.parse_entry, stop=self.starts_declaration
+            f"`model {name.text}`", keyword, self.parse_entry, stop=self.starts_declaration
         )
         return n.ModelDecl(name, tuple(entries), self.with_export(export, span), export)
 
@@ -573,28 +580,28 @@ class _Parser:
         return Span(export.start, span.end) if export else span
 
     def parse_type_decl(self, export: Span | None) -> n.TypeDecl:
-        keyword = self.advance()
+        keyword = self.advance_span()
         name = self.expect_name("a type name after `type`")
         fields, span = self.block(
-            f"`type {name.text}`", keyword.span, self.parse_field, stop=self.starts_declaration
+            f"`type {name.text}`", keyword, self.parse_field, stop=self.starts_declaration
         )
         return n.TypeDecl(name, tuple(fields), self.with_export(export, span), export)
 
     def parse_prompt(self, export: Span | None) -> n.PromptDecl:
-        keyword = self.advance()
+        keyword = self.advance_span()
         name = self.expect_name("a prompt name after `prompt`")
         params = self.parse_params() if self.at(LPAREN) else None
         items, span = self.block(
             f"`prompt {name.text}`",
-            keyword.span,
+            keyword,
             self.parse_prompt_item,
             stop=self.starts_declaration,
         )
         return n.PromptDecl(name, params, tuple(items), self.with_export(export, span), export)
 
     def parse_intent_decl(self, export: Span | None) -> n.IntentDecl:
-        keyword = self.advance()
-        decl = self.parse_intent_body(keyword.span, self.expect_name("an intent name"))
+        keyword = self.advance_span()
+        decl = self.parse_intent_body(keyword, self.expect_name("an intent name"))
         return n.IntentDecl(
             decl.name, decl.description, decl.fields, self.with_export(export, decl.span), export
         )
@@ -607,8 +614,8 @@ class _Parser:
             if self.at_word("description") and self.kind(1) is COLON:
                 self.add_description(description, f"`intent {name.text}`")
             elif self.at_word("fields"):
-                keyword = self.advance()
-                found, _ = self.block("`fields`", keyword.span, self.parse_field)
+                keyword = self.advance_span()
+                found, _ = self.block("`fields`", keyword, self.parse_field)
                 fields.extend(found)
             else:
                 raise self.fail("`description:` or `fields { ... }` in an intent")
@@ -617,10 +624,10 @@ class _Parser:
         return n.IntentDecl(name, description[0] if description else None, tuple(fields), span)
 
     def add_description(self, found: list[n.DescriptionEntry], where: str) -> None:
-        keyword = self.advance()
+        keyword = self.advance_span()
         self.expect(COLON)
         text = self.expect_string("a description string")
-        entry = n.DescriptionEntry(text, self.since(keyword.span))
+        entry = n.DescriptionEntry(text, self.since(keyword))
         if found:
             self.report(
                 "E0107",
@@ -676,29 +683,29 @@ class _Parser:
         return n.ConfigBlock(name, tuple(entries), span)
 
     def parse_context(self) -> n.ContextBlock:
-        keyword = self.advance()
-        fields, span = self.block("`context`", keyword.span, self.parse_field)
+        keyword = self.advance_span()
+        fields, span = self.block("`context`", keyword, self.parse_field)
         return n.ContextBlock(tuple(fields), span)
 
     def parse_input(self) -> n.InputDecl:
-        keyword = self.advance()
+        keyword = self.advance_span()
         self.expect(COLON, "`:` after `input`")
-        return n.InputDecl(self.parse_type(), self.since(keyword.span))
+        return n.InputDecl(self.parse_type(), self.since(keyword))
 
     def parse_output(self) -> n.OutputDecl:
-        keyword = self.advance()
+        keyword = self.advance_span()
         self.expect(COLON, "`:` after `output`")
-        return n.OutputDecl(self.parse_type(), self.since(keyword.span))
+        return n.OutputDecl(self.parse_type(), self.since(keyword))
 
     def parse_description(self) -> n.DescriptionEntry:
-        keyword = self.advance()
+        keyword = self.advance_span()
         self.expect(COLON, "`:` after `description`")
         text = self.expect_string("a description string")
-        return n.DescriptionEntry(text, self.since(keyword.span))
+        return n.DescriptionEntry(text, self.since(keyword))
 
     def parse_helpers(self) -> n.HelpersBlock:
-        keyword = self.advance()
-        uses, span = self.block("`helpers`", keyword.span, self.parse_helper_use)
+        keyword = self.advance_span()
+        uses, span = self.block("`helpers`", keyword, self.parse_helper_use)
         return n.HelpersBlock(tuple(uses), span)
 
     def parse_helper_use(self) -> n.HelperUse:
@@ -727,10 +734,10 @@ class _Parser:
         return n.HelperUse(name, grant, handoff, self.since(name.span))
 
     def parse_grant(self) -> n.ToolGrant:
-        keyword = self.advance()
+        keyword = self.advance_span()
         if self.eat_word("all"):
             self.expect_word("tools")
-            return n.ToolGrantAll(self.since(keyword.span))
+            return n.ToolGrantAll(self.since(keyword))
         if not self.at_word("tools"):
             word = self.peek().text if self.at(IDENT) else ""
             raise self.fail(
@@ -738,11 +745,11 @@ class _Parser:
                 code="E0106",
                 help=did_you_mean(word, ("all", "tools")) if word else None,
             )
-        opener = self.advance()
+        opener = self.advance_span()
         names, _ = self.block(
-            "`with tools`", opener.span, lambda: self.expect_name("a tool name to share")
+            "`with tools`", opener, lambda: self.expect_name("a tool name to share")
         )
-        return n.ToolGrantList(tuple(names), self.since(keyword.span))
+        return n.ToolGrantList(tuple(names), self.since(keyword))
 
     def parse_intent_member(self) -> n.IntentAttach:
         keyword = self.advance()
@@ -952,8 +959,8 @@ class _Parser:
     # ---------------------------------------------------------------- tools and workflows
 
     def parse_tool(self, export: Span | None = None) -> n.ToolDecl:
-        keyword = self.advance()
-        tool = self.parse_signature(keyword.span)
+        keyword = self.advance_span()
+        tool = self.parse_signature(keyword)
         if export is not None:
             return n.ToolDecl(
                 tool.name,
@@ -968,7 +975,7 @@ class _Parser:
     def parse_signature(self, start: Span | None = None) -> n.ToolDecl:
         if self.at_word("tool") and self.kind(1) is IDENT:
             # `tool` is optional inside `tools { }`: accept it rather than fail on it.
-            start = start or self.advance().span
+            start = start or self.advance_span()
         name = self.expect_name("a tool name")
         start = start or name.span
         params = self.parse_params()
@@ -986,8 +993,8 @@ class _Parser:
         return n.ToolDecl(name, params, returns, annotations, self.since(start))
 
     def parse_tools_block(self, export: Span | None = None) -> n.ToolsBlock:
-        keyword = self.advance()
-        tools, span = self.block("`tools`", keyword.span, self.parse_signature)
+        keyword = self.advance_span()
+        tools, span = self.block("`tools`", keyword, self.parse_signature)
         return n.ToolsBlock(tuple(tools), self.with_export(export, span))
 
     def parse_workflow(self, export: Span | None = None) -> n.WorkflowDecl:
@@ -1064,7 +1071,7 @@ class _Parser:
         return self.newlines[pos] or self.kinds[pos] in (RBRACE, EOF)
 
     def parse_if_stmt(self) -> n.IfStmt:
-        start = self.peek().span
+        start = self.span(self.pos)
         branches: list[n.IfBranch] = []
         else_body: tuple[n.Stmt, ...] | None = None
         while True:
@@ -1074,10 +1081,10 @@ class _Parser:
             branches.append(n.IfBranch(cond, tuple(body), self.since(keyword.span)))
             if not self.at_word("else"):
                 break
-            else_kw = self.advance()
+            else_kw = self.advance_span()
             if self.at_word("if"):
                 continue
-            body, _ = self.block("the `else` block", else_kw.span, self.parse_stmt)
+            body, _ = self.block("the `else` block", else_kw, self.parse_stmt)
             else_body = tuple(body)
             break
         return n.IfStmt(tuple(branches), else_body, self.since(start))
@@ -1230,9 +1237,9 @@ class _Parser:
         raise self.fail("an expression")
 
     def parse_array(self) -> n.ArrayExpr:
-        opener = self.advance()
+        opener = self.advance_span()
         items: list[n.Expr] = []
-        self.blocks.append(("the array", opener.span))
+        self.blocks.append(("the array", opener))
         try:
             while not self.at(RBRACKET):
                 items.append(self.parse_expr())
@@ -1241,12 +1248,12 @@ class _Parser:
             self.expect(RBRACKET, "`,` or `]` in the array")
         finally:
             self.blocks.pop()
-        return n.ArrayExpr(tuple(items), self.since(opener.span))
+        return n.ArrayExpr(tuple(items), self.since(opener))
 
     def parse_object(self) -> n.ObjectExpr:
-        opener = self.advance()
+        opener = self.advance_span()
         entries: list[n.ObjectEntry] = []
-        self.blocks.append(("the object", opener.span))
+        self.blocks.append(("the object", opener))
         try:
             while not self.at(RBRACE):
                 entries.append(self.parse_object_entry())
@@ -1255,7 +1262,7 @@ class _Parser:
             self.expect(RBRACE, "`,` or `}` in the object")
         finally:
             self.blocks.pop()
-        return n.ObjectExpr(tuple(entries), self.since(opener.span))
+        return n.ObjectExpr(tuple(entries), self.since(opener))
 
     def parse_object_entry(self) -> n.ObjectEntry:
         token = self.peek()
@@ -1322,26 +1329,26 @@ class _Parser:
         return n.PromptExample(found["user"], found["assistant"], span)
 
     def parse_prompt_if(self) -> n.PromptIf:
-        keyword = self.advance()
+        keyword = self.advance_span()
         cond = self.parse_condition()
-        then, _ = self.block("the prompt `if` block", keyword.span, self.parse_branch_item)
+        then, _ = self.block("the prompt `if` block", keyword, self.parse_branch_item)
         else_: tuple[n.PromptItem, ...] | None = None
         if self.at_word("else"):
-            else_kw = self.advance()
+            else_kw = self.advance_span()
             if self.at_word("if"):
                 else_ = (self.parse_prompt_if(),)
             else:
-                items, _ = self.block("the `else` block", else_kw.span, self.parse_branch_item)
+                items, _ = self.block("the `else` block", else_kw, self.parse_branch_item)
                 else_ = tuple(items)
-        return n.PromptIf(cond, tuple(then), else_, self.since(keyword.span))
+        return n.PromptIf(cond, tuple(then), else_, self.since(keyword))
 
     def parse_branch_item(self) -> n.PromptItem:
         if self.at_word("return"):
-            keyword = self.advance()
+            keyword = self.advance_span()
             if not self.at(STRING):
                 raise self.fail("a string after `return` in a prompt")
             text = self.parse_prompt_text()
-            return n.PromptText(text.string, text.template, self.since(keyword.span))
+            return n.PromptText(text.string, text.template, self.since(keyword))
         return self.parse_prompt_item()
 
 

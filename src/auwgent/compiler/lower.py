@@ -783,6 +783,8 @@ class _Names:
 
     def type(self, texpr: n.TypeExpr) -> None:
         """``lower_type``."""
+        if isinstance(texpr, n.PrimitiveType):
+            return  # the most common kind, and it claims nothing
         if isinstance(texpr, n.NamedType):
             self.named_type(texpr.name, texpr.span)
         elif isinstance(texpr, n.ArrayType):

@@ -144,8 +144,8 @@ class _Lowering:
         return self.scope.module.source
 
     def loc(self, span: Span) -> list[int]:
-        line, col = self.source.line_col(span.start)
-        return [line, col]
+        # Called for every statement and call: the source without the property's call.
+        return list(self.scope.module.source.line_col(span.start))
 
     def document(self, root: n.AgentDecl) -> JSON:
         self.agent(root, Symbol(root.name.text, root, self.path))
@@ -599,39 +599,41 @@ def lower_block(low: _Lowering, stmts: tuple[n.Stmt, ...], sigs: Signatures) -> 
 def lower_stmt(low: _Lowering, stmt: n.Stmt, sigs: Signatures) -> JSON:
     """One statement; ``return`` ends the workflow wherever it stands."""
     loc = low.loc(stmt.span)
-    match stmt:
-        case n.LetStmt(name=name, value=value):
-            return {
-                "s": "let",
-                "loc": loc,
-                "name": name.text,
-                "value": lower_expr(low, value, sigs),
-            }
-        case n.AssignStmt(name=name, value=value):
-            return {
-                "s": "assign",
-                "loc": loc,
-                "name": name.text,
-                "value": lower_expr(low, value, sigs),
-            }
-        case n.IfStmt(branches=branches, else_body=else_body):
-            return {
-                "s": "if",
-                "loc": loc,
-                "branches": [
-                    {"cond": lower_expr(low, b.cond, sigs), "body": lower_block(low, b.body, sigs)}
-                    for b in branches
-                ],
-                "else": None if else_body is None else lower_block(low, else_body, sigs),
-            }
-        case n.ReturnStmt(value=value):
-            return {
-                "s": "return",
-                "loc": loc,
-                "value": None if value is None else lower_expr(low, value, sigs),
-            }
-        case n.ExprStmt(expr=expr):
-            return {"s": "expr", "loc": loc, "value": lower_expr(low, expr, sigs)}
+    # Plain isinstance tests, most frequent kinds first, cost less than class patterns.
+    if isinstance(stmt, n.LetStmt):
+        return {
+            "s": "let",
+            "loc": loc,
+            "name": stmt.name.text,
+            "value": lower_expr(low, stmt.value, sigs),
+        }
+    if isinstance(stmt, n.ReturnStmt):
+        value = stmt.value
+        return {
+            "s": "return",
+            "loc": loc,
+            "value": None if value is None else lower_expr(low, value, sigs),
+        }
+    if isinstance(stmt, n.IfStmt):
+        else_body = stmt.else_body
+        return {
+            "s": "if",
+            "loc": loc,
+            "branches": [
+                {"cond": lower_expr(low, b.cond, sigs), "body": lower_block(low, b.body, sigs)}
+                for b in stmt.branches
+            ],
+            "else": None if else_body is None else lower_block(low, else_body, sigs),
+        }
+    if isinstance(stmt, n.AssignStmt):
+        return {
+            "s": "assign",
+            "loc": loc,
+            "name": stmt.name.text,
+            "value": lower_expr(low, stmt.value, sigs),
+        }
+    if isinstance(stmt, n.ExprStmt):
+        return {"s": "expr", "loc": loc, "value": lower_expr(low, stmt.expr, sigs)}
     raise AssertionError(f"unexpected statement {stmt!r}")  # pragma: no cover
 
 

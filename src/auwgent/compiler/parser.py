@@ -1296,9 +1296,9 @@ class _Parser:
     # ---------------------------------------------------------------- prompts
 
     def parse_prompt_item(self) -> n.PromptItem:
-        token = self.peek()
-        if token.kind is STRING:
+        if self.kinds[self.pos] is STRING:
             return self.parse_prompt_text()
+        token = self.peek()
         if token.kind is IDENT and token.text in ("Example", "example"):
             return self.parse_example()
         if token.kind is IDENT and token.text == "if":
@@ -1309,10 +1309,11 @@ class _Parser:
         )
 
     def parse_prompt_text(self) -> n.PromptText:
-        token = self.advance()
-        assert isinstance(token.value, n.StringLit)
-        template = _TemplateParser(self, token.value).parse()
-        return n.PromptText(token.value, template, token.span)
+        string = self.values[self.pos]
+        assert isinstance(string, n.StringLit)
+        span = self.advance_span()
+        template = _TemplateParser(self, string).parse()
+        return n.PromptText(string, template, span)
 
     def parse_example(self) -> n.PromptExample:
         keyword = self.advance()

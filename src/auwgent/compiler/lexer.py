@@ -11,6 +11,13 @@ indentation removed) before escapes are resolved.
 
 The same lexer reads expressions inside prompt templates: ``tokenize_fragment`` lexes processed
 string characters and maps every span back into the file through the string's offsets.
+
+Speed: the parser gets a file's tokens from ``lex`` as columns (``Tokens``: parallel lists of
+kinds, texts, start and end offsets, line-break flags and values), made by one ``findall`` and
+a few passes in C (``_Lexer.run_fast``); a ``Token`` is built only on demand (``tokenize``,
+``Tokens.token``). Lexing the bench project (80 files, 10,000 lines, 43,500 tokens) costs about
+310 M instructions, 40% of them in the regex engine (near what any one-match-per-token pattern
+costs there); with a named tuple and a ``Span`` per token it was 500 M.
 """
 
 from __future__ import annotations
@@ -81,8 +88,8 @@ _new_string = maker(StringLit)  # StringLit(value, kind, span, offsets), a quart
 class Token(NamedTuple):
     """One token. ``value`` is the ``StringLit`` of a string, the number of a number.
 
-    A named tuple rather than a dataclass: tokens are made by the ten thousand and never escape
-    the front end, so creation speed matters more than anything else here.
+    What ``tokenize`` returns, and what the parser builds from its columns (``Tokens``) when it
+    needs a whole token, mostly for a message. A named tuple: cheap to build.
     """
 
     kind: TokenKind

@@ -64,6 +64,12 @@ Recovery: an error unwinds to the nearest member or declaration, which skips to 
 that starts a member or declaration (balancing braces), so one mistake does not hide the next.
 A block still open when a line starts a top-level declaration is closed with one ``E0101``.
 Nesting deeper than ``MAX_DEPTH`` is ``E0109`` rather than a blown Python stack.
+
+Speed: the parser reads the lexer's token columns by index (``self.kinds[self.pos]``), builds a
+``Token`` only for messages and rare paths (``peek``, ``advance``), reads token kinds as module
+globals, and makes its most frequent nodes with ``records.maker`` functions. Parsing the bench
+project (80 files, 43,500 tokens, 34,000 nodes) costs about 335 M instructions, two thirds of
+them the interpreter's own loop; a node costs about 2,000 instructions and a ``Span`` 1,000.
 """
 
 from __future__ import annotations

@@ -66,10 +66,12 @@ A block still open when a line starts a top-level declaration is closed with one
 Nesting deeper than ``MAX_DEPTH`` is ``E0109`` rather than a blown Python stack.
 
 Speed: the parser reads the lexer's token columns by index (``self.kinds[self.pos]``), builds a
-``Token`` only for messages and rare paths (``peek``, ``advance``), reads token kinds as module
-globals, and makes its most frequent nodes with ``records.maker`` functions. Parsing the bench
-project (80 files, 43,500 tokens, 34,000 nodes) costs about 335 M instructions, two thirds of
-them the interpreter's own loop; a node costs about 2,000 instructions and a ``Span`` 1,000.
+``Token`` only for messages and rare paths (``peek``, ``advance``) and reads token kinds as
+module globals. Parsing the bench project (80 files, 43,500 tokens, 34,000 nodes) costs about
+370 M instructions, two thirds of them the interpreter's own loop; a node costs about 2,000
+instructions and a ``Span`` 1,000. (Building nodes without calling their class, by giving a
+mutable twin its class afterwards, saved 5% of parsing; it was left out, because the parser's
+node constructions would no longer be type-checked.)
 """
 
 from __future__ import annotations
@@ -80,28 +82,10 @@ from typing import Final, Literal, TypeVar
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error
 from .lexer import Token, TokenKind, Tokens, lex, tokenize_fragment
-from .records import maker
 from .source import SourceFile, Span
 
 T = TypeVar("T")
 _new = tuple.__new__  # builds a Span without its Python-level __new__ (hot path)
-
-# The nodes made most often are built by records.maker functions: the same nodes, a quarter
-# cheaper than calling the class (together about 3% of the instructions of lexing and parsing).
-# Arguments: every field, in order.
-_new_name = maker(n.Name)
-_new_name_ref = maker(n.NameRef)
-_new_literal = maker(n.Literal)
-_new_primitive = maker(n.PrimitiveType)
-_new_named_type = maker(n.NamedType)
-_new_field = maker(n.Field)
-_new_binary = maker(n.Binary)
-_new_call = maker(n.Call)
-_new_let = maker(n.LetStmt)
-_new_return = maker(n.ReturnStmt)
-_new_example_arg = maker(n.ExampleArg)
-_new_desc = maker(n.DescAnnotation)
-_new_text = maker(n.TText)
 
 
 # The token kinds as module globals: the parser reads one or more per token, and in Python
@@ -353,7 +337,7 @@ class _Parser:
         pos = self.pos
         if self.kinds[pos] is IDENT:
             self.pos = pos + 1
-            return _new_name(self.texts[pos], _new(Span, (self.starts[pos], self.ends[pos])))
+            return n.Name(self.texts[pos], _new(Span, (self.starts[pos], self.ends[pos])))
         raise self.fail(what)
 
     def expect_same_line_name(self, what: str) -> n.Name:
@@ -840,7 +824,7 @@ class _Parser:
         self.expect(COLON, f"`:` and a type after `{name.text}`")
         type_ = self.parse_type()
         annotations = self.parse_annotations()
-        return _new_field(name, type_, optional, annotations, self.since(name.span))
+        return n.Field(name, type_, optional, annotations, self.since(name.span))
 
     def parse_params(self) -> tuple[n.Field, ...]:
         opener = self.span(self.pos)
@@ -876,8 +860,8 @@ class _Parser:
         text = self.texts[pos]
         span = _new(Span, (self.starts[pos], self.ends[pos]))
         if text in _PRIMITIVES:
-            return _new_primitive(text, span)
-        return n.TextType(span) if text == "Text" else _new_named_type(text, span)
+            return n.PrimitiveType(text, span)  # type: ignore[arg-type]
+        return n.TextType(span) if text == "Text" else n.NamedType(text, span)
 
     def parse_union_type(self) -> n.TypeExpr:
         first = self.parse_postfix_type()
@@ -938,7 +922,7 @@ class _Parser:
             if word == "desc":
                 self.pos += 1
                 text = self.expect_string('a string after `@desc`, e.g. @desc "what it is"')
-                annotations.append(_new_desc(text, self.since(at)))
+                annotations.append(n.DescAnnotation(text, self.since(at)))
             elif word == "example":
                 self.pos += 1
                 annotations.append(self.parse_example_annotation(at))
@@ -974,7 +958,7 @@ class _Parser:
             name = self.expect_name('an argument name, e.g. @example(location = "Accra")')
             self.expect(ASSIGN, f"`=` after `{name.text}` in `@example`")
             value = self.parse_expr()
-            args.append(_new_example_arg(name, value, self.since(name.span)))
+            args.append(n.ExampleArg(name, value, self.since(name.span)))
             if not self.eat(COMMA):
                 break
         self.expect(RPAREN, "`,` or `)` in `@example(...)`")
@@ -1064,13 +1048,13 @@ class _Parser:
             self.pos += 1
             name = self.expect_name("a variable name after `let`")
             self.expect(ASSIGN, f"`=` after `let {name.text}`")
-            stmt: n.Stmt = _new_let(name, self.parse_expr(), self.since(self.span(pos)))
+            stmt: n.Stmt = n.LetStmt(name, self.parse_expr(), self.since(self.span(pos)))
         elif word == "if":
             return self.parse_if_stmt()
         elif word == "return":
             self.pos += 1
             value = None if self.statement_ends() else self.parse_expr()
-            stmt = _new_return(value, self.since(self.span(pos)))
+            stmt = n.ReturnStmt(value, self.since(self.span(pos)))
         elif word is not None and self.kind(1) is ASSIGN:
             self.pos += 2
             name = n.Name(word, self.span(pos))
@@ -1139,7 +1123,7 @@ class _Parser:
                 right = self.parse_expr(power + 1)
                 span = _new(Span, (left.span.start, right.span.end))
                 op = self.texts[pos]
-                left = _new_binary(op, left, right, span, self.span(pos))
+                left = n.Binary(op, left, right, span, self.span(pos))  # type: ignore[arg-type]
         finally:
             self.links = links
 
@@ -1156,7 +1140,7 @@ class _Parser:
         if kind is NUMBER or kind is STRING:
             value = self.values[pos]
             self.pos = pos + 1
-            return _new_literal(
+            return n.Literal(
                 value.value if isinstance(value, n.StringLit) else value,
                 _new(Span, (self.starts[pos], self.ends[pos])),
             )
@@ -1166,8 +1150,8 @@ class _Parser:
         self.pos = pos + 1
         span = _new(Span, (self.starts[pos], self.ends[pos]))
         if text in _KEYWORD_LITERALS:
-            return _new_literal(_KEYWORD_LITERALS[text], span)
-        return _new_name_ref(text, span)
+            return n.Literal(_KEYWORD_LITERALS[text], span)
+        return n.NameRef(text, span)
 
     def parse_unary(self) -> n.Expr:
         self.deeper()
@@ -1229,7 +1213,7 @@ class _Parser:
             self.expect(RPAREN, "`,` or `)` in the argument list")
         finally:
             self.blocks.pop()
-        return _new_call(callee, tuple(args), self.since(callee.span))
+        return n.Call(callee, tuple(args), self.since(callee.span))
 
     def parse_atom(self) -> n.Expr:
         pos = self.pos
@@ -1238,17 +1222,17 @@ class _Parser:
             self.pos = pos + 1
             value = self.values[pos]
             literal = value.value if isinstance(value, n.StringLit) else value
-            return _new_literal(literal, self.span(pos))
+            return n.Literal(literal, self.span(pos))
         text = self.texts[pos]
         if kind is IDENT and text not in _STATEMENT_WORDS:
             self.pos = pos + 1
             if text in _KEYWORD_LITERALS:
-                return _new_literal(_KEYWORD_LITERALS[text], self.span(pos))
+                return n.Literal(_KEYWORD_LITERALS[text], self.span(pos))
             if text == "ctx" and self.at(DOT):
                 self.pos += 1
                 name = self.expect_same_line_name("a context field after `ctx.`")
                 return n.CtxRef(name, _new(Span, (self.starts[pos], name.span.end)))
-            return _new_name_ref(text, self.span(pos))
+            return n.NameRef(text, self.span(pos))
         if kind is LBRACKET:
             return self.parse_array()
         if kind is LBRACE:
@@ -1477,7 +1461,7 @@ class _TemplateParser:
 
     def add_text(self, start: int, end: int) -> None:
         if end > start:
-            self.current().append(_new_text(self.text[start:end], self.span(start, end)))
+            self.current().append(n.TText(self.text[start:end], self.span(start, end)))
 
     def tag(self, open_at: int, close_at: int) -> None:
         inner_start = open_at + 2

@@ -30,14 +30,7 @@ else:
         return lambda decorated: decorated
 
 
-__all__ = [
-    "frozen_delattr",
-    "frozen_setattr",
-    "is_record",
-    "maker",
-    "record",
-    "record_fields",
-]
+__all__ = ["frozen_delattr", "frozen_setattr", "is_record", "record", "record_fields"]
 
 T = TypeVar("T")
 
@@ -137,44 +130,6 @@ def _value_methods(names: tuple[str, ...]) -> dict[str, Any]:
         return f"{type(self).__qualname__}({shown})"
 
     return {"__eq__": __eq__, "__hash__": __hash__, "__repr__": __repr__}
-
-
-def maker(cls: Callable[..., T]) -> Callable[..., T]:
-    """A function that builds an instance of record class ``cls`` from every field, in order.
-
-    The same instance as ``cls(...)`` at about three quarters of the cost, for the parser,
-    which makes a node every few tokens. Calling a class goes through ``type.__call__`` and
-    ``__init__`` with argument tuples, and a frozen class can only fill its slots through
-    their descriptors (a call each). The maker instead creates the object as a mutable twin
-    of ``cls`` (a subclass with the same slots that allows assignment), stores the fields
-    with plain attribute assignments, and then gives the object its class: ``cls``.
-    """
-    record_cls = cast(type, cls)
-    names: tuple[str, ...] = getattr(record_cls, _FIELDS)
-    twin = type(
-        record_cls.__name__,
-        (record_cls,),
-        {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__},
-    )
-    code = _maker_code(len(names))
-    # The template stores attributes a0, a1, ...: give them the field names.
-    fields = {f"a{index}": name for index, name in enumerate(names)}
-    code = code.replace(co_names=tuple(fields.get(name, name) for name in code.co_names))
-    scope = {"_new": object.__new__, "_twin": twin, "_cls": record_cls}
-    make = FunctionType(code, scope, f"make_{record_cls.__name__}")
-    return cast("Callable[..., T]", make)
-
-
-@cache
-def _maker_code(count: int) -> CodeType:
-    """``make(f0, ..., fN)``: a ``_twin`` with attributes ``aI`` set, turned into a ``_cls``."""
-    params = ", ".join(f"f{index}" for index in range(count))
-    body = "".join(f"    made.a{index} = f{index}\n" for index in range(count))
-    source = f"def make({params}):\n    made = _new(_twin)\n{body}    made.__class__ = _cls\n"
-    scope: dict[str, Any] = {}
-    exec(source + "    return made\n", scope)  # noqa: S102 - built from numbers
-    code: CodeType = scope["make"].__code__
-    return code
 
 
 def is_record(value: object) -> bool:

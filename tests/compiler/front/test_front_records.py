@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from auwgent.compiler import nodes as n
-from auwgent.compiler.records import is_record, maker, record, record_fields
+from auwgent.compiler.records import is_record, record, record_fields
 from auwgent.compiler.source import Span
 
 
@@ -69,32 +69,3 @@ def test_nodes_are_records_with_the_same_methods() -> None:
     assert repr(name) == "Name(text='x', span=Span(start=0, end=1))"
     assert n.Name.__init__.__qualname__ == "Name.__init__"
     assert n.Name.__doc__ and "identifier" in n.Name.__doc__
-
-
-def test_maker_builds_the_same_frozen_instance() -> None:
-    make = maker(Pair)
-    pair = make(1, "a", "x")
-    assert type(pair) is Pair
-    assert pair == Pair(1, "a", "x")
-    assert hash(pair) == hash(Pair(1, "a", "x"))
-    assert repr(pair) == repr(Pair(1, "a", "x"))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        pair.left = 2  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        make(1, "a")  # a maker takes every field, defaults included
-
-
-def test_maker_of_every_node_class() -> None:
-    """Each node class, filled with placeholder values, comes out of its maker unchanged."""
-    classes = [value for value in vars(n).values() if isinstance(value, type)]
-    made = 0
-    for cls in classes:
-        if not hasattr(cls, "__record_fields__") or cls.__module__ != n.__name__:
-            continue
-        values = [f"{name}-value" for name in record_fields(cls)]
-        node = maker(cls)(*values)
-        assert type(node) is cls
-        assert node == cls(*values)
-        assert [getattr(node, name) for name in record_fields(cls)] == values
-        made += 1
-    assert made > 30

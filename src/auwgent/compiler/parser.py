@@ -31,8 +31,9 @@ between list entries are optional wherever entries may also be separated by line
     member       := "default" "config" "{" entry* "}" | "config" IDENT "{" entry* "}"
                   | "context" "{" field* "}" | "input" ":" type_expr | "output" ":" type_expr
                   | tool | tools | workflow | "helpers" "{" helper_use* "}"
-                  | "intent" ":" (IDENT ("+" IDENT)* | "{" (IDENT "{" intent_item* "}")* "}")
+                  | "intent" ":" intent_term ("+" intent_term)*
                   | "description" ":" STRING
+    intent_term  := IDENT | "{" (IDENT "{" intent_item* "}")* "}"
     tool         := "tool" signature
     tools        := "tools" "{" signature* "}"
     signature    := ["tool"] IDENT "(" params ")" ":" type_expr annotation*
@@ -762,21 +763,23 @@ class _Parser:
     def parse_intent_member(self) -> n.IntentAttach:
         keyword = self.advance()
         self.expect(COLON, "`:` after `intent` (or declare `intent Name { ... }` at top level)")
+
+        def inline() -> n.IntentDecl:
+            name = self.expect_name("an intent name")
+            return self.parse_intent_body(name.span, name)
+
+        # Terms joined by `+`, as in a prompt: names of declared intents, and `{ ... }`
+        # blocks of inline ones, in any mix.
         items: list[n.NameRef | n.IntentDecl] = []
-        if self.at(LBRACE):
-
-            def inline() -> n.IntentDecl:
-                name = self.expect_name("an intent name")
-                return self.parse_intent_body(name.span, name)
-
-            found, _ = self.block("`intent:`", keyword.span, inline)
-            items.extend(found)
-        else:
-            while True:
-                name = self.expect_name("an intent name")
+        while True:
+            if self.at(LBRACE):
+                found, _ = self.block("`intent:`", keyword.span, inline)
+                items.extend(found)
+            else:
+                name = self.expect_name("an intent name or `{ ... }`")
                 items.append(n.NameRef(name.text, name.span))
-                if not self.eat(PLUS):
-                    break
+            if not self.eat(PLUS):
+                break
         return n.IntentAttach(tuple(items), self.since(keyword.span))
 
     # ---------------------------------------------------------------- config entries

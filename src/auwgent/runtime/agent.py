@@ -219,6 +219,7 @@ class AgentCore:
                 tuple(t["params"]),
                 t["returns"],
                 configured=self.registry.has(t["name"]),
+                examples=tuple(t.get("examples", ())),
             )
             for t in inv.tools
         ]

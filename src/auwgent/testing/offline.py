@@ -4,7 +4,8 @@
 request from the protocol contract the engine attaches to it (``request.contract``):
 
 1. On the first model call of a turn it calls every tool the model may use and that has an
-   implementation, once each, with arguments built from the declared parameter types
+   implementation, once each, with the arguments of the tool's first ``@example`` that gives
+   every required one, else arguments built from the declared parameter types
    (:func:`auwgent.runtime.schema.example_value`).
 2. Once the history holds those results (or when there is no tool to call) it answers: for a
    structured output, a value of the first output variant that validates against the declared
@@ -160,6 +161,12 @@ def _tool_calls(
 
 
 def _example_args(spec: CallableSpec, contract: Contract) -> dict[str, Any]:
+    required = [p["name"] for p in spec.params if not p.get("optional", False)]
+    for example in spec.examples:
+        # The tool's own @example, when it gives every required argument (the checker has
+        # matched its values against the parameter types): what a real model would imitate.
+        if all(name in example for name in required):
+            return dict(example)
     args: dict[str, Any] = {}
     for param in spec.params:
         # Leave optional parameters out: the smallest call that honours the contract.

@@ -226,3 +226,21 @@ async def test_the_manuals_rag_middleware_runs_offline() -> None:
     assert [name for name, _ in seen] == ["response_text"]
     # The retrieved chunk reached the model through the context section of the prompt.
     assert "Refunds are paid within five working days." in model.requests[0].system
+
+
+@pytest.mark.parametrize("protocol", ["blocks", "native"])
+async def test_the_offline_model_calls_tools_with_their_own_examples(protocol: str) -> None:
+    # get_weather's first @example lacks the required `location`; its second is taken.
+    # get_humidity has no example: its arguments come from the types.
+    source = WEATHER.replace(
+        '@desc "Gets the current weather"',
+        '@desc "Gets the current weather"\n'
+        '            @example()\n            @example(location = "Accra")',
+    )
+    tools = WeatherTools()
+    agent = _agent(_compile(source), {"provider": "offline", "tools": tools, "protocol": protocol})
+    await agent.run("Weather in Accra?")
+    assert sorted(tools.calls) == [
+        ("get_humidity", {"location": "example"}),
+        ("get_weather", {"location": "Accra"}),
+    ]

@@ -40,6 +40,7 @@ class CallableSpec:
     params: tuple[IRField, ...]
     returns: IRType
     configured: bool = True  # False: no implementation; description gets "[NOT CONFIGURED]"
+    examples: tuple[Mapping[str, Any], ...] = ()  # the tool's own @example argument objects
 
 
 @dataclass(frozen=True, slots=True)

@@ -798,15 +798,10 @@ class _Names:
                 self.type(variant)
 
     def named_type(self, name: str, span: Span) -> None:
-        """``named_type``."""
-        low = self.low
-        symbol = low.scope.lookup(name)
-        if symbol is None or not isinstance(symbol.decl, n.TypeDecl):
-            return
-        if not low.claim("types", name, symbol.key, span):
-            return
-        with low.within(symbol.path):
-            self.fields(symbol.decl.fields)
+        """``named_type``: the fields' types."""
+        symbol = self.low.scope.lookup(name)
+        if symbol is not None and isinstance(symbol.decl, n.TypeDecl):
+            self.claim_then(symbol, "types", span, symbol.decl.fields)
 
     def prompt_part(self, term: n.ConfigTerm) -> None:
         """``lower_prompt_part``: only references to named prompts claim a name."""
@@ -817,11 +812,15 @@ class _Names:
 
     def named_prompt(self, name: str, span: Span) -> None:
         """``named_prompt``: the parameters' types (the body claims nothing)."""
+        symbol = self.low.scope.lookup(name)
+        if symbol is not None and isinstance(symbol.decl, n.PromptDecl):
+            self.claim_then(symbol, "prompts", span, symbol.decl.params or ())
+
+    def claim_then(
+        self, symbol: Symbol, table: str, span: Span, fields: tuple[n.Field, ...]
+    ) -> None:
+        """Claim ``symbol``'s name in ``table``; the first time, walk ``fields`` in its file."""
         low = self.low
-        symbol = low.scope.lookup(name)
-        if symbol is None or not isinstance(symbol.decl, n.PromptDecl):
-            return
-        if not low.claim("prompts", name, symbol.key, span):
-            return
-        with low.within(symbol.path):
-            self.fields(symbol.decl.params or ())
+        if low.claim(table, symbol.name, symbol.key, span):
+            with low.within(symbol.path):
+                self.fields(fields)

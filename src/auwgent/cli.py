@@ -56,7 +56,7 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
     """Run the whole compiler over ``project``: parse, modules, checker and lowering.
 
     ``jobs`` is how many processes a large project may be checked in (default: one per
-    usable CPU that the load average leaves free); the report is the same for any value.
+    usable CPU); the report is the same for any value.
     """
     from auwgent.compiler.parallel import default_jobs
     from auwgent.compiler.pipeline import compile_project
@@ -152,8 +152,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_positive_int,
         default=None,
         metavar="N",
-        help="check a large project in up to N processes (default: one per CPU not kept "
-        "busy by other programs; 1: no extra process)",
+        help="check a large project in up to N processes (default: one per CPU; 1: no extra "
+        "process)",
     )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -235,7 +235,7 @@ def main() -> int:
         cpu_s = _median_time(lambda: compile_project(files, root), args.runs, time.process_time)
         # Bytecode as `pip install` writes it; see bench_compile.byte_compile_package.
         compileall.compile_dir(str(Path(auwgent.__file__).parent), quiet=1)
-        # The default (split over the free CPUs) and one process, interleaved.
+        # The default (split over the usable CPUs) and one process, interleaved.
         cli_times: dict[str, list[float]] = {"default": [], "-j 1": []}
         for _ in range(args.runs):
             for name in cli_times:

@@ -1,9 +1,9 @@
 """Compiling a large project on several cores.
 
 A file's diagnostics depend only on the file itself and on what it imports, directly or not
-(its *closure*), with two exceptions, both errors: the help of an unknown-name error lists
-exports of any file in the project, and one custom provider id may not be given two base URLs
-anywhere in the project. So the files are split into *shares*: each share is compiled in its
+(its *closure*), with three exceptions, all errors: the help of an unknown-name error lists
+exports of any file in the project, an import of a missing file suggests the project's file
+names, and one custom provider id may not be given two base URLs anywhere in the project. So the files are split into *shares*: each share is compiled in its
 own forked process together with the closures of its files (a library imported by files of
 two shares is read in both), and the results are merged.
 

@@ -146,15 +146,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=Path,
         help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
     )
-    parser.add_argument(
-        "-j",
-        "--jobs",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="check a large project in up to N processes (default: one per CPU; 1: no extra "
-        "process)",
-    )
+    _add_jobs(parser)
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return run_check(args.path, out=out, err=err, jobs=args.jobs)
@@ -178,15 +170,28 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument(
         "--watch", action="store_true", help="regenerate whenever a source file changes"
     )
+    _add_jobs(parser)
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent import generate
 
         if args.watch:
-            return generate.watch(args.path, out=out, err=err)
-        return generate.run_generate(args.path, out=out, err=err)
+            return generate.watch(args.path, out=out, err=err, jobs=args.jobs)
+        return generate.run_generate(args.path, out=out, err=err, jobs=args.jobs)
 
     parser.set_defaults(run=run)
+
+
+def _add_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="compile a large project in up to N processes (default: one per CPU; 1: no extra "
+        "process)",
+    )
 
 
 def _positive_int(text: str) -> int:

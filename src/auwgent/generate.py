@@ -282,15 +282,25 @@ def default_output(project: Project) -> Path:
     return project.output if project.output is not None else project.root / "generated"
 
 
-def generate(project: Project) -> GenerateResult:
-    """Compile ``project`` and bring its output folder up to date."""
+def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
+    """Compile ``project`` and bring its output folder up to date.
+
+    ``jobs``: how many processes a large project may be compiled in (default: one per usable
+    CPU; see docs/cli.md); the outputs are the same for any value.
+    """
     from auwgent.cli import display_path
+    from auwgent.compiler.parallel import default_jobs
     from auwgent.compiler.pipeline import compile_project
 
     started = time.perf_counter()
     output = default_output(project)
     notes, target_errors = _targets_notes(project.targets)
-    compiled = compile_project(project.files, project.source_root, display=display_path)
+    compiled = compile_project(
+        project.files,
+        project.source_root,
+        display=display_path,
+        jobs=default_jobs() if jobs is None else jobs,
+    )
     errors: list[str] = list(target_errors)
     written: list[Path] = []
     removed: list[Path] = []
@@ -319,14 +329,14 @@ def generate(project: Project) -> GenerateResult:
     )
 
 
-def generate_path(path: Path) -> GenerateResult:
+def generate_path(path: Path, *, jobs: int | None = None) -> GenerateResult:
     """Load the project at ``path`` (like ``auwgent check``) and generate it.
 
     Raises ``ConfigError`` when the project (auwgent.yml, the source path) cannot be loaded.
     """
     from auwgent.project import load_project
 
-    return generate(load_project(path))
+    return generate(load_project(path), jobs=jobs)
 
 
 def _report(result: GenerateResult, out: TextIO, err: TextIO, color: bool) -> None:
@@ -350,12 +360,18 @@ def _color(stream: TextIO) -> bool:
     return use_color(stream)
 
 
-def run_generate(path: Path, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_generate(
+    path: Path,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    jobs: int | None = None,
+) -> int:
     """``auwgent generate PATH``: exit 0 when clean, 1 on errors, 2 when the project is unusable."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        result = generate_path(path)
+        result = generate_path(path, jobs=jobs)
     except ConfigError as exc:
         print(f"error: {exc}", file=err)
         return 2
@@ -373,6 +389,7 @@ def watch(
     stop_event: threading.Event | None = None,
     debounce_ms: int = 200,
     on_cycle: Callable[[GenerateResult], None] | None = None,
+    jobs: int | None = None,
 ) -> int:
     """``auwgent generate --watch``: generate, then again on every change, until stopped.
 
@@ -382,7 +399,7 @@ def watch(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        return _watch(path, out, err, stop_event, debounce_ms, on_cycle)
+        return _watch(path, out, err, stop_event, debounce_ms, on_cycle, jobs)
     except KeyboardInterrupt:
         print("stopped watching", file=out)
         return 0
@@ -395,6 +412,7 @@ def _watch(
     stop_event: threading.Event | None,
     debounce_ms: int,
     on_cycle: Callable[[GenerateResult], None] | None,
+    jobs: int | None,
 ) -> int:
     import logging
 
@@ -414,7 +432,7 @@ def _watch(
     color = _color(err)
 
     def cycle() -> None:
-        result = generate(project)
+        result = generate(project, jobs=jobs)
         _report(result, out, err, color)
         if on_cycle is not None:
             on_cycle(result)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -205,9 +206,9 @@ def big_project(root: Path, *, broken: bool) -> None:
     (root / "auwgent.yml").write_text('source: "src"\n', encoding="utf-8")
 
 
-def run_check(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_check(root: Path, *args: str, command: str = "check") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "auwgent", "check", *args, "."],
+        [sys.executable, "-m", "auwgent", command, *args, "."],
         capture_output=True,
         text=True,
         cwd=root,
@@ -233,9 +234,22 @@ def test_check_prints_the_same_with_any_jobs(tmp_path: Path, broken: bool) -> No
         assert timing.sub("", other.stdout) == timing.sub("", first.stdout)
 
 
+def test_generate_writes_the_same_files_with_any_jobs(tmp_path: Path) -> None:
+    big_project(tmp_path, broken=False)
+    outputs = []
+    for jobs in ("1", "2"):
+        result = run_check(tmp_path, "-j", jobs, command="generate")
+        assert result.returncode == 0, result.stderr
+        generated = tmp_path / "generated"
+        outputs.append({p: p.read_bytes() for p in sorted(generated.rglob("*")) if p.is_file()})
+        shutil.rmtree(generated)
+    assert len(outputs[0]) > 30 and outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("command", ["check", "generate"])
 @pytest.mark.parametrize("value", ["0", "-1", "two"])
-def test_jobs_must_be_a_positive_number(tmp_path: Path, value: str) -> None:
-    result = run_check(tmp_path, "--jobs", value)
+def test_jobs_must_be_a_positive_number(tmp_path: Path, value: str, command: str) -> None:
+    result = run_check(tmp_path, "--jobs", value, command=command)
     assert result.returncode == 2
     assert "--jobs" in result.stderr and "at least 1" in result.stderr
     assert "Traceback" not in result.stderr

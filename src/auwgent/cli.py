@@ -58,7 +58,6 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
     ``jobs`` is how many processes a large project may be checked in (default: one per
     usable CPU); the report is the same for any value.
     """
-    from auwgent.compiler.parallel import default_jobs
     from auwgent.compiler.pipeline import compile_project
 
     # Nothing is written, so no IR is built (only the lowering's own checks run).
@@ -67,7 +66,7 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
         project.source_root,
         display=display_path,
         documents=False,
-        jobs=default_jobs() if jobs is None else jobs,
+        jobs=jobs,
     )
     return CheckReport(result.diagnostics, result.files, result.agents)
 

@@ -289,7 +289,6 @@ def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
     CPU; see docs/cli.md); the outputs are the same for any value.
     """
     from auwgent.cli import display_path
-    from auwgent.compiler.parallel import default_jobs
     from auwgent.compiler.pipeline import compile_project
 
     started = time.perf_counter()
@@ -299,7 +298,7 @@ def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
         project.files,
         project.source_root,
         display=display_path,
-        jobs=default_jobs() if jobs is None else jobs,
+        jobs=jobs,
     )
     errors: list[str] = list(target_errors)
     written: list[Path] = []

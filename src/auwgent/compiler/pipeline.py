@@ -23,7 +23,7 @@ from .checker import check
 from .diagnostics import Diagnostic, error, render_all, sort_key
 from .lower import lower_file, name_clashes
 from .modules import resolve_modules
-from .parallel import Outcome, compile_split
+from .parallel import Outcome, compile_split, default_jobs
 from .parser import parse
 from .records import record
 from .source import SourceFile, Span
@@ -76,7 +76,7 @@ class CompileResult:
         raise CompileError(f"{count} in the .agent sources:\n\n{render_all(errors, color=False)}")
 
 
-def compile_sources(sources: Mapping[str, str], *, jobs: int = 1) -> CompileResult:
+def compile_sources(sources: Mapping[str, str], *, jobs: int | None = 1) -> CompileResult:
     """Compile in-memory files keyed by relative path (``"main.agent"``, ``"lib/x.agent"``).
 
     ``jobs`` as for ``compile_project``.
@@ -92,7 +92,7 @@ def compile_project(
     display: Callable[[Path], str] | None = None,
     hashed: bool = True,
     documents: bool = True,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> CompileResult:
     """Compile ``files`` from disk; their paths in the IR are relative to ``source_root``.
 
@@ -101,7 +101,8 @@ def compile_project(
     ``hashed=False`` leaves the ``hash`` field of the documents empty; ``documents=False``
     builds no IR at all, for callers that only want the diagnostics (``auwgent check``): the
     result's ``documents`` is then empty. ``jobs`` above 1 lets a large project be compiled
-    in that many processes (see ``parallel.py``); the result is the same.
+    in that many processes (see ``parallel.py``), ``None`` in one per usable CPU; the result
+    is the same.
     """
     loaded: list[tuple[str, SourceFile]] = []
     problems: list[Diagnostic] = []
@@ -144,7 +145,7 @@ def _compile(
     problems: list[Diagnostic],
     hashed: bool = True,
     documents: bool = True,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> CompileResult:
     # The front end builds hundreds of thousands of small objects that all stay alive until
     # the end, and the syntax tree has no reference cycles; the cyclic collector would walk
@@ -158,7 +159,7 @@ def _compile(
         # this process already parsed for its own share are not parsed again.
         parsed: dict[str, tuple[n.Module, list[Diagnostic]]] = {}
         compile_set = partial(_compile_set, hashed=hashed, documents=documents, parsed=parsed)
-        outcome = compile_split(files, jobs, compile_set) if jobs > 1 else None
+        outcome = compile_split(files, default_jobs() if jobs is None else jobs, compile_set)
         if outcome is None:
             outcome = compile_set(files, frozenset(path for path, _ in files))
     finally:
@@ -185,7 +186,9 @@ def _compile_set(
     modules: dict[str, n.Module] = {}
     broken: set[str] = set()
     for path, source in files:
-        module, parse_diags = parsed.get(path) or parsed.setdefault(path, parse(source))
+        if path not in parsed:
+            parsed[path] = parse(source)
+        module, parse_diags = parsed[path]
         modules[path] = module
         diags.extend(parse_diags)
         if any(d.is_error for d in parse_diags):

@@ -270,10 +270,6 @@ class _Parser:
             return self.tokens.token(pos)
         return None
 
-    def prev_end(self) -> int:
-        """End offset of the last consumed token."""
-        return self.ends[self.pos - 1] if self.pos else 0
-
     def since(self, start: Span) -> Span:
         """The span from ``start`` to the end of the last consumed token."""
         end = self.ends[self.pos - 1] if self.pos else 0

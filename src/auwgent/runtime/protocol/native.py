@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from auwgent.runtime.protocol import section
-from auwgent.runtime.protocol.blocks import PartialBudget, TextStream, structured_budget
+from auwgent.runtime.protocol.blocks import (
+    PartialBudget,
+    TextStream,
+    structured_budget,
+    text_budget,
+)
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
     CallOutcome,
@@ -174,7 +179,7 @@ class NativeDecoder:
         self._text_segment: int | None = None
         self._text_parts: list[str] = []
         self._text_size = 0
-        self._text_budget = PartialBudget(factor=64, floor=1 << 20)
+        self._text_budget = text_budget()
         self._text_json = JsonPrefix()
         self._schema_budget = structured_budget()
         self._events: list[DecodeEvent] = []

@@ -183,12 +183,6 @@ def _is_function_like(handler: Any) -> bool:
     return any("__call__" in vars(klass) for klass in type(handler).__mro__[:-1])
 
 
-def _has_public_methods(obj: Any) -> bool:
-    return any(
-        not attr.startswith("_") and callable(getattr(obj, attr, None)) for attr in dir(type(obj))
-    )
-
-
 class HandlerSet:
     """The handlers registered for final or for partial intents, in registration order."""
 

@@ -40,15 +40,13 @@ HOOKS: dict[str, str] = {
 
 
 class _Entry:
-    __slots__ = ("hooks", "name", "obj", "targets")
+    __slots__ = ("hooks", "targets")
 
     def __init__(self, obj: Any, index: int) -> None:
-        self.obj = obj
         # A dict of functions (the TypeScript manual's object style) works like an instance.
         get: Callable[[str], Any] = (
             obj.get if isinstance(obj, Mapping) else lambda key: getattr(obj, key, None)
         )
-        self.name = str(get("name") or type(obj).__name__ or f"middleware[{index}]")
         target = get("target")
         if target is None:
             self.targets: frozenset[str] | None = None
@@ -104,7 +102,6 @@ class MiddlewareChain:
                     raise ConfigError(f"middleware[{i}]: could not instantiate: {exc}") from exc
             entries.append(_Entry(item, i))
         self._entries = tuple(entries)
-        self.names = tuple(e.name for e in entries)
         self.has_partial = any("onIntentPartial" in e.hooks for e in entries)
         self.has_intent = any("onIntent" in e.hooks for e in entries)
 

@@ -343,6 +343,10 @@ class _FakeServer:
     def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
         raise NotImplementedError
 
+    def _vector(self, value: str) -> list[float]:
+        """The embedding of ``value``: deterministic, so tests can predict it."""
+        return hashed_embedding(value, self.embedding_dimensions)
+
     def _authorised(self, request: RecordedRequest) -> bool:
         raise NotImplementedError
 
@@ -524,9 +528,6 @@ class FakeOpenAIServer(_FakeServer):
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
 
-    def _vector(self, value: str) -> list[float]:
-        return hashed_embedding(value, self.embedding_dimensions)
-
     def _chunk(self, ident: str, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         return {
             "id": ident,
@@ -662,9 +663,6 @@ class FakeGeminiServer(_FakeServer):
     def _content_text(content: Any) -> str:
         parts = (content or {}).get("parts") or []
         return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
-
-    def _vector(self, value: str) -> list[float]:
-        return hashed_embedding(value, self.embedding_dimensions)
 
     def _usage(self, turn: Turn, request: RecordedRequest) -> dict[str, int]:
         body = request.body or {}

@@ -19,12 +19,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from auwgent.compiler.records import record
-
 if TYPE_CHECKING:
     import argparse
 
-    from auwgent.compiler.diagnostics import Diagnostic
+    from auwgent.compiler.pipeline import CompileResult
     from auwgent.project import Project
 
 EXIT_OK = 0
@@ -33,26 +31,7 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
-@record
-class CheckReport:
-    """What checking a project found: diagnostics in display order, and what was read."""
-
-    diagnostics: tuple[Diagnostic, ...]
-    files: int
-    agents: int
-
-    @property
-    def errors(self) -> int:
-        """Number of error diagnostics."""
-        return sum(1 for d in self.diagnostics if d.is_error)
-
-    @property
-    def warnings(self) -> int:
-        """Number of warning diagnostics."""
-        return len(self.diagnostics) - self.errors
-
-
-def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
+def check_project(project: Project, *, jobs: int | None = None) -> CompileResult:
     """Run the whole compiler over ``project``: parse, modules, checker and lowering.
 
     ``jobs`` is how many processes a large project may be checked in (default: one per
@@ -61,14 +40,13 @@ def check_project(project: Project, *, jobs: int | None = None) -> CheckReport:
     from auwgent.compiler.pipeline import compile_project
 
     # Nothing is written, so no IR is built (only the lowering's own checks run).
-    result = compile_project(
+    return compile_project(
         project.files,
         project.source_root,
         display=display_path,
         documents=False,
         jobs=jobs,
     )
-    return CheckReport(result.diagnostics, result.files, result.agents)
 
 
 def display_path(path: Path) -> str:
@@ -79,21 +57,21 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def summary(report: CheckReport, elapsed_ms: float) -> str:
+def summary(report: CompileResult, elapsed_ms: float) -> str:
     """``checked 3 files (1 agent) in 4 ms``, plus the error and warning counts if any."""
     line = (
-        f"checked {_plural(report.files, 'file')} ({_plural(report.agents, 'agent')}) "
+        f"checked {plural(report.files, 'file')} ({plural(report.agents, 'agent')}) "
         f"in {elapsed_ms:.0f} ms"
     )
-    counts = []
-    if report.errors:
-        counts.append(_plural(report.errors, "error"))
-    if report.warnings:
-        counts.append(_plural(report.warnings, "warning"))
+    errors, warnings = len(report.errors), len(report.warnings)
+    counts = [plural(errors, "error")] if errors else []
+    if warnings:
+        counts.append(plural(warnings, "warning"))
     return line + (": " + ", ".join(counts) if counts else "")
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """``1 file``, ``2 files``: a count and its word."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
@@ -123,7 +101,7 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
         print(render_all(report.diagnostics, color=use_color(err)), file=err)
         print(file=err)
     print(summary(report, (time.perf_counter() - started) * 1000), file=out)
-    return EXIT_ERRORS if report.errors else EXIT_OK
+    return EXIT_OK if report.ok else EXIT_ERRORS
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
+from auwgent.cli import display_path, plural
 from auwgent.codegen.python import module_name, render_python
 from auwgent.errors import CompileError, ConfigError
 from auwgent.ir import dumps_ir
@@ -72,20 +73,16 @@ class GenerateResult:
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
         line = (
-            f"generated {_plural(len(self.outputs), 'file')} ({_plural(self.agents, 'agent')}) "
+            f"generated {plural(len(self.outputs), 'file')} ({plural(self.agents, 'agent')}) "
             f"in {self.elapsed_ms:.0f} ms"
         )
         # Warnings are counted as `auwgent check` counts them, so both summaries agree.
         warnings = sum(1 for d in self.diagnostics if not d.is_error)
-        counted = [_plural(warnings, "warning")] if warnings else []
+        counted = [plural(warnings, "warning")] if warnings else []
         if self.ok:
             return f"{line}: {counted[0]}" if counted else line
         count = len(self.errors) + sum(1 for d in self.diagnostics if d.is_error)
-        return ", ".join([f"{line}: {_plural(count, 'error')}", *counted, "outputs left unchanged"])
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+        return ", ".join([f"{line}: {plural(count, 'error')}", *counted, "outputs left unchanged"])
 
 
 @dataclass(slots=True)
@@ -288,7 +285,6 @@ def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
     ``jobs``: how many processes a large project may be compiled in (default: one per usable
     CPU; see docs/cli.md); the outputs are the same for any value.
     """
-    from auwgent.cli import display_path
     from auwgent.compiler.pipeline import compile_project
 
     started = time.perf_counter()

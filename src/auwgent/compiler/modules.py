@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest
 from .records import record
-from .source import SourceFile, Span
+from .source import SourceFile
 
 #: Declarations that have a name in a file's top-level scope.
 NamedDecl = n.ModelDecl | n.TypeDecl | n.PromptDecl | n.IntentDecl | n.AgentDecl
@@ -385,8 +385,3 @@ def _cycle_error(scope: FileScope, imp: n.ImportDecl, cycle: list[str]) -> Diagn
         imp.span,
         help="move the shared declarations into a file that both can import",
     )
-
-
-def import_span(imported: ImportedName) -> Span:
-    """The span of the imported name (used by the unused-import warning)."""
-    return imported.name.span

@@ -629,10 +629,8 @@ class _Parser:
         return n.IntentDecl(name, description[0] if description else None, tuple(fields), span)
 
     def add_description(self, found: list[n.DescriptionEntry], where: str) -> None:
-        keyword = self.advance_span()
-        self.expect(COLON)
-        text = self.expect_string("a description string")
-        entry = n.DescriptionEntry(text, self.since(keyword))
+        """Parse ``description: "..."`` into ``found``; a second one is reported, not kept."""
+        entry = self.parse_description()
         if found:
             self.report(
                 "E0107",

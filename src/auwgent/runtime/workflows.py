@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auwgent.errors import AuwgentError, WorkflowError
+from auwgent.errors import WorkflowError
+from auwgent.runtime.calls import describe_error
 from auwgent.runtime.expr import (
     ExprError,
     IRExpr,
@@ -193,17 +194,10 @@ async def _call(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
         raise  # a nested workflow already named its own file and line
     except Exception as exc:
         raise WorkflowError(
-            f"tool {expr['tool']!r} failed: {_describe_failure(exc)}",
+            f"tool {expr['tool']!r} failed: {describe_error(exc)}",
             file=run.source,
             line=where[0],
         ) from exc
-
-
-def _describe_failure(exc: Exception) -> str:
-    if isinstance(exc, AuwgentError):
-        return str(exc)  # our own errors already read as sentences
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _error(run: _Run, message: str) -> WorkflowError:

@@ -148,3 +148,14 @@ def test_mutated_programs_never_crash_the_compiler(
 def test_seeds_exist() -> None:
     assert len(SEEDS) >= 10 and all(isinstance(s, str) for s in SEEDS)
     assert Path(DATA / "ir").is_dir()
+
+
+def test_the_built_in_intent_names_agree_across_checker_runtime_and_bindings() -> None:
+    # Three copies, kept apart so that `auwgent check` imports neither the runtime nor codegen;
+    # E2074 is only right while the checker refuses exactly the names the runtime emits.
+    from auwgent.codegen.python import BUILTIN_INTENTS as BINDINGS
+    from auwgent.compiler.checker_agents import BUILTIN_INTENTS as CHECKER
+    from auwgent.runtime.intents import BUILTIN_INTENTS as RUNTIME
+
+    assert CHECKER == set(RUNTIME) == {name for name, _, _ in BINDINGS}
+    assert len(RUNTIME) == len(BINDINGS) == len(CHECKER)

@@ -135,8 +135,11 @@ def test_path_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file or folder"):
         load_project(tmp_path / "nope")
     write(tmp_path, {"notes.txt": ""})
-    with pytest.raises(ConfigError, match="expected an .agent file, a folder, or an auwgent.yml"):
+    with pytest.raises(ConfigError, match="or an auwgent.yml, got a .txt file$"):
         load_project(tmp_path / "notes.txt")
+    write(tmp_path, {"Makefile": ""})
+    with pytest.raises(ConfigError, match="or an auwgent.yml, got a file without a suffix$"):
+        load_project(tmp_path / "Makefile")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no .agent files"):
         load_project(tmp_path / "empty")

@@ -65,10 +65,8 @@ def load_project(path: Path) -> Project:
         return _from_config(path)
     if path.suffix == _SUFFIX:
         return _from_agent_file(path)
-    raise ConfigError(
-        f"{path}: expected an .agent file, a folder, or an auwgent.yml, got a {path.suffix or 'file'}"
-        " file"
-    )
+    got = f"a {path.suffix} file" if path.suffix else "a file without a suffix"
+    raise ConfigError(f"{path}: expected an .agent file, a folder, or an auwgent.yml, got {got}")
 
 
 def _from_agent_file(path: Path) -> Project:

@@ -28,6 +28,7 @@ __all__ = [
     "config_names",
     "models_in_use",
     "parse_options",
+    "provider_key",
     "resolve_api_keys",
     "resolve_base_url",
 ]
@@ -178,13 +179,14 @@ def _camel(ident: str) -> str:
     return words[0][:1].lower() + words[0][1:] + "".join(w[:1].upper() + w[1:] for w in words[1:])
 
 
-def _provider_key(model: Mapping[str, Any]) -> str:
+def provider_key(model: Mapping[str, Any]) -> str:
+    """``"gemini"``, ``"openai"`` or the custom id: how keys and base URLs are indexed."""
     return str(model["id"]) if model["provider"] == "custom" else str(model["provider"])
 
 
 def api_key_field(model: Mapping[str, Any]) -> str:
     """The ``apiKeys`` field for a model: ``geminiApiKey``, ``openaiApiKey``, ``<camelId>ApiKey``."""
-    return _camel(_provider_key(model)) + "ApiKey"
+    return _camel(provider_key(model)) + "ApiKey"
 
 
 def api_key_env(model: Mapping[str, Any]) -> tuple[str, ...]:
@@ -218,23 +220,18 @@ def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
             value = next((os.environ[n] for n in env_names if os.environ.get(n)), None)
         if not isinstance(value, str) or not value:
             raise ConfigError(
-                f"apiKeys.{field_name}: missing API key for provider {_provider_key(model)!r}; "
+                f"apiKeys.{field_name}: missing API key for provider {provider_key(model)!r}; "
                 f"set it in the config or in the environment variable {' or '.join(env_names)}"
             )
-        keys[_provider_key(model)] = value
+        keys[provider_key(model)] = value
     return keys
 
 
 def resolve_base_url(model: Mapping[str, Any], base_urls: Mapping[str, str]) -> str | None:
     """The base URL override for a model: ``baseUrls`` first, then the environment."""
-    key = _provider_key(model)
+    key = provider_key(model)
     if key in base_urls:
         return base_urls[key]
     if model["provider"] in ("openai", "gemini"):
         return os.environ.get(f"{str(model['provider']).upper()}_BASE_URL") or None
     return None
-
-
-def provider_key(model: Mapping[str, Any]) -> str:
-    """``"gemini"``, ``"openai"`` or the custom id: how keys and base URLs are indexed."""
-    return _provider_key(model)

@@ -71,9 +71,14 @@ def load_project(path: Path) -> Project:
 
 def _from_agent_file(path: Path) -> Project:
     file = path.resolve()
-    files = _with_imports(file)
-    root = Path(os.path.commonpath([f.parent for f in files]))
+    files, root = _entry_files(file)
     return Project(file.parent, root, files, None, DEFAULT_TARGETS, None, file)
+
+
+def _entry_files(file: Path) -> tuple[tuple[Path, ...], Path]:
+    """``file`` with its imports, and the folder that holds them all (the source root)."""
+    files = _with_imports(file)  # includes ``file`` itself
+    return files, Path(os.path.commonpath([f.parent for f in files]))
 
 
 def _agent_files(folder: Path, shown: Path | str) -> tuple[Path, ...]:
@@ -137,8 +142,7 @@ def _from_config(config: Path) -> Project:
         files = _agent_files(source, f"{shown}: source")
         source_root = source
     else:
-        files = _with_imports(source)
-        source_root = Path(os.path.commonpath([source.parent, *(f.parent for f in files)]))
+        files, source_root = _entry_files(source)
     entry = None if source.is_dir() else source
     return Project(base, source_root, files, output, targets, config.resolve(), entry)
 

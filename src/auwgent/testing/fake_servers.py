@@ -360,12 +360,18 @@ class _FakeServer:
             return
         turn = reply if isinstance(reply, Turn) else reply.reply
         size = turn.chunk_size or self.chunk_size
+        try:
+            events = self._events(turn, request, size) if request.stream else []
+            whole = {} if request.stream else self._whole(turn, request)
+        except ValueError as exc:  # a reply this API cannot carry: say so, as for a bad script
+            self._send_error(handler, Status(400, message=f"{self._label}: {exc}"))
+            return
         if isinstance(reply, Stall) and reply.after_chunks is None:
             self._stop.wait(reply.seconds)
         if request.stream:
-            self._send_stream(handler, self._events(turn, request, size), reply)
+            self._send_stream(handler, events, reply)
         else:
-            self._send_whole(handler, self._whole(turn, request), reply)
+            self._send_whole(handler, whole, reply)
 
     def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
         raise NotImplementedError
@@ -676,7 +682,16 @@ class FakeGeminiServer(_FakeServer):
 
     @staticmethod
     def _call_part(name: str, arguments: Any) -> dict[str, Any]:
-        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        if not isinstance(arguments, str):
+            return {"functionCall": {"name": name, "args": dict(arguments)}}
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            # Gemini sends each call whole, as an object: broken JSON has no wire form here.
+            raise ValueError(
+                f"the arguments of {name!r} are not valid JSON ({arguments!r}); Gemini sends"
+                " whole calls, so broken arguments can only be scripted for OpenAI"
+            ) from None
         return {"functionCall": {"name": name, "args": args}}
 
     def _response(

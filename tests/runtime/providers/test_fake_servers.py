@@ -187,6 +187,17 @@ def test_a_failing_script_function_is_reported_not_swallowed() -> None:
     assert "script function raised KeyError" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("method", ["generateContent", "streamGenerateContent"])
+def test_gemini_says_broken_arguments_have_no_wire_form(method: str) -> None:
+    # Gemini sends calls as objects: broken JSON text is a script error, answered clearly
+    # instead of a traceback in the server thread and a dropped connection.
+    with FakeGeminiServer([tool_calls([("f", '{"a": 1')])]) as server:
+        url = f"{server.base_url}/v1beta/models/m:{method}"
+        response = httpx.post(url, params={"alt": "sse"}, json={"contents": []}, timeout=5)
+    assert response.status_code == 400
+    assert "arguments of 'f' are not valid JSON" in response.json()["error"]["message"]
+
+
 def test_a_server_can_be_restarted() -> None:
     server = FakeOpenAIServer([text("one"), text("two")])
     with server:

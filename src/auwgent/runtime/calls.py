@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from auwgent.errors import AuwgentError, ToolError, WorkflowError
 from auwgent.runtime import schema
 from auwgent.runtime.intents import Control
-from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, Contract, FinalEvent
+from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import result_text
@@ -131,7 +131,7 @@ class CallRunner:
         outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
         if outcome is not None:
             return outcome
-        errors = _check_args(spec, args, self.run.core.doc["types"])
+        errors = _check_args(spec.params, args, self.run.core.doc["types"])
         if errors:
             message = f"invalid arguments for {name}: " + "; ".join(errors)
             return await self.refuse(inv, kind, name, args, message, event.call_id)
@@ -246,8 +246,7 @@ class CallRunner:
         if control is not None:
             await self._controlled(inv, "tool", name, args, control, None)
             return None if control.skip else control.result
-        spec = CallableSpec("tool", name, "", tuple(tool["params"]), tool["returns"])
-        errors = _check_args(spec, args, self.run.core.doc["types"])
+        errors = _check_args(tool["params"], args, self.run.core.doc["types"])
         if errors:
             message = f"invalid arguments for {name}: " + "; ".join(errors)
             await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
@@ -357,8 +356,10 @@ def helper_params(
     return tuple(resolved.get("fields", ()))
 
 
-def _check_args(spec: CallableSpec, args: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:
-    obj = {"kind": "object", "fields": list(spec.params)}
+def _check_args(
+    params: Sequence[Mapping[str, Any]], args: Mapping[str, Any], types: Mapping[str, Any]
+) -> list[str]:
+    obj = {"kind": "object", "fields": list(params)}
     return schema.validate(args, obj, types, path="$")
 
 

@@ -1,8 +1,9 @@
 """The syntax tree of the ``.agent`` language.
 
 Every node is a frozen, slotted record (``records.record``: a dataclass that is cheap to define)
-with a ``span`` (half-open character offsets into the file). Each category is a closed union (``Decl``, ``Member``, ``TypeExpr``, ``Expr``, ``Stmt``,
-``PromptItem``, ``TNode``, ``ConfigTerm``, ``Annotation``) meant to be dispatched with ``match``.
+with a ``span`` (half-open character offsets into the file). Each category is a closed union
+(``Decl``, ``AgentMember``, ``TypeExpr``, ``Expr``, ``Stmt``, ``PromptItem``, ``TNode``,
+``ConfigTerm``, ``Annotation``, ``ToolGrant``) meant to be dispatched with ``match``.
 
 The parser is permissive where the meaning is a semantic question: it records what was written
 (an ``export`` on a tool, a ``@desc`` on a workflow, an unknown config field) and leaves the
@@ -775,5 +776,5 @@ def walk(node: object) -> Iterator[object]:
         if not is_record(current):
             continue
         yield current
-        children = [getattr(current, name) for name in record_fields(current)]
-        stack.extend(reversed([c for c in children if isinstance(c, tuple) or is_record(c)]))
+        # Every field goes on the stack: the tests above skip the ones that hold no node.
+        stack.extend(reversed([getattr(current, name) for name in record_fields(current)]))

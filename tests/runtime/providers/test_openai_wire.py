@@ -139,6 +139,15 @@ async def test_embeddings_come_back_in_input_order(wire: Callable[[str], bytes])
     assert seen[0].headers["authorization"] == "Bearer sk-test"
 
 
+async def test_embeddings_without_vectors_are_a_provider_error() -> None:
+    seen: list[httpx.Request] = []
+    body = b'{"object": "list", "data": [{"object": "embedding", "index": 0}]}'
+    async with httpx.AsyncClient(transport=_replay(body, seen)) as client:
+        provider = OpenAIProvider(client=client, base_url="https://gw.test/v1")
+        with pytest.raises(ProviderError, match="has no values"):
+            await provider.embed(["first"], "text-embedding-3-small")
+
+
 WEATHER = FunctionSpec(
     name="tool__get_weather",
     description="Gets the current weather",

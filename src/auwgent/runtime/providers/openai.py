@@ -276,5 +276,9 @@ class OpenAIProvider:
         rows = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(rows, list) or len(rows) != len(texts):
             raise ProviderError(self.name, "embeddings response does not match the input count")
+        if not all(
+            isinstance(row, dict) and isinstance(row.get("embedding"), list) for row in rows
+        ):
+            raise ProviderError(self.name, "embeddings response has no values")  # as Gemini's
         ordered = sorted(rows, key=lambda row: int(row.get("index", 0)))
         return [[float(x) for x in row["embedding"]] for row in ordered]

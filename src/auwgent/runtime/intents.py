@@ -82,8 +82,7 @@ class Control:
     """What a handler asked for a call: skip it, or use ``result`` instead of running it."""
 
     skip: bool = False
-    has_result: bool = False
-    result: Any = None
+    result: Any = None  # used when not skipping (it may itself be None)
 
 
 def sanitise(name: str) -> str:
@@ -98,7 +97,7 @@ def control_of(value: Any) -> Control | None:
     if value.get("skip") is True:
         return Control(skip=True)
     if "result" in value:
-        return Control(has_result=True, result=value["result"])
+        return Control(result=value["result"])
     return None
 
 

@@ -247,20 +247,9 @@ class OpenAIProvider:
         if choice is None:
             raise ProviderError(self.name, "response has no choices")
         message = choice.get("message") or {}
-        events: list[StreamEvent] = []
-        content = message.get("content") or message.get("refusal")
-        if content:
-            events.append(TextDelta(content))
-        for index, call in enumerate(message.get("tool_calls") or ()):
-            function = call.get("function") or {}
-            events.append(
-                ToolCallDelta(
-                    index=index,
-                    id=call.get("id"),
-                    name=function.get("name"),
-                    arguments=function.get("arguments") or "",
-                )
-            )
+        # A whole message reads as one delta holding everything; its calls are numbered in order.
+        calls = [{**call, "index": i} for i, call in enumerate(message.get("tool_calls") or ())]
+        events = _delta_events({**message, "tool_calls": calls})
         usage = _usage(payload.get("usage"))
         if usage is not None:
             events.append(usage)

@@ -16,7 +16,7 @@ from . import nodes as n
 from .checker_exprs import Env, ExprChecker
 from .checker_types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
 from .diagnostics import Diagnostic, Note, error, sort_key, suggest, warning
-from .modules import FileScope, ModuleGraph, Symbol, is_exported, relative_spec
+from .modules import FileScope, InFile, ModuleGraph, Symbol, is_exported, relative_spec
 from .source import SourceFile, Span
 
 PROVIDERS = {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
@@ -80,9 +80,9 @@ class Checker:
         """The file being checked."""
         return self.scope.module.source
 
-    def in_file(self, path: str) -> _InFile:
+    def in_file(self, path: str) -> InFile:
         """Check in the scope of another file for the duration of the ``with`` block."""
-        return _InFile(self, self.state.graph.scope(path))
+        return InFile(self, self.state.graph.scope(path))
 
     def report(
         self,
@@ -284,27 +284,6 @@ class Checker:
             help="write a string, number, boolean, null, array or object literal",
         )
         return None
-
-
-class _InFile:
-    """What ``Checker.in_file`` returns: swaps the current scope in, and back out.
-
-    A plain class: a ``contextlib.contextmanager`` costs a generator and several more calls
-    for each of the hundreds of files and prompt uses a project has.
-    """
-
-    __slots__ = ("checker", "scope", "previous")
-
-    def __init__(self, checker: Checker, scope: FileScope) -> None:
-        self.checker = checker
-        self.scope = scope
-        self.previous = checker.scope
-
-    def __enter__(self) -> None:
-        self.checker.scope = self.scope
-
-    def __exit__(self, *exc: object) -> None:
-        self.checker.scope = self.previous
 
 
 def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, ...]:

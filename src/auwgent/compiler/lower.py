@@ -19,7 +19,7 @@ from .. import _version
 from . import nodes as n
 from .diagnostics import Diagnostic, error
 from .members import agent_parts
-from .modules import FileScope, ModuleGraph, Symbol
+from .modules import FileScope, InFile, ModuleGraph, Symbol
 from .records import record
 from .source import SourceFile, Span
 
@@ -181,8 +181,9 @@ class _Lowering:
             )
         return False
 
-    def within(self, path: str) -> _Within:
-        return _Within(self, path)
+    def within(self, path: str) -> InFile:
+        """Lower in the scope of another file for the duration of the ``with`` block."""
+        return InFile(self, self.graph.scope(path))
 
     # -- agents --------------------------------------------------------------------------
 
@@ -193,21 +194,6 @@ class _Lowering:
         self.agents[decl.name.text] = entry  # reserve first: helpers may use each other
         with self.within(symbol.path):
             entry.update(_AgentLowering(self, decl).build())
-
-
-class _Within:
-    """Context manager: lower in the scope of another file, then come back."""
-
-    def __init__(self, lowering: _Lowering, path: str) -> None:
-        self.lowering = lowering
-        self.path = path
-        self.previous = lowering.scope
-
-    def __enter__(self) -> None:
-        self.lowering.scope = self.lowering.graph.scope(self.path)
-
-    def __exit__(self, *exc: object) -> None:
-        self.lowering.scope = self.previous
 
 
 class _AgentLowering:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Mapping
+from typing import Protocol
 
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest
@@ -109,6 +110,32 @@ class ModuleGraph:
     def scope(self, path: str) -> FileScope:
         """The scope of the file at ``path``."""
         return self.scopes[path]
+
+
+class _HasScope(Protocol):
+    scope: FileScope
+
+
+class InFile:
+    """Context manager: ``walker.scope`` is another file's scope for the ``with`` block.
+
+    The checker and the lowering step into imported files this way. A plain class: a
+    ``contextlib.contextmanager`` costs a generator and several more calls for each of the
+    hundreds of declarations from other files a project uses.
+    """
+
+    __slots__ = ("walker", "scope", "previous")
+
+    def __init__(self, walker: _HasScope, scope: FileScope) -> None:
+        self.walker = walker
+        self.scope = scope
+        self.previous = walker.scope
+
+    def __enter__(self) -> None:
+        self.walker.scope = self.scope
+
+    def __exit__(self, *exc: object) -> None:
+        self.walker.scope = self.previous
 
 
 def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:

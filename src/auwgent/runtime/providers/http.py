@@ -47,6 +47,7 @@ __all__ = [
     "is_event_stream",
     "iter_sse",
     "open_response",
+    "parse_json_chunk",
     "parse_retry_after",
     "read_json",
     "retry_delay",
@@ -155,6 +156,11 @@ def error_message(body: bytes, *, fallback: str) -> str:
     except (ValueError, UnicodeDecodeError):
         excerpt = body[:300].decode("utf-8", "replace").strip()
         return excerpt or fallback
+    return _message_in(payload, fallback)
+
+
+def _message_in(payload: Any, fallback: str) -> str:
+    """:func:`error_message` for a body already decoded."""
     if isinstance(payload, list) and payload:
         payload = payload[0]
     error = payload.get("error") if isinstance(payload, dict) else None
@@ -179,7 +185,7 @@ def error_in_body(payload: Any, provider: str) -> ProviderError | None:
         return None
     error = payload["error"]
     code = error.get("code") if isinstance(error, dict) else None
-    message = error_message(json.dumps(payload).encode(), fallback="error event in the response")
+    message = _message_in(payload, "error event in the response")
     status = code if isinstance(code, int) and not isinstance(code, bool) else None
     return ProviderError(provider, message, status=status)
 

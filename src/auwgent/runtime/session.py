@@ -134,10 +134,15 @@ def check_session(value: Any, root: str) -> Session:
     owner = value.get("agent", root)
     if owner != root:
         raise ConfigError(f"session.agent: this session belongs to agent {owner!r}, not {root!r}")
-    stack = [dict(frame) for frame in value["stack"]] or [{"agent": root, "config": None}]
-    for i, frame in enumerate(stack):
+    for i, frame in enumerate(value["stack"]):
+        if not isinstance(frame, Mapping):
+            raise ConfigError(f"session.stack[{i}]: expected a frame object, got {frame!r}")
         if not isinstance(frame.get("agent"), str):
             raise ConfigError(f"session.stack[{i}].agent: expected an agent name")
+    for i, turn in enumerate(value["turns"]):
+        if not isinstance(turn, Mapping):
+            raise ConfigError(f"session.turns[{i}]: expected a turn object, got {turn!r}")
+    stack = [dict(frame) for frame in value["stack"]] or [{"agent": root, "config": None}]
     session: Session = {
         "version": SESSION_VERSION,
         "agent": root,

@@ -171,6 +171,21 @@ async def test_a_session_of_another_version_is_refused() -> None:
         await bot.run("hi", session={"version": 7, "stack": [], "turns": []})
 
 
+@pytest.mark.parametrize(
+    ("stack", "turns", "where"),
+    [
+        (["Main"], [], r"session\.stack\[0\]: expected a frame"),
+        ([], ["hi"], r"session\.turns\[0\]"),
+    ],
+)
+async def test_a_malformed_session_is_refused_with_the_field_at_fault(
+    stack: list[Any], turns: list[Any], where: str
+) -> None:
+    bot = make_agent(document(agent()), ScriptedModel([text("x")]))
+    with pytest.raises(ConfigError, match=where):
+        await bot.run("hi", session={"version": 1, "stack": stack, "turns": turns})
+
+
 async def test_gemini_key_prefers_gemini_api_key_over_google_api_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -116,12 +116,16 @@ def _answers_own_calls(messages: Sequence[Message]) -> bool:
     return messages[-1].role == "user" and len(messages) > 1 and _made_calls(messages[-2])
 
 
+def _own_input(messages: Sequence[Message], i: int) -> bool:
+    """Whether ``messages[i]`` is the user's own words, not the results of calls."""
+    return messages[i].role == "user" and not (i > 0 and _made_calls(messages[i - 1]))
+
+
 def _turn_input(messages: Sequence[Message]) -> str:
     """The user's last own input: the latest user message that is not a results message."""
     for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if message.role == "user" and not (i > 0 and _made_calls(messages[i - 1])):
-            return message.content
+        if _own_input(messages, i):
+            return messages[i].content
     return ""
 
 
@@ -129,9 +133,9 @@ def _called_this_turn(messages: Sequence[Message]) -> list[str]:
     """Names of the calls made since the user's last own input, in order."""
     names: list[str] = []
     for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if message.role == "user" and not (i > 0 and _made_calls(messages[i - 1])):
+        if _own_input(messages, i):
             break
+        message = messages[i]
         if message.role == "assistant":
             found = [parse_function_name(c.name)[1] for c in message.tool_calls]
             names[:0] = found or _block_call_names(message.content)

@@ -42,7 +42,7 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.providers.base import Message, ModelRequest, Provider, TextDelta
+from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
 from auwgent.runtime.session import (
     Frame,
     Session,
@@ -132,13 +132,7 @@ class Run:
                 f"embed: the {cfg_name!r} config of {agent['name']} has no embedding model; "
                 f'add one, e.g. `embedding: gemini("gemini-embedding-001")`'
             )
-        return await self.provider(model).embed(plain, str(model["model"]))
-
-    # -- providers ---------------------------------------------------------------------------
-
-    def provider(self, model: Mapping[str, Any]) -> Provider:
-        # The agent keeps its providers and HTTP client across runs (connections are reused).
-        return self.core.provider(model)
+        return await self.core.provider(model).embed(plain, str(model["model"]))
 
     # -- a whole run -------------------------------------------------------------------------
 
@@ -486,7 +480,8 @@ class Run:
         # Partial snapshots cost more than the finals; build them only for someone to see.
         decoder = codec.decoder(contract, partials=core.wants_partials or self.sink is not None)
         try:
-            async for event in self.provider(cfg["model"]).stream(request):
+            # The agent keeps its providers and HTTP client across runs (connections are reused).
+            async for event in core.provider(cfg["model"]).stream(request):
                 if isinstance(event, TextDelta):
                     rnd.chunks.append(event.text)
                 for decoded in decoder.feed(event):

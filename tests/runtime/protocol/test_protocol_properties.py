@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from protocol_contracts import CONTRACTS, STRING, fld
 
@@ -41,6 +41,8 @@ values = st.fixed_dictionaries(
 
 @settings(max_examples=150, deadline=None)
 @given(values)
+@example({"title": ">"})  # alone, `>` and `|` open an indented block: they must be quoted
+@example({"title": "|"})
 def test_argument_lines_as_the_section_teaches_read_back_exactly(args: dict[str, Any]) -> None:
     assert parse_body(render_args(args), FIELDS, {}) == args
 

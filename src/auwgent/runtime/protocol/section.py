@@ -112,7 +112,9 @@ def type_line(name: str, types: Types) -> str:
 def render_value(value: Any) -> str:
     """A value on an argument line: plain one-line strings as is, the rest as compact JSON."""
     if isinstance(value, str) and value and "\n" not in value and value == value.strip():
-        if value[0] not in "[{\"'" and value not in ("null", "true", "false"):
+        # `|` and `>` alone open an indented block (values.py), so they go quoted like words
+        # that would read as JSON.
+        if value[0] not in "[{\"'" and value not in ("null", "true", "false", "|", ">"):
             return value
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 

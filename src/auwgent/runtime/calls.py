@@ -21,7 +21,7 @@ from auwgent.runtime.intents import Control
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
-from auwgent.runtime.tools import result_text
+from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:
     from auwgent.runtime.engine import Run
@@ -178,7 +178,7 @@ class CallRunner:
     ) -> CallOutcome:
         registry = self.run.core.registry
         if not registry.has(name):
-            message = f"Tool not configured: {name} has no implementation"
+            message = not_configured(name)
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
             result = await registry.call(name, args)
@@ -252,7 +252,7 @@ class CallRunner:
             await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
             raise ToolError(message)
         if not self.run.core.registry.has(name):
-            message = f"Tool not configured: {name} has no implementation"
+            message = not_configured(name)
             await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
             raise ToolError(message)
         try:

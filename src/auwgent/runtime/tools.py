@@ -16,7 +16,7 @@ from typing import Any
 
 from auwgent.errors import ConfigError, ToolError
 
-__all__ = ["ToolRegistry", "declared_tool_names", "result_text"]
+__all__ = ["ToolRegistry", "declared_tool_names", "not_configured", "result_text"]
 
 
 def declared_tool_names(doc: Mapping[str, Any]) -> list[str]:
@@ -27,6 +27,11 @@ def declared_tool_names(doc: Mapping[str, Any]) -> list[str]:
         for workflow in agent["workflows"]:
             names.extend(t["name"] for t in workflow["tools"])
     return list(dict.fromkeys(names))
+
+
+def not_configured(name: str) -> str:
+    """The message of a call to a declared tool that has no implementation."""
+    return f"Tool not configured: {name} has no implementation"
 
 
 def _implemented(fn: Any) -> bool:
@@ -78,7 +83,7 @@ class ToolRegistry:
         """
         fn = self._impls.get(name)
         if fn is None:
-            raise ToolError(f"Tool not configured: {name} has no implementation")
+            raise ToolError(not_configured(name))
         if inspect.iscoroutinefunction(fn):
             return await fn(**args)
         # Sync implementations run in a worker thread so that several calls of one response

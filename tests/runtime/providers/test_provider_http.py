@@ -264,6 +264,12 @@ async def test_sse_keeps_multibyte_characters_split_across_pieces() -> None:
     assert await _sse_payloads(body, len(body)) == ['{"text": "Accra ☀️ 31°C"}']
 
 
+@pytest.mark.parametrize("tail", [b"\n\n", b""])  # a complete event, or the last one unended
+async def test_sse_with_broken_utf8_is_a_provider_error(tail: bytes) -> None:
+    with pytest.raises(ProviderError, match="malformed UTF-8"):
+        await _sse_payloads(b'data: {"text": "\xff"}' + tail, 1)
+
+
 def _streaming_client(pieces: list[bytes], pause: float = 0.0) -> httpx.AsyncClient:
     async def stream() -> AsyncIterator[bytes]:
         for piece in pieces:

@@ -508,11 +508,14 @@ async def iter_sse(
                 elif line.startswith(b"data:"):
                     value = line[5:]
                     data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+        if buffer.strip().startswith(b"data:"):
+            value = buffer.strip()[5:]
+            data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        # Caught around the loop (no cost per event) so the message names the provider.
+        raise ProviderError(provider, f"malformed UTF-8 in the event stream ({exc})") from None
     finally:
         body.close()
-    if buffer.strip().startswith(b"data:"):
-        value = buffer.strip()[5:]
-        data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
     if data:
         yield "\n".join(data)
 

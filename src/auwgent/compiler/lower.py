@@ -220,8 +220,8 @@ class _AgentLowering:
             "workflows": [lower_workflow(low, w, parts.tools) for w in parts.workflows],
             "helpers": [self.helper_use(use) for use in helpers],
             "intents": self.intents(),
-            "examples": [lower_example(low, c) for c in chosen],
-            "dropped_examples": [lower_example(low, c) for c in dropped],
+            "examples": [lower_example(c) for c in chosen],
+            "dropped_examples": [lower_example(c) for c in dropped],
         }
 
     def description(self) -> str | None:
@@ -562,7 +562,7 @@ def example_args(example: n.ExampleAnnotation) -> JSON:
     return {arg.name.text: const_value(arg.value) for arg in example.args}
 
 
-def lower_example(low: _Lowering, candidate: ExampleCandidate) -> JSON:
+def lower_example(candidate: ExampleCandidate) -> JSON:
     """An IR ``Example``."""
     return {
         "kind": candidate.kind,

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from auwgent.errors import ProviderError
+from auwgent.runtime.protocol.blocks import KINDS as _BLOCK_KINDS  # the decoder's own list
 from auwgent.runtime.providers.base import (
     Finish,
     ModelRequest,
@@ -336,7 +337,6 @@ def _call_events(
         yield ToolCallDelta(index, arguments=arguments[start : start + chunk_size])
 
 
-_BLOCK_KINDS = ("response_text", "tool_call", "workflow_call", "helper_call", "custom", "schema")
 _PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9 _.-]*[A-Za-z0-9]|[A-Za-z]")
 _LOOKS_TYPED = frozenset({"true", "false", "yes", "no", "null", "none"})
 

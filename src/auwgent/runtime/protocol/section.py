@@ -133,7 +133,7 @@ def render_result(value: Any) -> str:
 
 def render_outcome(outcome: CallOutcome) -> str:
     """One outcome as a result block (blocks codec)."""
-    stem = {"tool": "tool", "workflow": "workflow", "helper": "helper"}[outcome.kind]
+    stem = outcome.kind  # tool, workflow or helper: the result block is named after it
     label = {"ok": "result", "error": "error", "skipped": "skipped"}[outcome.status]
     args = json.dumps(dict(outcome.args), ensure_ascii=False, separators=(",", ":"), default=str)
     lines = [f"[{stem}_{label}: {outcome.name}]", f"args: {args}"]

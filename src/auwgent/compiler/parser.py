@@ -826,17 +826,38 @@ class _Parser:
     def parse_params(self) -> tuple[n.Field, ...]:
         opener = self.span(self.pos)
         self.expect(LPAREN)
-        params: list[n.Field] = []
-        self.blocks.append(("the parameter list", opener))
+        params = self.listed(
+            "the parameter list", opener, self.parse_field, RPAREN, "`)` in the parameter list"
+        )
+        return tuple(params)
+
+    def listed(
+        self,
+        what: str,
+        opener: Span,
+        item: Callable[[], T],
+        close: TokenKind,
+        expected: str,
+        *,
+        lines: bool = False,
+    ) -> list[T]:
+        """Items up to ``close`` (consumed), after the opening bracket at ``opener``.
+
+        Items are separated by commas, or also by line breaks when ``lines``. Messages raised
+        inside note that ``what`` opened at ``opener``; a missing ``close`` is reported as
+        "expected `,` or ``expected``".
+        """
+        items: list[T] = []
+        self.blocks.append((what, opener))
         try:
-            while not self.at(RPAREN):
-                params.append(self.parse_field())
-                if not self.eat(COMMA):
+            while not self.at(close):
+                items.append(item())
+                if not self.eat(COMMA) and not (lines and self.newlines[self.pos]):
                     break
-            self.expect(RPAREN, "`,` or `)` in the parameter list")
+            self.expect(close, f"`,` or {expected}")
         finally:
             self.blocks.pop()
-        return tuple(params)
+        return items
 
     def parse_type(self) -> n.TypeExpr:
         simple = self.simple_type()
@@ -1200,16 +1221,8 @@ class _Parser:
     def parse_call(self, callee: n.Name) -> n.Call:
         opener = self.span(self.pos)
         self.expect(LPAREN)
-        args: list[n.Expr] = []
-        self.blocks.append((f"the call to `{callee.text}`", opener))
-        try:
-            while not self.at(RPAREN):
-                args.append(self.parse_expr())
-                if not self.eat(COMMA):
-                    break
-            self.expect(RPAREN, "`,` or `)` in the argument list")
-        finally:
-            self.blocks.pop()
+        what = f"the call to `{callee.text}`"
+        args = self.listed(what, opener, self.parse_expr, RPAREN, "`)` in the argument list")
         return n.Call(callee, tuple(args), self.since(callee.span))
 
     def parse_atom(self) -> n.Expr:
@@ -1243,30 +1256,16 @@ class _Parser:
 
     def parse_array(self) -> n.ArrayExpr:
         opener = self.advance_span()
-        items: list[n.Expr] = []
-        self.blocks.append(("the array", opener))
-        try:
-            while not self.at(RBRACKET):
-                items.append(self.parse_expr())
-                if not self.eat(COMMA) and not self.newlines[self.pos]:
-                    break
-            self.expect(RBRACKET, "`,` or `]` in the array")
-        finally:
-            self.blocks.pop()
+        items = self.listed(
+            "the array", opener, self.parse_expr, RBRACKET, "`]` in the array", lines=True
+        )
         return n.ArrayExpr(tuple(items), self.since(opener))
 
     def parse_object(self) -> n.ObjectExpr:
         opener = self.advance_span()
-        entries: list[n.ObjectEntry] = []
-        self.blocks.append(("the object", opener))
-        try:
-            while not self.at(RBRACE):
-                entries.append(self.parse_object_entry())
-                if not self.eat(COMMA) and not self.newlines[self.pos]:
-                    break
-            self.expect(RBRACE, "`,` or `}` in the object")
-        finally:
-            self.blocks.pop()
+        entries = self.listed(
+            "the object", opener, self.parse_object_entry, RBRACE, "`}` in the object", lines=True
+        )
         return n.ObjectExpr(tuple(entries), self.since(opener))
 
     def parse_object_entry(self) -> n.ObjectEntry:

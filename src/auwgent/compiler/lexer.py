@@ -524,9 +524,9 @@ def _dedent(text: str, start: int, end: int) -> list[tuple[int, int]]:
     rest = lines[1:] if first_kept else lines
     indents = [len(text[a:b]) - len(text[a:b].lstrip(" \t")) for a, b in rest if text[a:b].strip()]
     cut = min(indents, default=0)
-    out = [(a, b) for a, b in lines[:1]] if first_kept else []
+    out = lines[:1] if first_kept else []
     # Blank lines keep nothing: their whitespace is not content.
-    out += [(a + cut, b) if text[a:b].strip() else (b, b) for a, b in (rest)]
+    out += [(a + cut, b) if text[a:b].strip() else (b, b) for a, b in rest]
     return out
 
 

@@ -69,9 +69,9 @@ def _import(path: Path) -> ModuleType:
             relative = path.resolve().relative_to(base)
         except ValueError:
             continue
-        dotted = ".".join(relative.with_suffix("").parts)
-        if dotted.isascii() and all(part.isidentifier() for part in relative.with_suffix("").parts):
-            return importlib.import_module(dotted)
+        parts = relative.with_suffix("").parts
+        if all(part.isascii() and part.isidentifier() for part in parts):
+            return importlib.import_module(".".join(parts))
     name = f"_auwgent_generated_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader

@@ -4,6 +4,7 @@
     ├── CompileError        .agent sources that do not compile (carries diagnostics)
     ├── ConfigError         a runtime config, auwgent.yml or generated module that cannot be used
     │   └── ContextError    a context value of the wrong type, or an undeclared required key
+    ├── IngestionError      background memory ingestion failed (reported, never raised by run)
     ├── ProviderError       a model provider failed after its retries
     ├── ToolError           a tool implementation failed or broke its contract
     └── WorkflowError       a workflow failed while running (names the .agent file and line)
@@ -55,6 +56,10 @@ class ProviderError(AuwgentError):
         label = _API_LABELS.get(provider, provider)
         where = f"{label} API error" + (f" ({status})" if status is not None else "")
         super().__init__(f"{where}: {message}")
+
+
+class IngestionError(AuwgentError):
+    """Memory ingestion after a run failed; logged and passed to middleware ``onError``."""
 
 
 class ToolError(AuwgentError):

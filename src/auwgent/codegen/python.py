@@ -526,8 +526,11 @@ class _Emitter:
         w.blank()
         w.fill("if TYPE_CHECKING:")
         with w.indent():
+            w.fill("from datetime import datetime")
+            w.blank()
             w.fill("import httpx")
             w.blank()
+            w.fill("from auwgent.runtime.memory import MemoryConfig as _MemoryConfig")
             w.fill("from auwgent.runtime.providers.base import Provider as _Provider")
         w.blank(2)
         w.fill("__all__ = [")
@@ -539,6 +542,7 @@ class _Emitter:
     def public_names(self) -> list[str]:
         names = {
             "AgentName", "ToolName", "WorkflowName", "HelperName", "ConfigName", "IntentName",
+            "PersonaName",
             "OutputTypeName", "MaybeAwaitable", "IntentControl", "MiddlewareContext",
             "PartialIntent", "ResponseTextPartialIntent", "AuwgentSession", "AuwgentContext",
             "AuwgentApiKeys", "AuwgentBaseUrls", "AuwgentRetry", "AuwgentTimeouts",
@@ -565,6 +569,7 @@ class _Emitter:
             ("WorkflowName", p.workflows()),
             ("HelperName", p.helpers()),
             ("ConfigName", sorted(configs, key=lambda c: c != "default")),
+            ("PersonaName", list(self.doc.get("personas", {}))),
             ("IntentName", names),
             ("OutputTypeName", variants),
         ]
@@ -763,6 +768,10 @@ class _Emitter:
             ),
             _Field("middleware", "Sequence[object]", True, "Middleware classes or instances."),
             _Field("config", "ConfigName", True, "The named config to run with."),
+            _Field("persona", "PersonaName", True, "The persona runs take on."),
+            _Field("timezone", "str", True, 'The date line\'s zone, e.g. "Africa/Accra".'),
+            _Field("clock", "Callable[[], datetime]", True, "Replaces the system clock."),
+            _Field("memory", "_MemoryConfig", True, "Recall and background ingestion."),
             _Field("baseUrls", "AuwgentBaseUrls", True),
             _Field("maxToolLoops", "int", True),
             _Field("maxOutputRetries", "int", True),

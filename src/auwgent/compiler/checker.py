@@ -36,6 +36,7 @@ KIND_CODES = {
     "prompt": "E2012",
     "helper": "E2013",
     "intent": "E2014",
+    "persona": "E2090",
     "type": "E2010",
 }
 

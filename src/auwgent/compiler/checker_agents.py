@@ -123,6 +123,8 @@ class AgentChecker(PromptChecker):
                     self.check_model_decl(decl)
                 case n.PromptDecl():
                     self.check_prompt_decl(decl)
+                case n.PersonaDecl():
+                    self.check_persona_decl(decl)
                 case n.IntentDecl():
                     self.check_intent_decl(decl)
                 case n.AgentDecl():
@@ -200,6 +202,7 @@ class AgentChecker(PromptChecker):
         tools = self.check_tools(parts.tools, names)
         self.check_workflows(parts, tools, names, ctx, owner)
         self.check_helpers(parts, tools, names)
+        self.check_personas(parts, env_ctx)
         self.check_intents(parts)
         self.check_example_count(decl, parts)
 
@@ -586,6 +589,20 @@ class AgentChecker(PromptChecker):
                 name.span,
                 help=did_you_mean(name.text, tools) or "list tools declared in this agent",
             )
+
+    def check_personas(self, parts: AgentParts, env: Env) -> None:
+        """``personas { A, B }``: declared personas, each once; their ``ctx`` reads checked."""
+        for extra in parts.personas[1:]:
+            self._twice(extra.span, "personas", parts.personas[0].span)
+        seen: dict[str, Span] = {}
+        for block in parts.personas[:1]:
+            for name in block.names:
+                if self.duplicate(name, seen, "persona"):
+                    continue
+                symbol = self.lookup_kind(name.text, name.span, "persona")
+                if symbol is not None:
+                    assert isinstance(symbol.decl, n.PersonaDecl)
+                    self.check_prompt_use(symbol.path, symbol.decl, env)
 
     def check_intents(self, parts: AgentParts) -> None:
         """``intent: A + B`` or inline ``intent: { A { ... } }``."""

@@ -170,6 +170,10 @@ class PromptChecker(Checker):
         env = env_for_prompt(params, None)
         self.prompt_items(decl.items, env)
 
+    def check_persona_decl(self, decl: n.PersonaDecl) -> None:
+        """A persona's body (no parameters; ``ctx`` checked for each agent that lists it)."""
+        self.prompt_items(decl.items, env_for_prompt((), None))
+
     def prompt_items(self, items: tuple[n.PromptItem, ...], env: Env) -> None:
         """Type the expressions of prompt items (template truthiness, no calls)."""
         for item in items:
@@ -205,8 +209,10 @@ class PromptChecker(Checker):
                         help="add a `context { ... }` block or remove the schema",
                     )
 
-    def check_prompt_use(self, symbol_path: str, decl: n.PromptDecl, env: Env) -> None:
-        """Check a named prompt's ``ctx.x`` reads and schema targets for one agent."""
+    def check_prompt_use(
+        self, symbol_path: str, decl: n.PromptDecl | n.PersonaDecl, env: Env
+    ) -> None:
+        """Check a named prompt's or persona's ``ctx.x`` reads and schemas for one agent."""
         key = (f"{symbol_path}::{decl.name.text}", env.ctx_owner)
         if key in self.state.prompt_uses:
             return

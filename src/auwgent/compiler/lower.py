@@ -136,6 +136,7 @@ class _Lowering:
         self.agents: dict[str, JSON] = {}
         self.types: dict[str, JSON] = {}
         self.prompts: dict[str, JSON] = {}
+        self.personas: dict[str, JSON] = {}
         self.owners: dict[tuple[str, str], str] = {}  # (table, name) -> symbol key
         self.diagnostics: list[Diagnostic] = []
 
@@ -158,6 +159,7 @@ class _Lowering:
             "agents": self.agents,
             "types": self.types,
             "prompts": self.prompts,
+            "personas": self.personas,
         }
 
     # -- names that meet in one document -------------------------------------------------
@@ -219,6 +221,7 @@ class _AgentLowering:
             "tools": [lower_tool(low, t) for t in parts.tools],
             "workflows": [lower_workflow(low, w, parts.tools) for w in parts.workflows],
             "helpers": [self.helper_use(use) for use in helpers],
+            "personas": self.personas(),
             "intents": self.intents(),
             "examples": [lower_example(c) for c in chosen],
             "dropped_examples": [lower_example(c) for c in dropped],
@@ -289,6 +292,15 @@ class _AgentLowering:
             case _:
                 grant = "none"
         return {"name": use.name.text, "tools": grant, "handoff": use.handoff}
+
+    def personas(self) -> list[str]:
+        """The names listed in ``personas { }``; their bodies go to the document's table."""
+        out: list[str] = []
+        for block in self.parts.personas[:1]:
+            for name in block.names:
+                if name.text not in out and named_persona(self.low, name.text, name.span):
+                    out.append(name.text)
+        return out
 
     def intents(self) -> list[JSON]:
         out: list[JSON] = []
@@ -460,6 +472,18 @@ def named_prompt(low: _Lowering, name: str, span: Span) -> None:
             "params": [low_field(low, p) for p in decl.params or ()],
             "body": [lower_prompt_item(low, item) for item in decl.items],
         }
+
+
+def named_persona(low: _Lowering, name: str, span: Span) -> bool:
+    """Add the persona ``name`` to the ``personas`` table; False if it is not a persona."""
+    symbol = low.scope.lookup(name)
+    if symbol is None or not isinstance(symbol.decl, n.PersonaDecl):
+        return False
+    if low.claim("personas", name, symbol.key, span):
+        with low.within(symbol.path):
+            body = [lower_prompt_item(low, item) for item in symbol.decl.items]
+        low.personas[name] = {"name": name, "body": body}
+    return True
 
 
 def lower_prompt_item(low: _Lowering, item: n.PromptItem) -> JSON:
@@ -720,6 +744,11 @@ class _Names:
                     found = low.scope.lookup(use.name.text)
                     if found is not None and isinstance(found.decl, n.AgentDecl):
                         self.agent(found.decl, found)
+            for personas in parts.personas[:1]:
+                for name in personas.names:
+                    found = low.scope.lookup(name.text)
+                    if found is not None and isinstance(found.decl, n.PersonaDecl):
+                        low.claim("personas", name.text, found.key, name.span)
             for attach in parts.intents[:1]:
                 for item in attach.items:
                     if isinstance(item, n.NameRef):

@@ -22,6 +22,7 @@ class AgentParts:
         "tools",
         "workflows",
         "helpers",
+        "personas",
         "intents",
         "descriptions",
     )
@@ -34,6 +35,7 @@ class AgentParts:
         self.tools: list[n.ToolDecl] = []
         self.workflows: list[n.WorkflowDecl] = []
         self.helpers: list[n.HelpersBlock] = []
+        self.personas: list[n.PersonasBlock] = []
         self.intents: list[n.IntentAttach] = []
         self.descriptions: list[n.DescriptionEntry] = []
 
@@ -61,6 +63,7 @@ _GROUPS: dict[type, str] = {
     n.ToolDecl: "tools",
     n.WorkflowDecl: "workflows",
     n.HelpersBlock: "helpers",
+    n.PersonasBlock: "personas",
     n.IntentAttach: "intents",
     n.DescriptionEntry: "descriptions",
 }

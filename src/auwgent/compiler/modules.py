@@ -3,7 +3,7 @@
 Every ``.agent`` file is a module keyed by its path relative to the source root
 (``"helpers/data.agent"``, always ``/``-separated). ``import { A } from "./x"`` resolves
 relative to the importing file, with or without the ``.agent`` suffix. Only ``model``,
-``prompt``, ``type``, ``helper`` and ``intent`` declarations can be exported; tools and
+``prompt``, ``persona``, ``type``, ``helper`` and ``intent`` declarations can be exported; tools and
 workflows live with their agent.
 
 Diagnostics (``E1xxx``) point at the import or the export that is wrong. A name whose import
@@ -23,7 +23,7 @@ from .records import record
 from .source import SourceFile
 
 #: Declarations that have a name in a file's top-level scope.
-NamedDecl = n.ModelDecl | n.TypeDecl | n.PromptDecl | n.IntentDecl | n.AgentDecl
+NamedDecl = n.ModelDecl | n.TypeDecl | n.PromptDecl | n.PersonaDecl | n.IntentDecl | n.AgentDecl
 
 SUFFIX = ".agent"
 
@@ -31,6 +31,7 @@ KIND_WORDS: dict[type, str] = {
     n.ModelDecl: "model",
     n.TypeDecl: "type",
     n.PromptDecl: "prompt",
+    n.PersonaDecl: "persona",
     n.IntentDecl: "intent",
 }
 

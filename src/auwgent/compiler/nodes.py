@@ -671,6 +671,24 @@ class PromptDecl:
 
 
 @record
+class PersonaDecl:
+    """``persona Name { ... }``: a prompt body the agent may take on as an overlay."""
+
+    name: Name
+    items: tuple[PromptItem, ...]
+    span: Span
+    export_span: Span | None = None
+
+
+@record
+class PersonasBlock:
+    """``personas { A, B }``: the personas an agent or helper may take on."""
+
+    names: tuple[Name, ...]
+    span: Span
+
+
+@record
 class AgentDecl:
     """``agent Name { ... }`` or ``helper Name { ... }`` (``kind`` says which)."""
 
@@ -743,6 +761,7 @@ AgentMember: TypeAlias = (
     | ToolsBlock
     | WorkflowDecl
     | HelpersBlock
+    | PersonasBlock
     | IntentAttach
     | DescriptionEntry
 )
@@ -753,6 +772,7 @@ Decl: TypeAlias = (
     | ModelDecl
     | TypeDecl
     | PromptDecl
+    | PersonaDecl
     | IntentDecl
     | AgentDecl
     | ToolDecl

@@ -4,8 +4,8 @@ Grammar (words in quotes are contextual keywords; ``*`` repeats, ``[]`` is optio
 between list entries are optional wherever entries may also be separated by line breaks)::
 
     module       := decl*
-    decl         := import | ["export"] (model | type | prompt | intent | agent | tool
-                                          | tools | workflow)
+    decl         := import | ["export"] (model | type | prompt | persona | intent | agent
+                                          | tool | tools | workflow)
     import       := "import" "{" IDENT ("," IDENT)* "}" "from" STRING
     model        := "model" IDENT "{" entry* "}"
     entry        := IDENT ":" value
@@ -21,6 +21,7 @@ between list entries are optional wherever entries may also be separated by line
                   | "{" field* "}" | "(" type_expr ")"
     annotation   := "@desc" STRING | "@example" "(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
+    persona      := "persona" IDENT "{" prompt_item* "}"
     params       := [field ("," field)*]
     prompt_item  := STRING | ("Example" | "example") "{" ("user" | "assistant") ":" STRING ... "}"
                   | "if" "(" expr ")" "{" branch_item* "}" ["else" ("{" branch_item* "}" | if)]
@@ -31,6 +32,7 @@ between list entries are optional wherever entries may also be separated by line
     member       := "default" "config" "{" entry* "}" | "config" IDENT "{" entry* "}"
                   | "context" "{" field* "}" | "input" ":" type_expr | "output" ":" type_expr
                   | tool | tools | workflow | "helpers" "{" helper_use* "}"
+                  | "personas" "{" IDENT ("," IDENT)* "}"
                   | "intent" ":" intent_term ("+" intent_term)*
                   | "description" ":" STRING
     intent_term  := IDENT | "{" (IDENT "{" intent_item* "}")* "}"
@@ -126,7 +128,17 @@ HASH: Final = TokenKind.HASH
 EOF: Final = TokenKind.EOF
 
 
-_DECL_WORDS = ("import", "export", "model", "type", "prompt", "intent", "agent", "helper")
+_DECL_WORDS = (
+    "import",
+    "export",
+    "model",
+    "type",
+    "prompt",
+    "persona",
+    "intent",
+    "agent",
+    "helper",
+)
 _ALL_DECL_WORDS = (*_DECL_WORDS, "tool", "tools", "workflow")
 _MEMBER_WORDS = (
     "default",
@@ -138,6 +150,7 @@ _MEMBER_WORDS = (
     "tools",
     "workflow",
     "helpers",
+    "personas",
     "intent",
     "description",
 )
@@ -175,6 +188,7 @@ _CLOSERS = {RBRACE: LBRACE, RPAREN: LPAREN, RBRACKET: LBRACKET}
 _RESUME_WORDS = frozenset(
     ("let", "return", "if", "tool", "tools", "workflow", "description", "default", "config")
     + ("context", "input", "output", "helpers", "intent", "model", "prompt", "embedding")
+    + ("personas",)
 )
 
 
@@ -493,7 +507,7 @@ class _Parser:
         if self.kinds[pos] is not IDENT or not self.newlines[pos]:
             return False
         text = self.texts[pos]
-        if text in ("agent", "helper", "import", "export", "type", "prompt"):
+        if text in ("agent", "helper", "import", "export", "type", "prompt", "persona"):
             return self.kind(1) is IDENT or text in ("import", "export")
         if text in ("model", "intent"):
             return self.kind(1) is IDENT and self.kind(2) is LBRACE
@@ -553,8 +567,8 @@ class _Parser:
             if word == "import" and export:
                 raise self.fail("a declaration after `export`", help="imports cannot be exported")
             raise self.fail(
-                "a declaration (`agent`, `helper`, `model`, `type`, `prompt`, `intent`, "
-                "`tool`, `tools`, `workflow` or `import`)",
+                "a declaration (`agent`, `helper`, `model`, `type`, `prompt`, `persona`, "
+                "`intent`, `tool`, `tools`, `workflow` or `import`)",
                 code="E0102",
                 help=did_you_mean(word, _ALL_DECL_WORDS) if word else None,
             )
@@ -603,6 +617,17 @@ class _Parser:
             stop=self.starts_declaration,
         )
         return n.PromptDecl(name, params, tuple(items), self.with_export(export, span), export)
+
+    def parse_persona(self, export: Span | None) -> n.PersonaDecl:
+        keyword = self.advance_span()
+        name = self.expect_name("a persona name after `persona`")
+        items, span = self.block(
+            f"`persona {name.text}`",
+            keyword,
+            self.parse_prompt_item,
+            stop=self.starts_declaration,
+        )
+        return n.PersonaDecl(name, tuple(items), self.with_export(export, span), export)
 
     def parse_intent_decl(self, export: Span | None) -> n.IntentDecl:
         keyword = self.advance_span()
@@ -710,6 +735,17 @@ class _Parser:
         keyword = self.advance_span()
         uses, span = self.block("`helpers`", keyword, self.parse_helper_use)
         return n.HelpersBlock(tuple(uses), span)
+
+    def parse_personas(self) -> n.PersonasBlock:
+        keyword = self.advance_span()
+        self.expect(LBRACE, "`{` after `personas`")
+        names: list[n.Name] = []
+        while not self.at(RBRACE):
+            names.append(self.expect_name("a persona name"))
+            if not self.eat(COMMA) and not self.newlines[self.pos]:
+                break
+        self.expect(RBRACE, "`,` or `}` in the `personas` list")
+        return n.PersonasBlock(tuple(names), self.since(keyword))
 
     def parse_helper_use(self) -> n.HelperUse:
         name = self.expect_name("a helper name")
@@ -1365,6 +1401,7 @@ _DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
     "model": _Parser.parse_model,
     "type": _Parser.parse_type_decl,
     "prompt": _Parser.parse_prompt,
+    "persona": _Parser.parse_persona,
     "intent": _Parser.parse_intent_decl,
     "agent": _Parser.parse_agent,
     "helper": _Parser.parse_agent,
@@ -1381,6 +1418,7 @@ _MEMBER_PARSERS: dict[str, Callable[[_Parser], n.AgentMember]] = {
     "tools": _Parser.parse_tools_block,
     "workflow": _Parser.parse_workflow,
     "helpers": _Parser.parse_helpers,
+    "personas": _Parser.parse_personas,
     "intent": _Parser.parse_intent_member,
     "description": _Parser.parse_description,
 }

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.memory import Ingestion
     from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
     from auwgent.runtime.providers.base import FunctionSpec, Provider
     from auwgent.runtime.session import Session
@@ -102,6 +103,11 @@ class AgentCore:
             + [i["name"] for a in doc["agents"].values() for i in a["intents"]]
             + [_COMPLETE_SPEC["name"]]
         )
+        self.ingestion: Ingestion | None = None
+        if self.options.memory is not None:
+            from auwgent.runtime.memory import Ingestion
+
+            self.ingestion = Ingestion(self.options.memory)
         self._contracts: dict[Any, Contract] = {}
         self._sections: dict[Any, str] = {}
         self._referenced: dict[Any, set[str]] = {}
@@ -268,9 +274,20 @@ class AgentCore:
         return found
 
     def system_prompt(
-        self, inv: Invocation, codec: Codec, contract: Contract, context: Mapping[str, Any]
+        self,
+        inv: Invocation,
+        codec: Codec,
+        contract: Contract,
+        context: Mapping[str, Any],
+        *,
+        persona: str | None = None,
+        memory: str = "",
     ) -> str:
-        """Config prompt, protocol section, context section, then the date (stable → dynamic)."""
+        """The system prompt, stable to dynamic (docs/prompts.md, "The order of a request"):
+
+        the config prompt and the protocol section, the active persona (when ``inv``'s agent
+        lists it), the Memory section, the context section, then the date-and-time line.
+        """
         from auwgent.runtime import prompts
         from auwgent.runtime.engine import assemble_system, now_line
 
@@ -284,14 +301,43 @@ class AgentCore:
         section = self._sections.get(skey)
         if section is None:
             section = self._sections[skey] = codec.system_section(contract)
+        options = self.options
         return assemble_system(
             [
                 prompts.render_prompt(self.doc, inv.agent, cfg, context),
                 section,
+                self.persona_section(inv.agent, persona, context),
+                memory,
                 self.context_schema.section(inv.agent, context, referenced),
-                now_line(),
+                now_line(options.timezone, options.clock),
             ]
         )
+
+    def persona_section(
+        self, agent: Mapping[str, Any], persona: str | None, context: Mapping[str, Any]
+    ) -> str:
+        """The "Active persona" section, or '' when none is active or ``agent`` lacks it."""
+        if persona is None or persona not in agent.get("personas", ()):
+            return ""
+        from auwgent.runtime import prompts
+
+        body = prompts.render_body(
+            self.doc["personas"][persona]["body"],
+            {},
+            context,
+            schema_text=prompts.schema_text_for(self.doc, agent),
+        )
+        return f"Active persona: {persona}\n{body}" if body.strip() else ""
+
+    def check_persona(self, name: Any, where: str) -> str | None:
+        """``name`` if the IR declares a persona of that name (``None`` clears); else an error."""
+        if name is None:
+            return None
+        valid = list(self.doc.get("personas", {}))
+        if name not in valid:
+            listed = ", ".join(valid) if valid else "none (this agent lists no personas)"
+            raise ConfigError(f"{where}: unknown persona {name!r}; valid personas: {listed}")
+        return str(name)
 
 
 def _provider_override(value: Any) -> Provider | None:
@@ -322,6 +368,7 @@ class Agent:
         self._core = core
         self._context: dict[str, Any] = dict(context)
         self._config = config_name
+        self._persona = core.check_persona(core.options.persona, "persona")
         #: The session of the last finished ``run`` / ``stream``.
         self.last_session: Session | None = None
 
@@ -357,6 +404,20 @@ class Agent:
         """Merge ``data`` into the context; declared keys are type-checked (``ContextError``)."""
         self._context.update(self._core.context_schema.check(data, "set_context"))
 
+    @property
+    def persona(self) -> str | None:
+        """The persona runs take on unless ``run(..., persona=)`` says otherwise."""
+        return self._persona
+
+    def use_persona(self, name: str | None) -> None:
+        """Make ``name`` the persona runs take on (``None``: no persona)."""
+        self._persona = self._core.check_persona(name, "use_persona")
+
+    async def drain(self) -> None:
+        """Wait until background memory ingestion has finished (returns at once without it)."""
+        if self._core.ingestion is not None:
+            await self._core.ingestion.drain()
+
     async def run(
         self,
         text: str,
@@ -364,9 +425,10 @@ class Agent:
         session: Session | Mapping[str, Any] | None = None,
         config: str | None = None,
         conversation_id: str | None = None,
+        persona: str | None = None,
     ) -> Session:
         """Run one user input and return the session (continue ``session`` when given)."""
-        return await self._run(text, session, config, conversation_id, None)
+        return await self._run(text, session, config, conversation_id, None, persona)
 
     def run_sync(
         self,
@@ -375,8 +437,12 @@ class Agent:
         session: Session | Mapping[str, Any] | None = None,
         config: str | None = None,
         conversation_id: str | None = None,
+        persona: str | None = None,
     ) -> Session:
-        """:meth:`run` for synchronous code (not from inside a running event loop)."""
+        """:meth:`run` for synchronous code (not from inside a running event loop).
+
+        Memory ingestion is waited for before it returns: its event loop ends with the call.
+        """
         import asyncio
 
         try:
@@ -389,19 +455,24 @@ class Agent:
         async def once() -> Session:
             try:
                 return await self.run(
-                    text, session=session, config=config, conversation_id=conversation_id
+                    text,
+                    session=session,
+                    config=config,
+                    conversation_id=conversation_id,
+                    persona=persona,
                 )
             finally:
                 # The loop ends with this call: its connections cannot serve the next one.
+                await self.drain()
                 await self._core.release_client()
 
         return asyncio.run(once())
 
     async def aclose(self) -> None:
-        """Release the HTTP client the agent created (a config ``httpClient`` stays open).
-
-        The agent stays usable: a later run creates a new client.
+        """Wait for memory ingestion, then release the HTTP client the agent created (a config
+        ``httpClient`` stays open). The agent stays usable: a later run creates a new client.
         """
+        await self.drain()
         await self._core.release_client()
 
     async def __aenter__(self: _AgentT) -> _AgentT:
@@ -417,6 +488,7 @@ class Agent:
         session: Session | Mapping[str, Any] | None = None,
         config: str | None = None,
         conversation_id: str | None = None,
+        persona: str | None = None,
     ) -> AsyncIterator[IntentEvent]:
         """Run one input, yielding every intent (partials included) as it happens.
 
@@ -428,7 +500,7 @@ class Agent:
 
         async def produce() -> None:
             try:
-                await self._run(text, session, config, conversation_id, queue)
+                await self._run(text, session, config, conversation_id, queue, persona)
             finally:
                 queue.put_nowait(None)
 
@@ -451,6 +523,7 @@ class Agent:
         config: str | None,
         conversation_id: str | None,
         sink: asyncio.Queue[IntentEvent | None] | None,
+        persona: str | None = None,
     ) -> Session:
         if not isinstance(text, str):
             raise TypeError(f"run() takes the user's text as a str, got {type(text).__name__}")
@@ -459,15 +532,20 @@ class Agent:
         selected = self._config
         if config is not None:
             selected = _check_config_name(self._core.doc, config, "run(config=)")
+        chosen = self._persona
+        if persona is not None:
+            chosen = self._core.check_persona(persona, "run(persona=)")
         run = Run(
             self._core,
             context=dict(self._context),
             config=selected,
             conversation_id=conversation_id,
             sink=sink,
+            persona=chosen,
         )
         result = await run.execute(text, session)
         self.last_session = result
+        run.start_ingestion()
         return result
 
 

@@ -6,19 +6,26 @@ Every mistake raises :class:`~auwgent.errors.ConfigError` naming the key path. T
 ``baseUrls``, ``maxToolLoops``, ``maxOutputRetries``, ``protocol`` (``"blocks"`` or
 ``"native"``), ``retry`` ``{attempts, baseDelay, maxDelay}``, ``timeouts`` ``{connect,
 firstByte, idle, run}`` (seconds), ``httpClient`` (an ``httpx.AsyncClient``) and ``provider``
-(a Provider instance, or ``"offline"``) which replaces every model of the agent.
+(a Provider instance, or ``"offline"``) which replaces every model of the agent, ``persona``
+(the persona runs take on), ``timezone`` (an IANA zone name for the date-and-time line; the
+machine's local zone by default), ``clock`` (a function returning an aware ``datetime``) and
+``memory`` (see :mod:`auwgent.runtime.memory`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
 from auwgent.runtime.providers.http import RetryPolicy, Timeouts
+
+if TYPE_CHECKING:
+    from auwgent.runtime.memory import MemoryOptions
 
 __all__ = [
     "CONFIG_KEYS",
@@ -47,6 +54,10 @@ CONFIG_KEYS = (
     "timeouts",
     "httpClient",
     "provider",
+    "persona",
+    "timezone",
+    "clock",
+    "memory",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10
@@ -65,6 +76,10 @@ class RuntimeOptions:
     run_timeout: float | None = None
     base_urls: Mapping[str, str] = field(default_factory=dict)
     http_client: Any = None
+    persona: str | None = None
+    timezone: tzinfo | None = None  # None: the machine's local zone, read at each call
+    clock: Callable[[], datetime] | None = None
+    memory: MemoryOptions | None = None
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
@@ -137,6 +152,17 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
             raise ConfigError(
                 f"httpClient: expected an httpx.AsyncClient, got {type(client).__name__}"
             )
+    persona = config.get("persona")
+    if persona is not None and not isinstance(persona, str):
+        raise ConfigError(f"persona: expected a persona name, got {type(persona).__name__}")
+    clock = config.get("clock")
+    if clock is not None and not callable(clock):
+        raise ConfigError(f"clock: expected a function returning a datetime, got {clock!r}")
+    memory = None
+    if config.get("memory") is not None:
+        from auwgent.runtime.memory import parse_memory_options
+
+        memory = parse_memory_options(config["memory"])
     return RuntimeOptions(
         max_tool_loops=loops,
         max_output_retries=retries,
@@ -146,7 +172,29 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         run_timeout=run_timeout,
         base_urls=dict(base_urls),
         http_client=client,
+        persona=persona,
+        timezone=_timezone(config.get("timezone")),
+        clock=clock,
+        memory=memory,
     )
+
+
+def _timezone(name: Any) -> tzinfo | None:
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"timezone: expected an IANA zone name such as 'Africa/Accra', got {name!r}"
+        )
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only when a zone is configured
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"timezone: unknown time zone {name!r}; use an IANA name such as 'Africa/Accra' "
+            "or 'UTC'"
+        ) from exc
 
 
 # ---------------------------------------------------------------------------------------------

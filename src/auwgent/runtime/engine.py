@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import AuwgentError, ConfigError, ContextError
@@ -85,10 +85,13 @@ class Run:
         config: str | Mapping[str, str] | None,
         conversation_id: str | None,
         sink: asyncio.Queue[IntentEvent | None] | None,
+        persona: str | None = None,
     ) -> None:
         self.core = core
         self.context = context
         self.config = config
+        self.persona = persona
+        self.memory = ""  # the Memory section, fixed for the whole run
         self.sink = sink
         self.handed_off = False
         self.calls = CallRunner(self)
@@ -106,6 +109,8 @@ class Run:
             "embed": self.embed,
             "embed_batch": self.embed_batch,
             "embedBatch": self.embed_batch,
+            "set_persona": self.set_persona,
+            "setPersona": self.set_persona,
         }
 
     # -- the middleware context's functions -------------------------------------------------
@@ -113,6 +118,10 @@ class Run:
     def set_context(self, data: Mapping[str, Any]) -> None:
         """Merge ``data`` into this run's context, checking declared types."""
         self.context.update(self.core.context_schema.check(data, "set_context"))
+
+    def set_persona(self, name: str | None) -> None:
+        """Take on the persona ``name`` from the next model call on (``None``: none)."""
+        self.persona = self.core.check_persona(name, "set_persona")
 
     async def embed(self, text: str | Mapping[str, Any]) -> list[float]:
         """Embed one text with the active config's ``embedding`` model.
@@ -156,10 +165,89 @@ class Run:
             except Exception as exc:
                 await self.fail(exc, start, prefix="onRunStart failed: ")
                 return self.session
+            await self._recall(text, start)
             await self._drive_with_timeout(start)
         finally:
             await self._finish(start)
         return self.session
+
+    # -- memory ------------------------------------------------------------------------------
+
+    async def _recall(self, text: str, start: str) -> None:
+        """Fill the Memory section from the store, searched with the user's input.
+
+        A store that fails is reported (``onError``, the ``auwgent`` logger) and the run goes
+        on without memory: recall only adds context, it grants nothing.
+        """
+        options = self.core.options.memory
+        if options is None:
+            return
+        self._lend_embedder(options.store)
+        try:
+            facts = await options.store.search(text, options.limit)
+            from auwgent.runtime.memory import render_memory
+
+            self.memory = render_memory(facts, options.budget, options.counter)
+        except Exception as exc:
+            await self.report_memory_error(exc, f"memory search failed: {describe_error(exc)}")
+
+    def _lend_embedder(self, store: Any) -> None:
+        """Give a store that can use one the root config's embedding model (when declared)."""
+        use = getattr(store, "use_embedder", None)
+        agent = self.core.doc["agents"][self.core.root]
+        model = agent["configs"][self.core.config_for(agent, self.config)].get("embedding")
+        if use is None or not model:
+            return
+        core = self.core
+
+        async def embed(texts: list[str]) -> list[list[float]]:
+            return await core.provider(model).embed(list(texts), str(model["model"]))
+
+        use(embed)
+
+    async def report_memory_error(self, error: BaseException, message: str) -> None:
+        """Log a memory failure and pass it to ``onError`` as an ``IngestionError``."""
+        from auwgent.errors import IngestionError
+        from auwgent.runtime.memory import log
+
+        wrapped = error if isinstance(error, IngestionError) else IngestionError(message)
+        if wrapped is not error:
+            wrapped.__cause__ = error
+            log.error("%s", message, exc_info=error)
+        try:
+            await self.core.middleware.error(wrapped, self.session, self.ctx)
+        except Exception:
+            log.exception("onError failed while reporting a memory error")
+
+    def start_ingestion(self) -> None:
+        """Learn from the finished turn in the background (memory on, the turn not failed)."""
+        ingestion, turn = self.core.ingestion, self.turn
+        if ingestion is None or turn is None or turn["status"] == "error":
+            return
+
+        async def report(error: BaseException) -> None:
+            await self.core.middleware.error(error, self.session, self.ctx)
+
+        ingestion.start(turn, self._extract_facts, report)
+
+    async def _extract_facts(self, turn: Mapping[str, Any]) -> list[str]:
+        """The default ingester: the root agent's own model, asked with the extraction prompt."""
+        from auwgent.runtime.memory import EXTRACTION_PROMPT, parse_facts
+
+        agent = self.core.doc["agents"][self.core.root]
+        cfg = agent["configs"][self.core.config_for(agent, self.config)]
+        request = ModelRequest(
+            model=str(cfg["model"]["model"]),
+            system=EXTRACTION_PROMPT,
+            messages=(Message(role="user", content=_transcript(turn)),),
+            options=cfg["model"].get("options") or {},
+        )
+        chunks = [
+            event.text
+            async for event in self.core.provider(cfg["model"]).stream(request)
+            if isinstance(event, TextDelta)
+        ]
+        return parse_facts("".join(chunks))
 
     def _start_agent(self, session: Session) -> str:
         name = session["stack"][-1]["agent"]
@@ -455,7 +543,9 @@ class Run:
         """One model call: prompt, stream, decode, dispatch; calls are awaited before returning."""
         core = self.core
         cfg = inv.agent["configs"][inv.config_name]
-        system = core.system_prompt(inv, codec, contract, self.context)
+        system = core.system_prompt(
+            inv, codec, contract, self.context, persona=self.persona, memory=self.memory
+        )
         self.ctx["activeAgent"] = inv.name
         self.ctx["systemPrompt"] = system
         rnd = _Round()
@@ -647,6 +737,18 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
+def _transcript(turn: Mapping[str, Any]) -> str:
+    """One turn as the default ingester shows it to the model: the input and the answers."""
+    lines = [f"User: {turn['input']['text']}"]
+    for intent in turn.get("intents", ()):
+        value = intent.get("value")
+        if intent.get("name") == "response_text" and isinstance(value, Mapping):
+            lines.append(f"Assistant: {value.get('text', '')}")
+        elif intent.get("name") == "response_schema" and isinstance(value, Mapping):
+            lines.append(f"Assistant (structured): {json.dumps(value.get('response'))}")
+    return "\n".join(lines)
+
+
 def _feedback(problems: Sequence[str]) -> str:
     return "Your last response could not be used:\n- " + "\n- ".join(problems)
 
@@ -654,13 +756,24 @@ def _feedback(problems: Sequence[str]) -> str:
 _now_cache: list[Any] = [None, ""]  # [the whole second it was made for, the line]
 
 
-def now_line() -> str:
-    """The current date and time line that ends every system prompt."""
-    now = datetime.now(timezone.utc)
+def now_line(zone: tzinfo | None = None, clock: Callable[[], datetime] | None = None) -> str:
+    """The date-and-time line that ends every system prompt, in ``zone`` (default: local).
+
+    ISO 8601 with the UTC offset, then a human-readable form with the zone's abbreviation:
+    ``Current date and time: 2026-12-01T10:30:00+00:00 (Tuesday, 01 December 2026 10:30 GMT)``.
+    ``clock`` (the config's) replaces the system clock; a naive time it returns is read in
+    ``zone``.
+    """
+    now = clock() if clock is not None else datetime.now(timezone.utc)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=zone) if zone is not None else now.astimezone()
+    now = now.astimezone(zone) if zone is not None else now.astimezone()
     second = now.replace(microsecond=0)
-    if _now_cache[0] != second:  # formatting costs more than the clock: once per second
+    if _now_cache[0] != second or _now_cache[0].tzinfo is not second.tzinfo:
+        # Formatting costs more than the clock: once per second (and zone).
         _now_cache[1] = (
-            f"Current date and time: {second.isoformat()} ({now:%A, %d %B %Y %H:%M} UTC)"
+            f"Current date and time: {second.isoformat()} "
+            f"({second:%A, %d %B %Y %H:%M} {second.tzname() or second.strftime('%z')})"
         )
         _now_cache[0] = second
     return str(_now_cache[1])

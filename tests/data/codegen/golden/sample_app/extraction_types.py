@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -53,6 +56,7 @@ __all__ = [
     "OutputTypeName",
     "PartialIntent",
     "Person",
+    "PersonaName",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
     "ResponseSchemaOrganisationIntent",
@@ -77,6 +81,7 @@ ToolName = str
 WorkflowName = str
 HelperName = str
 ConfigName = Literal["default"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -279,6 +284,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -544,7 +557,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:298f6d52758bd052c90bfe9f2309209617883f5962450d88d4bfe37c09e938af"
+IR_HASH = "sha256:25bc3053eaa2cdabb6d9544ff9c90f8890baa143bd11686e989c0ca49278b0e4"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -601,13 +614,15 @@ IR_JSON = (
     '          }\n'
     '        ]\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [],\n'
     '      "workflows": []\n'
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:298f6d52758bd052c90bfe9f2309209617883f5962450d88d4bfe37c09e938af",\n'
+    '  "hash": "sha256:25bc3053eaa2cdabb6d9544ff9c90f8890baa143bd11686e989c0ca49278b0e4",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {\n'
     '    "ExtractionPrompt": {\n'
     '      "body": [\n'

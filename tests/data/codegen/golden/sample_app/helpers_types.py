@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -53,6 +56,7 @@ __all__ = [
     "MiddlewareContext",
     "OutputTypeName",
     "PartialIntent",
+    "PersonaName",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
     "ResponseTextIntent",
@@ -75,6 +79,7 @@ ToolName = Literal["db_query_users", "db_query_products", "detect_low_stock", "c
 WorkflowName = Literal["comprehensive_analysis"]
 HelperName = Literal["DataAnalyzer"]
 ConfigName = Literal["default"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -274,6 +279,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -576,7 +589,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:1abe2d80bfac8585a39655c05def300136532fe749bc35e345492ab6f94418c5"
+IR_HASH = "sha256:4fa87849f5e09771b24174c1aa1009e41037d9de78f8e09c1ba772f29b22df18"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -645,6 +658,7 @@ IR_JSON = (
     '        "kind": "ref",\n'
     '        "name": "AnalysisReport"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Find products with low stock levels",\n'
@@ -823,6 +837,7 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Query users from the database",\n'
@@ -865,8 +880,9 @@ IR_JSON = (
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:1abe2d80bfac8585a39655c05def300136532fe749bc35e345492ab6f94418c5",\n'
+    '  "hash": "sha256:4fa87849f5e09771b24174c1aa1009e41037d9de78f8e09c1ba772f29b22df18",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "helpers.agent",\n'

@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -52,6 +55,7 @@ __all__ = [
     "MiddlewareContext",
     "OutputTypeName",
     "PartialIntent",
+    "PersonaName",
     "PlanningIntent",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
@@ -75,6 +79,7 @@ ToolName = str
 WorkflowName = str
 HelperName = str
 ConfigName = Literal["default"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -274,6 +279,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -567,7 +580,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:d9f4c0b5bae5bfbc587c35cecf631d94483562b2784dd90efc4a360cc736f1c9"
+IR_HASH = "sha256:ee2b6f3b395de6b259c1dbe71281095ef1460685a77169f6a52074c1c3d61db1"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -676,13 +689,15 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [],\n'
     '      "workflows": []\n'
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:d9f4c0b5bae5bfbc587c35cecf631d94483562b2784dd90efc4a360cc736f1c9",\n'
+    '  "hash": "sha256:ee2b6f3b395de6b259c1dbe71281095ef1460685a77169f6a52074c1c3d61db1",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "intents.agent",\n'

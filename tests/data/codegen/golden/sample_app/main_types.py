@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -51,6 +54,7 @@ __all__ = [
     "MiddlewareContext",
     "OutputTypeName",
     "PartialIntent",
+    "PersonaName",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
     "ResponseTextIntent",
@@ -73,6 +77,7 @@ ToolName = str
 WorkflowName = str
 HelperName = str
 ConfigName = Literal["default"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -256,6 +261,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -521,7 +534,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:62b8dc03ff7afd51e5dee76c76833abe3a0a3e4b9217f666110a8b7f85255631"
+IR_HASH = "sha256:478079ddfcf092802604459bc3c405085446981595369cbc5ca826248ee62012"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -603,13 +616,15 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [],\n'
     '      "workflows": []\n'
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:62b8dc03ff7afd51e5dee76c76833abe3a0a3e4b9217f666110a8b7f85255631",\n'
+    '  "hash": "sha256:478079ddfcf092802604459bc3c405085446981595369cbc5ca826248ee62012",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {\n'
     '    "BasePrompt": {\n'
     '      "body": [\n'

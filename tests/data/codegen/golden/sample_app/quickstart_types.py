@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -51,6 +54,7 @@ __all__ = [
     "MiddlewareContext",
     "OutputTypeName",
     "PartialIntent",
+    "PersonaName",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
     "ResponseTextIntent",
@@ -73,6 +77,7 @@ ToolName = str
 WorkflowName = str
 HelperName = str
 ConfigName = Literal["default"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -253,6 +258,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -518,7 +531,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:d664db79990cac7bd0f8e74c9d8e60727b0b9f6053e6baee23ca5b53a2057b69"
+IR_HASH = "sha256:d24f1231003528e2a620864464618e70ed2bfc07ba7a4659b7bea1901885575f"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -574,13 +587,15 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [],\n'
     '      "workflows": []\n'
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:d664db79990cac7bd0f8e74c9d8e60727b0b9f6053e6baee23ca5b53a2057b69",\n'
+    '  "hash": "sha256:d24f1231003528e2a620864464618e70ed2bfc07ba7a4659b7bea1901885575f",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "quickstart.agent",\n'

@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -51,6 +54,7 @@ __all__ = [
     "MiddlewareContext",
     "OutputTypeName",
     "PartialIntent",
+    "PersonaName",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
     "ResponseTextIntent",
@@ -74,6 +78,7 @@ ToolName = Literal["get_weather", "get_forecast", "get_humidity"]
 WorkflowName = str
 HelperName = str
 ConfigName = Literal["default"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -261,6 +266,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -554,7 +567,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:3e453ef48e95d43d1292b1f2bbb322428fda0e472dd0366c5e239e2b0787178d"
+IR_HASH = "sha256:6cd7edc8e9c799c06d0292714d337cb1b2ab27fb3033b7e0511d2350a212914a"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -626,6 +639,7 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Gets the current weather for a given location",\n'
@@ -704,8 +718,9 @@ IR_JSON = (
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:3e453ef48e95d43d1292b1f2bbb322428fda0e472dd0366c5e239e2b0787178d",\n'
+    '  "hash": "sha256:6cd7edc8e9c799c06d0292714d337cb1b2ab27fb3033b7e0511d2350a212914a",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "weather.agent",\n'

@@ -17,8 +17,11 @@ from auwgent.runtime.agent import create_agent as _create_agent
 from auwgent.runtime.session import Session as AuwgentSession
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
 
+    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
     from auwgent.runtime.providers.base import Provider as _Provider
 
 
@@ -51,6 +54,7 @@ __all__ = [
     "MiddlewareContext",
     "OutputTypeName",
     "PartialIntent",
+    "PersonaName",
     "ROOT_AGENT",
     "ResponseSchemaIntent",
     "ResponseTextIntent",
@@ -73,6 +77,7 @@ ToolName = Literal["get_user", "remove_user"]
 WorkflowName = Literal["delete_user"]
 HelperName = str
 ConfigName = Literal["default", "Strict"]
+PersonaName = str
 IntentName = Literal[
     "response_text",
     "response_schema",
@@ -256,6 +261,14 @@ class AuwgentConfig(TypedDict, total=False):
     middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
+    #: The persona runs take on.
+    persona: PersonaName
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
     maxToolLoops: int
     maxOutputRetries: int
@@ -537,7 +550,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:b2d1316e886c45126ba1457a8a68d58e25dcf16209df7d6075fd36fd25ce00b9"
+IR_HASH = "sha256:2d56fa1993900f1c88fa9e09e5c58a1b380a0e7887894cdf471540c93319d4e9"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -651,6 +664,7 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Retrieves a user record by ID",\n'
@@ -790,8 +804,9 @@ IR_JSON = (
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:b2d1316e886c45126ba1457a8a68d58e25dcf16209df7d6075fd36fd25ce00b9",\n'
+    '  "hash": "sha256:2d56fa1993900f1c88fa9e09e5c58a1b380a0e7887894cdf471540c93319d4e9",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "workflows.agent",\n'

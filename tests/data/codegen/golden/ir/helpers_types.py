@@ -615,7 +615,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:35e0503f2dcf93c294290bff762c5381c3d11218210236cca2147d32725f9c13"
+IR_HASH = "sha256:35ef2fb52c80dfd112e6c5e8d60dadd31caa1df76dbb38e4e473dd4ec1878e9f"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -679,6 +679,7 @@ IR_JSON = (
     '        "kind": "ref",\n'
     '        "name": "AnalysisReport"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Find products with low stock levels",\n'
@@ -783,6 +784,7 @@ IR_JSON = (
     '        "kind": "ref",\n'
     '        "name": "MainOutput"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Query users from the database",\n'
@@ -807,8 +809,9 @@ IR_JSON = (
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:35e0503f2dcf93c294290bff762c5381c3d11218210236cca2147d32725f9c13",\n'
+    '  "hash": "sha256:35ef2fb52c80dfd112e6c5e8d60dadd31caa1df76dbb38e4e473dd4ec1878e9f",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "helpers.agent",\n'

@@ -531,7 +531,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:7cfda74497923b6780e27af7b9cc2d33c1f377c979cfe15ab9edf45a7e198de4"
+IR_HASH = "sha256:fcf29c8bcb9fe63d2101c16a20c75a234f04c865fde997ca3d1444781cfcb953"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -587,13 +587,15 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [],\n'
     '      "workflows": []\n'
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:7cfda74497923b6780e27af7b9cc2d33c1f377c979cfe15ab9edf45a7e198de4",\n'
+    '  "hash": "sha256:fcf29c8bcb9fe63d2101c16a20c75a234f04c865fde997ca3d1444781cfcb953",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {},\n'
     '  "root": "Main",\n'
     '  "source": "minimal.agent",\n'

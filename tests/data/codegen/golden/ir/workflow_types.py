@@ -550,7 +550,7 @@ class AuwgentAgent(_Agent):
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
-IR_HASH = "sha256:089b61b5fd368ae86777aad7e92f76b191bfb6011a30f2608e1c99ab50df2073"
+IR_HASH = "sha256:b1e824f2b52004e7524989088d8b200c4909f768c31ad437f5a81c7f441dcf09"
 COMPILER_VERSION = "0.1.0"
 #: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
 IR_JSON = (
@@ -656,6 +656,7 @@ IR_JSON = (
     '      "output": {\n'
     '        "kind": "text"\n'
     '      },\n'
+    '      "personas": [],\n'
     '      "tools": [\n'
     '        {\n'
     '          "description": "Retrieves a user record by ID",\n'
@@ -828,8 +829,9 @@ IR_JSON = (
     '    }\n'
     '  },\n'
     '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:089b61b5fd368ae86777aad7e92f76b191bfb6011a30f2608e1c99ab50df2073",\n'
+    '  "hash": "sha256:b1e824f2b52004e7524989088d8b200c4909f768c31ad437f5a81c7f441dcf09",\n'
     '  "ir_version": 1,\n'
+    '  "personas": {},\n'
     '  "prompts": {\n'
     '    "PersonalisedPrompt": {\n'
     '      "body": [\n'

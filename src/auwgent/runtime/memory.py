@@ -290,6 +290,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 # -- the config key ----------------------------------------------------------------------------
 
+
 class MemoryConfig(TypedDict, total=False):
     """The ``"memory"`` key of the runtime config (every key optional)."""
 

@@ -292,6 +292,7 @@ class _Program:
                 yield config["model"]
                 if config.get("embedding"):
                     yield config["embedding"]
+                yield from config.get("fallback", ())
 
     def providers(self) -> list[IR]:
         """One model per distinct API key field: gemini, openai, then custom ids in order."""

@@ -222,6 +222,8 @@ class Checker:
                             annotation.span,
                             help="put `@example(...)` on a tool or workflow",
                         )
+                    elif isinstance(annotation, n.FlagAnnotation):
+                        self.misplaced_flag(annotation, what)
             ty = self.type_of(item.type)
             name = item.name
             if name.text in seen:
@@ -245,6 +247,14 @@ class Checker:
             help="rename or remove one of them",
         )
         return True
+
+    def misplaced_flag(self, annotation: n.FlagAnnotation, what: str) -> None:
+        self.report(
+            "E2033",
+            f"`@{annotation.name}` does not apply to a {what}",
+            annotation.span,
+            help=f"put `@{annotation.name}` on a tool",
+        )
 
     def single_desc(self, annotations: tuple[n.Annotation, ...], what: str) -> None:
         """Report every ``@desc`` after the first one."""

@@ -19,7 +19,15 @@ from .modules import is_exported, kind_word
 from .records import record
 from .source import Span
 
-CONFIG_KEYS = ("model", "prompt", "embedding", "description", "maxToolLoops", "protocol")
+CONFIG_KEYS = (
+    "model",
+    "prompt",
+    "embedding",
+    "fallback",
+    "description",
+    "maxToolLoops",
+    "protocol",
+)
 BUILTIN_INTENTS = frozenset(
     {
         "response_text",
@@ -325,6 +333,8 @@ class AgentChecker(PromptChecker):
                 )
             elif key in ("model", "embedding"):
                 self.check_model_value(entry)
+            elif key == "fallback":
+                self.check_fallback(entry)
             elif key == "prompt":
                 self.check_prompt_value(entry.value, env)
             elif key == "maxToolLoops":
@@ -475,6 +485,8 @@ class AgentChecker(PromptChecker):
                     "a workflow is described with `description:` in its body, not `@desc`",
                     annotation.span,
                 )
+            elif isinstance(annotation, n.FlagAnnotation):
+                self.misplaced_flag(annotation, "workflow")
         params = self.fields_of(workflow.params, "parameter")
         returns = self.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
         if workflow.returns is None:

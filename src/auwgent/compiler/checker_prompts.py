@@ -72,7 +72,26 @@ class PromptChecker(Checker):
 
     def check_model_value(self, entry: n.ConfigEntry) -> None:
         """``model:`` / ``embedding:``: a model name or an inline provider call."""
-        term = self._single_term(entry.value, entry.name.text)
+        self.check_model_term(self._single_term(entry.value, entry.name.text), entry.name.text)
+
+    def check_fallback(self, entry: n.ConfigEntry) -> None:
+        """``fallback: [ModelA, openai("gpt-4o-mini")]``: models tried in order after ``model``."""
+        term = self._single_term(entry.value, "fallback")
+        if term is None:
+            return
+        if not isinstance(term, n.ArrayExpr) or not term.items:
+            self.report(
+                "E2027",
+                "`fallback` must be a non-empty list of models",
+                term.span,
+                help='e.g. `fallback: [Backup, openai("gpt-4o-mini")]`',
+            )
+            return
+        for element in term.items:
+            self.check_model_term(element, "fallback")
+
+    def check_model_term(self, term: n.ConfigTerm | n.Expr | None, what: str) -> None:
+        """One model: the name of a `model` block or an inline provider call."""
         match term:
             case None:
                 return
@@ -85,7 +104,7 @@ class PromptChecker(Checker):
             case _:
                 self.report(
                     "E2027",
-                    f"`{entry.name.text}` must be a model",
+                    f"`{what}` must be a model",
                     term.span,
                     help='name a `model` block, or write `gemini("...")`',
                 )

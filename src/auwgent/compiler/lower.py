@@ -252,12 +252,18 @@ class _AgentLowering:
         prompt = config.entry("prompt")
         loops = config.entry("maxToolLoops")
         protocol = config.entry("protocol")
+        fallback = config.entry("fallback")
+        extra: JSON = {}
+        if fallback is not None and isinstance(fallback.value.terms[0], n.ArrayExpr):
+            elements = fallback.value.terms[0].items
+            extra["fallback"] = [lower_model(low, e) for e in elements]
         return {
             "model": lower_model(low, model.value.terms[0]) if model else None,
             "embedding": lower_model(low, embedding.value.terms[0]) if embedding else None,
             "prompt": [lower_prompt_part(low, t) for t in prompt.value.terms] if prompt else [],
             "max_tool_loops": _literal_term(loops.value) if loops else None,
             "protocol": _string_term(protocol.value) if protocol else None,
+            **extra,
         }
 
     def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> JSON:
@@ -378,7 +384,7 @@ def low_field(low: _Lowering, item: n.Field) -> JSON:
 # Models and configs
 
 
-def lower_model(low: _Lowering, term: n.ConfigTerm) -> JSON | None:
+def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> JSON | None:
     """A ``model:`` value: a model block by name or an inline provider call."""
     name: str | None = None
     if isinstance(term, n.NameRef):
@@ -546,6 +552,7 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
         "params": [low_field(low, p) for p in tool.params],
         "returns": lower_type(low, tool.returns) if tool.returns else {"kind": "string"},
         "examples": [example_args(e) for e in tool.examples],
+        **({"repeatable": True} if tool.repeatable else {}),
     }
 
 

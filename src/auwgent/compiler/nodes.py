@@ -160,6 +160,14 @@ class ExampleAnnotation:
     span: Span
 
 
+@record
+class FlagAnnotation:
+    """An annotation without arguments: ``@repeatable``."""
+
+    name: L["repeatable"]
+    span: Span
+
+
 def desc_of(annotations: tuple[Annotation, ...]) -> StringLit | None:
     """The first ``@desc`` among ``annotations`` (the checker reports duplicates)."""
     for annotation in annotations:
@@ -476,6 +484,11 @@ class ToolDecl:
         return desc_of(self.annotations)
 
     @property
+    def repeatable(self) -> bool:
+        """True when the tool carries ``@repeatable`` (exempt from loop detection)."""
+        return any(isinstance(a, FlagAnnotation) for a in self.annotations)
+
+    @property
     def examples(self) -> tuple[ExampleAnnotation, ...]:
         """The tool's ``@example`` annotations in source order."""
         return examples_of(self.annotations)
@@ -730,7 +743,7 @@ TypeExpr: TypeAlias = (
     TextType | PrimitiveType | NamedType | LiteralType | ArrayType | ObjectType | UnionType
 )
 
-Annotation: TypeAlias = DescAnnotation | ExampleAnnotation
+Annotation: TypeAlias = DescAnnotation | ExampleAnnotation | FlagAnnotation
 
 Expr: TypeAlias = (
     Literal | NameRef | CtxRef | Member | Index | ArrayExpr | ObjectExpr | Unary | Binary | Call

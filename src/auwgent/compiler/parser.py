@@ -20,6 +20,7 @@ between list entries are optional wherever entries may also be separated by line
     primary      := "string" | "number" | "boolean" | "Text" | IDENT | STRING
                   | "{" field* "}" | "(" type_expr ")"
     annotation   := "@desc" STRING | "@example" "(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"
+                  | "@repeatable"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     params       := [field ("," field)*]
@@ -155,6 +156,7 @@ _MEMBER_WORDS = (
     "description",
 )
 _PRIMITIVES = ("string", "number", "boolean")
+_ANNOTATIONS = ("@desc", "@example", "@repeatable")
 # Tokens after a word that make a type or an expression more than that word.
 _TYPE_CONTINUES = frozenset((PIPE, LBRACKET))
 _ATOM_CONTINUES = frozenset((LBRACKET, LPAREN))
@@ -980,6 +982,9 @@ class _Parser:
             elif word == "example":
                 self.pos += 1
                 annotations.append(self.parse_example_annotation(at))
+            elif word == "repeatable":
+                self.pos += 1
+                annotations.append(n.FlagAnnotation("repeatable", self.since(at)))
             else:
                 self.unknown_annotation(self.tokens.token(self.pos - 1), self.peek())
         return tuple(annotations)
@@ -987,13 +992,13 @@ class _Parser:
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
-            raise self.fail("`desc` or `example` after `@`", code="E0105")
+            raise self.fail("`desc`, `example` or `repeatable` after `@`", code="E0105")
         self.skip()
         self.report(
             "E0105",
-            f"unknown annotation `@{word.text}`; expected `@desc` or `@example`",
+            f"unknown annotation `@{word.text}`; expected `@desc`, `@example` or `@repeatable`",
             Span(at.span.start, word.span.end),
-            help=did_you_mean("@" + word.text, ("@desc", "@example")),
+            help=did_you_mean("@" + word.text, _ANNOTATIONS),
         )
         if self.at(STRING) and not self.newlines[self.pos]:
             self.skip()

@@ -9,7 +9,8 @@ firstByte, idle, run}`` (seconds), ``httpClient`` (an ``httpx.AsyncClient``) and
 (a Provider instance, or ``"offline"``) which replaces every model of the agent, ``persona``
 (the persona runs take on), ``timezone`` (an IANA zone name for the date-and-time line; the
 machine's local zone by default), ``clock`` (a function returning an aware ``datetime``) and
-``memory`` (see :mod:`auwgent.runtime.memory`).
+``memory`` (see :mod:`auwgent.runtime.memory`) and ``loopDetection`` (``{repeats}`` or
+``False``; see :mod:`auwgent.runtime.loops`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ CONFIG_KEYS = (
     "timezone",
     "clock",
     "memory",
+    "loopDetection",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10
@@ -80,6 +82,7 @@ class RuntimeOptions:
     timezone: tzinfo | None = None  # None: the machine's local zone, read at each call
     clock: Callable[[], datetime] | None = None
     memory: MemoryOptions | None = None
+    loop_repeats: int | None = 3  # None: no-progress detection is off
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
@@ -163,7 +166,10 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         from auwgent.runtime.memory import parse_memory_options
 
         memory = parse_memory_options(config["memory"])
+    from auwgent.runtime.loops import parse_loop_detection
+
     return RuntimeOptions(
+        loop_repeats=parse_loop_detection(config.get("loopDetection")),
         max_tool_loops=loops,
         max_output_retries=retries,
         protocol=protocol,
@@ -218,6 +224,7 @@ def models_in_use(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield cfg["model"]
             if cfg.get("embedding"):
                 yield cfg["embedding"]
+            yield from cfg.get("fallback", ())
 
 
 def _camel(ident: str) -> str:

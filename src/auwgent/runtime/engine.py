@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from auwgent.errors import AuwgentError, ConfigError, ContextError
+from auwgent.errors import AuwgentError, ConfigError, ContextError, ProviderError
 from auwgent.runtime import schema
 from auwgent.runtime.calls import (
     CALL_KINDS,
@@ -42,7 +43,8 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
+from auwgent.runtime.config import provider_key
+from auwgent.runtime.providers.base import Message, ModelRequest, StreamEvent, TextDelta
 from auwgent.runtime.session import (
     Frame,
     Session,
@@ -56,8 +58,11 @@ from auwgent.runtime.session import (
 
 if TYPE_CHECKING:
     from auwgent.runtime.agent import AgentCore
+    from auwgent.runtime.loops import LoopDetector
 
 __all__ = ["COMPLETE_INTENT", "Run"]
+
+log = logging.getLogger("auwgent")
 
 
 @dataclass(slots=True)
@@ -72,6 +77,7 @@ class _Round:
     problems: list[str] = field(default_factory=list)
     customs: int = 0
     error: BaseException | None = None
+    model: str = ""  # "<provider>:<model>" that answered
 
 
 class Run:
@@ -92,6 +98,11 @@ class Run:
         self.config = config
         self.persona = persona
         self.memory = ""  # the Memory section, fixed for the whole run
+        self.loops: LoopDetector | None = None
+        if core.options.loop_repeats is not None:
+            from auwgent.runtime.loops import LoopDetector
+
+            self.loops = LoopDetector(core.options.loop_repeats)
         self.sink = sink
         self.handed_off = False
         self.calls = CallRunner(self)
@@ -479,9 +490,13 @@ class Run:
                 msg = await self.fail(rnd.error, inv.name)
                 return AgentResult("error", error=msg)
             if outcomes:
+                stop = self._progress(inv, outcomes, rnd)
                 inv_msgs = codec.results_messages(outcomes)
                 for message in inv_msgs:
                     inv.add(message)
+                if stop is not None:
+                    msg = await self.fail(AuwgentError(stop), inv.name)
+                    return AgentResult("error", error=msg)
                 if self.handed_off:
                     return AgentResult("handoff")
                 if rnd.problems:
@@ -510,6 +525,31 @@ class Run:
             inv.name,
         )
         return AgentResult("error", error=msg)
+
+    def _progress(
+        self, inv: Invocation, outcomes: Sequence[CallOutcome], rnd: _Round
+    ) -> str | None:
+        """Watch for a model going round in circles (see :mod:`.loops`).
+
+        Returns the error message when the run must stop; a first warning is added to the
+        round's problems, which go back to the model after the results.
+        """
+        if self.loops is None:
+            return None
+        repeatable = {t["name"] for t in inv.tools if t.get("repeatable")}
+        steps = [
+            (o.kind, o.name, o.args, o.result if o.status == "ok" else o.error)
+            for o in outcomes
+            if o.status != "skipped" and not (o.kind == "tool" and o.name in repeatable)
+        ]
+        verdict = self.loops.observe(inv.name, steps)
+        if verdict is None:
+            return None
+        kind, reason = verdict
+        if kind == "stop":
+            return self.loops.failure(reason)
+        rnd.problems.append(self.loops.note(reason))
+        return None
 
     def _missing_output(self, inv: Invocation, rnd: _Round) -> list[str]:
         structured = inv.agent["output"]["kind"] != "text"
@@ -571,7 +611,7 @@ class Run:
         decoder = codec.decoder(contract, partials=core.wants_partials or self.sink is not None)
         try:
             # The agent keeps its providers and HTTP client across runs (connections are reused).
-            async for event in core.provider(cfg["model"]).stream(request):
+            async for event in self._stream(cfg, request, rnd):
                 if isinstance(event, TextDelta):
                     rnd.chunks.append(event.text)
                 for decoded in decoder.feed(event):
@@ -584,6 +624,8 @@ class Run:
             for task in rnd.tasks:  # the run was cancelled (timeout): leave nothing behind
                 task.cancel()
             raise
+        if self.turn is not None:
+            self.turn["model_calls"].append({"model": rnd.model})
         # Calls that already finished need no waiting: asyncio.wait would still cost two
         # trips through the event loop (a done-callback per task, then the wake-up).
         pending = [task for task in rnd.tasks if not task.done()]
@@ -595,6 +637,41 @@ class Run:
                     task.cancel()
                 raise
         return rnd
+
+    async def _stream(
+        self, cfg: Mapping[str, Any], request: ModelRequest, rnd: _Round
+    ) -> AsyncIterator[StreamEvent]:
+        """The events of one model call, with the config's ``fallback`` models behind it.
+
+        When a model fails with a retryable error (after its own retries: connection errors,
+        5xx, 429) before it produced any event, the same request goes to the next model of
+        ``fallback``. Once an event is out the failure passes through: part of the answer may
+        already have been acted on. ``rnd.model`` names the model that answered, and the
+        turn's ``model_calls`` records it.
+        """
+        models = [cfg["model"], *cfg.get("fallback", ())]
+        for index, model in enumerate(models):
+            if index:
+                request = replace(
+                    request, model=str(model["model"]), options=model.get("options") or {}
+                )
+            rnd.model = f"{provider_key(model)}:{model['model']}"
+            started = False
+            try:
+                async for event in self.core.provider(model).stream(request):
+                    started = True
+                    yield event
+            except ProviderError as exc:
+                if started or not exc.retryable or index == len(models) - 1:
+                    raise
+                log.warning(
+                    "%s failed before answering (%s); the request goes to %s",
+                    rnd.model,
+                    exc,
+                    f"{provider_key(models[index + 1])}:{models[index + 1]['model']}",
+                )
+                continue
+            return
 
     async def _decoded(
         self,

@@ -77,6 +77,7 @@ class Turn(TypedDict):
     status: str
     error: str | None
     output: Any
+    model_calls: list[dict[str, Any]]  # one per model call: {"model": "<provider>:<model>"}
 
 
 class Session(TypedDict):
@@ -111,6 +112,7 @@ def new_turn(text: str, agent: str) -> Turn:
         "status": "running",
         "error": None,
         "output": None,
+        "model_calls": [],
     }
 
 

@@ -1,0 +1,109 @@
+"""No-progress detection: a model that keeps making the same calls is stopped.
+
+Each completed call of a run is reduced to a *step*: the agent that made it, the callable's
+kind and name, its arguments and its outcome (result or error text), all as canonical JSON.
+Two patterns mean the model is not getting anywhere:
+
+- **repeats**: the same step ``repeats`` times (default 3) in one run;
+- **ping-pong**: the last four steps of one agent alternate between two different steps
+  (A, B, A, B).
+
+The first time a pattern appears the model is told it is repeating itself (a runtime note after
+the results); if a pattern appears again, the run ends with an ``error`` intent naming the call.
+Tools marked ``@repeatable`` in the DSL (made to be polled) are exempt. The runtime config's
+``"loopDetection": {"repeats": N}`` changes the count; ``"loopDetection": False`` turns the
+detection off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from auwgent.errors import ConfigError
+
+__all__ = ["DEFAULT_REPEATS", "LoopDetector", "Verdict", "parse_loop_detection"]
+
+DEFAULT_REPEATS = 3
+
+Verdict = Literal["warn", "stop"]
+
+
+def parse_loop_detection(value: Any) -> int | None:
+    """The ``loopDetection`` config: the repeat count, or ``None`` when turned off."""
+    if value is None or value is True:
+        return DEFAULT_REPEATS
+    if value is False:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"loopDetection: expected an object or false, got {type(value).__name__}"
+        )
+    for key in value:
+        if key != "repeats":
+            raise ConfigError(f"loopDetection.{key}: unknown key (valid keys: repeats)")
+    repeats = value.get("repeats", DEFAULT_REPEATS)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
+        raise ConfigError(
+            f"loopDetection.repeats: expected a whole number of at least 2, got {repeats!r}"
+        )
+    return int(repeats)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(slots=True)
+class LoopDetector:
+    """Watches the steps of one run; ``observe`` says when to warn and when to stop."""
+
+    repeats: int
+    counts: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    recent: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    warned: bool = False
+
+    def observe(
+        self, agent: str, steps: Sequence[tuple[str, str, Mapping[str, Any], Any]]
+    ) -> tuple[Verdict, str] | None:
+        """Record one round's steps ``(kind, name, args, outcome)``; the verdict, if any."""
+        found: str | None = None
+        history = self.recent.setdefault(agent, [])
+        for kind, name, args, outcome in steps:
+            step = (agent, kind, name, _canonical(args), _canonical(outcome))
+            self.counts[step] += 1
+            history.append(step)
+            del history[:-4]
+            if self.counts[step] >= self.repeats:
+                found = (
+                    f"{name} was called {self.counts[step]} times with the same arguments "
+                    f"({step[3]}) and got the same result each time"
+                )
+            elif len(history) == 4 and history[0] == history[2] != history[1] == history[3]:
+                found = (
+                    f"{history[0][2]} and {history[1][2]} were called in turn, twice, "
+                    "with the same arguments and results"
+                )
+        if found is None:
+            return None
+        if not self.warned:
+            self.warned = True
+            return "warn", found
+        return "stop", found
+
+    @staticmethod
+    def note(reason: str) -> str:
+        """What the model is told the first time."""
+        return (
+            f"You are repeating yourself: {reason}. Calling it again will not give a "
+            "different answer. Use the results you already have, try something else, or "
+            "answer the user."
+        )
+
+    @staticmethod
+    def failure(reason: str) -> str:
+        """The ``error`` intent's message when the model goes on repeating."""
+        return f"no progress: {reason}, after being told it was repeating itself; the run stops"

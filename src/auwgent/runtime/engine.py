@@ -33,6 +33,7 @@ from auwgent.runtime.calls import (
     describe_error,
     effective_tools,
 )
+from auwgent.runtime.config import provider_key
 from auwgent.runtime.intents import COMPLETE_INTENT, Control, IntentEvent, control_of
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
@@ -43,7 +44,6 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.config import provider_key
 from auwgent.runtime.providers.base import Message, ModelRequest, StreamEvent, TextDelta
 from auwgent.runtime.session import (
     Frame,

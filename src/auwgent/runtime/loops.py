@@ -39,9 +39,7 @@ def parse_loop_detection(value: Any) -> int | None:
     if value is False:
         return None
     if not isinstance(value, Mapping):
-        raise ConfigError(
-            f"loopDetection: expected an object or false, got {type(value).__name__}"
-        )
+        raise ConfigError(f"loopDetection: expected an object or false, got {type(value).__name__}")
     for key in value:
         if key != "repeats":
             raise ConfigError(f"loopDetection.{key}: unknown key (valid keys: repeats)")

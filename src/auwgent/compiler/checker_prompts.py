@@ -72,7 +72,8 @@ class PromptChecker(Checker):
 
     def check_model_value(self, entry: n.ConfigEntry) -> None:
         """``model:`` / ``embedding:``: a model name or an inline provider call."""
-        self.check_model_term(self._single_term(entry.value, entry.name.text), entry.name.text)
+        term = self._single_term(entry.value, entry.name.text)
+        self.check_model_term(term, f"`{entry.name.text}` must be a model")
 
     def check_fallback(self, entry: n.ConfigEntry) -> None:
         """``fallback: [ModelA, openai("gpt-4o-mini")]``: models tried in order after ``model``."""
@@ -88,9 +89,9 @@ class PromptChecker(Checker):
             )
             return
         for element in term.items:
-            self.check_model_term(element, "fallback")
+            self.check_model_term(element, "every `fallback` entry must be a model")
 
-    def check_model_term(self, term: n.ConfigTerm | n.Expr | None, what: str) -> None:
+    def check_model_term(self, term: n.ConfigTerm | n.Expr | None, message: str) -> None:
         """One model: the name of a `model` block or an inline provider call."""
         match term:
             case None:
@@ -104,7 +105,7 @@ class PromptChecker(Checker):
             case _:
                 self.report(
                     "E2027",
-                    f"`{what}` must be a model",
+                    message,
                     term.span,
                     help='name a `model` block, or write `gemini("...")`',
                 )

@@ -5,6 +5,8 @@
   ``"provider": "offline"`` or ``AUWGENT_PROVIDER=offline``.
 - :class:`ScriptedModel`: plays back a list of responses (or a function of the request), for
   precise tests of an agent's behaviour.
+- :class:`Cassette`: an HTTP client that records real provider traffic once and replays it
+  (also the ``cassette`` pytest fixture).
 - :class:`FakeOpenAIServer` and :class:`FakeGeminiServer`: real HTTP servers on 127.0.0.1
   speaking each API's wire format, driven by a script of :func:`text`, :func:`tool_calls`,
   :func:`structured` replies and faults (:func:`status`, :func:`disconnect`,
@@ -13,6 +15,7 @@
 See ``docs/testing.md``.
 """
 
+from auwgent.testing.cassette import Cassette, CassetteMiss
 from auwgent.testing.fake_servers import (
     Disconnect,
     FakeGeminiServer,
@@ -35,6 +38,8 @@ from auwgent.testing.offline import OfflineModel, hashed_embedding
 from auwgent.testing.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 
 __all__ = [
+    "Cassette",
+    "CassetteMiss",
     "Disconnect",
     "FakeGeminiServer",
     "FakeOpenAIServer",

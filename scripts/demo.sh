@@ -13,3 +13,6 @@ echo "== quickstart"
 echo
 echo "== weather"
 (cd examples/weather && python app.py)
+echo
+echo "== auwgent test examples/weather"
+auwgent test examples/weather

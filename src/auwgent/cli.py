@@ -159,6 +159,37 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.set_defaults(run=run)
 
 
+def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "test",
+        help="run the test blocks of .agent files",
+        description="Compile a project and run its `test` blocks on the scripted model "
+        "(or their cassettes). Exit 0 when every test passes, 1 when one fails or the "
+        "sources have errors.",
+    )
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
+    )
+    parser.add_argument(
+        "-k",
+        dest="pattern",
+        metavar="PATTERN",
+        help="run only the tests whose name contains PATTERN (case-insensitive)",
+    )
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.testing.dsl import run_command
+
+        return run_command(args.path, args.pattern, args.junit, out=out, err=err)
+
+    parser.set_defaults(run=run)
+
+
 def _add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-j",
@@ -186,6 +217,7 @@ def _positive_int(text: str) -> int:
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_check,
     _add_generate,
+    _add_test,
 ]
 
 

@@ -305,6 +305,7 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
     """
     # Imported here: checker_agents builds on the Checker class defined in this module.
     from .checker_agents import AgentChecker
+    from .checker_tests import check_test
 
     state = CheckState(graph)
     if not graph.scopes:
@@ -315,6 +316,12 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
         if path not in skip:
             with checker.in_file(path):
                 checker.check_file()
+    for path in sorted(graph.scopes):
+        if path not in skip:
+            with checker.in_file(path):
+                for decl in checker.scope.module.decls:
+                    if isinstance(decl, n.TestDecl):
+                        check_test(checker, decl)
     checker.unused_warnings(skip)
     # The expression checker reports through a bound method of the checker: a reference
     # cycle that would keep every syntax tree alive until the next full garbage collection.

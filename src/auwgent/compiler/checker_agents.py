@@ -116,8 +116,8 @@ class AgentChecker(PromptChecker):
         agents: list[n.AgentDecl] = []
         for decl in self.scope.module.decls:
             match decl:
-                case n.ImportDecl():
-                    continue
+                case n.ImportDecl() | n.TestDecl():
+                    continue  # tests are checked once every file is (checker_tests)
                 case n.ToolDecl() | n.WorkflowDecl():
                     self._outside_agent(decl)
                     continue
@@ -149,7 +149,9 @@ class AgentChecker(PromptChecker):
             )
 
     def _top_level_name(self, decl: n.Decl, seen: dict[str, Span]) -> None:
-        assert not isinstance(decl, n.ImportDecl | n.ToolDecl | n.ToolsBlock | n.WorkflowDecl)
+        assert not isinstance(
+            decl, n.ImportDecl | n.ToolDecl | n.ToolsBlock | n.WorkflowDecl | n.TestDecl
+        )
         name = decl.name
         imported = self.scope.imported.get(name.text)
         if imported is not None and name.text not in seen:

@@ -171,7 +171,7 @@ def _declare(path: str, module: n.Module, diags: list[Diagnostic]) -> FileScope:
         elif isinstance(decl, n.ToolsBlock):
             for tool in decl.tools:
                 _check_unexportable(module, tool, diags)
-        elif isinstance(decl, n.ImportDecl):
+        elif isinstance(decl, n.ImportDecl | n.TestDecl):
             continue
         else:
             if isinstance(decl, n.AgentDecl) and not decl.is_helper and decl.export_span:

@@ -736,6 +736,58 @@ class Module:
         return tuple(d for d in self.decls if isinstance(d, ImportDecl))
 
 
+@record
+class TestReply:
+    """One model response in a test's ``model { }``: ``call f(a = 1)``, ``say "..."`` or
+    ``output { ... }``."""
+
+    kind: L["call", "say", "output"]
+    name: Name | None  # call
+    args: tuple[ExampleArg, ...]  # call
+    value: Expr | None  # say (a string Literal), output
+    span: Span
+
+
+@record
+class TestToolResult:
+    """``name: value`` in a test's ``tools { }``: what the tool returns when called."""
+
+    name: Name
+    value: Expr
+    span: Span
+
+
+@record
+class TestExpect:
+    """One line of a test's ``expect { }``.
+
+    ``called f(a = 1)`` / ``not called f``, ``text contains "..."``, ``output { ... }``,
+    ``error`` / ``error contains "..."``, ``intent Name`` / ``intent Name { ... }``.
+    """
+
+    kind: L["called", "not_called", "text", "output", "error", "intent"]
+    name: Name | None  # called, not_called, intent
+    args: tuple[ExampleArg, ...] | None  # called: None when no argument list was written
+    value: Expr | None  # text, error (string Literals), output, intent fields
+    span: Span
+
+
+@record
+class TestDecl:
+    """``test "name" { agent: Main  input: "..."  model { } tools { } expect { } }``."""
+
+    name: StringLit
+    entries: tuple[ConfigEntry, ...]  # agent, config, persona, context, input, cassette
+    replies: tuple[TestReply, ...] | None  # None without a `model { }` block
+    tools: tuple[TestToolResult, ...]
+    expects: tuple[TestExpect, ...]
+    span: Span
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        """The first entry named ``key``."""
+        return next((e for e in self.entries if e.name.text == key), None)
+
+
 # --------------------------------------------------------------------------------------------
 # The closed unions, one per category (real unions, usable with isinstance and match)
 
@@ -791,6 +843,7 @@ Decl: TypeAlias = (
     | ToolDecl
     | ToolsBlock
     | WorkflowDecl
+    | TestDecl
 )
 
 

@@ -5,7 +5,7 @@ between list entries are optional wherever entries may also be separated by line
 
     module       := decl*
     decl         := import | ["export"] (model | type | prompt | persona | intent | agent
-                                          | tool | tools | workflow)
+                                          | tool | tools | workflow) | test
     import       := "import" "{" IDENT ("," IDENT)* "}" "from" STRING
     model        := "model" IDENT "{" entry* "}"
     entry        := IDENT ":" value
@@ -23,6 +23,13 @@ between list entries are optional wherever entries may also be separated by line
                   | "@repeatable"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
+    test         := "test" STRING "{" test_item* "}"
+    test_item    := IDENT ":" value | "model" "{" reply* "}" | "tools" "{" (IDENT ":" expr)* "}"
+                  | "expect" "{" expectation* "}"
+    reply        := "call" IDENT "(" named_args ")" | "say" STRING | "output" expr
+    expectation  := ["not"] "called" IDENT ["(" named_args ")"] | "text" "contains" STRING
+                  | "output" expr | "error" ["contains" STRING] | "intent" IDENT [expr]
+    named_args   := [IDENT "=" expr ("," IDENT "=" expr)*]
     params       := [field ("," field)*]
     prompt_item  := STRING | ("Example" | "example") "{" ("user" | "assistant") ":" STRING ... "}"
                   | "if" "(" expr ")" "{" branch_item* "}" ["else" ("{" branch_item* "}" | if)]
@@ -140,7 +147,7 @@ _DECL_WORDS = (
     "agent",
     "helper",
 )
-_ALL_DECL_WORDS = (*_DECL_WORDS, "tool", "tools", "workflow")
+_ALL_DECL_WORDS = (*_DECL_WORDS, "tool", "tools", "workflow", "test")
 _MEMBER_WORDS = (
     "default",
     "config",
@@ -513,6 +520,8 @@ class _Parser:
             return self.kind(1) is IDENT or text in ("import", "export")
         if text in ("model", "intent"):
             return self.kind(1) is IDENT and self.kind(2) is LBRACE
+        if text == "test":
+            return self.kind(1) is STRING and self.kind(2) is LBRACE
         return False
 
     # ---------------------------------------------------------------- module
@@ -1011,17 +1020,117 @@ class _Parser:
                     break
 
     def parse_example_annotation(self, at: Span) -> n.ExampleAnnotation:
-        self.expect(LPAREN, "`(` after `@example`")
+        return n.ExampleAnnotation(self.parse_named_args("@example"), self.since(at))
+
+    def parse_named_args(self, where: str) -> tuple[n.ExampleArg, ...]:
+        """``(name = value, ...)`` after ``where`` (``@example``, a test's ``call f``)."""
+        self.expect(LPAREN, f"`(` after `{where}`")
         args: list[n.ExampleArg] = []
         while not self.at(RPAREN):
-            name = self.expect_name('an argument name, e.g. @example(location = "Accra")')
-            self.expect(ASSIGN, f"`=` after `{name.text}` in `@example`")
+            name = self.expect_name(f'an argument name, e.g. {where}(location = "Accra")')
+            self.expect(ASSIGN, f"`=` after `{name.text}` in `{where}`")
             value = self.parse_expr()
             args.append(n.ExampleArg(name, value, self.since(name.span)))
             if not self.eat(COMMA):
                 break
-        self.expect(RPAREN, "`,` or `)` in `@example(...)`")
-        return n.ExampleAnnotation(tuple(args), self.since(at))
+        self.expect(RPAREN, f"`,` or `)` in `{where}(...)`")
+        return tuple(args)
+
+    # ---------------------------------------------------------------- tests
+
+    def parse_test(self, export: Span | None) -> n.TestDecl:
+        keyword = self.advance_span()
+        if export is not None:
+            self.report("E0102", "a test cannot be exported", export, help="remove `export`")
+        name = self.expect_string('the test\'s name, e.g. test "asks for the weather" { ... }')
+        entries: list[n.ConfigEntry] = []
+        replies: list[n.TestReply] | None = None
+        tools: list[n.TestToolResult] = []
+        expects: list[n.TestExpect] = []
+
+        def item() -> None:
+            nonlocal replies
+            if self.kind(1) is COLON:
+                entries.append(self.parse_entry())
+            elif self.at_word("model"):
+                opener = self.advance_span()
+                found, _ = self.block("the test's `model`", opener, self.parse_test_reply)
+                replies = (replies or []) + found
+            elif self.at_word("tools"):
+                opener = self.advance_span()
+                tools.extend(self.block("the test's `tools`", opener, self.parse_tool_result)[0])
+            elif self.at_word("expect"):
+                opener = self.advance_span()
+                expects.extend(self.block("`expect`", opener, self.parse_expectation)[0])
+            else:
+                raise self.fail(
+                    "`agent:`, `input:`, `context:`, `config:`, `persona:`, `cassette:`, "
+                    "`model { }`, `tools { }` or `expect { }` in a test"
+                )
+
+        _, span = self.block(f"test {name.value!r}", keyword, item, stop=self.starts_declaration)
+        return n.TestDecl(
+            name,
+            tuple(entries),
+            None if replies is None else tuple(replies),
+            tuple(tools),
+            tuple(expects),
+            span,
+        )
+
+    def parse_test_reply(self) -> n.TestReply:
+        start = self.span(self.pos)
+        if self.eat_word("call"):
+            name = self.expect_name("the name of a tool, workflow or helper after `call`")
+            args = self.parse_named_args(f"call {name.text}")
+            return n.TestReply("call", name, args, None, self.since(start))
+        if self.eat_word("say"):
+            text = self.expect_string('the model\'s answer after `say`, e.g. say "Hello!"')
+            value = n.Literal(text.value, text.span)
+            return n.TestReply("say", None, (), value, self.since(start))
+        if self.eat_word("output"):
+            return n.TestReply("output", None, (), self.parse_expr(), self.since(start))
+        raise self.fail('`call f(a = 1)`, `say "..."` or `output { ... }` in `model { }`')
+
+    def parse_tool_result(self) -> n.TestToolResult:
+        name = self.expect_name("a tool name")
+        self.expect(COLON, f"`:` after `{name.text}`")
+        return n.TestToolResult(name, self.parse_expr(), self.since(name.span))
+
+    def parse_expectation(self) -> n.TestExpect:
+        start = self.span(self.pos)
+        negated = self.eat_word("not") is not None
+        if self.eat_word("called"):
+            name = self.expect_name("the name of a tool, workflow or helper after `called`")
+            args = None
+            if self.at(LPAREN) and not self.newlines[self.pos]:
+                args = self.parse_named_args(f"called {name.text}")
+            kind: Literal["called", "not_called"] = "not_called" if negated else "called"
+            return n.TestExpect(kind, name, args, None, self.since(start))
+        if negated:
+            raise self.fail("`called` after `not`")
+        if self.eat_word("text"):
+            self.expect_word("contains")
+            return n.TestExpect("text", None, None, self.string_literal(), self.since(start))
+        if self.eat_word("output"):
+            return n.TestExpect("output", None, None, self.parse_expr(), self.since(start))
+        if self.eat_word("error"):
+            value = self.string_literal() if self.eat_word("contains") else None
+            return n.TestExpect("error", None, None, value, self.since(start))
+        if self.eat_word("intent"):
+            name = self.expect_name("an intent name after `intent`")
+            fields = None
+            if self.at(LBRACE) and not self.newlines[self.pos]:
+                fields = self.parse_expr()
+            return n.TestExpect("intent", name, None, fields, self.since(start))
+        raise self.fail(
+            '`called f(...)`, `not called f`, `text contains "..."`, `output { ... }`, '
+            "`error` or `intent Name` in `expect { }`"
+        )
+
+    def string_literal(self) -> n.Literal:
+        text = self.expect_string("a string")
+        return n.Literal(text.value, text.span)
 
     # ---------------------------------------------------------------- tools and workflows
 
@@ -1413,6 +1522,7 @@ _DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
     "tool": _Parser.parse_tool,
     "tools": _Parser.parse_tools_block,
     "workflow": _Parser.parse_workflow,
+    "test": _Parser.parse_test,
 }
 
 _MEMBER_PARSERS: dict[str, Callable[[_Parser], n.AgentMember]] = {

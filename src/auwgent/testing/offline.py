@@ -39,7 +39,7 @@ from auwgent.runtime.providers.base import FunctionSpec, Message, ModelRequest, 
 from auwgent.runtime.schema import example_value
 from auwgent.testing.scripted import NativeCall, Reply, block_text, reply_events
 
-__all__ = ["OfflineModel", "hashed_embedding"]
+__all__ = ["OfflineModel", "hashed_embedding", "structured_reply"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CALL_HEADER = re.compile(r"\[(?:tool_call|workflow_call|helper_call)\s*:")
@@ -207,7 +207,13 @@ def _text_answer(messages: Sequence[Message]) -> str:
 
 def _structured_answer(request: ModelRequest, contract: Contract, native: bool) -> Reply:
     name, type_ = output_variants(contract)[0]
-    value = example_value(type_, contract.types)
+    return structured_reply(request, contract, example_value(type_, contract.types), native)
+
+
+def structured_reply(request: ModelRequest, contract: Contract, value: Any, native: bool) -> Reply:
+    """``value`` as the structured output of ``contract``, in the request's protocol (the
+    first output variant names it when the output is a union)."""
+    name, _ = output_variants(contract)[0]
     if not native:
         return Reply((block_text("schema", name, value),))
     function = function_name("response_schema", name)

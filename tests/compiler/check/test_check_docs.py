@@ -14,6 +14,7 @@ SOURCES = [
         "checker_agents.py",
         "checker_prompts.py",
         "checker_exprs.py",
+        "checker_tests.py",
         "lower.py",
         "pipeline.py",
     )

@@ -163,13 +163,13 @@ class Call:
         """The error that ends a call at its deadline."""
         return ProviderError(
             self.provider,
-            f"the call took longer than {self.timeouts.call:g}s (timeouts.call); gave up",
+            f"the call took longer than {self.timeouts.call:g}s (timeouts.call)",
         )
 
     def too_large(self, what: str, limit: int, key: str) -> ProviderError:
         """The error that ends a call whose answer passes a size cap."""
         return ProviderError(
-            self.provider, f"{what} is larger than the limit of {limit} bytes ({key}); gave up"
+            self.provider, f"{what} is larger than the limit of {limit} bytes ({key})"
         )
 
 

@@ -17,6 +17,8 @@ conversation (``handoff user``) adds ``"handoff"``, ``"parent"``, ``"tools"`` (i
 "messages", "intents", "status", "error", "output"}``: ``messages`` are the root agent's
 history messages of that exchange (see :func:`message_to_json`), ``intents`` the final intents
 emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``.
+A session loaded from a store may also carry a top-level ``"revision"`` (a non-negative
+integer). :func:`check_session` checks all of it when a session comes back from outside.
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.http import (
     Call,
+    Limits,
     RetryPolicy,
+    StreamInterrupted,
     Timeouts,
     error_message,
     iter_sse,
@@ -308,3 +310,46 @@ async def test_an_outside_cancellation_stays_a_cancellation() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def _sse_with(body: bytes, piece: int, limits: Limits) -> list[str]:
+    async def stream() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), piece):
+            yield body[start : start + piece]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=stream())
+
+    async with _client(handler) as client, client.stream("GET", "https://x.test/") as response:
+        return [p async for p in iter_sse(response, Call("p", limits=limits))]
+
+
+async def test_a_long_event_in_many_pieces_is_parsed_whole() -> None:
+    line = "z" * 1_000_000
+    body = f"data: {line}\n\ndata: after\n\n".encode()
+    assert await _sse_with(body, 1000, Limits()) == [line, "after"]
+
+
+@pytest.mark.parametrize("piece", [7, 4096])
+async def test_the_event_cap_counts_a_line_still_arriving_and_several_data_lines(
+    piece: int,
+) -> None:
+    limits = Limits(event_bytes=100)
+    with pytest.raises(ProviderError, match=r"limit of 100 bytes \(limits\.eventBytes\)"):
+        await _sse_with(b"data: " + b"a" * 150, piece, limits)  # one line, never ended
+    with pytest.raises(ProviderError, match=r"limits\.eventBytes"):
+        await _sse_with(b"data: " + b"b" * 60 + b"\ndata: " + b"c" * 60 + b"\n\n", piece, limits)
+    # The cap is per event, as received (``data: `` included): many events at it pass.
+    body = (b"data: " + b"d" * 94 + b"\n\n") * 20
+    assert await _sse_with(body, piece, limits) == ["d" * 94] * 20
+
+
+async def test_the_response_cap_counts_every_byte_of_the_body() -> None:
+    body = b": keep-alive\n\n" * 100 + b"data: x\n\n"
+    with pytest.raises(ProviderError, match=r"limit of 1000 bytes \(limits\.responseBytes\)"):
+        await _sse_with(body, 64, Limits(response_bytes=1000))
+
+
+async def test_a_body_without_any_event_is_an_interruption() -> None:
+    with pytest.raises(StreamInterrupted, match="ended before its first event"):
+        await _sse_with(b": only a comment\n\n", 8, Limits())

@@ -118,8 +118,9 @@ class Timeouts:
 class Limits:
     """Size caps, in bytes, on what a provider may send back.
 
-    ``event_bytes``: one server-sent event (its ``data`` lines together, or one line being
-    received). ``response_bytes``: one response body, streamed or not.
+    ``event_bytes``: one server-sent event as received (its ``data:`` lines together, field
+    names included), or one line still arriving. ``response_bytes``: one response body,
+    streamed or not.
     """
 
     event_bytes: int = 16 * 1024 * 1024
@@ -605,7 +606,7 @@ async def iter_sse(response: httpx.Response, call: Call) -> AsyncIterator[str]:
     """
     cap = call.limits.event_bytes
     data: list[str] = []
-    size = 0  # bytes of the current event's data lines
+    size = 0  # bytes of the current event's data lines, as received
     pending: list[bytes] = []  # the start of a line whose end has not arrived
     waiting = 0  # their length
     started = False
@@ -635,10 +636,10 @@ async def iter_sse(response: httpx.Response, call: Call) -> AsyncIterator[str]:
                         data = []
                         size = 0
                 elif line.startswith(b"data:"):
-                    value = line[6:] if line.startswith(b"data: ") else line[5:]
-                    size += len(value)
+                    size += len(raw)  # as received, so a line counts the same while it arrives
                     if size > cap:
                         raise _event_too_large(call)
+                    value = line[6:] if line.startswith(b"data: ") else line[5:]
                     data.append(value.decode("utf-8"))
             if size + waiting > cap:
                 raise _event_too_large(call)

@@ -352,3 +352,32 @@ async def test_a_session_passed_explicitly_is_checked_too(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"session.turns\[0\].messages\[0\].role"):
         await agent.run("two", session=session)
     assert len(model.requests) == 1
+
+
+class _FailsAtStart:
+    """A middleware ahead of the store's that fails every run's start."""
+
+    async def onRunStart(self, session: Session, ctx: Any) -> None:
+        raise RuntimeError("the database of users is down")
+
+
+async def test_a_run_that_never_loaded_does_not_save_over_the_conversation(
+    tmp_path: Path,
+) -> None:
+    module = _generated(tmp_path)
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    middleware = SessionStoreMiddleware(store)
+    agent = module.auwgent({"provider": OfflineModel(), "middleware": [middleware]})
+    for text in ("one", "two"):
+        await agent.run(text, conversation_id="c1")
+    before = await _raw(store, "c1")
+    failing = module.auwgent(
+        {"provider": OfflineModel(), "middleware": [_FailsAtStart(), middleware]}
+    )
+    errors: list[str] = []
+    failing.on_intent(lambda name, v, _: errors.append(v["message"]) if name == "error" else None)
+    await failing.run("three", conversation_id="c1")
+    assert "the database of users is down" in errors[0]
+    assert "was not saved: the run ended before the stored session was loaded" in errors[-1]
+    assert await _raw(store, "c1") == before
+    assert middleware._loaded == {}  # nothing left behind by the runs

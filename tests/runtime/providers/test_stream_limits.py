@@ -221,15 +221,26 @@ agent Main {
 """
 
 
-async def test_an_agent_run_ends_with_an_error_intent_at_the_limit() -> None:
+@pytest.mark.parametrize(
+    ("settings", "pause", "expected"),
+    [
+        ({"limits": {"responseBytes": 128 * KIB}}, 0.0, "131072 bytes (limits.responseBytes)"),
+        ({"limits": {"eventBytes": 4 * KIB}}, 0.0, "4096 bytes (limits.eventBytes)"),
+        ({"timeouts": {"call": 0.4}}, 0.01, "longer than 0.4s (timeouts.call)"),
+    ],
+)
+async def test_an_agent_run_ends_with_an_error_intent_at_the_configured_limit(
+    settings: dict[str, Any], pause: float, expected: str
+) -> None:
     result = compile_sources({"main.agent": AGENT})
     assert result.ok
     doc = dict(result.documents["main.agent"])
-    with FakeOpenAIServer([endless()], api_key="sk-limit") as server:
+    reply = text("z" * (8 * KIB), chunk_size=8 * KIB)  # each delta one 8 KB event
+    with FakeOpenAIServer([endless(pause=pause, reply=reply)], api_key="sk-limit") as server:
         config = {
             "apiKeys": {"openaiApiKey": "sk-limit"},
             "baseUrls": {"openai": server.base_url},
-            "limits": {"responseBytes": 128 * KIB},
+            **settings,
         }
         agent = create_agent(
             doc, config, ir_hash=doc["hash"], compiler_version=__version__, ir_version=1
@@ -241,4 +252,4 @@ async def test_an_agent_run_ends_with_an_error_intent_at_the_limit() -> None:
         session = await agent.run("Tell me everything.")
         await agent.aclose()
     assert session["turns"][-1]["status"] == "error"
-    assert errors and "limits.responseBytes" in errors[0] and "131072 bytes" in errors[0]
+    assert errors and expected in errors[0], errors

@@ -744,8 +744,14 @@ class _Emitter:
         _typed_dict(
             w,
             "AuwgentTimeouts",
-            self._floats("connect", "firstByte", "idle", "run"),
+            self._floats("connect", "firstByte", "idle", "call", "run"),
             "Timeouts in seconds.",
+        )
+        _typed_dict(
+            w,
+            "AuwgentLimits",
+            [_Field("eventBytes", "int", True), _Field("responseBytes", "int", True)],
+            "Size caps on one event and one response from a provider, in bytes.",
         )
 
     @staticmethod
@@ -779,6 +785,7 @@ class _Emitter:
             _Field("protocol", 'Literal["blocks", "native"]', True),
             _Field("retry", "AuwgentRetry", True),
             _Field("timeouts", "AuwgentTimeouts", True),
+            _Field("limits", "AuwgentLimits", True),
             _Field("httpClient", "httpx.AsyncClient", True),
             _Field(
                 "provider",

@@ -201,6 +201,7 @@ class AgentCore:
             client=client,
             retry=self.options.retry,
             timeouts=self.options.timeouts,
+            limits=self.options.limits,
         )
 
     # -- what the model sees -----------------------------------------------------------------

@@ -5,12 +5,13 @@ Every mistake raises :class:`~auwgent.errors.ConfigError` naming the key path. T
 ``apiKeys``, ``context``, ``tools``, ``middleware``, ``config`` (a named config),
 ``baseUrls``, ``maxToolLoops``, ``maxOutputRetries``, ``protocol`` (``"blocks"`` or
 ``"native"``), ``retry`` ``{attempts, baseDelay, maxDelay}``, ``timeouts`` ``{connect,
-firstByte, idle, run}`` (seconds), ``httpClient`` (an ``httpx.AsyncClient``) and ``provider``
-(a Provider instance, or ``"offline"``) which replaces every model of the agent, ``persona``
-(the persona runs take on), ``timezone`` (an IANA zone name for the date-and-time line; the
-machine's local zone by default), ``clock`` (a function returning an aware ``datetime``) and
-``memory`` (see :mod:`auwgent.runtime.memory`) and ``loopDetection`` (``{repeats}`` or
-``False``; see :mod:`auwgent.runtime.loops`).
+firstByte, idle, call, run}`` (seconds), ``limits`` ``{eventBytes, responseBytes}`` (bytes),
+``httpClient`` (an ``httpx.AsyncClient``), ``provider`` (a Provider instance, or
+``"offline"``) which replaces every model of the agent, ``persona`` (the persona runs take
+on), ``timezone`` (an IANA zone name for the date-and-time line; the machine's local zone by
+default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (see
+:mod:`auwgent.runtime.memory`) and ``loopDetection`` (``{repeats}`` or ``False``; see
+:mod:`auwgent.runtime.loops`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.providers.http import RetryPolicy, Timeouts
+from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
     from auwgent.runtime.memory import MemoryOptions
@@ -53,6 +54,7 @@ CONFIG_KEYS = (
     "protocol",
     "retry",
     "timeouts",
+    "limits",
     "httpClient",
     "provider",
     "persona",
@@ -75,6 +77,7 @@ class RuntimeOptions:
     protocol: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    limits: Limits = field(default_factory=Limits)
     run_timeout: float | None = None
     base_urls: Mapping[str, str] = field(default_factory=dict)
     http_client: Any = None
@@ -133,11 +136,26 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         base_delay=_number("retry.baseDelay", retry_cfg.get("baseDelay", 0.5)),
         max_delay=_number("retry.maxDelay", retry_cfg.get("maxDelay", 20.0)),
     )
-    t_cfg = _sub(config, "timeouts", ("connect", "firstByte", "idle", "run"))
+    t_cfg = _sub(config, "timeouts", ("connect", "firstByte", "idle", "call", "run"))
+    default = Timeouts()
     timeouts = Timeouts(
-        connect=_number("timeouts.connect", t_cfg.get("connect", 10.0)),
-        first_byte=_number("timeouts.firstByte", t_cfg.get("firstByte", 60.0)),
-        idle=_number("timeouts.idle", t_cfg.get("idle", 30.0)),
+        connect=_number("timeouts.connect", t_cfg.get("connect", default.connect)),
+        first_byte=_number("timeouts.firstByte", t_cfg.get("firstByte", default.first_byte)),
+        idle=_number("timeouts.idle", t_cfg.get("idle", default.idle)),
+        call=_number("timeouts.call", t_cfg.get("call", default.call)),
+    )
+    l_cfg = _sub(config, "limits", ("eventBytes", "responseBytes"))
+    caps = Limits()
+    limits = Limits(
+        event_bytes=_number(
+            "limits.eventBytes", l_cfg.get("eventBytes", caps.event_bytes), integer=True, minimum=1
+        ),
+        response_bytes=_number(
+            "limits.responseBytes",
+            l_cfg.get("responseBytes", caps.response_bytes),
+            integer=True,
+            minimum=1,
+        ),
     )
     run_timeout = t_cfg.get("run")
     if run_timeout is not None:
@@ -175,6 +193,7 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         protocol=protocol,
         retry=retry,
         timeouts=timeouts,
+        limits=limits,
         run_timeout=run_timeout,
         base_urls=dict(base_urls),
         http_client=client,

@@ -159,7 +159,10 @@ class Run:
     async def execute(self, text: str, session: Any) -> Session:
         """Run ``text`` as a new turn of ``session`` (a fresh one when ``None``)."""
         root = self.core.root
-        self.session = new_session(root) if session is None else check_session(session, root)
+        agents = self.core.doc["agents"]
+        self.session = (
+            new_session(root) if session is None else check_session(session, root, agents)
+        )
         start = self._start_agent(self.session)
         self.turn = new_turn(text, start)
         self.session["turns"].append(self.turn)
@@ -168,7 +171,7 @@ class Run:
             try:
                 returned = await self.core.middleware.run_start(self.session, self.ctx)
                 if returned is not self.session:
-                    loaded = check_session(returned, root)
+                    loaded = check_session(returned, root, agents)
                     start = self._start_agent(loaded)
                     self.session = loaded
                     self.turn["agent"] = start

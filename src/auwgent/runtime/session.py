@@ -17,13 +17,15 @@ conversation (``handoff user``) adds ``"handoff"``, ``"parent"``, ``"tools"`` (i
 "messages", "intents", "status", "error", "output"}``: ``messages`` are the root agent's
 history messages of that exchange (see :func:`message_to_json`), ``intents`` the final intents
 emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``.
+A session loaded from a store may also carry a top-level ``"revision"`` (a non-negative
+integer). :func:`check_session` checks all of it when a session comes back from outside.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import Container, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from auwgent.errors import ConfigError
 
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 # message classes) is imported inside the functions that use it.
 
 __all__ = [
+    "ROLES",
     "SESSION_VERSION",
     "Frame",
     "Session",
@@ -116,43 +119,151 @@ def new_turn(text: str, agent: str) -> Turn:
     }
 
 
-def check_session(value: Any, root: str) -> Session:
+def check_session(value: Any, root: str | None, agents: Container[str] | None = None) -> Session:
     """Check that ``value`` is a usable session of the agent ``root``; return a working copy.
+
+    Everything the runtime reads is checked, and the first problem raises
+    :class:`ConfigError` naming its path (``session.turns[2].messages[0].role: ...``): the
+    version (an integer, not ``True``), the owner, each stack frame (``agents``, when given,
+    are the agent names the frames may use), each turn, and each history message, whose role
+    must be one of the runtime's own (``user``, ``assistant``, ``tool``). ``root=None`` skips
+    the owner check (stores do not know which agent will load). Other top-level keys (the
+    store's ``revision`` included) are kept as they are.
 
     The copy is shallow (new containers for ``stack`` and ``turns``, the turns themselves are
     shared) so continuing a session never mutates the caller's lists.
     """
     if not isinstance(value, Mapping):
-        raise ConfigError(f"session: expected a session dict, got {type(value).__name__}")
+        raise ConfigError(f"session: expected a session object, got {_kind(value)}")
     version = value.get("version")
-    if version != SESSION_VERSION:
+    if not _is_int(version) or version != SESSION_VERSION:
         raise ConfigError(
             f"session.version: this runtime reads session version {SESSION_VERSION}, "
             f"got {version!r}"
         )
-    for key, kind in (("stack", list), ("turns", list)):
-        if not isinstance(value.get(key), kind):
-            raise ConfigError(f"session.{key}: expected a list")
     owner = value.get("agent", root)
-    if owner != root:
+    if not isinstance(owner, str) and owner is not None:
+        raise ConfigError(f"session.agent: expected an agent name, got {_kind(owner)}")
+    if root is not None and owner != root:
         raise ConfigError(f"session.agent: this session belongs to agent {owner!r}, not {root!r}")
+    _check_optional(value, "session", "system_prompt", str, "a string")
+    revision = value.get("revision")
+    if revision is not None and not (_is_int(revision) and revision >= 0):
+        raise ConfigError(f"session.revision: expected a non-negative integer, got {revision!r}")
+    for key in ("stack", "turns"):
+        if not isinstance(value.get(key), list):
+            raise ConfigError(f"session.{key}: expected a list, got {_kind(value.get(key))}")
     for i, frame in enumerate(value["stack"]):
-        if not isinstance(frame, Mapping):
-            raise ConfigError(f"session.stack[{i}]: expected a frame object, got {frame!r}")
-        if not isinstance(frame.get("agent"), str):
-            raise ConfigError(f"session.stack[{i}].agent: expected an agent name")
+        _check_frame(frame, f"session.stack[{i}]", agents)
+    bottom = value["stack"][0]["agent"] if value["stack"] else root
+    if root is not None and bottom != root:
+        raise ConfigError(
+            f"session.stack[0].agent: the bottom of the stack is the root agent {root!r}, "
+            f"got {bottom!r}"
+        )
     for i, turn in enumerate(value["turns"]):
-        if not isinstance(turn, Mapping):
-            raise ConfigError(f"session.turns[{i}]: expected a turn object, got {turn!r}")
-    stack = [dict(frame) for frame in value["stack"]] or [{"agent": root, "config": None}]
-    session: Session = {
-        "version": SESSION_VERSION,
-        "agent": root,
-        "system_prompt": str(value.get("system_prompt", "")),
-        "stack": stack,  # type: ignore[typeddict-item]
-        "turns": list(value["turns"]),
-    }
+        _check_turn(turn, f"session.turns[{i}]")
+    session = cast(Session, dict(value))
+    session["agent"] = owner if root is None else root  # type: ignore[typeddict-item]
+    session["system_prompt"] = value.get("system_prompt") or ""
+    session["stack"] = [cast(Frame, dict(frame)) for frame in value["stack"]] or [
+        {"agent": str(root), "config": None}
+    ]
+    session["turns"] = list(value["turns"])
     return session
+
+
+ROLES = ("user", "assistant", "tool")
+"""The history roles the runtime writes, and the only ones it sends to a provider."""
+
+_TOOL_GRANTS = ("all", "none")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_optional(
+    item: Mapping[str, Any], where: str, key: str, kind: type | tuple[type, ...], label: str
+) -> None:
+    """``item[key]``, when present and not null, must be of ``kind``."""
+    found = item.get(key)
+    if found is not None and not isinstance(found, kind):
+        raise ConfigError(f"{where}.{key}: expected {label}, got {_kind(found)}")
+
+
+def _check_object(item: Any, where: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: expected {what} object, got {_kind(item)}")
+    return item
+
+
+def _check_frame(frame: Any, where: str, agents: Container[str] | None) -> None:
+    frame = _check_object(frame, where, "a frame")
+    name = frame.get("agent")
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}.agent: expected an agent name, got {_kind(name)}")
+    if agents is not None and name not in agents:
+        raise ConfigError(f"{where}.agent: agent {name!r} is not part of this agent's IR")
+    for key in ("config", "handoff", "parent"):
+        _check_optional(frame, where, key, str, "a name")
+    grant = frame.get("tools")
+    if not (
+        grant is None
+        or grant in _TOOL_GRANTS
+        or (isinstance(grant, (list, tuple)) and all(isinstance(t, str) for t in grant))
+    ):
+        raise ConfigError(f"{where}.tools: expected 'all', 'none' or a list of tool names")
+    if "messages" in frame:
+        _check_messages(frame["messages"], f"{where}.messages")
+
+
+def _check_turn(turn: Any, where: str) -> None:
+    turn = _check_object(turn, where, "a turn")
+    given = _check_object(turn.get("input"), f"{where}.input", "an input")
+    if not isinstance(given.get("text"), str):
+        raise ConfigError(f"{where}.input.text: expected a string, got {_kind(given.get('text'))}")
+    for key in ("id", "agent", "status", "error"):
+        _check_optional(turn, where, key, str, "a string")
+    if "messages" in turn:
+        _check_messages(turn["messages"], f"{where}.messages")
+    intents = turn.get("intents", [])
+    if not isinstance(intents, list):
+        raise ConfigError(f"{where}.intents: expected a list, got {_kind(intents)}")
+    for i, intent in enumerate(intents):
+        _check_object(intent, f"{where}.intents[{i}]", "an intent")
+
+
+def _check_messages(messages: Any, where: str) -> None:
+    if not isinstance(messages, list):
+        raise ConfigError(f"{where}: expected a list, got {_kind(messages)}")
+    for i, message in enumerate(messages):
+        _check_message(message, f"{where}[{i}]")
+
+
+def _check_message(message: Any, where: str) -> None:
+    message = _check_object(message, where, "a message")
+    role = message.get("role")
+    if role not in ROLES:
+        raise ConfigError(
+            f"{where}.role: expected one of {', '.join(map(repr, ROLES))}, got {role!r}"
+        )
+    _check_optional(message, where, "content", str, "a string")
+    for key in ("tool_call_id", "name"):
+        _check_optional(message, where, key, str, "a string")
+    calls = message.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise ConfigError(f"{where}.tool_calls: expected a list, got {_kind(calls)}")
+    for i, call in enumerate(calls):
+        call = _check_object(call, f"{where}.tool_calls[{i}]", "a call")
+        for key in ("id", "name", "arguments"):
+            if not isinstance(call.get(key), str):
+                found = _kind(call.get(key))
+                raise ConfigError(f"{where}.tool_calls[{i}].{key}: expected a string, got {found}")
 
 
 def message_to_json(message: Message) -> dict[str, Any]:

@@ -15,7 +15,10 @@ saved under ``ctx["conversation_id"]`` (``agent.run(text, conversation_id=...)``
 
 Sessions are stored as JSON text. A save either happens whole or not at all, so a crash never
 loses what an earlier run wrote; a row or file that cannot be read back raises
-:class:`SessionStoreError` naming the key and what is wrong.
+:class:`SessionStoreError` naming the key and what is wrong, and one that reads back but fails
+the session checks (:func:`~auwgent.runtime.session.check_session`) raises
+:class:`StoredSessionError`, which is also a :class:`~auwgent.errors.ConfigError`, naming the
+key, where it is stored and the field. Either way the stored session stays as it is.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-from auwgent.errors import AuwgentError
-from auwgent.runtime.session import SESSION_VERSION, Session
+from auwgent.errors import AuwgentError, ConfigError
+from auwgent.runtime.session import Session, check_session
 
 __all__ = [
     "JSONFileSessionStore",
@@ -45,6 +48,7 @@ __all__ = [
     "SessionStore",
     "SessionStoreError",
     "SessionStoreMiddleware",
+    "StoredSessionError",
 ]
 
 DEFAULT_SQLITE_PATH = "auwgent_sessions.db"
@@ -52,6 +56,11 @@ DEFAULT_SQLITE_PATH = "auwgent_sessions.db"
 
 class SessionStoreError(AuwgentError):
     """A session could not be saved, or a stored one could not be read back."""
+
+
+class StoredSessionError(SessionStoreError, ConfigError):
+    """A stored session reads back but fails the session checks; the message names the key,
+    where it is stored and the field (``session.turns[2].messages[0].role: ...``)."""
 
 
 @runtime_checkable
@@ -103,22 +112,16 @@ def _decode(key: str, text: str, where: str) -> Session:
 def _checked(key: str, value: Any, where: str) -> Session:
     problem = _session_problem(value)
     if problem is not None:
-        raise SessionStoreError(f"stored session {key!r} in {where} is unusable: {problem}")
+        raise StoredSessionError(f"stored session {key!r} in {where} is unusable: {problem}")
     return cast(Session, value)
 
 
 def _session_problem(value: Any) -> str | None:
-    """What makes ``value`` unusable as a session, or ``None`` when it looks right."""
-    if not isinstance(value, Mapping):
-        return f"expected a session object, got {type(value).__name__}"
-    version = value.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        return "it has no integer 'version'"
-    if version != SESSION_VERSION:
-        return f"session version {version}, this runtime reads version {SESSION_VERSION}"
-    for name in ("stack", "turns"):
-        if not isinstance(value.get(name), list):
-            return f"'{name}' is not a list"
+    """What makes ``value`` unusable as a session (the field and why), or ``None``."""
+    try:
+        check_session(value, None)
+    except ConfigError as error:
+        return str(error)
     return None
 
 
@@ -407,9 +410,13 @@ class SessionStoreMiddleware:
     yet. ``onRunComplete`` saves the final session under the same key, after every run,
     failed ones included. Without a key the middleware does nothing.
 
-    A stored session that cannot be used (corrupt, another format version, another agent's)
-    fails the run's start with :class:`SessionStoreError` and is then left untouched: the run
-    does not overwrite it, so nothing is lost before someone looks at it.
+    A save never drops a stored turn. A stored session that cannot be used (corrupt, another
+    format version, another agent's, or one that fails the session checks, here or in the
+    engine) fails the run's start; the run then does not continue the stored conversation,
+    and ``onRunComplete`` refuses to save over it with :class:`SessionStoreError`: the stored
+    session is kept as it is, so nothing is lost before someone repairs or deletes it. The
+    same refusal protects a run that never loaded (another middleware failed first) and a
+    final session that lost stored turns.
 
     Args:
         store: where sessions live; default ``SQLiteSessionStore("auwgent_sessions.db")``.
@@ -429,8 +436,9 @@ class SessionStoreMiddleware:
         self.store: SessionStore = store if store is not None else SQLiteSessionStore()
         self.key = key
         self.name = name
-        # Keys whose stored session could not be used at the latest run start.
-        self._unusable: set[str] = set()
+        # The runs in progress, by their context dict (one per run, the same object in both
+        # hooks): the turn ids of the stored session each one loaded, None when it was unusable.
+        self._loaded: dict[int, list[Any] | None] = {}
 
     def __repr__(self) -> str:
         return f"SessionStoreMiddleware({self.store!r}, key={self.key!r})"
@@ -440,26 +448,36 @@ class SessionStoreMiddleware:
         key = self._key(ctx)
         if key is None:
             return session
-        try:
-            stored = await self.store.load(key)
-            _check_owner(key, stored, ctx.get("rootAgent"))
-        except Exception:
-            self._unusable.add(key)
-            raise
-        self._unusable.discard(key)
+        self._loaded[id(ctx)] = None  # unusable until it has loaded and passed the checks
+        stored = await self.store.load(key)
+        if stored is not None:
+            # Custom stores may not check what they read: the same checks as the built-in ones.
+            problem = _session_problem(stored)
+            if problem is not None:
+                raise StoredSessionError(f"stored session {key!r} is unusable: {problem}")
+        _check_owner(key, stored, ctx.get("rootAgent"))
+        self._loaded[id(ctx)] = _turn_ids(stored)
         return session if stored is None else stored
 
     async def onRunComplete(self, finalSession: Session, ctx: Mapping[str, Any]) -> None:
-        """Save the final session of this conversation."""
+        """Save the final session of this conversation, unless that would lose stored turns."""
         key = self._key(ctx)
         if key is None:
             return
-        if key in self._unusable:
-            raise SessionStoreError(
-                f"session {key!r} was not saved: the stored one could not be used, and it is "
-                "kept as it is for inspection"
-            )
-        await self.store.save(key, finalSession)
+        loaded = self._loaded.pop(id(ctx), _NOT_LOADED)
+        if loaded is _NOT_LOADED:
+            why = "the run ended before the stored session was loaded"
+        elif loaded is None:
+            why = "the stored one could not be used"
+        elif _turn_ids(finalSession)[: len(loaded)] != loaded:
+            why = "the run did not continue the stored session (it was rejected at the start)"
+        else:
+            await self.store.save(key, finalSession)
+            return
+        raise SessionStoreError(
+            f"session {key!r} was not saved: {why}, and the stored one is kept as it is "
+            "for inspection; repair or delete it (see docs/sessions.md)"
+        )
 
     def _key(self, ctx: Mapping[str, Any]) -> str | None:
         # No check of ctx["activeAgent"]: run hooks fire once per run, and after a handoff the
@@ -469,6 +487,13 @@ class SessionStoreMiddleware:
         if value is None or value == "":
             return None
         return value if isinstance(value, str) else str(value)
+
+
+_NOT_LOADED: Any = object()
+
+
+def _turn_ids(session: Session | None) -> list[Any]:
+    return [] if session is None else [turn.get("id") for turn in session["turns"]]
 
 
 def _check_owner(key: str, stored: Session | None, root: Any) -> None:

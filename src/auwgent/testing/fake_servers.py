@@ -15,7 +15,8 @@ next reply from a script::
 Replies: :func:`text` (prose, block-protocol text or JSON), :func:`tool_calls` (native calls,
 optionally after some text), :func:`structured` (a value as JSON text). Faults: :func:`status`
 (an API error, with ``Retry-After``), :func:`disconnect`, :func:`malformed_chunk` and
-:func:`stall` (each wraps a reply and breaks it after some chunks). A script item may also be a
+:func:`stall` (each wraps a reply and breaks it after some chunks), and :func:`endless` (a
+response that never ends). A script item may also be a
 function of the :class:`RecordedRequest`, and the whole script may be one function.
 
 Streaming and non-streaming requests are both answered, in each API's own shapes (chunked
@@ -43,6 +44,7 @@ from auwgent.testing.offline import hashed_embedding
 
 __all__ = [
     "Disconnect",
+    "Endless",
     "FakeGeminiServer",
     "FakeOpenAIServer",
     "Malformed",
@@ -52,6 +54,7 @@ __all__ = [
     "Status",
     "Turn",
     "disconnect",
+    "endless",
     "malformed_chunk",
     "stall",
     "status",
@@ -106,10 +109,15 @@ class Status:
 
 @dataclass(frozen=True, slots=True)
 class Disconnect:
-    """Send ``after_chunks`` chunks of ``reply``, then drop the connection."""
+    """Send ``after_chunks`` chunks of ``reply``, then drop the connection.
+
+    With ``close_delimited`` the response has neither a length nor chunked framing: its end is
+    the closing of the connection, so the client cannot tell the cut from a complete body.
+    """
 
     reply: Turn
     after_chunks: int = 1
+    close_delimited: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +138,17 @@ class Stall:
     after_chunks: int | None = None
 
 
-ServerReply: TypeAlias = Turn | Status | Disconnect | Malformed | Stall
+@dataclass(frozen=True, slots=True)
+class Endless:
+    """A response that never ends: the text of ``reply`` as deltas, over and over, with
+    ``pause`` seconds between them (a non-streaming answer is a JSON body that never closes),
+    until the client hangs up or the server is closed."""
+
+    reply: Turn
+    pause: float = 0.0
+
+
+ServerReply: TypeAlias = Turn | Status | Disconnect | Malformed | Stall | Endless
 ReplyFunction: TypeAlias = Callable[[RecordedRequest], ServerReply]
 Script: TypeAlias = Sequence[ServerReply | ReplyFunction] | ReplyFunction
 
@@ -168,9 +186,22 @@ def status(
 _DEFAULT_PARTIAL = Turn(text="This answer is cut off before it ends.")
 
 
-def disconnect(*, after_chunks: int = 1, reply: Turn | None = None) -> Disconnect:
-    """Stream ``after_chunks`` chunks of ``reply`` and then drop the connection."""
-    return Disconnect(reply=reply or _DEFAULT_PARTIAL, after_chunks=after_chunks)
+def disconnect(
+    *, after_chunks: int = 1, reply: Turn | None = None, close_delimited: bool = False
+) -> Disconnect:
+    """Stream ``after_chunks`` chunks of ``reply`` and then drop the connection.
+
+    ``close_delimited=True`` sends the body without length or chunked framing (its end is the
+    closing of the connection), as some servers and proxies do.
+    """
+    return Disconnect(
+        reply=reply or _DEFAULT_PARTIAL, after_chunks=after_chunks, close_delimited=close_delimited
+    )
+
+
+def endless(*, pause: float = 0.0, reply: Turn | None = None) -> Endless:
+    """A response that never ends: ``reply``'s text repeated as deltas, ``pause`` s apart."""
+    return Endless(reply=reply or _DEFAULT_PARTIAL, pause=pause)
 
 
 def malformed_chunk(*, after_chunks: int = 0, reply: Turn | None = None) -> Malformed:
@@ -368,12 +399,18 @@ class _FakeServer:
             return
         if isinstance(reply, Stall) and reply.after_chunks is None:
             self._stop.wait(reply.seconds)
-        if request.stream:
+        if isinstance(reply, Endless):
+            self._send_endless(handler, self._deltas(turn, request, size), reply, request.stream)
+        elif request.stream:
             self._send_stream(handler, events, reply)
         else:
             self._send_whole(handler, whole, reply)
 
     def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        raise NotImplementedError
+
+    def _deltas(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        """The text of ``turn`` as stream events, without the ones that end a stream."""
         raise NotImplementedError
 
     def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
@@ -412,7 +449,10 @@ class _FakeServer:
             body = body[: len(body) // 2]  # a complete HTTP response carrying broken JSON
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(body)))
+        if isinstance(reply, Disconnect) and reply.close_delimited:
+            handler.send_header("Connection", "close")
+        else:
+            handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         half = len(body) // 2
         if isinstance(reply, Disconnect):
@@ -430,6 +470,12 @@ class _FakeServer:
     ) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
+        if isinstance(reply, Disconnect) and reply.close_delimited:
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.wfile.write(b"".join(events[: reply.after_chunks]))
+            self._drop(handler)
+            return
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
         for index, event in enumerate(events):
@@ -442,6 +488,24 @@ class _FakeServer:
                 self._stop.wait(reply.seconds)
             self._write_chunk(handler, event)
         handler.wfile.write(b"0\r\n\r\n")
+
+    def _send_endless(
+        self, handler: BaseHTTPRequestHandler, deltas: list[bytes], reply: Endless, stream: bool
+    ) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        if not stream:  # a JSON string that never closes
+            text = json.dumps(reply.reply.text or " ")[1:-1].encode()
+            deltas = [text]
+            self._write_chunk(handler, b'{"endless": "')
+        while not self._stop.is_set():
+            for delta in deltas:
+                self._write_chunk(handler, delta)
+                if reply.pause:
+                    self._stop.wait(reply.pause)
+        self._drop(handler)
 
     @staticmethod
     def _write_chunk(handler: BaseHTTPRequestHandler, data: bytes) -> None:
@@ -579,6 +643,12 @@ class FakeOpenAIServer(_FakeServer):
             chunks.append(tail)
         return [self._sse(c) for c in chunks] + [b"data: [DONE]\n\n"]
 
+    def _deltas(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        ident, _ = self._ids()
+        return [
+            self._sse(self._chunk(ident, {"content": p}, None)) for p in _pieces(turn.text, size)
+        ]
+
     def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
         ident, number = self._ids()
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
@@ -712,6 +782,12 @@ class FakeGeminiServer(_FakeServer):
         return [
             self._sse(self._response(g, usage, turn.finish if i == last else None))
             for i, g in enumerate(groups)
+        ]
+
+    def _deltas(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        usage = self._usage(turn, request)
+        return [
+            self._sse(self._response([{"text": p}], usage, None)) for p in _pieces(turn.text, size)
         ]
 
     def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:

@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.http import (
+    Call,
+    Limits,
     RetryPolicy,
+    StreamInterrupted,
     Timeouts,
     error_message,
     iter_sse,
@@ -87,15 +90,8 @@ async def _call(client: httpx.AsyncClient, policy: RetryPolicy, slept: list[floa
         slept.append(seconds)
 
     request = client.build_request("POST", "https://api.test/v1/x", json={})
-    async with open_response(
-        client,
-        request,
-        provider="openai",
-        retry=policy,
-        timeouts=Timeouts(),
-        secret="sk-secret-123",
-        sleep=sleep,
-    ) as response:
+    call = Call("openai", retry=policy, secret="sk-secret-123")
+    async with open_response(client, request, call, sleep=sleep) as response:
         return await response.aread()
 
 
@@ -191,7 +187,7 @@ async def _sse_payloads(body: bytes, pieces: int) -> list[str]:
         return httpx.Response(200, content=stream())
 
     async with _client(handler) as client, client.stream("GET", "https://x.test/") as response:
-        return [p async for p in iter_sse(response, provider="p", idle=5)]
+        return [p async for p in iter_sse(response, Call("p", timeouts=Timeouts(idle=5)))]
 
 
 @pytest.mark.parametrize("pieces", [1, 3, 1000])
@@ -250,7 +246,7 @@ def test_sse_events_do_not_depend_on_where_the_network_splits(cuts: list[int]) -
             return httpx.Response(200, content=stream())
 
         async with _client(handler) as client, client.stream("GET", "https://x.test/") as response:
-            return [p async for p in iter_sse(response, provider="p", idle=5)]
+            return [p async for p in iter_sse(response, Call("p", timeouts=Timeouts(idle=5)))]
 
     payloads = asyncio.run(split())
     assert payloads[-1] == "[DONE]"
@@ -287,7 +283,7 @@ async def test_a_slow_consumer_is_not_an_idle_stream() -> None:
     pieces = [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"]
     seen: list[str] = []
     async with _streaming_client(pieces) as client, client.stream("GET", "https://x.test/") as r:
-        async for payload in iter_sse(r, provider="p", idle=0.05):
+        async for payload in iter_sse(r, Call("p", timeouts=Timeouts(idle=0.05))):
             seen.append(payload)
             await asyncio.sleep(0.15)
     assert seen == ["1", "2", "3"]
@@ -297,7 +293,7 @@ async def test_a_silent_network_is_an_idle_stream() -> None:
     async with _streaming_client([b"data: 1\n\n", b"data: 2\n\n"], pause=0.3) as client:
         async with client.stream("GET", "https://x.test/") as response:
             with pytest.raises(ProviderError, match="no data for 0.05s"):
-                [p async for p in iter_sse(response, provider="p", idle=0.05)]
+                [p async for p in iter_sse(response, Call("p", timeouts=Timeouts(idle=0.05)))]
         task = asyncio.current_task()
         if sys.version_info >= (3, 11) and task is not None:
             assert task.cancelling() == 0  # the watchdog's cancel left nothing pending
@@ -307,10 +303,53 @@ async def test_an_outside_cancellation_stays_a_cancellation() -> None:
     async def consume() -> None:
         async with _streaming_client([b"data: 1\n\n"], pause=5) as client:
             async with client.stream("GET", "https://x.test/") as response:
-                [p async for p in iter_sse(response, provider="p", idle=10)]
+                [p async for p in iter_sse(response, Call("p", timeouts=Timeouts(idle=10)))]
 
     task = asyncio.ensure_future(consume())
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def _sse_with(body: bytes, piece: int, limits: Limits) -> list[str]:
+    async def stream() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), piece):
+            yield body[start : start + piece]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=stream())
+
+    async with _client(handler) as client, client.stream("GET", "https://x.test/") as response:
+        return [p async for p in iter_sse(response, Call("p", limits=limits))]
+
+
+async def test_a_long_event_in_many_pieces_is_parsed_whole() -> None:
+    line = "z" * 1_000_000
+    body = f"data: {line}\n\ndata: after\n\n".encode()
+    assert await _sse_with(body, 1000, Limits()) == [line, "after"]
+
+
+@pytest.mark.parametrize("piece", [7, 4096])
+async def test_the_event_cap_counts_a_line_still_arriving_and_several_data_lines(
+    piece: int,
+) -> None:
+    limits = Limits(event_bytes=100)
+    with pytest.raises(ProviderError, match=r"limit of 100 bytes \(limits\.eventBytes\)"):
+        await _sse_with(b"data: " + b"a" * 150, piece, limits)  # one line, never ended
+    with pytest.raises(ProviderError, match=r"limits\.eventBytes"):
+        await _sse_with(b"data: " + b"b" * 60 + b"\ndata: " + b"c" * 60 + b"\n\n", piece, limits)
+    # The cap is per event, as received (``data: `` included): many events at it pass.
+    body = (b"data: " + b"d" * 94 + b"\n\n") * 20
+    assert await _sse_with(body, piece, limits) == ["d" * 94] * 20
+
+
+async def test_the_response_cap_counts_every_byte_of_the_body() -> None:
+    body = b": keep-alive\n\n" * 100 + b"data: x\n\n"
+    with pytest.raises(ProviderError, match=r"limit of 1000 bytes \(limits\.responseBytes\)"):
+        await _sse_with(body, 64, Limits(response_bytes=1000))
+
+
+async def test_a_body_without_any_event_is_an_interruption() -> None:
+    with pytest.raises(StreamInterrupted, match="ended before its first event"):
+        await _sse_with(b": only a comment\n\n", 8, Limits())

@@ -228,13 +228,13 @@ async def test_corrupt_json_file_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("session", "message"),
     [
-        ([1, 2], "expected a session object, got list"),
-        ({"stack": [], "turns": []}, "no integer 'version'"),
+        ([1, 2], "session: expected a session object, got list"),
+        ({"stack": [], "turns": []}, "session.version: .* got None"),
         (
             {"version": 99, "stack": [], "turns": []},
-            "session version 99, this runtime reads version 1",
+            "session.version: this runtime reads session version 1, got 99",
         ),
-        ({"version": 1, "stack": [], "turns": {}}, "'turns' is not a list"),
+        ({"version": 1, "stack": [], "turns": {}}, "session.turns: expected a list, got dict"),
     ],
 )
 async def test_sessions_with_a_bad_shape_are_refused_on_save_and_on_load(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
-    from auwgent.runtime.providers.http import RetryPolicy, Timeouts
+    from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "Finish",
     "FunctionSpec",
     "GeminiProvider",
+    "Limits",
     "Message",
     "ModelRequest",
     "OpenAIProvider",
@@ -73,6 +74,7 @@ _LAZY = {
         ),
         "base",
     ),
+    "Limits": "http",
     "RetryPolicy": "http",
     "Timeouts": "http",
     "GeminiProvider": "gemini",
@@ -112,6 +114,7 @@ def make_provider(
     client: httpx.AsyncClient,
     retry: RetryPolicy,
     timeouts: Timeouts,
+    limits: Limits | None = None,
 ) -> Provider:
     """Build the provider for an IR ``Model``.
 
@@ -129,6 +132,7 @@ def make_provider(
         "name": name,
         "retry": retry,
         "timeouts": timeouts,
+        "limits": limits,
     }
     if model["provider"] == "gemini":
         return GeminiProvider(base_url=base_url or DEFAULT_GEMINI_BASE_URL, **common)

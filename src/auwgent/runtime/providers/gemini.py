@@ -37,6 +37,8 @@ from auwgent.runtime.providers.base import (
     Usage,
 )
 from auwgent.runtime.providers.http import (
+    Call,
+    Limits,
     RetryPolicy,
     Timeouts,
     error_in_body,
@@ -291,6 +293,7 @@ class GeminiProvider:
         name: str = "gemini",
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.name = name
         base = base_url.rstrip("/")
@@ -299,17 +302,23 @@ class GeminiProvider:
         self._api_key = api_key
         self._retry = retry or RetryPolicy()
         self._timeouts = timeouts or Timeouts()
+        self._limits = limits or Limits()
         self._httpx_timeout = self._timeouts.for_httpx()  # built once, not per request
         self._signatures: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"GeminiProvider(name={self.name!r}, base_url={self.base_url!r})"
 
-    def _clocks(self) -> dict[str, Any]:
-        t = self._timeouts
-        return {"provider": self.name, "idle": t.idle, "first": t.first_byte}
+    def _call(self) -> Call:
+        return Call(
+            self.name,
+            retry=self._retry,
+            timeouts=self._timeouts,
+            limits=self._limits,
+            secret=self._api_key,
+        )
 
-    def _open(self, model: str, method: str, body: Mapping[str, Any]) -> Any:
+    def _open(self, model: str, method: str, body: Mapping[str, Any], call: Call) -> Any:
         headers = {"x-goog-api-key": self._api_key} if self._api_key else {}
         request = self._client.build_request(
             "POST",
@@ -318,33 +327,26 @@ class GeminiProvider:
             headers=headers,
             timeout=self._httpx_timeout,
         )
-        return open_response(
-            self._client,
-            request,
-            provider=self.name,
-            retry=self._retry,
-            timeouts=self._timeouts,
-            secret=self._api_key,
-        )
+        return open_response(self._client, request, call)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (deltas, then usage, then finish)."""
         body = build_gemini_body(request, self._signatures)
-        return retry_unstarted(lambda: self._stream_once(request, body), retry=self._retry)
+        call = self._call()
+        return retry_unstarted(lambda: self._stream_once(request, body, call), call)
 
     async def _stream_once(
-        self, request: ModelRequest, body: Mapping[str, Any]
+        self, request: ModelRequest, body: Mapping[str, Any], call: Call
     ) -> AsyncIterator[StreamEvent]:
         decoder = _Decoder(self.name, self._signatures)  # fresh for every attempt
         method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
-        clocks = self._clocks()
-        async with self._open(request.model, method, body) as response:
+        async with self._open(request.model, method, body, call) as response:
             if request.stream and is_event_stream(response):
-                async for data in iter_sse(response, **clocks):
+                async for data in iter_sse(response, call):
                     for event in decoder.feed(parse_json_chunk(data, provider=self.name)):
                         yield event
             else:
-                payload = await read_json(response, **clocks)
+                payload = await read_json(response, call)
                 # Without alt=sse (some gateways drop it) the stream is one JSON array.
                 for item in payload if isinstance(payload, list) else [payload]:
                     for event in decoder.feed(item):
@@ -380,5 +382,6 @@ class GeminiProvider:
         return vectors
 
     async def _post_json(self, model: str, method: str, body: Mapping[str, Any]) -> Any:
-        async with self._open(model, method, body) as response:
-            return await read_json(response, **self._clocks())
+        call = self._call()
+        async with self._open(model, method, body, call) as response:
+            return await read_json(response, call)

@@ -13,6 +13,12 @@ Every provider sends through :func:`open_response`, which owns the retry loop:
   engine); a body that stalls longer than ``Timeouts.idle`` or breaks off is a
   :class:`~auwgent.errors.ProviderError`.
 
+Every call is bounded, whatever the server does: one :class:`Call` carries the settings of a
+model request (or an embedding request) across all its attempts, with a deadline
+``Timeouts.call`` seconds after it starts, and the size caps of :class:`Limits` on one event
+and on one response body. Reaching any of them ends the call with a ``ProviderError`` that
+names the limit and its config key.
+
 Errors name the provider, the HTTP status and the provider's own message. The API key is
 redacted from anything that could reach a message.
 """
@@ -39,6 +45,8 @@ if TYPE_CHECKING:
 # (and building an agent) stays fast; the cost is paid once, when the first request is sent.
 
 __all__ = [
+    "Call",
+    "Limits",
     "RetryPolicy",
     "StreamInterrupted",
     "Timeouts",
@@ -81,17 +89,22 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
-    """Per-request time limits, in seconds.
+    """Time limits of provider calls, in seconds.
 
     ``connect``: opening the connection. ``first_byte``: from sending the request to receiving
     the response headers, and again from the headers to the first piece of the body.
-    ``idle``: the longest silence allowed between two later pieces of a response body. The
-    limit on a whole run belongs to the engine.
+    ``idle``: the longest silence allowed between two later pieces of a response body.
+    ``call``: the deadline of one model call, from its first attempt to the end of its
+    response, retries and their waits included. The limit on a whole run belongs to the engine.
+
+    With the default retry policy, a server that never answers is given up after at most
+    4 x 25 s plus 3.5 s of backoff (103.5 s); an endless stream ends at ``call``.
     """
 
     connect: float = 10.0
-    first_byte: float = 60.0
+    first_byte: float = 25.0
     idle: float = 30.0
+    call: float = 300.0
 
     def for_httpx(self) -> httpx.Timeout:
         """The httpx timeout used as a backstop under our own first-byte and idle clocks."""
@@ -99,6 +112,66 @@ class Timeouts:
 
         read = max(self.first_byte, self.idle) + 1.0
         return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Size caps, in bytes, on what a provider may send back.
+
+    ``event_bytes``: one server-sent event as received (its ``data:`` lines together, field
+    names included), or one line still arriving. ``response_bytes``: one response body,
+    streamed or not.
+    """
+
+    event_bytes: int = 16 * 1024 * 1024
+    response_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.event_bytes < 1 or self.response_bytes < 1:
+            raise ValueError("Limits must be at least 1 byte")
+
+
+class Call:
+    """One provider call across all its attempts: who answers, how to retry, its bounds.
+
+    The deadline (on the monotonic clock) is fixed when the call is made; every wait of the
+    call (for headers, for body pieces, between attempts) ends at it at the latest.
+    """
+
+    __slots__ = ("deadline", "limits", "provider", "retry", "secret", "timeouts")
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        retry: RetryPolicy | None = None,
+        timeouts: Timeouts | None = None,
+        limits: Limits | None = None,
+        secret: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.retry = retry or RetryPolicy()
+        self.timeouts = timeouts or Timeouts()
+        self.limits = limits or Limits()
+        self.secret = secret
+        self.deadline = time.monotonic() + self.timeouts.call
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (never negative)."""
+        return max(0.0, self.deadline - time.monotonic())
+
+    def past_deadline(self) -> ProviderError:
+        """The error that ends a call at its deadline."""
+        return ProviderError(
+            self.provider,
+            f"the call took longer than {self.timeouts.call:g}s (timeouts.call)",
+        )
+
+    def too_large(self, what: str, limit: int, key: str) -> ProviderError:
+        """The error that ends a call whose answer passes a size cap."""
+        return ProviderError(
+            self.provider, f"{what} is larger than the limit of {limit} bytes ({key})"
+        )
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -228,19 +301,23 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 
 async def _send_once(
-    client: httpx.AsyncClient, request: httpx.Request, timeouts: Timeouts
+    client: httpx.AsyncClient, request: httpx.Request, call: Call
 ) -> httpx.Response:
     import asyncio
 
     import httpx
 
+    first_byte = call.timeouts.first_byte
+    wait = min(first_byte, call.remaining())
     try:
-        return await _within(timeouts.first_byte, client.send(request, stream=True))
+        return await _within(wait, client.send(request, stream=True))
     except (asyncio.TimeoutError, TimeoutError) as exc:
+        if wait < first_byte:
+            raise call.past_deadline() from None
         raise httpx.ReadTimeout("no response before the first-byte timeout") from exc
 
 
-async def _failure_of(response: httpx.Response, provider: str, secret: str | None) -> ProviderError:
+async def _failure_of(response: httpx.Response, call: Call) -> ProviderError:
     import httpx
 
     try:
@@ -251,29 +328,46 @@ async def _failure_of(response: httpx.Response, provider: str, secret: str | Non
         await response.aclose()
     message = error_message(body, fallback=response.reason_phrase or "request failed")
     return ProviderError(
-        provider,
-        _redact(message, secret),
+        call.provider,
+        _redact(message, call.secret),
         status=response.status_code,
         retryable=_is_retryable(response.status_code),
     )
+
+
+def _gave_up(failure: ProviderError, attempts: int, why: str = "") -> ProviderError:
+    """``failure`` as the final error of a call that made ``attempts`` tries."""
+    if attempts == 1 and not why:
+        return failure
+    return ProviderError(
+        failure.provider,
+        f"{failure.provider_message} (gave up after {attempts} attempts{why})",
+        status=failure.status,
+        retryable=True,
+    )
+
+
+def _no_time_for(call: Call, delay: float) -> str:
+    """Why a retry after ``delay`` seconds is not made, or ``""`` when it fits the deadline."""
+    if delay < call.remaining():
+        return ""
+    return f": the next would pass the deadline of {call.timeouts.call:g}s (timeouts.call)"
 
 
 @asynccontextmanager
 async def open_response(
     client: httpx.AsyncClient,
     request: httpx.Request,
+    call: Call,
     *,
-    provider: str,
-    retry: RetryPolicy,
-    timeouts: Timeouts,
-    secret: str | None = None,
     sleep: Callable[[float], Awaitable[None]] | None = None,
 ) -> AsyncIterator[httpx.Response]:
-    """Send ``request`` with retries and yield the successful response, body unread.
+    """Send ``request`` with the retries of ``call`` and yield the successful response.
 
-    The response is closed when the block exits. Raises :class:`ProviderError` once the
-    attempts are spent or on a non-retryable status. ``sleep`` (``asyncio.sleep`` by default)
-    waits between attempts.
+    The body is unread; the response is closed when the block exits. Raises
+    :class:`ProviderError` once the attempts are spent, on a non-retryable status, or when
+    the call's deadline comes first. ``sleep`` (``asyncio.sleep`` by default) waits between
+    attempts.
     """
     import asyncio
 
@@ -281,15 +375,15 @@ async def open_response(
 
     if sleep is None:
         sleep = asyncio.sleep
-
+    retry = call.retry
     failure: ProviderError | None = None
     for attempt in range(1, retry.attempts + 1):
         retry_after: float | None = None
         try:
-            response = await _send_once(client, request, timeouts)
+            response = await _send_once(client, request, call)
         except httpx.TransportError as exc:
-            detail = _redact(f"{type(exc).__name__}: {exc}".rstrip(": "), secret)
-            failure = ProviderError(provider, f"request failed ({detail})", retryable=True)
+            detail = _redact(f"{type(exc).__name__}: {exc}".rstrip(": "), call.secret)
+            failure = ProviderError(call.provider, f"request failed ({detail})", retryable=True)
         else:
             if response.status_code < 400:
                 try:
@@ -298,37 +392,35 @@ async def open_response(
                     await response.aclose()
                 return
             retry_after = _retry_after(response.headers)
-            failure = await _failure_of(response, provider, secret)
+            failure = await _failure_of(response, call)
             if not failure.retryable:
                 raise failure
         if attempt < retry.attempts:
-            await sleep(retry_delay(retry, attempt, retry_after))
+            delay = retry_delay(retry, attempt, retry_after)
+            why = _no_time_for(call, delay)
+            if why:
+                raise _gave_up(failure, attempt, why)
+            await sleep(delay)
     assert failure is not None
-    if retry.attempts > 1:
-        raise ProviderError(
-            provider,
-            f"{failure.provider_message} (gave up after {retry.attempts} attempts)",
-            status=failure.status,
-            retryable=True,
-        )
-    raise failure
+    raise _gave_up(failure, retry.attempts)
 
 
 class StreamInterrupted(ProviderError):
-    """The connection broke off while the body was being read."""
+    """The connection broke off before the body was complete."""
 
 
 def retry_unstarted(
     attempt: Callable[[], AsyncIterator[T]],
+    call: Call,
     *,
-    retry: RetryPolicy,
     sleep: Callable[[float], Awaitable[None]] | None = None,
 ) -> AsyncIterator[T]:
     """Yield the items of ``attempt()``; when its connection breaks off before it yielded
-    anything, wait as for a failed connection and call it again (up to ``retry.attempts``
-    calls). Once an item is out, errors pass through unchanged: the caller may already have
-    acted on it. Other failures pass through too (``open_response`` has retried them)."""
-    return _RetryUnstarted(attempt, retry, sleep)
+    anything, wait as for a failed connection and call it again (up to ``call.retry.attempts``
+    calls, within the call's deadline). Once an item is out, errors pass through unchanged:
+    the caller may already have acted on it. Other failures pass through too
+    (``open_response`` has retried them)."""
+    return _RetryUnstarted(attempt, call, sleep)
 
 
 class _RetryUnstarted(AsyncIterator[T]):
@@ -341,11 +433,11 @@ class _RetryUnstarted(AsyncIterator[T]):
     def __init__(
         self,
         attempt: Callable[[], AsyncIterator[T]],
-        retry: RetryPolicy,
+        call: Call,
         sleep: Callable[[float], Awaitable[None]] | None,
     ) -> None:
         self._attempt = attempt
-        self._retry = retry
+        self._call = call
         self._sleep = sleep
         self._current: AsyncIterator[T] | None = None
         self._started = False
@@ -362,17 +454,22 @@ class _RetryUnstarted(AsyncIterator[T]):
     async def _first(self) -> T:
         import asyncio
 
-        for number in range(1, self._retry.attempts + 1):
+        retry = self._call.retry
+        for number in range(1, retry.attempts + 1):
             self._current = self._attempt()
             try:
                 item = await self._current.__anext__()
-            except StreamInterrupted:
-                if number == self._retry.attempts:
-                    raise
+            except StreamInterrupted as failure:
+                if number == retry.attempts:
+                    raise _gave_up(failure, number) from None
+                delay = retry_delay(retry, number)
+                why = _no_time_for(self._call, delay)
+                if why:
+                    raise _gave_up(failure, number, why) from None
             else:
                 self._started = True
                 return item
-            await (self._sleep or asyncio.sleep)(retry_delay(self._retry, number))
+            await (self._sleep or asyncio.sleep)(delay)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt re-raises
 
     async def aclose(self) -> None:
@@ -429,17 +526,16 @@ class _Watchdog:
 
 
 class _Body:
-    """The body of a response, read piece by piece under the idle and first-byte clocks.
+    """The body of a response, read piece by piece within the bounds of its call.
 
-    ``read()`` fails with ``ProviderError`` on silence longer than ``idle``; the first piece
-    may take up to ``first`` seconds instead (a model that thinks before it answers sends its
-    headers at once and its first data much later). A plain method rather than an async
-    generator, so the SSE parser reads it without one more resumption per piece.
+    ``read()`` fails with ``ProviderError`` on silence longer than ``idle`` (the first piece
+    may take up to ``first_byte`` instead: a model that thinks before it answers sends its
+    headers at once and its first data much later), at the call's deadline, and when the body
+    passes ``limits.response_bytes``. A plain method rather than an async generator, so the
+    SSE parser reads it without one more resumption per piece.
     """
 
-    def __init__(
-        self, response: httpx.Response, *, provider: str, idle: float, first: float | None
-    ) -> None:
+    def __init__(self, response: httpx.Response, call: Call) -> None:
         import asyncio
 
         import httpx
@@ -448,32 +544,46 @@ class _Body:
         self._cancelled: type[BaseException] = asyncio.CancelledError
         self._http_error: type[Exception] = httpx.HTTPError
         self._stream = response.aiter_bytes().__aiter__()
-        self._provider = provider
-        self._idle = idle
-        self._limit = idle if first is None else max(first, idle)
+        self._call = call
+        self._idle = call.timeouts.idle
+        self._limit = max(call.timeouts.first_byte, self._idle)
+        self._left = call.limits.response_bytes
         self._watchdog = _Watchdog()
 
     async def read(self) -> bytes | None:
         """The next piece, or ``None`` at the end of the body."""
+        call = self._call
+        limit = self._limit
+        remaining = call.deadline - time.monotonic()
+        if remaining <= 0:
+            raise call.past_deadline()
+        at_deadline = remaining < limit
         watchdog = self._watchdog
-        watchdog.arm(self._limit)
+        watchdog.arm(remaining if at_deadline else limit)
         try:
-            return await self._stream.__anext__()
+            chunk: bytes = await self._stream.__anext__()
         except StopAsyncIteration:
             return None
         except self._cancelled:
             if not watchdog.fired:
                 raise
+            if at_deadline:
+                raise call.past_deadline() from None
             raise ProviderError(
-                self._provider, f"stream stalled: no data for {self._limit:g}s (idle timeout)"
+                call.provider, f"stream stalled: no data for {limit:g}s (idle timeout)"
             ) from None
         except self._http_error as exc:
             raise StreamInterrupted(
-                self._provider, f"stream interrupted ({type(exc).__name__}: {exc})"
+                call.provider, f"stream interrupted ({type(exc).__name__}: {exc})"
             ) from None
         finally:
             watchdog.disarm()
             self._limit = self._idle
+        self._left -= len(chunk)
+        if self._left < 0:
+            limits = call.limits
+            raise call.too_large("the response", limits.response_bytes, "limits.responseBytes")
+        return chunk
 
     def close(self) -> None:
         self._watchdog.close()
@@ -484,40 +594,75 @@ def is_event_stream(response: httpx.Response) -> bool:
     return "json" not in response.headers.get("content-type", "")
 
 
-async def iter_sse(
-    response: httpx.Response, *, provider: str, idle: float, first: float | None = None
-) -> AsyncIterator[str]:
+async def iter_sse(response: httpx.Response, call: Call) -> AsyncIterator[str]:
     """The ``data`` payloads of a server-sent event stream, one string per event.
 
     Comments, ``event:``/``id:`` fields and keep-alives are skipped; multi-line ``data`` is
-    joined with newlines as the SSE standard says.
+    joined with newlines as the SSE standard says. Linear in the bytes however long a line
+    is: a line is joined once, when its end arrives. An event larger than
+    ``limits.event_bytes`` ends the call; so does a body that ends before its first complete
+    event, as a :class:`StreamInterrupted` (whatever the framing, a cut connection looks like
+    that), so that the call is retried.
     """
-    buffer = b""
+    cap = call.limits.event_bytes
     data: list[str] = []
-    body = _Body(response, provider=provider, idle=idle, first=first)
+    size = 0  # bytes of the current event's data lines, as received
+    pending: list[bytes] = []  # the start of a line whose end has not arrived
+    waiting = 0  # their length
+    started = False
+    body = _Body(response, call)
     try:
         while (chunk := await body.read()) is not None:
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
+            if b"\n" not in chunk:
+                pending.append(chunk)
+                waiting += len(chunk)
+                if size + waiting > cap:
+                    raise _event_too_large(call)
+                continue
+            if pending:
+                pending.append(chunk)
+                chunk = b"".join(pending)
+                pending = []
+            *lines, tail = chunk.split(b"\n")
+            if tail:
+                pending.append(tail)
+            waiting = len(tail)
             for raw in lines:
                 line = raw.rstrip(b"\r")
                 if not line:
                     if data:
+                        started = True
                         yield "\n".join(data)
                         data = []
+                        size = 0
                 elif line.startswith(b"data:"):
-                    value = line[5:]
-                    data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
-        if buffer.strip().startswith(b"data:"):
-            value = buffer.strip()[5:]
+                    size += len(raw)  # as received, so a line counts the same while it arrives
+                    if size > cap:
+                        raise _event_too_large(call)
+                    value = line[6:] if line.startswith(b"data: ") else line[5:]
+                    data.append(value.decode("utf-8"))
+            if size + waiting > cap:
+                raise _event_too_large(call)
+        last = b"".join(pending).strip()
+        if last.startswith(b"data:"):
+            # The last event without its blank line: kept, as servers that end abruptly
+            # after a complete last line are common.
+            value = last[5:]
             data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
     except UnicodeDecodeError as exc:
         # Caught around the loop (no cost per event) so the message names the provider.
-        raise ProviderError(provider, f"malformed UTF-8 in the event stream ({exc})") from None
+        raise ProviderError(call.provider, f"malformed UTF-8 in the event stream ({exc})") from None
     finally:
         body.close()
+    if not started:
+        raise StreamInterrupted(call.provider, "the stream ended before its first event")
     if data:
         yield "\n".join(data)
+
+
+def _event_too_large(call: Call) -> ProviderError:
+    limit = call.limits.event_bytes
+    return call.too_large("an event of the stream", limit, "limits.eventBytes")
 
 
 def parse_json_chunk(text: str | bytes, *, provider: str) -> Any:
@@ -529,15 +674,26 @@ def parse_json_chunk(text: str | bytes, *, provider: str) -> Any:
         raise ProviderError(provider, f"malformed JSON from the API: {excerpt!r}") from None
 
 
-async def read_json(
-    response: httpx.Response, *, provider: str, idle: float, first: float | None = None
-) -> Any:
-    """Read a whole (non-streaming) JSON body under the idle timeout."""
-    body = _Body(response, provider=provider, idle=idle, first=first)
+async def read_json(response: httpx.Response, call: Call) -> Any:
+    """Read a whole (non-streaming) JSON body within the bounds of ``call``.
+
+    A body delimited by the closing of the connection (no length, not chunked) that does not
+    parse may have been cut: that is a :class:`StreamInterrupted`, so that it is retried.
+    """
+    body = _Body(response, call)
     parts: list[bytes] = []
     try:
         while (chunk := await body.read()) is not None:
             parts.append(chunk)
     finally:
         body.close()
-    return parse_json_chunk(b"".join(parts), provider=provider)
+    try:
+        return parse_json_chunk(b"".join(parts), provider=call.provider)
+    except ProviderError as error:
+        headers = response.headers
+        if "content-length" in headers or "chunked" in headers.get("transfer-encoding", ""):
+            raise
+        raise StreamInterrupted(
+            call.provider,
+            f"the response ended before its JSON was complete ({error.provider_message})",
+        ) from None

@@ -27,6 +27,8 @@ from auwgent.runtime.providers.base import (
     Usage,
 )
 from auwgent.runtime.providers.http import (
+    Call,
+    Limits,
     RetryPolicy,
     Timeouts,
     error_in_body,
@@ -164,6 +166,7 @@ class OpenAIProvider:
         name: str = "openai",
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
@@ -171,15 +174,21 @@ class OpenAIProvider:
         self._api_key = api_key
         self._retry = retry or RetryPolicy()
         self._timeouts = timeouts or Timeouts()
+        self._limits = limits or Limits()
         # Built once: an httpx.Timeout per request was a measurable part of our overhead.
         self._httpx_timeout = self._timeouts.for_httpx()
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
 
-    def _clocks(self) -> dict[str, Any]:
-        t = self._timeouts
-        return {"provider": self.name, "idle": t.idle, "first": t.first_byte}
+    def _call(self) -> Call:
+        return Call(
+            self.name,
+            retry=self._retry,
+            timeouts=self._timeouts,
+            limits=self._limits,
+            secret=self._api_key,
+        )
 
     def _request(self, path: str, body: Mapping[str, Any]) -> httpx.Request:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -191,27 +200,21 @@ class OpenAIProvider:
             timeout=self._httpx_timeout,
         )
 
-    def _open(self, path: str, body: Mapping[str, Any]) -> Any:
-        return open_response(
-            self._client,
-            self._request(path, body),
-            provider=self.name,
-            retry=self._retry,
-            timeouts=self._timeouts,
-            secret=self._api_key,
-        )
+    def _open(self, path: str, body: Mapping[str, Any], call: Call) -> Any:
+        return open_response(self._client, self._request(path, body), call)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
         body = build_chat_body(request)
-        return retry_unstarted(lambda: self._stream_once(request, body), retry=self._retry)
+        call = self._call()
+        return retry_unstarted(lambda: self._stream_once(request, body, call), call)
 
     async def _stream_once(
-        self, request: ModelRequest, body: Mapping[str, Any]
+        self, request: ModelRequest, body: Mapping[str, Any], call: Call
     ) -> AsyncIterator[StreamEvent]:
-        async with self._open("/chat/completions", body) as response:
+        async with self._open("/chat/completions", body, call) as response:
             if not (request.stream and is_event_stream(response)):
-                payload = await read_json(response, **self._clocks())
+                payload = await read_json(response, call)
                 for event in self._whole(payload):
                     yield event
                 return
@@ -222,7 +225,7 @@ class OpenAIProvider:
             done = False
             # Read to the very end even after [DONE]: a body left unread makes httpx close the
             # connection instead of reusing it, and a new connection per call costs milliseconds.
-            async for data in iter_sse(response, **self._clocks()):
+            async for data in iter_sse(response, call):
                 if done:
                     continue
                 if data.strip() == "[DONE]":
@@ -260,8 +263,10 @@ class OpenAIProvider:
         """Embed ``texts`` in one ``/embeddings`` call; vectors come back in input order."""
         if not texts:
             return []
-        async with self._open("/embeddings", {"model": model, "input": list(texts)}) as response:
-            payload = await read_json(response, **self._clocks())
+        call = self._call()
+        body = {"model": model, "input": list(texts)}
+        async with self._open("/embeddings", body, call) as response:
+            payload = await read_json(response, call)
         rows = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(rows, list) or len(rows) != len(texts):
             raise ProviderError(self.name, "embeddings response does not match the input count")

@@ -252,7 +252,15 @@ class AuwgentTimeouts(TypedDict, total=False):
     connect: float
     firstByte: float
     idle: float
+    call: float
     run: float
+
+
+class AuwgentLimits(TypedDict, total=False):
+    """Size caps on one event and one response from a provider, in bytes."""
+
+    eventBytes: int
+    responseBytes: int
 
 
 class AuwgentConfig(TypedDict, total=False):
@@ -280,6 +288,7 @@ class AuwgentConfig(TypedDict, total=False):
     protocol: Literal["blocks", "native"]
     retry: AuwgentRetry
     timeouts: AuwgentTimeouts
+    limits: AuwgentLimits
     httpClient: httpx.AsyncClient
     #: A provider replacing every model; "offline" runs without a network.
     provider: _Provider | Literal["offline"]

@@ -8,6 +8,8 @@ import auwgent.testing
 def test_testing_exports_are_pinned() -> None:
     assert sorted(auwgent.testing.__all__) == sorted(
         [
+            "Cassette",
+            "CassetteMiss",
             "Disconnect",
             "FakeGeminiServer",
             "FakeOpenAIServer",

@@ -18,6 +18,7 @@ See ``docs/testing.md``.
 from auwgent.testing.cassette import Cassette, CassetteMiss
 from auwgent.testing.fake_servers import (
     Disconnect,
+    Endless,
     FakeGeminiServer,
     FakeOpenAIServer,
     Malformed,
@@ -27,6 +28,7 @@ from auwgent.testing.fake_servers import (
     Status,
     Turn,
     disconnect,
+    endless,
     malformed_chunk,
     stall,
     status,
@@ -41,6 +43,7 @@ __all__ = [
     "Cassette",
     "CassetteMiss",
     "Disconnect",
+    "Endless",
     "FakeGeminiServer",
     "FakeOpenAIServer",
     "Malformed",
@@ -55,6 +58,7 @@ __all__ = [
     "Status",
     "Turn",
     "disconnect",
+    "endless",
     "hashed_embedding",
     "malformed_chunk",
     "stall",

@@ -54,3 +54,21 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in _KEY_VARS:
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on 127.0.0.1 for the whole test session."""
+    from servers import redis_server
+
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on 127.0.0.1 for the whole test session."""
+    from servers import postgres_server
+
+    with postgres_server() as url:
+        yield url

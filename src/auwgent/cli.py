@@ -190,6 +190,55 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.set_defaults(run=run)
 
 
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="serve the project's agents over HTTP (needs auwgent-sdk[serve])",
+        description="Serve every agent of a project over HTTP: runs stream their intents as "
+        "Server-Sent Events, conversations live in a shared store. See docs/serve.md.",
+    )
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
+    )
+    parser.add_argument(
+        "--app",
+        required=True,
+        metavar="MODULE:ATTR",
+        help="a function called with an agent's name that returns its runtime config",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="where to listen (default 127.0.0.1)")
+    parser.add_argument("--port", type=_positive_int, default=8000, help="default 8000")
+    parser.add_argument(
+        "--token", help="the bearer token requests must carry (or AUWGENT_SERVE_TOKEN)"
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="where conversations live: sqlite:///path.db (default sqlite:///auwgent_sessions.db), "
+        "redis://host:6379/0 or postgresql://user@host/db",
+    )
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.serve import serve_command
+
+        return serve_command(
+            args.path,
+            app=args.app,
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            store_url=args.store,
+            out=out,
+            err=err,
+        )
+
+    parser.set_defaults(run=run)
+
+
 def _add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-j",
@@ -218,6 +267,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     _add_check,
     _add_generate,
     _add_test,
+    _add_serve,
 ]
 
 

@@ -3,6 +3,7 @@
     AuwgentError
     ├── CompileError        .agent sources that do not compile (carries diagnostics)
     ├── ConfigError         a runtime config, auwgent.yml or generated module that cannot be used
+    ├── ConflictError       a save based on a stale revision (another run saved first)
     │   └── ContextError    a context value of the wrong type, or an undeclared required key
     ├── IngestionError      background memory ingestion failed (reported, never raised by run)
     ├── ProviderError       a model provider failed after its retries
@@ -27,6 +28,10 @@ class CompileError(AuwgentError):
 
 class ConfigError(AuwgentError):
     """A configuration value is missing or malformed; the message names the key path."""
+
+
+class ConflictError(AuwgentError):
+    """A save was based on a stale revision: another run or process changed the stored session first."""
 
 
 class ContextError(ConfigError):

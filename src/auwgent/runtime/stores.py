@@ -141,6 +141,20 @@ CREATE TABLE IF NOT EXISTS auwgent_sessions (
 )
 """
 
+_LOCK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS auwgent_locks (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires_at REAL NOT NULL
+)
+"""
+
+_LOCK = """
+INSERT INTO auwgent_locks (key, owner, expires_at) VALUES (?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+    WHERE auwgent_locks.expires_at <= ? OR auwgent_locks.owner = excluded.owner
+"""
+
 _UPSERT = """
 INSERT INTO auwgent_sessions (key, session, session_version, revision, updated_at)
 VALUES (?, ?, ?, 1, ?)
@@ -195,6 +209,25 @@ class SQLiteSessionStore:
         """How many times ``key`` was saved (``None`` when it never was)."""
         _check_key(key)
         return await asyncio.to_thread(self._revision, key)
+
+    async def lock(self, key: str, owner: str, ttl: float) -> bool:
+        """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody else holds it
+        (used by ``auwgent serve``; see :mod:`auwgent.runtime.stores_shared`)."""
+        _check_key(key)
+        return await asyncio.to_thread(self._lock, key, owner, ttl)
+
+    async def unlock(self, key: str, owner: str) -> None:
+        """Release the lock of ``key`` if ``owner`` still holds it."""
+        await asyncio.to_thread(self._unlock, key, owner)
+
+    def _lock(self, key: str, owner: str, ttl: float) -> bool:
+        now = time.time()
+        with self._connect() as db:
+            return db.execute(_LOCK, (key, owner, now + ttl, now)).rowcount > 0
+
+    def _unlock(self, key: str, owner: str) -> None:
+        with self._connect() as db:
+            db.execute("DELETE FROM auwgent_locks WHERE key = ? AND owner = ?", (key, owner))
 
     def _load(self, key: str) -> Session | None:
         with self._connect() as db:
@@ -251,6 +284,7 @@ class SQLiteSessionStore:
             if not self._ready:
                 self._enable_wal(db)
                 db.execute(_SCHEMA)
+                db.execute(_LOCK_SCHEMA)
                 self._ready = True
 
     def _enable_wal(self, db: sqlite3.Connection) -> None:
@@ -380,6 +414,7 @@ class MemorySessionStore:
 
     def __init__(self) -> None:
         self._texts: dict[str, str] = {}
+        self._locks: dict[str, tuple[str, float]] = {}
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (a fresh copy), or ``None``."""
@@ -397,6 +432,19 @@ class MemorySessionStore:
     def keys(self) -> list[str]:
         """The saved keys, in first-save order."""
         return list(self._texts)
+
+    async def lock(self, key: str, owner: str, ttl: float) -> bool:
+        """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody else holds it."""
+        holder = self._locks.get(_check_key(key))
+        if holder is not None and holder[0] != owner and holder[1] > time.monotonic():
+            return False
+        self._locks[key] = (owner, time.monotonic() + ttl)
+        return True
+
+    async def unlock(self, key: str, owner: str) -> None:
+        """Release the lock of ``key`` if ``owner`` still holds it."""
+        if self._locks.get(key, ("",))[0] == owner:
+            del self._locks[key]
 
 
 # -- middleware ------------------------------------------------------------------------------
@@ -503,3 +551,27 @@ def _check_owner(key: str, stored: Session | None, root: Any) -> None:
             f"stored session {key!r} belongs to agent {owner!r}, not {root!r}: use another "
             "conversation id (or another store) for each agent"
         )
+
+
+def open_store(url: str) -> Any:
+    """The session store a URL names (``auwgent serve --store``).
+
+    ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``, ``redis://host:port/db``
+    (and ``rediss://``), ``postgresql://user@host/db`` (and ``postgres://``), ``memory:``.
+    """
+    if url.startswith("sqlite:///"):
+        return SQLiteSessionStore(url[len("sqlite:///") :] or DEFAULT_SQLITE_PATH)
+    if url.startswith(("redis://", "rediss://")):
+        from auwgent.runtime.stores_redis import RedisSessionStore
+
+        return RedisSessionStore(url)
+    if url.startswith(("postgresql://", "postgres://")):
+        from auwgent.runtime.stores_postgres import PostgresSessionStore
+
+        return PostgresSessionStore(url)
+    if url == "memory:":
+        return MemorySessionStore()
+    raise SessionStoreError(
+        f"unknown store URL {url!r}: use sqlite:///path.db, redis://host:6379/0, "
+        "postgresql://user@host/db or memory:"
+    )

@@ -1,0 +1,176 @@
+"""Sessions in PostgreSQL (``pip install "auwgent-sdk[postgres]"``), with psycopg 3.
+
+One row per conversation in ``auwgent_sessions`` (created on first use): the session JSON, its
+revision, the update time and, with ``ttl``, when it expires. A save is one statement that
+compares the revision (``UPDATE ... WHERE revision = %s``, or an insert that only succeeds
+when no live row exists), so concurrent workers can never both win (see
+:mod:`auwgent.runtime.stores_shared`). Conversation locks are rows of ``auwgent_locks`` with an
+expiry. Connections come from a ``psycopg_pool.AsyncConnectionPool`` opened on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from auwgent.runtime.session import Session
+from auwgent.runtime.stores import SessionStoreError, _check_key
+from auwgent.runtime.stores_shared import conflict, expected_revision, from_stored, to_stored
+
+__all__ = ["PostgresSessionStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS auwgent_sessions (
+    key TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    expires_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS auwgent_locks (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+"""
+
+_LIVE = "(expires_at IS NULL OR expires_at > now())"
+
+_LOAD = f"SELECT session, revision FROM auwgent_sessions WHERE key = %s AND {_LIVE}"
+
+# A first save: insert, or take over a row that has expired. RETURNING is empty on a conflict.
+_INSERT = """
+INSERT INTO auwgent_sessions AS s (key, session, revision, updated_at, expires_at)
+VALUES (%(key)s, %(session)s, 1, now(), now() + %(ttl)s * interval '1 second')
+ON CONFLICT (key) DO UPDATE SET
+    session = excluded.session, revision = 1, updated_at = now(), expires_at = excluded.expires_at
+    WHERE s.expires_at IS NOT NULL AND s.expires_at <= now()
+RETURNING revision
+"""
+
+_UPDATE = f"""
+UPDATE auwgent_sessions SET
+    session = %(session)s, revision = revision + 1, updated_at = now(),
+    expires_at = now() + %(ttl)s * interval '1 second'
+WHERE key = %(key)s AND revision = %(expected)s AND {_LIVE}
+RETURNING revision
+"""
+
+_LOCK = """
+INSERT INTO auwgent_locks AS l (key, owner, expires_at)
+VALUES (%s, %s, now() + %s * interval '1 second')
+ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+    WHERE l.expires_at <= now() OR l.owner = excluded.owner
+RETURNING owner
+"""
+
+
+class PostgresSessionStore:
+    """Sessions in PostgreSQL: ``PostgresSessionStore("postgresql://user@host/db", ttl=86400)``.
+
+    Args:
+        dsn: a libpq connection string or ``postgresql://`` URL.
+        ttl: seconds a conversation is kept after its last save (``None``: for ever).
+        max_connections: the size of the connection pool.
+    """
+
+    def __init__(self, dsn: str, *, ttl: float | None = None, max_connections: int = 10) -> None:
+        if ttl is not None and ttl <= 0:
+            raise ValueError("ttl must be positive (or None)")
+        self.dsn = dsn
+        self.ttl = ttl
+        self.max_connections = max_connections
+        self._pool: Any = None
+        self._opening: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresSessionStore({_shown(self.dsn)!r})"
+
+    async def load(self, key: str) -> Session | None:
+        """The session saved under ``key`` (with its ``revision``), or ``None``."""
+        row = await self._one(_LOAD, (_check_key(key),))
+        return None if row is None else from_stored(key, row[0], int(row[1]), repr(self))
+
+    async def save(self, key: str, session: Session) -> None:
+        """Save ``session`` if the stored revision is still the one it was loaded at."""
+        expected = expected_revision(key, session)
+        params = {"key": key, "session": to_stored(key, session), "ttl": self.ttl,
+                  "expected": expected}  # fmt: skip
+        row = await self._one(_UPDATE if expected else _INSERT, params)
+        if row is None:
+            found = await self._one(f"SELECT revision FROM auwgent_sessions WHERE key = %s "
+                                    f"AND {_LIVE}", (key,))  # fmt: skip
+            raise conflict(key, expected, None if found is None else int(found[0]))
+        session["revision"] = int(row[0])  # type: ignore[typeddict-unknown-key]
+
+    async def delete(self, key: str) -> bool:
+        """Forget ``key``; ``True`` when there was a session to delete."""
+        row = await self._one(
+            "DELETE FROM auwgent_sessions WHERE key = %s RETURNING key", (_check_key(key),)
+        )
+        return row is not None
+
+    async def lock(self, key: str, owner: str, ttl: float) -> bool:
+        """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody holds it."""
+        return await self._one(_LOCK, (_check_key(key), owner, ttl)) is not None
+
+    async def unlock(self, key: str, owner: str) -> None:
+        """Release the lock of ``key`` if ``owner`` still holds it."""
+        await self._one(
+            "DELETE FROM auwgent_locks WHERE key = %s AND owner = %s RETURNING key", (key, owner)
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def _one(self, sql: str, params: Any) -> tuple[Any, ...] | None:
+        import psycopg
+
+        pool = await self._ready()
+        try:
+            async with pool.connection() as db:
+                cursor = await db.execute(sql, params)
+                return await cursor.fetchone()  # type: ignore[no-any-return]
+        except psycopg.Error as exc:
+            raise SessionStoreError(f"{self!r}: {type(exc).__name__}: {exc}") from exc
+
+    async def _ready(self) -> Any:
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await self._open()
+        return self._pool
+
+    async def _open(self) -> Any:
+        try:
+            import psycopg
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise SessionStoreError(
+                'PostgresSessionStore needs the postgres extra: pip install "auwgent-sdk[postgres]"'
+            ) from exc
+        pool = AsyncConnectionPool(
+            self.dsn, min_size=1, max_size=self.max_connections, open=False,
+            kwargs={"autocommit": True},
+        )  # fmt: skip
+        try:
+            await pool.open(wait=True, timeout=30)
+            async with pool.connection() as db:
+                await db.execute(_SCHEMA)
+        except (psycopg.Error, Exception) as exc:
+            await pool.close()
+            raise SessionStoreError(f"{self!r}: cannot connect: {exc}") from exc
+        return pool
+
+
+def _shown(dsn: str) -> str:
+    """The DSN without its password."""
+    import re
+
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", re.sub(r"password=\S+", "password=***", dsn))

@@ -103,6 +103,11 @@ class AgentCore:
             + [i["name"] for a in doc["agents"].values() for i in a["intents"]]
             + [_COMPLETE_SPEC["name"]]
         )
+        self.tracer: Any = None
+        if config.get("tracing") or config.get("tracerProvider") is not None:
+            from auwgent.runtime.tracing import make_tracer
+
+            self.tracer = make_tracer(config)
         self.ingestion: Ingestion | None = None
         if self.options.memory is not None:
             from auwgent.runtime.memory import Ingestion

@@ -10,8 +10,10 @@ firstByte, idle, call, run}`` (seconds), ``limits`` ``{eventBytes, responseBytes
 ``"offline"``) which replaces every model of the agent, ``persona`` (the persona runs take
 on), ``timezone`` (an IANA zone name for the date-and-time line; the machine's local zone by
 default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (see
-:mod:`auwgent.runtime.memory`) and ``loopDetection`` (``{repeats}`` or ``False``; see
-:mod:`auwgent.runtime.loops`).
+:mod:`auwgent.runtime.memory`), ``loopDetection`` (``{repeats}`` or ``False``; see
+:mod:`auwgent.runtime.loops`), ``budget`` (``{tokens, requests, conversationTokens,
+conversationRequests}``) and ``tracing`` / ``tracerProvider`` (see
+:mod:`auwgent.runtime.tracing`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ CONFIG_KEYS = (
     "clock",
     "memory",
     "loopDetection",
+    "budget",
+    "tracing",
+    "tracerProvider",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10
@@ -86,6 +91,33 @@ class RuntimeOptions:
     clock: Callable[[], datetime] | None = None
     memory: MemoryOptions | None = None
     loop_repeats: int | None = 3  # None: no-progress detection is off
+    budget: Budget | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """``"budget"``: caps on model requests and tokens, per run and per conversation."""
+
+    tokens: int | None = None
+    requests: int | None = None
+    conversation_tokens: int | None = None
+    conversation_requests: int | None = None
+
+
+_BUDGET_KEYS = ("tokens", "requests", "conversationTokens", "conversationRequests")
+
+
+def _budget(config: Mapping[str, Any]) -> Budget | None:
+    if config.get("budget") is None:
+        return None
+    given = _sub(config, "budget", _BUDGET_KEYS)
+    values = {k: _number(f"budget.{k}", v, integer=True, minimum=1) for k, v in given.items()}
+    return Budget(
+        tokens=values.get("tokens"),
+        requests=values.get("requests"),
+        conversation_tokens=values.get("conversationTokens"),
+        conversation_requests=values.get("conversationRequests"),
+    )
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
@@ -187,6 +219,7 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     from auwgent.runtime.loops import parse_loop_detection
 
     return RuntimeOptions(
+        budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         max_tool_loops=loops,
         max_output_retries=retries,

@@ -44,7 +44,14 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
-from auwgent.runtime.providers.base import Message, ModelRequest, StreamEvent, TextDelta
+from auwgent.runtime.providers.base import (
+    Finish,
+    Message,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    Usage,
+)
 from auwgent.runtime.session import (
     Frame,
     Session,
@@ -59,6 +66,7 @@ from auwgent.runtime.session import (
 if TYPE_CHECKING:
     from auwgent.runtime.agent import AgentCore
     from auwgent.runtime.loops import LoopDetector
+    from auwgent.runtime.tracing import RunTrace
 
 __all__ = ["COMPLETE_INTENT", "Run"]
 
@@ -78,6 +86,8 @@ class _Round:
     customs: int = 0
     error: BaseException | None = None
     model: str = ""  # "<provider>:<model>" that answered
+    usage: dict[str, int] | None = None  # the provider's token counts, when it sent them
+    finish: str | None = None  # the provider's finish reason
 
 
 class Run:
@@ -98,6 +108,13 @@ class Run:
         self.config = config
         self.persona = persona
         self.memory = ""  # the Memory section, fixed for the whole run
+        self.spent = {"requests": 0, "tokens": 0}  # this run's model calls (budgets)
+        self.earlier = {"requests": 0, "tokens": 0}  # the conversation's, before this run
+        self.trace: RunTrace | None = None
+        if core.tracer is not None:
+            from auwgent.runtime.tracing import RunTrace
+
+            self.trace = RunTrace(core.tracer, core.root)
         self.loops: LoopDetector | None = None
         if core.options.loop_repeats is not None:
             from auwgent.runtime.loops import LoopDetector
@@ -179,6 +196,7 @@ class Run:
             except Exception as exc:
                 await self.fail(exc, start, prefix="onRunStart failed: ")
                 return self.session
+            self.earlier = _spent(self.session["turns"][:-1])
             await self._recall(text, start)
             await self._drive_with_timeout(start)
         finally:
@@ -295,6 +313,8 @@ class Run:
             await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
             await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
+        if self.trace is not None:
+            self.trace.run_end(turn["status"])
 
     async def _drive(self, start: str) -> None:
         agent = self.core.doc["agents"][start]
@@ -426,6 +446,8 @@ class Run:
         core = self.core
         if self.turn is not None:
             self.turn["intents"].append({"name": name, "value": value, "agent": agent_name})
+        if self.trace is not None and isinstance(value, Mapping):
+            self.trace.intent(name, value, agent_name, active)
         if self.sink is not None:
             self.sink.put_nowait(IntentEvent(name, value, agent_name, False))
         control: Control | None = None
@@ -610,8 +632,17 @@ class Run:
             options=cfg["model"].get("options") or {},
             contract=contract,
         )
+        over = self._over_budget()
+        if over is not None:
+            rnd.error = AuwgentError(over)
+            return rnd
+        self.spent["requests"] += 1  # counted before it starts: concurrent helpers see it
         # Partial snapshots cost more than the finals; build them only for someone to see.
         decoder = codec.decoder(contract, partials=core.wants_partials or self.sink is not None)
+        span = None
+        if self.trace is not None:
+            model = cfg["model"]
+            span = self.trace.chat_start(inv.name, provider_key(model), str(model["model"]))
         try:
             # The agent keeps its providers and HTTP client across runs (connections are reused).
             async for event in self._stream(cfg, request, rnd):
@@ -627,8 +658,10 @@ class Run:
             for task in rnd.tasks:  # the run was cancelled (timeout): leave nothing behind
                 task.cancel()
             raise
-        if self.turn is not None:
-            self.turn["model_calls"].append({"model": rnd.model})
+        if span is not None:
+            assert self.trace is not None
+            self.trace.chat_end(span, rnd.model, rnd.usage, rnd.finish, rnd.error)
+        self._count(rnd)
         # Calls that already finished need no waiting: asyncio.wait would still cost two
         # trips through the event loop (a done-callback per task, then the wake-up).
         pending = [task for task in rnd.tasks if not task.done()]
@@ -663,6 +696,10 @@ class Run:
             try:
                 async for event in self.core.provider(model).stream(request):
                     started = True
+                    if isinstance(event, Usage):
+                        rnd.usage = _usage(event)
+                    elif isinstance(event, Finish):
+                        rnd.finish = event.reason
                     yield event
             except ProviderError as exc:
                 if started or not exc.retryable or index == len(models) - 1:
@@ -675,6 +712,38 @@ class Run:
                 )
                 continue
             return
+
+    # -- budgets -----------------------------------------------------------------------------
+
+    def _count(self, rnd: _Round) -> None:
+        """Record one model call in the turn and in the run's totals."""
+        self.spent["tokens"] += (rnd.usage or {}).get("total_tokens", 0)
+        if self.turn is not None:
+            self.turn["model_calls"].append(
+                {"model": rnd.model, "finish_reason": rnd.finish, "usage": rnd.usage}
+            )
+
+    def _over_budget(self) -> str | None:
+        """Why the next model call must not be made, or ``None`` (see :mod:`.config`)."""
+        budget = self.core.options.budget
+        if budget is None:
+            return None
+        limits = (
+            ("requests", budget.requests, self.spent["requests"], "run"),
+            ("tokens", budget.tokens, self.spent["tokens"], "run"),
+            ("conversationRequests", budget.conversation_requests,
+             self.earlier["requests"] + self.spent["requests"], "conversation"),
+            ("conversationTokens", budget.conversation_tokens,
+             self.earlier["tokens"] + self.spent["tokens"], "conversation"),
+        )  # fmt: skip
+        for key, limit, used, scope in limits:
+            if limit is not None and used >= limit:
+                what = "model requests" if "equests" in key else "tokens"
+                return (
+                    f"budget exceeded: this {scope} has used {used} {what} of its "
+                    f"{limit} (budget.{key}); no further model request is made"
+                )
+        return None
 
     async def _decoded(
         self,
@@ -815,6 +884,22 @@ def _jsonable(value: Any) -> Any:
         return value
     except (TypeError, ValueError):
         return json.loads(json.dumps(value, default=str))
+
+
+def _usage(event: Usage) -> dict[str, int]:
+    given = [n for n in (event.input_tokens, event.output_tokens) if n is not None]
+    return {
+        "input_tokens": event.input_tokens or 0,
+        "output_tokens": event.output_tokens or 0,
+        "total_tokens": sum(given),
+    }
+
+
+def _spent(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Model requests and tokens recorded in ``turns`` (a conversation's earlier ones)."""
+    calls = [c for t in turns for c in t.get("model_calls", ()) if isinstance(c, Mapping)]
+    tokens = sum((c.get("usage") or {}).get("total_tokens", 0) for c in calls)
+    return {"requests": len(calls), "tokens": tokens}
 
 
 def _transcript(turn: Mapping[str, Any]) -> str:

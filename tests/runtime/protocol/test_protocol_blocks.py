@@ -117,10 +117,8 @@ def test_call_partials_snapshot_args_and_raw() -> None:
     events = decode(CONTRACTS["text"], list("[tool_call: notify]\ncontact: ops\ntags: [a, b"))
     partials = [e for e in events if isinstance(e, PartialEvent)]
     assert partials[0].snapshot == {"type": "notify", "args": {}}
-    assert partials[-1].snapshot == {
-        "type": "notify",
-        "args": {"contact": "ops", "tags": ["a", "b"]},
-    }
+    # `b` may still grow (or be the first letters of a longer item): only `a` is certain.
+    assert partials[-1].snapshot == {"type": "notify", "args": {"contact": "ops", "tags": ["a"]}}
     assert partials[-1].raw == "\ncontact: ops\ntags: [a, b"
     schema = decode(CONTRACTS["person"], ["[schema: Person]\nname: Ky", "aw\n"])
     assert [e.snapshot for e in schema if isinstance(e, PartialEvent)] == [

@@ -737,5 +737,6 @@ class BlocksCodec:
         return [Message(role="user", content=body)]
 
     def feedback_message(self, text: str) -> Message:
-        """A runtime note, framed so the model does not take it for the user's words."""
-        return Message(role="user", content=f"[runtime_note]\n{text.strip()}\n[/runtime_note]")
+        """A runtime note, framed so the model does not take it for the user's words (and
+        so that nothing quoted in it can close the note or open a block)."""
+        return Message(role="user", content=section.runtime_note(text))

@@ -506,7 +506,7 @@ class BlocksDecoder:
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)
-        else:
+        elif self._want_partials:  # the JSON tracker only serves partial snapshots
             block.json.feed(piece)
 
     def _finish(self, block: _Block, closer: str) -> None:
@@ -685,17 +685,34 @@ def _args(
         if streaming and "\n" not in body.lstrip():
             return {}  # the first line is still being typed: it may yet read as `name: ...`
         return {single: body.strip()}
-    args = parse_body(
-        body, target.fields, contract.types, partial=streaming, json_prefix=partial, repairs=repairs
-    )
     if single is None:
-        return args
+        return parse_body(
+            body,
+            target.fields,
+            contract.types,
+            partial=streaming,
+            json_prefix=partial,
+            repairs=repairs,
+        )
+    hint = f"write `{single}: <value>` (or, for text, a body whose first line is not `name: ...`)"
+    try:
+        args = parse_body(
+            body,
+            target.fields,
+            contract.types,
+            partial=streaming,
+            json_prefix=partial,
+            repairs=repairs,
+        )
+    except BodyError as error:
+        raise BodyError(
+            f"the only parameter is `{single}` and the body reads as fields ({error}); {hint}"
+        ) from None
     others = [key for key in args if key != single]
     if others and not streaming:
         names = ", ".join(f"`{key}`" for key in others)
         raise BodyError(
-            f"the only parameter is `{single}`, but the body reads as fields ({names}); write"
-            f" `{single}: <value>` (or, for text, a body whose first line is not `name: ...`)"
+            f"the only parameter is `{single}`, but the body reads as fields ({names}); {hint}"
         )
     return {key: value for key, value in args.items() if key == single}
 

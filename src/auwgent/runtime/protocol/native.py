@@ -213,7 +213,8 @@ class NativeDecoder:
             call.parts.append(delta.arguments)
             call.size += len(delta.arguments)
             call.dirty = True
-            call.json.feed(delta.arguments)
+            if self._partials:  # the tracker only serves partial snapshots
+                call.json.feed(delta.arguments)
         # A call is final only when the stream ends (close): fragments may still follow its
         # first balanced `}` (a duplicate key, trailing text), and how the provider cut the
         # arguments into fragments must not change what runs.

@@ -305,7 +305,7 @@ def _fast_partial(text: str, prefix: JsonPrefix) -> Any:
         opening = _OPEN_FENCE.match(candidate)  # a code fence whose end has not arrived
         try:
             value = json.loads(candidate[opening.end() :] if opening else candidate)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON yet, or a number too long to read (the final says so)
             continue
         return value if isinstance(value, dict) else None
     return None
@@ -614,19 +614,19 @@ class _Loose:
             return self._array(items, depth + 1)
         if char in ("'", '"'):
             return self._string()
-        return self._bare_value(None, set())
+        return self._bare_value(None)
 
-    def _bare_value(self, object_type: IRType | None, given: set[str]) -> Any:
+    def _bare_value(self, object_type: IRType | None) -> Any:
         """An unquoted value up to a comma, bracket or line end. Inside an object whose type is
-        known, it also ends before `` name:`` when ``name`` is a field of that object not given
-        yet (the model left out the comma)."""
+        known, it also ends before `` name:`` when ``name`` names a field of that object (the
+        model left out the comma; a name given twice is then rejected as a duplicate)."""
         match = _BARE_VALUE.match(self.text, self.pos)
         assert match is not None  # the pattern matches the empty string
         end = match.end()
         if object_type is not None and self.reader is not None:
             for split in _SPLIT.finditer(self.text, self.pos, end):
                 name = split.group(1)
-                if name not in given and self.reader.path_of(name, object_type) is not None:
+                if self.reader.path_of(name, object_type) is not None:
                     end = split.start()
                     self._note("split_pair")
                     break
@@ -634,9 +634,16 @@ class _Loose:
         self.pos = end
         if word and not _JSON_WORD.fullmatch(word):
             self._note("unquoted_value")
+        if end == len(self.text) and self._marks_open():
+            return _Raw(word, open=True)  # it may go on: only the reader's rule shows it
         return _bare(word)
 
-    def _string(self) -> str:
+    def _marks_open(self) -> bool:
+        """Whether values cut off by the end of a streaming text are marked as still open
+        (for the reader, which shows only what is certain)."""
+        return self.partial and self.reader is not None
+
+    def _string(self) -> Any:
         quote = self.text[self.pos]
         if quote == "'":
             self._note("single_quotes")
@@ -645,14 +652,14 @@ class _Loose:
             self._eof("string")
             body = self.text[self.pos + 1 :]
             self.pos = len(self.text)
-            return _unescape(body.rstrip("\\"))
+            text = _unescape(body.rstrip("\\"))
+            return _Raw(text, open=True) if self._marks_open() else text
         self.pos = match.end()
         return _unescape(match.group(1))
 
     def _object(self, type_: IRType | None, depth: int) -> dict[str, Any]:
         self.pos += 1
         pairs: list[tuple[str, Any]] = []
-        given: set[str] = set()
         separated = True  # a comma (or the opening brace) came since the last pair
         while True:
             self._skip()
@@ -683,10 +690,9 @@ class _Loose:
                 if self.text[self.pos : self.pos + 1] in ("{", "[", "'", '"'):
                     value = self.value(field["type"] if field else None, depth)
                 else:
-                    value = self._bare_value(type_, given | {key})
+                    value = self._bare_value(type_)
                 self.path.pop()
                 pairs.append((key, value))
-                given.add(key)
                 separated = False
             elif self.pos >= len(self.text):
                 self._eof("object")
@@ -695,7 +701,8 @@ class _Loose:
 
     def _key(self) -> str:
         if self.text[self.pos] in ("'", '"'):
-            return self._string()
+            key = self._string()  # cut off by the end: no pair follows it anyway
+            return str(key.text if isinstance(key, _Raw) else key)
         match = _BARE_KEY.match(self.text, self.pos)
         if match is None:
             raise BodyError(f"unexpected {self.text[self.pos]!r} where a key was expected")
@@ -883,6 +890,9 @@ class _Reader:
                 names = found[0][0]
                 self.note("alias", ".".join(names), f"`{key}` read as `{'.'.join(names)}`")
                 return found[0]
+            if found and not self.partial:
+                ways = " or ".join(f"`{'.'.join(names)}`" for names, _ in found)
+                raise BodyError(f"`{key}` could be {ways}; write the path with dots")
         return None
 
     def _aliases(self, key: str, target: IRType, *, top: bool) -> list[tuple[list[str], IRType]]:

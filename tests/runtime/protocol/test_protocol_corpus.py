@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from protocol_contracts import is_prefix
 
 from auwgent.runtime.protocol import BlocksCodec, NativeCodec
 from auwgent.runtime.protocol.contract import (
@@ -110,24 +111,6 @@ def settled(events: list[DecodeEvent]) -> list[tuple[Any, ...]]:
         elif isinstance(e, RejectedEvent):
             out.append(("rejected", e.kind, e.name, e.segment, e.message, e.raw))
     return out
-
-
-def is_prefix(partial: Any, final: Any) -> bool:
-    """``partial`` shows only what ``final`` holds: keys it has, text prefixes, equal values."""
-    if isinstance(partial, dict):
-        return isinstance(final, dict) and all(
-            key in final and is_prefix(value, final[key]) for key, value in partial.items()
-        )
-    if isinstance(partial, list):
-        return (
-            isinstance(final, list)
-            and len(partial) <= len(final)
-            and all(a == b for a, b in zip(partial[:-1], final, strict=False))
-            and (not partial or is_prefix(partial[-1], final[len(partial) - 1]))
-        )
-    if isinstance(partial, str):
-        return isinstance(final, str) and final.startswith(partial)
-    return bool(partial == final)
 
 
 def check_partials(events: list[DecodeEvent]) -> None:

@@ -247,7 +247,7 @@ def test_single_schema_text_streams_schema_partials() -> None:
     assert [e.snapshot["response"] for e in partials] == [
         {"name": "Ama"},
         {"name": "Amanda"},
-        {"name": "Amanda", "age": 3},
+        {"name": "Amanda"},  # "3" for a number may still become "30": not shown yet
         {"name": "Amanda", "age": 30},
     ]
     assert partials[0].snapshot["type"] == "Person"

@@ -606,14 +606,19 @@ class BlocksDecoder:
             self._events.append(RejectedEvent("response_schema", None, segment, message, raw))
             return
         name, type_ = variants[0]
+        repairs: list[Repair] = []
         try:
-            response = parse_value(embedded_object(raw), type_, self.contract.types)
+            response = parse_value(
+                embedded_object(raw), type_, self.contract.types, repairs=repairs
+            )
         except BodyError as error:
             message = f"the answer must be a [schema: {name}] block ({error})"
             self._events.append(RejectedEvent("response_schema", name, segment, message, raw))
             return
         payload = {"type": name, "response": response}
-        self._events.append(FinalEvent("response_schema", name, segment, payload, raw))
+        self._events.append(
+            FinalEvent("response_schema", name, segment, payload, raw, repairs=tuple(repairs))
+        )
 
 
 def _clean_name(text: str | None) -> tuple[bool, str | None]:

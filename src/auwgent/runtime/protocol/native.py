@@ -322,14 +322,19 @@ class NativeDecoder:
             self._events.append(RejectedEvent("response_schema", None, segment, message, raw))
             return
         name, type_ = self._variants[0]
+        repairs: list[Repair] = []
         try:
-            response = parse_value(embedded_object(text), type_, self.contract.types)
+            response = parse_value(
+                embedded_object(text), type_, self.contract.types, repairs=repairs
+            )
         except BodyError as error:
             message = f"the answer must be a {name} object: {error}"
             self._events.append(RejectedEvent("response_schema", name, segment, message, raw))
             return
         payload = {"type": name, "response": response}
-        self._events.append(FinalEvent("response_schema", name, segment, payload, raw))
+        self._events.append(
+            FinalEvent("response_schema", name, segment, payload, raw, repairs=tuple(repairs))
+        )
 
     def _next_segment(self) -> int:
         self._segment += 1

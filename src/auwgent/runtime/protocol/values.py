@@ -295,20 +295,44 @@ class JsonPrefix:
         )
         if self._in_string and not self._string_is_key:
             body = text[:-1] if self._escape else text
-            return body + '"' + closers, cut
+            return body + _OPEN_MARK + '"' + closers, cut
         return cut, cut
 
 
+_OPEN_MARK = "\ue000"  # ends the open string value that ``completed`` closes
+
+
 def _fast_partial(text: str, prefix: JsonPrefix) -> Any:
-    """A streaming JSON body read through ``json.loads``; None when that cannot work."""
-    for candidate in dict.fromkeys(prefix.completed(text)):
+    """A streaming JSON body read through ``json.loads``; None when that cannot work. The
+    string still being typed (always the last value) comes back as an open :class:`_Raw`, so
+    the reader shows it only where it is a prefix of the final value."""
+    with_open, cut = prefix.completed(text)
+    for candidate in dict.fromkeys((with_open, cut)):
         opening = _OPEN_FENCE.match(candidate)  # a code fence whose end has not arrived
         try:
             value = json.loads(candidate[opening.end() :] if opening else candidate)
         except ValueError:  # not JSON yet, or a number too long to read (the final says so)
             continue
-        return value if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return None
+        if candidate is cut or _mark_open(value):
+            return value
     return None
+
+
+def _mark_open(node: Any) -> bool:
+    """Replace the last value of ``node`` (at any depth), the open string, by an open
+    :class:`_Raw`; False when it is not there (a duplicate key moved it): use the cut text."""
+    while isinstance(node, (dict, list)) and node:
+        where = next(reversed(node)) if isinstance(node, dict) else len(node) - 1
+        value = node[where]
+        if isinstance(value, str):
+            if not value.endswith(_OPEN_MARK):
+                return False
+            node[where] = _Raw(value[: -len(_OPEN_MARK)], open=True)
+            return True
+        node = value
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,7 +448,9 @@ class _LineParser:
                 if _DASH_LINE.fullmatch(self.lines[nxt]):
                     return self._list(indent, depth + 1)
                 if rest == "" and _KEY_LINE.fullmatch(self.lines[nxt]):
-                    return self._mapping(indent, depth + 1)
+                    entries = self._mapping(indent, depth + 1)
+                    # Empty only when its one line is still being typed: nothing certain yet.
+                    return entries or _Raw("", open=True)
                 return self._block_text(indent)
             return _Raw("", open=self.partial and nxt >= len(self.lines))
         if rest[0] in "[{" and _depth(rest) > 0:
@@ -845,15 +871,16 @@ class _Reader:
         objects: two ``user:`` blocks are not merged); paths that only share a prefix
         (``user.city`` and ``user.zip``) fill one object.
         """
+        self._enter()
         out: dict[str, Any] = {}
-        given: dict[tuple[str, ...], Any] = {}
+        given: dict[Any, Any] = {}  # by key path: the key itself, or a tuple for nested paths
         for key, raw in entries:
             path = self.path_of(key, target) if target is not None else None
             names, type_ = path if path is not None else ([key], None)
             value = self.interpret(raw, type_)
             if value is _OPEN or (value is None and self._null_is_absent(type_)):
                 continue  # still being typed, or `null`: not given
-            where = tuple(names)
+            where = key if len(names) == 1 else tuple(names)
             if where in given:
                 if not self._same(given[where], value, type_) and not self.partial:
                     raise _duplicate(".".join(names), given[where], value)
@@ -861,6 +888,7 @@ class _Reader:
                     continue
             given[where] = value
             self._put(out, names, value, key, type_)
+        self._depth -= 1
         return out
 
     def _null_is_absent(self, type_: IRType | None) -> bool:
@@ -954,15 +982,6 @@ class _Reader:
 
     def interpret(self, raw: Any, type_: IRType | None) -> Any:
         """Turn a raw line value (or a parsed JSON value) into a value of ``type_``."""
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
-            return self._interpret(raw, type_)
-        finally:
-            self._depth -= 1
-
-    def _interpret(self, raw: Any, type_: IRType | None) -> Any:
         resolved = resolve(type_, self.types) if type_ is not None else None
         kind = resolved["kind"] if resolved is not None else None
         if isinstance(raw, _Raw):
@@ -973,11 +992,19 @@ class _Reader:
             return self.align(raw, resolved if kind == "object" else None)  # nested block
         if isinstance(raw, list):
             items = resolved["items"] if resolved is not None and kind == "array" else None
+            self._enter()
             values = [self.interpret(item, items) for item in raw]
+            self._depth -= 1
             return [v for v in values if v is not _OPEN]
         if isinstance(raw, Mapping):
             return self.align(list(raw.items()), resolved if kind == "object" else None)
         return raw
+
+    def _enter(self) -> None:
+        """One level deeper into objects and lists (left again by the caller)."""
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
 
     def _open_value(self, text: str, type_: IRType | None) -> Any:
         """A value still being typed: shown only as far as it is certain. Plain text for a
@@ -1002,9 +1029,11 @@ class _Reader:
             return [self.interpret(_Raw(p), type_["items"]) for p in parts]
         if text[0] not in "[{\"'":
             return _bare(text)
+        depth = self._depth
         try:
             return self.interpret(self.loose(text, type_), type_)
         except BodyError:
+            self._depth = depth
             if kind in ("object", "array") and not self.partial:
                 raise
             return text  # a union or an unknown key: validation says what is wrong

@@ -212,7 +212,7 @@ _CALLS = (
 )
 _FRAMING = (
     "Values in results, errors, notes and the context are data, never blocks: each follows"
-    " its label on one line, and text with line breaks or brackets comes as a JSON string."
+    " its label on one line, and text with line breaks comes as a JSON string."
 )
 
 

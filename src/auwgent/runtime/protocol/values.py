@@ -660,14 +660,9 @@ class _Loose:
         self.pos = end
         if word and not _JSON_WORD.fullmatch(word):
             self._note("unquoted_value")
-        if end == len(self.text) and self._marks_open():
-            return _Raw(word, open=True)  # it may go on: only the reader's rule shows it
+        if self.reader is not None:  # read by the declared type, like a `key: value` line
+            return _Raw(word, open=self.partial and end == len(self.text))
         return _bare(word)
-
-    def _marks_open(self) -> bool:
-        """Whether values cut off by the end of a streaming text are marked as still open
-        (for the reader, which shows only what is certain)."""
-        return self.partial and self.reader is not None
 
     def _string(self) -> Any:
         quote = self.text[self.pos]
@@ -679,7 +674,7 @@ class _Loose:
             body = self.text[self.pos + 1 :]
             self.pos = len(self.text)
             text = _unescape(body.rstrip("\\"))
-            return _Raw(text, open=True) if self._marks_open() else text
+            return _Raw(text, open=True) if self.partial and self.reader is not None else text
         self.pos = match.end()
         return _unescape(match.group(1))
 
@@ -785,7 +780,7 @@ def _unescape(body: str) -> str:
 def _pairs_to_dict(pairs: list[tuple[str, Any]], *, partial: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
-        if key in out and out[key] != value and not partial:
+        if key in out and _plain(out[key]) != _plain(value) and not partial:
             raise _duplicate(key, out[key], value)
         out[key] = value
     return out
@@ -798,7 +793,13 @@ def _duplicate(key: str, first: Any, second: Any) -> BodyError:
     )
 
 
+def _plain(value: Any) -> Any:
+    """A value with a bare word (:class:`_Raw`) as its text, for comparing and showing."""
+    return value.text if isinstance(value, _Raw) else value
+
+
 def _show(value: Any) -> str:
+    value = _plain(value)
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -860,8 +861,6 @@ class _Reader:
             for i, (old, new) in enumerate(zip(before, after, strict=False)):
                 self._coerced(old, new, f"{path}[{i}]")
         elif type(before) is not type(after) or before != after:
-            if isinstance(before, str) and _JSON_WORD.fullmatch(before) and _show(after) == before:
-                return  # a bare `28` or `true`: the form the protocol teaches, not a repair
             self.note("coerced", path, f"{_show(before)} read as {_show(after)}")
 
     def align(self, entries: Entries, target: IRType | None) -> dict[str, Any]:
@@ -1027,6 +1026,11 @@ class _Reader:
         if kind == "array" and text[0] != "[" and type_ is not None:
             parts = [p.strip() for p in text.split(",")]
             return [self.interpret(_Raw(p), type_["items"]) for p in parts]
+        if kind in ("number", "boolean") and _JSON_WORD.fullmatch(text):
+            try:  # a bare `28` or `true`: the taught form, read as JSON (no coercion)
+                return json.loads(text)
+            except ValueError:  # an integer longer than Python reads
+                raise BodyError(_TOO_LONG) from None
         if text[0] not in "[{\"'":
             return _bare(text)
         depth = self._depth

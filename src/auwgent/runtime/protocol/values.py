@@ -853,7 +853,7 @@ class _Reader:
         return out
 
     def _coerced(self, before: Any, after: Any, path: str) -> None:
-        if isinstance(before, Mapping) and isinstance(after, Mapping):
+        if isinstance(before, dict) and isinstance(after, dict):  # what the reader builds
             for key, value in after.items():
                 if key in before:
                     self._coerced(before[key], value, f"{path}.{key}" if path else key)

@@ -127,6 +127,7 @@ class CallRunner:
             _speaker(inv, kind, name),
             event.raw,
             active=inv.name,
+            repairs=event.repairs,
         )
         outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
         if outcome is not None:

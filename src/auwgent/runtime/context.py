@@ -62,22 +62,20 @@ class ContextSchema:
         self, agent: Mapping[str, Any], values: Mapping[str, Any], referenced: set[str]
     ) -> str:
         """The context section for ``agent``: keys its prompt does not reference (may be empty)."""
+        from auwgent.runtime.protocol.section import (
+            frame,
+        )  # the one framing rule; first needed here
+
         own = {f["name"] for f in agent["context"]}
         lines = []
         for key, value in values.items():
             if key in referenced:
                 continue
             if key in own or key not in self._declared:
-                lines.append(f"- {key}: {_render(value)}")
+                lines.append(f"- {frame(key)}: {frame(value)}")
         if not lines:
             return ""
         return "Context (values supplied by the application):\n" + "\n".join(lines)
-
-
-def _render(value: Any) -> str:
-    from auwgent.runtime.expr import render_value
-
-    return render_value(value)
 
 
 def _nested(value: Any) -> bool:

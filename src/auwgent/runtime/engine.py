@@ -130,6 +130,7 @@ class Run:
             "rootAgent": core.root,
             "systemPrompt": "",
             "rawBlock": None,
+            "repairs": [],
             "conversation_id": conversation_id,
             "conversationId": conversation_id,
             "set_context": self.set_context,
@@ -309,6 +310,7 @@ class Run:
         turn["output"] = _jsonable(turn["output"])
         self.ctx["activeAgent"] = start
         self.ctx["rawBlock"] = None
+        self.ctx["repairs"] = []
         try:
             await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
@@ -437,11 +439,13 @@ class Run:
         raw: str | None = None,
         *,
         active: str | None = None,
+        repairs: Sequence[Mapping[str, str]] = (),
     ) -> Control | None:
         """A final intent: ``onIntent`` middleware, then the user's handlers. First control wins.
 
         ``active`` is the middleware's ``activeAgent`` when it differs from ``agent_name``
         (``helper_call`` / ``helper_result`` name the helper while its parent is running).
+        ``repairs`` are the decoder's repairs of the intent's block (``ctx["repairs"]``).
         """
         core = self.core
         if self.turn is not None:
@@ -455,6 +459,7 @@ class Run:
             if core.middleware.has_intent:
                 self.ctx["activeAgent"] = active or agent_name
                 self.ctx["rawBlock"] = raw
+                self.ctx["repairs"] = [dict(r) for r in repairs]
                 for returned in await core.middleware.intent(name, value, self.ctx):
                     control = control or control_of(returned)
             if core.handlers:
@@ -771,7 +776,9 @@ class Run:
             if not structured:
                 text = str(event.payload.get("text", ""))
                 rnd.texts.append(text)
-                await self.emit("response_text", {"text": text}, inv.name, event.raw)
+                await self.emit(
+                    "response_text", {"text": text}, inv.name, event.raw, repairs=event.repairs
+                )
         elif kind == "response_schema":
             self._quiet(rnd, event)
             await self._schema(inv, contract, rnd, event)
@@ -830,7 +837,7 @@ class Run:
             return
         value = {"type": name, "response": response}
         rnd.output = value
-        await self.emit("response_schema", value, inv.name, event.raw)
+        await self.emit("response_schema", value, inv.name, event.raw, repairs=event.repairs)
 
     async def _custom(
         self, inv: Invocation, contract: Contract, rnd: _Round, event: FinalEvent
@@ -851,7 +858,7 @@ class Run:
             inv.completed = True
             summary = payload.get("summary")
             inv.summary = summary if isinstance(summary, str) else None
-        await self.emit(name, payload, inv.name, event.raw)
+        await self.emit(name, payload, inv.name, event.raw, repairs=event.repairs)
 
 
 # ---------------------------------------------------------------------------------------------

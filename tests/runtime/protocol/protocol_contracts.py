@@ -93,6 +93,26 @@ EXAMPLES = (
 )
 
 
+def is_prefix(partial: Any, final: Any) -> bool:
+    """A partial snapshot shows only what the final holds: keys it has, text that is a prefix
+    of the final text, list items before the last equal (the last a prefix), other values
+    equal."""
+    if isinstance(partial, dict):
+        return isinstance(final, dict) and all(
+            key in final and is_prefix(value, final[key]) for key, value in partial.items()
+        )
+    if isinstance(partial, list):
+        return (
+            isinstance(final, list)
+            and len(partial) <= len(final)
+            and all(a == b for a, b in zip(partial[:-1], final, strict=False))
+            and (not partial or is_prefix(partial[-1], final[len(partial) - 1]))
+        )
+    if isinstance(partial, str):
+        return isinstance(final, str) and final.startswith(partial)
+    return bool(partial == final)
+
+
 def make(output: dict[str, Any]) -> Contract:
     return Contract(
         agent="Main",

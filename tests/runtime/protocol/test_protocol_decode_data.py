@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from protocol_contracts import CONTRACTS
+from protocol_contracts import CONTRACTS, is_prefix
 
 from auwgent.runtime.protocol import BlocksCodec
 from auwgent.runtime.protocol.contract import (
@@ -91,10 +91,15 @@ def chunkings(text: str) -> list[list[str]]:
 
 def check_partials(events: list[DecodeEvent]) -> None:
     """Text deltas add up to the snapshot and to a prefix of the final text (the rest arrives
-    with the final); no partial of a segment follows its final."""
+    with the final); no partial of a segment follows its final; every snapshot is a prefix of
+    the truth (keys the final has, text prefixes, other values equal)."""
     deltas: dict[int, str] = {}
     closed: set[int] = set()
+    finals = {e.segment: e for e in events if isinstance(e, FinalEvent)}
     for event in events:
+        if isinstance(event, PartialEvent) and event.segment in finals:
+            final = finals[event.segment]
+            assert is_prefix(event.snapshot, final.payload), (event.snapshot, final.payload)
         if isinstance(event, PartialEvent):
             assert event.segment not in closed
             if event.kind == "response_text":

@@ -121,8 +121,8 @@ def test_json_prefix_closes_a_streaming_object(text: str, expected: dict[str, An
     for char in text:
         prefix.feed(char)
     for candidate in prefix.completed(text):
-        try:
-            assert json.loads(candidate) == expected
+        try:  # an open string ends with a mark the reader uses to keep it out of snapshots
+            assert json.loads(candidate.replace("\ue000", "")) == expected
             return
         except json.JSONDecodeError:
             continue

@@ -36,9 +36,12 @@ from auwgent.runtime.protocol.contract import (
 from auwgent.runtime.protocol.values import (
     BodyError,
     JsonPrefix,
+    Repair,
     embedded_object,
+    looks_structured,
     parse_body,
     parse_value,
+    repair,
 )
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent, TextDelta
 
@@ -62,6 +65,7 @@ _CALL_KINDS: Mapping[str, Literal["tool", "workflow", "helper"]] = {
 _PROTOCOLISH = re.compile(r"\A[a-z_]*(?:call|tool|function|intent|schema|response|result|output)")
 _MAX_HEADER = 200
 _LINE_OR_BRACKET = re.compile(r"[\[\n]")  # a longer line starting with `[` is text, not a header
+_LINE = re.compile(r"\n")
 _MAX_CLOSER = 40
 
 _HEADER = re.compile(
@@ -185,6 +189,7 @@ class _Block:
     budget: PartialBudget = field(default_factory=structured_budget)
     dirty: bool = True  # something new since the last partial
     snapshot: Mapping[str, Any] = field(default_factory=dict)
+    repairs: list[Repair] = field(default_factory=list)  # framing recovered, then the body's
 
     def body(self) -> str:
         joined = "".join(self.parts)
@@ -203,6 +208,9 @@ class BlocksDecoder:
         self._line_start = True
         self._header: str | None = None  # a `[...` not yet known to be a header
         self._midline = False  # that `[` came after text on its line
+        self._fence = ""  # outside blocks: the fence character of an open code fence
+        self._probe = ""  # a run of fence characters starting the line so far
+        self._last = ""  # the last character of text outside blocks
         self._block: _Block | None = None
         self._blocks_seen = False
         self._pre: list[str] = []  # text before the first block
@@ -225,6 +233,9 @@ class BlocksDecoder:
 
     def close(self) -> list[DecodeEvent]:
         """End of stream: finish a header or block left open, then the unframed text."""
+        if self._probe:
+            self._outside_text(self._probe)
+            self._probe = ""
         if self._header is not None:
             header, self._header = self._header, None
             if self._midline or not self._open(header, header):
@@ -256,11 +267,14 @@ class BlocksDecoder:
             if self._header is not None:
                 i = self._grow_header(s, i)
                 continue
+            if self._probe:
+                i = self._grow_probe(s, i)
+                continue
             if self._line_start:
                 j = i
                 while j < n and s[j] in " \t\r":
                     j += 1
-                if j < n and s[j] == "[":
+                if j < n and s[j] == "[" and not self._fence:
                     self._outside_text(s[i:j])
                     self._header, self._line_start, self._midline = "[", False, False
                     i = j + 1
@@ -269,18 +283,45 @@ class BlocksDecoder:
                     self._outside_text(s[i:])
                     return n
                 self._line_start = False
-            stop = _LINE_OR_BRACKET.search(s, i)
+                if s[j] in "`~":  # perhaps a code fence: headers inside one are text
+                    self._outside_text(s[i:j])
+                    self._probe = s[j]
+                    i = self._grow_probe(s, j + 1)
+                    continue
+            stop = (_LINE if self._fence else _LINE_OR_BRACKET).search(s, i)
             if stop is None:
                 self._outside_text(s[i:])
                 return n
             k = stop.start()
-            self._outside_text(s[i : k + 1] if s[k] == "\n" else s[i:k])
             if s[k] == "\n":
+                self._outside_text(s[i : k + 1])
                 self._line_start = True
+            elif (s[k - 1] if k > i else self._last) == "`":
+                self._outside_text(s[i : k + 1])  # `[tool_call: x]` in inline code is text
             else:  # a header may also follow text on its line (`Sure. [tool_call: x]`)
+                self._outside_text(s[i:k])
                 self._header, self._midline = "[", True
             i = k + 1
         return i
+
+    def _grow_probe(self, s: str, i: int) -> int:
+        """Count the fence characters opening a line; three open (or close) a code fence."""
+        char = self._probe[0]
+        j = i
+        while j < len(s) and s[j] == char and len(self._probe) + j - i < 3:
+            j += 1
+        self._probe += s[i:j]
+        if len(self._probe) == 3:
+            if not self._fence:
+                self._fence = char
+            elif self._fence == char:
+                self._fence = ""
+            self._outside_text(self._probe)
+            self._probe = ""
+        elif j < len(s):  # another character: not a fence
+            self._outside_text(self._probe)
+            self._probe = ""
+        return j
 
     def _grow_header(self, s: str, i: int) -> int:
         assert self._header is not None
@@ -310,6 +351,8 @@ class BlocksDecoder:
         self._line_start = tail == "\n"
 
     def _outside_text(self, piece: str) -> None:
+        if piece:
+            self._last = piece[-1]
         if not piece or self._blocks_seen:
             return  # text between or after blocks is commentary: kept in history only
         self._pre.append(piece)
@@ -344,6 +387,8 @@ class BlocksDecoder:
             name=target.name if target else name,
         )
         block.line_start = header_raw.endswith("\n")
+        if not candidate.rstrip(" \t\r").endswith("]"):
+            block.repairs.append(repair("header_bracket", "", "a header without its `]`"))
         if kind == "response_text":
             block.text = TextStream()
             block.budget = text_budget()
@@ -461,10 +506,12 @@ class BlocksDecoder:
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)
-        else:
+        elif self._want_partials:  # the JSON tracker only serves partial snapshots
             block.json.feed(piece)
 
     def _finish(self, block: _Block, closer: str) -> None:
+        """Finish ``block``; an empty ``closer`` means it never came (end of stream, or the
+        next header)."""
         self._block = None
         body = block.body()
         raw = block.header + body + closer
@@ -473,15 +520,27 @@ class BlocksDecoder:
                 RejectedEvent(block.kind, block.name, block.segment, block.error or "", raw)
             )
             return
+        repairs = block.repairs
+        if not closer:
+            repairs.append(repair("missing_closer", "", "a block without its closer"))
         try:
-            payload = _payload(block.target, body, self.contract, partial=None)
+            payload = _payload(block.target, body, self.contract, partial=None, repairs=repairs)
         except BodyError as error:
             message = f"{_label(block.target)}: {error}"
             self._events.append(
                 RejectedEvent(block.target.kind, block.name, block.segment, message, raw)
             )
             return
-        self._events.append(FinalEvent(block.target.kind, block.name, block.segment, payload, raw))
+        self._events.append(
+            FinalEvent(
+                block.target.kind,
+                block.name,
+                block.segment,
+                payload,
+                raw,
+                repairs=tuple(repairs),
+            )
+        )
 
     # -- partials -----------------------------------------------------------------------------
 
@@ -547,14 +606,19 @@ class BlocksDecoder:
             self._events.append(RejectedEvent("response_schema", None, segment, message, raw))
             return
         name, type_ = variants[0]
+        repairs: list[Repair] = []
         try:
-            response = parse_value(embedded_object(raw), type_, self.contract.types)
+            response = parse_value(
+                embedded_object(raw), type_, self.contract.types, repairs=repairs
+            )
         except BodyError as error:
             message = f"the answer must be a [schema: {name}] block ({error})"
             self._events.append(RejectedEvent("response_schema", name, segment, message, raw))
             return
         payload = {"type": name, "response": response}
-        self._events.append(FinalEvent("response_schema", name, segment, payload, raw))
+        self._events.append(
+            FinalEvent("response_schema", name, segment, payload, raw, repairs=tuple(repairs))
+        )
 
 
 def _clean_name(text: str | None) -> tuple[bool, str | None]:
@@ -585,7 +649,12 @@ def _label(target: _Target) -> str:
 
 
 def _payload(
-    target: _Target, body: str, contract: Contract, *, partial: JsonPrefix | None
+    target: _Target,
+    body: str,
+    contract: Contract,
+    *,
+    partial: JsonPrefix | None,
+    repairs: list[Repair] | None = None,
 ) -> dict[str, Any]:
     """The payload of a block; ``partial`` is the body's JSON tracker while it streams."""
     types = contract.types
@@ -594,31 +663,63 @@ def _payload(
         return {"text": body.strip()}
     if target.kind == "response_schema":
         assert target.type_ is not None
-        response = parse_value(body, target.type_, types, partial=streaming, json_prefix=partial)
+        response = parse_value(
+            body, target.type_, types, partial=streaming, json_prefix=partial, repairs=repairs
+        )
         return {"type": target.name, "response": response}
     if target.kind == "custom":
-        return parse_body(body, target.fields, types, partial=streaming, json_prefix=partial)
-    return {"type": target.name, "args": _args(target, body, contract, partial)}
+        return parse_body(
+            body, target.fields, types, partial=streaming, json_prefix=partial, repairs=repairs
+        )
+    return {"type": target.name, "args": _args(target, body, contract, partial, repairs)}
 
 
 def _args(
-    target: _Target, body: str, contract: Contract, partial: JsonPrefix | None
+    target: _Target,
+    body: str,
+    contract: Contract,
+    partial: JsonPrefix | None,
+    repairs: list[Repair] | None,
 ) -> dict[str, Any]:
-    """Call arguments; a lone string parameter may also take the whole body as its value."""
+    """Call arguments. A lone string parameter takes the whole body as its value only when
+    the body is plain text; a body that reads as fields must name that parameter (a guess
+    here would hand the call text it never asked for)."""
     streaming = partial is not None
-    if target.single is None:
+    single = target.single
+    if single is not None and not looks_structured(body, single):
+        if streaming and "\n" not in body.lstrip():
+            return {}  # the first line is still being typed: it may yet read as `name: ...`
+        return {single: body.strip()}
+    if single is None:
         return parse_body(
-            body, target.fields, contract.types, partial=streaming, json_prefix=partial
+            body,
+            target.fields,
+            contract.types,
+            partial=streaming,
+            json_prefix=partial,
+            repairs=repairs,
         )
+    hint = f"write `{single}: <value>` (or, for text, a body whose first line is not `name: ...`)"
     try:
         args = parse_body(
-            body, target.fields, contract.types, partial=streaming, json_prefix=partial
+            body,
+            target.fields,
+            contract.types,
+            partial=streaming,
+            json_prefix=partial,
+            repairs=repairs,
         )
-    except BodyError:
-        args = None
-    if args is not None and set(args) <= {target.single} and (args or not body.strip()):
-        return args
-    return {target.single: body.strip()}
+    except BodyError as error:
+        raise BodyError(
+            f"the only parameter is `{single}` and the body reads as fields ({error}); {hint}"
+        ) from None
+    others = [key for key in args if key != single]
+    if others and not streaming:
+        names = ", ".join(f"`{key}`" for key in others)
+        raise BodyError(
+            f"the only parameter is `{single}`, but the body reads as fields ({names}); {hint}"
+        )
+    return {key: value for key, value in args.items() if key == single}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -658,5 +759,6 @@ class BlocksCodec:
         return [Message(role="user", content=body)]
 
     def feedback_message(self, text: str) -> Message:
-        """A runtime note, framed so the model does not take it for the user's words."""
-        return Message(role="user", content=f"[runtime_note]\n{text.strip()}\n[/runtime_note]")
+        """A runtime note, framed so the model does not take it for the user's words (and
+        so that nothing quoted in it can close the note or open a block)."""
+        return Message(role="user", content=section.runtime_note(text))

@@ -85,6 +85,9 @@ class FinalEvent:
     - tool_call / workflow_call / helper_call: ``{"type": name, "args": dict}`` (aligned, not
       yet validated)
     - custom: the intent's fields dict (aligned, not yet validated)
+
+    ``repairs`` lists what the decoder repaired to read it (``{"kind", "path", "detail"}``
+    dicts, docs/protocol.md); middleware sees them as ``ctx["repairs"]``.
     """
 
     kind: IntentKind
@@ -93,6 +96,7 @@ class FinalEvent:
     payload: Mapping[str, Any]
     raw: str
     call_id: str | None = None  # native tool-call id, when there is one
+    repairs: tuple[Mapping[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from auwgent.runtime.protocol.contract import (
 from auwgent.runtime.protocol.values import (
     BodyError,
     JsonPrefix,
+    Repair,
     embedded_object,
     object_type,
     parse_body,
@@ -138,7 +139,6 @@ class _Call:
     function: str | None = None
     parts: list[str] = field(default_factory=list)
     size: int = 0
-    done: bool = False
     dirty: bool = True
     budget: PartialBudget = field(default_factory=structured_budget)
     snapshot: Mapping[str, Any] = field(default_factory=dict)
@@ -196,9 +196,7 @@ class NativeDecoder:
     def close(self) -> list[DecodeEvent]:
         """End of stream: finish open calls in index order, then the free text."""
         for index in sorted(self._calls):
-            call = self._calls[index]
-            if not call.done:
-                self._finish(call)
+            self._finish(self._calls[index])
         self._finish_text()
         events, self._events = self._events, []
         return events
@@ -209,19 +207,18 @@ class NativeDecoder:
         call = self._calls.get(delta.index)
         if call is None:
             call = self._calls[delta.index] = _Call(delta.index, self._next_segment())
-        if call.done:
-            return  # the call already completed; stray fragments change nothing
         call.id = delta.id or call.id
         call.function = delta.name or call.function
         if delta.arguments:
             call.parts.append(delta.arguments)
             call.size += len(delta.arguments)
             call.dirty = True
-            call.json.feed(delta.arguments)
-            call.done = call.json.closed  # final the moment its JSON object closes
-        if call.done:
-            self._finish(call)
-        elif self._partials:
+            if self._partials:  # the tracker only serves partial snapshots
+                call.json.feed(delta.arguments)
+        # A call is final only when the stream ends (close): fragments may still follow its
+        # first balanced `}` (a duplicate key, trailing text), and how the provider cut the
+        # arguments into fragments must not change what runs.
+        if self._partials:
             self._call_partial(call)
 
     def _call_partial(self, call: _Call) -> None:
@@ -239,7 +236,6 @@ class NativeDecoder:
         call.dirty = False
 
     def _finish(self, call: _Call) -> None:
-        call.done = True
         text = call.arguments()
         function = call.function or ""
         raw = f"{function}({text})"
@@ -251,8 +247,9 @@ class NativeDecoder:
             message = f"{what} not found: {name or function} (no function {function!r} here)"
             self._events.append(RejectedEvent(kind, name, call.segment, message, raw, call.id))
             return
+        repairs: list[Repair] = []
         try:
-            payload = _payload(target, text, self.contract, partial=None)
+            payload = _payload(target, text, self.contract, partial=None, repairs=repairs)
         except BodyError as error:
             message = f"{function}: {error}"
             self._events.append(
@@ -260,7 +257,9 @@ class NativeDecoder:
             )
             return
         self._events.append(
-            FinalEvent(target.kind, target.name, call.segment, payload, raw, call.id)
+            FinalEvent(
+                target.kind, target.name, call.segment, payload, raw, call.id, tuple(repairs)
+            )
         )
 
     # -- text ---------------------------------------------------------------------------------
@@ -323,14 +322,19 @@ class NativeDecoder:
             self._events.append(RejectedEvent("response_schema", None, segment, message, raw))
             return
         name, type_ = self._variants[0]
+        repairs: list[Repair] = []
         try:
-            response = parse_value(embedded_object(text), type_, self.contract.types)
+            response = parse_value(
+                embedded_object(text), type_, self.contract.types, repairs=repairs
+            )
         except BodyError as error:
             message = f"the answer must be a {name} object: {error}"
             self._events.append(RejectedEvent("response_schema", name, segment, message, raw))
             return
         payload = {"type": name, "response": response}
-        self._events.append(FinalEvent("response_schema", name, segment, payload, raw))
+        self._events.append(
+            FinalEvent("response_schema", name, segment, payload, raw, repairs=tuple(repairs))
+        )
 
     def _next_segment(self) -> int:
         self._segment += 1
@@ -338,7 +342,12 @@ class NativeDecoder:
 
 
 def _payload(
-    target: _Target, text: str, contract: Contract, *, partial: JsonPrefix | None
+    target: _Target,
+    text: str,
+    contract: Contract,
+    *,
+    partial: JsonPrefix | None,
+    repairs: list[Repair] | None = None,
 ) -> dict[str, Any]:
     """A call's payload; ``partial`` is its JSON tracker while the arguments stream."""
     types = contract.types
@@ -346,12 +355,19 @@ def _payload(
     if target.kind == "response_schema":
         assert target.type_ is not None
         response = parse_value(
-            text or "{}", target.type_, types, partial=streaming, json_prefix=partial
+            text or "{}",
+            target.type_,
+            types,
+            partial=streaming,
+            json_prefix=partial,
+            repairs=repairs,
         )
         return {"type": target.name, "response": response}
     if text.strip() == "null":  # some providers send null for a call without arguments
         text = ""
-    args = parse_body(text, target.fields, types, partial=streaming, json_prefix=partial)
+    args = parse_body(
+        text, target.fields, types, partial=streaming, json_prefix=partial, repairs=repairs
+    )
     if target.kind == "custom":
         return args
     return {"type": target.name, "args": args}

@@ -12,12 +12,21 @@ block protocol accepts and lines the result up with the declared fields:
   dots, slashes and hyphens; a following line that does not start with ``name:`` continues
   the value (multi-line text);
 - nested fields written flat, as dotted keys (``user.address``) or, where exactly one nested
-  path joins to it, as an underscore alias (``user_address``).
+  path joins to it at any depth, as an underscore alias (``user_address_region_city``);
+- in a JS-style object, pairs separated only by spaces (``{name: Ada age: 36}``): an unquoted
+  value ends where a declared field's name followed by ``:`` starts.
 
 Values are interpreted by their declared type (a string field keeps the text as written; other
 fields read JSON-like values) and then coerced with :func:`auwgent.runtime.schema.coerce`.
-A key given twice with different values raises :class:`BodyError`: the decoder rejects the
-block rather than guess which one the model meant.
+A key given twice with different values raises :class:`BodyError` in every form and at any
+depth: the decoder rejects the block rather than guess which one the model meant. A bare
+``null`` means "not given".
+
+Hostile bodies are refused with :class:`BodyError`, never with another exception: a body over
+:data:`MAX_BODY_CHARS` characters, values nested deeper than :data:`MAX_DEPTH`, a number too
+long to read. Every repair the reader made on the way (a JS-style object read leniently, an
+alias resolved, a value coerced to its declared type) is appended to the ``repairs`` list the
+caller passes, as :data:`Repair` dicts.
 
 Everything here is pure and costs time linear in the text it reads.
 """
@@ -30,21 +39,40 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auwgent.runtime.schema import IRField, IRType, Types, coerce, field_map, resolve
+from auwgent.runtime.schema import IRField, IRType, Types, coerce, field_map, resolve, validate
 
 __all__ = [
+    "MAX_BODY_CHARS",
+    "MAX_DEPTH",
     "BodyError",
+    "Repair",
     "JsonPrefix",
     "embedded_object",
     "loads_loose",
+    "looks_structured",
     "object_type",
     "parse_body",
     "parse_value",
 ]
 
 
+MAX_BODY_CHARS = 1 << 20
+"""The longest block body or native argument text read (1,048,576 characters)."""
+MAX_DEPTH = 64
+"""The deepest nesting of objects and lists in one body."""
+
+Repair = dict[str, str]
+"""One repair: ``{"kind": ..., "path": ..., "detail": ...}``; ``path`` is the dotted field
+path it concerns (``""`` for the whole body). See docs/protocol.md for the kinds."""
+
+
 class BodyError(ValueError):
     """A body that cannot be read without guessing; the message is meant for the model."""
+
+
+def repair(kind: str, path: str, detail: str) -> Repair:
+    """A :data:`Repair` dict."""
+    return {"kind": kind, "path": path, "detail": detail}
 
 
 def object_type(fields: Sequence[IRField]) -> IRType:
@@ -59,19 +87,37 @@ def parse_body(
     *,
     partial: bool = False,
     json_prefix: JsonPrefix | None = None,
+    repairs: list[Repair] | None = None,
 ) -> dict[str, Any]:
     """Read a block body into a dict aligned to ``fields``.
 
-    With ``partial=True`` (a body still streaming) nothing raises: unfinished values are read
-    as far as they go and conflicting duplicates keep the later value. ``json_prefix``, the
-    body's :class:`JsonPrefix` tracker, lets a streaming JSON body be read at C speed.
+    With ``partial=True`` (a body still streaming) nothing raises: only what is certain is
+    read (the line still being typed is left out unless it is plain text for a text field),
+    and conflicting duplicates keep the later value. ``json_prefix``, the body's
+    :class:`JsonPrefix` tracker, lets a streaming JSON body be read at C speed. ``repairs``
+    collects what the reader repaired (final reads only).
     """
     if partial:
         try:
-            return _parse_body(text, fields, types, True, json_prefix)
+            read = _guarded(_parse_body, text, fields, types, True, json_prefix, None)
         except BodyError:
             return {}  # too broken to show yet; the final read will say why
-    return _parse_body(text, fields, types, False, None)
+    else:
+        read = _guarded(_parse_body, text, fields, types, False, None, repairs)
+    return dict(read)
+
+
+def _guarded(read: Any, text: str, *args: Any) -> Any:
+    """Run ``read`` on ``text`` within the documented limits: anything hostile is a
+    :class:`BodyError` for the model, never another exception."""
+    if len(text) > MAX_BODY_CHARS:
+        raise BodyError(
+            f"the body is {len(text)} characters long; at most {MAX_BODY_CHARS} are read"
+        )
+    try:
+        return read(text, *args)
+    except RecursionError:
+        raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _parse_body(
@@ -80,21 +126,23 @@ def _parse_body(
     types: Types,
     partial: bool,
     json_prefix: JsonPrefix | None,
+    repairs: list[Repair] | None,
 ) -> dict[str, Any]:
     target = object_type(fields)
     body = _strip_fence(text.replace("\r\n", "\n")).strip()
     if not body:
         return {}
-    reader = _Reader(types, partial)
+    reader = _Reader(types, partial, repairs)
     if body[0] == "{":
         value = _fast_partial(text, json_prefix) if partial and json_prefix else None
-        value = reader.loose(body) if value is None else value
+        value = reader.loose(body, target) if value is None else value
         if not isinstance(value, dict):
             raise BodyError("the body must be an object: `name: value` lines or a JSON object")
         result = reader.align(list(value.items()), target)
     else:
-        result = reader.align(_LineParser(body, partial).entries(), target)
-    return dict(coerce(result, target, types))
+        open_tail = partial and not text.endswith("\n")
+        result = reader.align(_LineParser(body, partial, open_tail).entries(), target)
+    return dict(reader.coerce(result, target))
 
 
 def parse_value(
@@ -104,17 +152,46 @@ def parse_value(
     *,
     partial: bool = False,
     json_prefix: JsonPrefix | None = None,
+    repairs: list[Repair] | None = None,
 ) -> Any:
     """Read a body holding one value of ``type_`` (an object type reads as in ``parse_body``)."""
     resolved = resolve(type_, types)
     if resolved["kind"] == "object":
-        return parse_body(text, resolved["fields"], types, partial=partial, json_prefix=json_prefix)
-    reader = _Reader(types, partial)
-    return coerce(
-        reader.interpret(_Raw(_strip_fence(text.replace("\r\n", "\n")).strip()), type_),
-        type_,
-        types,
-    )
+        return parse_body(
+            text,
+            resolved["fields"],
+            types,
+            partial=partial,
+            json_prefix=json_prefix,
+            repairs=repairs,
+        )
+    return _guarded(_parse_scalar, text, type_, types, partial, repairs)
+
+
+def _parse_scalar(
+    text: str, type_: IRType, types: Types, partial: bool, repairs: list[Repair] | None
+) -> Any:
+    reader = _Reader(types, partial, repairs)
+    body = _strip_fence(text.replace("\r\n", "\n")).strip()
+    return reader.coerce(reader.interpret(_Raw(body), type_), type_)
+
+
+def looks_structured(text: str, name: str) -> bool:
+    """True when a body reads as fields rather than as plain text: it is an object or list
+    (also in a code fence), its first line is a ``key: value`` line, or a line names the
+    parameter ``name`` itself. A lone string parameter takes a body as its raw value only when
+    this is False."""
+    body = _strip_fence(text.replace("\r\n", "\n")).strip()
+    if body[:1] in ("{", "["):
+        return True
+    first, _, rest = body.partition("\n")
+    if _KEY_LINE.fullmatch(first):
+        return True
+    for line in rest.split("\n"):
+        match = _KEY_LINE.fullmatch(line)
+        if match and _unquote_key(match.group("key")) == name:
+            return True
+    return False
 
 
 def embedded_object(text: str) -> str:
@@ -133,7 +210,7 @@ def loads_loose(text: str, *, partial: bool = False) -> Any:
     """Parse JSON, or failing that a JS-style value (see the module docstring) in which bare
     words stay strings (except ``null``) for the declared type to interpret. With
     ``partial=True`` an unfinished value is closed where it stops."""
-    return _Loose(text, partial).document()
+    return _guarded(lambda t: _Loose(t, partial).document(), text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,20 +295,44 @@ class JsonPrefix:
         )
         if self._in_string and not self._string_is_key:
             body = text[:-1] if self._escape else text
-            return body + '"' + closers, cut
+            return body + _OPEN_MARK + '"' + closers, cut
         return cut, cut
 
 
+_OPEN_MARK = "\ue000"  # ends the open string value that ``completed`` closes
+
+
 def _fast_partial(text: str, prefix: JsonPrefix) -> Any:
-    """A streaming JSON body read through ``json.loads``; None when that cannot work."""
-    for candidate in dict.fromkeys(prefix.completed(text)):
+    """A streaming JSON body read through ``json.loads``; None when that cannot work. The
+    string still being typed (always the last value) comes back as an open :class:`_Raw`, so
+    the reader shows it only where it is a prefix of the final value."""
+    with_open, cut = prefix.completed(text)
+    for candidate in dict.fromkeys((with_open, cut)):
         opening = _OPEN_FENCE.match(candidate)  # a code fence whose end has not arrived
         try:
             value = json.loads(candidate[opening.end() :] if opening else candidate)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON yet, or a number too long to read (the final says so)
             continue
-        return value if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return None
+        if candidate is cut or _mark_open(value):
+            return value
     return None
+
+
+def _mark_open(node: Any) -> bool:
+    """Replace the last value of ``node`` (at any depth), the open string, by an open
+    :class:`_Raw`; False when it is not there (a duplicate key moved it): use the cut text."""
+    while isinstance(node, (dict, list)) and node:
+        where = next(reversed(node)) if isinstance(node, dict) else len(node) - 1
+        value = node[where]
+        if isinstance(value, str):
+            if not value.endswith(_OPEN_MARK):
+                return False
+            node[where] = _Raw(value[: -len(_OPEN_MARK)], open=True)
+            return True
+        node = value
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,6 +345,7 @@ class _Raw:
 
     first: str
     more: list[str] = field(default_factory=list)  # continuation lines, joined once at the end
+    open: bool = False  # a streaming body's last line, still being typed
 
     @property
     def text(self) -> str:
@@ -282,15 +384,20 @@ def _unquote_key(key: str) -> str:
 
 
 class _LineParser:
-    """``key: value`` lines, nested blocks and dash lists, by indentation (a YAML subset)."""
+    """``key: value`` lines, nested blocks and dash lists, by indentation (a YAML subset).
 
-    def __init__(self, text: str, partial: bool) -> None:
+    ``open_tail``: the last line is still being typed (a streaming body); what it holds is not
+    certain yet, so it only ever yields a plain text value (see :meth:`_Reader.interpret`).
+    """
+
+    def __init__(self, text: str, partial: bool, open_tail: bool = False) -> None:
         self.lines = text.split("\n")
         self.pos = 0
         self.partial = partial
+        self.open_line = len(self.lines) - 1 if open_tail else -1
 
     def entries(self) -> Entries:
-        entries = self._mapping(-1)
+        entries = self._mapping(-1, 0)
         if self.pos < len(self.lines) and not self.partial:
             line = self.lines[self.pos].strip()
             raise BodyError(f"cannot read the line {line!r}: expected `name: value`")
@@ -301,14 +408,19 @@ class _LineParser:
             start += 1
         return start
 
-    def _mapping(self, parent: int) -> Entries:
+    def _mapping(self, parent: int, depth: int) -> Entries:
+        if depth > MAX_DEPTH:
+            raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
         entries: Entries = []
         while (i := self._next_nonblank(self.pos)) < len(self.lines):
             line = self.lines[i]
             if _indent(line) <= parent:
                 break
             match = _KEY_LINE.fullmatch(line)
-            if match is None:
+            if match is None or (i == self.open_line and not match.group("rest").strip()):
+                if i == self.open_line:  # a key or a continuation still being typed
+                    self.pos = i + 1
+                    continue
                 if entries and isinstance(entries[-1][1], _Raw):
                     self._continue(entries[-1][1], i)
                     continue
@@ -318,7 +430,8 @@ class _LineParser:
                 break
             self.pos = i + 1
             key = _unquote_key(match.group("key"))
-            entries.append((key, self._value(match.group("rest").strip(), _indent(line))))
+            value = self._value(match.group("rest").strip(), _indent(line), depth)
+            entries.append((key, value))
         return entries
 
     def _continue(self, raw: _Raw, i: int) -> None:
@@ -327,19 +440,22 @@ class _LineParser:
         raw.more.append(self.lines[i].strip())
         self.pos = i + 1
 
-    def _value(self, rest: str, indent: int) -> Any:
+    def _value(self, rest: str, indent: int, depth: int) -> Any:
+        line = self.pos - 1
         if rest in ("", "|", ">"):
             nxt = self._next_nonblank(self.pos)
             if nxt < len(self.lines) and _indent(self.lines[nxt]) > indent:
                 if _DASH_LINE.fullmatch(self.lines[nxt]):
-                    return self._list(indent)
+                    return self._list(indent, depth + 1)
                 if rest == "" and _KEY_LINE.fullmatch(self.lines[nxt]):
-                    return self._mapping(indent)
+                    entries = self._mapping(indent, depth + 1)
+                    # Empty only when its one line is still being typed: nothing certain yet.
+                    return entries or _Raw("", open=True)
                 return self._block_text(indent)
-            return _Raw("")
+            return _Raw("", open=self.partial and nxt >= len(self.lines))
         if rest[0] in "[{" and _depth(rest) > 0:
             return self._bracketed(rest)
-        return _Raw(rest)
+        return _Raw(rest, open=line == self.open_line)
 
     def _block_text(self, indent: int) -> _Raw:
         taken: list[str] = []
@@ -347,7 +463,8 @@ class _LineParser:
             line = self.lines[self.pos]
             if line.strip() and _indent(line) <= indent:
                 break
-            taken.append(line.strip())
+            if self.pos != self.open_line:
+                taken.append(line.strip())
             self.pos += 1
         return _Raw("\n".join(taken).strip())
 
@@ -358,13 +475,18 @@ class _LineParser:
             taken.append(self.lines[self.pos])
             depth += _depth(self.lines[self.pos])
             self.pos += 1
-        return _Raw("\n".join(taken))
+        return _Raw("\n".join(taken), open=self.partial and depth > 0)
 
-    def _list(self, parent: int) -> list[Any]:
+    def _list(self, parent: int, depth: int) -> list[Any]:
+        if depth > MAX_DEPTH:
+            raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
         items: list[Any] = []
         while (i := self._next_nonblank(self.pos)) < len(self.lines):
             line = self.lines[i]
             dash = _DASH_LINE.fullmatch(line)
+            if i == self.open_line:  # an item still being typed
+                self.pos = i + 1
+                continue
             if _indent(line) <= parent or dash is None:
                 if (
                     dash is None
@@ -376,15 +498,16 @@ class _LineParser:
                     continue
                 break
             self.pos = i + 1
-            items.append(self._item((dash.group("rest") or "").strip(), _indent(line)))
+            items.append(self._item((dash.group("rest") or "").strip(), _indent(line), depth))
         return items
 
-    def _item(self, rest: str, indent: int) -> Any:
+    def _item(self, rest: str, indent: int, depth: int) -> Any:
         match = _KEY_LINE.fullmatch(rest)
         if match is None or rest[:1] in "[{\"'":
-            return self._value(rest, indent)
-        first = (_unquote_key(match.group("key")), self._value(match.group("rest").strip(), indent))
-        return [first, *self._mapping(indent)]
+            return self._value(rest, indent, depth)
+        key = _unquote_key(match.group("key"))
+        first = (key, self._value(match.group("rest").strip(), indent, depth))
+        return [first, *self._mapping(indent, depth + 1)]
 
 
 def _depth(line: str) -> int:
@@ -431,80 +554,167 @@ def _json_decoder(partial: bool) -> json.JSONDecoder:
     return decoder
 
 
-class _Loose:
-    """Recursive descent over JSON and JS-style objects; tolerant of what models write."""
+_SPLIT = re.compile(r"[ \t]+([A-Za-z_$][\w$.\-]*)[ \t]*[:=]")
+_JSON_WORD = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
+_LOOSE_REPAIRS = {
+    "unquoted_key": "a key without quotes",
+    "unquoted_value": "a text value without quotes",
+    "single_quotes": "a string in single quotes",
+    "missing_comma": "pairs or items without a comma between them",
+    "trailing_comma": "a comma before a closing bracket",
+    "comment": "a comment",
+    "split_pair": "pairs separated only by spaces; a value ended where the next field's name began",
+}
 
-    def __init__(self, text: str, partial: bool) -> None:
+
+class _Loose:
+    """Recursive descent over JSON and JS-style objects; tolerant of what models write.
+
+    With a ``reader`` and the declared ``type_`` it also knows the field names of each object
+    it reads, which is what lets ``{name: Ada age: 36}`` be split (see :meth:`_bare_value`).
+    """
+
+    def __init__(
+        self,
+        text: str,
+        partial: bool,
+        reader: _Reader | None = None,
+        type_: IRType | None = None,
+    ) -> None:
         self.text = text
         self.pos = 0
         self.partial = partial
+        self.reader = reader
+        self.type_ = type_
+        self.path: list[str] = []
 
     def document(self) -> Any:
         try:
             return _json_decoder(self.partial).decode(self.text)
         except json.JSONDecodeError:
             pass
-        value = self.value()
+        except BodyError:
+            raise
+        except ValueError:  # an integer longer than Python reads
+            raise BodyError(_TOO_LONG) from None
+        value = self.value(self.type_, 0)
         self._skip()
         if self.pos < len(self.text) and not self.partial:
             raise BodyError(f"unexpected text after the value: {self.text[self.pos :][:40]!r}")
         return value
 
+    def _note(self, kind: str) -> None:
+        if self.reader is not None:
+            self.reader.note(kind, ".".join(self.path), _LOOSE_REPAIRS[kind], once=True)
+
     def _skip(self) -> None:
         match = _WS.match(self.text, self.pos)
         if match:
             self.pos = match.end()
+            if "/" in match.group():
+                self._note("comment")
 
     def _eof(self, what: str) -> None:
         if not self.partial:
             raise BodyError(f"the {what} is not closed")
 
-    def value(self) -> Any:
+    def _fields(self, type_: IRType | None) -> IRType | None:
+        """``type_`` resolved when it is an object type the reader knows, else None."""
+        if self.reader is None or type_ is None:
+            return None
+        resolved = resolve(type_, self.reader.types)
+        return resolved if resolved["kind"] == "object" else None
+
+    def value(self, type_: IRType | None, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
         self._skip()
         char = self.text[self.pos : self.pos + 1]
         if char == "{":
-            return self._object()
+            return self._object(self._fields(type_), depth + 1)
         if char == "[":
-            return self._array()
+            items = None
+            if self.reader is not None and type_ is not None:
+                resolved = resolve(type_, self.reader.types)
+                items = resolved["items"] if resolved["kind"] == "array" else None
+            return self._array(items, depth + 1)
         if char in ("'", '"'):
             return self._string()
+        return self._bare_value(None)
+
+    def _bare_value(self, object_type: IRType | None) -> Any:
+        """An unquoted value up to a comma, bracket or line end. Inside an object whose type is
+        known, it also ends before `` name:`` when ``name`` names a field of that object (the
+        model left out the comma; a name given twice is then rejected as a duplicate)."""
         match = _BARE_VALUE.match(self.text, self.pos)
         assert match is not None  # the pattern matches the empty string
-        self.pos = match.end()
-        word = match.group().strip()
+        end = match.end()
+        if object_type is not None and self.reader is not None:
+            for split in _SPLIT.finditer(self.text, self.pos, end):
+                name = split.group(1)
+                if self.reader.path_of(name, object_type) is not None:
+                    end = split.start()
+                    self._note("split_pair")
+                    break
+        word = self.text[self.pos : end].strip()
+        self.pos = end
+        if word and not _JSON_WORD.fullmatch(word):
+            self._note("unquoted_value")
+        if self.reader is not None:  # read by the declared type, like a `key: value` line
+            return _Raw(word, open=self.partial and end == len(self.text))
         return _bare(word)
 
-    def _string(self) -> str:
+    def _string(self) -> Any:
         quote = self.text[self.pos]
+        if quote == "'":
+            self._note("single_quotes")
         match = (_DQ if quote == '"' else _SQ).match(self.text, self.pos)
         if match is None:
             self._eof("string")
             body = self.text[self.pos + 1 :]
             self.pos = len(self.text)
-            return _unescape(body.rstrip("\\"))
+            text = _unescape(body.rstrip("\\"))
+            return _Raw(text, open=True) if self.partial and self.reader is not None else text
         self.pos = match.end()
         return _unescape(match.group(1))
 
-    def _object(self) -> dict[str, Any]:
+    def _object(self, type_: IRType | None, depth: int) -> dict[str, Any]:
         self.pos += 1
         pairs: list[tuple[str, Any]] = []
+        separated = True  # a comma (or the opening brace) came since the last pair
         while True:
             self._skip()
             char = self.text[self.pos : self.pos + 1]
             if char == "}":
                 self.pos += 1
+                if pairs and separated:
+                    self._note("trailing_comma")
                 return _pairs_to_dict(pairs, partial=self.partial)
             if char == "":
                 self._eof("object")
                 return _pairs_to_dict(pairs, partial=True)
             if char == ",":
                 self.pos += 1
+                separated = True
                 continue
+            if not separated:
+                self._note("missing_comma")
             key = self._key()
             self._skip()
             if self.text[self.pos : self.pos + 1] in (":", "="):
                 self.pos += 1
-                pairs.append((key, self.value()))
+                self.path.append(key)
+                field = None
+                if type_ is not None and self.reader is not None:
+                    field = self.reader.fields(type_).get(key)
+                self._skip()
+                if self.text[self.pos : self.pos + 1] in ("{", "[", "'", '"'):
+                    value = self.value(field["type"] if field else None, depth)
+                else:
+                    value = self._bare_value(type_)
+                self.path.pop()
+                pairs.append((key, value))
+                separated = False
             elif self.pos >= len(self.text):
                 self._eof("object")
             else:
@@ -512,32 +722,44 @@ class _Loose:
 
     def _key(self) -> str:
         if self.text[self.pos] in ("'", '"'):
-            return self._string()
+            key = self._string()  # cut off by the end: no pair follows it anyway
+            return str(key.text if isinstance(key, _Raw) else key)
         match = _BARE_KEY.match(self.text, self.pos)
         if match is None:
             raise BodyError(f"unexpected {self.text[self.pos]!r} where a key was expected")
         self.pos = match.end()
+        self._note("unquoted_key")
         return match.group()
 
-    def _array(self) -> list[Any]:
+    def _array(self, items_type: IRType | None, depth: int) -> list[Any]:
         self.pos += 1
         items: list[Any] = []
+        separated = True
         while True:
             self._skip()
             char = self.text[self.pos : self.pos + 1]
             if char == "]":
                 self.pos += 1
+                if items and separated:
+                    self._note("trailing_comma")
                 return items
             if char == "":
                 self._eof("list")
                 return items
             if char == ",":
                 self.pos += 1
+                separated = True
                 continue
+            if not separated:
+                self._note("missing_comma")
             start = self.pos
-            items.append(self.value())
+            items.append(self.value(items_type, depth))
+            separated = False
             if self.pos == start:  # a stray `}` or `:`; never loop on it
                 raise BodyError(f"unexpected {char!r} in a list")
+
+
+_TOO_LONG = "a number is too long to read"
 
 
 def _bare(word: str) -> Any:
@@ -558,7 +780,7 @@ def _unescape(body: str) -> str:
 def _pairs_to_dict(pairs: list[tuple[str, Any]], *, partial: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
-        if key in out and out[key] != value and not partial:
+        if key in out and _plain(out[key]) != _plain(value) and not partial:
             raise _duplicate(key, out[key], value)
         out[key] = value
     return out
@@ -571,7 +793,13 @@ def _duplicate(key: str, first: Any, second: Any) -> BodyError:
     )
 
 
+def _plain(value: Any) -> Any:
+    """A value with a bare word (:class:`_Raw`) as its text, for comparing and showing."""
+    return value.text if isinstance(value, _Raw) else value
+
+
 def _show(value: Any) -> str:
+    value = _plain(value)
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -582,12 +810,27 @@ def _show(value: Any) -> str:
 _STRINGY = ("string", "text", "literal")
 
 
+_OPEN = object()  # a streaming value not certain yet: left out of the snapshot
+_MAX_REPAIRS = 100
+
+
 class _Reader:
-    def __init__(self, types: Types, partial: bool) -> None:
+    def __init__(self, types: Types, partial: bool, repairs: list[Repair] | None = None) -> None:
         self.types = types
         self.partial = partial
+        self.repairs = repairs
+        self._noted: set[tuple[str, str]] = set()
+        self._depth = 0
         self._field_maps: dict[int, tuple[IRType, dict[str, IRField]]] = {}
-        self._alias_maps: dict[int, tuple[IRType, dict[str, list[Any]]]] = {}
+
+    def note(self, kind: str, path: str, detail: str, *, once: bool = False) -> None:
+        """Record a repair (``once``: only the first of this kind in the body)."""
+        if self.repairs is None or len(self.repairs) >= _MAX_REPAIRS:
+            return
+        mark = (kind, "" if once else path)
+        if mark not in self._noted:
+            self._noted.add(mark)
+            self.repairs.append(repair(kind, path, detail))
 
     def fields(self, type_: IRType) -> dict[str, IRField]:
         """``field_map`` cached for this read (a long list of objects shares one type)."""
@@ -596,42 +839,104 @@ class _Reader:
             cached = self._field_maps[id(type_)] = (type_, field_map(type_, self.types))
         return cached[1]
 
-    def loose(self, text: str) -> Any:
-        return _Loose(text, self.partial).document()
+    def loose(self, text: str, type_: IRType | None = None) -> Any:
+        return _Loose(text, self.partial, self, type_).document()
 
-    def align(self, entries: Entries, target: IRType | None) -> dict[str, Any]:
-        """Place each entry at the field its key names (dotted and underscore keys too)."""
-        out: dict[str, Any] = {}
-        for key, raw in entries:
-            path = self._path(key, target) if target is not None else None
-            if path is None:
-                self._put(out, [key], self.interpret(raw, None), key, None)
-                continue
-            names, type_ = path
-            self._put(out, names, self.interpret(raw, type_), key, type_)
+    def coerce(self, value: Any, type_: IRType) -> Any:
+        """:func:`~auwgent.runtime.schema.coerce`, each change listed as a repair."""
+        try:
+            out = coerce(value, type_, self.types)
+        except ValueError:  # int() of a string of digits longer than Python reads
+            raise BodyError(_TOO_LONG) from None
+        if self.repairs is not None:
+            self._coerced(value, out, "")
         return out
 
-    def _path(self, key: str, target: IRType) -> tuple[list[str], IRType] | None:
+    def _coerced(self, before: Any, after: Any, path: str) -> None:
+        if isinstance(before, dict) and isinstance(after, dict):  # what the reader builds
+            for key, value in after.items():
+                if key in before:
+                    self._coerced(before[key], value, f"{path}.{key}" if path else key)
+        elif isinstance(before, list) and isinstance(after, list):
+            for i, (old, new) in enumerate(zip(before, after, strict=False)):
+                self._coerced(old, new, f"{path}[{i}]")
+        elif type(before) is not type(after) or before != after:
+            self.note("coerced", path, f"{_show(before)} read as {_show(after)}")
+
+    def align(self, entries: Entries, target: IRType | None) -> dict[str, Any]:
+        """Place each entry at the field its key names (dotted and underscore keys too).
+
+        A key path given twice with different values is an ambiguity (also when both are
+        objects: two ``user:`` blocks are not merged); paths that only share a prefix
+        (``user.city`` and ``user.zip``) fill one object.
+        """
+        self._enter()
+        out: dict[str, Any] = {}
+        given: dict[Any, Any] = {}  # by key path: the key itself, or a tuple for nested paths
+        for key, raw in entries:
+            path = self.path_of(key, target) if target is not None else None
+            names, type_ = path if path is not None else ([key], None)
+            value = self.interpret(raw, type_)
+            if value is _OPEN or (value is None and self._null_is_absent(type_)):
+                continue  # still being typed, or `null`: not given
+            where = key if len(names) == 1 else tuple(names)
+            if where in given:
+                if not self._same(given[where], value, type_) and not self.partial:
+                    raise _duplicate(".".join(names), given[where], value)
+                if not self.partial:
+                    continue
+            given[where] = value
+            self._put(out, names, value, key, type_)
+        self._depth -= 1
+        return out
+
+    def _null_is_absent(self, type_: IRType | None) -> bool:
+        """``null`` means "not given" unless the declared type itself accepts null."""
+        if type_ is None:
+            return True
+        return bool(validate(None, type_, self.types))
+
+    def _same(self, first: Any, second: Any, type_: IRType | None) -> bool:
+        if first == second:
+            return True
+        if type_ is None:
+            return False
+        return bool(coerce(first, type_, self.types) == coerce(second, type_, self.types))
+
+    def path_of(self, key: str, target: IRType) -> tuple[list[str], IRType] | None:
+        """The field path ``key`` names in ``target``: the field itself, a dotted path, or an
+        underscore alias that exactly one nested path joins to."""
         fields = self.fields(target)
         if key in fields:
             return [key], fields[key]["type"]
         if "." in key:
             return self._dotted(key.split("."), target)
         if "_" in key:
-            found = self._aliases(target).get(key, [])
+            found = self._aliases(key, target, top=True)
             if len(found) == 1:
+                names = found[0][0]
+                self.note("alias", ".".join(names), f"`{key}` read as `{'.'.join(names)}`")
                 return found[0]
+            if found and not self.partial:
+                ways = " or ".join(f"`{'.'.join(names)}`" for names, _ in found)
+                raise BodyError(f"`{key}` could be {ways}; write the path with dots")
         return None
 
-    def _aliases(self, target: IRType) -> dict[str, list[tuple[list[str], IRType]]]:
-        """Underscore-joined nested paths of ``target`` (cached: one table per type)."""
-        cached = self._alias_maps.get(id(target))
-        if cached is None or cached[0] is not target:
-            table: dict[str, list[tuple[list[str], IRType]]] = {}
-            for path in self._nested_paths(target, 4):
-                table.setdefault("_".join(path[0]), []).append(path)
-            cached = self._alias_maps[id(target)] = (target, table)
-        return cached[1]
+    def _aliases(self, key: str, target: IRType, *, top: bool) -> list[tuple[list[str], IRType]]:
+        """Every way ``key`` splits at underscores into a path of nested fields (at any depth;
+        at the top level the key must reach into a nested field). Stops at two: one is all
+        that may be used."""
+        found: list[tuple[list[str], IRType]] = []
+        for name, declared in self.fields(target).items():
+            if not top and key == name:
+                found.append(([name], declared["type"]))
+            elif key.startswith(name + "_"):
+                rest = key[len(name) + 1 :]
+                for sub, type_ in self._aliases(rest, declared["type"], top=False):
+                    found.append(([name, *sub], type_))
+            if len(found) > 1:
+                break
+        return found
 
     def _dotted(self, parts: list[str], target: IRType) -> tuple[list[str], IRType] | None:
         type_ = target
@@ -641,17 +946,6 @@ class _Reader:
                 return None
             type_ = field["type"]
         return parts, type_
-
-    def _nested_paths(self, target: IRType, depth: int) -> list[tuple[list[str], IRType]]:
-        paths: list[tuple[list[str], IRType]] = []
-        if depth == 0:
-            return paths
-        for name, declared in self.fields(target).items():
-            for sub, type_ in self._nested_paths(declared["type"], depth - 1):
-                paths.append(([name, *sub], type_))
-            if depth < 4:  # only nested fields are aliases; top-level names match exactly
-                paths.append(([name], declared["type"]))
-        return paths
 
     def _put(
         self, out: dict[str, Any], names: list[str], value: Any, key: str, type_: IRType | None
@@ -679,9 +973,7 @@ class _Reader:
                         sub_type["type"] if sub_type else None,
                     )
                 return
-            if type_ is not None and coerce(node[last], type_, self.types) == coerce(
-                value, type_, self.types
-            ):
+            if type_ is not None and self._same(node[last], value, type_):
                 return
             if not self.partial:
                 raise _duplicate(".".join(names) if len(names) > 1 else key, node[last], value)
@@ -692,30 +984,60 @@ class _Reader:
         resolved = resolve(type_, self.types) if type_ is not None else None
         kind = resolved["kind"] if resolved is not None else None
         if isinstance(raw, _Raw):
+            if raw.open:
+                return self._open_value(raw.text, resolved)
             return self._interpret_text(raw.text, resolved)
         if isinstance(raw, list) and raw and all(isinstance(p, tuple) for p in raw):
             return self.align(raw, resolved if kind == "object" else None)  # nested block
         if isinstance(raw, list):
             items = resolved["items"] if resolved is not None and kind == "array" else None
-            return [self.interpret(item, items) for item in raw]
+            self._enter()
+            values = [self.interpret(item, items) for item in raw]
+            self._depth -= 1
+            return [v for v in values if v is not _OPEN]
         if isinstance(raw, Mapping):
             return self.align(list(raw.items()), resolved if kind == "object" else None)
         return raw
 
+    def _enter(self) -> None:
+        """One level deeper into objects and lists (left again by the caller)."""
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
+
+    def _open_value(self, text: str, type_: IRType | None) -> Any:
+        """A value still being typed: shown only as far as it is certain. Plain text for a
+        text field is a prefix of the final value; of a list, the items before the last."""
+        kind = type_["kind"] if type_ is not None else None
+        if kind in ("string", "text") and text and text[0] not in "[{\"'|>/":
+            if not "null".startswith(text):
+                return text
+        if kind == "array" and text[:1] == "[":
+            value = self.interpret(self.loose(text, type_), type_)
+            return value[:-1] if isinstance(value, list) else _OPEN
+        return _OPEN
+
     def _interpret_text(self, text: str, type_: IRType | None) -> Any:
         kind = type_["kind"] if type_ is not None else None
         if kind in _STRINGY:
-            return _unquote(text)
+            return None if text == "null" else _unquote(text)
         if not text:
             return None  # `key:` with nothing after it: not given
         if kind == "array" and text[0] != "[" and type_ is not None:
             parts = [p.strip() for p in text.split(",")]
             return [self.interpret(_Raw(p), type_["items"]) for p in parts]
+        if kind in ("number", "boolean") and _JSON_WORD.fullmatch(text):
+            try:  # a bare `28` or `true`: the taught form, read as JSON (no coercion)
+                return json.loads(text)
+            except ValueError:  # an integer longer than Python reads
+                raise BodyError(_TOO_LONG) from None
         if text[0] not in "[{\"'":
             return _bare(text)
+        depth = self._depth
         try:
-            return self.interpret(self.loose(text), type_)
+            return self.interpret(self.loose(text, type_), type_)
         except BodyError:
+            self._depth = depth
             if kind in ("object", "array") and not self.partial:
                 raise
             return text  # a union or an unknown key: validation says what is wrong

@@ -1,0 +1,254 @@
+"""``auwgent lsp`` driven by a real LSP client (pygls's) over stdio, as an editor drives it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as t
+
+from auwgent.compiler.format import format_text
+from auwgent.compiler.pipeline import compile_sources
+
+from .client import position, session
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "lsp" / "project"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(DATA, root)
+    return root
+
+
+def _text(root: Path, name: str) -> str:
+    return (root / "src" / name).read_text(encoding="utf-8")
+
+
+def _apply(text: str, edits: list[t.TextEdit]) -> str:
+    """``text`` with LSP edits applied (ASCII text: columns are characters)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(p: t.Position) -> int:
+        return min(starts[p.line] + p.character, len(text)) if p.line < len(lines) else len(text)
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+async def test_diagnostics_at_the_right_range_then_cleared(project: Path) -> None:
+    async with session(project) as client:
+        main = project / "src" / "main.agent"
+        good = _text(project, "main.agent")
+        bad = good.replace("output: Ticket", "output: Tickt")
+        uri = client.open(main, bad)
+        diags = await client.wait_for(uri)
+        assert [d.code for d in diags] == ["E2010"]
+        found = diags[0]
+        start = position(bad, "Tickt")
+        assert found.range == t.Range(
+            start=start, end=t.Position(line=start.line, character=start.character + 5)
+        )
+        assert found.severity == t.DiagnosticSeverity.Error
+        assert found.message.startswith("unknown type `Tickt`")
+        assert "help: did you mean `Ticket`?" in found.message
+        assert found.source == "auwgent"
+
+        client.change(uri, good)
+        assert await client.wait_for(uri, lambda d: d == []) == []
+
+
+async def test_an_edit_in_one_file_reports_in_the_file_that_imports_it(project: Path) -> None:
+    async with session(project) as client:
+        main_uri = client.open(project / "src" / "main.agent")
+        assert await client.wait_for(main_uri, lambda d: d == []) == []
+        types = project / "src" / "types.agent"
+        types_uri = client.open(types)
+        # Unsaved: the export is gone from the buffer, not from the disk.
+        client.change(types_uri, _text(project, "types.agent").replace("export type", "type"))
+        diags = await client.wait_for(main_uri)
+        assert [d.code for d in diags] == ["E1002"]
+        assert diags[0].range.start == position(_text(project, "main.agent"), "Ticket")
+        assert "add `export` before `type Ticket` in types.agent:2" in diags[0].message
+        client.change(types_uri, _text(project, "types.agent"), version=3)
+        assert await client.wait_for(main_uri, lambda d: d == []) == []
+
+
+async def test_syntax_errors_have_the_cli_message_and_help(project: Path) -> None:
+    async with session(project) as client:
+        text = _text(project, "main.agent").replace("    tool lookup", "    toool lookup")
+        uri = client.open(project / "src" / "main.agent", text)
+        diags = await client.wait_for(uri)
+        assert diags[0].code == "E0103"
+        assert "help: did you mean `tool`?" in diags[0].message
+        assert "note: while parsing `agent Main`" in diags[0].message
+
+
+async def test_hover_definition_and_references_across_files(project: Path) -> None:
+    async with session(project) as client:
+        main = _text(project, "main.agent")
+        uri = client.open(project / "src" / "main.agent")
+        await client.wait_for(uri, lambda d: d == [])
+        doc = t.TextDocumentIdentifier(uri=uri)
+
+        hover = await client.text_document_hover_async(
+            t.HoverParams(text_document=doc, position=position(main, "Ticket", nth=1))
+        )
+        assert hover is not None and isinstance(hover.contents, t.MarkupContent)
+        assert "export type Ticket {" in hover.contents.value
+        assert "from `types.agent`" in hover.contents.value
+
+        hover = await client.text_document_hover_async(
+            t.HoverParams(text_document=doc, position=position(main, "lookup(id)"))
+        )
+        assert hover is not None and isinstance(hover.contents, t.MarkupContent)
+        assert "tool lookup(id: string): Ticket" in hover.contents.value
+        assert "Finds a ticket" in hover.contents.value
+
+        where = await client.text_document_definition_async(
+            t.DefinitionParams(text_document=doc, position=position(main, "Ticket", nth=1))
+        )
+        assert isinstance(where, t.Location)
+        assert where.uri == (project / "src" / "types.agent").as_uri()
+        assert where.range.start == t.Position(line=1, character=12)
+
+        refs = await client.text_document_references_async(
+            t.ReferenceParams(
+                text_document=doc,
+                position=position(main, "Ticket", nth=2),
+                context=t.ReferenceContext(include_declaration=True),
+            )
+        )
+        assert refs is not None
+        places = sorted((Path(r.uri).name, r.range.start.line) for r in refs)
+        assert places == [
+            ("main.agent", 0),
+            ("main.agent", 12),
+            ("main.agent", 14),
+            ("types.agent", 1),
+        ]
+
+        ctx = await client.text_document_definition_async(
+            t.DefinitionParams(text_document=doc, position=position(main, "ctx.name", offset=4))
+        )
+        assert isinstance(ctx, t.Location) and ctx.range.start == position(main, "name: string")
+
+
+async def test_rename_across_files(project: Path) -> None:
+    async with session(project) as client:
+        main = _text(project, "main.agent")
+        uri = client.open(project / "src" / "main.agent")
+        await client.wait_for(uri, lambda d: d == [])
+        doc = t.TextDocumentIdentifier(uri=uri)
+        prepared = await client.text_document_prepare_rename_async(
+            t.PrepareRenameParams(text_document=doc, position=position(main, "Ticket", nth=1))
+        )
+        assert isinstance(prepared, t.Range)
+        edit = await client.text_document_rename_async(
+            t.RenameParams(
+                text_document=doc, position=position(main, "Ticket", nth=1), new_name="Issue"
+            )
+        )
+        assert edit is not None and edit.changes is not None
+        files = {Path(uri).name: edits for uri, edits in edit.changes.items()}
+        assert sorted(files) == ["main.agent", "types.agent"]
+        assert len(files["main.agent"]) == 3 and len(files["types.agent"]) == 1
+        renamed = {name: _apply(_text(project, name), edits) for name, edits in files.items()}
+        assert "Ticket" not in renamed["main.agent"] and "Ticket" not in renamed["types.agent"]
+        assert compile_sources(renamed).ok
+
+        with pytest.raises(Exception, match="not a name"):
+            await client.text_document_rename_async(
+                t.RenameParams(
+                    text_document=doc, position=position(main, "Ticket", nth=1), new_name="no way"
+                )
+            )
+
+
+async def test_completion_lists(project: Path) -> None:
+    async with session(project) as client:
+        main = _text(project, "main.agent")
+        uri = client.open(project / "src" / "main.agent")
+        await client.wait_for(uri, lambda d: d == [])
+        doc = t.TextDocumentIdentifier(uri=uri)
+
+        async def labels(text: str, needle: str, offset: int = 0, version: int = 2) -> set[str]:
+            client.change(uri, text, version)
+            result = await client.text_document_completion_async(
+                t.CompletionParams(
+                    text_document=doc, position=position(text, needle, offset=offset)
+                )
+            )
+            assert isinstance(result, t.CompletionList)
+            return {item.label for item in result.items}
+
+        ctx = main.replace("return found.title", "return ctx.")
+        assert await labels(ctx, "ctx.\n", offset=4) == {"name"}
+        member = main.replace("    output: Ticket\n", "    \n")
+        got = await labels(member, "    \n", offset=4, version=3)
+        assert {"tool", "workflow", "context", "helpers", "default config", "intent:"} <= got
+        typed = main.replace("name: string", "name: s")
+        got = await labels(typed, "name: s", offset=7, version=4)
+        assert {"string", "number", "boolean", "Ticket"} <= got and "Fast" not in got
+        flow = main.replace("        return found.title", "        ")
+        got = await labels(flow, "        \n    }", offset=8, version=5)
+        assert {"lookup", "run", "id", "found", "let", "return", "if", "ctx"} <= got
+        model = main.replace("model: Fast", "model: F")
+        got = await labels(model, "model: F", offset=8, version=6)
+        assert {"Fast", "gemini", "openai", "custom"} <= got and "Ticket" not in got
+        config = main.replace("        model: Fast\n", "        m\n")
+        got = await labels(config, "        m\n", offset=9, version=7)
+        assert {"model", "prompt", "maxToolLoops", "embedding"} <= got
+        top = main + "\n"
+        got = await labels(top, "\n", offset=len(top) - 1 - top.index("\n"), version=8)
+        assert {"agent", "helper", "type", "model", "prompt", "import"} <= got
+
+
+async def test_formatting_edits(project: Path) -> None:
+    async with session(project) as client:
+        messy = '// keep me\nagent   Main {\n  default config { model: gemini( "m" )\n' + (
+            '  prompt:"hi"   }  // and me\n}\n'
+        )
+        path = project / "src" / "messy.agent"
+        path.write_text(messy, encoding="utf-8")
+        uri = client.open(path)
+        edits = await client.text_document_formatting_async(
+            t.DocumentFormattingParams(
+                text_document=t.TextDocumentIdentifier(uri=uri),
+                options=t.FormattingOptions(tab_size=4, insert_spaces=True),
+            )
+        )
+        assert edits
+        assert _apply(messy, edits) == format_text(messy)
+        assert "// keep me" in format_text(messy) and "// and me" in format_text(messy)
+
+        client.change(uri, "agent {")
+        edits = await client.text_document_formatting_async(
+            t.DocumentFormattingParams(
+                text_document=t.TextDocumentIdentifier(uri=uri),
+                options=t.FormattingOptions(tab_size=4, insert_spaces=True),
+            )
+        )
+        assert not edits
+
+
+async def test_document_symbols(project: Path) -> None:
+    async with session(project) as client:
+        uri = client.open(project / "src" / "main.agent")
+        await client.wait_for(uri, lambda d: d == [])
+        symbols = await client.text_document_document_symbol_async(
+            t.DocumentSymbolParams(text_document=t.TextDocumentIdentifier(uri=uri))
+        )
+        assert symbols is not None
+        (main,) = symbols
+        assert isinstance(main, t.DocumentSymbol) and main.name == "Main"
+        assert main.kind == t.SymbolKind.Class
+        children = {c.name: c for c in main.children or []}
+        assert {"name", "lookup", "run"} <= set(children)
+        assert {c.name for c in children["run"].children or []} == {"id", "found"}

@@ -1,14 +1,16 @@
 """``auwgent lsp``: the language server, over standard input and output.
 
 Built on pygls. Diagnostics are published for every file of the project of an open document
-(the same codes, messages, notes and help as ``auwgent check``), a short while after the last
-edit (``debounceMs`` in the initialization options, default 50); the rest answers requests
+(the same codes, messages, notes and help as ``auwgent check``): at once after an edit that
+follows a quiet spell, and while edits keep coming, once none has come for ``debounceMs``
+(an initialization option, default 50). The rest answers requests
 from the index of the last check (``index.py``) and the formatter (``compiler/format.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from lsprotocol import types as t
@@ -51,6 +53,7 @@ class AuwgentServer(LanguageServer):
         self.projects = Workspace()
         self.debounce = DEFAULT_DEBOUNCE_MS / 1000
         self.pending: dict[Path, asyncio.TimerHandle] = {}
+        self.checked_at: dict[Path, float] = {}  # the event loop's clock
         self.uris: dict[tuple[Path, str], str] = {}  # the client's URI of each open file
 
     # -- documents ---------------------------------------------------------------------------
@@ -71,18 +74,34 @@ class AuwgentServer(LanguageServer):
         return project.sources.get(rel) or SourceFile(rel, project.texts.get(rel, ""))
 
     def schedule(self, project: ProjectState) -> None:
-        """Check ``project`` once no edit has come for ``self.debounce`` seconds."""
+        """Check ``project`` after an edit: at once after a quiet spell, else (while edits
+        keep coming) once none has come for ``self.debounce`` seconds."""
         previous = self.pending.pop(project.key, None)
         if previous is not None:
             previous.cancel()
         loop = asyncio.get_running_loop()
-        self.pending[project.key] = loop.call_later(self.debounce, self.check_now, project)
+        last = self.checked_at.get(project.key)
+        quiet = previous is None and (last is None or loop.time() - last >= self.debounce)
+        delay = 0.0 if quiet else self.debounce
+        self.pending[project.key] = loop.call_later(delay, self.check_now, project)
 
     def check_now(self, project: ProjectState) -> None:
         pending = self.pending.pop(project.key, None)
         if pending is not None:
             pending.cancel()
-        for rel, diags in sorted(project.check().items()):
+        started = time.perf_counter()
+        changed = project.check()
+        elapsed = (time.perf_counter() - started) * 1000
+        if changed:
+            self.window_log_message(
+                t.LogMessageParams(
+                    type=t.MessageType.Log,
+                    message=f"checked {len(project.last_checked)} of {len(project.texts)} "
+                    f"files in {elapsed:.1f} ms",
+                )
+            )
+        self.checked_at[project.key] = asyncio.get_running_loop().time()
+        for rel, diags in sorted(changed.items()):
             source = self.source(project, rel)
             self.text_document_publish_diagnostics(
                 t.PublishDiagnosticsParams(

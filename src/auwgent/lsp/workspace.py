@@ -24,9 +24,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..compiler import nodes as n
+from ..compiler.checker import check
 from ..compiler.diagnostics import Diagnostic, error, sort_key
+from ..compiler.lower import name_clashes
 from ..compiler.modules import ModuleGraph, normalize_import, resolve_modules
-from ..compiler.pipeline import _compile_set
+from ..compiler.parser import parse
 from ..compiler.source import SourceFile, Span
 from ..errors import ConfigError
 from ..project import CONFIG_NAMES, load_project
@@ -52,7 +54,9 @@ class ProjectState:
         self.parsed: dict[str, tuple[n.Module, list[Diagnostic]]] = {}
         self.parsed_text: dict[str, str] = {}
         self.sources: dict[str, SourceFile] = {}
-        self.diagnostics: dict[str, list[Diagnostic]] = {}
+        self.diagnostics: dict[str, list[Diagnostic]] = {}  # as last published
+        self.found: dict[str, list[Diagnostic]] = {}  # parser, modules and checker, by file
+        self.clashes: dict[str, list[Diagnostic]] = {}  # the lowering's, once looked for
         self.graph: ModuleGraph | None = None
         self.indexes: dict[str, FileIndex] = {}
         self.checked_files: frozenset[str] = frozenset()
@@ -98,116 +102,93 @@ class ProjectState:
     # -- checking --------------------------------------------------------------------------
 
     def check(self) -> dict[str, list[Diagnostic]]:
-        """Check what changed since the last check; the diagnostics of every file whose
-        diagnostics may have changed (an empty list clears a file's)."""
+        """Check what changed since the last check; the diagnostics of the changed files and
+        of every file whose diagnostics changed (an empty list clears a file's)."""
         changed = {p for p, t in self.texts.items() if self.parsed_text.get(p) != t}
         for path in changed:
             self.parsed.pop(path, None)
             self.parsed_text[path] = self.texts[path]
             self.sources[path] = SourceFile(path, self.texts[path])
         files = frozenset(self.texts)
-        gone = set(self.diagnostics) - files - set(self.unreadable)
-        if not changed and files == self.checked_files and self.graph is not None:
+        if not changed and files == self.checked_files:
             return {}
-        for path in gone:
-            for cache in (self.parsed, self.parsed_text, self.sources):
+        for path in set(self.parsed_text) - files:
+            for cache in (self.parsed, self.parsed_text, self.sources, self.found):
                 cache.pop(path, None)
-        sources = {p: self.sources[p] for p in self.texts}
         # As in the compiler: the syntax trees hold no reference cycles, so the cyclic
         # collector would only walk them again and again (see pipeline._compile).
         collecting = gc.isenabled()
         gc.disable()
         try:
-            result: dict[str, list[Diagnostic]] | None = None
-            if files == self.checked_files and self.graph is not None:
-                result = self._partial(sources, changed)
-            if result is None:
-                result = self._full(sources)
+            if files != self.checked_files:  # a file came or went: imports may resolve anew
+                changed = set(files)
+            self._check(changed)
         finally:
             if collecting:
                 gc.enable()
-        for path in gone:
-            result[path] = []
         self.checked_files = files
-        self.diagnostics.update(result)
-        for path in gone:
-            self.diagnostics.pop(path, None)
-        return result
+        return self._publish(changed)
 
-    def _full(self, sources: dict[str, SourceFile]) -> dict[str, list[Diagnostic]]:
-        everything = frozenset(sources)
-        diags = self._run(sources, everything, everything)
-        for rel, reason in self.unreadable.items():
-            shown = str(self.path_of(rel))
-            diags.setdefault(rel, []).append(
-                error("E0000", f"cannot read {shown}: {reason}", SourceFile(rel, ""), Span(0, 0))
-            )
-        return {path: diags.get(path, []) for path in (*sources, *self.unreadable)}
-
-    def _partial(
-        self, sources: dict[str, SourceFile], changed: set[str]
-    ) -> dict[str, list[Diagnostic]] | None:
-        """The diagnostics of the affected files alone, or None when a full check is due."""
-        if any(d.is_error for diags in self.diagnostics.values() for d in diags):
-            return None
-        imports = self._imports(sources)
-        importers: dict[str, set[str]] = {}
-        for path, targets in imports.items():
-            for target in targets:
-                importers.setdefault(target, set()).add(path)
-        affected = set(changed)
-        todo = list(changed)
-        while todo:
-            for importer in importers.get(todo.pop(), ()):
-                if importer not in affected:
-                    affected.add(importer)
-                    todo.append(importer)
-        needed = set(affected)
-        todo = list(affected)
-        while todo:
-            for target in imports.get(todo.pop(), ()):
-                if target not in needed:
-                    needed.add(target)
-                    todo.append(target)
-        custom = {p for p, s in sources.items() if _CUSTOM.search(s.text)}
-        if custom & needed:
+    def _check(self, changed: set[str]) -> None:
+        """Check the files ``changed`` can affect; their diagnostics go to ``self.found``."""
+        for path, source in self.sources.items():
+            if path not in self.parsed:
+                self.parsed[path] = parse(source)
+        modules = {p: self.parsed[p][0] for p in sorted(self.texts)}
+        imports = {
+            path: {normalize_import(path, imp.path.value) for imp in module.imports}
+            for path, module in modules.items()
+        }
+        # The help of some errors names other files' exports: a file with an error is
+        # checked again whatever changed.
+        erring = {p for p, diags in self.found.items() if any(d.is_error for d in diags)}
+        affected = _closure(changed | erring, _reverse(imports)) & set(modules)
+        needed = _closure(affected, imports) & set(modules)
+        custom = {p for p in modules if _CUSTOM.search(self.sources[p].text)}
+        if custom & needed:  # one id, one URL across the project: check them together
             needed |= custom
-        diags = self._run({p: sources[p] for p in needed}, frozenset(needed), frozenset(affected))
-        if any(d.is_error for found in diags.values() for d in found):
-            return None
-        return {path: diags.get(path, []) for path in affected}
-
-    def _run(
-        self,
-        sources: dict[str, SourceFile],
-        files: frozenset[str],
-        owned: frozenset[str],
-    ) -> dict[str, list[Diagnostic]]:
-        """Compile ``files`` (no IR); the diagnostics of ``owned`` by path."""
-        ordered = sorted((p, sources[p]) for p in files)
-        outcome = _compile_set(ordered, owned, hashed=False, documents=False, parsed=self.parsed)
-        self.last_checked = files
-        by_path: dict[str, list[Diagnostic]] = {}
-        for diag in sorted(outcome.diagnostics, key=sort_key):
-            if diag.source.path in owned:
-                by_path.setdefault(diag.source.path, []).append(diag)
-        # Every file has a syntax tree by now (a changed file is always among the affected).
-        self.graph = resolve_modules({p: self.parsed[p][0] for p in self.texts})
+        broken = {p for p in modules if any(d.is_error for d in self.parsed[p][1])}
+        self.graph = graph = resolve_modules(modules)
         self.indexes = {}
-        return by_path
+        found: dict[str, list[Diagnostic]] = {p: list(self.parsed[p][1]) for p in affected}
+        skip = (set(modules) - needed) | broken
+        for diag in (*graph.diagnostics, *check(graph, skip)):
+            if diag.source.path in found:
+                found[diag.source.path].append(diag)
+        for path in affected:
+            self.found[path] = sorted(found[path], key=sort_key)
+            self.clashes.pop(path, None)
+        self.last_checked = frozenset(needed)
 
-    def _imports(self, sources: dict[str, SourceFile]) -> dict[str, set[str]]:
-        found: dict[str, set[str]] = {}
-        for path in sources:
-            module = self.parsed[path][0] if path in self.parsed else None
-            if module is None:
-                continue
-            found[path] = {
-                target
-                for imp in module.imports
-                if (target := normalize_import(path, imp.path.value)) in sources
-            }
-        return found
+    def _publish(self, edited: set[str]) -> dict[str, list[Diagnostic]]:
+        """Every file's diagnostics as ``auwgent check`` shows them; those of the ``edited``
+        files and those that changed.
+
+        The lowering's name clashes (E2071) are looked for, as by ``auwgent check``, only
+        when the project has no other error."""
+        clean = not self.unreadable and not any(
+            d.is_error for diags in self.found.values() for d in diags
+        )
+        changed: dict[str, list[Diagnostic]] = {}
+        for path in sorted({*self.found, *self.unreadable, *self.diagnostics}):
+            shown = list(self.found.get(path, ()))
+            if path in self.unreadable:
+                where = SourceFile(str(self.path_of(path)), "")
+                reason = f"cannot read {where.path}: {self.unreadable[path]}"
+                shown = [error("E0000", reason, where, Span(0, 0))]
+            elif path not in self.texts:
+                shown = []
+            elif clean and self.graph is not None:
+                if path not in self.clashes:
+                    self.clashes[path] = list(name_clashes(self.graph, path) or ())
+                shown = sorted(shown + self.clashes[path], key=sort_key)
+            if path in edited or self.diagnostics.get(path) != shown:
+                changed[path] = shown
+            if path in self.texts or path in self.unreadable:
+                self.diagnostics[path] = shown
+            else:
+                self.diagnostics.pop(path, None)
+        return changed
 
     # -- what the editor features read -------------------------------------------------------
 
@@ -225,6 +206,26 @@ class ProjectState:
 
     def all_indexes(self) -> list[FileIndex]:
         return [i for rel in sorted(self.texts) if (i := self.index(rel)) is not None]
+
+
+def _reverse(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    reverse: dict[str, set[str]] = {}
+    for source, targets in edges.items():
+        for target in targets:
+            reverse.setdefault(target, set()).add(source)
+    return reverse
+
+
+def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    """``start`` and everything reachable from it along ``edges``."""
+    seen = set(start)
+    todo = list(start)
+    while todo:
+        for target in edges.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
 
 
 class Workspace:

@@ -38,6 +38,7 @@ class Candidate:
 
 
 TOP_KEYWORDS = ("import", "export", "model", "type", "prompt", "intent", "helper", "agent")
+EXPORTABLE = ("model", "type", "prompt", "intent", "helper")
 MEMBER_KEYWORDS = (
     "default config",
     "config",
@@ -118,7 +119,7 @@ class _Completer:
             return [*params, Candidate("ctx", "keyword"), *_words(TEMPLATE_WORDS, "keyword")]
         if decl is None:
             if head.strip() == "export":
-                return _words(TOP_KEYWORDS[2:], "keyword")
+                return _words(EXPORTABLE, "keyword")
             if "import" in head and "from" not in head:
                 return self.exported_elsewhere()
             return _words(TOP_KEYWORDS, "keyword")

@@ -228,9 +228,7 @@ def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--stdio", action="store_true", help="talk over stdio (the default)")
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        import importlib.util
-
-        missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
+        missing = [m for m in ("pygls", "lsprotocol") if not _installed(m)]
         if missing:
             print(
                 f"error: `auwgent lsp` needs {' and '.join(missing)}: pip install 'auwgent[lsp]'",
@@ -242,6 +240,15 @@ def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         return serve()
 
     parser.set_defaults(run=run)
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules (blocked)
+        return False
 
 
 def _add_jobs(parser: argparse.ArgumentParser) -> None:

@@ -23,12 +23,17 @@ class Client(LanguageClient):
         self.diagnostics: dict[str, list[t.Diagnostic]] = {}
         self.published = asyncio.Condition()
         self.messages: list[str] = []
+        self.log: list[str] = []
 
         @self.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         async def _published(params: t.PublishDiagnosticsParams) -> None:
             async with self.published:
                 self.diagnostics[params.uri] = list(params.diagnostics)
                 self.published.notify_all()
+
+        @self.feature(t.WINDOW_LOG_MESSAGE)
+        def _log(params: t.LogMessageParams) -> None:
+            self.log.append(params.message)
 
         @self.feature(t.WINDOW_SHOW_MESSAGE)
         def _message(params: t.ShowMessageParams) -> None:

@@ -252,3 +252,52 @@ async def test_document_symbols(project: Path) -> None:
         children = {c.name: c for c in main.children or []}
         assert {"name", "lookup", "run"} <= set(children)
         assert {c.name for c in children["run"].children or []} == {"id", "found"}
+
+
+async def test_a_new_file_joins_its_project_when_saved(project: Path) -> None:
+    async with session(project) as client:
+        new = project / "src" / "extra.agent"
+        text = 'import { Ticket } from "./types"\n\nexport type Box {\n    item: Ticket\n}\n'
+        uri = client.open(new, text)  # not on disk yet: a project of its own
+        diags = await client.wait_for(uri)
+        assert [d.code for d in diags] == ["E1001"]
+        new.write_text(text, encoding="utf-8")
+        client.text_document_did_save(
+            t.DidSaveTextDocumentParams(text_document=t.TextDocumentIdentifier(uri=uri))
+        )
+        assert await client.wait_for(uri, lambda d: d == []) == []
+
+
+async def test_positions_count_utf16_units(project: Path) -> None:
+    async with session(project) as client:
+        main = _text(project, "main.agent").replace(
+            'prompt: "Help {{ctx.name}}."', 'prompt: "😀 é {{ctx.nme}}"'
+        )
+        uri = client.open(project / "src" / "main.agent", main)
+        diags = await client.wait_for(uri)
+        line = main.split("\n")[5]
+        start = len(line[: line.index("nme")].encode("utf-16-le")) // 2
+        assert diags[0].range.start == t.Position(line=5, character=start)
+        assert diags[0].range.end == t.Position(line=5, character=start + 3)
+        hover = await client.text_document_hover_async(
+            t.HoverParams(
+                text_document=t.TextDocumentIdentifier(uri=uri),
+                position=position(main, "Ticket", nth=1),
+            )
+        )
+        assert hover is not None
+
+
+async def test_rename_refuses_a_reserved_word(project: Path) -> None:
+    async with session(project) as client:
+        main = _text(project, "main.agent")
+        uri = client.open(project / "src" / "main.agent")
+        await client.wait_for(uri, lambda d: d == [])
+        with pytest.raises(Exception, match="not a name"):
+            await client.text_document_rename_async(
+                t.RenameParams(
+                    text_document=t.TextDocumentIdentifier(uri=uri),
+                    position=position(main, "lookup"),
+                    new_name="return",
+                )
+            )

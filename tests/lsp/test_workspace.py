@@ -10,7 +10,7 @@ from pathlib import Path
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.lsp.workspace import ProjectState, Workspace
 
-LIB = 'export type Row {\n    id: string\n}\n'
+LIB = "export type Row {\n    id: string\n}\n"
 
 
 def _agent(name: str, imports: bool) -> str:

@@ -167,38 +167,25 @@ class _Indexer:
 
     def fields(self, fields: Iterable[n.Field], owner: str, container: str) -> dict[str, str]:
         """Define ``fields`` (of a type, intent, context, object) and resolve their types."""
-        keys: dict[str, str] = {}
-        for item in fields:
-            key = f"{owner}.{item.name.text}"
-            keys.setdefault(item.name.text, key)
-            desc = item.desc
-            self.define(
-                key,
-                item.name,
-                "field",
-                item.span,
-                _field_text(self.source, item),
-                desc.value if desc else None,
-                container,
-            )
-            self.types(item.type)
-        return keys
+        return self.named_fields(fields, owner, "field", container)
 
     def params(self, params: Iterable[n.Field], owner: str, container: str) -> dict[str, str]:
+        """Define the parameters of ``owner`` and resolve their types."""
+        return self.named_fields(params, owner, "parameter", container)
+
+    def named_fields(
+        self, fields: Iterable[n.Field], owner: str, kind: str, container: str
+    ) -> dict[str, str]:
+        """Define fields (``owner.name``) or parameters (``owner(name)``); keys by name."""
         keys: dict[str, str] = {}
-        for item in params:
-            key = f"{owner}({item.name.text})"
-            keys.setdefault(item.name.text, key)
+        for item in fields:
+            name = item.name.text
+            key = f"{owner}.{name}" if kind == "field" else f"{owner}({name})"
+            keys.setdefault(name, key)
             desc = item.desc
-            self.define(
-                key,
-                item.name,
-                "parameter",
-                item.span,
-                _field_text(self.source, item),
-                desc.value if desc else None,
-                container,
-            )
+            signature = _field_text(self.source, item)
+            doc = desc.value if desc else None
+            self.define(key, item.name, kind, item.span, signature, doc, container)
             self.types(item.type)
         return keys
 

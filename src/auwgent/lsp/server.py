@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types as t
@@ -121,7 +122,8 @@ class AuwgentServer(LanguageServer):
                 related.append(
                     t.DiagnosticRelatedInformation(
                         location=t.Location(
-                            uri=self.uri_of(project, source.path), range=_range(source, note.span)
+                            uri=self.uri_of(project, source.path),
+                            range=self.span_range(source, note.span),
                         ),
                         message=note.message,
                     )
@@ -130,7 +132,7 @@ class AuwgentServer(LanguageServer):
         if diag.help:
             lines.append(f"help: {diag.help}")
         return t.Diagnostic(
-            range=_range(source, diag.span),
+            range=self.span_range(source, diag.span),
             message="\n".join(lines),
             severity=(
                 t.DiagnosticSeverity.Error
@@ -152,7 +154,18 @@ class AuwgentServer(LanguageServer):
         if project.graph is None or project.key in self.pending:
             self.check_now(project)  # answer from the text the user sees
         source = self.source(project, rel)
-        return project, rel, position_to_offset(source, position.line, position.character)
+        offset = position_to_offset(source, position.line, position.character, self.encoding)
+        return project, rel, offset
+
+    def name_at(self, uri: str, position: t.Position) -> NameAt | None:
+        """The name at ``position`` in document ``uri`` that the index knows, if any."""
+        found = self.at(uri, position)
+        if found is None:
+            return None
+        project, rel, offset = found
+        index = project.index(rel)
+        name = index.span_at(offset) if index is not None else None
+        return NameAt(project, rel, name[0], name[1]) if name is not None else None
 
     def definition_of(self, project: ProjectState, key: str) -> Definition | None:
         index = project.index(key.split("::", 1)[0])
@@ -160,10 +173,24 @@ class AuwgentServer(LanguageServer):
             return None
         return next((d for d in index.definitions if d.key == key), None)
 
-    def location(self, project: ProjectState, path: str, span: Span) -> t.Location:
-        return t.Location(
-            uri=self.uri_of(project, path), range=_range(self.source(project, path), span)
+    @property
+    def encoding(self) -> str:
+        """The position encoding agreed with the client (UTF-16 unless it offered another)."""
+        agreed = self.server_capabilities.position_encoding
+        return str(
+            agreed.value if isinstance(agreed, t.PositionEncodingKind) else agreed or "utf-16"
         )
+
+    def span_range(self, source: SourceFile, span: Span) -> t.Range:
+        start = offset_to_position(source, span.start, self.encoding)
+        end = offset_to_position(source, max(span.start, span.end), self.encoding)
+        return t.Range(start=_position(start), end=_position(end))
+
+    def range(self, project: ProjectState, path: str, span: Span) -> t.Range:
+        return self.span_range(self.source(project, path), span)
+
+    def location(self, project: ProjectState, path: str, span: Span) -> t.Location:
+        return t.Location(uri=self.uri_of(project, path), range=self.range(project, path, span))
 
     def occurrences(
         self, project: ProjectState, key: str, *, declaration: bool
@@ -174,6 +201,16 @@ class AuwgentServer(LanguageServer):
             if declaration:
                 found.extend((index.path, d.span) for d in index.definitions if d.key == key)
         return sorted(set(found))
+
+
+@dataclass(frozen=True)
+class NameAt:
+    """A name under the cursor: its project and file, the key it resolves to, its span."""
+
+    project: ProjectState
+    rel: str
+    key: str
+    span: Span
 
 
 def _readers(project: ProjectState, key: str) -> list[FileIndex]:
@@ -194,12 +231,6 @@ def _readers(project: ProjectState, key: str) -> list[FileIndex]:
                 seen.add(other)
                 todo.append(other)
     return [i for path in sorted(seen) if (i := project.index(path)) is not None]
-
-
-def _range(source: SourceFile, span: Span) -> t.Range:
-    start = offset_to_position(source, span.start)
-    end = offset_to_position(source, max(span.start, span.end))
-    return t.Range(start=_position(start), end=_position(end))
 
 
 def _position(where: tuple[int, int]) -> t.Position:
@@ -239,10 +270,11 @@ def _did_change(ls: AuwgentServer, params: t.DidChangeTextDocumentParams) -> Non
 
 @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
 def _did_save(ls: AuwgentServer, params: t.DidSaveTextDocumentParams) -> None:
-    found = ls.document(params.text_document.uri)
-    if found is not None:
-        project, _ = found
-        ls.projects.reload(project)
+    path = to_fs_path(params.text_document.uri)
+    if path is not None:
+        project, rel = ls.projects.saved(Path(path))
+        ls.uris[(project.key, rel)] = params.text_document.uri
+        project.update(rel, ls.workspace.get_text_document(params.text_document.uri).source)
         ls.schedule(project)
 
 
@@ -257,84 +289,63 @@ def _did_close(ls: AuwgentServer, params: t.DidCloseTextDocumentParams) -> None:
 
 @server.feature(t.TEXT_DOCUMENT_HOVER)
 def _hover(ls: AuwgentServer, params: t.HoverParams) -> t.Hover | None:
-    found = ls.at(params.text_document.uri, params.position)
-    if found is None:
-        return None
-    project, rel, offset = found
-    index = project.index(rel)
-    key = index.at(offset) if index else None
-    definition = ls.definition_of(project, key) if key else None
-    if definition is None:
+    found = ls.name_at(params.text_document.uri, params.position)
+    definition = ls.definition_of(found.project, found.key) if found else None
+    if found is None or definition is None:
         return None
     text = f"```auwgent\n{definition.signature}\n```"
     if definition.doc:
         text += f"\n\n{definition.doc}"
-    if definition.path != rel:
+    if definition.path != found.rel:
         text += f"\n\n*{definition.kind} from `{definition.path}`*"
     return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=text))
 
 
 @server.feature(t.TEXT_DOCUMENT_DEFINITION)
 def _definition(ls: AuwgentServer, params: t.DefinitionParams) -> t.Location | None:
-    found = ls.at(params.text_document.uri, params.position)
-    if found is None:
+    found = ls.name_at(params.text_document.uri, params.position)
+    definition = ls.definition_of(found.project, found.key) if found else None
+    if found is None or definition is None:
         return None
-    project, rel, offset = found
-    index = project.index(rel)
-    key = index.at(offset) if index else None
-    definition = ls.definition_of(project, key) if key else None
-    if definition is None:
-        return None
-    return ls.location(project, definition.path, definition.span)
+    return ls.location(found.project, definition.path, definition.span)
 
 
 @server.feature(t.TEXT_DOCUMENT_REFERENCES)
 def _references(ls: AuwgentServer, params: t.ReferenceParams) -> list[t.Location] | None:
-    found = ls.at(params.text_document.uri, params.position)
+    found = ls.name_at(params.text_document.uri, params.position)
     if found is None:
-        return None
-    project, rel, offset = found
-    index = project.index(rel)
-    key = index.at(offset) if index else None
-    if key is None:
         return None
     declaration = params.context.include_declaration
     return [
-        ls.location(project, path, span)
-        for path, span in ls.occurrences(project, key, declaration=declaration)
+        ls.location(found.project, path, span)
+        for path, span in ls.occurrences(found.project, found.key, declaration=declaration)
     ]
 
 
 @server.feature(t.TEXT_DOCUMENT_PREPARE_RENAME)
 def _prepare_rename(ls: AuwgentServer, params: t.PrepareRenameParams) -> t.Range | None:
-    found = ls.at(params.text_document.uri, params.position)
+    found = ls.name_at(params.text_document.uri, params.position)
     if found is None:
         return None
-    project, rel, offset = found
-    index = project.index(rel)
-    if index is None:
-        return None
-    name = index.span_at(offset)
-    return _range(ls.source(project, rel), name[1]) if name else None
+    return ls.range(found.project, found.rel, found.span)
+
+
+#: Words that cannot name anything in an expression (language.md, *Lexical structure*).
+_RESERVED = frozenset(("let", "return", "if", "else"))
 
 
 @server.feature(t.TEXT_DOCUMENT_RENAME)
 def _rename(ls: AuwgentServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
-    found = ls.at(params.text_document.uri, params.position)
+    new_name = params.new_name
+    if not new_name.isidentifier() or new_name in _RESERVED:
+        raise ValueError(f"`{new_name}` is not a name: use letters, digits and `_`")
+    found = ls.name_at(params.text_document.uri, params.position)
     if found is None:
         return None
-    project, rel, offset = found
-    new_name = params.new_name
-    if not new_name.isidentifier():
-        raise ValueError(f"`{new_name}` is not a name: use letters, digits and `_`")
-    index = project.index(rel)
-    key = index.at(offset) if index else None
-    if key is None:
-        return None
     changes: dict[str, list[t.TextEdit]] = {}
-    for path, span in ls.occurrences(project, key, declaration=True):
-        edit = t.TextEdit(range=_range(ls.source(project, path), span), new_text=new_name)
-        changes.setdefault(ls.uri_of(project, path), []).append(edit)
+    for path, span in ls.occurrences(found.project, found.key, declaration=True):
+        edit = t.TextEdit(range=ls.range(found.project, path, span), new_text=new_name)
+        changes.setdefault(ls.uri_of(found.project, path), []).append(edit)
     return t.WorkspaceEdit(changes=changes)
 
 
@@ -349,8 +360,7 @@ def _formatting(ls: AuwgentServer, params: t.DocumentFormattingParams) -> list[t
         return None
     if formatted == source.text:
         return []
-    end = offset_to_position(source, len(source.text))
-    whole = t.Range(start=t.Position(line=0, character=0), end=_position(end))
+    whole = ls.span_range(source, Span(0, len(source.text)))
     return [t.TextEdit(range=whole, new_text=formatted)]
 
 
@@ -379,8 +389,8 @@ def _symbols(ls: AuwgentServer, params: t.DocumentSymbolParams) -> list[t.Docume
             t.DocumentSymbol(
                 name=d.name,
                 kind=_SYMBOL_KINDS.get(d.kind, t.SymbolKind.Variable),
-                range=_range(source, d.decl_span.to(d.span)),
-                selection_range=_range(source, d.span),
+                range=ls.span_range(source, d.decl_span.to(d.span)),
+                selection_range=ls.span_range(source, d.span),
                 detail=d.kind,
                 children=build(d.key),
             )

@@ -239,43 +239,56 @@ class Workspace:
         """The project that ``path`` belongs to (loaded on first use), and its relative path."""
         path = path.resolve()
         key = self.owner.get(path)
-        if key is not None and key in self.projects:
-            project = self.projects[key]
-            return project, project.rel(path)
-        project = self._load(path)
-        self.projects.setdefault(project.key, project)
-        project = self.projects[project.key]
-        self.owner[path] = project.key
+        if key is None or key not in self.projects:
+            key, root, files = _locate(path)
+            if key not in self.projects:
+                self.projects[key] = ProjectState(key, root, files)
+            self.owner[path] = key
+        project = self.projects[key]
         return project, project.rel(path)
 
-    def _load(self, path: Path) -> ProjectState:
-        config = _find_config(path.parent)
-        if config is not None:
-            try:
-                loaded = load_project(config)
-            except ConfigError:
-                loaded = None
-            if loaded is not None and path in loaded.files:
-                return ProjectState(config, loaded.source_root, loaded.files)
-        if path.is_file():
-            try:
-                loaded = load_project(path)
-            except ConfigError:
-                loaded = None
-            if loaded is not None:
-                return ProjectState(path, loaded.source_root, loaded.files)
-        return ProjectState(path, path.parent, ())
+    def saved(self, path: Path) -> tuple[ProjectState, str]:
+        """After a save: the project of ``path`` is looked for again and its files listed
+        again (a file or an import may have come or gone, an ``auwgent.yml`` may now claim
+        the file). A project no open file belongs to any more is dropped."""
+        path = path.resolve()
+        old = self.owner.get(path)
+        key, root, files = _locate(path)
+        current = self.projects.get(key)
+        if current is not None and current.source_root == root:
+            current.set_files(files)
+        else:
+            fresh = self.projects[key] = ProjectState(key, root, files)
+            if current is not None:  # the source root moved: unsaved buffers come along
+                for rel, text in current.open.items():
+                    moved = current.path_of(rel).resolve()
+                    if moved.is_relative_to(root):
+                        fresh.update(fresh.rel(moved), text)
+        self.owner[path] = key
+        if old is not None and old != key and old not in self.owner.values():
+            self.projects.pop(old, None)
+        project = self.projects[key]
+        return project, project.rel(path)
 
-    def reload(self, project: ProjectState) -> None:
-        """Read the list of files again (after a save: imports or files may have changed)."""
-        key = project.key
+
+def _locate(path: Path) -> tuple[Path, Path, tuple[Path, ...]]:
+    """The project of the file ``path``: its key, its source root and its files."""
+    config = _find_config(path.parent)
+    if config is not None:
         try:
-            loaded = load_project(key)
+            loaded = load_project(config)
         except ConfigError:
-            return
-        if loaded.source_root != project.source_root:
-            return
-        project.set_files(loaded.files)
+            loaded = None
+        if loaded is not None and path in loaded.files:
+            return config, loaded.source_root, loaded.files
+    if path.is_file():
+        try:
+            loaded = load_project(path)
+        except ConfigError:
+            loaded = None
+        if loaded is not None:
+            return path, loaded.source_root, loaded.files
+    return path, path.parent, ()
 
 
 def _find_config(folder: Path) -> Path | None:
@@ -289,26 +302,36 @@ def _find_config(folder: Path) -> Path | None:
     return None
 
 
-def offset_to_position(source: SourceFile, offset: int) -> tuple[int, int]:
-    """0-based line and UTF-16 column of ``offset``, as LSP counts them."""
+def _units(text: str, encoding: str) -> int:
+    """The length of ``text`` in the position encoding's units (``utf-16`` by default)."""
+    if text.isascii() or encoding == "utf-32":
+        return len(text)
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    return len(text.encode("utf-16-le")) // 2
+
+
+def offset_to_position(
+    source: SourceFile, offset: int, encoding: str = "utf-16"
+) -> tuple[int, int]:
+    """0-based line and column of ``offset``, in the units LSP counts them in."""
     line, col = source.line_col(offset)
-    text = source.line_text(line)[: col - 1]
-    if not text.isascii():
-        return line - 1, len(text.encode("utf-16-le")) // 2
-    return line - 1, col - 1
+    return line - 1, _units(source.line_text(line)[: col - 1], encoding)
 
 
-def position_to_offset(source: SourceFile, line: int, character: int) -> int:
-    """The offset of an LSP position (0-based line, UTF-16 column), clamped into the file."""
+def position_to_offset(
+    source: SourceFile, line: int, character: int, encoding: str = "utf-16"
+) -> int:
+    """The offset of an LSP position (0-based line and column), clamped into the file."""
     if line >= source.line_count:
         return len(source.text)
     start = source.line_start(line + 1)
     text = source.line_text(line + 1)
-    if text.isascii():
+    if text.isascii() or encoding == "utf-32":
         return start + min(character, len(text))
     units = 0
     for index, char in enumerate(text):
         if units >= character:
             return start + index
-        units += 2 if ord(char) > 0xFFFF else 1
+        units += _units(char, encoding)
     return start + len(text)

@@ -211,3 +211,13 @@ def test_triple_quoted_strings_keep_their_value_when_moved() -> None:
         format_text("type T {\r\n    a: string // c\r\n}\r\n")
         == "type T {\n    a: string // c\n}\n"
     )
+
+
+def test_a_layout_that_would_change_the_tokens_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The safety net: were the printer ever wrong, the file is left alone."""
+    from auwgent.compiler import format as fmt
+
+    original = fmt._Printer.run
+    monkeypatch.setattr(fmt._Printer, "run", lambda self: original(self).replace("\n", " ", 1))
+    with pytest.raises(FormatError, match="the layout would change its tokens"):
+        format_text("type T {\n    a: string\n}\n")

@@ -301,3 +301,34 @@ async def test_rename_refuses_a_reserved_word(project: Path) -> None:
                     new_name="return",
                 )
             )
+
+
+async def test_renaming_a_context_field(project: Path) -> None:
+    async with session(project) as client:
+        main = _text(project, "main.agent")
+        uri = client.open(project / "src" / "main.agent")
+        await client.wait_for(uri, lambda d: d == [])
+        doc = t.TextDocumentIdentifier(uri=uri)
+        edit = await client.text_document_rename_async(
+            t.RenameParams(
+                text_document=doc, position=position(main, "name: string"), new_name="who"
+            )
+        )
+        assert edit is not None and edit.changes is not None
+        renamed = _apply(main, edit.changes[uri])
+        assert "{{ctx.who}}" in renamed and "who: string" in renamed
+        assert compile_sources(
+            {"main.agent": renamed, "types.agent": _text(project, "types.agent")}
+        ).ok
+
+        # A top-level prompt reads the context of any agent using it: no rename is right.
+        shared = main + '\nprompt Intro {\n    "Hi {{ctx.name}}"\n}\n'
+        client.change(uri, shared)
+        with pytest.raises(
+            Exception, match=r"`ctx.name` is also used in a prompt \(main.agent:25:15\)"
+        ):
+            await client.text_document_rename_async(
+                t.RenameParams(
+                    text_document=doc, position=position(shared, "name: string"), new_name="who"
+                )
+            )

@@ -21,7 +21,11 @@ from ..compiler.modules import FileScope, kind_word
 from ..compiler.records import record_fields
 from ..compiler.source import SourceFile, Span
 
-__all__ = ["Definition", "FileIndex", "Reference", "index_file"]
+__all__ = ["PROMPT_CONTEXT", "Definition", "FileIndex", "Reference", "index_file"]
+
+#: The key prefix of ``ctx.x`` in a top-level prompt: the context of whichever agent uses
+#: the prompt, so no one definition (``ctx:x``).
+PROMPT_CONTEXT = "ctx:"
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ class _Indexer:
             self.fields(decl.fields, key, decl.name.text)
         elif isinstance(decl, n.PromptDecl):
             env = self.params(decl.params or (), key, decl.name.text)
-            self.exprs(decl.items, env, {}, None)
+            self.exprs(decl.items, env, None, None)
         elif isinstance(decl, n.ModelDecl):
             self.exprs(decl.entries, {}, {}, None)
 
@@ -336,16 +340,19 @@ class _Indexer:
         self,
         nodes: Iterable[object],
         env: dict[str, str],
-        context: dict[str, str],
+        context: dict[str, str] | None,
         callables: dict[str, str] | None,
     ) -> None:
-        """Resolve names, calls and ``ctx.x`` anywhere under ``nodes``."""
+        """Resolve names, calls and ``ctx.x`` anywhere under ``nodes`` (``context`` None: in
+        a top-level prompt)."""
         for node in nodes:
             for item in _walk(node):
                 if isinstance(item, n.NameRef):
                     self.refer(env.get(item.name) or self.top(item.name), item.span)
                 elif isinstance(item, n.CtxRef):
-                    self.refer(context.get(item.name.text), item.name.span)
+                    name = item.name.text
+                    key = PROMPT_CONTEXT + name if context is None else context.get(name)
+                    self.refer(key, item.name.span)
                 elif isinstance(item, n.Call):
                     name = item.callee.text
                     key = (callables or {}).get(name) or self.top(name)

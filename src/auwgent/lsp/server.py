@@ -23,7 +23,7 @@ from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.format import FormatError, format_source
 from ..compiler.source import SourceFile, Span
 from .complete import Candidate, complete
-from .index import Definition, FileIndex
+from .index import PROMPT_CONTEXT, Definition, FileIndex
 from .workspace import ProjectState, Workspace, offset_to_position, position_to_offset
 
 __all__ = ["AuwgentServer", "serve"]
@@ -166,6 +166,26 @@ class AuwgentServer(LanguageServer):
         index = project.index(rel)
         name = index.span_at(offset) if index is not None else None
         return NameAt(project, rel, name[0], name[1]) if name is not None else None
+
+    def check_context_rename(self, found: NameAt) -> None:
+        """Refuse to rename a context field that a top-level prompt uses as ``ctx.x``: the
+        prompt takes the context of every agent that uses it, so no rename of one agent's
+        field can be right for it."""
+        key = found.key
+        if not key.startswith(PROMPT_CONTEXT) and ".ctx." not in key:
+            return
+        field = (
+            key[len(PROMPT_CONTEXT) :] if key.startswith(PROMPT_CONTEXT) else key.rsplit(".")[-1]
+        )
+        for index in found.project.all_indexes():
+            for use in index.references:
+                if use.key == PROMPT_CONTEXT + field:
+                    line, col = self.source(found.project, index.path).line_col(use.span.start)
+                    raise ValueError(
+                        f"`ctx.{field}` is also used in a prompt ({index.path}:{line}:{col}), "
+                        "which reads the context of every agent that uses it: rename it there "
+                        "and in those agents by hand"
+                    )
 
     def definition_of(self, project: ProjectState, key: str) -> Definition | None:
         index = project.index(key.split("::", 1)[0])
@@ -342,6 +362,7 @@ def _rename(ls: AuwgentServer, params: t.RenameParams) -> t.WorkspaceEdit | None
     found = ls.name_at(params.text_document.uri, params.position)
     if found is None:
         return None
+    ls.check_context_rename(found)
     changes: dict[str, list[t.TextEdit]] = {}
     for path, span in ls.occurrences(found.project, found.key, declaration=True):
         edit = t.TextEdit(range=ls.range(found.project, path, span), new_text=new_name)

@@ -98,6 +98,7 @@ class ProjectState:
             return
         self.open[rel] = text
         self.texts[rel] = text
+        self.unreadable.pop(rel, None)
 
     # -- checking --------------------------------------------------------------------------
 

@@ -89,7 +89,10 @@ def _check_same_tokens(source: SourceFile, before: Tokens, text: str) -> None:
     after, problems = lex(SourceFile(source.path, text))
     if problems or _signature(before) != _signature(after):
         # A bug in the printer, never the user's: refuse rather than change the meaning.
-        raise FormatError(f"{source.path}: not formatted: the layout would change its tokens")
+        raise FormatError(
+            f"{source.path}: not formatted: the layout would change its tokens "
+            "(a bug in the formatter; please report it with the file)"
+        )
 
 
 def _signature(tokens: Tokens) -> list[tuple[object, ...]]:

@@ -231,7 +231,7 @@ def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         missing = [m for m in ("pygls", "lsprotocol") if not _installed(m)]
         if missing:
             print(
-                f"error: `auwgent lsp` needs {' and '.join(missing)}: pip install 'auwgent[lsp]'",
+                f"error: `auwgent lsp` needs {' and '.join(missing)}: pip install 'auwgent-sdk[lsp]'",
                 file=err,
             )
             return EXIT_USAGE

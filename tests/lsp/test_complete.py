@@ -120,7 +120,14 @@ def test_completion_in_place(
 def test_top_level_import_export_and_templates(root: Path) -> None:
     top = _labels(root, MAIN + "\n|")
     assert {"agent", "helper", "type", "model", "prompt", "intent", "import", "export"} <= top
-    assert _labels(root, MAIN + "\nexport |") == {"model", "type", "prompt", "intent", "helper"}
+    assert _labels(root, MAIN + "\nexport |") == {
+        "model",
+        "type",
+        "prompt",
+        "persona",
+        "intent",
+        "helper",
+    }
     imports = _labels(root, 'import { | } from "./lib"\n' + MAIN)
     assert {"Ticket", "Fast", "Hello", "Planning", "Writer"} <= imports
     assert "Private" not in imports  # not exported

@@ -37,8 +37,19 @@ class Candidate:
     insert: str | None = None
 
 
-TOP_KEYWORDS = ("import", "export", "model", "type", "prompt", "intent", "helper", "agent")
-EXPORTABLE = ("model", "type", "prompt", "intent", "helper")
+TOP_KEYWORDS = (
+    "import",
+    "export",
+    "model",
+    "type",
+    "prompt",
+    "persona",
+    "intent",
+    "helper",
+    "agent",
+    "test",
+)
+EXPORTABLE = ("model", "type", "prompt", "persona", "intent", "helper")
 MEMBER_KEYWORDS = (
     "default config",
     "config",
@@ -49,6 +60,7 @@ MEMBER_KEYWORDS = (
     "tools",
     "workflow",
     "helpers",
+    "personas",
     "intent:",
     "description:",
 )
@@ -169,11 +181,13 @@ class _Completer:
             if entry is None:
                 return _words(CONFIG_KEYS, "field")
             field = entry.group(1)
-            if field in ("model", "embedding"):
+            if field in ("model", "embedding", "fallback"):
                 return [*self.top_names("model"), *self.providers()]
             if field == "prompt":
                 return [*self.top_names("prompt"), Candidate("ctx", "keyword")]
             return self.top_names(None)
+        if isinstance(member, n.PersonasBlock):
+            return self.top_names("persona")
         if isinstance(member, n.HelpersBlock):
             if re.search(r"with\s+tools\s*\{[^}]*$", head):
                 return self.members(key, ("tool",))

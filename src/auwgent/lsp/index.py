@@ -102,8 +102,14 @@ class _Indexer:
         self.index = FileIndex(scope.path)
 
     def run(self) -> FileIndex:
-        for decl in self.scope.module.decls:
-            self.decl(decl)
+        decls = self.scope.module.decls
+        for decl in decls:
+            if not isinstance(decl, n.TestDecl):
+                self.decl(decl)
+        defined = {d.key for d in self.index.definitions}
+        for decl in decls:  # after the agents they test, wherever those stand
+            if isinstance(decl, n.TestDecl):
+                self.test(decl, defined)
         return self.index
 
     # -- recording -------------------------------------------------------------------------
@@ -141,7 +147,7 @@ class _Indexer:
                 if found is not None and found.name is name:
                     self.refer(f"{found.symbol.path}::{name.text}", name.span)
             return
-        if isinstance(decl, n.ToolDecl | n.ToolsBlock | n.WorkflowDecl):
+        if isinstance(decl, n.ToolDecl | n.ToolsBlock | n.WorkflowDecl | n.TestDecl):
             return  # outside an agent: the checker reports it; nothing to resolve
         key = f"{self.path}::{decl.name.text}"
         kind = kind_word(decl)
@@ -151,9 +157,9 @@ class _Indexer:
         doc = None
         if isinstance(decl, n.IntentDecl) and decl.description is not None:
             doc = decl.description.text.value
-        if isinstance(decl, n.PromptDecl):
+        if isinstance(decl, n.PromptDecl | n.PersonaDecl):
             header_end = decl.name.span.end
-            if decl.params:
+            if isinstance(decl, n.PromptDecl) and decl.params:
                 header_end = self.source.text.find(")", decl.params[-1].span.end) + 1
             signature = self.source.text[decl.span.start : header_end]
         else:
@@ -166,8 +172,27 @@ class _Indexer:
         elif isinstance(decl, n.PromptDecl):
             env = self.params(decl.params or (), key, decl.name.text)
             self.exprs(decl.items, env, None, None)
+        elif isinstance(decl, n.PersonaDecl):
+            self.exprs(decl.items, {}, None, None)
         elif isinstance(decl, n.ModelDecl):
             self.exprs(decl.entries, {}, {}, None)
+
+    def test(self, decl: n.TestDecl, defined: set[str]) -> None:
+        """A ``test`` block: its agent, persona and intents, and the tools (or workflows)
+        it scripts, expects or stubs, when the agent is declared in this file."""
+        self.exprs(decl.entries, {}, {}, None)
+        entry = decl.entry("agent")
+        term = entry.value.terms[0] if entry is not None and entry.value.terms else None
+        agent = f"{self.path}::{term.name}" if isinstance(term, n.NameRef) else None
+        names = [r.name for r in decl.replies or () if r.kind == "call"]
+        names += [t.name for t in decl.tools]
+        names += [e.name for e in decl.expects if e.kind in ("called", "not_called")]
+        for name in filter(None, names):
+            key = f"{agent}.{name.text}" if agent is not None else None
+            self.refer(key if key in defined else None, name.span)
+        for expect in decl.expects:
+            if expect.kind == "intent" and expect.name is not None:
+                self.refer(self.top(expect.name.text), expect.name.span)
 
     def fields(self, fields: Iterable[n.Field], owner: str, container: str) -> dict[str, str]:
         """Define ``fields`` (of a type, intent, context, object) and resolve their types."""
@@ -265,6 +290,9 @@ class _Indexer:
             self.types(member.type)
         elif isinstance(member, n.WorkflowDecl):
             self.workflow(member, key, agent, callables, context)
+        elif isinstance(member, n.PersonasBlock):
+            for name in member.names:
+                self.refer(self.top(name.text), name.span)
         elif isinstance(member, n.HelpersBlock):
             for use in member.uses:
                 self.refer(self.top(use.name.text), use.name.span)

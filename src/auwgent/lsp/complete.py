@@ -19,6 +19,7 @@ from ..compiler import nodes as n
 from ..compiler.checker import PROVIDERS
 from ..compiler.checker_agents import CONFIG_KEYS
 from ..compiler.modules import FileScope, ModuleGraph, Symbol, is_exported
+from ..compiler.parser import _DECL_WORDS, _STATEMENT_WORDS
 from ..compiler.source import Span
 from .index import Definition, FileIndex
 from .workspace import ProjectState
@@ -37,18 +38,8 @@ class Candidate:
     insert: str | None = None
 
 
-TOP_KEYWORDS = (
-    "import",
-    "export",
-    "model",
-    "type",
-    "prompt",
-    "persona",
-    "intent",
-    "helper",
-    "agent",
-    "test",
-)
+# The parser's own lists, so that completion offers what the parser reads.
+TOP_KEYWORDS = (*_DECL_WORDS, "test")
 EXPORTABLE = ("model", "type", "prompt", "persona", "intent", "helper")
 MEMBER_KEYWORDS = (
     "default config",
@@ -64,7 +55,7 @@ MEMBER_KEYWORDS = (
     "intent:",
     "description:",
 )
-STATEMENT_KEYWORDS = ("let", "return", "if", "else")
+STATEMENT_KEYWORDS = tuple(sorted(_STATEMENT_WORDS))
 PROMPT_KEYWORDS = ("Example", "if", "else", "return")
 VALUE_WORDS = ("true", "false", "null", "ctx")
 PRIMITIVES = ("string", "number", "boolean")

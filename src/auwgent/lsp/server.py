@@ -21,6 +21,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from .._version import __version__
 from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.format import FormatError, format_source
+from ..compiler.parser import _STATEMENT_WORDS  # cannot name anything in an expression
 from ..compiler.source import SourceFile, Span
 from .complete import Candidate, complete
 from .index import PROMPT_CONTEXT, Definition, FileIndex
@@ -351,14 +352,10 @@ def _prepare_rename(ls: AuwgentServer, params: t.PrepareRenameParams) -> t.Range
     return ls.range(found.project, found.rel, found.span)
 
 
-#: Words that cannot name anything in an expression (language.md, *Lexical structure*).
-_RESERVED = frozenset(("let", "return", "if", "else"))
-
-
 @server.feature(t.TEXT_DOCUMENT_RENAME)
 def _rename(ls: AuwgentServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
     new_name = params.new_name
-    if not new_name.isidentifier() or new_name in _RESERVED:
+    if not new_name.isidentifier() or new_name in _STATEMENT_WORDS:
         raise ValueError(f"`{new_name}` is not a name: use letters, digits and `_`")
     found = ls.name_at(params.text_document.uri, params.position)
     if found is None:

@@ -30,6 +30,10 @@ async function start() {
         { scheme: "untitled", language: "auwgent" },
       ],
       initializationOptions: { debounceMs: settings.debounceMs },
+      // Files changed by other programs (a checkout, a generator) are read again.
+      synchronize: {
+        fileEvents: vscode.workspace.createFileSystemWatcher("**/{*.agent,auwgent.yml,auwgent.yaml}"),
+      },
     },
   );
   try {

@@ -329,3 +329,18 @@ async def test_renaming_a_context_field(project: Path, client: Client) -> None:
                 text_document=doc, position=position(shared, "name: string"), new_name="who"
             )
         )
+
+
+async def test_files_changed_on_disk_are_read_again(project: Path, client: Client) -> None:
+    main_uri = client.open(project / "src" / "main.agent")
+    assert await client.wait_for(main_uri, lambda d: d == []) == []
+    types = project / "src" / "types.agent"
+    types.write_text(_text(project, "types.agent").replace("export model", "model"))
+    client.workspace_did_change_watched_files(
+        t.DidChangeWatchedFilesParams(
+            changes=[t.FileEvent(uri=types.as_uri(), type=t.FileChangeType.Changed)]
+        )
+    )
+    diags = await client.wait_for(main_uri)
+    assert [d.code for d in diags] == ["E1002"]
+    assert "`Fast` is declared in types.agent but not exported" in diags[0].message

@@ -14,6 +14,7 @@ function load(settings, startError) {
     workspace: {
       getConfiguration: () => ({ get: (key, fallback) => (key in settings ? settings[key] : fallback) }),
       onDidChangeConfiguration: () => ({ dispose() {} }),
+      createFileSystemWatcher: (pattern) => ({ pattern, dispose() {} }),
     },
     window: { showErrorMessage: (message) => calls.errors.push(message) },
     commands: {
@@ -54,6 +55,7 @@ test("starts the configured server command over stdio", async () => {
   assert.deepEqual(server, { command: "/venv/bin/auwgent", args: ["lsp"] });
   assert.deepEqual(client.initializationOptions, { debounceMs: 20 });
   assert.deepEqual(client.documentSelector.map((d) => d.language), ["auwgent", "auwgent"]);
+  assert.equal(client.synchronize.fileEvents.pattern, "**/{*.agent,auwgent.yml,auwgent.yaml}");
   assert.deepEqual(calls.commands, ["auwgent.restartServer"]);
   assert.deepEqual(calls.errors, []);
   await extension.deactivate();

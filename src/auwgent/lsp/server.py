@@ -300,6 +300,12 @@ def _did_save(ls: AuwgentServer, params: t.DidSaveTextDocumentParams) -> None:
         ls.schedule(project)
 
 
+@server.feature(t.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def _watched(ls: AuwgentServer, params: t.DidChangeWatchedFilesParams) -> None:
+    for project in ls.projects.files_changed():
+        ls.schedule(project)
+
+
 @server.feature(t.TEXT_DOCUMENT_DID_CLOSE)
 def _did_close(ls: AuwgentServer, params: t.DidCloseTextDocumentParams) -> None:
     found = ls.document(params.text_document.uri)

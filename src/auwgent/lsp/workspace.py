@@ -252,12 +252,22 @@ class Workspace:
         """After a save: the project of ``path`` is looked for again and its files listed
         again (a file or an import may have come or gone, an ``auwgent.yml`` may now claim
         the file). A project no open file belongs to any more is dropped."""
-        path = path.resolve()
+        return self._relocate(path.resolve(), set())
+
+    def files_changed(self) -> list[ProjectState]:
+        """Files changed on disk (the editor's file watcher saw it): the project of every
+        document is looked for again; the projects, once each."""
+        refreshed: set[Path] = set()
+        found = [self._relocate(path, refreshed)[0] for path in list(self.owner)]
+        return list({project.key: project for project in found}.values())
+
+    def _relocate(self, path: Path, refreshed: set[Path]) -> tuple[ProjectState, str]:
         old = self.owner.get(path)
         key, root, files = _locate(path)
         current = self.projects.get(key)
         if current is not None and current.source_root == root:
-            current.set_files(files)
+            if key not in refreshed:
+                current.set_files(files)
         else:
             fresh = self.projects[key] = ProjectState(key, root, files)
             if current is not None:  # the source root moved: unsaved buffers come along
@@ -265,6 +275,7 @@ class Workspace:
                     moved = current.path_of(rel).resolve()
                     if moved.is_relative_to(root):
                         fresh.update(fresh.rel(moved), text)
+        refreshed.add(key)
         self.owner[path] = key
         if old is not None and old != key and old not in self.owner.values():
             self.projects.pop(old, None)

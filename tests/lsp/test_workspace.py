@@ -140,3 +140,12 @@ def test_random_line_edits_in_a_real_project(tmp_path: Path) -> None:
         project.update(path, "\n".join(lines))
         project.check()
         assert _shown(project) == _expected(project)
+
+
+def test_forget_checks_everything_again(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    project.check()
+    project.forget()
+    assert set(project.check()) == set(project.texts)
+    assert project.last_checked == set(project.texts)
+    assert _shown(project) == _expected(project)

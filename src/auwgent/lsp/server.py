@@ -10,6 +10,7 @@ from the index of the last check (``index.py``) and the formatter (``compiler/fo
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from .workspace import ProjectState, Workspace, offset_to_position, position_to_
 __all__ = ["AuwgentServer", "serve"]
 
 DEFAULT_DEBOUNCE_MS = 50
+
+logger = logging.getLogger(__name__)
 
 _SYMBOL_KINDS = {
     "model": t.SymbolKind.Object,
@@ -93,7 +96,19 @@ class AuwgentServer(LanguageServer):
         if pending is not None:
             pending.cancel()
         started = time.perf_counter()
-        changed = project.check()
+        try:
+            changed = project.check()
+        except Exception as exc:  # a bug in Auwgent: say so, and check afresh next time
+            project.forget()
+            logger.exception("checking %s failed", project.key)
+            self.window_show_message(
+                t.ShowMessageParams(
+                    type=t.MessageType.Error,
+                    message=f"auwgent: internal error while checking ({type(exc).__name__}: "
+                    f"{exc}); this is a bug in Auwgent, please report it with the input",
+                )
+            )
+            return
         elapsed = (time.perf_counter() - started) * 1000
         if changed:
             self.window_log_message(

@@ -102,6 +102,12 @@ class ProjectState:
 
     # -- checking --------------------------------------------------------------------------
 
+    def forget(self) -> None:
+        """Drop what the checks kept: the next check parses and checks every file again."""
+        for cache in (self.parsed, self.parsed_text, self.sources, self.found, self.clashes):
+            cache.clear()
+        self.checked_files = frozenset()
+
     def check(self) -> dict[str, list[Diagnostic]]:
         """Check what changed since the last check; the diagnostics of the changed files and
         of every file whose diagnostics changed (an empty list clears a file's)."""

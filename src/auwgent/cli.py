@@ -202,7 +202,8 @@ def _add_fmt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=[Path(".")],
         type=Path,
         help="files or folders (default: the current folder); a folder means every .agent file "
-        "below it, an auwgent.yml the files of its project",
+        "below it, an auwgent.yml the files of its project; `-` alone: standard input to "
+        "standard output",
     )
     parser.add_argument(
         "--check",

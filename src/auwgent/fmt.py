@@ -6,6 +6,7 @@ The layout itself is ``compiler/format.py``; this module finds the files, writes
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -20,6 +21,21 @@ from auwgent.project import load_project
 __all__ = ["agent_files", "run_fmt"]
 
 
+def _run_stdin(stdin: TextIO, *, check: bool, out: TextIO, err: TextIO) -> int:
+    text = stdin.read()
+    try:
+        formatted = format_source(SourceFile("<stdin>", text))
+    except FormatError as exc:
+        print(f"error: {exc}", file=err)
+        if exc.diagnostics:
+            print(render_all(exc.diagnostics, color=use_color(err)), file=err)
+        return EXIT_ERRORS
+    if check:
+        return EXIT_ERRORS if formatted != text else EXIT_OK
+    out.write(formatted)
+    return EXIT_OK
+
+
 def agent_files(paths: Sequence[Path]) -> list[Path]:
     """The ``.agent`` files that ``paths`` name: files as given, folders and ``auwgent.yml``
     files as a project (``ConfigError`` for a path that is neither)."""
@@ -32,8 +48,19 @@ def agent_files(paths: Sequence[Path]) -> list[Path]:
     return sorted(found)
 
 
-def run_fmt(paths: Sequence[Path], *, check: bool, out: TextIO, err: TextIO) -> int:
-    """Format (or with ``check`` only inspect) every file ``paths`` name; the exit code."""
+def run_fmt(
+    paths: Sequence[Path],
+    *,
+    check: bool,
+    out: TextIO,
+    err: TextIO,
+    stdin: TextIO | None = None,
+) -> int:
+    """Format (or with ``check`` only inspect) every file ``paths`` name; the exit code.
+
+    ``-`` alone formats standard input to standard output (for editors' formatter hooks)."""
+    if [str(p) for p in paths] == ["-"]:
+        return _run_stdin(stdin or sys.stdin, check=check, out=out, err=err)
     try:
         files = agent_files(paths)
     except ConfigError as exc:

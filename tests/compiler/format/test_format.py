@@ -221,3 +221,22 @@ def test_a_layout_that_would_change_the_tokens_is_refused(monkeypatch: pytest.Mo
     monkeypatch.setattr(fmt._Printer, "run", lambda self: original(self).replace("\n", " ", 1))
     with pytest.raises(FormatError, match="the layout would change its tokens"):
         format_text("type T {\n    a: string\n}\n")
+
+
+def test_cli_fmt_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    messy = "type T {\n  a :string // c\n}"
+    monkeypatch.setattr("sys.stdin", io.StringIO(messy))
+    assert main(["fmt", "-"]) == 0
+    assert capsys.readouterr().out == format_text(messy)
+    monkeypatch.setattr("sys.stdin", io.StringIO(messy))
+    assert main(["fmt", "--check", "-"]) == 1
+    assert capsys.readouterr().out == ""
+    monkeypatch.setattr("sys.stdin", io.StringIO(format_text(messy)))
+    assert main(["fmt", "--check", "-"]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("type {"))
+    assert main(["fmt", "-"]) == 1
+    assert "<stdin>: not formatted: 1 syntax error" in capsys.readouterr().err

@@ -24,6 +24,7 @@ class Client(LanguageClient):
         self.published = asyncio.Condition()
         self.messages: list[str] = []
         self.log: list[str] = []
+        self.initialize_result: t.InitializeResult | None = None
 
         @self.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         async def _published(params: t.PublishDiagnosticsParams) -> None:
@@ -81,7 +82,7 @@ async def session(root: Path, **options: Any) -> AsyncIterator[Client]:
     """``auwgent lsp`` started as a subprocess in ``root``, initialized, shut down after."""
     client = Client()
     await client.start_io(sys.executable, "-m", "auwgent", "lsp", cwd=str(root))
-    await asyncio.wait_for(
+    client.initialize_result = await asyncio.wait_for(
         client.initialize_async(
             t.InitializeParams(
                 capabilities=t.ClientCapabilities(),

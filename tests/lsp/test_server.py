@@ -344,3 +344,15 @@ async def test_files_changed_on_disk_are_read_again(project: Path, client: Clien
     diags = await client.wait_for(main_uri)
     assert [d.code for d in diags] == ["E1002"]
     assert "`Fast` is declared in types.agent but not exported" in diags[0].message
+
+
+async def test_the_server_advertises_its_features(client: Client) -> None:
+    assert client.initialize_result is not None
+    caps = client.initialize_result.capabilities
+    assert client.initialize_result.server_info is not None
+    assert client.initialize_result.server_info.name == "auwgent"
+    assert caps.hover_provider and caps.definition_provider and caps.references_provider
+    assert caps.document_symbol_provider and caps.document_formatting_provider
+    assert caps.rename_provider  # with prepareRename for clients that support it
+    assert caps.completion_provider is not None
+    assert set(caps.completion_provider.trigger_characters or ()) == {".", ":", "{", "@"}

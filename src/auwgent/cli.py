@@ -235,8 +235,66 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             out=out,
             err=err,
         )
+def _add_fmt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "fmt",
+        help="rewrite .agent files in the canonical layout",
+        description="Format .agent files: one canonical layout, comments kept, meaning unchanged.",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=[Path(".")],
+        type=Path,
+        help="files or folders (default: the current folder); a folder means every .agent file "
+        "below it, an auwgent.yml the files of its project; `-` alone: standard input to "
+        "standard output",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list the files that would change and exit 1 if there are any",
+    )
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.fmt import run_fmt
+
+        return run_fmt(args.paths, check=args.check, out=out, err=err)
 
     parser.set_defaults(run=run)
+
+
+def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "lsp",
+        help="run the language server (for editors) on standard input and output",
+        description="Run the Auwgent language server over stdio (needs the `lsp` extra).",
+    )
+    # Language clients often pass the transport; stdio is the only one.
+    parser.add_argument("--stdio", action="store_true", help="talk over stdio (the default)")
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        missing = [m for m in ("pygls", "lsprotocol") if not _installed(m)]
+        if missing:
+            print(
+                f"error: `auwgent lsp` needs {' and '.join(missing)}: pip install 'auwgent-sdk[lsp]'",
+                file=err,
+            )
+            return EXIT_USAGE
+        from auwgent.lsp.server import serve
+
+        return serve()
+
+    parser.set_defaults(run=run)
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules (blocked)
+        return False
 
 
 def _add_jobs(parser: argparse.ArgumentParser) -> None:
@@ -268,6 +326,8 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     _add_generate,
     _add_test,
     _add_serve,
+    _add_fmt,
+    _add_lsp,
 ]
 
 

@@ -235,6 +235,10 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             out=out,
             err=err,
         )
+
+    parser.set_defaults(run=run)
+
+
 def _add_fmt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "fmt",

@@ -55,3 +55,91 @@ test("Getting Started: context reaches the prompt, text streams and arrives fina
   assert.match(system, /^Greet Auwgent warmly: they are a VIP\./);
   assert.deepEqual(req.body.contents, [{ role: "user", parts: [{ text: "hello" }] }]);
 });
+
+test("Tools: a typed async tool runs, { skip: true } and { result } control calls", async () => {
+  const calls = [
+    block("tool_call", "get_weather", "location: Accra"),
+    block("tool_call", "get_forecast", "location: Accra\ndays: 2"),
+    block("tool_call", "delete_records", "table: users"),
+  ].join("\n");
+  const { stdout, requests } = await runApp("tools", {
+    openai: [{ text: calls, chunk_size: 7 }, { text: block("response_text", null, "Sunny in Accra.") }],
+  });
+  assert.match(stdout, /Skipping dangerous tool call/);
+  assert.match(stdout, /tool_result: get_weather "\{\\"temperature\\":28,\\"condition\\":\\"sunny\\"\}"/);
+  assert.match(stdout, /tool_result: get_forecast "Sunny, 28°C"/);
+  assert.match(stdout, /tool_skipped: delete_records/);
+  assert.match(stdout, /answer: Sunny in Accra\./);
+  assert.equal(requests.openai.length, 2);
+  const results = requests.openai[1].body.messages.at(-1).content;
+  assert.match(results, /\[tool_result: get_weather\]\nargs: \{"location":"Accra"\}\nresult: \{"temperature":28,"condition":"sunny"\}/);
+  assert.match(results, /\[tool_skipped: delete_records\]/);
+  assert.match(requests.openai[0].body.messages[0].content, /- get_weather\(location: string\): WeatherResult \/\/ Gets the current weather/);
+});
+
+test("Workflows: the workflow runs its scoped tool; the model calling it directly is refused", async () => {
+  const first = [block("workflow_call", "delete_user", "id: user_1"), block("tool_call", "remove_user", "id: user_2")].join("\n");
+  const { stdout, requests } = await runApp("workflows", {
+    gemini: [{ text: first }, { text: block("response_text", null, "Done.") }],
+  });
+  assert.match(stdout, /workflow triggered: delete_user/);
+  assert.match(stdout, /tool_result: remove_user/);
+  assert.match(stdout, /workflow result: \{ name: 'delete_user', args: \{ id: 'user_1' \}, result: 'user deleted' \}/);
+  assert.match(stdout, /tool_error: remove_user Tool not found: remove_user/);
+  assert.doesNotMatch(requests.gemini[0].body.systemInstruction.parts[0].text, /remove_user/);
+  assert.equal(requests.gemini.length, 2);
+});
+
+test("Helpers: default mode returns parsed output; handoff user then continue; handoff user resumes", async () => {
+  const replies = [
+    block("helper_call", "DataAnalyzer", "analysis_request: low stock"),
+    block("tool_call", "db_query", "filter: stock"),
+    block("schema", "AnalysisReport", "summary: Two items are low"),
+    block("response_text", null, "Report ready."),
+    block("helper_call", "Greeter", "input: greet the user"),
+    block("response_text", null, "Hello there!"),
+    block("response_text", null, "Anything else?"),
+    block("helper_call", "Support", "input: double charge"),
+    block("response_text", null, "Which invoice?"),
+    block("response_text", null, "Refunded.") + "\n" + block("custom", "handoff_complete", "summary: refunded invoice 42"),
+  ].map((text) => ({ text }));
+  const { stdout, requests } = await runApp("helpers", { gemini: replies });
+  assert.match(stdout, /helper invoked: DataAnalyzer/);
+  assert.match(stdout, /DataAnalyzer returned structured output: \{ type: 'AnalysisReport', response: \{ summary: 'Two items are low' \} \}/);
+  assert.match(stdout, /helper finished: DataAnalyzer \{\n?\s*name: 'DataAnalyzer',/);
+  assert.match(stdout, /Main says: Report ready\./);
+  assert.match(stdout, /Greeter says: Hello there!/);
+  assert.match(stdout, /Main says: Anything else\?/);
+  assert.match(stdout, /Support says: Which invoice\?/);
+  assert.match(stdout, /stack after handoff: Main,Support/);
+  assert.match(stdout, /Support says: Refunded\./);
+  assert.match(stdout, /stack after completion: Main/);
+  assert.equal(requests.gemini.length, 10);
+  // The helper's granted tool reaches it; the parent sees the helper's parsed output.
+  assert.match(requests.gemini[1].body.systemInstruction.parts[0].text, /- db_query\(filter: string\): string/);
+  assert.match(JSON.stringify(requests.gemini[3].body.contents), /\[helper_result: DataAnalyzer\]\\nargs: \{\\"analysis_request\\":\\"low stock\\"\}\\nresult: \{\\"summary\\":\\"Two items are low\\"\}/);
+  // The resumed run goes to Support with its own history.
+  assert.match(requests.gemini[9].body.systemInstruction.parts[0].text, /^You handle billing questions\./);
+  assert.equal(requests.gemini[9].body.contents.at(-1).parts[0].text, "It was invoice 42");
+});
+
+test("Middleware: onRunStart sets context and restores the session; onRunComplete saves it", async () => {
+  const { stdout, requests } = await runApp("middleware", {
+    gemini: [{ text: block("response_text", null, "Hi Ama.") }, { text: block("response_text", null, "Hi again.") }],
+  });
+  assert.match(requests.gemini[0].body.systemInstruction.parts[0].text, /^Help Ama\. They are a VIP\./);
+  assert.equal(requests.gemini[1].body.contents.length, 3);
+  assert.match(stdout, /trace string true\ntrace string true/);
+  assert.match(stdout, /turns saved: 2/);
+});
+
+test("Custom Intents: Planning and Dialogue arrive typed", async () => {
+  const text = [
+    block("custom", "Planning", "step: Collect user constraints\nconfidence: 0.92\nrationale: Need constraints first"),
+    block("custom", "Dialogue", "tone: calm\nsummary: I will ask two questions"),
+  ].join("\n");
+  const { stdout, requests } = await runApp("custom-intents", { gemini: [{ text, chunk_size: 4 }] });
+  assert.match(stdout, /step: Collect user constraints\nconfidence: 0\.92\ntone: calm\nsummary: I will ask two questions/);
+  assert.equal(requests.gemini.length, 1);
+  assert.match(requests.gemini[0].body.systemInstruction.parts[0].text, /- Planning \{ step: string, confidence: number, rationale: string \} \/\/ Emit a structured execution plan/);
+});

@@ -7,6 +7,7 @@ export { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, Unsu
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";
 export { renderPrompt } from "./prompts.js";
+export { evaluate, renderValue, truthy } from "./expr.js";
 export { coerce, validate, describe, toJsonSchema } from "./schema.js";
 export { parseBody, parseValue } from "./values.js";
 export { blocksSection } from "./section.js";

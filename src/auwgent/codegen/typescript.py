@@ -190,15 +190,23 @@ class _Emitter:
             or "{ type: string; response: Record<string, unknown> }"
         )
         w.blank()
-        w.fill(f"export type ToolCallIntent = {self._calls(list(tools.items()), '{ type: string; args: Record<string, unknown> }')};")
-        w.fill(f"export type WorkflowCallIntent = {self._calls(list(workflows.items()), '{ type: string; args: Record<string, unknown> }')};")
-        w.fill(f"export type HelperCallIntent = {self._calls(list(helpers.items()), '{ type: string; args: Record<string, unknown> }')};")
+        w.fill(
+            f"export type ToolCallIntent = {self._calls(list(tools.items()), '{ type: string; args: Record<string, unknown> }')};"
+        )
+        w.fill(
+            f"export type WorkflowCallIntent = {self._calls(list(workflows.items()), '{ type: string; args: Record<string, unknown> }')};"
+        )
+        w.fill(
+            f"export type HelperCallIntent = {self._calls(list(helpers.items()), '{ type: string; args: Record<string, unknown> }')};"
+        )
         w.fill(f"export type ResponseSchemaIntent = {schema};")
         for intent in p.custom_intents():
             w.blank()
             if intent.get("description"):
                 w.fill(f"/** {str(intent['description']).replace('*/', '* /')} */")
-            w.fill(f"export type {self.intent_type(intent['name'])} = {_object(intent.get('fields', []))};")
+            w.fill(
+                f"export type {self.intent_type(intent['name'])} = {_object(intent.get('fields', []))};"
+            )
         payloads = {
             "response_text": "{ text: string }",
             "response_schema": "ResponseSchemaIntent",
@@ -279,10 +287,16 @@ class _Emitter:
                         continue
                     seen.add(f["name"])
                     optional = f.get("optional") or agent is not root
-                    w.fill(f"{_doc(f.get('description'))}{_key(f['name'])}{'?' if optional else ''}: {ts_type(f['type'])};")
+                    w.fill(
+                        f"{_doc(f.get('description'))}{_key(f['name'])}{'?' if optional else ''}: {ts_type(f['type'])};"
+                    )
         w.fill("}")
-        w.fill("/** Context values: declared keys are type-checked; other keys reach the prompt. */")
-        w.fill("export type AuwgentContextValues = Partial<AuwgentContext> & Record<string, unknown>;")
+        w.fill(
+            "/** Context values: declared keys are type-checked; other keys reach the prompt. */"
+        )
+        w.fill(
+            "export type AuwgentContextValues = Partial<AuwgentContext> & Record<string, unknown>;"
+        )
         providers = p.providers()
         w.blank()
         w.fill("/** API keys of the providers the agent and its helpers use. */")
@@ -311,7 +325,9 @@ class _Emitter:
                 note = tool.get("description") or ""
                 w.fill(f"/** {note.replace('*/', '* /')} ({where}) */".replace("/**  (", "/** ("))
                 ret = ret if ret == "string" else f"{ret} | string"
-                w.fill(f"{_key(tool['name'])}?: (args: {_object(tool['params'])}) => Promise<{ret}> | {ret};")
+                w.fill(
+                    f"{_key(tool['name'])}?: (args: {_object(tool['params'])}) => Promise<{ret}> | {ret};"
+                )
         w.fill("}")
         w.blank()
         w.fill("export type IR = typeof irDocument;")
@@ -339,10 +355,14 @@ class _Emitter:
             w.fill("maxToolLoops?: number;")
             w.fill("maxOutputRetries?: number;")
             w.fill('protocol?: "blocks" | "native";')
-            w.fill("/** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */")
+            w.fill(
+                "/** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */"
+            )
             w.fill("retry?: { attempts?: number; baseDelay?: number; maxDelay?: number };")
             w.fill("/** Timeouts in seconds. */")
-            w.fill("timeouts?: { connect?: number; firstByte?: number; idle?: number; run?: number };")
+            w.fill(
+                "timeouts?: { connect?: number; firstByte?: number; idle?: number; run?: number };"
+            )
             w.fill("/** A provider replacing every model of the agent (tests). */")
             w.fill("provider?: Provider;")
         w.fill("}")
@@ -352,27 +372,37 @@ class _Emitter:
     def agent(self) -> None:
         w, p = self.w, self.p
         w.blank()
-        w.fill("export type IntentHandlerResult = IntentControl | void | Promise<IntentControl | void>;")
+        w.fill(
+            "export type IntentHandlerResult = IntentControl | void | Promise<IntentControl | void>;"
+        )
         w.fill(f"/** The {p.root} agent. */")
         w.fill("export interface AuwgentAgent {")
         with w.indent():
             w.fill(f"readonly name: {_str(p.root)};")
             w.fill("readonly context: Readonly<AuwgentContextValues>;")
             w.fill("readonly lastSession: SessionState | null;")
-            w.fill("/** Final intents; return `{ skip: true }` or `{ result }` from a call intent. */")
+            w.fill(
+                "/** Final intents; return `{ skip: true }` or `{ result }` from a call intent. */"
+            )
             w.fill("onIntent(handler: (...args: IntentArgs) => IntentHandlerResult): void;")
             w.fill("onIntent(handler: (...args: IntentArgs2) => IntentHandlerResult): void;")
             w.fill("/** Streaming partial intents, independent of onIntent. */")
-            w.fill("onIntentPartial(handler: (...args: PartialIntentArgs) => void | Promise<void>): void;")
+            w.fill(
+                "onIntentPartial(handler: (...args: PartialIntentArgs) => void | Promise<void>): void;"
+            )
             w.fill("useConfig(name: ConfigName): void;")
             w.fill("setContext(data: AuwgentContextValues): void;")
-            w.fill("run(text: string, options?: { session?: SessionState | null; config?: ConfigName }): Promise<SessionState>;")
+            w.fill(
+                "run(text: string, options?: { session?: SessionState | null; config?: ConfigName }): Promise<SessionState>;"
+            )
         w.fill("}")
         w.blank()
         ir = json.loads(self.ir_text)
         w.fill(f"const irDocument = {json.dumps(ir, ensure_ascii=False, separators=(',', ':'))};")
         w.blank()
-        w.fill(f"/** Build the {p.root} agent; throws ConfigError naming the key path of a mistake. */")
+        w.fill(
+            f"/** Build the {p.root} agent; throws ConfigError naming the key path of a mistake. */"
+        )
         w.fill("export function auwgent(config: AuwgentConfig): AuwgentAgent {")
         with w.indent():
             meta = (

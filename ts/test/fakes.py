@@ -13,7 +13,14 @@ import json
 import sys
 from typing import Any
 
-from auwgent.testing import FakeGeminiServer, FakeOpenAIServer, ServerReply, status, text, tool_calls
+from auwgent.testing import (
+    FakeGeminiServer,
+    FakeOpenAIServer,
+    ServerReply,
+    status,
+    text,
+    tool_calls,
+)
 
 
 def reply(spec: dict[str, Any]) -> ServerReply:

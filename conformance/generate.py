@@ -281,6 +281,8 @@ def tb(kind: str, name: str | None, body: str) -> str:
 
 
 ANSWER = tb("response_text", None, "Done.")
+# Calls of one response run concurrently, so the order of their intents is not defined: every
+# scenario makes at most one call per response.
 SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["hi"], "replies": [ANSWER]},
     {"inputs": ["weather?"], "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
@@ -302,6 +304,25 @@ SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["bad"], "replies": [tb("tool_call", "get_weather", '{"location": 3, "x": 1}'), ANSWER],
      "tools": {"get_weather": {"return": "x"}}},
     {"inputs": ["empty"], "replies": ["", "", ""]},
+    {"inputs": ["hi"], "replies": ["Hello from native."], "protocol": "native"},
+    {"inputs": ["weather?"], "protocol": "native",
+     "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": "Accra"}}]}, "Hot."],
+     "tools": {"get_weather": {"return": {"temperature": 35, "condition": "hot"}}}},
+    {"inputs": ["two"], "protocol": "native",
+     "replies": [{"parts": ["Checking. ", {"call": "tool__nope", "args": {}}]},
+                 {"parts": [{"call": "tool__get_weather", "args": {"location": "Ho"}}]}, "Done."],
+     "tools": {"get_weather": {"return": "cool"}}},
+    {"inputs": ["plan"], "protocol": "native",
+     "replies": [{"parts": [{"call": "intent__Planning", "args": {"step": "first"}}]}, "Planned."]},
+    {"inputs": ["purge"], "protocol": "native", "context": {"name": "Ama", "is_admin": True},
+     "replies": [{"parts": [{"call": "workflow__purge", "args": {"id": "r9"}}]}, "Purged."],
+     "tools": {"purge_db": {"return": "ok"}}},
+    {"inputs": ["analyse"], "protocol": "native",
+     "replies": [{"parts": [{"call": "helper__Analyst", "args": {"input": "q3"}}]},
+                 '{"summary": "flat"}', "Flat."]},
+    {"inputs": ["bad args"], "protocol": "native",
+     "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": 5}}]}, "Sorry."],
+     "tools": {"get_weather": {"return": "x"}}},
 ]  # fmt: skip
 
 

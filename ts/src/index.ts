@@ -9,7 +9,7 @@ export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blo
 export { renderPrompt } from "./prompts.js";
 export { evaluate, renderValue, truthy } from "./expr.js";
 export { coerce, validate, describe, toJsonSchema } from "./schema.js";
-export { parseBody, parseValue } from "./values.js";
+export { parseBody, parseValue, pyJson } from "./values.js";
 export { blocksSection } from "./section.js";
 export type { Contract, CallableSpec } from "./section.js";
 export { buildChatBody } from "./providers/openai.js";

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BlocksDecoder, buildChatBody, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine"];
@@ -44,10 +44,21 @@ function scripted(replies, chunk) {
       name: "scripted",
       async *stream(request) {
         requests.push(request);
-        const text = replies[next++];
-        if (text === undefined) throw new Error("the script has no reply left");
-        for (let i = 0; i < text.length; i += chunk) yield { type: "text", text: text.slice(i, i + chunk) };
-        yield { type: "finish", reason: "stop" };
+        const number = ++next;
+        const reply = replies[number - 1];
+        if (reply === undefined) throw new Error("the script has no reply left");
+        let index = 0;
+        for (const part of typeof reply === "string" ? [reply] : reply.parts) {
+          if (typeof part === "string") {
+            for (let i = 0; i < part.length; i += chunk) yield { type: "text", text: part.slice(i, i + chunk) };
+            continue;
+          }
+          const args = pyJson(part.args);
+          yield { type: "tool_call_delta", index, id: `call_${number}_${index}`, name: part.call, arguments: args.slice(0, chunk) };
+          for (let i = chunk; i < args.length; i += chunk) yield { type: "tool_call_delta", index, arguments: args.slice(i, i + chunk) };
+          index++;
+        }
+        yield { type: "finish", reason: index ? "tool_calls" : "stop" };
       },
       async embed() {
         return [];
@@ -71,7 +82,8 @@ async function scenario(ir, sc, chunk) {
       },
     ]),
   );
-  const agent = createAgent(ir, { provider, context: sc.context ?? { name: "Ama" }, tools }, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
+  const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks" };
+  const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
   let session = null;

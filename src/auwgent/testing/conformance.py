@@ -26,7 +26,7 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.providers.base import TextDelta
 from auwgent.runtime.providers.openai import build_chat_body
-from auwgent.testing.scripted import ScriptedModel
+from auwgent.testing.scripted import NativeCall, Reply, ScriptedModel
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
@@ -84,13 +84,22 @@ def _tools(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {name: make(b) for name, b in spec.items()}
 
 
+def _reply(spec: Any) -> str | Reply:
+    """A scenario reply: text, or ``{"parts": [text | {"call": name, "args": {...}}]}``."""
+    if isinstance(spec, str):
+        return spec
+    parts = [p if isinstance(p, str) else NativeCall(p["call"], p["args"]) for p in spec["parts"]]
+    return Reply(tuple(parts))
+
+
 async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> dict[str, Any]:
-    model = ScriptedModel(sc["replies"], chunk_size=chunk)
+    model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
     intents: list[dict[str, Any]] = []
     config = {
         "provider": model,
         "context": sc.get("context", {"name": "Ama"}),
         "tools": _tools(sc.get("tools", {})),
+        "protocol": sc.get("protocol", "blocks"),
     }
     agent = create_agent(
         ir,

@@ -1,5 +1,5 @@
 // Runs test/fakes.py (the Python package's fake provider servers) for one test.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -29,4 +29,17 @@ export async function startFakes(script) {
       return JSON.parse(last.value);
     },
   };
+}
+
+/** The IR of an .agent source, compiled by the Python compiler. */
+export function compileIr(source) {
+  const code = [
+    "import json, sys",
+    "from auwgent.compiler.pipeline import compile_sources",
+    "r = compile_sources({'main.agent': sys.stdin.read()})",
+    "r.raise_for_errors()",
+    "print(json.dumps(r.documents['main.agent']))",
+  ].join("\n");
+  const out = execFileSync(PYTHON, ["-c", code], { input: source, encoding: "utf8" });
+  return JSON.parse(out);
 }

@@ -2,7 +2,8 @@
 
 Usage: ``python fakes.py SCRIPT.json``. The script is ``{"openai": [reply, ...], "gemini":
 [reply, ...], "api_key": "..."}`` where a reply is ``{"text": "...", "chunk_size": 3}``,
-``{"calls": [[name, args], ...], "text": "..."}`` or ``{"status": 503, "retry_after": 0}``.
+``{"calls": [[name, args], ...], "text": "..."}``, ``{"status": 503, "retry_after": 0}``,
+``{"stall": seconds, "after_chunks": n}`` or ``{"disconnect": after_chunks}``.
 Prints one JSON line with the base URLs, serves until its stdin closes, then prints one JSON
 line with the requests each server recorded (path and body) and exits.
 """
@@ -17,6 +18,8 @@ from auwgent.testing import (
     FakeGeminiServer,
     FakeOpenAIServer,
     ServerReply,
+    disconnect,
+    stall,
     status,
     text,
     tool_calls,
@@ -24,6 +27,10 @@ from auwgent.testing import (
 
 
 def reply(spec: dict[str, Any]) -> ServerReply:
+    if "stall" in spec:
+        return stall(float(spec["stall"]), after_chunks=spec.get("after_chunks"))
+    if "disconnect" in spec:
+        return disconnect(after_chunks=int(spec["disconnect"]))
     if "status" in spec:
         return status(int(spec["status"]), retry_after=spec.get("retry_after"))
     if "calls" in spec:

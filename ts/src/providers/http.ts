@@ -109,8 +109,9 @@ async function withIdle<T>(promise: Promise<T>, seconds: number, provider: strin
   let timer: ReturnType<typeof setTimeout> | undefined;
   const stall = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reader.cancel().catch(() => undefined);
+      // Reject before cancelling: the cancel settles the pending read, which must lose the race.
       reject(new ProviderError(provider, `the stream stalled for more than ${seconds} s`));
+      reader.cancel().catch(() => undefined);
     }, seconds * 1000);
   });
   try {

@@ -182,6 +182,11 @@ export class AgentCore {
   private contracts = new Map<string, Contract>();
   private providers = new Map<string, Provider>();
   private codecs = new Map<string, Codec>();
+  // Contracts are immutable and kept for the agent's lifetime: their protocol sections and
+  // request parts are built once per codec, not for every model call.
+  private sections = new WeakMap<Contract, Map<string, string>>();
+  private parts = new WeakMap<Contract, Map<string, [FunctionSpec[], Record<string, any> | null]>>();
+  private referenced = new Map<string, Set<string>>();
 
   constructor(
     public doc: Record<string, any>,
@@ -280,16 +285,27 @@ export class AgentCore {
   }
 
   requestParts(codec: Codec, contract: Contract): [FunctionSpec[], Record<string, any> | null] {
-    return [codec.functions(contract), codec.responseSchema(contract)];
+    return cached(this.parts, contract, codec.name, () => [codec.functions(contract), codec.responseSchema(contract)]);
   }
 
   systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>): string {
     const cfg = inv.agent.configs[inv.configName];
-    const referenced = referencedContextKeys(this.doc, cfg);
-    return [renderPrompt(this.doc, inv.agent, cfg, context), codec.systemSection(contract), this.contextSchema.section(inv.agent, context, referenced), nowLine()]
+    const key = `${inv.name}\u0000${inv.configName}`;
+    let referenced = this.referenced.get(key);
+    if (!referenced) this.referenced.set(key, (referenced = referencedContextKeys(this.doc, cfg)));
+    const section = cached(this.sections, contract, codec.name, () => codec.systemSection(contract));
+    return [renderPrompt(this.doc, inv.agent, cfg, context), section, this.contextSchema.section(inv.agent, context, referenced), nowLine()]
       .filter((p) => p)
       .join("\n\n");
   }
+}
+
+function cached<T>(table: WeakMap<Contract, Map<string, T>>, contract: Contract, key: string, make: () => T): T {
+  let byCodec = table.get(contract);
+  if (!byCodec) table.set(contract, (byCodec = new Map()));
+  let found = byCodec.get(key);
+  if (found === undefined) byCodec.set(key, (found = make()));
+  return found;
 }
 
 function declaredOrder(example: Record<string, any>, specs: CallableSpec[]): Record<string, any> {

@@ -105,38 +105,29 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   throw lastError ?? new ProviderError(s.provider, "request failed");
 }
 
-async function withIdle<T>(promise: Promise<T>, seconds: number, provider: string, reader: ReadableStreamDefaultReader<Uint8Array>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // Reject before cancelling: the cancel settles the pending read, which must lose the race.
-      reject(new ProviderError(provider, `the stream stalled for more than ${seconds} s`));
-      reader.cancel().catch(() => undefined);
-    }, seconds * 1000);
-  });
-  try {
-    return await Promise.race([promise, stall]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** The `data:` payloads of a server-sent event stream, in order. */
 export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   let data: string[] = [];
+  // One timer for the whole stream, pushed back after every read: a stall cancels the read.
+  let stalled = false;
+  const timer = setTimeout(() => {
+    stalled = true;
+    reader.cancel().catch(() => undefined);
+  }, s.timeouts.idle * 1000);
   try {
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
-        chunk = await withIdle(reader.read(), s.timeouts.idle, s.provider, reader);
+        chunk = await reader.read();
       } catch (error) {
-        if (error instanceof ProviderError) throw error;
+        if (stalled) break;
         throw new ProviderError(s.provider, `the stream broke off: ${String((error as any)?.message ?? error)}`, null, true);
       }
-      if (chunk.done) break;
+      if (stalled || chunk.done) break;
+      timer.refresh();
       buffer += decoder.decode(chunk.value, { stream: true });
       let nl: number;
       while ((nl = buffer.indexOf("\n")) >= 0) {
@@ -149,8 +140,10 @@ export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<
         } else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
       }
     }
+    if (stalled) throw new ProviderError(s.provider, `the stream stalled for more than ${s.timeouts.idle} s`);
     if (data.length) yield data.join("\n");
   } finally {
+    clearTimeout(timer);
     reader.releaseLock();
   }
 }

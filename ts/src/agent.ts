@@ -148,12 +148,18 @@ function declaredToolNames(doc: Record<string, any>): string[] {
 
 /** The date line that ends every system prompt (the same text the Python runtime writes). */
 export function nowLine(now = new Date()): string {
+  const second = Math.floor(now.getTime() / 1000);
+  if (second === lastNow[0]) return lastNow[1];
   const iso = now.toISOString().slice(0, 19) + "+00:00";
   const days = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
   const months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
   const p = (n: number) => String(n).padStart(2, "0");
-  return `Current date and time: ${iso} (${days[now.getUTCDay()]}, ${p(now.getUTCDate())} ${months[now.getUTCMonth()]} ${now.getUTCFullYear()} ${p(now.getUTCHours())}:${p(now.getUTCMinutes())} UTC)`;
+  const line = `Current date and time: ${iso} (${days[now.getUTCDay()]}, ${p(now.getUTCDate())} ${months[now.getUTCMonth()]} ${now.getUTCFullYear()} ${p(now.getUTCHours())}:${p(now.getUTCMinutes())} UTC)`;
+  lastNow = [second, line];
+  return line;
 }
+// Formatting costs more than reading the clock: the line is made once per second.
+let lastNow: [number, string] = [-1, ""];
 
 function checkUnsupported(doc: Record<string, any>): void {
   for (const agent of Object.values<any>(doc.agents)) {

@@ -451,12 +451,14 @@ export class Run {
     };
     const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
+    let finish: string | null = null;
     try {
       for await (const event of core.provider(cfg.model).stream(request)) {
         if (event.type === "text") rnd.chunks.push(event.text);
+        else if (event.type === "finish") finish = event.reason;
         for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
       }
-      for (const decoded of decoder.close()) await this.decoded(inv, contract, rnd, decoded);
+      for (const decoded of decoder.close()) await this.decoded(inv, contract, rnd, cutOff(decoded, finish));
     } catch (error) {
       rnd.error = error;
     }
@@ -710,6 +712,16 @@ export class Run {
   }
 }
 
+/**
+ * A call still open when the stream ended is only recovered when the stream ended normally:
+ * cut off at an output limit or for safety, it never runs (fail closed).
+ */
+function cutOff(event: DecodeEvent, finish: string | null): DecodeEvent {
+  if (event.type !== "final" || !(event.kind in CALL_KINDS) || finish === null || finish === "stop" || finish === "tool_calls") return event;
+  const message = `the response was cut off (finish reason ${finish}) before this call was complete; it did not run`;
+  return { type: "rejected", kind: event.kind, name: event.name, segment: event.segment, message, raw: event.raw, callId: event.callId ?? null };
+}
+
 function speaker(inv: Invocation, kind: CallKind, name: string): string {
   return kind === "helper" ? name : inv.name;
 }
@@ -742,12 +754,25 @@ export function outputNames(agent: Record<string, any>, types: Types): string[] 
   return [describe(out, types)];
 }
 
+/** `value` if it is plain JSON already (the usual case, checked by a walk), else its JSON copy. */
 function jsonable<T>(value: T): T {
+  if (value === undefined || isPlainJson(value)) return value;
   try {
-    return value === undefined ? value : JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v)));
+    return JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v)));
   } catch {
     return value;
   }
+}
+
+function isPlainJson(value: unknown): boolean {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every(isPlainJson);
+  if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    for (const key in value) if (!isPlainJson((value as Record<string, unknown>)[key])) return false;
+    return true;
+  }
+  return false;
 }
 
 export { UnsupportedError };

@@ -1,7 +1,7 @@
 // The session: the plain, JSON-serialisable record of a conversation (version 1), the same
 // shape the Python runtime writes, so a session moves between the two runtimes.
 
-import { randomBytes } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { ConfigError } from "./errors.js";
 import type { Message } from "./providers/base.js";
 
@@ -41,10 +41,8 @@ export function newSession(root: string): SessionState {
 }
 
 export function newTurn(text: string, agent: string): Turn {
-  const raw = randomBytes(16);
-  raw[6] = (raw[6]! & 0x0f) | 0x40;
-  raw[8] = (raw[8]! & 0x3f) | 0x80;
-  return { id: raw.toString("hex"), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null };
+  // A version 4 UUID in hex, as the Python runtime writes turn ids.
+  return { id: randomUUID().replace(/-/g, ""), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null };
 }
 
 export function checkSession(value: any, root: string): SessionState {

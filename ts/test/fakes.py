@@ -36,7 +36,9 @@ def reply(spec: dict[str, Any]) -> ServerReply:
     if "calls" in spec:
         calls = [(str(n), a) for n, a in spec["calls"]]
         return tool_calls(calls, text=spec.get("text", ""), chunk_size=spec.get("chunk_size"))
-    return text(spec["text"], chunk_size=spec.get("chunk_size"))
+    return text(
+        spec["text"], chunk_size=spec.get("chunk_size"), finish_reason=spec.get("finish_reason")
+    )
 
 
 def main() -> None:

@@ -194,3 +194,15 @@ test("a session from one run continues in the next, and survives JSON", async ()
   assert.equal(second.turns.length, 2);
   assert.deepEqual(openai[1].body.messages.slice(1).map((m) => m.role), ["user", "assistant", "user"]);
 });
+
+test("a call left open by a stream cut off at the output limit never runs", async () => {
+  const fakes = await startFakes({ openai: [{ text: "[tool_call: lookup]\nq: drop tables", finish_reason: "length" }, answer("Sorry.")] });
+  let ran = false;
+  const agent = agentFor(fakes.urls, { tools: { lookup: async () => void (ran = true) } });
+  const intents = collect(agent);
+  await agent.run("go");
+  await fakes.stop();
+  assert.equal(ran, false);
+  const refusal = intents.find((i) => i[0] === "tool_error");
+  assert.match(refusal[1].message, /cut off \(finish reason length\)/);
+});

@@ -554,6 +554,8 @@ function blockPayload(target: Target, text: string, contract: Contract, partial:
   return { type: target.name, args: callArgs(target, text, contract, partial) };
 }
 
+const MAYBE_KEY = /^\s*["']?[A-Za-z_$][\w$.\-]*["']?[ \t]*$/;
+
 function callArgs(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
   if (!target.single) return parseBody(text, target.fields, contract.types, partial);
   let args: Record<string, any> | null;
@@ -566,6 +568,8 @@ function callArgs(target: Target, text: string, contract: Contract, partial: boo
   if (args !== null) {
     const keys = Object.keys(args);
     if (keys.every((k) => k === target.single) && (keys.length > 0 || !text.trim())) return args;
+    // While streaming, a first word may still become `name:`; it is not the value yet.
+    if (partial && MAYBE_KEY.test(text)) return args;
   }
   return { [target.single]: text.trim() };
 }

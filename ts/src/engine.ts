@@ -96,6 +96,8 @@ export function notConfigured(name: string): string {
 
 export class Run {
   handedOff = false;
+  /** Set when the run's time is up: nothing more runs, nothing more reaches the session. */
+  cancelled = false;
   turn: Turn | null = null;
   session: SessionState;
   ctx: Record<string, any>;
@@ -187,7 +189,10 @@ export class Run {
         const limit = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), timeout * 1000)));
         const outcome = await Promise.race([this.drive(start), limit]);
         clearTimeout(timer);
-        if (outcome === "timeout") await this.fail(new AuwgentError(`the run took longer than ${timeout} s`), start);
+        if (outcome === "timeout") {
+          await this.fail(new AuwgentError(`the run took longer than ${timeout} s`), start);
+          this.cancelled = true;
+        }
       }
     } catch (error) {
       await this.fail(error, this.ctx.activeAgent);
@@ -306,6 +311,7 @@ export class Run {
   // -- dispatching intents
 
   async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null): Promise<Control | null> {
+    if (this.cancelled) return { skip: true };
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.sink) this.sink(name, value, agentName, false);
@@ -324,6 +330,7 @@ export class Run {
   }
 
   async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string): Promise<void> {
+    if (this.cancelled) return;
     const name = event.kind === "custom" && event.name ? event.name : event.kind;
     const value: Record<string, any> = {
       partial: true,
@@ -360,6 +367,7 @@ export class Run {
     const limit = core.maxLoops(inv.agent, inv.configName);
     let retries = 0;
     for (let loop = 0; loop < limit; loop++) {
+      if (this.cancelled) return { status: "error", error: "the run was cancelled" };
       const rnd = await this.round(inv, codec, contract, top);
       const text = rnd.chunks.join("");
       if (text || rnd.nativeCalls.length) inv.add(codec.assistantMessage({ text, calls: rnd.nativeCalls }));

@@ -206,3 +206,39 @@ test("a call left open by a stream cut off at the output limit never runs", asyn
   const refusal = intents.find((i) => i[0] === "tool_error");
   assert.match(refusal[1].message, /cut off \(finish reason length\)/);
 });
+
+test("timeouts.run ends the run with an error; a call that arrives later never runs", async () => {
+  const fakes = await startFakes({ openai: [{ stall: 1, after_chunks: 1, text: "x" }] });
+  let ran = false;
+  const agent = agentFor(fakes.urls, { timeouts: { run: 0.3 }, tools: { lookup: async () => void (ran = true) } });
+  const intents = collect(agent);
+  const started = Date.now();
+  const session = await agent.run("go");
+  assert.ok(Date.now() - started < 900);
+  assert.equal(session.turns[0].status, "error");
+  assert.match(intents.at(-1)[1].message, /the run took longer than 0\.3 s/);
+  const count = session.turns[0].intents.length;
+  await new Promise((r) => setTimeout(r, 1200));
+  await fakes.stop();
+  assert.equal(ran, false);
+  assert.equal(session.turns[0].intents.length, count);
+});
+
+test("partials: text deltas add up to the final text; snapshots hold only keys of the final", async () => {
+  const text = block("response_text", null, "Hello there, friend.");
+  const fakes = await startFakes({ openai: [{ text: block("tool_call", "lookup", "q: stock levels"), chunk_size: 3 }, { text, chunk_size: 2 }] });
+  const agent = agentFor(fakes.urls, { tools: { lookup: async () => "ok" } });
+  const partials = [];
+  agent.onIntentPartial((name, value) => void partials.push([name, structuredClone(value)]));
+  const finals = collect(agent);
+  await agent.run("go");
+  await fakes.stop();
+  const texts = partials.filter(([n]) => n === "response_text").map(([, v]) => v);
+  assert.equal(texts.map((v) => v.delta).join(""), "Hello there, friend.");
+  assert.ok(texts.every((v) => v.partial === true && v.complete === false && v.mode === "text" && "Hello there, friend.".startsWith(v.snapshot.text)));
+  const calls = partials.filter(([n]) => n === "tool_call").map(([, v]) => v);
+  assert.ok(calls.length > 1 && calls.every((v) => v.mode === "structured" && v.segment === 0));
+  const final = finals.find(([n]) => n === "tool_call")[1];
+  for (const v of calls) for (const key of Object.keys(v.snapshot.args ?? {})) assert.ok(key in final.args);
+  for (const v of calls) if (v.snapshot.args?.q !== undefined) assert.ok(final.args.q.startsWith(v.snapshot.args.q));
+});

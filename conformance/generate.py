@@ -255,6 +255,10 @@ helper Analyst {
     default config { model: openai("gpt-4o") prompt: "You analyse." }
     output: { summary: string }
 }
+helper Support {
+    description: "Talks billing with the user until it is settled"
+    default config { model: openai("gpt-4o") prompt: "You do billing." }
+}
 agent Main {
     default config { model: openai("gpt-4o") prompt: "You help {{ctx.name}}." maxToolLoops: 3 }
     context { name: string is_admin?: boolean }
@@ -269,7 +273,10 @@ agent Main {
         }
         return "denied"
     }
-    helpers { Analyst }
+    helpers {
+        Analyst
+        Support handoff user
+    }
     intent: { Planning { description: "plan" fields { step: string } } }
 }
 """
@@ -320,16 +327,35 @@ SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["analyse"], "protocol": "native",
      "replies": [{"parts": [{"call": "helper__Analyst", "args": {"input": "q3"}}]},
                  '{"summary": "flat"}', "Flat."]},
+    {"inputs": ["billing", "invoice 7", "thanks"],
+     "replies": [tb("helper_call", "Support", "input: billing"), tb("response_text", None, "Which invoice?"),
+                 tb("response_text", None, "Refunded.") + "\n" + tb("custom", "handoff_complete", "summary: refund 7"),
+                 tb("response_text", None, "Anything else?")]},
+    {"inputs": ["invoice 9"], "from": "billing",
+     "replies": [tb("response_text", None, "Done.") + "\n" + tb("custom", "handoff_complete", "summary: 9")]},
     {"inputs": ["bad args"], "protocol": "native",
      "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": 5}}]}, "Sorry."],
      "tools": {"get_weather": {"return": "x"}}},
 ]  # fmt: skip
 
 
+# A scenario with "from" starts from the session a first scenario left: that session is written
+# by the Python runtime and continued by each runtime (so sessions move between them).
+STARTS: dict[str, dict[str, Any]] = {
+    "billing": {"inputs": ["billing"], "replies": [tb("helper_call", "Support", "input: billing"),
+                                                   tb("response_text", None, "Which invoice?")]},
+}  # fmt: skip
+
+
 def engine_vectors() -> list[dict[str, Any]]:
     ir = compile_ir(ENGINE_AGENT)
     out = []
     for i, sc in enumerate(SCENARIOS):
+        if "from" in sc:
+            start = run_vector(
+                "engine", {"ir": ir, "scenario": STARTS[sc["from"]], "chunk_size": 5}
+            )
+            sc = {**sc, "session": start["session"]}
         out.append({"id": f"engine/{i}", "ir": ir, "scenario": sc, "chunk_size": 5})
     return out
 

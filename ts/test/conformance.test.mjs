@@ -86,7 +86,7 @@ async function scenario(ir, sc, chunk) {
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
-  let session = null;
+  let session = sc.session ?? null;
   for (const text of sc.inputs) session = await agent.run(text, { session });
   return normal({ intents, requests: requests.map(buildChatBody), session });
 }

@@ -111,7 +111,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
-    session = None
+    session = sc.get("session")
     for text in sc["inputs"]:
         session = await agent.run(text, session=session)
     requests = [build_chat_body(r) for r in model.requests]

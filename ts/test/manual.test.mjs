@@ -125,11 +125,18 @@ test("Helpers: default mode returns parsed output; handoff user then continue; h
 
 test("Middleware: onRunStart sets context and restores the session; onRunComplete saves it", async () => {
   const { stdout, requests } = await runApp("middleware", {
-    gemini: [{ text: block("response_text", null, "Hi Ama.") }, { text: block("response_text", null, "Hi again.") }],
+    gemini: [
+      { text: block("response_text", null, "Hi Ama.") },
+      { text: block("helper_call", "Researcher", "input: prices") },
+      { text: block("response_text", null, "Prices are up.") },
+      { text: block("response_text", null, "Hi again.") },
+    ],
   });
   assert.match(requests.gemini[0].body.systemInstruction.parts[0].text, /^Help Ama\. They are a VIP\./);
   assert.equal(requests.gemini[1].body.contents.length, 3);
-  assert.match(stdout, /trace string true\ntrace string true/);
+  // the middleware targeted at Researcher ran for the helper's model call only
+  assert.equal(stdout.match(/researcher onLLMStart: Researcher/g).length, 1);
+  assert.equal(stdout.match(/trace string true/g).length, 2);
   assert.match(stdout, /turns saved: 2/);
 });
 

@@ -338,7 +338,7 @@ class _Emitter:
             w.fill("C = AuwgentContext,")
             w.fill("T = AuwgentTools,")
             w.fill("N = IntentPayloads,")
-            w.fill("Target extends string = AgentName,")
+            w.fill("Target extends AgentName = AgentName,")
         w.fill("> = RuntimeMiddleware<I, C, T, N, Target>;")
         w.blank()
         api_optional = "" if providers else "?"

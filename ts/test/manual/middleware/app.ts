@@ -11,7 +11,7 @@ const db = {
 const logger = { log: (entry: { traceId: string, duration: number }) => console.log("trace", typeof entry.traceId, entry.duration >= 0) }
 const userId = "user_1"
 
-import { auwgent, AuwgentConfig, Middleware } from "./generated/main.agent.types"
+import { auwgent, AuwgentConfig, Middleware, IR } from "./generated/main.agent.types"
 
 const sessionMiddleware: Middleware = {
     name: "session-persistence",
@@ -41,11 +41,22 @@ const observabilityMiddleware: Middleware = {
     }
 }
 
+// "Scoping middleware to a specific helper", as printed.
+const researcherMiddleware: Middleware<IR, never, any, any, "Researcher"> = {
+    name: "researcher-middleware",
+    target: "Researcher",
+    onLLMStart: (prompt, ctx) => {
+        // ctx.activeAgent is typed as "Researcher" here
+        const active: "Researcher" = ctx.activeAgent
+        console.log("researcher onLLMStart:", active)
+    }
+}
+
 const config: AuwgentConfig = {
     apiKeys: {
         geminiApiKey: "YOUR_API_KEY"
     },
-    middleware: [sessionMiddleware, observabilityMiddleware]
+    middleware: [sessionMiddleware, observabilityMiddleware, researcherMiddleware]
 }
 
 const agent = auwgent(config)

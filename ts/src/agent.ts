@@ -161,15 +161,53 @@ export function nowLine(now = new Date()): string {
 // Formatting costs more than reading the clock: the line is made once per second.
 let lastNow: [number, string] = [-1, ""];
 
+// The keys of IR version 1 (src/auwgent/ir/schema.json). A key this runtime does not know is
+// a feature it cannot honour (an approval gate, say): it refuses the IR rather than run the
+// agent without it.
+const KNOWN_KEYS: Record<string, string[]> = {
+  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts"],
+  agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "tools", "workflows"],
+  config: ["embedding", "max_tool_loops", "model", "prompt", "protocol"],
+  model: ["base_url", "id", "model", "name", "options", "provider"],
+  tool: ["description", "examples", "name", "params", "returns"],
+  workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
+  helper: ["handoff", "name", "tools"],
+  intent: ["description", "fields", "name"],
+};
+const FEATURES: Record<string, string> = {
+  approval: "@approval",
+  mcp: "MCP tools (@mcp)",
+  code_mode: "code mode",
+  codeMode: "code mode",
+  personas: "personas",
+  memory: "memory",
+};
+
+function checkKnown(kind: string, value: Record<string, any>, path: string): void {
+  for (const key of Object.keys(value ?? {})) {
+    if (KNOWN_KEYS[kind]!.includes(key)) continue;
+    const feature = FEATURES[key] ? `${FEATURES[key]}, which this TypeScript runtime does not run yet` : "a key this TypeScript runtime does not know (a newer compiler?)";
+    throw new UnsupportedError(`ir: ${path} has '${key}': ${feature}; see ts/README.md`);
+  }
+}
+
 function checkUnsupported(doc: Record<string, any>): void {
-  for (const agent of Object.values<any>(doc.agents)) {
-    if (agent.personas && agent.personas.length) throw new UnsupportedError(`ir: ${agent.name} uses personas, which this TypeScript runtime does not run yet (see ts/README.md)`);
-    for (const cfg of Object.values<any>(agent.configs))
-      if (cfg.code_mode) throw new UnsupportedError(`ir: ${agent.name} uses code mode, which this TypeScript runtime does not run yet (see ts/README.md)`);
-    const gated = [...agent.tools, ...agent.workflows, ...agent.workflows.flatMap((w: any) => w.tools), ...agent.helpers].find((c: any) => c.approval);
-    if (gated) throw new UnsupportedError(`ir: ${gated.name} needs @approval, which this TypeScript runtime does not run yet (see ts/README.md)`);
-    const mcp = agent.tools.find((t: any) => t.mcp);
-    if (mcp) throw new UnsupportedError(`ir: ${mcp.name} is an MCP tool, which this TypeScript runtime does not run yet (see ts/README.md)`);
+  checkKnown("document", doc, "the document");
+  for (const [name, agent] of Object.entries<any>(doc.agents)) {
+    const at = `agents.${name}`;
+    checkKnown("agent", agent, at);
+    for (const [cname, cfg] of Object.entries<any>(agent.configs)) {
+      checkKnown("config", cfg, `${at}.configs.${cname}`);
+      checkKnown("model", cfg.model, `${at}.configs.${cname}.model`);
+      if (cfg.embedding) checkKnown("model", cfg.embedding, `${at}.configs.${cname}.embedding`);
+    }
+    agent.tools.forEach((t: any, i: number) => checkKnown("tool", t, `${at}.tools[${i}] (${t.name})`));
+    agent.workflows.forEach((w: any, i: number) => {
+      checkKnown("workflow", w, `${at}.workflows[${i}] (${w.name})`);
+      w.tools.forEach((t: any, j: number) => checkKnown("tool", t, `${at}.workflows[${i}].tools[${j}] (${t.name})`));
+    });
+    agent.helpers.forEach((h: any, i: number) => checkKnown("helper", h, `${at}.helpers[${i}] (${h.name})`));
+    agent.intents.forEach((n: any, i: number) => checkKnown("intent", n, `${at}.intents[${i}] (${n.name})`));
   }
 }
 

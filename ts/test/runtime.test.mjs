@@ -55,7 +55,13 @@ test("construction names the key path of every mistake", () => {
 test("what this runtime does not run yet is refused at construction, naming the feature", () => {
   const gated = structuredClone(IR);
   gated.agents.Main.tools[0].approval = { timeout: null };
-  assert.throws(() => createAgent(gated, { apiKeys: keys }, { ...meta, irHash: gated.hash }), (e) => e instanceof UnsupportedError && /lookup needs @approval/.test(e.message));
+  assert.throws(
+    () => createAgent(gated, { apiKeys: keys }, { ...meta, irHash: gated.hash }),
+    (e) => e instanceof UnsupportedError && e.message === "ir: agents.Main.tools[0] (lookup) has 'approval': @approval, which this TypeScript runtime does not run yet; see ts/README.md",
+  );
+  const newer = structuredClone(IR);
+  newer.agents.Main.configs.default.reasoning = "deep";
+  assert.throws(() => createAgent(newer, { apiKeys: keys }, meta), /ir: agents\.Main\.configs\.default has 'reasoning': a key this TypeScript runtime does not know/);
 });
 
 test("a missing required context key ends the run with an error intent before any model call", async () => {

@@ -365,6 +365,8 @@ function declaredOrder(example: Record<string, any>, specs: CallableSpec[]): Rec
 export interface RunOptions {
   session?: SessionState | Record<string, any> | null;
   config?: string;
+  /** Handed to middleware as `ctx.conversationId` (e.g. a session store's key). */
+  conversationId?: string;
 }
 
 /** A runnable agent; create it with the generated auwgent(config) factory. */
@@ -408,6 +410,7 @@ export class Agent {
     if (typeof text !== "string") throw new TypeError(`run() takes the user's text as a string, got ${typeof text}`);
     const selected = options.config !== undefined ? checkConfigName(this.core.doc, options.config, "run({config})") : this.configName;
     const run = new Run(this.core, { ...this.contextValues }, selected, null);
+    run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
     const session = await run.execute(text, options.session ?? null);
     this.lastSession = session;
     return session;

@@ -11,6 +11,7 @@ export interface MiddlewareContext<Target extends string = string> {
   rootAgent: string;
   systemPrompt: string;
   rawBlock: string | null;
+  conversationId: string | null;
   workflow?: string;
   setContext(data: Record<string, unknown>): void;
   embed(text: string | { text: string }): Promise<number[]>;

@@ -393,7 +393,8 @@ class _Emitter:
             w.fill("useConfig(name: ConfigName): void;")
             w.fill("setContext(data: AuwgentContextValues): void;")
             w.fill(
-                "run(text: string, options?: { session?: SessionState | null; config?: ConfigName }): Promise<SessionState>;"
+                "run(text: string, options?: { session?: SessionState | null; config?: ConfigName; "
+                "conversationId?: string }): Promise<SessionState>;"
             )
         w.fill("}")
         w.blank()

@@ -94,10 +94,8 @@ class MiddlewareChain {
     }
     return prompt;
   }
-  async intent(name: string, value: unknown, ctx: any): Promise<unknown[]> {
-    const out = [];
-    for (const fn of this.for("onIntent", ctx.activeAgent)) out.push(await fn(name, value, ctx));
-    return out;
+  intentHooks(active: string): Fn[] {
+    return this.for("onIntent", active);
   }
   async intentPartial(name: string, value: unknown, ctx: any): Promise<void> {
     for (const fn of this.for("onIntentPartial", ctx.activeAgent)) await fn(name, value, ctx);

@@ -12,6 +12,7 @@ import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type
 import { describeError, runWorkflow } from "./workflows.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
+const BLOCK_KIND_OF: Record<CallKind, string> = { tool: "tool_call", workflow: "workflow_call", helper: "helper_call" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
 export const COMPLETE_INTENT = "handoff_complete";
 export const COMPLETE_SPEC = {
@@ -26,6 +27,8 @@ const TEXT_INPUT_PARAM: IRField = { name: "input", type: { kind: "string" }, opt
 export interface Control {
   skip: boolean;
   result?: unknown;
+  /** A handler or middleware failed while deciding on the call: it must not run. */
+  refused?: boolean;
 }
 
 export function controlOf(value: unknown): Control | null {
@@ -316,15 +319,25 @@ export class Run {
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.sink) this.sink(name, value, agentName, false);
     let control: Control | null = null;
-    try {
-      if (core.middleware.hasIntent) {
-        this.ctx.activeAgent = active ?? agentName;
-        this.ctx.rawBlock = raw;
-        for (const returned of await core.middleware.intent(name, value, this.ctx)) control = control ?? controlOf(returned);
+    let failure: unknown = null;
+    // Every middleware and handler sees the intent whatever the others do; the first control wins.
+    const take = async (produce: () => unknown): Promise<void> => {
+      try {
+        control = control ?? controlOf(await produce());
+      } catch (error) {
+        failure = failure ?? error;
       }
-      for (const handler of core.handlers) control = control ?? controlOf(await handler(name, value, agentName));
-    } catch (error) {
-      if (name !== "error") await this.fail(error, agentName, `a handler of ${name} failed: `, false);
+    };
+    if (core.middleware.hasIntent) {
+      this.ctx.activeAgent = active ?? agentName;
+      this.ctx.rawBlock = raw;
+      for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) await take(() => fn(name, value, this.ctx));
+    }
+    for (const handler of core.handlers) await take(() => handler(name, value, agentName));
+    if (failure !== null && name !== "error") {
+      await this.fail(failure, agentName, `a handler of ${name} failed: `, false);
+      // Fail closed: a call whose handler failed while deciding on it does not run.
+      if (name in CALL_KINDS) return { skip: false, refused: true };
     }
     return control;
   }
@@ -590,6 +603,11 @@ export class Run {
 
   private async controlled(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, control: Control | null, callId: string | null): Promise<CallOutcome | null> {
     if (control === null) return null;
+    if (control.refused) {
+      // What goes back to the model names no exception text.
+      const message = `the application could not approve this call (a handler of ${BLOCK_KIND_OF[kind]} failed); it did not run`;
+      return this.refuse(inv, kind, name, args, message, callId);
+    }
     if (control.skip) {
       await this.emit("tool_skipped", { type: name, args }, speaker(inv, kind, name), null, inv.name);
       return { kind, name, args, status: "skipped", callId };
@@ -647,6 +665,7 @@ export class Run {
     const tool = workflow.tools.find((t: any) => t.name === name) ?? inv.tools.find((t) => t.name === name);
     if (!tool) throw new ToolError(`workflow ${workflow.name} cannot call ${name}: no such tool`);
     const control = await this.emit("tool_call", { type: name, args }, inv.name);
+    if (control?.refused) throw new ToolError(`${name} did not run: a handler of tool_call failed`);
     if (control !== null) {
       await this.controlled(inv, "tool", name, args, control, null);
       return control.skip ? null : control.result;

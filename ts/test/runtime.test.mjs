@@ -248,3 +248,23 @@ test("partials: text deltas add up to the final text; snapshots hold only keys o
   for (const v of calls) for (const key of Object.keys(v.snapshot.args ?? {})) assert.ok(key in final.args);
   for (const v of calls) if (v.snapshot.args?.q !== undefined) assert.ok(final.args.q.startsWith(v.snapshot.args.q));
 });
+
+test("a handler that throws while deciding on a call: the call does not run; every handler still sees it", async () => {
+  const fakes = await startFakes({ openai: [{ text: block("tool_call", "lookup", "q: x") }, answer("Ok.")] });
+  let ran = false;
+  let second = 0;
+  const agent = agentFor(fakes.urls, { tools: { lookup: async () => void (ran = true) } });
+  agent.onIntent((name) => {
+    if (name === "tool_call") throw new Error("secret detail");
+  });
+  agent.onIntent((name) => void (name === "tool_call" && second++));
+  const intents = collect(agent);
+  await agent.run("go");
+  const { openai } = await fakes.stop();
+  assert.equal(ran, false);
+  assert.equal(second, 1);
+  assert.ok(intents.some(([n, v]) => n === "error" && /a handler of tool_call failed: Error: secret detail/.test(v.message)));
+  const back = openai[1].body.messages.at(-1).content;
+  assert.match(back, /\[tool_error: lookup\]/);
+  assert.doesNotMatch(back, /secret detail/);
+});

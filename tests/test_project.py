@@ -29,7 +29,7 @@ def test_yml_with_a_single_source_file(tmp_path: Path) -> None:
         assert project.root == tmp_path.resolve()
         assert project.files == ((tmp_path / "main.agent").resolve(),)
         assert project.output == (tmp_path / "gen").resolve()
-        assert project.targets in (("py",), ("py", "ts")), folder
+        assert project.targets == ("py",)
         assert project.config_path == (tmp_path / "auwgent.yml").resolve()
         assert project.source_root == tmp_path.resolve()
 

@@ -144,18 +144,27 @@ function declaredToolNames(doc: Record<string, any>): string[] {
   return names;
 }
 
-/** The date line that ends every system prompt (the same text the Python runtime writes). */
+/**
+ * The date line that ends every system prompt, in the machine's local zone, as the Python
+ * runtime writes it: `Current date and time: 2026-12-01T10:30:00+00:00 (Tuesday, 01 December
+ * 2026 10:30 UTC)`.
+ */
 export function nowLine(now = new Date()): string {
   const second = Math.floor(now.getTime() / 1000);
   if (second === lastNow[0]) return lastNow[1];
-  const iso = now.toISOString().slice(0, 19) + "+00:00";
-  const days = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-  const months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
   const p = (n: number) => String(n).padStart(2, "0");
-  const line = `Current date and time: ${iso} (${days[now.getUTCDay()]}, ${p(now.getUTCDate())} ${months[now.getUTCMonth()]} ${now.getUTCFullYear()} ${p(now.getUTCHours())}:${p(now.getUTCMinutes())} UTC)`;
+  const offset = -now.getTimezoneOffset();
+  const zone = `${offset < 0 ? "-" : "+"}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
+  const date = `${now.getFullYear()}-${p(now.getMonth() + 1)}-${p(now.getDate())}`;
+  const time = `${p(now.getHours())}:${p(now.getMinutes())}`;
+  const iso = `${date}T${time}:${p(now.getSeconds())}${zone}`;
+  const name = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" }).formatToParts(now).find((x) => x.type === "timeZoneName")?.value ?? zone;
+  const line = `Current date and time: ${iso} (${DAYS[now.getDay()]}, ${p(now.getDate())} ${MONTHS[now.getMonth()]} ${now.getFullYear()} ${time} ${name})`;
   lastNow = [second, line];
   return line;
 }
+const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 // Formatting costs more than reading the clock: the line is made once per second.
 let lastNow: [number, string] = [-1, ""];
 
@@ -163,11 +172,11 @@ let lastNow: [number, string] = [-1, ""];
 // a feature it cannot honour (an approval gate, say): it refuses the IR rather than run the
 // agent without it.
 const KNOWN_KEYS: Record<string, string[]> = {
-  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts"],
-  agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "tools", "workflows"],
-  config: ["embedding", "max_tool_loops", "model", "prompt", "protocol"],
+  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
+  agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "tools", "workflows"],
+  config: ["embedding", "fallback", "max_tool_loops", "model", "prompt", "protocol"],
   model: ["base_url", "id", "model", "name", "options", "provider"],
-  tool: ["description", "examples", "name", "params", "returns"],
+  tool: ["description", "examples", "name", "params", "repeatable", "returns"],
   workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
   helper: ["handoff", "name", "tools"],
   intent: ["description", "fields", "name"],

@@ -5,6 +5,7 @@ import { ConfigError, ContextError } from "./errors.js";
 import { renderValue } from "./expr.js";
 import { DEFAULT_RETRY, DEFAULT_TIMEOUTS, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
+import { parseLoopDetection } from "./loops.js";
 
 export const CONFIG_KEYS = [
   "apiKeys",
@@ -19,6 +20,7 @@ export const CONFIG_KEYS = [
   "retry",
   "timeouts",
   "provider",
+  "loopDetection",
 ] as const;
 
 export const DEFAULT_MAX_TOOL_LOOPS = 10;
@@ -32,6 +34,8 @@ export interface RuntimeOptions {
   timeouts: Timeouts;
   runTimeout: number | null;
   baseUrls: Record<string, string>;
+  /** How many identical calls mean no progress; null: loop detection is off. */
+  loopRepeats: number | null;
 }
 
 function unknownKey(path: string, key: string, valid: readonly string[]): ConfigError {
@@ -110,6 +114,7 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     },
     runTimeout: t.run === undefined || t.run === null ? null : num("timeouts.run", t.run),
     baseUrls: { ...baseUrls },
+    loopRepeats: parseLoopDetection(config.loopDetection),
   };
 }
 
@@ -126,6 +131,7 @@ export function* modelsInUse(doc: Record<string, any>): Generator<Record<string,
   for (const agent of Object.values<any>(doc.agents))
     for (const cfg of Object.values<any>(agent.configs)) {
       yield cfg.model;
+      yield* cfg.fallback ?? [];
       if (cfg.embedding) yield cfg.embedding;
     }
 }

@@ -3,13 +3,15 @@
 // engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
-import { AuwgentError, ConfigError, ContextError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { providerKey } from "./config.js";
 import type { AgentCore } from "./agent.js";
-import type { Message, ModelRequest } from "./providers/base.js";
+import type { Message, ModelRequest, StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
 import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
+import { LoopDetector, type Step } from "./loops.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const BLOCK_KIND_OF: Record<CallKind, string> = { tool: "tool_call", workflow: "workflow_call", helper: "helper_call" };
@@ -101,6 +103,7 @@ export class Run {
   handedOff = false;
   /** Set when the run's time is up: nothing more runs, nothing more reaches the session. */
   cancelled = false;
+  private loops: LoopDetector | null;
   turn: Turn | null = null;
   session: SessionState;
   ctx: Record<string, any>;
@@ -112,6 +115,7 @@ export class Run {
     public sink: IntentSink | null,
   ) {
     this.session = newSession(core.root);
+    this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
     this.ctx = {
       activeAgent: core.root,
       rootAgent: core.root,
@@ -390,7 +394,12 @@ export class Run {
         return { status: "error", error: msg };
       }
       if (outcomes.length) {
+        const stop = this.progress(inv, outcomes, rnd);
         for (const m of codec.resultsMessages(outcomes)) inv.add(m);
+        if (stop !== null) {
+          const msg = await this.fail(new AuwgentError(stop), inv.name);
+          return { status: "error", error: msg };
+        }
         if (this.handedOff) return { status: "handoff" };
         if (rnd.problems.length) inv.add(codec.feedbackMessage(rnd.problems.join("\n")));
         continue;
@@ -415,6 +424,20 @@ export class Run {
       inv.name,
     );
     return { status: "error", error: msg };
+  }
+
+  /** Watch for a model going round in circles; a first warning joins the round's problems. */
+  private progress(inv: Invocation, outcomes: CallOutcome[], rnd: Round): string | null {
+    if (this.loops === null) return null;
+    const repeatable = new Set(inv.tools.filter((t) => t.repeatable).map((t) => t.name));
+    const steps: Step[] = outcomes
+      .filter((o) => o.status !== "skipped" && !(o.kind === "tool" && repeatable.has(o.name)))
+      .map((o) => [o.kind, o.name, o.args, o.status === "ok" ? o.result : o.error]);
+    const verdict = this.loops.observe(inv.name, steps);
+    if (verdict === null) return null;
+    if (verdict[0] === "stop") return LoopDetector.failure(verdict[1]);
+    rnd.problems.push(LoopDetector.note(verdict[1]));
+    return null;
   }
 
   private missingOutput(inv: Invocation, rnd: Round): string[] {
@@ -473,8 +496,9 @@ export class Run {
     const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
     let finish: string | null = null;
+    const answered = { model: "" };
     try {
-      for await (const event of core.provider(cfg.model).stream(request)) {
+      for await (const event of this.stream(cfg, request, answered)) {
         if (event.type === "text") rnd.chunks.push(event.text);
         else if (event.type === "finish") finish = event.reason;
         for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
@@ -483,7 +507,32 @@ export class Run {
     } catch (error) {
       rnd.error = error;
     }
+    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model });
     return rnd;
+  }
+
+  /**
+   * The events of one model call, with the config's `fallback` models behind it: a model
+   * that fails with a retryable error (after its own retries) before producing any event
+   * hands the same request to the next one. Once an event is out, a failure passes through.
+   */
+  private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: { model: string }): AsyncGenerator<StreamEvent> {
+    const models = [cfg.model, ...(cfg.fallback ?? [])];
+    for (let index = 0; index < models.length; index++) {
+      const model = models[index];
+      const req = index ? { ...request, model: String(model.model), options: model.options ?? {} } : request;
+      answered.model = `${providerKey(model)}:${model.model}`;
+      let started = false;
+      try {
+        for await (const event of this.core.provider(model).stream(req)) {
+          started = true;
+          yield event;
+        }
+        return;
+      } catch (error) {
+        if (started || !(error instanceof ProviderError) || !error.retryable || index === models.length - 1) throw error;
+      }
+    }
   }
 
   private async decoded(inv: Invocation, contract: Contract, rnd: Round, event: DecodeEvent): Promise<void> {

@@ -25,6 +25,8 @@ export interface Turn {
   status: "running" | "complete" | "handoff" | "error";
   error: string | null;
   output: any;
+  /** One entry per model call of the turn: the model that answered, "<provider>:<model>". */
+  model_calls: { model: string }[];
 }
 
 export interface SessionState {
@@ -42,7 +44,7 @@ export function newSession(root: string): SessionState {
 
 export function newTurn(text: string, agent: string): Turn {
   // A version 4 UUID in hex, as the Python runtime writes turn ids.
-  return { id: randomUUID().replace(/-/g, ""), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null };
+  return { id: randomUUID().replace(/-/g, ""), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null, model_calls: [] };
 }
 
 export function checkSession(value: any, root: string): SessionState {

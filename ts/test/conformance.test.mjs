@@ -14,7 +14,7 @@ const load = (name) => JSON.parse(readFileSync(join(root, `${name}.json`), "utf8
 const manifest = load("manifest");
 const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, vector })));
 
-const NOW = /Current date and time: \d{4}-\d\d-\d\dT[\d:]+\+00:00 \([^)]*\)/g;
+const NOW = /Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)/g;
 const normal = (value) =>
   JSON.parse(JSON.stringify(value).replace(NOW, "Current date and time: <now>").replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"'));
 

@@ -363,6 +363,10 @@ class _Emitter:
             w.fill(
                 "timeouts?: { connect?: number; firstByte?: number; idle?: number; run?: number };"
             )
+            w.fill(
+                "/** No-progress detection: `{ repeats }` identical calls (default 3), or false. */"
+            )
+            w.fill("loopDetection?: { repeats?: number } | false;")
             w.fill("/** A provider replacing every model of the agent (tests). */")
             w.fill("provider?: Provider;")
         w.fill("}")

@@ -33,7 +33,7 @@ __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 #: The vector files, in the order both runners read them.
 GROUPS = ("schema", "expr", "prompts", "blocks", "engine")
 
-_NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+\+00:00 \([^)]*\)")
+_NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
 
 

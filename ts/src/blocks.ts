@@ -70,6 +70,8 @@ export interface Codec {
   feedbackMessage(text: string): Message;
 }
 
+const NO_EVENTS: DecodeEvent[] = [];
+
 export const KINDS: Record<string, IntentKind> = {
   response_text: "response_text",
   tool_call: "tool_call",
@@ -205,6 +207,7 @@ export class BlocksDecoder implements Decoder {
 
   private take(): DecodeEvent[] {
     const events = this.events;
+    if (events.length === 0) return NO_EVENTS;
     this.events = [];
     return events;
   }

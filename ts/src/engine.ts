@@ -325,19 +325,24 @@ export class Run {
     let control: Control | null = null;
     let failure: unknown = null;
     // Every middleware and handler sees the intent whatever the others do; the first control wins.
-    const take = async (produce: () => unknown): Promise<void> => {
-      try {
-        control = control ?? controlOf(await produce());
-      } catch (error) {
-        failure = failure ?? error;
-      }
-    };
     if (core.middleware.hasIntent) {
       this.ctx.activeAgent = active ?? agentName;
       this.ctx.rawBlock = raw;
-      for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) await take(() => fn(name, value, this.ctx));
+      for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) {
+        try {
+          control = control ?? controlOf(await fn(name, value, this.ctx));
+        } catch (error) {
+          failure = failure ?? error;
+        }
+      }
     }
-    for (const handler of core.handlers) await take(() => handler(name, value, agentName));
+    for (const handler of core.handlers) {
+      try {
+        control = control ?? controlOf(await handler(name, value, agentName));
+      } catch (error) {
+        failure = failure ?? error;
+      }
+    }
     if (failure !== null && name !== "error") {
       await this.fail(failure, agentName, `a handler of ${name} failed: `, false);
       // Fail closed: a call whose handler failed while deciding on it does not run.
@@ -498,7 +503,11 @@ export class Run {
     let finish: string | null = null;
     const answered = { model: "" };
     try {
-      for await (const event of this.stream(cfg, request, answered)) {
+      // Without fallback models the provider's stream is read directly (one generator less
+      // per event).
+      const events = cfg.fallback?.length ? this.stream(cfg, request, answered) : this.core.provider(cfg.model).stream(request);
+      answered.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
+      for await (const event of events) {
         if (event.type === "text") rnd.chunks.push(event.text);
         else if (event.type === "finish") finish = event.reason;
         for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PYTHON, startFakes } from "./fakes.mjs";
@@ -29,6 +30,26 @@ test("a wrong context type and a missing API key field are type errors", () => {
   assert.notEqual(result.status, 0);
   assert.match(result.stdout, /wrong\.ts\(6,\d+\): error TS2322: Type 'string' is not assignable to type 'boolean/);
   assert.match(result.stdout, /wrong\.ts\(10,\d+\): error TS2741: Property 'geminiApiKey' is missing/);
+});
+
+test("the TypeScript bindings of every example project type-check", () => {
+  const examples = join(here, "..", "..", "examples");
+  const out = join(here, ".examples");
+  rmSync(out, { recursive: true, force: true });
+  const files = [];
+  for (const name of readdirSync(examples)) {
+    const project = join(out, name);
+    cpSync(join(examples, name), project, { recursive: true, filter: (src) => !/generated|node_modules|package(-lock)?\.json/.test(src) });
+    const yml = join(project, "auwgent.yml");
+    writeFileSync(yml, readFileSync(yml, "utf8").replace(/targets:[\s\S]*$/, "targets:\n  - ts\n"));
+    execFileSync(PYTHON, ["-m", "auwgent", "generate", project], { stdio: "pipe" });
+    const found = spawnSync("find", [join(project, "generated"), "-name", "*.agent.types.ts"], { encoding: "utf8" }).stdout.trim().split("\n");
+    files.push(...found.filter(Boolean));
+  }
+  assert.ok(files.length >= 7, files.join(", "));
+  const args = ["--strict", "--noEmit", "--module", "esnext", "--moduleResolution", "bundler", "--target", "es2022", "--skipLibCheck"];
+  const result = spawnSync(join(bin, "tsc"), [...args, ...files], { encoding: "utf8" });
+  assert.equal(result.status, 0, result.stdout + result.stderr);
 });
 
 /** Run test/manual/<name>/app.ts with tsx against fake servers scripted with `script`. */

@@ -255,6 +255,7 @@ helper Analyst {
     default config { model: openai("gpt-4o") prompt: "You analyse." }
     output: { summary: string }
 }
+persona Pirate { "Talk like a pirate to {{ctx.name}}." }
 helper Support {
     description: "Talks billing with the user until it is settled"
     default config { model: openai("gpt-4o") prompt: "You do billing." }
@@ -277,6 +278,7 @@ agent Main {
         Analyst
         Support handoff user
     }
+    personas { Pirate }
     intent: { Planning { description: "plan" fields { step: string } } }
 }
 """
@@ -333,6 +335,7 @@ SCENARIOS: list[dict[str, Any]] = [
                  tb("response_text", None, "Anything else?")]},
     {"inputs": ["invoice 9"], "from": "billing",
      "replies": [tb("response_text", None, "Done.") + "\n" + tb("custom", "handoff_complete", "summary: 9")]},
+    {"inputs": ["ahoy"], "replies": [ANSWER], "persona": "Pirate"},
     {"inputs": ["bad args"], "protocol": "native",
      "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": 5}}]}, "Sorry."],
      "tools": {"get_weather": {"return": "x"}}},

@@ -18,7 +18,7 @@ import {
 import { COMPLETE_SPEC, helperParams, Invocation, Run } from "./engine.js";
 import { ConfigError, UnsupportedError } from "./errors.js";
 import { NativeCodec } from "./native.js";
-import { renderPrompt, referencedContextKeys } from "./prompts.js";
+import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
 import type { FunctionSpec, Provider } from "./providers/base.js";
 import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
 import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
@@ -339,13 +339,34 @@ export class AgentCore {
     return cached(this.parts, contract, codec.name, () => [codec.functions(contract), codec.responseSchema(contract)]);
   }
 
-  systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>): string {
+  /** The "Active persona" section, or "" when none is active or the agent does not list it. */
+  personaSection(agent: Record<string, any>, persona: string | null, context: Record<string, any>): string {
+    if (persona === null || !(agent.personas ?? []).includes(persona)) return "";
+    const body = renderBody(this.doc.personas[persona].body, {}, context, schemaTextFor(this.doc, agent));
+    return body.trim() ? `Active persona: ${persona}\n${body}` : "";
+  }
+
+  checkPersona(name: unknown, where: string): string | null {
+    if (name === null || name === undefined) return null;
+    const valid = Object.keys(this.doc.personas ?? {});
+    if (typeof name !== "string" || !valid.includes(name))
+      throw new ConfigError(`${where}: unknown persona ${JSON.stringify(name)}; valid personas: ${valid.length ? valid.join(", ") : "none (this agent lists no personas)"}`);
+    return name;
+  }
+
+  systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>, persona: string | null = null): string {
     const cfg = inv.agent.configs[inv.configName];
     const key = `${inv.name}\u0000${inv.configName}`;
     let referenced = this.referenced.get(key);
     if (!referenced) this.referenced.set(key, (referenced = referencedContextKeys(this.doc, cfg)));
     const section = cached(this.sections, contract, codec.name, () => codec.systemSection(contract));
-    return [renderPrompt(this.doc, inv.agent, cfg, context), section, this.contextSchema.section(inv.agent, context, referenced), nowLine()]
+    return [
+      renderPrompt(this.doc, inv.agent, cfg, context),
+      section,
+      this.personaSection(inv.agent, persona, context),
+      this.contextSchema.section(inv.agent, context, referenced),
+      nowLine(),
+    ]
       .filter((p) => p)
       .join("\n\n");
   }
@@ -374,6 +395,8 @@ export interface RunOptions {
   config?: string;
   /** Handed to middleware as `ctx.conversationId` (e.g. a session store's key). */
   conversationId?: string;
+  /** The persona this run takes on (default: the agent's, see usePersona). */
+  persona?: string;
 }
 
 /** A runnable agent; create it with the generated auwgent(config) factory. */
@@ -381,11 +404,25 @@ export class Agent {
   /** The session of the last finished run. */
   lastSession: SessionState | null = null;
 
+  private personaName: string | null;
+
   constructor(
     private core: AgentCore,
     private contextValues: Record<string, any>,
     private configName: string | null,
-  ) {}
+  ) {
+    this.personaName = core.checkPersona(core.options.persona, "persona");
+  }
+
+  /** The persona runs take on unless run({ persona }) says otherwise. */
+  get persona(): string | null {
+    return this.personaName;
+  }
+
+  /** Make `name` the persona runs take on (null: none). */
+  usePersona(name: string | null): void {
+    this.personaName = this.core.checkPersona(name, "usePersona");
+  }
 
   get name(): string {
     return this.core.root;
@@ -416,7 +453,8 @@ export class Agent {
   async run(text: string, options: RunOptions = {}): Promise<SessionState> {
     if (typeof text !== "string") throw new TypeError(`run() takes the user's text as a string, got ${typeof text}`);
     const selected = options.config !== undefined ? checkConfigName(this.core.doc, options.config, "run({config})") : this.configName;
-    const run = new Run(this.core, { ...this.contextValues }, selected, null);
+    const persona = options.persona !== undefined ? this.core.checkPersona(options.persona, "run({persona})") : this.personaName;
+    const run = new Run(this.core, { ...this.contextValues }, selected, null, persona);
     run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
     const session = await run.execute(text, options.session ?? null);
     this.lastSession = session;

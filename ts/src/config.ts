@@ -21,6 +21,7 @@ export const CONFIG_KEYS = [
   "timeouts",
   "provider",
   "loopDetection",
+  "persona",
 ] as const;
 
 export const DEFAULT_MAX_TOOL_LOOPS = 10;
@@ -36,6 +37,7 @@ export interface RuntimeOptions {
   baseUrls: Record<string, string>;
   /** How many identical calls mean no progress; null: loop detection is off. */
   loopRepeats: number | null;
+  persona: string | null;
 }
 
 function unknownKey(path: string, key: string, valid: readonly string[]): ConfigError {
@@ -115,6 +117,7 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     runTimeout: t.run === undefined || t.run === null ? null : num("timeouts.run", t.run),
     baseUrls: { ...baseUrls },
     loopRepeats: parseLoopDetection(config.loopDetection),
+    persona: config.persona ?? null,
   };
 }
 

@@ -113,6 +113,7 @@ export class Run {
     public context: Record<string, any>,
     public config: string | null,
     public sink: IntentSink | null,
+    public persona: string | null = null,
   ) {
     this.session = newSession(core.root);
     this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
@@ -475,7 +476,7 @@ export class Run {
   private async round(inv: Invocation, codec: Codec, contract: Contract, top: boolean): Promise<Round> {
     const core = this.core;
     const cfg = inv.agent.configs[inv.configName];
-    let system = core.systemPrompt(inv, codec, contract, this.context);
+    let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
     const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null };

@@ -82,7 +82,7 @@ async function scenario(ir, sc, chunk) {
       },
     ]),
   );
-  const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks" };
+  const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null };
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));

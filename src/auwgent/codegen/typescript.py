@@ -142,6 +142,7 @@ class _Emitter:
         w.fill(f"export type WorkflowName = {_union(p.workflows())};")
         w.fill(f"export type HelperName = {_union(p.helpers())};")
         w.fill(f"export type ConfigName = {_union(configs)};")
+        w.fill(f"export type PersonaName = {_union(self.doc.get('personas', {}))};")
 
     def named_types(self) -> None:
         w = self.w
@@ -351,6 +352,8 @@ class _Emitter:
             w.fill("middleware?: Middleware<any, any, any, any, any>[];")
             w.fill("/** The named config to run with. */")
             w.fill("config?: ConfigName;")
+            w.fill("/** The persona runs take on (agents that list it). */")
+            w.fill("persona?: PersonaName;")
             w.fill("baseUrls?: AuwgentBaseUrls;")
             w.fill("maxToolLoops?: number;")
             w.fill("maxOutputRetries?: number;")
@@ -395,10 +398,12 @@ class _Emitter:
                 "onIntentPartial(handler: (...args: PartialIntentArgs) => void | Promise<void>): void;"
             )
             w.fill("useConfig(name: ConfigName): void;")
+            w.fill("readonly persona: PersonaName | null;")
+            w.fill("usePersona(name: PersonaName | null): void;")
             w.fill("setContext(data: AuwgentContextValues): void;")
             w.fill(
                 "run(text: string, options?: { session?: SessionState | null; config?: ConfigName; "
-                "conversationId?: string }): Promise<SessionState>;"
+                "conversationId?: string; persona?: PersonaName }): Promise<SessionState>;"
             )
         w.fill("}")
         w.blank()

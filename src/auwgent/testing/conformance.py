@@ -100,6 +100,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         "context": sc.get("context", {"name": "Ama"}),
         "tools": _tools(sc.get("tools", {})),
         "protocol": sc.get("protocol", "blocks"),
+        "persona": sc.get("persona"),
     }
     agent = create_agent(
         ir,

@@ -145,28 +145,39 @@ function declaredToolNames(doc: Record<string, any>): string[] {
 }
 
 /**
- * The date line that ends every system prompt, in the machine's local zone, as the Python
- * runtime writes it: `Current date and time: 2026-12-01T10:30:00+00:00 (Tuesday, 01 December
- * 2026 10:30 UTC)`.
+ * The date line that ends every system prompt, in `zone` (an IANA name; default: the
+ * machine's local zone), as the Python runtime writes it: `Current date and time:
+ * 2026-12-01T10:30:00+00:00 (Tuesday, 01 December 2026 10:30 UTC)`.
  */
-export function nowLine(now = new Date()): string {
+export function nowLine(now = new Date(), zone: string | null = null): string {
   const second = Math.floor(now.getTime() / 1000);
-  if (second === lastNow[0]) return lastNow[1];
+  if (second === lastNow[0] && zone === lastNow[2]) return lastNow[1];
+  const fields: Record<string, string> = {};
+  const format = new Intl.DateTimeFormat("en-US", {
+    timeZone: zone ?? undefined,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    weekday: "long",
+    timeZoneName: "short",
+  });
+  for (const part of format.formatToParts(now)) fields[part.type] = part.value;
+  const [y, mo, d, h, mi, se] = [fields.year, fields.month, fields.day, fields.hour, fields.minute, fields.second].map(Number) as number[];
   const p = (n: number) => String(n).padStart(2, "0");
-  const offset = -now.getTimezoneOffset();
-  const zone = `${offset < 0 ? "-" : "+"}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
-  const date = `${now.getFullYear()}-${p(now.getMonth() + 1)}-${p(now.getDate())}`;
-  const time = `${p(now.getHours())}:${p(now.getMinutes())}`;
-  const iso = `${date}T${time}:${p(now.getSeconds())}${zone}`;
-  const name = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" }).formatToParts(now).find((x) => x.type === "timeZoneName")?.value ?? zone;
-  const line = `Current date and time: ${iso} (${DAYS[now.getDay()]}, ${p(now.getDate())} ${MONTHS[now.getMonth()]} ${now.getFullYear()} ${time} ${name})`;
-  lastNow = [second, line];
+  const offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) - second * 1000) / 60000);
+  const sign = offset < 0 ? "-" : "+";
+  const iso = `${y}-${p(mo!)}-${p(d!)}T${p(h!)}:${p(mi!)}:${p(se!)}${sign}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
+  const line = `Current date and time: ${iso} (${fields.weekday}, ${p(d!)} ${MONTHS[mo! - 1]} ${y} ${p(h!)}:${p(mi!)} ${fields.timeZoneName})`;
+  lastNow = [second, line, zone];
   return line;
 }
-const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-// Formatting costs more than reading the clock: the line is made once per second.
-let lastNow: [number, string] = [-1, ""];
+// Formatting costs more than reading the clock: the line is made once per second (and zone).
+let lastNow: [number, string, string | null] = [-1, "", null];
 
 // The keys of IR version 1 (src/auwgent/ir/schema.json). A key this runtime does not know is
 // a feature it cannot honour (an approval gate, say): it refuses the IR rather than run the
@@ -365,7 +376,7 @@ export class AgentCore {
       section,
       this.personaSection(inv.agent, persona, context),
       this.contextSchema.section(inv.agent, context, referenced),
-      nowLine(),
+      nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
     ]
       .filter((p) => p)
       .join("\n\n");

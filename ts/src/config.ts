@@ -22,6 +22,8 @@ export const CONFIG_KEYS = [
   "provider",
   "loopDetection",
   "persona",
+  "timezone",
+  "clock",
 ] as const;
 
 export const DEFAULT_MAX_TOOL_LOOPS = 10;
@@ -38,6 +40,10 @@ export interface RuntimeOptions {
   /** How many identical calls mean no progress; null: loop detection is off. */
   loopRepeats: number | null;
   persona: string | null;
+  /** The IANA zone of the date line; null: the machine's local zone. */
+  timezone: string | null;
+  /** Replaces the system clock for the date line. */
+  clock: (() => Date) | null;
 }
 
 function unknownKey(path: string, key: string, valid: readonly string[]): ConfigError {
@@ -118,6 +124,29 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     baseUrls: { ...baseUrls },
     loopRepeats: parseLoopDetection(config.loopDetection),
     persona: config.persona ?? null,
+    timezone: timezoneOf(config.timezone),
+    clock: clockOf(config.clock),
+  };
+}
+
+function timezoneOf(name: unknown): string | null {
+  if (name === undefined || name === null) return null;
+  if (typeof name !== "string") throw new ConfigError(`timezone: expected an IANA zone name such as 'Africa/Accra', got ${JSON.stringify(name)}`);
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: name });
+  } catch {
+    throw new ConfigError(`timezone: unknown time zone '${name}'; use an IANA name such as 'Africa/Accra' or 'UTC'`);
+  }
+  return name;
+}
+
+function clockOf(clock: unknown): (() => Date) | null {
+  if (clock === undefined || clock === null) return null;
+  if (typeof clock !== "function") throw new ConfigError(`clock: expected a function returning a Date, got ${typeof clock}`);
+  return () => {
+    const now = clock();
+    if (!(now instanceof Date) || Number.isNaN(now.getTime())) throw new ConfigError("clock: the function must return a valid Date");
+    return now;
   };
 }
 

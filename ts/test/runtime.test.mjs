@@ -268,3 +268,13 @@ test("a handler that throws while deciding on a call: the call does not run; eve
   assert.match(back, /\[tool_error: lookup\]/);
   assert.doesNotMatch(back, /secret detail/);
 });
+
+test("timezone and clock set the date line; a bad zone is a config error", async () => {
+  assert.throws(() => agentFor({ openai: "http://127.0.0.1:9", gemini: "http://127.0.0.1:9" }, { timezone: "Mars/Olympus" }), /timezone: unknown time zone 'Mars\/Olympus'; use an IANA name such as 'Africa\/Accra' or 'UTC'/);
+  const fakes = await startFakes({ openai: [answer("Ok.")] });
+  const clock = () => new Date(Date.UTC(2026, 6, 1, 10, 30, 5));
+  const agent = agentFor(fakes.urls, { timezone: "America/New_York", clock });
+  await agent.run("time?");
+  const { openai } = await fakes.stop();
+  assert.match(openai[0].body.messages[0].content, /\nCurrent date and time: 2026-07-01T06:30:05-04:00 \(Wednesday, 01 July 2026 06:30 EDT\)$/);
+});

@@ -15,7 +15,7 @@ import {
   resolveBaseUrl,
   type RuntimeOptions,
 } from "./config.js";
-import { COMPLETE_SPEC, helperParams, Invocation, Run } from "./engine.js";
+import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from "./engine.js";
 import { ConfigError, UnsupportedError } from "./errors.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
@@ -401,6 +401,14 @@ function declaredOrder(example: Record<string, any>, specs: CallableSpec[]): Rec
   return { ...example, args: ordered };
 }
 
+/** One intent as `agent.stream()` yields it: final (`partial: false`) or a streaming update. */
+export interface IntentEvent {
+  name: string;
+  value: any;
+  agentName: string;
+  partial: boolean;
+}
+
 export interface RunOptions {
   session?: SessionState | Record<string, any> | null;
   config?: string;
@@ -462,10 +470,39 @@ export class Agent {
   }
 
   async run(text: string, options: RunOptions = {}): Promise<SessionState> {
+    return this.execute(text, options, null);
+  }
+
+  /**
+   * Run one input, yielding every intent (partials included) as it happens; the session is in
+   * `lastSession` once the iteration ends.
+   */
+  async *stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
+    const queue: IntentEvent[] = [];
+    let wake: (() => void) | null = null;
+    let done = false;
+    const sink: IntentSink = (name, value, agentName, partial) => {
+      queue.push({ name, value, agentName, partial });
+      wake?.();
+    };
+    const running = this.execute(text, options, sink).finally(() => {
+      done = true;
+      wake?.();
+    });
+    for (;;) {
+      while (queue.length) yield queue.shift()!;
+      if (done) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+    await running;
+  }
+
+  private async execute(text: string, options: RunOptions, sink: IntentSink | null): Promise<SessionState> {
     if (typeof text !== "string") throw new TypeError(`run() takes the user's text as a string, got ${typeof text}`);
     const selected = options.config !== undefined ? checkConfigName(this.core.doc, options.config, "run({config})") : this.configName;
     const persona = options.persona !== undefined ? this.core.checkPersona(options.persona, "run({persona})") : this.personaName;
-    const run = new Run(this.core, { ...this.contextValues }, selected, null, persona);
+    const run = new Run(this.core, { ...this.contextValues }, selected, sink, persona);
     run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
     const session = await run.execute(text, options.session ?? null);
     this.lastSession = session;

@@ -2,7 +2,7 @@
 // `<stem>.agent.types.ts` files import it; applications mostly use what those files export.
 
 export { Agent, AgentCore, createAgent, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
-export type { IRMeta, RunOptions } from "./agent.js";
+export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
 export { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";

@@ -278,3 +278,16 @@ test("timezone and clock set the date line; a bad zone is a config error", async
   const { openai } = await fakes.stop();
   assert.match(openai[0].body.messages[0].content, /\nCurrent date and time: 2026-07-01T06:30:05-04:00 \(Wednesday, 01 July 2026 06:30 EDT\)$/);
 });
+
+test("agent.stream yields partials and finals as they happen, then lastSession holds the session", async () => {
+  const fakes = await startFakes({ openai: [{ text: block("response_text", null, "Streaming works."), chunk_size: 3 }] });
+  const agent = agentFor(fakes.urls);
+  const events = [];
+  for await (const event of agent.stream("go")) events.push(event);
+  await fakes.stop();
+  const partials = events.filter((e) => e.partial);
+  assert.ok(partials.length > 1);
+  assert.equal(partials.map((e) => e.value.delta).join(""), "Streaming works.");
+  assert.deepEqual(events.at(-1), { name: "response_text", value: { text: "Streaming works." }, agentName: "Main", partial: false });
+  assert.equal(agent.lastSession.turns[0].output, "Streaming works.");
+});

@@ -264,6 +264,17 @@ class _Emitter:
             ": PartialIntent<Partial<IntentPayloads[N]>>, agentName: AgentName];"
         )
         w.fill("}[PartialIntentName];")
+        w.fill(
+            "/** What `agent.stream()` yields: final intents and streaming updates, narrowed by name. */"
+        )
+        w.fill("export type AgentStreamEvent =")
+        w.fill(
+            "  | { [N in IntentName]: { name: N; value: IntentPayloads[N]; agentName: AgentName; partial: false } }[IntentName]"
+        )
+        w.fill(
+            "  | { [N in PartialIntentName]: { name: N; value: PartialIntent<Partial<IntentPayloads[N]>>; "
+            "agentName: AgentName; partial: true } }[PartialIntentName];"
+        )
 
     def intent_type(self, name: str) -> str:
         joined = "".join(part[:1].upper() + part[1:] for part in re.findall(r"[A-Za-z0-9]+", name))
@@ -404,6 +415,13 @@ class _Emitter:
             w.fill(
                 "run(text: string, options?: { session?: SessionState | null; config?: ConfigName; "
                 "conversationId?: string; persona?: PersonaName }): Promise<SessionState>;"
+            )
+            w.fill(
+                "/** One input, yielding every intent as it happens; then `lastSession` holds the session. */"
+            )
+            w.fill(
+                "stream(text: string, options?: { session?: SessionState | null; config?: ConfigName; "
+                "conversationId?: string; persona?: PersonaName }): AsyncGenerator<AgentStreamEvent>;"
             )
         w.fill("}")
         w.blank()

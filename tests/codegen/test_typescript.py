@@ -74,3 +74,21 @@ def test_declarations_follow_the_ir() -> None:
 
 def test_rendering_is_deterministic() -> None:
     assert _render() == _render()
+
+
+def test_an_intent_payload_type_never_takes_a_declared_type_name() -> None:
+    source = """
+    type PlanningIntent { x: string }
+    intent Planning { description: "plan" fields { step: string } }
+    agent Main {
+        default config { model: gemini("g") prompt: "Hi" }
+        tool t(p: PlanningIntent): string
+        intent: Planning
+    }
+    """
+    result = compile_sources({"main.agent": source})
+    result.raise_for_errors()
+    text = render_typescript(result.documents["main.agent"])
+    assert "export interface PlanningIntent {" in text
+    assert "export type PlanningIntent_ = { step: string };" in text
+    assert "    Planning: PlanningIntent_;" in text

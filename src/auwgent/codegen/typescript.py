@@ -38,6 +38,13 @@ _RESERVED = frozenset(
 )
 
 
+#: Names the module declares itself; an intent payload type never takes one of them.
+_GENERATED_NAMES = frozenset(
+    "ToolCallIntent WorkflowCallIntent HelperCallIntent ResponseSchemaIntent PartialIntent "
+    "IntentControl SessionState".split()
+)
+
+
 def _key(name: str) -> str:
     """A property key: bare when it is an identifier, else a string literal."""
     return name if _IDENT.match(name) else json.dumps(name)
@@ -278,7 +285,11 @@ class _Emitter:
 
     def intent_type(self, name: str) -> str:
         joined = "".join(part[:1].upper() + part[1:] for part in re.findall(r"[A-Za-z0-9]+", name))
-        return ("_" + joined if joined[:1].isdigit() else joined) + "Intent"
+        base = ("_" + joined if joined[:1].isdigit() else joined) + "Intent"
+        taken = {_type_name(t) for t in self.doc.get("types", {})} | _GENERATED_NAMES
+        while base in taken:  # a declared type may already use the name
+            base += "_"
+        return base
 
     def hands_off(self) -> bool:
         return any(u.get("handoff") == "user" for a in self.p.agents for u in a.get("helpers", []))

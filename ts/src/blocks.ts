@@ -84,11 +84,12 @@ const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call:
 const PROTOCOLISH = /^[a-z_]*(?:call|tool|function|intent|schema|response|result|output)/;
 const MAX_HEADER = 200;
 const MAX_CLOSER = 40;
-const HEADER = /^\[[ \t]*(?<kind>[A-Za-z_][\p{L}\p{N}_-]*)[ \t]*(?::[ \t]*(?<name>[^\]\n]*?))?[ \t]*\]?[ \t\r]*$/u;
+// Block kinds are ASCII words; names may hold any letter (NAME below).
+const HEADER = /^\[[ \t]*(?<kind>[A-Za-z_][\w-]*)[ \t]*(?::[ \t]*(?<name>[^\]\n]*?))?[ \t]*\]?[ \t\r]*$/;
 const NAME = /^[A-Za-z_][\p{L}\p{N}_.\-]*$/u;
 const HEADER_STOP = /[^A-Za-z0-9_\-.: \t`"'\r]/g;
-const CLOSER = /\[\/[ \t]*(?<kind>[A-Za-z_][\p{L}\p{N}_-]*)[ \t]*\]/uy;
-const CLOSER_PREFIX = /^\[(?:\/[ \t]*[\p{L}\p{N}_-]*[ \t]*)?$/u;
+const CLOSER = /\[\/[ \t]*(?<kind>[A-Za-z_][\w-]*)[ \t]*\]/y;
+const CLOSER_PREFIX = /^\[(?:\/[ \t]*[\w-]*[ \t]*)?$/;
 const KNOWN = "(?:tool_call|workflow_call|helper_call|custom|schema|response_text)";
 const NEXT_HEADER = new RegExp(String.raw`\[[ \t]*${KNOWN}[ \t]*(?::[^\]\n]*)?\]`, "iy");
 const NEXT_HEADER_PREFIX = /^\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?$/;

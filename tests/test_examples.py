@@ -52,7 +52,8 @@ def test_every_example_project_generates(name: str, tmp_path: Path) -> None:
         text=True,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert list((project / "generated").rglob("*_types.py"))
+    generated = project / "generated"
+    assert list(generated.rglob("*_types.py")) or list(generated.rglob("*.agent.types.ts"))
 
 
 def test_quickstart_streams_and_answers_offline(tmp_path: Path) -> None:

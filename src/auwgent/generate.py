@@ -1,10 +1,11 @@
 """``auwgent generate``: compile a project, write its outputs, remove stale ones, watch.
 
 For every agent file ``<source>/<sub>/<stem>.agent`` the output folder receives
-``<output>/<sub>/<stem>.agent.json`` (the IR) and ``<output>/<sub>/<module>_types.py`` (the
-Python bindings; ``module`` is the stem made a valid module name). Library files (no agent)
-produce nothing. Every output folder gets an ``__init__.py`` so the bindings import as a
-package.
+``<output>/<sub>/<stem>.agent.json`` (the IR) and, per target in ``targets``,
+``<output>/<sub>/<module>_types.py`` (``py``: the Python bindings; ``module`` is the stem made
+a valid module name) and ``<output>/<sub>/<stem>.agent.types.ts`` (``ts``: the TypeScript
+bindings). Library files (no agent) produce nothing. With the ``py`` target every output
+folder gets an ``__init__.py`` so the bindings import as a package.
 
 The output folder keeps a manifest (``.auwgent-manifest.json``) of the files generate wrote.
 Outputs of agents that no longer exist are deleted, but only when the manifest lists them:
@@ -28,6 +29,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from auwgent.cli import display_path, plural
 from auwgent.codegen.python import module_name, render_python
+from auwgent.codegen.typescript import HEADER as _TS_HEADER
+from auwgent.codegen.typescript import render_typescript
 from auwgent.errors import CompileError, ConfigError
 from auwgent.ir import dumps_ir
 
@@ -106,19 +109,29 @@ def output_paths(relative_source: str) -> tuple[str, str]:
     return str(folder / f"{stem}.agent.json"), str(folder / f"{module_name(stem)}_types.py")
 
 
+def ts_output_path(ir_path: str) -> str:
+    """The TypeScript bindings beside an IR file (``main.agent.json`` → ``main.agent.types.ts``)."""
+    return ir_path[: -len(".json")] + ".types.ts"
+
+
 @lru_cache(maxsize=128)
-def _render(ir_text: str) -> str:
+def _render(ir_text: str, target: str) -> str:
     # The IR text decides the module completely, so in watch mode an agent whose compiled IR
     # did not change is not rendered again.
+    if target == "ts":
+        return render_typescript(json.loads(ir_text), ir_text=ir_text)
     return render_python(json.loads(ir_text), ir_text=ir_text)
 
 
-def _plan(documents: Mapping[str, Mapping[str, Any]]) -> _Plan:
+def _plan(documents: Mapping[str, Mapping[str, Any]], targets: Iterable[str] = ("py",)) -> _Plan:
     plan = _Plan()
     owners: dict[str, str] = {}
+    wanted = list(dict.fromkeys(targets)) or ["py"]
     for source, doc in sorted(documents.items()):
         ir_path, py_path = output_paths(source)
-        for path in (ir_path, py_path):
+        modules = {"py": py_path, "ts": ts_output_path(ir_path)}
+        paths = [ir_path, *(modules[t] for t in wanted)]
+        for path in paths:
             if path in owners:
                 plan.errors.append(
                     f"{source} and {owners[path]} would both generate {path}; rename one of them"
@@ -126,11 +139,14 @@ def _plan(documents: Mapping[str, Mapping[str, Any]]) -> _Plan:
             owners[path] = source
         ir_text = dumps_ir(dict(doc))
         try:
-            plan.files[py_path] = _render(ir_text)
+            rendered = {modules[t]: _render(ir_text, t) for t in wanted}
         except CompileError as exc:
             plan.errors.append(f"{source}: {exc}")
             continue
+        plan.files.update(rendered)
         plan.files[ir_path] = ir_text
+    if "py" not in wanted:
+        return plan
     for path in list(plan.files):
         parent = PurePosixPath(path).parent
         while True:
@@ -156,7 +172,10 @@ def _is_own_kind(path: PurePosixPath) -> bool:
     inside = not path.is_absolute() and ".." not in path.parts and "\\" not in str(path)
     name = path.name
     return inside and (
-        name == "__init__.py" or name.endswith(".agent.json") or name.endswith("_types.py")
+        name == "__init__.py"
+        or name.endswith(".agent.json")
+        or name.endswith("_types.py")
+        or name.endswith(".agent.types.ts")
     )
 
 
@@ -168,6 +187,8 @@ def _looks_generated(path: Path) -> bool:
         return False
     if path.suffix == ".py":
         return text.startswith(_PY_HEADER)
+    if path.suffix == ".ts":
+        return text.startswith(_TS_HEADER)
     try:
         doc = json.loads(text)
     except ValueError:
@@ -236,21 +257,6 @@ def _remove_stale(output: Path, stale: Iterable[str]) -> list[Path]:
     return removed
 
 
-def _targets_notes(targets: Iterable[str]) -> tuple[list[str], list[str]]:
-    notes: list[str] = []
-    errors: list[str] = []
-    targets = list(targets) or ["py"]
-    if "ts" in targets:
-        if "py" in targets:
-            notes.append("the TypeScript target (ts) is not available yet; generating py only")
-        else:
-            errors.append(
-                "the TypeScript target (ts) is not available yet; add `py` to `targets` in "
-                "auwgent.yml to generate Python bindings"
-            )
-    return notes, errors
-
-
 def _rebased(
     documents: Mapping[str, Mapping[str, Any]], project: Project
 ) -> dict[str, Mapping[str, Any]]:
@@ -289,19 +295,19 @@ def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
 
     started = time.perf_counter()
     output = default_output(project)
-    notes, target_errors = _targets_notes(project.targets)
+    notes: list[str] = []
     compiled = compile_project(
         project.files,
         project.source_root,
         display=display_path,
         jobs=jobs,
     )
-    errors: list[str] = list(target_errors)
+    errors: list[str] = []
     written: list[Path] = []
     removed: list[Path] = []
     plan = _Plan()
     if compiled.ok and not errors:
-        plan = _plan(_rebased(compiled.documents, project))
+        plan = _plan(_rebased(compiled.documents, project), project.targets)
         errors.extend(plan.errors)
         if not errors:
             try:
@@ -371,8 +377,6 @@ def run_generate(
         print(f"error: {exc}", file=err)
         return 2
     _report(result, out, err, _color(err))
-    if any("not available yet" in e for e in result.errors):
-        return 2
     return 0 if result.ok else 1
 
 

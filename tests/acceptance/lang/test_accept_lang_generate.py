@@ -234,11 +234,15 @@ def test_ts_target(tmp_path: Path) -> None:
     write(tmp_path, {"auwgent.yml": "targets: [ts]\n", "main.agent": agent()})
     result = run("generate", cwd=tmp_path)
     assert_no_traceback(result)
-    assert result.returncode != 0 and "TypeScript" in result.stderr
+    assert result.returncode == 0, result.stderr
+    generated = tmp_path / "generated"
+    assert (generated / "main.agent.types.ts").is_file()
+    assert not (generated / "main_types.py").exists()
     (tmp_path / "auwgent.yml").write_text("targets: [ts, py]\n", encoding="utf-8")
     result = run("generate", cwd=tmp_path)
-    assert result.returncode == 0 and "TypeScript" in result.stderr
-    assert (tmp_path / "generated" / "main_types.py").is_file()
+    assert result.returncode == 0, result.stderr
+    assert (generated / "main_types.py").is_file()
+    assert (generated / "main.agent.types.ts").is_file()
 
 
 def test_summary_counts_warnings_like_check(tmp_path: Path) -> None:

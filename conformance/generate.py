@@ -1,0 +1,387 @@
+"""Write the conformance vectors from the Python runtime's current behaviour.
+
+Run ``python conformance/generate.py`` after a deliberate change of shared behaviour; commit
+the JSON it writes. Both runtimes run every vector (tests/conformance/ in Python,
+ts/test/conformance.test.mjs in TypeScript) and both check that they ran exactly the ids
+listed in ``manifest.json``. See docs/typescript.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from auwgent.compiler.pipeline import compile_sources
+from auwgent.testing.conformance import GROUPS, run_vector
+
+HERE = Path(__file__).parent
+CHUNKINGS = [0, 1, 3, 7]  # 0: the whole text in one piece
+
+
+def compile_ir(source: str) -> dict[str, Any]:
+    result = compile_sources({"main.agent": source})
+    result.raise_for_errors()
+    return json.loads(json.dumps(result.documents["main.agent"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# schema
+
+S, N, B = {"kind": "string"}, {"kind": "number"}, {"kind": "boolean"}
+LEVEL = {
+    "kind": "union",
+    "variants": [{"kind": "literal", "value": "low"}, {"kind": "literal", "value": "high"}],
+}
+PERSON = {
+    "kind": "object",
+    "fields": [
+        {"name": "name", "type": S, "optional": False, "description": None},
+        {"name": "age", "type": N, "optional": True, "description": "years"},
+    ],
+}
+TYPES = {"Person": PERSON}
+SCHEMA_TYPES: dict[str, Any] = {
+    "string": S,
+    "number": N,
+    "boolean": B,
+    "level": LEVEL,
+    "numbers": {"kind": "array", "items": N},
+    "person": {"kind": "ref", "name": "Person"},
+    "people": {"kind": "array", "items": {"kind": "ref", "name": "Person"}},
+    "num_or_bool": {"kind": "union", "variants": [N, B]},
+}
+SCHEMA_VALUES: list[Any] = [
+    "x", "28", " -2.5 ", "1e3", "yes", "No", "0", 1, 0, 2.5, True, False, None, "low", "high",
+    [1, "2"], {"name": "Ama"}, {"name": "Ama", "age": "30"}, {"name": "Ama", "age": None},
+    {"name": 3, "extra": 1}, [{"name": "Kofi", "age": 2}], [],
+]  # fmt: skip
+
+
+def schema_vectors() -> list[dict[str, Any]]:
+    out = []
+    for tname, type_ in SCHEMA_TYPES.items():
+        for i, value in enumerate(SCHEMA_VALUES):
+            out.append({"id": f"schema/{tname}/{i}", "type": type_, "types": TYPES, "value": value})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# expressions (lenient, as in templates) and value rendering
+
+
+def lit(v: Any) -> dict[str, Any]:
+    return {"e": "lit", "value": v}
+
+
+def binary(op: str, a: Any, b: Any) -> dict[str, Any]:
+    return {"e": "binary", "op": op, "left": lit(a), "right": lit(b)}
+
+
+EXPRS: list[dict[str, Any]] = [
+    binary("+", 1, 2), binary("+", "a", 3), binary("+", 2.5, "x"), binary("-", 7, 10),
+    binary("*", 3, 0.5), binary("/", 6, 4), binary("%", -7, 3), binary("/", 1, 0),
+    binary("==", [1, {"a": True}], [1, {"a": True}]), binary("==", True, 1), binary("!=", "a", "b"),
+    binary("<", "apple", "banana"), binary("<", 1, "2"), binary(">=", 3, 3), binary("&&", 1, ""),
+    binary("||", 0, "x"), {"e": "unary", "op": "!", "operand": lit([])},
+    {"e": "unary", "op": "-", "operand": lit(4)},
+    {"e": "member", "object": {"e": "ctx", "name": "user"}, "name": "name"},
+    {"e": "member", "object": {"e": "ctx", "name": "tags"}, "name": "length"},
+    {"e": "index", "object": {"e": "ctx", "name": "tags"}, "index": lit(1)},
+    {"e": "index", "object": {"e": "ctx", "name": "tags"}, "index": lit(9)},
+    {"e": "member", "object": {"e": "ctx", "name": "missing"}, "name": "x"},
+    {"e": "array", "items": [lit(1), {"e": "ctx", "name": "user"}]},
+    {"e": "object", "fields": [{"name": "k", "value": binary("*", 2, 21)}]},
+    {"e": "name", "name": "p"},
+]  # fmt: skip
+EXPR_CTX = {"user": {"name": "Ama", "vip": True}, "tags": ["a", "b"], "n": 2.5}
+
+
+def expr_vectors() -> list[dict[str, Any]]:
+    out = []
+    for i, e in enumerate(EXPRS):
+        out.append({"id": f"expr/{i}", "expr": e, "scope": {"p": 3}, "ctx": EXPR_CTX})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# prompts
+
+PROMPT_SOURCES = [
+    'agent Main { default config { model: gemini("g") prompt: "Hello" } }',
+    """prompt Greeting(name: string, vip: boolean) {
+        if (vip) { return "Welcome back, {{name}}!" } else { return "Hello {{name}}." }
+    }
+    agent Main {
+        default config { model: gemini("g") prompt: Greeting(ctx.name, ctx.vip) + "Be brief." }
+        context { name: string vip: boolean }
+    }""",
+    """agent Main {
+        default config {
+            model: gemini("g")
+            prompt: \"\"\"
+                You help {{ctx.name}}.
+                {{#if ctx.vip}}
+                They are a VIP: be generous.
+                {{else}}
+                Be polite.
+                {{/if}}
+                Count: {{ctx.count}} {{ctx.ratio}}
+                \"\"\"
+        }
+        context { name: string vip: boolean count: number ratio: number }
+    }""",
+    """type Person { name: string @desc "full name" age?: number }
+    agent Main {
+        default config { model: gemini("g") prompt: "Answer as {{@schema(output)}}; context {{@schema(context)}}" }
+        context { topic: string }
+        output: Person
+    }""",
+    """prompt Examples {
+        "Classify the message."
+        Example { user: "I love it" assistant: "positive" }
+        Example { user: "Awful" assistant: "negative" }
+    }
+    agent Main { default config { model: gemini("g") prompt: Examples } }""",
+]
+PROMPT_CONTEXTS: list[dict[str, Any]] = [
+    {},
+    {"name": "Ama", "vip": True, "count": 3, "ratio": 0.5, "topic": "x"},
+    {"name": "Kofi", "vip": False, "count": 1e21, "ratio": 2.0, "topic": "y"},
+    {"name": "", "vip": False, "count": -0.25, "ratio": 1e-7, "topic": ""},
+]
+
+
+def prompt_vectors() -> list[dict[str, Any]]:
+    out = []
+    for i, source in enumerate(PROMPT_SOURCES):
+        ir = compile_ir(source)
+        for j, ctx in enumerate(PROMPT_CONTEXTS):
+            out.append({"id": f"prompt/{i}/{j}", "ir": ir, "context": ctx})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# block decoding
+
+WEATHER = {
+    "kind": "object",
+    "fields": [{"name": "temperature", "type": N, "optional": False, "description": None}],
+}
+CONTRACTS: dict[str, dict[str, Any]] = {
+    "text": {
+        "callables": [
+            {"kind": "tool", "name": "get_weather", "description": "Gets weather",
+             "params": [{"name": "location", "type": S, "optional": False, "description": None}],
+             "returns": {"kind": "ref", "name": "Weather"}},
+            {"kind": "tool", "name": "forecast", "description": "",
+             "params": [{"name": "location", "type": S, "optional": False, "description": None},
+                        {"name": "days", "type": N, "optional": False, "description": None},
+                        {"name": "detailed", "type": B, "optional": True, "description": None}],
+             "returns": S},
+            {"kind": "workflow", "name": "delete_user", "description": "Deletes",
+             "params": [{"name": "id", "type": S, "optional": False, "description": None}], "returns": S},
+        ],
+        "intents": [{"name": "Planning", "description": "plan",
+                     "fields": [{"name": "step", "type": S, "optional": False, "description": None},
+                                {"name": "confidence", "type": N, "optional": False, "description": None}]}],
+        "output": {"kind": "text"},
+        "types": {"Weather": WEATHER},
+    },
+    "schema": {
+        "callables": [],
+        "intents": [],
+        "output": {"kind": "ref", "name": "Person"},
+        "types": TYPES,
+    },
+}  # fmt: skip
+BLOCK_TEXTS: list[tuple[str, str]] = [
+    ("text", "[response_text]\nHello there!\n[/response_text]"),
+    ("text", "Just plain text, no blocks."),
+    ("text", "  leading spaces and a trailing line  \n\n"),
+    ("text", "[tool_call: get_weather]\nlocation: Accra\n[/tool_call]"),
+    ("text", "[tool_call: get_weather]\nAccra, Ghana\n[/tool_call]"),
+    ("text", '[tool_call: forecast]\n{"location": "Kumasi", "days": "3"}\n[/tool_call]'),
+    ("text", "[tool_call: forecast]\n{location: 'Tamale', days: 2, detailed: true}\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\nlocation = Ho\ndays = 5\ndetailed = yes\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\nlocation: Accra\ndays: 2\ndays: 3\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\nlocation: Accra\nlocation: Accra\ndays: 1\n[/tool_call]"),
+    ("text", "[tool_call: unknown_tool]\nx: 1\n[/tool_call]"),
+    ("text", "[workflow_call: delete_user]\nid: user_1\n[/workflow_call]"),
+    ("text", "[tool_call: delete_user]\nid: user_2\n[/tool]"),
+    ("text", "Sure.\n[tool_call: get_weather]\nlocation: Lagos\n[/tool_call]\nthen more"),
+    ("text", "[tool_call: get_weather]\nlocation: Accra\n[tool_call: get_weather]\nlocation: Kumasi\n[/tool_call]"),
+    ("text", "[tool_call: get_weather]\nlocation: Cape Coast"),
+    ("text", "[custom: Planning]\nstep: Collect constraints: budget\nconfidence: 0.92\n[/custom]"),
+    ("text", "[custom: Unknown]\nx: 1\n[/custom]"),
+    ("text", "[TODO: fix this]\nand [Note] here\n[response_text]\nok\n[/response_text]"),
+    ("text", "[response_text]\nline one\n\nline two [with brackets]\n[/response_text]"),
+    ("text", "[tool_call: forecast]\n```json\n{\"location\": \"Wa\", \"days\": 1}\n```\n[/tool_call]"),
+    ("text", "[tool_call: get_weather]\nlocation: https://example.com/a:b?c=d\n[/tool_call]"),
+    ("text", "[schema: Person]\nname: Ama\n[/schema]"),
+    ("schema", "[schema: Person]\nname: Ama\nage: 28\n[/schema]"),
+    ("schema", "[schema]\nname: Kofi\nage: \"31\"\n[/schema]"),
+    ("schema", '{"name": "Esi", "age": 40}'),
+    ("schema", 'Here you go: {"name": "Yaw"} hope that helps'),
+    ("schema", "[response_text]\nhi\n[/response_text]"),
+    ("schema", "[schema: Other]\nname: x\n[/schema]"),
+    ("schema", "[schema: Person]\nname: Ama\nname: Abena\n[/schema]"),
+    ("text", "[tool_call: forecast]\nlocation: Accra\ndays: 4\n[/tool_call]\n[custom: Planning]\nstep: go\nconfidence: 1\n[/custom]"),
+    ("text", "[helper_call: get_weather]\nlocation: Accra\n[/helper_call]"),
+]  # fmt: skip
+
+
+def block_vectors() -> list[dict[str, Any]]:
+    out = []
+    for i, (cname, text) in enumerate(BLOCK_TEXTS):
+        out.append(
+            {
+                "id": f"blocks/{i}",
+                "contract": CONTRACTS[cname],
+                "text": text,
+                "chunkings": CHUNKINGS,
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# engine scenarios
+
+ENGINE_AGENT = """
+type Weather { temperature: number condition: string }
+helper Analyst {
+    description: "Analyses a topic"
+    default config { model: openai("gpt-4o") prompt: "You analyse." }
+    output: { summary: string }
+}
+persona Pirate { "Talk like a pirate to {{ctx.name}}." }
+helper Support {
+    description: "Talks billing with the user until it is settled"
+    default config { model: openai("gpt-4o") prompt: "You do billing." }
+}
+agent Main {
+    default config { model: openai("gpt-4o") prompt: "You help {{ctx.name}}." maxToolLoops: 3 }
+    context { name: string is_admin?: boolean }
+    tool get_weather(location: string): Weather @desc "Gets weather" @example(location = "Accra")
+    tool slow(): string
+    workflow purge(id: string): string {
+        description: "Purges a record"
+        tool purge_db(id: string): string
+        if (ctx.is_admin) {
+            let r = purge_db(id)
+            return "purged " + r
+        }
+        return "denied"
+    }
+    helpers {
+        Analyst
+        Support handoff user
+    }
+    personas { Pirate }
+    intent: { Planning { description: "plan" fields { step: string } } }
+}
+"""
+
+
+def tb(kind: str, name: str | None, body: str) -> str:
+    head = f"[{kind}: {name}]" if name else f"[{kind}]"
+    return f"{head}\n{body}\n[/{kind}]"
+
+
+ANSWER = tb("response_text", None, "Done.")
+# Calls of one response run concurrently, so the order of their intents is not defined: every
+# scenario makes at most one call per response.
+SCENARIOS: list[dict[str, Any]] = [
+    {"inputs": ["hi"], "replies": [ANSWER]},
+    {"inputs": ["weather?"], "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}},
+    {"inputs": ["weather?"], "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+     "tools": {"get_weather": {"raise": "station offline"}}},
+    {"inputs": ["weather?"], "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER]},
+    {"inputs": ["purge"], "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER],
+     "tools": {"purge_db": {"return": "ok"}}, "context": {"name": "Ama", "is_admin": True}},
+    {"inputs": ["purge"], "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER],
+     "tools": {"purge_db": {"return": "ok"}}, "context": {"name": "Ama", "is_admin": False}},
+    {"inputs": ["purge"], "replies": [tb("tool_call", "purge_db", "id: r1"), ANSWER],
+     "tools": {"purge_db": {"return": "ok"}}},
+    {"inputs": ["loop"], "replies": [tb("tool_call", "slow", ""), tb("tool_call", "slow", ""), tb("tool_call", "slow", "")],
+     "tools": {"slow": {"return": "again"}}},
+    {"inputs": ["plan"], "replies": [tb("custom", "Planning", "step: think")]},
+    {"inputs": ["analyse"], "replies": [tb("helper_call", "Analyst", "input: sales"), tb("schema", "AnalystOutput", "summary: up"), ANSWER]},
+    {"inputs": ["one", "two"], "replies": [ANSWER, tb("response_text", None, "Again.")]},
+    {"inputs": ["bad"], "replies": [tb("tool_call", "get_weather", '{"location": 3, "x": 1}'), ANSWER],
+     "tools": {"get_weather": {"return": "x"}}},
+    {"inputs": ["empty"], "replies": ["", "", ""]},
+    {"inputs": ["hi"], "replies": ["Hello from native."], "protocol": "native"},
+    {"inputs": ["weather?"], "protocol": "native",
+     "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": "Accra"}}]}, "Hot."],
+     "tools": {"get_weather": {"return": {"temperature": 35, "condition": "hot"}}}},
+    {"inputs": ["two"], "protocol": "native",
+     "replies": [{"parts": ["Checking. ", {"call": "tool__nope", "args": {}}]},
+                 {"parts": [{"call": "tool__get_weather", "args": {"location": "Ho"}}]}, "Done."],
+     "tools": {"get_weather": {"return": "cool"}}},
+    {"inputs": ["plan"], "protocol": "native",
+     "replies": [{"parts": [{"call": "intent__Planning", "args": {"step": "first"}}]}, "Planned."]},
+    {"inputs": ["purge"], "protocol": "native", "context": {"name": "Ama", "is_admin": True},
+     "replies": [{"parts": [{"call": "workflow__purge", "args": {"id": "r9"}}]}, "Purged."],
+     "tools": {"purge_db": {"return": "ok"}}},
+    {"inputs": ["analyse"], "protocol": "native",
+     "replies": [{"parts": [{"call": "helper__Analyst", "args": {"input": "q3"}}]},
+                 '{"summary": "flat"}', "Flat."]},
+    {"inputs": ["billing", "invoice 7", "thanks"],
+     "replies": [tb("helper_call", "Support", "input: billing"), tb("response_text", None, "Which invoice?"),
+                 tb("response_text", None, "Refunded.") + "\n" + tb("custom", "handoff_complete", "summary: refund 7"),
+                 tb("response_text", None, "Anything else?")]},
+    {"inputs": ["invoice 9"], "from": "billing",
+     "replies": [tb("response_text", None, "Done.") + "\n" + tb("custom", "handoff_complete", "summary: 9")]},
+    {"inputs": ["ahoy"], "replies": [ANSWER], "persona": "Pirate"},
+    {"inputs": ["bad args"], "protocol": "native",
+     "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": 5}}]}, "Sorry."],
+     "tools": {"get_weather": {"return": "x"}}},
+]  # fmt: skip
+
+
+# A scenario with "from" starts from the session a first scenario left: that session is written
+# by the Python runtime and continued by each runtime (so sessions move between them).
+STARTS: dict[str, dict[str, Any]] = {
+    "billing": {"inputs": ["billing"], "replies": [tb("helper_call", "Support", "input: billing"),
+                                                   tb("response_text", None, "Which invoice?")]},
+}  # fmt: skip
+
+
+def engine_vectors() -> list[dict[str, Any]]:
+    ir = compile_ir(ENGINE_AGENT)
+    out = []
+    for i, sc in enumerate(SCENARIOS):
+        if "from" in sc:
+            start = run_vector(
+                "engine", {"ir": ir, "scenario": STARTS[sc["from"]], "chunk_size": 5}
+            )
+            sc = {**sc, "session": start["session"]}
+        out.append({"id": f"engine/{i}", "ir": ir, "scenario": sc, "chunk_size": 5})
+    return out
+
+
+def main() -> None:
+    makers = {
+        "schema": schema_vectors,
+        "expr": expr_vectors,
+        "prompts": prompt_vectors,
+        "blocks": block_vectors,
+        "engine": engine_vectors,
+    }
+    groups = {name: makers[name]() for name in GROUPS}
+    manifest = {}
+    for name, vectors in groups.items():
+        for vector in vectors:
+            vector["expected"] = run_vector(name, vector)
+        path = HERE / f"{name}.json"
+        path.write_text(json.dumps(vectors, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        manifest[name] = [v["id"] for v in vectors]
+    (HERE / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {sum(len(v) for v in manifest.values())} vectors")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Run the language-neutral conformance vectors of ``conformance/`` through this runtime.
+
+``run_vector(group, vector)`` computes, from a vector's inputs, the value its ``expected`` key
+holds. ``conformance/generate.py`` writes the vectors with it; the test suite compares. The
+TypeScript runtime runs the same files (``ts/test/conformance.test.mjs``); see
+``docs/typescript.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from auwgent.runtime import expr, prompts, schema
+from auwgent.runtime.agent import create_agent
+from auwgent.runtime.protocol.blocks import BlocksDecoder
+from auwgent.runtime.protocol.contract import (
+    CallableSpec,
+    Contract,
+    DecodeEvent,
+    FinalEvent,
+    RejectedEvent,
+)
+from auwgent.runtime.providers.base import TextDelta
+from auwgent.runtime.providers.openai import build_chat_body
+from auwgent.testing.scripted import NativeCall, Reply, ScriptedModel
+
+__all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
+
+#: The vector files, in the order both runners read them.
+GROUPS = ("schema", "expr", "prompts", "blocks", "engine")
+
+_NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
+_TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
+
+
+class ToolFailure(Exception):
+    """What a scenario's failing tool raises (the TypeScript runner throws an Error so named)."""
+
+
+def normal(value: Any) -> Any:
+    """``value`` with the date line and turn ids replaced, so that runs compare equal."""
+    text = json.dumps(value, ensure_ascii=False)
+    text = _NOW.sub("Current date and time: <now>", text)
+    return json.loads(_TURN_ID.sub('"id": "<id>"', text))
+
+
+def _contract(spec: Mapping[str, Any]) -> Contract:
+    callables = tuple(
+        CallableSpec(c["kind"], c["name"], c["description"], tuple(c["params"]), c["returns"])
+        for c in spec["callables"]
+    )
+    return Contract("Main", callables, tuple(spec["intents"]), spec["output"], spec["types"])
+
+
+def _event(e: DecodeEvent) -> dict[str, Any] | None:
+    if isinstance(e, FinalEvent):
+        return {"type": "final", "kind": e.kind, "name": e.name, "payload": dict(e.payload)}
+    if isinstance(e, RejectedEvent):
+        return {"type": "rejected", "kind": e.kind, "name": e.name}
+    return None
+
+
+def decode(spec: Mapping[str, Any], text: str, chunk: int) -> list[dict[str, Any]]:
+    """The final and rejected events of ``text`` fed in pieces of ``chunk`` (0: whole)."""
+    decoder = BlocksDecoder(_contract(spec), partials=True)
+    pieces = [text[i : i + chunk] for i in range(0, len(text), chunk)] if chunk else [text]
+    events = [e for piece in pieces for e in decoder.feed(TextDelta(piece))] + decoder.close()
+    return [shown for e in events if (shown := _event(e)) is not None]
+
+
+def _tools(spec: Mapping[str, Any]) -> dict[str, Any]:
+    def make(behaviour: Mapping[str, Any]) -> Any:
+        async def impl(**_: Any) -> Any:
+            if "raise" in behaviour:
+                raise ToolFailure(behaviour["raise"])
+            return behaviour["return"]
+
+        return impl
+
+    return {name: make(b) for name, b in spec.items()}
+
+
+def _reply(spec: Any) -> str | Reply:
+    """A scenario reply: text, or ``{"parts": [text | {"call": name, "args": {...}}]}``."""
+    if isinstance(spec, str):
+        return spec
+    parts = [p if isinstance(p, str) else NativeCall(p["call"], p["args"]) for p in spec["parts"]]
+    return Reply(tuple(parts))
+
+
+async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> dict[str, Any]:
+    model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
+    intents: list[dict[str, Any]] = []
+    config = {
+        "provider": model,
+        "context": sc.get("context", {"name": "Ama"}),
+        "tools": _tools(sc.get("tools", {})),
+        "protocol": sc.get("protocol", "blocks"),
+        "persona": sc.get("persona"),
+    }
+    agent = create_agent(
+        ir,
+        config,
+        ir_hash=ir["hash"],
+        compiler_version=ir["compiler_version"],
+        ir_version=ir["ir_version"],
+    )
+    agent.on_intent(
+        lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
+    )
+    session = sc.get("session")
+    for text in sc["inputs"]:
+        session = await agent.run(text, session=session)
+    requests = [build_chat_body(r) for r in model.requests]
+    return {"intents": intents, "requests": requests, "session": session}
+
+
+def run_vector(group: str, v: Mapping[str, Any]) -> Any:
+    """What this runtime makes of vector ``v`` of ``group`` (compare with ``v["expected"]``)."""
+    if group == "schema":
+        coerced = schema.coerce(v["value"], v["type"], v["types"])
+        return {"coerced": coerced, "errors": schema.validate(coerced, v["type"], v["types"])}
+    if group == "expr":
+        value = expr.evaluate(v["expr"], v["scope"], v["ctx"], strict=False)
+        return {"value": value, "rendered": expr.render_value(value), "truthy": expr.truthy(value)}
+    if group == "prompts":
+        ir = v["ir"]
+        agent = ir["agents"][ir["root"]]
+        return prompts.render_prompt(ir, agent, agent["configs"]["default"], v["context"])
+    if group == "blocks":
+        return [decode(v["contract"], v["text"], chunk) for chunk in v["chunkings"]]
+    if group == "engine":
+        return normal(asyncio.run(_scenario(v["ir"], v["scenario"], v["chunk_size"])))
+    raise ValueError(f"unknown vector group {group!r}")

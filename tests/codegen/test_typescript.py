@@ -1,0 +1,94 @@
+"""The TypeScript target: what ``<stem>.agent.types.ts`` declares (tsc itself checks the
+generated files in ts/test/manual.test.mjs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from auwgent.codegen.typescript import RUNTIME_PACKAGE, render_typescript
+from auwgent.compiler.pipeline import compile_sources
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SOURCE = """
+type Report { summary: string @desc "the gist" }
+intent Planning { description: "plan" fields { step: string confidence?: number } }
+helper Analyst {
+    description: "Analyses"
+    default config { model: custom("my-groq-api", "https://x.invalid/v1", "llama") prompt: "A" }
+    input: { topic: string }
+    output: Report
+}
+agent Main {
+    default config { model: gemini("gemini-2.5-flash") prompt: "Hi" }
+    config Strict { model: openai("gpt-4o") prompt: "Strict" }
+    context { is_admin: boolean name?: string }
+    tool get_weather(location: string): Report @desc "Gets weather"
+    workflow purge(id: string): string {
+        description: "Purges"
+        tool purge_db(id: string): string
+        return purge_db(id)
+    }
+    helpers { Analyst handoff user }
+    intent: Planning
+}
+"""
+
+
+def _render() -> str:
+    result = compile_sources({"main.agent": SOURCE})
+    result.raise_for_errors()
+    return render_typescript(result.documents["main.agent"])
+
+
+def test_the_runtime_package_is_the_one_in_ts_package_json() -> None:
+    package = json.loads((ROOT / "ts" / "package.json").read_text(encoding="utf-8"))
+    assert package["name"] == RUNTIME_PACKAGE
+    assert f'}} from "{RUNTIME_PACKAGE}";' in _render()
+
+
+def test_declarations_follow_the_ir() -> None:
+    text = _render()
+    assert 'export type AgentName = "Main" | "Analyst";' in text
+    assert 'export type ConfigName = "default" | "Strict";' in text
+    assert "    /** the gist */\n    summary: string;" in text
+    # one required key field per provider used, helpers included
+    assert (
+        "    geminiApiKey: string;\n    openaiApiKey: string;\n    myGroqApiApiKey: string;" in text
+    )
+    assert '    "my-groq-api"?: string;' in text
+    assert '{ type: "get_weather"; args: { location: string } }' in text
+    assert '{ type: "Analyst"; args: AnalystInput }' in text
+    assert "export interface AnalystInput {\n    topic: string;\n}" in text
+    assert "export type PlanningIntent = { step: string; confidence?: number };" in text
+    assert "    Planning: PlanningIntent;" in text
+    assert "    handoff_complete: { summary?: string };" in text
+    assert "    is_admin: boolean;\n    name?: string;" in text
+    assert "purge_db?: (args: { id: string }) => Promise<string> | string;" in text
+    assert (
+        "get_weather?: (args: { location: string }) => Promise<Report | string> | Report | string;"
+        in text
+    )
+
+
+def test_rendering_is_deterministic() -> None:
+    assert _render() == _render()
+
+
+def test_an_intent_payload_type_never_takes_a_declared_type_name() -> None:
+    source = """
+    type PlanningIntent { x: string }
+    intent Planning { description: "plan" fields { step: string } }
+    agent Main {
+        default config { model: gemini("g") prompt: "Hi" }
+        tool t(p: PlanningIntent): string
+        intent: Planning
+    }
+    """
+    result = compile_sources({"main.agent": source})
+    result.raise_for_errors()
+    text = render_typescript(result.documents["main.agent"])
+    assert "export interface PlanningIntent {" in text
+    assert "export type PlanningIntent_ = { step: string };" in text
+    assert "    Planning: PlanningIntent_;" in text

@@ -1,0 +1,557 @@
+// The agent API: createAgent (called by the generated auwgent(config) factory) and Agent.
+// Construction checks everything it can (IR version, config keys, API keys, context types,
+// tools, middleware, named config); running never throws for what a model, a tool or a
+// handler does: failures become `error` / `tool_error` intents and the session is returned.
+
+import { BlocksCodec, type Codec } from "./blocks.js";
+import {
+  closest,
+  configNames,
+  ContextSchema,
+  DEFAULT_MAX_TOOL_LOOPS,
+  parseOptions,
+  providerKey,
+  resolveApiKeys,
+  resolveBaseUrl,
+  type RuntimeOptions,
+} from "./config.js";
+import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from "./engine.js";
+import { ConfigError, UnsupportedError } from "./errors.js";
+import { NativeCodec } from "./native.js";
+import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
+import type { FunctionSpec, Provider } from "./providers/base.js";
+import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
+import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
+import type { CallableSpec, Contract } from "./section.js";
+import type { SessionState } from "./session.js";
+
+export const IR_VERSION = 1;
+export const RUNTIME_VERSION = "0.1.0";
+
+export const BUILTIN_INTENTS = [
+  "response_text",
+  "response_schema",
+  "tool_call",
+  "tool_result",
+  "tool_skipped",
+  "tool_error",
+  "workflow_call",
+  "workflow_result",
+  "helper_call",
+  "helper_result",
+  "error",
+] as const;
+
+const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
+type Hook = (typeof HOOKS)[number];
+type Fn = (...args: any[]) => any;
+export type Handler = (name: string, value: any, agentName: string) => Promise<unknown>;
+
+class MiddlewareChain {
+  private entries: { targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
+  hasIntent = false;
+  hasPartial = false;
+
+  constructor(middleware: unknown) {
+    if (middleware == null) return;
+    if (!Array.isArray(middleware)) throw new ConfigError(`middleware: expected a list of middleware objects, got ${typeof middleware}`);
+    middleware.forEach((item: any, i: number) => {
+      if (!item || typeof item !== "object") throw new ConfigError(`middleware[${i}]: expected a middleware object`);
+      const target = item.target;
+      let targets: Set<string> | null = null;
+      if (typeof target === "string") targets = new Set([target]);
+      else if (Array.isArray(target) && target.every((t) => typeof t === "string")) targets = new Set(target);
+      else if (target != null) throw new ConfigError(`middleware[${i}].target: expected an agent name or a list of names, got ${JSON.stringify(target)}`);
+      const hooks: Partial<Record<Hook, Fn>> = {};
+      for (const hook of HOOKS) {
+        const fn = item[hook];
+        if (fn == null) continue;
+        if (typeof fn !== "function") throw new ConfigError(`middleware[${i}].${hook}: expected a function`);
+        hooks[hook] = fn.bind(item);
+      }
+      this.entries.push({ targets, hooks });
+    });
+    this.hasIntent = this.entries.some((e) => e.hooks.onIntent);
+    this.hasPartial = this.entries.some((e) => e.hooks.onIntentPartial);
+  }
+
+  private for(hook: Hook, active: string): Fn[] {
+    const out: Fn[] = [];
+    for (const e of this.entries) if (e.hooks[hook] && (e.targets === null || e.targets.has(active))) out.push(e.hooks[hook]!);
+    return out;
+  }
+  async runStart(session: any, ctx: any): Promise<any> {
+    for (const fn of this.for("onRunStart", ctx.activeAgent)) {
+      const returned = await fn(session, ctx);
+      if (returned != null) session = returned;
+    }
+    return session;
+  }
+  async llmStart(prompt: string, ctx: any): Promise<string> {
+    for (const fn of this.for("onLLMStart", ctx.activeAgent)) {
+      const returned = await fn(prompt, ctx);
+      if (typeof returned === "string") prompt = returned;
+    }
+    return prompt;
+  }
+  intentHooks(active: string): Fn[] {
+    return this.for("onIntent", active);
+  }
+  async intentPartial(name: string, value: unknown, ctx: any): Promise<void> {
+    for (const fn of this.for("onIntentPartial", ctx.activeAgent)) await fn(name, value, ctx);
+  }
+  async llmEnd(response: unknown, ctx: any): Promise<void> {
+    for (const fn of this.for("onLLMEnd", ctx.activeAgent)) await fn(response, ctx);
+  }
+  async runComplete(session: unknown, ctx: any): Promise<void> {
+    for (const fn of this.for("onRunComplete", ctx.activeAgent)) await fn(session, ctx);
+  }
+  async error(error: unknown, session: unknown, ctx: any): Promise<boolean> {
+    let handled = false;
+    for (const fn of this.for("onError", ctx.activeAgent)) if ((await fn(error, session, ctx)) === true) handled = true;
+    return handled;
+  }
+}
+
+class ToolRegistry {
+  private impls = new Map<string, Fn>();
+  constructor(tools: unknown, declared: string[]) {
+    if (tools == null) return;
+    if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
+    for (const [name, fn] of Object.entries(tools as Record<string, unknown>)) {
+      if (!declared.includes(name)) {
+        const hint = closest(name, declared);
+        throw new ConfigError(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
+      }
+      if (typeof fn !== "function") throw new ConfigError(`tools.${name}: expected a function, got ${typeof fn}`);
+      this.impls.set(name, fn as Fn);
+    }
+  }
+  has(name: string): boolean {
+    return this.impls.has(name);
+  }
+  async call(name: string, args: Record<string, any>): Promise<unknown> {
+    return this.impls.get(name)!(args);
+  }
+}
+
+function declaredToolNames(doc: Record<string, any>): string[] {
+  const names: string[] = [];
+  for (const agent of Object.values<any>(doc.agents)) {
+    for (const t of agent.tools) if (!names.includes(t.name)) names.push(t.name);
+    for (const w of agent.workflows) for (const t of w.tools) if (!names.includes(t.name)) names.push(t.name);
+  }
+  return names;
+}
+
+/**
+ * The date line that ends every system prompt, in `zone` (an IANA name; default: the
+ * machine's local zone), as the Python runtime writes it: `Current date and time:
+ * 2026-12-01T10:30:00+00:00 (Tuesday, 01 December 2026 10:30 UTC)`.
+ */
+export function nowLine(now = new Date(), zone: string | null = null): string {
+  const second = Math.floor(now.getTime() / 1000);
+  if (second === lastNow[0] && zone === lastNow[2]) return lastNow[1];
+  const fields: Record<string, string> = {};
+  const format = new Intl.DateTimeFormat("en-US", {
+    timeZone: zone ?? undefined,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    weekday: "long",
+    timeZoneName: "short",
+  });
+  for (const part of format.formatToParts(now)) fields[part.type] = part.value;
+  const [y, mo, d, h, mi, se] = [fields.year, fields.month, fields.day, fields.hour, fields.minute, fields.second].map(Number) as number[];
+  const p = (n: number) => String(n).padStart(2, "0");
+  const offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) - second * 1000) / 60000);
+  const sign = offset < 0 ? "-" : "+";
+  const iso = `${y}-${p(mo!)}-${p(d!)}T${p(h!)}:${p(mi!)}:${p(se!)}${sign}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
+  const line = `Current date and time: ${iso} (${fields.weekday}, ${p(d!)} ${MONTHS[mo! - 1]} ${y} ${p(h!)}:${p(mi!)} ${fields.timeZoneName})`;
+  lastNow = [second, line, zone];
+  return line;
+}
+const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+// Formatting costs more than reading the clock: the line is made once per second (and zone).
+let lastNow: [number, string, string | null] = [-1, "", null];
+
+// The keys of IR version 1 (src/auwgent/ir/schema.json). A key this runtime does not know is
+// a feature it cannot honour (an approval gate, say): it refuses the IR rather than run the
+// agent without it.
+const KNOWN_KEYS: Record<string, string[]> = {
+  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
+  agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "tools", "workflows"],
+  config: ["embedding", "fallback", "max_tool_loops", "model", "prompt", "protocol"],
+  model: ["base_url", "id", "model", "name", "options", "provider"],
+  tool: ["description", "examples", "name", "params", "repeatable", "returns"],
+  workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
+  helper: ["handoff", "name", "tools"],
+  intent: ["description", "fields", "name"],
+};
+const FEATURES: Record<string, string> = {
+  approval: "@approval",
+  mcp: "MCP tools (@mcp)",
+  code_mode: "code mode",
+  codeMode: "code mode",
+  personas: "personas",
+  memory: "memory",
+};
+
+function checkKnown(kind: string, value: Record<string, any>, path: string): void {
+  for (const key of Object.keys(value ?? {})) {
+    if (KNOWN_KEYS[kind]!.includes(key)) continue;
+    const feature = FEATURES[key] ? `${FEATURES[key]}, which this TypeScript runtime does not run yet` : "a key this TypeScript runtime does not know (a newer compiler?)";
+    throw new UnsupportedError(`ir: ${path} has '${key}': ${feature}; see ts/README.md`);
+  }
+}
+
+function checkUnsupported(doc: Record<string, any>): void {
+  checkKnown("document", doc, "the document");
+  for (const [name, agent] of Object.entries<any>(doc.agents)) {
+    const at = `agents.${name}`;
+    checkKnown("agent", agent, at);
+    for (const [cname, cfg] of Object.entries<any>(agent.configs)) {
+      checkKnown("config", cfg, `${at}.configs.${cname}`);
+      checkKnown("model", cfg.model, `${at}.configs.${cname}.model`);
+      if (cfg.embedding) checkKnown("model", cfg.embedding, `${at}.configs.${cname}.embedding`);
+    }
+    agent.tools.forEach((t: any, i: number) => checkKnown("tool", t, `${at}.tools[${i}] (${t.name})`));
+    agent.workflows.forEach((w: any, i: number) => {
+      checkKnown("workflow", w, `${at}.workflows[${i}] (${w.name})`);
+      w.tools.forEach((t: any, j: number) => checkKnown("tool", t, `${at}.workflows[${i}].tools[${j}] (${t.name})`));
+    });
+    agent.helpers.forEach((h: any, i: number) => checkKnown("helper", h, `${at}.helpers[${i}] (${h.name})`));
+    agent.intents.forEach((n: any, i: number) => checkKnown("intent", n, `${at}.intents[${i}] (${n.name})`));
+  }
+}
+
+export class AgentCore {
+  root: string;
+  options: RuntimeOptions;
+  providerOverride: Provider | null;
+  apiKeys: Record<string, string> = {};
+  contextSchema: ContextSchema;
+  registry: ToolRegistry;
+  middleware: MiddlewareChain;
+  handlers: Handler[] = [];
+  partialHandlers: Handler[] = [];
+  wantsPartials: boolean;
+  intentNames: string[];
+  private contracts = new Map<string, Contract>();
+  private providers = new Map<string, Provider>();
+  private codecs = new Map<string, Codec>();
+  // Contracts are immutable and kept for the agent's lifetime: their protocol sections and
+  // request parts are built once per codec, not for every model call.
+  private sections = new WeakMap<Contract, Map<string, string>>();
+  private parts = new WeakMap<Contract, Map<string, [FunctionSpec[], Record<string, any> | null]>>();
+  private referenced = new Map<string, Set<string>>();
+
+  constructor(
+    public doc: Record<string, any>,
+    config: Record<string, any>,
+  ) {
+    this.root = doc.root;
+    if (!(this.root in doc.agents)) throw new ConfigError(`root: agent '${this.root}' is missing from the IR`);
+    checkUnsupported(doc);
+    this.options = parseOptions(config);
+    const override = config.provider;
+    if (override != null && (typeof override !== "object" || typeof override.stream !== "function"))
+      throw new ConfigError("provider: expected a Provider object (with stream() and embed())");
+    this.providerOverride = override ?? null;
+    if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
+    this.contextSchema = new ContextSchema(doc);
+    this.registry = new ToolRegistry(config.tools, declaredToolNames(doc));
+    this.middleware = new MiddlewareChain(config.middleware);
+    this.wantsPartials = this.middleware.hasPartial;
+    this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
+  }
+
+  configFor(agent: Record<string, any>, selected: string | null): string {
+    return selected !== null && selected in agent.configs ? selected : "default";
+  }
+
+  maxLoops(agent: Record<string, any>, configName: string): number {
+    if (this.options.maxToolLoops !== null) return this.options.maxToolLoops;
+    const value = agent.configs[configName].max_tool_loops;
+    return value ? Number(value) : DEFAULT_MAX_TOOL_LOOPS;
+  }
+
+  codec(agent: Record<string, any>, selected: string | null): Codec {
+    const cfg = agent.configs[this.configFor(agent, selected)];
+    const name = this.options.protocol ?? cfg.protocol ?? "blocks";
+    let codec = this.codecs.get(name);
+    if (!codec) {
+      codec = name === "native" ? new NativeCodec() : new BlocksCodec();
+      this.codecs.set(name, codec);
+    }
+    return codec;
+  }
+
+  provider(model: Record<string, any>): Provider {
+    if (this.providerOverride !== null) return this.providerOverride;
+    const key = `${model.provider}\u0000${model.id ?? ""}\u0000${model.base_url ?? ""}`;
+    let found = this.providers.get(key);
+    if (!found) {
+      const name = providerKey(model);
+      const apiKey = this.apiKeys[name] ?? null;
+      const base = resolveBaseUrl(model, this.options.baseUrls);
+      const http = { retry: this.options.retry, timeouts: this.options.timeouts };
+      if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
+      else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http);
+      else if (model.provider === "custom") {
+        const url = base ?? model.base_url;
+        if (!url) throw new ConfigError(`model.base_url: custom provider '${name}' needs a base URL`);
+        found = new OpenAIProvider(name, url, apiKey, http);
+      } else throw new ConfigError(`model.provider: unknown provider '${model.provider}' (expected 'gemini', 'openai' or 'custom')`);
+      this.providers.set(key, found);
+    }
+    return found;
+  }
+
+  contract(inv: Invocation): Contract {
+    const key = [inv.name, ...inv.tools.map((t) => t.name), String(inv.handoff === "user")].join("\u0000");
+    let found = this.contracts.get(key);
+    if (!found) {
+      found = this.buildContract(inv);
+      this.contracts.set(key, found);
+    }
+    return found;
+  }
+
+  private buildContract(inv: Invocation): Contract {
+    const agent = inv.agent;
+    const types = this.doc.types;
+    const specs: CallableSpec[] = inv.tools.map((t) => ({
+      kind: "tool",
+      name: t.name,
+      description: t.description ?? "",
+      params: t.params,
+      returns: t.returns,
+      configured: this.registry.has(t.name),
+      examples: t.examples ?? [],
+    }));
+    for (const w of agent.workflows)
+      specs.push({ kind: "workflow", name: w.name, description: w.description ?? "", params: w.params, returns: w.returns, configured: true, examples: [] });
+    for (const use of agent.helpers) {
+      const helper = this.doc.agents[use.name];
+      specs.push({ kind: "helper", name: helper.name, description: helper.description ?? "", params: helperParams(helper, types), returns: helper.output, configured: true, examples: [] });
+    }
+    const intents = [...agent.intents];
+    if (inv.handoff === "user") intents.push(COMPLETE_SPEC);
+    const examples = (agent.examples ?? []).map((e: any) => declaredOrder(e, specs));
+    return { agent: agent.name, callables: specs, intents, output: agent.output, types, examples };
+  }
+
+  requestParts(codec: Codec, contract: Contract): [FunctionSpec[], Record<string, any> | null] {
+    return cached(this.parts, contract, codec.name, () => [codec.functions(contract), codec.responseSchema(contract)]);
+  }
+
+  /** The "Active persona" section, or "" when none is active or the agent does not list it. */
+  personaSection(agent: Record<string, any>, persona: string | null, context: Record<string, any>): string {
+    if (persona === null || !(agent.personas ?? []).includes(persona)) return "";
+    const body = renderBody(this.doc.personas[persona].body, {}, context, schemaTextFor(this.doc, agent));
+    return body.trim() ? `Active persona: ${persona}\n${body}` : "";
+  }
+
+  checkPersona(name: unknown, where: string): string | null {
+    if (name === null || name === undefined) return null;
+    const valid = Object.keys(this.doc.personas ?? {});
+    if (typeof name !== "string" || !valid.includes(name))
+      throw new ConfigError(`${where}: unknown persona ${JSON.stringify(name)}; valid personas: ${valid.length ? valid.join(", ") : "none (this agent lists no personas)"}`);
+    return name;
+  }
+
+  systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>, persona: string | null = null): string {
+    const cfg = inv.agent.configs[inv.configName];
+    const key = `${inv.name}\u0000${inv.configName}`;
+    let referenced = this.referenced.get(key);
+    if (!referenced) this.referenced.set(key, (referenced = referencedContextKeys(this.doc, cfg)));
+    const section = cached(this.sections, contract, codec.name, () => codec.systemSection(contract));
+    return [
+      renderPrompt(this.doc, inv.agent, cfg, context),
+      section,
+      this.personaSection(inv.agent, persona, context),
+      this.contextSchema.section(inv.agent, context, referenced),
+      nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
+    ]
+      .filter((p) => p)
+      .join("\n\n");
+  }
+}
+
+function cached<T>(table: WeakMap<Contract, Map<string, T>>, contract: Contract, key: string, make: () => T): T {
+  let byCodec = table.get(contract);
+  if (!byCodec) table.set(contract, (byCodec = new Map()));
+  let found = byCodec.get(key);
+  if (found === undefined) byCodec.set(key, (found = make()));
+  return found;
+}
+
+function declaredOrder(example: Record<string, any>, specs: CallableSpec[]): Record<string, any> {
+  const args = example.args;
+  const kind = example.kind === "workflow" ? "workflow" : "tool";
+  const spec = specs.find((s) => s.kind === kind && s.name === example.target);
+  if (!args || typeof args !== "object" || !spec) return example;
+  const order = new Map(spec.params.map((f, i) => [f.name, i] as const));
+  const ordered = Object.fromEntries(Object.entries(args).sort(([a], [b]) => (order.get(a) ?? order.size) - (order.get(b) ?? order.size)));
+  return { ...example, args: ordered };
+}
+
+/** One intent as `agent.stream()` yields it: final (`partial: false`) or a streaming update. */
+export interface IntentEvent {
+  name: string;
+  value: any;
+  agentName: string;
+  partial: boolean;
+}
+
+export interface RunOptions {
+  session?: SessionState | Record<string, any> | null;
+  config?: string;
+  /** Handed to middleware as `ctx.conversationId` (e.g. a session store's key). */
+  conversationId?: string;
+  /** The persona this run takes on (default: the agent's, see usePersona). */
+  persona?: string;
+}
+
+/** A runnable agent; create it with the generated auwgent(config) factory. */
+export class Agent {
+  /** The session of the last finished run. */
+  lastSession: SessionState | null = null;
+
+  private personaName: string | null;
+
+  constructor(
+    private core: AgentCore,
+    private contextValues: Record<string, any>,
+    private configName: string | null,
+  ) {
+    this.personaName = core.checkPersona(core.options.persona, "persona");
+  }
+
+  /** The persona runs take on unless run({ persona }) says otherwise. */
+  get persona(): string | null {
+    return this.personaName;
+  }
+
+  /** Make `name` the persona runs take on (null: none). */
+  usePersona(name: string | null): void {
+    this.personaName = this.core.checkPersona(name, "usePersona");
+  }
+
+  get name(): string {
+    return this.core.root;
+  }
+  get context(): Readonly<Record<string, any>> {
+    return { ...this.contextValues };
+  }
+
+  onIntent(handler: (name: any, value: any, agentName: any) => unknown): void {
+    if (typeof handler !== "function") throw new ConfigError("onIntent: expected a function (name, value, agentName) => ...");
+    this.core.handlers.push(async (n, v, a) => handler(n, v, a));
+  }
+
+  onIntentPartial(handler: (name: any, value: any, agentName: any) => unknown): void {
+    if (typeof handler !== "function") throw new ConfigError("onIntentPartial: expected a function (name, value, agentName) => ...");
+    this.core.partialHandlers.push(async (n, v, a) => handler(n, v, a));
+    this.core.wantsPartials = true;
+  }
+
+  useConfig(name: string): void {
+    this.configName = checkConfigName(this.core.doc, name, "useConfig");
+  }
+
+  setContext(data: Record<string, any>): void {
+    Object.assign(this.contextValues, this.core.contextSchema.check(data, "setContext"));
+  }
+
+  async run(text: string, options: RunOptions = {}): Promise<SessionState> {
+    return this.execute(text, options, null);
+  }
+
+  /**
+   * Run one input, yielding every intent (partials included) as it happens; the session is in
+   * `lastSession` once the iteration ends.
+   */
+  async *stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
+    const queue: IntentEvent[] = [];
+    let wake: (() => void) | null = null;
+    let done = false;
+    const sink: IntentSink = (name, value, agentName, partial) => {
+      queue.push({ name, value, agentName, partial });
+      wake?.();
+    };
+    const running = this.execute(text, options, sink).finally(() => {
+      done = true;
+      wake?.();
+    });
+    for (;;) {
+      while (queue.length) yield queue.shift()!;
+      if (done) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+    await running;
+  }
+
+  private async execute(text: string, options: RunOptions, sink: IntentSink | null): Promise<SessionState> {
+    if (typeof text !== "string") throw new TypeError(`run() takes the user's text as a string, got ${typeof text}`);
+    const selected = options.config !== undefined ? checkConfigName(this.core.doc, options.config, "run({config})") : this.configName;
+    const persona = options.persona !== undefined ? this.core.checkPersona(options.persona, "run({persona})") : this.personaName;
+    const run = new Run(this.core, { ...this.contextValues }, selected, sink, persona);
+    run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
+    const session = await run.execute(text, options.session ?? null);
+    this.lastSession = session;
+    return session;
+  }
+}
+
+function checkConfigName(doc: Record<string, any>, name: unknown, where: string): string {
+  const valid = configNames(doc);
+  if (typeof name !== "string" || !valid.includes(name))
+    throw new ConfigError(`${where}: unknown config ${JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
+  return name;
+}
+
+export interface IRMeta {
+  irHash: string;
+  compilerVersion: string;
+  irVersion: number;
+}
+
+function versionTuple(text: string): number[] {
+  return text
+    .split(".")
+    .slice(0, 3)
+    .map((p) => Number(p.replace(/\D/g, "") || 0));
+}
+
+/** Build an agent from its IR and the runtime config; throws ConfigError naming the key path. */
+export function createAgent(ir: string | Record<string, any>, config: Record<string, any> | undefined, meta: IRMeta): Agent {
+  let doc: Record<string, any>;
+  if (typeof ir === "string") {
+    try {
+      doc = JSON.parse(ir);
+    } catch (error) {
+      throw new ConfigError(`ir: the embedded IR is not valid JSON (${String(error)})`);
+    }
+  } else doc = ir;
+  const cfg = config ?? {};
+  if (typeof cfg !== "object" || Array.isArray(cfg)) throw new ConfigError(`config: expected an object, got ${typeof cfg}`);
+  const regen = "regenerate the bindings with `auwgent generate`";
+  if (meta.irVersion !== IR_VERSION || doc.ir_version !== IR_VERSION)
+    throw new ConfigError(`ir_version: the generated module holds IR version ${doc.ir_version ?? meta.irVersion}, but this runtime reads version ${IR_VERSION}; ${regen}`);
+  if (doc.hash != null && doc.hash !== meta.irHash) throw new ConfigError(`ir_hash: the embedded IR does not match its hash; ${regen}`);
+  const compiled = versionTuple(meta.compilerVersion);
+  const runtime = versionTuple(RUNTIME_VERSION);
+  if (compiled[0] !== runtime[0] || compiled[1]! > runtime[1]!)
+    throw new ConfigError(`compiler_version: the bindings were generated by auwgent ${meta.compilerVersion}, which this runtime (${RUNTIME_VERSION}) cannot run; ${regen} or upgrade the runtime`);
+  const core = new AgentCore(doc, cfg);
+  const context = core.contextSchema.check(cfg.context ?? {}, "context");
+  const name = cfg.config != null ? checkConfigName(doc, cfg.config, "config") : null;
+  return new Agent(core, context, name);
+}

@@ -1,0 +1,605 @@
+// The block protocol (the default codec): the model answers in `[kind: Name]` ... `[/kind]`
+// blocks (docs/protocol.md). The decoder is a state machine over the characters of the
+// stream: outside a block it watches line starts for a header, inside a block only the
+// closer; results are the same however the stream is chunked.
+
+import {
+  BLOCK_KIND,
+  blocksSection,
+  findCallable,
+  outputVariants,
+  renderOutcome,
+  type CallableSpec,
+  type CallKind,
+  type CallOutcome,
+  type Contract,
+} from "./section.js";
+import type { IRField, IRType } from "./schema.js";
+import { BodyError, embeddedObject, parseBody, parseValue } from "./values.js";
+import type { Message, StreamEvent } from "./providers/base.js";
+
+export type IntentKind = "response_text" | "response_schema" | "tool_call" | "workflow_call" | "helper_call" | "custom";
+
+export interface PartialEvent {
+  type: "partial";
+  kind: IntentKind;
+  name: string | null;
+  segment: number;
+  snapshot: Record<string, any>;
+  raw: string;
+  delta?: string;
+}
+export interface FinalEvent {
+  type: "final";
+  kind: IntentKind;
+  name: string | null;
+  segment: number;
+  payload: Record<string, any>;
+  raw: string;
+  callId?: string | null;
+}
+export interface RejectedEvent {
+  type: "rejected";
+  kind: IntentKind | null;
+  name: string | null;
+  segment: number;
+  message: string;
+  raw: string;
+  callId?: string | null;
+}
+export type DecodeEvent = PartialEvent | FinalEvent | RejectedEvent;
+
+export interface Decoder {
+  feed(event: StreamEvent): DecodeEvent[];
+  close(): DecodeEvent[];
+}
+
+export interface AssistantTurn {
+  text: string;
+  calls: FinalEvent[];
+}
+
+export interface Codec {
+  name: "blocks" | "native";
+  systemSection(contract: Contract): string;
+  functions(contract: Contract): { name: string; description: string; parameters: Record<string, any> }[];
+  responseSchema(contract: Contract): Record<string, any> | null;
+  decoder(contract: Contract, partials: boolean): Decoder;
+  assistantMessage(turn: AssistantTurn): Message;
+  resultsMessages(outcomes: CallOutcome[]): Message[];
+  feedbackMessage(text: string): Message;
+}
+
+const NO_EVENTS: DecodeEvent[] = [];
+
+export const KINDS: Record<string, IntentKind> = {
+  response_text: "response_text",
+  tool_call: "tool_call",
+  workflow_call: "workflow_call",
+  helper_call: "helper_call",
+  custom: "custom",
+  schema: "response_schema",
+};
+const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
+const PROTOCOLISH = /^[a-z_]*(?:call|tool|function|intent|schema|response|result|output)/;
+const MAX_HEADER = 200;
+const MAX_CLOSER = 40;
+// Block kinds are ASCII words; names may hold any letter (NAME below).
+const HEADER = /^\[[ \t]*(?<kind>[A-Za-z_][\w-]*)[ \t]*(?::[ \t]*(?<name>[^\]\n]*?))?[ \t]*\]?[ \t\r]*$/;
+const NAME = /^[A-Za-z_][\p{L}\p{N}_.\-]*$/u;
+const HEADER_STOP = /[^A-Za-z0-9_\-.: \t`"'\r]/g;
+const CLOSER = /\[\/[ \t]*(?<kind>[A-Za-z_][\w-]*)[ \t]*\]/y;
+const CLOSER_PREFIX = /^\[(?:\/[ \t]*[\w-]*[ \t]*)?$/;
+const KNOWN = "(?:tool_call|workflow_call|helper_call|custom|schema|response_text)";
+const NEXT_HEADER = new RegExp(String.raw`\[[ \t]*${KNOWN}[ \t]*(?::[^\]\n]*)?\]`, "iy");
+const NEXT_HEADER_PREFIX = /^\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?$/;
+
+/** Streaming text with leading and trailing whitespace trimmed; deltas concatenate to the text. */
+export class TextStream {
+  started = false;
+  private held: string[] = [];
+  private parts: string[] = [];
+  private pending: string[] = [];
+
+  push(piece: string): void {
+    if (!this.started) {
+      piece = piece.replace(/^\s+/, "");
+      if (!piece) return;
+      this.started = true;
+    }
+    const stripped = piece.replace(/\s+$/, "");
+    if (!stripped) {
+      this.held.push(piece);
+      return;
+    }
+    const delta = this.held.join("") + stripped;
+    this.held = [piece.slice(stripped.length)];
+    this.parts.push(delta);
+    this.pending.push(delta);
+  }
+  hasDelta(): boolean {
+    return this.pending.length > 0;
+  }
+  takeDelta(): string {
+    const d = this.pending.join("");
+    this.pending = [];
+    return d;
+  }
+  text(): string {
+    const joined = this.parts.join("");
+    this.parts = [joined];
+    return joined;
+  }
+}
+
+interface Target {
+  kind: IntentKind;
+  name: string | null;
+  fields: IRField[];
+  type?: IRType;
+  single?: string | null;
+}
+
+interface Block {
+  segment: number;
+  header: string;
+  closers: Set<string>;
+  target: Target | null;
+  error: string | null;
+  kind: IntentKind | null;
+  name: string | null;
+  parts: string[];
+  pending: string;
+  lineStart: boolean;
+  text: TextStream | null;
+  dirty: boolean;
+  snapshot: Record<string, any>;
+}
+
+function body(block: Block): string {
+  const joined = block.parts.join("");
+  block.parts = [joined];
+  return joined;
+}
+
+export class BlocksDecoder implements Decoder {
+  private textOutput: boolean;
+  private segment = 0;
+  private lineStart = true;
+  private header: string | null = null;
+  private midline = false;
+  private block: Block | null = null;
+  private blocksSeen = false;
+  private pre: string[] = [];
+  private preText = new TextStream();
+  private preSegment: number | null = null;
+  private events: DecodeEvent[] = [];
+
+  constructor(
+    private contract: Contract,
+    private wantPartials = true,
+  ) {
+    this.textOutput = contract.output.kind === "text";
+  }
+
+  feed(event: StreamEvent): DecodeEvent[] {
+    if (event.type === "text" && event.text) {
+      this.consume(event.text);
+      if (this.wantPartials) this.partials();
+    }
+    return this.take();
+  }
+
+  close(): DecodeEvent[] {
+    if (this.header !== null) {
+      const header = this.header;
+      this.header = null;
+      if (this.midline || !this.open(header, header)) this.outsideText(header);
+    }
+    if (this.block !== null) {
+      const block = this.block;
+      this.flushBody(block, block.pending);
+      block.pending = "";
+      this.finish(block, "");
+    }
+    if (!this.blocksSeen) this.finishUnframed();
+    return this.take();
+  }
+
+  private take(): DecodeEvent[] {
+    const events = this.events;
+    if (events.length === 0) return NO_EVENTS;
+    this.events = [];
+    return events;
+  }
+
+  private consume(chunk: string): void {
+    if (this.block !== null && this.block.pending) {
+      chunk = this.block.pending + chunk;
+      this.block.pending = "";
+    }
+    let i = 0;
+    while (i < chunk.length) i = this.block !== null ? this.inside(chunk, i) : this.outside(chunk, i);
+  }
+
+  // -- outside blocks
+
+  private outside(s: string, i: number): number {
+    const n = s.length;
+    while (i < n && this.block === null) {
+      if (this.header !== null) {
+        i = this.growHeader(s, i);
+        continue;
+      }
+      if (this.lineStart) {
+        let j = i;
+        while (j < n && " \t\r".includes(s[j]!)) j++;
+        if (j < n && s[j] === "[") {
+          this.outsideText(s.slice(i, j));
+          this.header = "[";
+          this.lineStart = false;
+          this.midline = false;
+          i = j + 1;
+          continue;
+        }
+        if (j === n) {
+          this.outsideText(s.slice(i));
+          return n;
+        }
+        this.lineStart = false;
+      }
+      let k = i;
+      while (k < n && s[k] !== "[" && s[k] !== "\n") k++;
+      if (k === n) {
+        this.outsideText(s.slice(i));
+        return n;
+      }
+      this.outsideText(s[k] === "\n" ? s.slice(i, k + 1) : s.slice(i, k));
+      if (s[k] === "\n") this.lineStart = true;
+      else {
+        this.header = "[";
+        this.midline = true;
+      }
+      i = k + 1;
+    }
+    return i;
+  }
+
+  private growHeader(s: string, i: number): number {
+    HEADER_STOP.lastIndex = i;
+    const stop = HEADER_STOP.exec(s);
+    if (stop === null) {
+      this.header += s.slice(i);
+      if (this.header!.length > MAX_HEADER) this.releaseHeader("");
+      return s.length;
+    }
+    const k = stop.index;
+    const ch = s[k]!;
+    const candidate = this.header + s.slice(i, k);
+    if (ch === "]" && this.open(candidate + "]", candidate + "]")) {
+      this.header = null;
+      return k + 1;
+    }
+    if (ch === "\n" && !this.midline && this.open(candidate, candidate + "\n")) {
+      this.header = null;
+      return k + 1;
+    }
+    this.header = candidate;
+    this.releaseHeader(ch === "]" || ch === "\n" ? ch : "");
+    return ch === "]" || ch === "\n" ? k + 1 : k;
+  }
+
+  private releaseHeader(tail: string): void {
+    this.outsideText(this.header + tail);
+    this.header = null;
+    this.lineStart = tail === "\n";
+  }
+
+  private outsideText(piece: string): void {
+    if (!piece || this.blocksSeen) return;
+    this.pre.push(piece);
+    if (this.textOutput) {
+      this.preText.push(piece);
+      if (this.preSegment === null && this.preText.started) this.preSegment = this.nextSegment();
+    }
+  }
+
+  // -- opening and closing
+
+  private open(candidate: string, headerRaw: string): boolean {
+    const m = HEADER.exec(candidate);
+    if (m === null) return false;
+    const word = m.groups!.kind!.toLowerCase();
+    if (this.midline && !(word in KINDS)) return false;
+    const [ok, name] = cleanName(m.groups!.name);
+    if (!ok || (!(word in KINDS) && !(name && PROTOCOLISH.test(m.groups!.kind!)))) return false;
+    this.blocksSeen = true;
+    const kind = KINDS[word] ?? null;
+    const [target, error] = this.resolveTarget(word, name);
+    const block: Block = {
+      segment: this.nextSegment(),
+      header: headerRaw,
+      closers: closers(word),
+      target,
+      error,
+      kind: target ? target.kind : kind,
+      name: target ? target.name : name,
+      parts: [],
+      pending: "",
+      lineStart: headerRaw.endsWith("\n"),
+      text: kind === "response_text" ? new TextStream() : null,
+      dirty: true,
+      snapshot: {},
+    };
+    this.block = block;
+    this.lineStart = false;
+    return true;
+  }
+
+  private resolveTarget(word: string, name: string | null): [Target | null, string | null] {
+    const kind = KINDS[word];
+    if (kind === undefined) return [null, `unknown block [${word}: ${name ?? "None"}]; ${this.allowed()}`];
+    if (kind === "response_text") {
+      if (this.textOutput) return [{ kind: "response_text", name: null, fields: [] }, null];
+      return [null, `this agent answers with ${this.schemaHint()}, not [response_text]`];
+    }
+    if (kind === "response_schema") return this.resolveSchema(name);
+    if (name === null) return [null, `[${word}] needs a name: [${word}: name]`];
+    if (kind === "custom") {
+      for (const intent of this.contract.intents)
+        if (intent.name === name) return [{ kind: "custom", name, fields: intent.fields }, null];
+      return [null, `unknown intent '${name}'; ${this.allowed()}`];
+    }
+    let spec: CallableSpec | undefined = findCallable(this.contract, CALL_KINDS[word]!, name);
+    if (spec === undefined) {
+      const same = this.contract.callables.filter((c) => c.name === name);
+      spec = same.length === 1 ? same[0] : undefined;
+    }
+    if (spec === undefined) {
+      const what = CALL_KINDS[word]!;
+      return [null, `${what[0]!.toUpperCase() + what.slice(1)} not found: ${name} (not available here; ${this.allowed()})`];
+    }
+    return [{ kind: KINDS[BLOCK_KIND[spec.kind]]!, name: spec.name, fields: spec.params, single: singleString(spec) }, null];
+  }
+
+  private resolveSchema(name: string | null): [Target | null, string | null] {
+    const variants = outputVariants(this.contract);
+    if (!variants.length) return [null, "this agent answers with [response_text], not [schema]"];
+    if (name === null && variants.length === 1) name = variants[0]![0];
+    for (const [variantName, type] of variants)
+      if (variantName === name) return [{ kind: "response_schema", name, fields: [], type }, null];
+    const what = name ? `unknown output shape '${name}'` : "[schema] needs the shape's name";
+    return [null, `${what}; answer with ${this.schemaHint()}`];
+  }
+
+  private allowed(): string {
+    const names = [
+      ...this.contract.callables.map((c) => `${c.kind} ${c.name}`),
+      ...this.contract.intents.map((i) => `intent ${i.name}`),
+    ];
+    return "available: " + (names.length ? names.join(", ") : "no tools");
+  }
+
+  private schemaHint(): string {
+    return outputVariants(this.contract)
+      .map(([n]) => `[schema: ${n}]`)
+      .join(" or ");
+  }
+
+  private nextSegment(): number {
+    return this.segment++;
+  }
+
+  // -- inside a block
+
+  private inside(s: string, i: number): number {
+    const block = this.block!;
+    let pos = i;
+    let k: number;
+    while ((k = s.indexOf("[", pos)) >= 0) {
+      CLOSER.lastIndex = k;
+      const m = CLOSER.exec(s);
+      if (m && block.closers.has(m.groups!.kind!.toLowerCase())) {
+        this.flushBody(block, s.slice(i, k));
+        this.finish(block, m[0]);
+        return k + m[0].length;
+      }
+      if (block.text === null && this.atLineStart(block, s, i, k)) {
+        NEXT_HEADER.lastIndex = k;
+        if (NEXT_HEADER.test(s)) return this.reopen(block, s, i, k);
+        if (s.length - k <= MAX_HEADER && NEXT_HEADER_PREFIX.test(s.slice(k))) return this.hold(block, s, i, k);
+      }
+      if (s.length - k < MAX_CLOSER && CLOSER_PREFIX.test(s.slice(k))) return this.hold(block, s, i, k);
+      pos = k + 1;
+    }
+    this.flushBody(block, s.slice(i));
+    return s.length;
+  }
+
+  private hold(block: Block, s: string, i: number, k: number): number {
+    this.flushBody(block, s.slice(i, k));
+    block.pending = s.slice(k);
+    return s.length;
+  }
+
+  private reopen(block: Block, s: string, i: number, k: number): number {
+    this.flushBody(block, s.slice(i, k));
+    this.finish(block, "");
+    this.lineStart = true;
+    return k;
+  }
+
+  private atLineStart(block: Block, s: string, i: number, k: number): boolean {
+    let j = k - 1;
+    while (j >= i && (s[j] === " " || s[j] === "\t")) j--;
+    return j < i ? block.lineStart : s[j] === "\n";
+  }
+
+  private flushBody(block: Block, piece: string): void {
+    if (!piece) return;
+    block.parts.push(piece);
+    const stripped = piece.replace(/[ \t]+$/, "");
+    if (stripped) block.lineStart = stripped[stripped.length - 1] === "\n";
+    block.dirty = true;
+    if (block.text !== null) block.text.push(piece);
+  }
+
+  private finish(block: Block, closer: string): void {
+    this.block = null;
+    const text = body(block);
+    const raw = block.header + text + closer;
+    if (block.target === null) {
+      this.events.push({ type: "rejected", kind: block.kind, name: block.name, segment: block.segment, message: block.error ?? "", raw });
+      return;
+    }
+    let payload: Record<string, any>;
+    try {
+      payload = blockPayload(block.target, text, this.contract, false);
+    } catch (error) {
+      if (!(error instanceof BodyError)) throw error;
+      const message = `${label(block.target)}: ${error.message}`;
+      this.events.push({ type: "rejected", kind: block.target.kind, name: block.name, segment: block.segment, message, raw });
+      return;
+    }
+    this.events.push({ type: "final", kind: block.target.kind, name: block.name, segment: block.segment, payload, raw });
+  }
+
+  // -- partials
+
+  private partials(): void {
+    const block = this.block;
+    if (block !== null && block.target !== null && block.dirty) {
+      if (block.text !== null) {
+        if (!block.text.hasDelta()) return;
+        const delta = block.text.takeDelta();
+        this.events.push({
+          type: "partial",
+          kind: "response_text",
+          name: null,
+          segment: block.segment,
+          snapshot: { text: block.text.text() },
+          raw: body(block),
+          delta,
+        });
+      } else {
+        const text = body(block);
+        try {
+          block.snapshot = blockPayload(block.target, text, this.contract, true);
+        } catch {
+          // keep the previous snapshot; the final says what is wrong
+        }
+        this.events.push({ type: "partial", kind: block.target.kind, name: block.target.name, segment: block.segment, snapshot: block.snapshot, raw: text });
+      }
+      block.dirty = false;
+    } else if (block === null && !this.blocksSeen && this.preSegment !== null && this.preText.hasDelta()) {
+      const delta = this.preText.takeDelta();
+      const text = this.preText.text();
+      this.events.push({ type: "partial", kind: "response_text", name: null, segment: this.preSegment, snapshot: { text }, raw: text, delta });
+    }
+  }
+
+  // -- a response without blocks
+
+  private finishUnframed(): void {
+    const raw = this.pre.join("");
+    if (this.textOutput) {
+      const text = this.preText.text();
+      if (this.preSegment !== null && text)
+        this.events.push({ type: "final", kind: "response_text", name: null, segment: this.preSegment, payload: { text }, raw });
+      return;
+    }
+    if (!raw.trim()) return;
+    const segment = this.nextSegment();
+    const variants = outputVariants(this.contract);
+    if (variants.length !== 1) {
+      this.events.push({ type: "rejected", kind: "response_schema", name: null, segment, message: `the answer must be one block: ${this.schemaHint()}`, raw });
+      return;
+    }
+    const [name, type] = variants[0]!;
+    let response: any;
+    try {
+      response = parseValue(embeddedObject(raw), type, this.contract.types);
+    } catch (error) {
+      if (!(error instanceof BodyError)) throw error;
+      this.events.push({ type: "rejected", kind: "response_schema", name, segment, message: `the answer must be a [schema: ${name}] block (${error.message})`, raw });
+      return;
+    }
+    this.events.push({ type: "final", kind: "response_schema", name, segment, payload: { type: name, response }, raw });
+  }
+}
+
+function cleanName(text: string | undefined): [boolean, string | null] {
+  const name = (text ?? "").trim().replace(/^[`"']+|[`"']+$/g, "");
+  if (!name) return [true, null];
+  return [NAME.test(name), name];
+}
+
+function closers(word: string): Set<string> {
+  const words = new Set([word, word.endsWith("_call") ? word.slice(0, -5) : word]);
+  if (word === "response_text") words.add("response");
+  return words;
+}
+
+function singleString(spec: CallableSpec): string | null {
+  if (spec.params.length === 1 && ["string", "text"].includes(spec.params[0]!.type.kind)) return spec.params[0]!.name;
+  return null;
+}
+
+function label(target: Target): string {
+  const word = target.kind === "response_schema" ? "schema" : target.kind;
+  return target.name ? `[${word}: ${target.name}]` : `[${word}]`;
+}
+
+function blockPayload(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
+  const types = contract.types;
+  if (target.kind === "response_text") return { text: text.trim() };
+  if (target.kind === "response_schema") return { type: target.name, response: parseValue(text, target.type!, types, partial) };
+  if (target.kind === "custom") return parseBody(text, target.fields, types, partial);
+  return { type: target.name, args: callArgs(target, text, contract, partial) };
+}
+
+const MAYBE_KEY = /^\s*["']?[A-Za-z_$][\w$.\-]*["']?[ \t]*$/;
+
+function callArgs(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
+  if (!target.single) return parseBody(text, target.fields, contract.types, partial);
+  let args: Record<string, any> | null;
+  try {
+    args = parseBody(text, target.fields, contract.types, partial);
+  } catch (error) {
+    if (!(error instanceof BodyError)) throw error;
+    args = null;
+  }
+  if (args !== null) {
+    const keys = Object.keys(args);
+    if (keys.every((k) => k === target.single) && (keys.length > 0 || !text.trim())) return args;
+    // While streaming, a first word may still become `name:`; it is not the value yet.
+    if (partial && MAYBE_KEY.test(text)) return args;
+  }
+  return { [target.single]: text.trim() };
+}
+
+export class BlocksCodec implements Codec {
+  name = "blocks" as const;
+  systemSection(contract: Contract): string {
+    return blocksSection(contract);
+  }
+  functions(): [] {
+    return [];
+  }
+  responseSchema(): null {
+    return null;
+  }
+  decoder(contract: Contract, partials: boolean): Decoder {
+    return new BlocksDecoder(contract, partials);
+  }
+  assistantMessage(turn: AssistantTurn): Message {
+    return { role: "assistant", content: turn.text };
+  }
+  resultsMessages(outcomes: CallOutcome[]): Message[] {
+    if (!outcomes.length) return [];
+    return [{ role: "user", content: outcomes.map(renderOutcome).join("\n") }];
+  }
+  feedbackMessage(text: string): Message {
+    return { role: "user", content: `[runtime_note]\n${text.trim()}\n[/runtime_note]` };
+  }
+}

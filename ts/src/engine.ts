@@ -1,0 +1,864 @@
+// The engine loop: one agent.run() from the new input to the returned session, and the call
+// path every tool, workflow and helper call goes through. It follows the Python runtime's
+// engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
+
+import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
+import { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { providerKey } from "./config.js";
+import type { AgentCore } from "./agent.js";
+import type { Message, ModelRequest, StreamEvent } from "./providers/base.js";
+import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
+import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
+import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn } from "./session.js";
+import { describeError, runWorkflow } from "./workflows.js";
+import { LoopDetector, type Step } from "./loops.js";
+
+export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
+const BLOCK_KIND_OF: Record<CallKind, string> = { tool: "tool_call", workflow: "workflow_call", helper: "helper_call" };
+const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
+export const COMPLETE_INTENT = "handoff_complete";
+export const COMPLETE_SPEC = {
+  name: COMPLETE_INTENT,
+  description:
+    "Emit when the conversation you were handed is finished and control should return to " +
+    "the agent that called you (together with your final answer).",
+  fields: [{ name: "summary", type: { kind: "string" }, optional: true, description: "what was settled with the user" }],
+};
+const TEXT_INPUT_PARAM: IRField = { name: "input", type: { kind: "string" }, optional: false, description: "the request for the helper" };
+
+export interface Control {
+  skip: boolean;
+  result?: unknown;
+  /** A handler or middleware failed while deciding on the call: it must not run. */
+  refused?: boolean;
+}
+
+export function controlOf(value: unknown): Control | null {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const v = value as Record<string, unknown>;
+  if (v.skip === true) return { skip: true };
+  if ("result" in v) return { skip: false, result: v.result };
+  return null;
+}
+
+export class Invocation {
+  completed = false;
+  summary: string | null = null;
+  constructor(
+    public agent: Record<string, any>,
+    public configName: string,
+    public history: Message[],
+    public tools: Record<string, any>[],
+    public handoff = "none",
+    public grant: unknown = "none",
+    public record: Record<string, any>[] | null = null,
+  ) {}
+  get name(): string {
+    return this.agent.name;
+  }
+  add(message: Message): void {
+    this.history.push(message);
+    if (this.record !== null) this.record.push(messageToJson(message));
+  }
+}
+
+interface AgentResult {
+  status: "complete" | "handoff" | "error";
+  output?: unknown;
+  error?: string;
+}
+
+interface Round {
+  chunks: string[];
+  tasks: Promise<CallOutcome>[];
+  nativeCalls: FinalEvent[];
+  texts: string[];
+  output: Record<string, any> | null;
+  problems: string[];
+  customs: number;
+  error: unknown;
+}
+
+export type IntentSink = (name: string, value: unknown, agentName: string, partial: boolean) => void;
+
+export function effectiveTools(agent: Record<string, any>, grant: unknown, parentTools: Record<string, any>[]): Record<string, any>[] {
+  const own = [...agent.tools];
+  const names = new Set(own.map((t) => t.name));
+  let granted: Record<string, any>[] = [];
+  if (grant === "all") granted = [...parentTools];
+  else if (Array.isArray(grant)) granted = parentTools.filter((t) => grant.includes(t.name));
+  return [...own, ...granted.filter((t) => !names.has(t.name))];
+}
+
+export function helperParams(helper: Record<string, any>, types: Types): IRField[] {
+  if (helper.input.kind === "text") return [TEXT_INPUT_PARAM];
+  return resolve(helper.input, types).fields ?? [];
+}
+
+export function notConfigured(name: string): string {
+  return `Tool not configured: ${name} has no implementation`;
+}
+
+export class Run {
+  handedOff = false;
+  /** Set when the run's time is up: nothing more runs, nothing more reaches the session. */
+  cancelled = false;
+  private loops: LoopDetector | null;
+  turn: Turn | null = null;
+  session: SessionState;
+  ctx: Record<string, any>;
+
+  constructor(
+    public core: AgentCore,
+    public context: Record<string, any>,
+    public config: string | null,
+    public sink: IntentSink | null,
+    public persona: string | null = null,
+  ) {
+    this.session = newSession(core.root);
+    this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
+    this.ctx = {
+      activeAgent: core.root,
+      rootAgent: core.root,
+      systemPrompt: "",
+      rawBlock: null,
+      setContext: (data: Record<string, any>) => this.setContext(data),
+      set_context: (data: Record<string, any>) => this.setContext(data),
+      embed: (text: unknown) => this.embed(text),
+      embedBatch: (texts: unknown[]) => this.embedBatch(texts),
+      embed_batch: (texts: unknown[]) => this.embedBatch(texts),
+    };
+  }
+
+  setContext(data: Record<string, any>): void {
+    Object.assign(this.context, this.core.contextSchema.check(data, "set_context"));
+  }
+
+  async embed(text: unknown): Promise<number[]> {
+    return (await this.embedBatch([text]))[0]!;
+  }
+
+  async embedBatch(texts: unknown[]): Promise<number[][]> {
+    const plain = texts.map((t) => {
+      if (typeof t === "string") return t;
+      if (t && typeof t === "object" && typeof (t as any).text === "string") return (t as any).text as string;
+      throw new TypeError(`embed: expected a string (or a turn input {text: ...}), got ${JSON.stringify(t)}`);
+    });
+    const agent = this.core.doc.agents[this.ctx.activeAgent];
+    const cfgName = this.core.configFor(agent, this.config);
+    const model = agent.configs[cfgName].embedding;
+    if (!model)
+      throw new ConfigError(`embed: the '${cfgName}' config of ${agent.name} has no embedding model; add one, e.g. \`embedding: gemini("gemini-embedding-001")\``);
+    return this.core.provider(model).embed(plain, String(model.model));
+  }
+
+  // -- a whole run
+
+  async execute(text: string, session: unknown): Promise<SessionState> {
+    const root = this.core.root;
+    this.session = session == null ? newSession(root) : checkSession(session, root);
+    let start = this.startAgent(this.session);
+    this.turn = newTurn(text, start);
+    this.session.turns.push(this.turn);
+    this.ctx.activeAgent = start;
+    try {
+      try {
+        const returned = await this.core.middleware.runStart(this.session, this.ctx);
+        if (returned !== this.session) {
+          const loaded = checkSession(returned, root);
+          start = this.startAgent(loaded);
+          this.session = loaded;
+          this.turn.agent = start;
+          this.session.turns.push(this.turn);
+        }
+      } catch (error) {
+        await this.fail(error, start, "onRunStart failed: ");
+        return this.session;
+      }
+      await this.driveWithTimeout(start);
+    } finally {
+      await this.finish(start);
+    }
+    return this.session;
+  }
+
+  private startAgent(session: SessionState): string {
+    const name = session.stack[session.stack.length - 1]!.agent;
+    if (!(name in this.core.doc.agents)) throw new ConfigError(`session.stack: agent '${name}' is not part of this agent's IR`);
+    return name;
+  }
+
+  private async driveWithTimeout(start: string): Promise<void> {
+    const timeout = this.core.options.runTimeout;
+    try {
+      if (timeout === null) await this.drive(start);
+      else {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const limit = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), timeout * 1000)));
+        const outcome = await Promise.race([this.drive(start), limit]);
+        clearTimeout(timer);
+        if (outcome === "timeout") {
+          await this.fail(new AuwgentError(`the run took longer than ${timeout} s`), start);
+          this.cancelled = true;
+        }
+      }
+    } catch (error) {
+      await this.fail(error, this.ctx.activeAgent);
+    }
+  }
+
+  private async finish(start: string): Promise<void> {
+    const turn = this.turn!;
+    if (turn.status === "running") turn.status = this.session.stack.length > 1 ? "handoff" : "complete";
+    turn.intents = jsonable(turn.intents);
+    turn.output = jsonable(turn.output);
+    this.ctx.activeAgent = start;
+    this.ctx.rawBlock = null;
+    try {
+      await this.core.middleware.runComplete(this.session, this.ctx);
+    } catch (error) {
+      await this.fail(error, start, "onRunComplete failed: ", false);
+    }
+  }
+
+  private async drive(start: string): Promise<void> {
+    const agent = this.core.doc.agents[start];
+    const missing = this.core.contextSchema.missing(agent, this.context);
+    if (missing.length) {
+      const keys = missing.map((k) => `'${k}'`).join(", ");
+      await this.fail(
+        new ContextError(
+          `missing required context ${keys} for ${start}: give it in the config's 'context', with agent.setContext, or from middleware with setContext`,
+        ),
+        start,
+      );
+      return;
+    }
+    const stack = this.session.stack;
+    if (stack.length > 1) {
+      await this.resume(stack);
+      return;
+    }
+    const rootIr = this.core.doc.agents[this.core.root];
+    const history: Message[] = [];
+    for (const turn of this.session.turns.slice(0, -1)) {
+      if ((turn.agent ?? this.core.root) === this.core.root) history.push({ role: "user", content: String(turn.input.text) });
+      for (const m of turn.messages ?? []) history.push(messageFromJson(m));
+    }
+    history.push({ role: "user", content: this.turn!.input.text });
+    const inv = new Invocation(rootIr, this.core.configFor(rootIr, this.config), history, [...rootIr.tools], "none", "none", this.turn!.messages);
+    this.settle(await this.invoke(inv, true));
+  }
+
+  private settle(result: AgentResult): void {
+    const turn = this.turn!;
+    turn.output = result.output ?? null;
+    if (result.status === "error") {
+      turn.status = "error";
+      turn.error = result.error ?? null;
+    } else if (result.status === "handoff") turn.status = "handoff";
+  }
+
+  private async resume(stack: Frame[]): Promise<void> {
+    const top = stack[stack.length - 1]!;
+    const agent = this.core.doc.agents[top.agent];
+    const record = [...(top.messages ?? [])];
+    top.messages = record;
+    const inv = new Invocation(
+      agent,
+      this.core.configFor(agent, this.config),
+      record.map(messageFromJson),
+      this.stackTools(stack),
+      "user",
+      top.tools ?? "none",
+      record,
+    );
+    inv.add({ role: "user", content: this.turn!.input.text });
+    this.settle(await this.invoke(inv, true));
+    if (inv.completed) {
+      stack.pop();
+      this.noteCompletion(stack, inv);
+      this.turn!.status = stack.length > 1 ? "handoff" : "complete";
+    }
+  }
+
+  private stackTools(stack: Frame[]): Record<string, any>[] {
+    let tools = [...this.core.doc.agents[stack[0]!.agent].tools];
+    for (const frame of stack.slice(1)) tools = effectiveTools(this.core.doc.agents[frame.agent], frame.tools ?? "none", tools);
+    return tools;
+  }
+
+  private noteCompletion(stack: Frame[], inv: Invocation): void {
+    const below = stack[stack.length - 1]!;
+    const agent = this.core.doc.agents[below.agent];
+    const note = `[${inv.name} finished the conversation it was handed` + (inv.summary ? `: ${inv.summary}]` : "]");
+    const message = this.core.codec(agent, this.config).feedbackMessage(note);
+    if (stack.length === 1) this.turn!.messages.push(messageToJson(message));
+    else below.messages = [...(below.messages ?? []), messageToJson(message)];
+  }
+
+  // -- failures
+
+  async fail(error: unknown, agentName: string, prefix = "", mark = true): Promise<string> {
+    const message = prefix + describeError(error);
+    if (mark && this.turn !== null && agentName === this.turn.agent) {
+      this.turn.status = "error";
+      this.turn.error = message;
+    }
+    this.ctx.activeAgent = agentName;
+    let handled = false;
+    try {
+      handled = await this.core.middleware.error(error, this.session, this.ctx);
+    } catch {
+      handled = false;
+    }
+    if (!handled) await this.emit("error", { message }, agentName);
+    return message;
+  }
+
+  // -- dispatching intents
+
+  async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null): Promise<Control | null> {
+    if (this.cancelled) return { skip: true };
+    const core = this.core;
+    if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
+    if (this.sink) this.sink(name, value, agentName, false);
+    let control: Control | null = null;
+    let failure: unknown = null;
+    // Every middleware and handler sees the intent whatever the others do; the first control wins.
+    if (core.middleware.hasIntent) {
+      this.ctx.activeAgent = active ?? agentName;
+      this.ctx.rawBlock = raw;
+      for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) {
+        try {
+          control = control ?? controlOf(await fn(name, value, this.ctx));
+        } catch (error) {
+          failure = failure ?? error;
+        }
+      }
+    }
+    for (const handler of core.handlers) {
+      try {
+        control = control ?? controlOf(await handler(name, value, agentName));
+      } catch (error) {
+        failure = failure ?? error;
+      }
+    }
+    if (failure !== null && name !== "error") {
+      await this.fail(failure, agentName, `a handler of ${name} failed: `, false);
+      // Fail closed: a call whose handler failed while deciding on it does not run.
+      if (name in CALL_KINDS) return { skip: false, refused: true };
+    }
+    return control;
+  }
+
+  async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string): Promise<void> {
+    if (this.cancelled) return;
+    const name = event.kind === "custom" && event.name ? event.name : event.kind;
+    const value: Record<string, any> = {
+      partial: true,
+      complete: false,
+      mode: event.kind === "response_text" ? "text" : "structured",
+      segment: event.segment,
+      snapshot: event.snapshot,
+      raw: event.raw,
+    };
+    if (event.delta !== undefined) value.delta = event.delta;
+    if (this.sink) this.sink(name, value, agentName, true);
+    try {
+      if (this.core.middleware.hasPartial) {
+        this.ctx.activeAgent = agentName;
+        await this.core.middleware.intentPartial(name, value, this.ctx);
+      }
+      for (const handler of this.core.partialHandlers) await handler(name, value, agentName);
+    } catch (error) {
+      await this.fail(error, agentName, `a partial handler of ${name} failed: `, false);
+    }
+  }
+
+  // -- one agent's loop
+
+  async invoke(inv: Invocation, top = false): Promise<AgentResult> {
+    const core = this.core;
+    const missing = core.contextSchema.missing(inv.agent, this.context);
+    if (missing.length) {
+      const msg = await this.fail(new ContextError(`missing required context ${missing.join(", ")} for ${inv.name}`), inv.name);
+      return { status: "error", error: msg };
+    }
+    const codec = core.codec(inv.agent, this.config);
+    const contract = core.contract(inv);
+    const limit = core.maxLoops(inv.agent, inv.configName);
+    let retries = 0;
+    for (let loop = 0; loop < limit; loop++) {
+      if (this.cancelled) return { status: "error", error: "the run was cancelled" };
+      const rnd = await this.round(inv, codec, contract, top);
+      const text = rnd.chunks.join("");
+      if (text || rnd.nativeCalls.length) inv.add(codec.assistantMessage({ text, calls: rnd.nativeCalls }));
+      const outcomes = await Promise.all(rnd.tasks);
+      if (rnd.error !== null) {
+        const msg = await this.fail(rnd.error, inv.name);
+        return { status: "error", error: msg };
+      }
+      if (outcomes.length) {
+        const stop = this.progress(inv, outcomes, rnd);
+        for (const m of codec.resultsMessages(outcomes)) inv.add(m);
+        if (stop !== null) {
+          const msg = await this.fail(new AuwgentError(stop), inv.name);
+          return { status: "error", error: msg };
+        }
+        if (this.handedOff) return { status: "handoff" };
+        if (rnd.problems.length) inv.add(codec.feedbackMessage(rnd.problems.join("\n")));
+        continue;
+      }
+      const problems = rnd.problems.length ? rnd.problems : this.missingOutput(inv, rnd);
+      if (problems.length) {
+        retries++;
+        if (retries > core.options.maxOutputRetries) {
+          const msg = await this.fail(
+            new AuwgentError(`${inv.name}'s output was still invalid after ${core.options.maxOutputRetries} retries: ` + problems.join("; ")),
+            inv.name,
+          );
+          return { status: "error", error: msg };
+        }
+        inv.add(codec.feedbackMessage("Your last response could not be used:\n- " + problems.join("\n- ")));
+        continue;
+      }
+      return this.terminal(inv, rnd);
+    }
+    const msg = await this.fail(
+      new AuwgentError(`tool-loop limit reached: ${inv.name} made ${limit} model calls without a final answer (maxToolLoops = ${limit})`),
+      inv.name,
+    );
+    return { status: "error", error: msg };
+  }
+
+  /** Watch for a model going round in circles; a first warning joins the round's problems. */
+  private progress(inv: Invocation, outcomes: CallOutcome[], rnd: Round): string | null {
+    if (this.loops === null) return null;
+    const repeatable = new Set(inv.tools.filter((t) => t.repeatable).map((t) => t.name));
+    const steps: Step[] = outcomes
+      .filter((o) => o.status !== "skipped" && !(o.kind === "tool" && repeatable.has(o.name)))
+      .map((o) => [o.kind, o.name, o.args, o.status === "ok" ? o.result : o.error]);
+    const verdict = this.loops.observe(inv.name, steps);
+    if (verdict === null) return null;
+    if (verdict[0] === "stop") return LoopDetector.failure(verdict[1]);
+    rnd.problems.push(LoopDetector.note(verdict[1]));
+    return null;
+  }
+
+  private missingOutput(inv: Invocation, rnd: Round): string[] {
+    const structured = inv.agent.output.kind !== "text";
+    if (structured && rnd.output === null)
+      return [`No output was given: answer with your structured output (${outputNames(inv.agent, this.core.doc.types).join(" or ")}).`];
+    if (!structured && !rnd.texts.length && !rnd.customs && !inv.completed) return ["The response was empty: answer the user."];
+    return [];
+  }
+
+  private async terminal(inv: Invocation, rnd: Round): Promise<AgentResult> {
+    let response: unknown;
+    let output: unknown;
+    if (rnd.output !== null) {
+      response = { ...rnd.output };
+      output = rnd.output.response;
+    } else {
+      output = rnd.texts.join("\n\n");
+      response = { text: output };
+    }
+    this.ctx.activeAgent = inv.name;
+    try {
+      await this.core.middleware.llmEnd(response, this.ctx);
+    } catch (error) {
+      await this.fail(error, inv.name, "onLLMEnd failed: ", false);
+    }
+    return { status: "complete", output };
+  }
+
+  private async round(inv: Invocation, codec: Codec, contract: Contract, top: boolean): Promise<Round> {
+    const core = this.core;
+    const cfg = inv.agent.configs[inv.configName];
+    let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
+    this.ctx.activeAgent = inv.name;
+    this.ctx.systemPrompt = system;
+    const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null };
+    try {
+      system = await core.middleware.llmStart(system, this.ctx);
+    } catch (error) {
+      rnd.error = error;
+      return rnd;
+    }
+    this.ctx.systemPrompt = system;
+    if (top) this.session.system_prompt = system;
+    const [functions, responseSchema] = core.requestParts(codec, contract);
+    const request: ModelRequest = {
+      model: String(cfg.model.model),
+      system,
+      messages: [...inv.history],
+      functions,
+      responseSchema,
+      options: cfg.model.options ?? {},
+      stream: true,
+      contract,
+    };
+    const partials = core.wantsPartials || this.sink !== null;
+    const decoder = codec.decoder(contract, partials);
+    let finish: string | null = null;
+    const answered = { model: "" };
+    try {
+      // Without fallback models the provider's stream is read directly (one generator less
+      // per event).
+      const events = cfg.fallback?.length ? this.stream(cfg, request, answered) : this.core.provider(cfg.model).stream(request);
+      answered.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
+      for await (const event of events) {
+        if (event.type === "text") rnd.chunks.push(event.text);
+        else if (event.type === "finish") finish = event.reason;
+        for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
+      }
+      for (const decoded of decoder.close()) await this.decoded(inv, contract, rnd, cutOff(decoded, finish));
+    } catch (error) {
+      rnd.error = error;
+    }
+    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model });
+    return rnd;
+  }
+
+  /**
+   * The events of one model call, with the config's `fallback` models behind it: a model
+   * that fails with a retryable error (after its own retries) before producing any event
+   * hands the same request to the next one. Once an event is out, a failure passes through.
+   */
+  private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: { model: string }): AsyncGenerator<StreamEvent> {
+    const models = [cfg.model, ...(cfg.fallback ?? [])];
+    for (let index = 0; index < models.length; index++) {
+      const model = models[index];
+      const req = index ? { ...request, model: String(model.model), options: model.options ?? {} } : request;
+      answered.model = `${providerKey(model)}:${model.model}`;
+      let started = false;
+      try {
+        for await (const event of this.core.provider(model).stream(req)) {
+          started = true;
+          yield event;
+        }
+        return;
+      } catch (error) {
+        if (started || !(error instanceof ProviderError) || !error.retryable || index === models.length - 1) throw error;
+      }
+    }
+  }
+
+  private async decoded(inv: Invocation, contract: Contract, rnd: Round, event: DecodeEvent): Promise<void> {
+    const structured = contract.output.kind !== "text";
+    if (event.type === "partial") {
+      if (structured && event.kind === "response_text") return;
+      if (this.core.wantsPartials || this.sink !== null) await this.emitPartial(event, inv.name);
+      return;
+    }
+    if (event.type === "rejected") return this.rejected(inv, rnd, event);
+    const kind = event.kind;
+    if (kind in CALL_KINDS) {
+      if (event.callId != null) rnd.nativeCalls.push(event);
+      rnd.tasks.push(this.call(inv, contract, event));
+    } else if (kind === "response_text") {
+      if (!structured) {
+        const text = String(event.payload.text ?? "");
+        rnd.texts.push(text);
+        await this.emit("response_text", { text }, inv.name, event.raw);
+      }
+    } else if (kind === "response_schema") {
+      if (event.callId != null) rnd.nativeCalls.push(event);
+      await this.schemaOutput(inv, contract, rnd, event);
+    } else {
+      if (event.callId != null) rnd.nativeCalls.push(event);
+      await this.custom(inv, contract, rnd, event);
+    }
+  }
+
+  private async rejected(inv: Invocation, rnd: Round, event: RejectedEvent): Promise<void> {
+    if ((event.kind !== null && event.kind in CALL_KINDS) || (event.kind === null && event.callId != null)) {
+      const kind = CALL_KINDS[event.kind ?? "tool_call"]!;
+      const name = event.name ?? "unknown";
+      if (event.callId != null)
+        rnd.nativeCalls.push({ type: "final", kind: event.kind ?? "tool_call", name, segment: event.segment, payload: { type: name, args: {} }, raw: event.raw, callId: event.callId });
+      rnd.tasks.push(this.refuse(inv, kind, name, {}, event.message, event.callId ?? null));
+      return;
+    }
+    rnd.problems.push(event.message);
+  }
+
+  private async schemaOutput(inv: Invocation, contract: Contract, rnd: Round, event: FinalEvent): Promise<void> {
+    const types = this.core.doc.types;
+    const name = String(event.payload.type || event.name || "");
+    const allowed = outputNames(inv.agent, types);
+    if (!allowed.includes(name)) {
+      rnd.problems.push(`[schema: ${name}] is not an output of ${inv.name}; use one of: ${allowed.join(", ")}`);
+      return;
+    }
+    const type = name in types ? types[name] : contract.output;
+    const response = event.payload.response;
+    const errors = validate(response, type, types);
+    if (errors.length) {
+      rnd.problems.push(`Your ${name} output is invalid: ` + errors.join("; "));
+      return;
+    }
+    const value = { type: name, response };
+    rnd.output = value;
+    await this.emit("response_schema", value, inv.name, event.raw);
+  }
+
+  private async custom(inv: Invocation, contract: Contract, rnd: Round, event: FinalEvent): Promise<void> {
+    const name = String(event.name);
+    const spec = contract.intents.find((i) => i.name === name);
+    if (!spec) {
+      rnd.problems.push(`${name} is not an intent you can emit`);
+      return;
+    }
+    const payload = { ...event.payload };
+    const errors = validate(payload, { kind: "object", fields: spec.fields }, this.core.doc.types);
+    if (errors.length) {
+      rnd.problems.push(`Your ${name} intent is invalid: ` + errors.join("; "));
+      return;
+    }
+    rnd.customs++;
+    if (name === COMPLETE_INTENT && inv.handoff === "user") {
+      inv.completed = true;
+      inv.summary = typeof payload.summary === "string" ? payload.summary : null;
+    }
+    await this.emit(name, payload, inv.name, event.raw);
+  }
+
+  // -- the call path (calls.py)
+
+  async refuse(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, message: string, callId: string | null): Promise<CallOutcome> {
+    await this.emit("tool_error", { tool: name, message }, inv.name);
+    return { kind, name, args, status: "error", error: message, callId };
+  }
+
+  async call(inv: Invocation, contract: Contract, event: FinalEvent): Promise<CallOutcome> {
+    const kind = CALL_KINDS[event.kind]!;
+    const name = String(event.name);
+    const args = { ...(event.payload.args ?? {}) };
+    try {
+      return await this.callChecked(inv, contract, event, kind, name, args);
+    } catch (error) {
+      return this.refuse(inv, kind, name, args, describeError(error), event.callId ?? null);
+    }
+  }
+
+  private async callChecked(inv: Invocation, contract: Contract, event: FinalEvent, kind: CallKind, name: string, args: Record<string, any>): Promise<CallOutcome> {
+    const callId = event.callId ?? null;
+    const spec = findCallable(contract, kind, name);
+    if (!spec) {
+      const label = { tool: "Tool", workflow: "Workflow", helper: "Helper" }[kind];
+      return this.refuse(inv, kind, name, args, `${label} not found: ${name}`, callId);
+    }
+    const control = await this.emit(event.kind, { type: name, args }, speaker(inv, kind, name), event.raw, inv.name);
+    const outcome = await this.controlled(inv, kind, name, args, control, callId);
+    if (outcome) return outcome;
+    const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");
+    if (errors.length) return this.refuse(inv, kind, name, args, `invalid arguments for ${name}: ` + errors.join("; "), callId);
+    if (kind === "tool") return this.tool(inv, name, args, callId);
+    if (kind === "workflow") return this.workflow(inv, name, args, callId);
+    return this.helper(inv, name, args, callId);
+  }
+
+  private async controlled(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, control: Control | null, callId: string | null): Promise<CallOutcome | null> {
+    if (control === null) return null;
+    if (control.refused) {
+      // What goes back to the model names no exception text.
+      const message = `the application could not approve this call (a handler of ${BLOCK_KIND_OF[kind]} failed); it did not run`;
+      return this.refuse(inv, kind, name, args, message, callId);
+    }
+    if (control.skip) {
+      await this.emit("tool_skipped", { type: name, args }, speaker(inv, kind, name), null, inv.name);
+      return { kind, name, args, status: "skipped", callId };
+    }
+    await this.emit(RESULT_INTENT[kind], { name, args, result: control.result, overridden: true }, speaker(inv, kind, name), null, inv.name);
+    return { kind, name, args, status: "ok", result: resultText(control.result), callId };
+  }
+
+  private async tool(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
+    const registry = this.core.registry;
+    if (!registry.has(name)) return this.refuse(inv, "tool", name, args, notConfigured(name), callId);
+    let result: unknown;
+    try {
+      result = await registry.call(name, args);
+    } catch (error) {
+      const message = describeError(error);
+      await this.toolFailed(inv, name, message);
+      return { kind: "tool", name, args, status: "error", error: message, callId };
+    }
+    await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
+    return { kind: "tool", name, args, status: "ok", result: resultText(result), callId };
+  }
+
+  private async toolFailed(inv: Invocation, name: string, message: string): Promise<void> {
+    this.ctx.activeAgent = inv.name;
+    let handled = false;
+    try {
+      handled = await this.core.middleware.error(new ToolError(`${name}: ${message}`), this.session, this.ctx);
+    } catch {
+      handled = false;
+    }
+    if (!handled) await this.emit("tool_error", { tool: name, message }, inv.name);
+  }
+
+  private async workflow(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
+    const workflow = inv.agent.workflows.find((w: any) => w.name === name);
+    this.ctx.workflow = name;
+    let result: unknown;
+    try {
+      result = await runWorkflow(workflow, args, this.context, (tool, toolArgs) => this.workflowTool(inv, workflow, tool, toolArgs));
+    } catch (error) {
+      const wf = error instanceof WorkflowError ? error : new WorkflowError(describeError(error));
+      const failure = { error: wf.message, file: wf.file, line: wf.line };
+      await this.emit("workflow_result", { name, args, result: failure }, inv.name);
+      await this.toolFailed(inv, name, wf.message);
+      return { kind: "workflow", name, args, status: "error", error: wf.message, callId };
+    } finally {
+      delete this.ctx.workflow;
+    }
+    await this.emit("workflow_result", { name, args, result }, inv.name);
+    return { kind: "workflow", name, args, status: "ok", result: resultText(result), callId };
+  }
+
+  private async workflowTool(inv: Invocation, workflow: Record<string, any>, name: string, args: Record<string, any>): Promise<unknown> {
+    const tool = workflow.tools.find((t: any) => t.name === name) ?? inv.tools.find((t) => t.name === name);
+    if (!tool) throw new ToolError(`workflow ${workflow.name} cannot call ${name}: no such tool`);
+    const control = await this.emit("tool_call", { type: name, args }, inv.name);
+    if (control?.refused) throw new ToolError(`${name} did not run: a handler of tool_call failed`);
+    if (control !== null) {
+      await this.controlled(inv, "tool", name, args, control, null);
+      return control.skip ? null : control.result;
+    }
+    const errors = validate(args, { kind: "object", fields: tool.params }, this.core.doc.types, "$");
+    if (errors.length) {
+      const message = `invalid arguments for ${name}: ` + errors.join("; ");
+      await this.emit("tool_error", { tool: name, message }, inv.name);
+      throw new ToolError(message);
+    }
+    if (!this.core.registry.has(name)) {
+      const message = notConfigured(name);
+      await this.emit("tool_error", { tool: name, message }, inv.name);
+      throw new ToolError(message);
+    }
+    let result: unknown;
+    try {
+      result = await this.core.registry.call(name, args);
+    } catch (error) {
+      await this.toolFailed(inv, name, describeError(error));
+      throw error;
+    }
+    await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
+    return parsedResult(result, tool.returns, this.core.doc.types);
+  }
+
+  private async helper(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
+    const core = this.core;
+    const use = inv.agent.helpers.find((h: any) => h.name === name);
+    const helper = core.doc.agents[name];
+    const text = helper.input.kind === "text" ? String(args.input ?? "") : JSON.stringify(args);
+    const child = new Invocation(
+      helper,
+      core.configFor(helper, this.config),
+      [{ role: "user", content: text }],
+      effectiveTools(helper, use.tools, inv.tools),
+      use.handoff,
+      use.tools,
+    );
+    const result = await this.invoke(child);
+    this.ctx.activeAgent = inv.name;
+    if (result.status === "error") {
+      const message = `helper ${name} failed: ${result.error}`;
+      await this.emit("tool_error", { tool: name, message }, inv.name);
+      return { kind: "helper", name, args, status: "error", error: message, callId };
+    }
+    if (use.handoff === "user" || result.status === "handoff") {
+      if (use.handoff === "user" && !child.completed && result.status !== "handoff")
+        this.session.stack.push({
+          agent: child.name,
+          config: child.configName,
+          handoff: "user",
+          parent: inv.name,
+          tools: child.grant,
+          messages: child.history.map(messageToJson),
+        });
+      this.handedOff = true;
+      return { kind: "helper", name, args, status: "ok", result: `${name} is now answering the user directly; you will be told when it is done.`, callId };
+    }
+    await this.emit("helper_result", { name, args, result: result.output }, name, null, inv.name);
+    if (use.handoff === "user_then_continue")
+      return {
+        kind: "helper",
+        name,
+        args,
+        status: "ok",
+        result: `${name} answered the user directly and has finished; its answer was: ${resultText(result.output)}. Continue without repeating it.`,
+        callId,
+      };
+    return { kind: "helper", name, args, status: "ok", result: resultText(result.output), callId };
+  }
+}
+
+/**
+ * A call still open when the stream ended is only recovered when the stream ended normally:
+ * cut off at an output limit or for safety, it never runs (fail closed).
+ */
+function cutOff(event: DecodeEvent, finish: string | null): DecodeEvent {
+  if (event.type !== "final" || !(event.kind in CALL_KINDS) || finish === null || finish === "stop" || finish === "tool_calls") return event;
+  const message = `the response was cut off (finish reason ${finish}) before this call was complete; it did not run`;
+  return { type: "rejected", kind: event.kind, name: event.name, segment: event.segment, message, raw: event.raw, callId: event.callId ?? null };
+}
+
+function speaker(inv: Invocation, kind: CallKind, name: string): string {
+  return kind === "helper" ? name : inv.name;
+}
+
+function parsedResult(result: unknown, returns: IRType, types: Types): unknown {
+  if (typeof result !== "string") return result;
+  let kind: string;
+  try {
+    kind = resolve(returns, types).kind;
+  } catch {
+    return result;
+  }
+  if (["object", "array", "union", "number", "boolean"].includes(kind)) {
+    try {
+      return JSON.parse(result);
+    } catch {
+      return result;
+    }
+  }
+  return result;
+}
+
+export function outputNames(agent: Record<string, any>, types: Types): string[] {
+  const out = agent.output;
+  if (out.kind === "ref") return [out.name];
+  if (out.kind === "union") {
+    const refs = out.variants.filter((v: any) => v.kind === "ref").map((v: any) => v.name);
+    return refs.length ? refs : [describe(out, types)];
+  }
+  return [describe(out, types)];
+}
+
+/** `value` if it is plain JSON already (the usual case, checked by a walk), else its JSON copy. */
+function jsonable<T>(value: T): T {
+  if (value === undefined || isPlainJson(value)) return value;
+  try {
+    return JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v)));
+  } catch {
+    return value;
+  }
+}
+
+function isPlainJson(value: unknown): boolean {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every(isPlainJson);
+  if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    for (const key in value) if (!isPlainJson((value as Record<string, unknown>)[key])) return false;
+    return true;
+  }
+  return false;
+}
+
+export { UnsupportedError };

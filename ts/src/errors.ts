@@ -1,0 +1,43 @@
+// The error tree of the runtime, as in the Python runtime's auwgent.errors.
+
+export class AuwgentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+/** A mistake in the runtime config (the message names the key path). */
+export class ConfigError extends AuwgentError {}
+/** A context value of the wrong type, or a required one missing. */
+export class ContextError extends ConfigError {}
+/** A tool call failed: missing implementation, invalid arguments, or an exception. */
+export class ToolError extends AuwgentError {}
+/** A workflow failed while running; names the .agent file and line. */
+export class WorkflowError extends AuwgentError {
+  constructor(
+    message: string,
+    public file: string | null = null,
+    public line: number | null = null,
+  ) {
+    super(file && line ? `${file}:${line}: ${message}` : message);
+  }
+}
+/** The IR asks for something this runtime does not have yet (see ts/README.md). */
+export class UnsupportedError extends AuwgentError {}
+
+const API_LABELS: Record<string, string> = { openai: "OpenAI", gemini: "Gemini" };
+
+/** A model provider request failed (after retries, where the failure was retryable). */
+export class ProviderError extends AuwgentError {
+  providerMessage: string;
+  constructor(
+    public provider: string,
+    message: string,
+    public status: number | null = null,
+    public retryable = false,
+  ) {
+    const where = `${API_LABELS[provider] ?? provider} API error` + (status !== null ? ` (${status})` : "");
+    super(`${where}: ${message}`);
+    this.providerMessage = message;
+  }
+}

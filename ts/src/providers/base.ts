@@ -1,0 +1,45 @@
+// The one interface between the engine and a model provider: a request in the runtime's
+// neutral message form, an async stream of neutral events out.
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface Message {
+  role: "user" | "assistant" | "tool";
+  content: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string | null;
+  name?: string | null;
+}
+
+export interface FunctionSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, any>;
+}
+
+export interface ModelRequest {
+  model: string;
+  system: string;
+  messages: Message[];
+  functions: FunctionSpec[];
+  responseSchema: Record<string, any> | null;
+  options: Record<string, any>;
+  stream: boolean;
+  contract?: unknown;
+}
+
+export type StreamEvent =
+  | { type: "text"; text: string }
+  | { type: "tool_call_delta"; index: number; id?: string | null; name?: string | null; arguments: string }
+  | { type: "usage"; inputTokens: number | null; outputTokens: number | null }
+  | { type: "finish"; reason: string };
+
+export interface Provider {
+  name: string;
+  stream(request: ModelRequest): AsyncIterable<StreamEvent>;
+  embed(texts: string[], model: string): Promise<number[][]>;
+}

@@ -1,0 +1,212 @@
+// Google Gemini over its REST API (generateContent / streamGenerateContent?alt=sse,
+// embedContent / batchEmbedContents). The key travels in x-goog-api-key.
+
+import { randomUUID } from "node:crypto";
+import { ProviderError } from "../errors.js";
+import { pyJson } from "../values.js";
+import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
+import { errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
+
+export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
+const REQUEST_LEVEL = new Set(["safetySettings", "toolConfig", "cachedContent", "labels"]);
+const MESSAGE_VALUED = new Set(["thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "routingConfig"]);
+const MADE_ID = "auwgent_call_";
+const FINISH: Record<string, string> = {
+  STOP: "stop",
+  MAX_TOKENS: "length",
+  SAFETY: "content_filter",
+  RECITATION: "content_filter",
+  BLOCKLIST: "content_filter",
+  PROHIBITED_CONTENT: "content_filter",
+  SPII: "content_filter",
+  IMAGE_SAFETY: "content_filter",
+  MALFORMED_FUNCTION_CALL: "malformed_function_call",
+};
+
+function camel(key: string): string {
+  const [head, ...rest] = key.split("_");
+  return head + rest.map((p) => p.slice(0, 1).toUpperCase() + p.slice(1)).join("");
+}
+
+function camelDeep(value: any): any {
+  if (Array.isArray(value)) return value.map(camelDeep);
+  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [camel(k), camelDeep(v)]));
+  return value;
+}
+
+export function geminiOptions(options: Record<string, any>): [Record<string, any>, Record<string, any>] {
+  const top: Record<string, any> = {};
+  const config: Record<string, any> = {};
+  for (const [key, value] of Object.entries(options)) {
+    const name = camel(key);
+    if (name === "generationConfig" && value && typeof value === "object" && !Array.isArray(value)) {
+      const [t, c] = geminiOptions(value);
+      Object.assign(config, c);
+      Object.assign(top, t);
+    } else if (REQUEST_LEVEL.has(name)) top[name] = MESSAGE_VALUED.has(name) ? camelDeep(value) : value;
+    else config[name] = MESSAGE_VALUED.has(name) ? camelDeep(value) : value;
+  }
+  return [top, config];
+}
+
+export function buildGeminiBody(request: ModelRequest, signatures: Map<string, string> = new Map()): Record<string, any> {
+  const contents: Record<string, any>[] = [];
+  const names = new Map<string, string>();
+  for (const m of request.messages) addMessage(contents, names, signatures, m);
+  const body: Record<string, any> = { contents };
+  if (request.system) body.systemInstruction = { parts: [{ text: request.system }] };
+  if (request.functions.length)
+    body.tools = [{ functionDeclarations: request.functions.map((f) => ({ name: f.name, description: f.description, parametersJsonSchema: { ...f.parameters } })) }];
+  const [top, config] = geminiOptions(request.options);
+  if (request.responseSchema !== null) {
+    config.responseMimeType = "application/json";
+    config.responseJsonSchema = request.responseSchema.schema;
+  }
+  if (Object.keys(config).length) body.generationConfig = config;
+  Object.assign(body, top);
+  return body;
+}
+
+function addMessage(contents: Record<string, any>[], names: Map<string, string>, signatures: Map<string, string>, m: Message): void {
+  if (m.role === "tool") {
+    let value: any;
+    try {
+      value = JSON.parse(m.content);
+    } catch {
+      value = m.content;
+    }
+    const response = value && typeof value === "object" && !Array.isArray(value) ? value : { result: value };
+    const callId = m.tool_call_id ?? "";
+    const part: Record<string, any> = { name: m.name ?? names.get(callId) ?? "", response };
+    if (callId && !callId.startsWith(MADE_ID)) part.id = callId;
+    const last = contents[contents.length - 1];
+    if (last && last.role === "user" && "functionResponse" in last.parts[0]) last.parts.push({ functionResponse: part });
+    else contents.push({ role: "user", parts: [{ functionResponse: part }] });
+  } else if (m.role === "assistant") {
+    const parts: Record<string, any>[] = m.content ? [{ text: m.content }] : [];
+    for (const call of m.tool_calls ?? []) {
+      names.set(call.id, call.name);
+      let args: any;
+      try {
+        args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
+      } catch {
+        args = {};
+      }
+      if (!args || typeof args !== "object" || Array.isArray(args)) args = { value: args };
+      const fc: Record<string, any> = { name: call.name, args };
+      if (!call.id.startsWith(MADE_ID)) fc.id = call.id;
+      const part: Record<string, any> = { functionCall: fc };
+      const sig = signatures.get(call.id);
+      if (sig) part.thoughtSignature = sig;
+      parts.push(part);
+    }
+    contents.push({ role: "model", parts: parts.length ? parts : [{ text: "" }] });
+  } else contents.push({ role: "user", parts: [{ text: m.content }] });
+}
+
+class Decoder {
+  calls = 0;
+  usage: StreamEvent | null = null;
+  finish: string | null = null;
+  constructor(
+    private provider: string,
+    private signatures: Map<string, string>,
+  ) {}
+
+  feed(chunk: any): StreamEvent[] {
+    if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(this.provider, "unexpected response shape (not a JSON object)");
+    const failure = errorInBody(chunk, this.provider);
+    if (failure) throw failure;
+    const meta = chunk.usageMetadata;
+    if (meta && typeof meta === "object") {
+      let output = meta.candidatesTokenCount ?? null;
+      if (meta.thoughtsTokenCount != null) output = (output ?? 0) + meta.thoughtsTokenCount;
+      this.usage = { type: "usage", inputTokens: meta.promptTokenCount ?? null, outputTokens: output };
+    }
+    if (chunk.promptFeedback?.blockReason) this.finish = "content_filter";
+    const candidate = (chunk.candidates ?? [])[0];
+    if (!candidate) return [];
+    const events: StreamEvent[] = [];
+    for (const part of candidate.content?.parts ?? []) {
+      if (part.thought) continue;
+      if ("functionCall" in part) {
+        const call = part.functionCall;
+        const id = call.id || `${MADE_ID}${randomUUID().replace(/-/g, "").slice(0, 16)}`;
+        if (part.thoughtSignature) this.signatures.set(id, part.thoughtSignature);
+        events.push({ type: "tool_call_delta", index: this.calls++, id, name: call.name, arguments: pyJson(call.args ?? {}) });
+      } else if (part.text) events.push({ type: "text", text: part.text });
+    }
+    if (candidate.finishReason) this.finish = FINISH[candidate.finishReason] ?? String(candidate.finishReason).toLowerCase();
+    return events;
+  }
+
+  close(): StreamEvent[] {
+    if (this.finish === null) throw new ProviderError(this.provider, "stream ended before completion (no finishReason received)");
+    const reason = this.finish === "stop" && this.calls ? "tool_calls" : this.finish;
+    return [...(this.usage ? [this.usage] : []), { type: "finish", reason }];
+  }
+}
+
+function modelPath(model: string): string {
+  return model.includes("/") ? model : `models/${model}`;
+}
+
+export class GeminiProvider implements Provider {
+  baseUrl: string;
+  private signatures = new Map<string, string>();
+  constructor(
+    public name: string,
+    baseUrl: string,
+    private apiKey: string | null,
+    private http: Omit<HttpSettings, "provider" | "secret">,
+  ) {
+    const base = baseUrl.replace(/\/+$/, "");
+    this.baseUrl = base.endsWith("/v1beta") || base.endsWith("/v1") ? base : `${base}/v1beta`;
+  }
+
+  private settings(): HttpSettings {
+    return { ...this.http, provider: this.name, secret: this.apiKey };
+  }
+
+  private post(model: string, method: string, body: unknown): Promise<Response> {
+    const headers: Record<string, string> = this.apiKey ? { "x-goog-api-key": this.apiKey } : {};
+    return post(`${this.baseUrl}/${modelPath(model)}:${method}`, body, headers, this.settings());
+  }
+
+  stream(request: ModelRequest): AsyncIterable<StreamEvent> {
+    const body = buildGeminiBody(request, this.signatures);
+    return retryUnstarted(() => this.once(request, body), this.http.retry);
+  }
+
+  private async *once(request: ModelRequest, body: Record<string, any>): AsyncGenerator<StreamEvent> {
+    const decoder = new Decoder(this.name, this.signatures);
+    const response = await this.post(request.model, request.stream ? "streamGenerateContent?alt=sse" : "generateContent", body);
+    if (request.stream && isEventStream(response)) {
+      for await (const data of sse(response, this.settings())) for (const event of decoder.feed(parseChunk(data, this.name))) yield event;
+    } else {
+      const payload = await readJson(response, this.name);
+      for (const item of Array.isArray(payload) ? payload : [payload]) for (const event of decoder.feed(item)) yield event;
+    }
+    for (const event of decoder.close()) yield event;
+  }
+
+  async embed(texts: string[], model: string): Promise<number[][]> {
+    if (!texts.length) return [];
+    const path = modelPath(model);
+    let rows: any[];
+    if (texts.length === 1) {
+      const payload = await readJson(await this.post(model, "embedContent", { model: path, content: { parts: [{ text: texts[0] }] } }), this.name);
+      rows = [payload?.embedding];
+    } else {
+      const body = { requests: texts.map((text) => ({ model: path, content: { parts: [{ text }] } })) };
+      const payload = await readJson(await this.post(model, "batchEmbedContents", body), this.name);
+      const batch = payload?.embeddings;
+      if (!Array.isArray(batch) || batch.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");
+      rows = batch;
+    }
+    return rows.map((row) => {
+      if (!row || !Array.isArray(row.values)) throw new ProviderError(this.name, "embeddings response has no values");
+      return row.values.map(Number);
+    });
+  }
+}

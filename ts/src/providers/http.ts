@@ -1,0 +1,190 @@
+// HTTP plumbing shared by the adapters: retries with backoff (429 honouring Retry-After, 5xx,
+// connection errors, a body cut before its first event), timeouts (connect + first byte,
+// idle stream), SSE reading, provider error messages. Only the platform's fetch.
+
+import { ProviderError } from "../errors.js";
+
+export interface RetryPolicy {
+  attempts: number;
+  baseDelay: number; // seconds
+  maxDelay: number;
+}
+export interface Timeouts {
+  connect: number; // seconds
+  firstByte: number;
+  idle: number;
+}
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelay: 0.5, maxDelay: 20 };
+export const DEFAULT_TIMEOUTS: Timeouts = { connect: 10, firstByte: 60, idle: 30 };
+
+export interface HttpSettings {
+  provider: string;
+  retry: RetryPolicy;
+  timeouts: Timeouts;
+  secret: string | null;
+}
+
+function redact(text: string, secret: string | null): string {
+  return secret ? text.split(secret).join("[redacted]") : text;
+}
+
+export function messageIn(payload: any, fallback: string): string {
+  if (Array.isArray(payload) && payload.length) payload = payload[0];
+  const error = payload && typeof payload === "object" ? payload.error : undefined;
+  if (error && typeof error === "object") {
+    const { message, status } = error;
+    if (typeof message === "string" && message) return typeof status === "string" && status ? `${message} [${status}]` : message;
+  }
+  if (typeof error === "string" && error) return error;
+  for (const key of ["message", "detail"]) {
+    const value = payload && typeof payload === "object" ? payload[key] : undefined;
+    if (typeof value === "string" && value) return value;
+  }
+  return fallback;
+}
+
+export function errorInBody(payload: any, provider: string): ProviderError | null {
+  if (!payload || typeof payload !== "object" || Array.isArray(payload) || !("error" in payload)) return null;
+  const code = payload.error && typeof payload.error === "object" ? payload.error.code : undefined;
+  return new ProviderError(provider, messageIn(payload, "error event in the response"), typeof code === "number" ? code : null);
+}
+
+function retryAfter(headers: Headers): number | null {
+  const ms = headers.get("retry-after-ms");
+  if (ms !== null && !Number.isNaN(Number(ms))) return Math.max(0, Number(ms) / 1000);
+  const value = headers.get("retry-after");
+  if (value === null || !value.trim()) return null;
+  if (!Number.isNaN(Number(value))) return Math.max(0, Number(value));
+  const when = Date.parse(value);
+  return Number.isNaN(when) ? null : Math.max(0, (when - Date.now()) / 1000);
+}
+
+function delayFor(policy: RetryPolicy, retry: number, after: number | null): number {
+  if (after !== null) return Math.min(after, policy.maxDelay);
+  return Math.random() * Math.min(policy.maxDelay, policy.baseDelay * 2 ** (retry - 1));
+}
+
+const sleep = (seconds: number) => new Promise((r) => setTimeout(r, seconds * 1000));
+
+function retryable(status: number): boolean {
+  return status === 429 || status === 408 || status >= 500;
+}
+
+/** POST `body` as JSON; retried as the policy says. Returns a response with a 2xx status. */
+export async function post(url: string, body: unknown, headers: Record<string, string>, s: HttpSettings): Promise<Response> {
+  const data = JSON.stringify(body);
+  let lastError: ProviderError | null = null;
+  for (let attempt = 1; attempt <= s.retry.attempts; attempt++) {
+    if (attempt > 1) await sleep(delayFor(s.retry, attempt - 1, lastError && (lastError as any).after !== undefined ? (lastError as any).after : null));
+    const controller = new AbortController();
+    const limit = (s.timeouts.connect + s.timeouts.firstByte) * 1000;
+    const timer = setTimeout(() => controller.abort(), limit);
+    let response: Response;
+    try {
+      response = await fetch(url, { method: "POST", body: data, headers: { "content-type": "application/json", ...headers }, signal: controller.signal });
+    } catch (error) {
+      clearTimeout(timer);
+      const what = controller.signal.aborted ? `no response within ${limit / 1000} s` : `connection failed: ${redact(String((error as any)?.cause?.message ?? error), s.secret)}`;
+      lastError = new ProviderError(s.provider, what, null, true);
+      continue;
+    }
+    clearTimeout(timer);
+    if (response.ok) return response;
+    const text = await response.text().catch(() => "");
+    let message: string;
+    try {
+      message = messageIn(JSON.parse(text), response.statusText || "request failed");
+    } catch {
+      message = text.slice(0, 300).trim() || response.statusText || "request failed";
+    }
+    const error = new ProviderError(s.provider, redact(message, s.secret), response.status, retryable(response.status));
+    (error as any).after = retryAfter(response.headers);
+    if (!error.retryable) throw error;
+    lastError = error;
+  }
+  throw lastError ?? new ProviderError(s.provider, "request failed");
+}
+
+/** The `data:` payloads of a server-sent event stream, in order. */
+export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let data: string[] = [];
+  // One timer for the whole stream, pushed back after every read: a stall cancels the read.
+  let stalled = false;
+  const timer = setTimeout(() => {
+    stalled = true;
+    reader.cancel().catch(() => undefined);
+  }, s.timeouts.idle * 1000);
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        if (stalled) break;
+        throw new ProviderError(s.provider, `the stream broke off: ${String((error as any)?.message ?? error)}`, null, true);
+      }
+      if (stalled || chunk.done) break;
+      timer.refresh();
+      buffer += decoder.decode(chunk.value, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        let line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (line.endsWith("\r")) line = line.slice(0, -1);
+        if (line === "") {
+          if (data.length) yield data.join("\n");
+          data = [];
+        } else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+      }
+    }
+    if (stalled) throw new ProviderError(s.provider, `the stream stalled for more than ${s.timeouts.idle} s`);
+    if (data.length) yield data.join("\n");
+  } finally {
+    clearTimeout(timer);
+    reader.releaseLock();
+  }
+}
+
+export function isEventStream(response: Response): boolean {
+  return (response.headers.get("content-type") ?? "").includes("text/event-stream");
+}
+
+export function parseChunk(text: string, provider: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ProviderError(provider, `malformed event in the stream: ${text.slice(0, 80)}`);
+  }
+}
+
+export async function readJson(response: Response, provider: string): Promise<any> {
+  const text = await response.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ProviderError(provider, "the response is not JSON");
+  }
+}
+
+/**
+ * Run `once` again when it fails before producing its first event with a retryable error
+ * (a connection dropped right after the headers); once an event is out, nothing is retried.
+ */
+export async function* retryUnstarted<T>(once: () => AsyncGenerator<T>, retry: RetryPolicy): AsyncGenerator<T> {
+  for (let attempt = 1; ; attempt++) {
+    let started = false;
+    try {
+      for await (const item of once()) {
+        started = true;
+        yield item;
+      }
+      return;
+    } catch (error) {
+      if (started || attempt >= retry.attempts || !(error instanceof ProviderError) || !error.retryable) throw error;
+      await sleep(delayFor(retry, attempt, null));
+    }
+  }
+}

@@ -1,0 +1,136 @@
+// OpenAI Chat Completions, for openai(...) and every custom(id, base_url, model).
+
+import { ProviderError } from "../errors.js";
+import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
+import { errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
+
+export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
+const OWNED = new Set(["model", "messages", "stream"]);
+
+function messageJson(m: Message): Record<string, any> {
+  if (m.role === "tool") return { role: "tool", tool_call_id: m.tool_call_id ?? "", content: m.content };
+  if (m.role === "assistant" && m.tool_calls && m.tool_calls.length)
+    return {
+      role: "assistant",
+      content: m.content || null,
+      tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
+    };
+  return { role: m.role, content: m.content };
+}
+
+/** The JSON body of a Chat Completions request. */
+export function buildChatBody(request: ModelRequest): Record<string, any> {
+  const messages: Record<string, any>[] = [];
+  if (request.system) messages.push({ role: "system", content: request.system });
+  for (const m of request.messages) messages.push(messageJson(m));
+  const body: Record<string, any> = { model: request.model, messages };
+  if (request.functions.length)
+    body.tools = request.functions.map((f) => ({ type: "function", function: { name: f.name, description: f.description, parameters: { ...f.parameters } } }));
+  if (request.responseSchema !== null) {
+    const js: Record<string, any> = { name: request.responseSchema.name, schema: request.responseSchema.schema };
+    if ("strict" in request.responseSchema) js.strict = request.responseSchema.strict;
+    body.response_format = { type: "json_schema", json_schema: js };
+  }
+  for (const [k, v] of Object.entries(request.options)) if (!OWNED.has(k)) body[k] = v;
+  if (request.stream) {
+    body.stream = true;
+    const so: Record<string, any> = { ...(body.stream_options ?? {}) };
+    if (!("include_usage" in so)) so.include_usage = true;
+    body.stream_options = so;
+  }
+  return body;
+}
+
+function deltaEvents(delta: Record<string, any>): StreamEvent[] {
+  const events: StreamEvent[] = [];
+  const content = delta.content || delta.refusal;
+  if (content) events.push({ type: "text", text: content });
+  for (const f of delta.tool_calls ?? []) {
+    const fn = f.function ?? {};
+    events.push({ type: "tool_call_delta", index: Number(f.index ?? 0), id: f.id ?? null, name: fn.name ?? null, arguments: fn.arguments || "" });
+  }
+  return events;
+}
+
+function firstChoice(chunk: any, provider: string): Record<string, any> | null {
+  if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(provider, "unexpected response shape (not a JSON object)");
+  const failure = errorInBody(chunk, provider);
+  if (failure) throw failure;
+  for (const choice of chunk.choices ?? []) if (choice && typeof choice === "object" && (choice.index ?? 0) === 0) return choice;
+  return null;
+}
+
+function usageOf(payload: any): StreamEvent | null {
+  if (!payload || typeof payload !== "object") return null;
+  return { type: "usage", inputTokens: payload.prompt_tokens ?? null, outputTokens: payload.completion_tokens ?? null };
+}
+
+export class OpenAIProvider implements Provider {
+  baseUrl: string;
+  constructor(
+    public name: string,
+    baseUrl: string,
+    private apiKey: string | null,
+    private http: Omit<HttpSettings, "provider" | "secret">,
+  ) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+  }
+
+  private settings(): HttpSettings {
+    return { ...this.http, provider: this.name, secret: this.apiKey };
+  }
+
+  private headers(): Record<string, string> {
+    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  }
+
+  stream(request: ModelRequest): AsyncIterable<StreamEvent> {
+    const body = buildChatBody(request);
+    return retryUnstarted(() => this.once(request, body), this.http.retry);
+  }
+
+  private async *once(request: ModelRequest, body: Record<string, any>): AsyncGenerator<StreamEvent> {
+    const response = await post(`${this.baseUrl}/chat/completions`, body, this.headers(), this.settings());
+    if (!(request.stream && isEventStream(response))) {
+      const payload = await readJson(response, this.name);
+      const choice = firstChoice(payload, this.name);
+      if (choice === null) throw new ProviderError(this.name, "response has no choices");
+      const message = choice.message ?? {};
+      const calls = (message.tool_calls ?? []).map((c: any, i: number) => ({ ...c, index: i }));
+      for (const event of deltaEvents({ ...message, tool_calls: calls })) yield event;
+      const usage = usageOf(payload.usage);
+      if (usage) yield usage;
+      yield { type: "finish", reason: choice.finish_reason || "stop" };
+      return;
+    }
+    let finish: string | null = null;
+    let usage: StreamEvent | null = null;
+    let done = false;
+    for await (const data of sse(response, this.settings())) {
+      if (done) continue;
+      if (data.trim() === "[DONE]") {
+        done = true;
+        continue;
+      }
+      const chunk = parseChunk(data, this.name);
+      const choice = firstChoice(chunk, this.name);
+      usage = usageOf(chunk.usage) ?? usage;
+      if (choice === null) continue;
+      for (const event of deltaEvents(choice.delta ?? {})) yield event;
+      finish = choice.finish_reason || finish;
+    }
+    if (!done) throw new ProviderError(this.name, "stream ended before completion (no [DONE] marker)");
+    if (usage) yield usage;
+    yield { type: "finish", reason: finish ?? "stop" };
+  }
+
+  async embed(texts: string[], model: string): Promise<number[][]> {
+    if (!texts.length) return [];
+    const response = await post(`${this.baseUrl}/embeddings`, { model, input: texts }, this.headers(), this.settings());
+    const payload = await readJson(response, this.name);
+    const rows = payload && Array.isArray(payload.data) ? payload.data : null;
+    if (rows === null || rows.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");
+    if (!rows.every((r: any) => r && Array.isArray(r.embedding))) throw new ProviderError(this.name, "embeddings response has no values");
+    return [...rows].sort((a: any, b: any) => (a.index ?? 0) - (b.index ?? 0)).map((r: any) => r.embedding.map(Number));
+  }
+}

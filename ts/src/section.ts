@@ -1,0 +1,191 @@
+// Rendering shared by both codecs: signatures, argument lines, examples, result blocks, and
+// the block protocol section. Deterministic, so that prompts stay byte-identical.
+
+import { compactJson } from "./expr.js";
+import { describe, referencedTypes, resolve, type IRField, type IRType, type Types } from "./schema.js";
+import { pyJson } from "./values.js";
+
+export type CallKind = "tool" | "workflow" | "helper";
+
+export interface CallableSpec {
+  kind: CallKind;
+  name: string;
+  description: string;
+  params: IRField[];
+  returns: IRType;
+  configured: boolean;
+  examples: Record<string, any>[];
+}
+
+export interface Contract {
+  agent: string;
+  callables: CallableSpec[];
+  intents: Record<string, any>[];
+  output: IRType;
+  types: Types;
+  examples: Record<string, any>[];
+}
+
+export interface CallOutcome {
+  kind: CallKind;
+  name: string;
+  args: Record<string, any>;
+  status: "ok" | "error" | "skipped";
+  result?: string;
+  error?: string;
+  callId?: string | null;
+}
+
+export function findCallable(contract: Contract, kind: CallKind, name: string): CallableSpec | undefined {
+  return contract.callables.find((c) => c.kind === kind && c.name === name);
+}
+
+export const NOT_CONFIGURED = "[NOT CONFIGURED]";
+export const BLOCK_KIND: Record<CallKind, string> = { tool: "tool_call", workflow: "workflow_call", helper: "helper_call" };
+
+export function callableDescription(spec: CallableSpec): string {
+  let text = spec.description.trim();
+  if (!spec.configured && !text.includes(NOT_CONFIGURED)) text = `${text} ${NOT_CONFIGURED}`.trim();
+  return text;
+}
+
+export function fieldLine(field: IRField, types: Types): string {
+  let text = `${field.name}${field.optional ? "?" : ""}: ${describe(field.type, types)}`;
+  if (field.description) text += ` /* ${field.description} */`;
+  return text;
+}
+
+export function signature(spec: CallableSpec, types: Types): string {
+  const params = spec.params.map((f) => fieldLine(f, types)).join(", ");
+  const text = `${spec.name}(${params}): ${describe(spec.returns, types)}`;
+  const description = callableDescription(spec);
+  return description ? `${text} // ${description}` : text;
+}
+
+export function outputVariants(contract: Contract): [string, IRType][] {
+  const output = contract.output;
+  if (output.kind === "text") return [];
+  const variants: IRType[] = output.kind === "union" ? output.variants : [output];
+  return variants.map((v) => [v.kind === "ref" ? v.name : describe(v, contract.types), v]);
+}
+
+export function paramTypes(contract: Contract): string[] {
+  const found: string[] = [];
+  const shapes: IRType[] = [
+    ...contract.callables.flatMap((s) => s.params.map((f) => f.type)),
+    ...contract.intents.flatMap((i) => (i.fields as IRField[]).map((f) => f.type)),
+    ...outputVariants(contract).map(([, t]) => t),
+  ];
+  for (const shape of shapes) for (const name of referencedTypes(shape, contract.types)) if (!found.includes(name)) found.push(name);
+  return found;
+}
+
+export function typeLine(name: string, types: Types): string {
+  const resolved = resolve({ kind: "ref", name }, types);
+  if (resolved.kind !== "object") return `${name} = ${describe(resolved, types)}`;
+  return `${name} = { ${(resolved.fields as IRField[]).map((f) => fieldLine(f, types)).join(", ")} }`;
+}
+
+export function renderArgValue(value: any): string {
+  if (typeof value === "string" && value && !value.includes("\n") && value === value.trim()) {
+    if (!"[{\"'".includes(value[0]!) && !["null", "true", "false", "|", ">"].includes(value)) return value;
+  }
+  return pyJson(value, ", ", ": ");
+}
+
+export function renderArgs(args: Record<string, any>): string {
+  return Object.entries(args)
+    .map(([k, v]) => `${k}: ${renderArgValue(v)}`)
+    .join("\n");
+}
+
+/** What the model sees of a result: strings as is, anything else compact JSON. */
+export function resultText(value: any): string {
+  if (typeof value === "string") return value;
+  if (value === undefined) return "null";
+  return pyJson(value, ",", ":");
+}
+
+export function renderOutcome(outcome: CallOutcome): string {
+  const stem = outcome.kind;
+  const label = { ok: "result", error: "error", skipped: "skipped" }[outcome.status];
+  const lines = [`[${stem}_${label}: ${outcome.name}]`, `args: ${pyJson(outcome.args, ",", ":")}`];
+  if (outcome.status === "ok") lines.push(`result: ${outcome.result ?? ""}`);
+  else if (outcome.status === "error") lines.push(`error: ${outcome.error || "failed"}`);
+  else lines.push("note: the application skipped this call");
+  lines.push(`[/${stem}_${label}]`);
+  return lines.join("\n");
+}
+
+export function exampleBlock(example: Record<string, any>): string {
+  const kind = BLOCK_KIND[example.kind === "workflow" ? "workflow" : "tool"];
+  const body = renderArgs(example.args ?? {});
+  return `[${kind}: ${example.target}]\n${body ? body + "\n" : ""}[/${kind}]`;
+}
+
+const INTRO =
+  "## Answer protocol\n" +
+  "Answer only in blocks: a header line `[kind: name]`, the body, then `[/kind]` on its own" +
+  " line. In a body write one `name: value` per line (text unquoted; lists and objects as" +
+  " JSON).";
+const CALLS =
+  "Call with `[tool_call: name]`, `[workflow_call: name]` or `[helper_call: name]` blocks." +
+  " Several calls may share one answer; they run together and their results come back in the" +
+  " next message as `[tool_result: name]` or `[tool_error: name]` blocks (`workflow_`," +
+  " `helper_` likewise). Then go on.";
+
+export function blocksSection(contract: Contract): string {
+  const types = contract.types;
+  const parts = [INTRO];
+  if (contract.callables.length) {
+    const lines = [CALLS];
+    for (const [kind, title] of [
+      ["tool", "Tools"],
+      ["workflow", "Workflows"],
+      ["helper", "Helpers"],
+    ] as const) {
+      const specs = contract.callables.filter((s) => s.kind === kind);
+      if (specs.length) {
+        lines.push(`${title}:`);
+        for (const spec of specs) lines.push(`- ${signature(spec, types)}`);
+      }
+    }
+    if (contract.callables.some((s) => !s.configured)) lines.push(`A call marked ${NOT_CONFIGURED} fails: avoid it.`);
+    parts.push(lines.join("\n"));
+  }
+  if (contract.intents.length) {
+    const lines = ["Intents: emit one as `[custom: Name]` with its fields as lines."];
+    for (const intent of contract.intents) {
+      const fields = (intent.fields as IRField[]).map((f) => fieldLine(f, types)).join(", ");
+      const note = intent.description ? ` // ${intent.description}` : "";
+      lines.push(`- ${intent.name} { ${fields} }${note}`);
+    }
+    parts.push(lines.join("\n"));
+  }
+  parts.push(outputText(contract));
+  const named = paramTypes(contract);
+  if (named.length) parts.push(["Types:", ...named.map((n) => `- ${typeLine(n, types)}`)].join("\n"));
+  if (contract.examples.length) parts.push(["Examples:", ...contract.examples.map(exampleBlock)].join("\n"));
+  return parts.join("\n\n");
+}
+
+function outputText(contract: Contract): string {
+  const variants = outputVariants(contract);
+  if (!variants.length) return "Your final answer (it ends your turn):\n[response_text]\nyour reply\n[/response_text]";
+  if (variants.length === 1) {
+    const [name, type] = variants[0]!;
+    const resolved = resolve(type, contract.types);
+    const fields =
+      resolved.kind === "object"
+        ? "the fields " + (resolved.fields as IRField[]).map((f) => fieldLine(f, contract.types)).join(", ")
+        : `one value of type ${describe(type, contract.types)}`;
+    return `Your final answer (it ends your turn) is one \`[schema: ${name}]\` block, then \`[/schema]\`; its body gives ${fields}.`;
+  }
+  const names = variants.map(([n]) => n).join(" or ");
+  return (
+    "Your final answer (it ends your turn) is one `[schema: Name]` block, then `[/schema]`," +
+    ` where Name is the shape you answer with: ${names}; its body gives that shape's fields.`
+  );
+}
+
+export { compactJson };

@@ -1,0 +1,85 @@
+// The session: the plain, JSON-serialisable record of a conversation (version 1), the same
+// shape the Python runtime writes, so a session moves between the two runtimes.
+
+import { randomUUID } from "node:crypto";
+import { ConfigError } from "./errors.js";
+import type { Message } from "./providers/base.js";
+
+export const SESSION_VERSION = 1;
+
+export interface Frame {
+  agent: string;
+  config?: string | null;
+  handoff?: string;
+  parent?: string;
+  tools?: unknown;
+  messages?: Record<string, any>[];
+}
+
+export interface Turn {
+  id: string;
+  input: { text: string };
+  agent: string;
+  messages: Record<string, any>[];
+  intents: { name: string; value: any; agent: string }[];
+  status: "running" | "complete" | "handoff" | "error";
+  error: string | null;
+  output: any;
+  /** One entry per model call of the turn: the model that answered, "<provider>:<model>". */
+  model_calls: { model: string }[];
+}
+
+export interface SessionState {
+  version: number;
+  agent: string;
+  system_prompt: string;
+  stack: Frame[];
+  turns: Turn[];
+  [key: string]: any;
+}
+
+export function newSession(root: string): SessionState {
+  return { version: SESSION_VERSION, agent: root, system_prompt: "", stack: [{ agent: root, config: null }], turns: [] };
+}
+
+export function newTurn(text: string, agent: string): Turn {
+  // A version 4 UUID in hex, as the Python runtime writes turn ids.
+  return { id: randomUUID().replace(/-/g, ""), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null, model_calls: [] };
+}
+
+export function checkSession(value: any, root: string): SessionState {
+  if (!value || typeof value !== "object" || Array.isArray(value))
+    throw new ConfigError(`session: expected a session object, got ${value === null ? "null" : typeof value}`);
+  if (value.version !== SESSION_VERSION)
+    throw new ConfigError(`session.version: this runtime reads session version ${SESSION_VERSION}, got ${JSON.stringify(value.version ?? null)}`);
+  for (const key of ["stack", "turns"]) if (!Array.isArray(value[key])) throw new ConfigError(`session.${key}: expected a list`);
+  const owner = value.agent ?? root;
+  if (owner !== root) throw new ConfigError(`session.agent: this session belongs to agent '${owner}', not '${root}'`);
+  value.stack.forEach((frame: any, i: number) => {
+    if (!frame || typeof frame !== "object") throw new ConfigError(`session.stack[${i}]: expected a frame object`);
+    if (typeof frame.agent !== "string") throw new ConfigError(`session.stack[${i}].agent: expected an agent name`);
+  });
+  value.turns.forEach((turn: any, i: number) => {
+    if (!turn || typeof turn !== "object" || Array.isArray(turn)) throw new ConfigError(`session.turns[${i}]: expected a turn object`);
+  });
+  const stack = value.stack.length ? value.stack.map((f: Frame) => ({ ...f })) : [{ agent: root, config: null }];
+  return { version: SESSION_VERSION, agent: root, system_prompt: String(value.system_prompt ?? ""), stack, turns: [...value.turns] };
+}
+
+export function messageToJson(m: Message): Record<string, any> {
+  const data: Record<string, any> = { role: m.role, content: m.content };
+  if (m.tool_calls && m.tool_calls.length) data.tool_calls = m.tool_calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
+  if (m.tool_call_id != null) data.tool_call_id = m.tool_call_id;
+  if (m.name != null) data.name = m.name;
+  return data;
+}
+
+export function messageFromJson(data: Record<string, any>): Message {
+  return {
+    role: data.role,
+    content: String(data.content ?? ""),
+    tool_calls: (data.tool_calls ?? []).map((c: any) => ({ id: String(c.id), name: String(c.name), arguments: String(c.arguments) })),
+    tool_call_id: data.tool_call_id ?? null,
+    name: data.name ?? null,
+  };
+}

@@ -1,0 +1,127 @@
+// The conformance vectors of ../conformance, run through the TypeScript runtime. The Python
+// suite runs the same files (tests/conformance/); both check that they ran exactly the ids of
+// conformance/manifest.json.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
+const GROUPS = ["schema", "expr", "prompts", "blocks", "engine"];
+const load = (name) => JSON.parse(readFileSync(join(root, `${name}.json`), "utf8"));
+const manifest = load("manifest");
+const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, vector })));
+
+const NOW = /Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)/g;
+const normal = (value) =>
+  JSON.parse(JSON.stringify(value).replace(NOW, "Current date and time: <now>").replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"'));
+
+function contractOf(spec) {
+  const callables = spec.callables.map((c) => ({ ...c, configured: true, examples: [] }));
+  return { agent: "Main", callables, intents: spec.intents, output: spec.output, types: spec.types, examples: [] };
+}
+
+function decode(spec, text, chunk) {
+  const decoder = new BlocksDecoder(contractOf(spec), true);
+  const pieces = [];
+  if (chunk) for (let i = 0; i < text.length; i += chunk) pieces.push(text.slice(i, i + chunk));
+  else pieces.push(text);
+  const events = [...pieces.flatMap((p) => decoder.feed({ type: "text", text: p })), ...decoder.close()];
+  return events
+    .filter((e) => e.type !== "partial")
+    .map((e) => (e.type === "final" ? { type: "final", kind: e.kind, name: e.name, payload: e.payload } : { type: "rejected", kind: e.kind, name: e.name }));
+}
+
+/** A provider playing back text replies in `chunk`-sized pieces, recording every request. */
+function scripted(replies, chunk) {
+  const requests = [];
+  let next = 0;
+  return {
+    requests,
+    provider: {
+      name: "scripted",
+      async *stream(request) {
+        requests.push(request);
+        const number = ++next;
+        const reply = replies[number - 1];
+        if (reply === undefined) throw new Error("the script has no reply left");
+        let index = 0;
+        for (const part of typeof reply === "string" ? [reply] : reply.parts) {
+          if (typeof part === "string") {
+            for (let i = 0; i < part.length; i += chunk) yield { type: "text", text: part.slice(i, i + chunk) };
+            continue;
+          }
+          const args = pyJson(part.args);
+          yield { type: "tool_call_delta", index, id: `call_${number}_${index}`, name: part.call, arguments: args.slice(0, chunk) };
+          for (let i = chunk; i < args.length; i += chunk) yield { type: "tool_call_delta", index, arguments: args.slice(i, i + chunk) };
+          index++;
+        }
+        yield { type: "finish", reason: index ? "tool_calls" : "stop" };
+      },
+      async embed() {
+        return [];
+      },
+    },
+  };
+}
+
+class ToolFailure extends Error {
+  name = "ToolFailure";
+}
+
+async function scenario(ir, sc, chunk) {
+  const { provider, requests } = scripted(sc.replies, chunk);
+  const tools = Object.fromEntries(
+    Object.entries(sc.tools ?? {}).map(([name, b]) => [
+      name,
+      async () => {
+        if ("raise" in b) throw new ToolFailure(b.raise);
+        return b.return;
+      },
+    ]),
+  );
+  const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null };
+  const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
+  const intents = [];
+  agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
+  let session = sc.session ?? null;
+  for (const text of sc.inputs) session = await agent.run(text, { session });
+  return normal({ intents, requests: requests.map(buildChatBody), session });
+}
+
+async function run(group, v) {
+  if (group === "schema") {
+    const coerced = coerce(v.value, v.type, v.types);
+    return { coerced, errors: validate(coerced, v.type, v.types) };
+  }
+  if (group === "expr") {
+    const value = evaluate(v.expr, v.scope, v.ctx, false);
+    return { value, rendered: renderValue(value), truthy: truthy(value) };
+  }
+  if (group === "prompts") {
+    const agent = v.ir.agents[v.ir.root];
+    return renderPrompt(v.ir, agent, agent.configs.default, v.context);
+  }
+  if (group === "blocks") return v.chunkings.map((chunk) => decode(v.contract, v.text, chunk));
+  if (group === "engine") return scenario(v.ir, v.scenario, v.chunk_size);
+  throw new Error(`unknown group ${group}`);
+}
+
+test("the vectors are exactly the manifest", () => {
+  assert.deepEqual(Object.keys(manifest), GROUPS);
+  const ran = Object.fromEntries(GROUPS.map((g) => [g, vectors.filter((x) => x.group === g).map((x) => x.vector.id)]));
+  assert.deepEqual(ran, manifest);
+  assert.ok(vectors.length >= 150);
+});
+
+let passed = 0;
+for (const { group, vector } of vectors) {
+  test(vector.id, async () => {
+    assert.deepEqual(await run(group, vector), vector.expected);
+    passed++;
+  });
+}
+
+test.after(() => console.log(`conformance: ${passed} of ${vectors.length} vectors passed in the TypeScript runtime`));

@@ -1,0 +1,61 @@
+"""Start auwgent.testing's fake OpenAI and Gemini servers on 127.0.0.1 for the TS tests.
+
+Usage: ``python fakes.py SCRIPT.json``. The script is ``{"openai": [reply, ...], "gemini":
+[reply, ...], "api_key": "..."}`` where a reply is ``{"text": "...", "chunk_size": 3}``,
+``{"calls": [[name, args], ...], "text": "..."}``, ``{"status": 503, "retry_after": 0}``,
+``{"stall": seconds, "after_chunks": n}`` or ``{"disconnect": after_chunks}``.
+Prints one JSON line with the base URLs, serves until its stdin closes, then prints one JSON
+line with the requests each server recorded (path and body) and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from auwgent.testing import (
+    FakeGeminiServer,
+    FakeOpenAIServer,
+    ServerReply,
+    disconnect,
+    stall,
+    status,
+    text,
+    tool_calls,
+)
+
+
+def reply(spec: dict[str, Any]) -> ServerReply:
+    if "stall" in spec:
+        return stall(float(spec["stall"]), after_chunks=spec.get("after_chunks"))
+    if "disconnect" in spec:
+        return disconnect(after_chunks=int(spec["disconnect"]))
+    if "status" in spec:
+        return status(int(spec["status"]), retry_after=spec.get("retry_after"))
+    if "calls" in spec:
+        calls = [(str(n), a) for n, a in spec["calls"]]
+        return tool_calls(calls, text=spec.get("text", ""), chunk_size=spec.get("chunk_size"))
+    return text(
+        spec["text"], chunk_size=spec.get("chunk_size"), finish_reason=spec.get("finish_reason")
+    )
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        script = json.load(handle)
+    key = script.get("api_key")
+    openai = FakeOpenAIServer([reply(r) for r in script.get("openai", [])], api_key=key)
+    gemini = FakeGeminiServer([reply(r) for r in script.get("gemini", [])], api_key=key)
+    with openai, gemini:
+        print(json.dumps({"openai": openai.base_url, "gemini": gemini.base_url}), flush=True)
+        sys.stdin.read()
+        seen = {
+            name: [{"path": r.path, "body": r.body} for r in server.requests]
+            for name, server in (("openai", openai), ("gemini", gemini))
+        }
+        print(json.dumps(seen), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+// The runtime through its public surface: createAgent (what generated bindings call) with
+// real HTTP against the fake OpenAI and Gemini servers on 127.0.0.1.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ConfigError, ContextError, UnsupportedError, createAgent } from "../dist/index.js";
+import { compileIr, startFakes } from "./fakes.mjs";
+
+const SOURCE = `
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "You help {{ctx.name}}."
+        embedding: gemini("gemini-embedding-001")
+    }
+    config Strict {
+        model: gemini("gemini-2.5-flash")
+        prompt: "Be strict."
+    }
+    context { name: string }
+    tool lookup(q: string): string @desc "Looks up"
+}
+`;
+const IR = compileIr(SOURCE);
+const meta = { irHash: IR.hash, compilerVersion: IR.compiler_version, irVersion: IR.ir_version };
+const keys = { openaiApiKey: "k", geminiApiKey: "k" };
+const block = (kind, name, body) => `[${kind}${name ? `: ${name}` : ""}]\n${body}\n[/${kind}]`;
+const answer = (text) => ({ text: block("response_text", null, text) });
+
+function agentFor(urls, extra = {}) {
+  return createAgent(IR, { apiKeys: keys, context: { name: "Ama" }, baseUrls: { openai: urls.openai, gemini: urls.gemini }, ...extra }, meta);
+}
+
+function collect(agent) {
+  const intents = [];
+  agent.onIntent((name, value, who) => void intents.push([name, value, who]));
+  return intents;
+}
+
+test("construction names the key path of every mistake", () => {
+  assert.throws(() => createAgent(IR, { apiKeys: keys, contxt: {} }, meta), (e) => e instanceof ConfigError && /^contxt: unknown config key; did you mean 'context'\?/.test(e.message));
+  const saved = { ...process.env };
+  delete process.env.OPENAI_API_KEY;
+  try {
+    assert.throws(() => createAgent(IR, { apiKeys: { geminiApiKey: "k" } }, meta), /apiKeys\.openaiApiKey: missing API key for provider 'openai'; set it in the config or in the environment variable OPENAI_API_KEY/);
+  } finally {
+    Object.assign(process.env, saved);
+  }
+  assert.throws(() => createAgent(IR, { apiKeys: keys, context: { name: 3 } }, meta), (e) => e instanceof ContextError && /context\.name: expected string \(declared in Main's context\), got number 3/.test(e.message));
+  assert.throws(() => createAgent(IR, { apiKeys: keys, tools: { lookupp: async () => "" } }, meta), /tools\.lookupp: no tool named 'lookupp' is declared; did you mean 'lookup'\?/);
+  assert.throws(() => createAgent(IR, { apiKeys: keys, config: "Lax" }, meta), /config: unknown config "Lax"; valid configs: default, Strict/);
+  assert.throws(() => createAgent(IR, { apiKeys: keys, retry: { attempt: 2 } }, meta), /retry\.attempt: unknown config key; did you mean 'attempts'\?/);
+  assert.throws(() => createAgent(IR, { apiKeys: keys }, { ...meta, irHash: "sha256:other" }), /ir_hash: the embedded IR does not match its hash/);
+});
+
+test("what this runtime does not run yet is refused at construction, naming the feature", () => {
+  const gated = structuredClone(IR);
+  gated.agents.Main.tools[0].approval = { timeout: null };
+  assert.throws(
+    () => createAgent(gated, { apiKeys: keys }, { ...meta, irHash: gated.hash }),
+    (e) => e instanceof UnsupportedError && e.message === "ir: agents.Main.tools[0] (lookup) has 'approval': @approval, which this TypeScript runtime does not run yet; see ts/README.md",
+  );
+  const newer = structuredClone(IR);
+  newer.agents.Main.configs.default.reasoning = "deep";
+  assert.throws(() => createAgent(newer, { apiKeys: keys }, meta), /ir: agents\.Main\.configs\.default has 'reasoning': a key this TypeScript runtime does not know/);
+});
+
+test("a missing required context key ends the run with an error intent before any model call", async () => {
+  const fakes = await startFakes({ openai: [answer("never")] });
+  const agent = createAgent(IR, { apiKeys: keys, baseUrls: { openai: fakes.urls.openai } }, meta);
+  const intents = collect(agent);
+  const session = await agent.run("hi");
+  const { openai } = await fakes.stop();
+  assert.equal(openai.length, 0);
+  assert.equal(session.turns[0].status, "error");
+  assert.match(intents[0][1].message, /missing required context 'name' for Main/);
+});
+
+test("retries a 503 then answers; an API key error becomes an error intent naming the API", async () => {
+  const fakes = await startFakes({ openai: [{ status: 503 }, answer("Recovered.")] });
+  const agent = agentFor(fakes.urls, { retry: { baseDelay: 0.01 } });
+  const intents = collect(agent);
+  const session = await agent.run("hi");
+  await fakes.stop();
+  assert.deepEqual(intents.map((i) => i[0]), ["response_text"]);
+  assert.equal(session.turns[0].output, "Recovered.");
+
+  const locked = await startFakes({ api_key: "right", openai: [answer("x")] });
+  const denied = agentFor(locked.urls, { apiKeys: { ...keys, openaiApiKey: "wrong" } });
+  const errors = collect(denied);
+  await denied.run("hi");
+  await locked.stop();
+  assert.equal(errors[0][0], "error");
+  assert.match(errors[0][1].message, /^OpenAI API error \(401\): Invalid API key provided\./);
+  assert.doesNotMatch(errors[0][1].message, /wrong/);
+});
+
+test("a stream that stalls longer than timeouts.idle fails the run with a clear error", async () => {
+  const fakes = await startFakes({ openai: [{ stall: 3, after_chunks: 1 }] });
+  const agent = agentFor(fakes.urls, { timeouts: { idle: 0.3 }, retry: { attempts: 1 } });
+  const intents = collect(agent);
+  const started = Date.now();
+  await agent.run("hi");
+  await fakes.stop();
+  assert.ok(Date.now() - started < 2500);
+  assert.match(intents.at(-1)[1].message, /OpenAI API error: the stream stalled for more than 0\.3 s/);
+});
+
+test("named configs: run({config}) and useConfig switch model and prompt", async () => {
+  const fakes = await startFakes({ gemini: [answer("Strict one."), answer("Strict two.")], openai: [answer("Default.")] });
+  const agent = agentFor(fakes.urls);
+  await agent.run("a", { config: "Strict" });
+  await agent.run("b");
+  agent.useConfig("Strict");
+  await agent.run("c");
+  const { gemini, openai } = await fakes.stop();
+  assert.equal(gemini.length, 2);
+  assert.equal(openai.length, 1);
+  assert.match(gemini[0].body.systemInstruction.parts[0].text, /^Be strict\./);
+  assert.throws(() => agent.useConfig("Nope"), /useConfig: unknown config "Nope"; valid configs: default, Strict/);
+});
+
+test("the seven middleware hooks fire as the manual says; setContext, embed and embedBatch work", async () => {
+  const fakes = await startFakes({ openai: [{ text: block("tool_call", "lookup", "q: x") }, answer("Done.")] });
+  const seen = [];
+  const vectors = [];
+  const middleware = {
+    name: "recorder",
+    onRunStart: async (session, ctx) => {
+      seen.push("onRunStart");
+      ctx.setContext({ name: "Kofi", retrieved_chunks: ["c1"] });
+      vectors.push(await ctx.embed(session.turns.at(-1).input));
+      vectors.push(...(await ctx.embedBatch(["a", "b"])));
+      return session;
+    },
+    onLLMStart: (prompt, ctx) => {
+      seen.push("onLLMStart");
+      return prompt + "\nExtra rule.";
+    },
+    onIntent: (name, value, ctx) => void seen.push(`onIntent:${name}:${ctx.rawBlock ? "raw" : "-"}`),
+    onIntentPartial: () => void (seen.at(-1) !== "partial" && seen.push("partial")),
+    onLLMEnd: (response) => void seen.push(`onLLMEnd:${response.text}`),
+    onRunComplete: (session) => void seen.push(`onRunComplete:${session.turns.length}`),
+    onError: (error) => {
+      seen.push(`onError:${error.message}`);
+      return true;
+    },
+  };
+  const scoped = { name: "other", target: "Helper", onLLMStart: () => void seen.push("never") };
+  const agent = agentFor(fakes.urls, { middleware: [middleware, scoped], tools: { lookup: async () => { throw new Error("db down"); } } });
+  const intents = collect(agent);
+  await agent.run("query");
+  const { openai, gemini } = await fakes.stop();
+  assert.equal(seen[0], "onRunStart");
+  assert.ok(!seen.includes("never"));
+  assert.ok(seen.includes("onIntent:tool_call:raw"));
+  assert.ok(seen.includes("onError:lookup: Error: db down"));
+  assert.ok(seen.includes("onLLMEnd:Done."));
+  assert.equal(seen.at(-1), "onRunComplete:1");
+  assert.equal(seen.filter((s) => s === "onLLMStart").length, 2);
+  // onError returned true: the tool failure is handled, so no tool_error intent.
+  assert.ok(!intents.some((i) => i[0] === "tool_error"));
+  const system = openai[0].body.messages[0].content;
+  assert.match(system, /^You help Kofi\./);
+  assert.match(system, /Context \(values supplied by the application\):\n- retrieved_chunks: \["c1"\]/);
+  assert.match(system, /\nExtra rule\.$/);
+  assert.equal(vectors.length, 3);
+  assert.equal(gemini.map((r) => r.path.split(":").at(-1)).join(","), "embedContent,batchEmbedContents");
+});
+
+test("a custom provider is an OpenAI-compatible endpoint keyed by its id", async () => {
+  const ir = compileIr(`agent Main { default config { model: custom("my-groq-api", "https://example.invalid/v1", "llama") prompt: "Hi" } }`);
+  const fakes = await startFakes({ api_key: "g", openai: [answer("From groq.")] });
+  const agent = createAgent(ir, { apiKeys: { myGroqApiApiKey: "g" }, baseUrls: { "my-groq-api": fakes.urls.openai } }, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
+  const session = await agent.run("hi");
+  const { openai } = await fakes.stop();
+  assert.equal(session.turns[0].output, "From groq.");
+  assert.equal(openai[0].body.model, "llama");
+});
+
+test("native protocol over real Gemini wire format: functionCall in, functionResponse back", async () => {
+  const fakes = await startFakes({ gemini: [{ calls: [["tool__lookup", { q: "stock" }]] }, { text: "Found it." }] });
+  const agent = agentFor(fakes.urls, { protocol: "native", config: "Strict", tools: { lookup: async ({ q }) => `rows for ${q}` } });
+  const intents = collect(agent);
+  const session = await agent.run("find");
+  const { gemini } = await fakes.stop();
+  assert.deepEqual(intents.map((i) => i[0]), ["tool_call", "tool_result", "response_text"]);
+  assert.equal(session.turns[0].output, "Found it.");
+  const decl = gemini[0].body.tools[0].functionDeclarations[0];
+  assert.equal(decl.name, "tool__lookup");
+  const parts = gemini[1].body.contents.at(-1).parts;
+  assert.deepEqual(parts[0].functionResponse.response, { result: "rows for stock" });
+});
+
+test("a session from one run continues in the next, and survives JSON", async () => {
+  const fakes = await startFakes({ openai: [answer("First."), answer("Second.")] });
+  const agent = agentFor(fakes.urls);
+  const first = await agent.run("one");
+  const second = await agent.run("two", { session: JSON.parse(JSON.stringify(first)) });
+  const { openai } = await fakes.stop();
+  assert.equal(second.turns.length, 2);
+  assert.deepEqual(openai[1].body.messages.slice(1).map((m) => m.role), ["user", "assistant", "user"]);
+});
+
+test("a call left open by a stream cut off at the output limit never runs", async () => {
+  const fakes = await startFakes({ openai: [{ text: "[tool_call: lookup]\nq: drop tables", finish_reason: "length" }, answer("Sorry.")] });
+  let ran = false;
+  const agent = agentFor(fakes.urls, { tools: { lookup: async () => void (ran = true) } });
+  const intents = collect(agent);
+  await agent.run("go");
+  await fakes.stop();
+  assert.equal(ran, false);
+  const refusal = intents.find((i) => i[0] === "tool_error");
+  assert.match(refusal[1].message, /cut off \(finish reason length\)/);
+});
+
+test("timeouts.run ends the run with an error; a call that arrives later never runs", async () => {
+  const fakes = await startFakes({ openai: [{ stall: 1, after_chunks: 1, text: "x" }] });
+  let ran = false;
+  const agent = agentFor(fakes.urls, { timeouts: { run: 0.3 }, tools: { lookup: async () => void (ran = true) } });
+  const intents = collect(agent);
+  const started = Date.now();
+  const session = await agent.run("go");
+  assert.ok(Date.now() - started < 900);
+  assert.equal(session.turns[0].status, "error");
+  assert.match(intents.at(-1)[1].message, /the run took longer than 0\.3 s/);
+  const count = session.turns[0].intents.length;
+  await new Promise((r) => setTimeout(r, 1200));
+  await fakes.stop();
+  assert.equal(ran, false);
+  assert.equal(session.turns[0].intents.length, count);
+});
+
+test("partials: text deltas add up to the final text; snapshots hold only keys of the final", async () => {
+  const text = block("response_text", null, "Hello there, friend.");
+  const fakes = await startFakes({ openai: [{ text: block("tool_call", "lookup", "q: stock levels"), chunk_size: 3 }, { text, chunk_size: 2 }] });
+  const agent = agentFor(fakes.urls, { tools: { lookup: async () => "ok" } });
+  const partials = [];
+  agent.onIntentPartial((name, value) => void partials.push([name, structuredClone(value)]));
+  const finals = collect(agent);
+  await agent.run("go");
+  await fakes.stop();
+  const texts = partials.filter(([n]) => n === "response_text").map(([, v]) => v);
+  assert.equal(texts.map((v) => v.delta).join(""), "Hello there, friend.");
+  assert.ok(texts.every((v) => v.partial === true && v.complete === false && v.mode === "text" && "Hello there, friend.".startsWith(v.snapshot.text)));
+  const calls = partials.filter(([n]) => n === "tool_call").map(([, v]) => v);
+  assert.ok(calls.length > 1 && calls.every((v) => v.mode === "structured" && v.segment === 0));
+  const final = finals.find(([n]) => n === "tool_call")[1];
+  for (const v of calls) for (const key of Object.keys(v.snapshot.args ?? {})) assert.ok(key in final.args);
+  for (const v of calls) if (v.snapshot.args?.q !== undefined) assert.ok(final.args.q.startsWith(v.snapshot.args.q));
+});
+
+test("a handler that throws while deciding on a call: the call does not run; every handler still sees it", async () => {
+  const fakes = await startFakes({ openai: [{ text: block("tool_call", "lookup", "q: x") }, answer("Ok.")] });
+  let ran = false;
+  let second = 0;
+  const agent = agentFor(fakes.urls, { tools: { lookup: async () => void (ran = true) } });
+  agent.onIntent((name) => {
+    if (name === "tool_call") throw new Error("secret detail");
+  });
+  agent.onIntent((name) => void (name === "tool_call" && second++));
+  const intents = collect(agent);
+  await agent.run("go");
+  const { openai } = await fakes.stop();
+  assert.equal(ran, false);
+  assert.equal(second, 1);
+  assert.ok(intents.some(([n, v]) => n === "error" && /a handler of tool_call failed: Error: secret detail/.test(v.message)));
+  const back = openai[1].body.messages.at(-1).content;
+  assert.match(back, /\[tool_error: lookup\]/);
+  assert.doesNotMatch(back, /secret detail/);
+});
+
+test("timezone and clock set the date line; a bad zone is a config error", async () => {
+  assert.throws(() => agentFor({ openai: "http://127.0.0.1:9", gemini: "http://127.0.0.1:9" }, { timezone: "Mars/Olympus" }), /timezone: unknown time zone 'Mars\/Olympus'; use an IANA name such as 'Africa\/Accra' or 'UTC'/);
+  const fakes = await startFakes({ openai: [answer("Ok.")] });
+  const clock = () => new Date(Date.UTC(2026, 6, 1, 10, 30, 5));
+  const agent = agentFor(fakes.urls, { timezone: "America/New_York", clock });
+  await agent.run("time?");
+  const { openai } = await fakes.stop();
+  assert.match(openai[0].body.messages[0].content, /\nCurrent date and time: 2026-07-01T06:30:05-04:00 \(Wednesday, 01 July 2026 06:30 EDT\)$/);
+});
+
+test("agent.stream yields partials and finals as they happen, then lastSession holds the session", async () => {
+  const fakes = await startFakes({ openai: [{ text: block("response_text", null, "Streaming works."), chunk_size: 3 }] });
+  const agent = agentFor(fakes.urls);
+  const events = [];
+  for await (const event of agent.stream("go")) events.push(event);
+  await fakes.stop();
+  const partials = events.filter((e) => e.partial);
+  assert.ok(partials.length > 1);
+  assert.equal(partials.map((e) => e.value.delta).join(""), "Streaming works.");
+  assert.deepEqual(events.at(-1), { name: "response_text", value: { text: "Streaming works." }, agentName: "Main", partial: false });
+  assert.equal(agent.lastSession.turns[0].output, "Streaming works.");
+});

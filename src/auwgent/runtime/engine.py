@@ -152,7 +152,8 @@ class Run:
                 f"embed: the {cfg_name!r} config of {agent['name']} has no embedding model; "
                 f'add one, e.g. `embedding: gemini("gemini-embedding-001")`'
             )
-        return await self.core.provider(model).embed(plain, str(model["model"]))
+        options = model.get("options") or {}
+        return await self.core.provider(model).embed(plain, str(model["model"]), options)
 
     # -- a whole run -------------------------------------------------------------------------
 

@@ -283,18 +283,28 @@ def test_structured_output_sets_json_mime_type_and_schema() -> None:
     assert "systemInstruction" not in body
 
 
-async def test_one_text_uses_embed_content(wire: Callable[[str], bytes]) -> None:
-    replay = Replay(wire("gemini_embedding.json"))
+async def test_one_text_uses_batch_embed_contents_with_the_options() -> None:
+    body = b'{"embeddings": [{"values": [0.013168523, -0.008711934, -0.046782676]}]}'
+    replay = Replay(body)
     async with httpx.AsyncClient(transport=httpx.MockTransport(replay)) as client:
         provider = GeminiProvider(client=client, api_key="k", base_url="https://gw.test/v1beta")
-        vectors = await provider.embed(["hello"], "gemini-embedding-001")
+        options = {"output_dimensionality": 768, "task_type": "RETRIEVAL_QUERY", "title": "T"}
+        vectors = await provider.embed(["hello"], "gemini-embedding-001", options)
     assert vectors == [[0.013168523, -0.008711934, -0.046782676]]
     assert (
-        str(replay.seen[0].url) == "https://gw.test/v1beta/models/gemini-embedding-001:embedContent"
+        str(replay.seen[0].url)
+        == "https://gw.test/v1beta/models/gemini-embedding-001:batchEmbedContents"
     )
     assert json.loads(replay.seen[0].content) == {
-        "model": "models/gemini-embedding-001",
-        "content": {"parts": [{"text": "hello"}]},
+        "requests": [
+            {
+                "model": "models/gemini-embedding-001",
+                "content": {"parts": [{"text": "hello"}]},
+                "outputDimensionality": 768,
+                "taskType": "RETRIEVAL_QUERY",
+                "title": "T",
+            }
+        ]
     }
 
 

@@ -214,7 +214,7 @@ async def test_embeddings_reach_middleware(kind: str) -> None:
     paths = [r.path for r in server.requests]
     if kind == "gemini":
         assert paths[:2] == [
-            "/v1beta/models/gemini-embedding-001:embedContent",
+            "/v1beta/models/gemini-embedding-001:batchEmbedContents",
             "/v1beta/models/gemini-embedding-001:batchEmbedContents",
         ]
     else:

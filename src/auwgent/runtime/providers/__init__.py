@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx
 
     from auwgent.runtime.providers.base import (
+        ContentPart,
         Finish,
         FunctionSpec,
         Message,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
 __all__ = [
+    "ContentPart",
     "DEFAULT_GEMINI_BASE_URL",
     "DEFAULT_OPENAI_BASE_URL",
     "Finish",
@@ -61,6 +63,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(
         (
+            "ContentPart",
             "Finish",
             "FunctionSpec",
             "Message",

@@ -11,13 +11,17 @@ at most one :class:`Usage`, then exactly one :class:`Finish`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import array
+import base64
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.base import (
+    ContentPart,
     Finish,
     Message,
     ModelRequest,
@@ -39,6 +43,7 @@ from auwgent.runtime.providers.http import (
     read_json,
     retry_unstarted,
 )
+from auwgent.runtime.providers.shape import digest_of, field, made_call_id, wrong_shape
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body"]
 
@@ -108,12 +113,14 @@ def build_chat_body(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _usage(payload: Any) -> Usage | None:
+def _usage(payload: Any, provider: str) -> Usage | None:
     if not isinstance(payload, dict):
         return None
     return Usage(
-        input_tokens=payload.get("prompt_tokens"),
-        output_tokens=payload.get("completion_tokens"),
+        input_tokens=field(provider, "usage.prompt_tokens", payload.get("prompt_tokens"), int),
+        output_tokens=field(
+            provider, "usage.completion_tokens", payload.get("completion_tokens"), int
+        ),
     )
 
 
@@ -123,31 +130,96 @@ def _first_choice(chunk: Any, provider: str) -> dict[str, Any] | None:
     failure = error_in_body(chunk, provider)
     if failure is not None:
         raise failure
-    choices = chunk.get("choices") or []
-    for choice in choices:
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            return choice
+    for choice in field(provider, "choices", chunk.get("choices"), list) or ():
+        field(provider, "choices[]", choice, dict, optional=False)
+        if field(provider, "choices[].index", choice.get("index"), int) in (0, None):
+            return dict(choice)
     return None
 
 
-def _delta_events(delta: Mapping[str, Any]) -> list[StreamEvent]:
+class _Calls:
+    """Numbers the calls of one response and gives an id to each that came without one."""
+
+    def __init__(self, provider: str, digest: Callable[[], str]) -> None:
+        self._provider = provider
+        self._digest = digest
+        self.response_id = ""
+        self._ids: dict[int, str] = {}
+
+    def events(self, where: str, fragments: Any, *, whole: bool) -> list[StreamEvent]:
+        provider = self._provider
+        events: list[StreamEvent] = []
+        for position, fragment in enumerate(field(provider, where, fragments, list) or ()):
+            field(provider, f"{where}[]", fragment, dict, optional=False)
+            index = field(provider, f"{where}[].index", fragment.get("index"), int)
+            index = position if whole or index is None else index
+            function = field(provider, f"{where}[].function", fragment.get("function"), dict) or {}
+            call_id = field(provider, f"{where}[].id", fragment.get("id"), str)
+            if index not in self._ids:
+                # Some compatible endpoints send "" or no id at all; a made-up stable one
+                # keeps the history valid (each tool answer names the call it answers).
+                self._ids[index] = call_id or made_call_id(self._digest(), self.response_id, index)
+                call_id = self._ids[index]
+            else:
+                call_id = None
+            events.append(
+                ToolCallDelta(
+                    index=index,
+                    id=call_id,
+                    name=field(provider, f"{where}[].function.name", function.get("name"), str),
+                    arguments=field(
+                        provider, f"{where}[].function.arguments", function.get("arguments"), str
+                    )
+                    or "",
+                )
+            )
+        return events
+
+
+# Parts of list-valued content that are reasoning, not the answer.
+_REASONING_PARTS = frozenset({"thinking", "reasoning"})
+
+
+def _content_events(provider: str, where: str, content: Any) -> list[StreamEvent]:
+    if isinstance(content, str):
+        return [TextDelta(content)] if content else []
     events: list[StreamEvent] = []
+    # Some vendors (Mistral's reasoning models) send a list of typed parts.
+    for part in field(provider, where, content, (str, list)) or ():
+        field(provider, f"{where}[]", part, dict, optional=False)
+        kind = part.get("type")
+        if kind == "text":
+            text = field(provider, f"{where}[].text", part.get("text"), str)
+            if text:
+                events.append(TextDelta(text))
+        elif kind not in _REASONING_PARTS:
+            events.append(ContentPart(str(kind), part))
+    return events
+
+
+def _delta_events(
+    provider: str, where: str, delta: Any, calls: _Calls, *, whole: bool = False
+) -> list[StreamEvent]:
+    field(provider, where, delta, dict)
+    if not delta:
+        return []
     # A refusal (structured outputs) is the model's answer too: pass it on as text rather
     # than an empty reply that would hide why.
-    content = delta.get("content") or delta.get("refusal")
-    if content:
-        events.append(TextDelta(content))
-    for fragment in delta.get("tool_calls") or ():
-        function = fragment.get("function") or {}
-        events.append(
-            ToolCallDelta(
-                index=int(fragment.get("index", 0)),
-                id=fragment.get("id"),
-                name=function.get("name"),
-                arguments=function.get("arguments") or "",
-            )
-        )
+    events = _content_events(provider, f"{where}.content", delta.get("content"))
+    if not events:
+        refusal = field(provider, f"{where}.refusal", delta.get("refusal"), str)
+        if refusal:
+            events.append(TextDelta(refusal))
+    if delta.get("tool_calls") is not None:
+        events.extend(calls.events(f"{where}.tool_calls", delta["tool_calls"], whole=whole))
     return events
+
+
+def _finish_reason(provider: str, choice: Mapping[str, Any]) -> str | None:
+    reason: str | None = field(
+        provider, "choices[0].finish_reason", choice.get("finish_reason"), str
+    )
+    return reason
 
 
 class OpenAIProvider:
@@ -215,7 +287,7 @@ class OpenAIProvider:
         async with self._open("/chat/completions", body, call) as response:
             if not (request.stream and is_event_stream(response)):
                 payload = await read_json(response, call)
-                for event in self._whole(payload):
+                for event in self._whole(payload, digest_of(body)):
                     yield event
                 return
             # The SSE events are handled here rather than in a nested generator: every layer
@@ -223,6 +295,7 @@ class OpenAIProvider:
             finish: str | None = None
             usage: Usage | None = None
             done = False
+            calls = _Calls(self.name, digest_of(body))
             # Read to the very end even after [DONE]: a body left unread makes httpx close the
             # connection instead of reusing it, and a new connection per call costs milliseconds.
             async for data in iter_sse(response, call):
@@ -233,46 +306,84 @@ class OpenAIProvider:
                     continue
                 chunk = parse_json_chunk(data, provider=self.name)
                 choice = _first_choice(chunk, self.name)
-                usage = _usage(chunk.get("usage")) or usage
+                usage = _usage(chunk.get("usage"), self.name) or usage
                 if choice is None:
                     continue
-                for event in _delta_events(choice.get("delta") or {}):
+                calls.response_id = calls.response_id or str(chunk.get("id") or "")
+                for event in _delta_events(
+                    self.name, "choices[0].delta", choice.get("delta"), calls
+                ):
                     yield event
-                finish = choice.get("finish_reason") or finish
+                finish = _finish_reason(self.name, choice) or finish
             if not done:
                 raise ProviderError(self.name, "stream ended before completion (no [DONE] marker)")
             if usage is not None:
                 yield usage
             yield Finish(finish or "stop")
 
-    def _whole(self, payload: Any) -> list[StreamEvent]:
+    def _whole(self, payload: Any, digest: Callable[[], str]) -> list[StreamEvent]:
         choice = _first_choice(payload, self.name)
         if choice is None:
             raise ProviderError(self.name, "response has no choices")
-        message = choice.get("message") or {}
+        calls = _Calls(self.name, digest)
+        calls.response_id = str(payload.get("id") or "")
         # A whole message reads as one delta holding everything; its calls are numbered in order.
-        calls = [{**call, "index": i} for i, call in enumerate(message.get("tool_calls") or ())]
-        events = _delta_events({**message, "tool_calls": calls})
-        usage = _usage(payload.get("usage"))
+        events = _delta_events(
+            self.name, "choices[0].message", choice.get("message"), calls, whole=True
+        )
+        usage = _usage(payload.get("usage"), self.name)
         if usage is not None:
             events.append(usage)
-        events.append(Finish(choice.get("finish_reason") or "stop"))
+        events.append(Finish(_finish_reason(self.name, choice) or "stop"))
         return events
 
-    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
-        """Embed ``texts`` in one ``/embeddings`` call; vectors come back in input order."""
+    async def embed(
+        self, texts: list[str], model: str, options: Mapping[str, Any] | None = None
+    ) -> list[list[float]]:
+        """Embed ``texts`` in one ``/embeddings`` call; vectors come back in input order.
+
+        The options (``dimensions``, ``encoding_format``, ``user``, ...) go into the body as
+        written; vectors sent as base64 (``encoding_format: "base64"``) are decoded.
+        """
         if not texts:
             return []
         call = self._call()
-        body = {"model": model, "input": list(texts)}
+        body = {**(options or {}), "model": model, "input": list(texts)}
         async with self._open("/embeddings", body, call) as response:
             payload = await read_json(response, call)
         rows = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(rows, list) or len(rows) != len(texts):
             raise ProviderError(self.name, "embeddings response does not match the input count")
-        if not all(
-            isinstance(row, dict) and isinstance(row.get("embedding"), list) for row in rows
-        ):
-            raise ProviderError(self.name, "embeddings response has no values")  # as Gemini's
-        ordered = sorted(rows, key=lambda row: int(row.get("index", 0)))
-        return [[float(x) for x in row["embedding"]] for row in ordered]
+        vectors: dict[int, list[float]] = {}
+        for position, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("embedding"), (list, str)):
+                raise ProviderError(self.name, "embeddings response has no values")  # as Gemini's
+            index = field(self.name, "data[].index", row.get("index"), int)
+            vectors[position if index is None else index] = _vector(self.name, row["embedding"])
+        if sorted(vectors) != list(range(len(texts))):
+            raise ProviderError(self.name, "embeddings response indexes do not match the input")
+        return [vectors[i] for i in range(len(texts))]
+
+
+def _vector(provider: str, value: list[Any] | str) -> list[float]:
+    """An embedding as floats, from a JSON list or base64 little-endian float32."""
+    if isinstance(value, str):
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise ProviderError(
+                provider, "embeddings response has a malformed base64 vector"
+            ) from None
+        if len(raw) % 4:
+            raise ProviderError(provider, "embeddings response has a malformed base64 vector")
+        return list(array.array("f", raw) if sys.byteorder == "little" else _swapped(raw))
+    try:
+        return [float(x) for x in value]
+    except (TypeError, ValueError):
+        raise wrong_shape(provider, "data[].embedding[]", value, "numbers") from None
+
+
+def _swapped(raw: bytes) -> array.array[float]:
+    values = array.array("f", raw)
+    values.byteswap()
+    return values

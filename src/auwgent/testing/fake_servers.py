@@ -105,6 +105,8 @@ class Status:
     message: str | None = None
     retry_after: float | str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Gemini only: a google.rpc.RetryInfo detail in the body ("retryDelay": "<seconds>s").
+    retry_delay: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +179,18 @@ def structured(value: Any, *, chunk_size: int | None = None) -> Turn:
 
 
 def status(
-    code: int, *, retry_after: float | str | None = None, message: str | None = None
+    code: int,
+    *,
+    retry_after: float | str | None = None,
+    message: str | None = None,
+    retry_delay: float | None = None,
 ) -> Status:
-    """An error answer, e.g. ``status(429, retry_after=1)`` or ``status(503)``."""
-    return Status(code=code, message=message, retry_after=retry_after)
+    """An error answer, e.g. ``status(429, retry_after=1)`` or ``status(503)``.
+
+    ``retry_delay`` (Gemini only) puts the wait in the body as the real API does, in a
+    ``google.rpc.RetryInfo`` detail, instead of a ``Retry-After`` header.
+    """
+    return Status(code=code, message=message, retry_after=retry_after, retry_delay=retry_delay)
 
 
 _DEFAULT_PARTIAL = Turn(text="This answer is cut off before it ends.")
@@ -711,13 +721,19 @@ class FakeGeminiServer(_FakeServer):
         return request.headers.get("x-goog-api-key") == self.api_key
 
     def _error_body(self, error: Status) -> dict[str, Any]:
-        return {
-            "error": {
-                "code": error.code,
-                "message": error.message or f"The service returned status {error.code}.",
-                "status": _GEMINI_STATUS.get(error.code, "UNKNOWN"),
-            }
+        body: dict[str, Any] = {
+            "code": error.code,
+            "message": error.message or f"The service returned status {error.code}.",
+            "status": _GEMINI_STATUS.get(error.code, "UNKNOWN"),
         }
+        if error.retry_delay is not None:
+            body["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": f"{error.retry_delay:g}s",
+                }
+            ]
+        return {"error": body}
 
     def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
         _, _, method = request.path.rpartition(":")

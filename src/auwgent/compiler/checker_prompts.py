@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from auwgent.runtime.providers.gemini_options import camel, option_problem
+
 from . import nodes as n
 from .checker import PROVIDERS, Checker, env_for_prompt
 from .checker_exprs import Env
@@ -144,6 +146,8 @@ class PromptChecker(Checker):
             options = call.args[-1]
             if isinstance(options, n.ObjectExpr):
                 self.constant(options, "a provider option")
+                if name == "gemini":
+                    self._gemini_options(options, nested=False)
             else:
                 self.report(
                     "E2027",
@@ -151,6 +155,21 @@ class PromptChecker(Checker):
                     options.span,
                     help="e.g. `{ temperature: 0.7 }`",
                 )
+
+    def _gemini_options(self, options: n.ObjectExpr, *, nested: bool) -> None:
+        """Every key of a ``gemini(...)`` option object is one the Gemini API accepts."""
+        for entry in options.entries:
+            key = entry.key.text
+            problem = option_problem(key, nested=nested)
+            if problem is not None:
+                message, valid = problem
+                hint = did_you_mean(key, valid)
+                listing = "valid options: " + ", ".join(valid)
+                self.report(
+                    "E2077", message, entry.key.span, help=f"{hint} {listing}" if hint else listing
+                )
+            elif camel(key) == "generationConfig" and isinstance(entry.value, n.ObjectExpr):
+                self._gemini_options(entry.value, nested=True)
 
     def _custom_provider(self, id_arg: n.Expr, url_arg: n.Expr) -> None:
         """A custom id names API-key fields and variables, and maps to one base URL."""

@@ -22,7 +22,8 @@ from auwgent.runtime.providers import (
     ToolCallDelta,
     Usage,
 )
-from auwgent.runtime.providers.gemini import build_gemini_body, gemini_options
+from auwgent.runtime.providers.gemini import build_gemini_body
+from auwgent.runtime.providers.gemini_options import split_options
 
 Summarise = Callable[[Sequence[StreamEvent]], dict[str, Any]]
 
@@ -245,7 +246,7 @@ def test_request_body_for_system_history_tools_and_options() -> None:
 
 
 def test_options_map_snake_case_and_route_request_level_fields() -> None:
-    top, config = gemini_options(
+    top, config = split_options(
         {
             "max_output_tokens": 10,
             "stopSequences": ["END"],
@@ -255,6 +256,9 @@ def test_options_map_snake_case_and_route_request_level_fields() -> None:
             ],
             "tool_config": {"function_calling_config": {"mode": "ANY"}},
             "cached_content": "cachedContents/abc",
+            "service_tier": "flex",
+            "store": False,
+            "labels": {"team": "a"},
             "some_future_knob": {"keep_me": 1},
             "generation_config": {"candidate_count": 1},
         }
@@ -270,6 +274,9 @@ def test_options_map_snake_case_and_route_request_level_fields() -> None:
         "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
         "toolConfig": {"functionCallingConfig": {"mode": "ANY"}},
         "cachedContent": "cachedContents/abc",
+        "serviceTier": "flex",
+        "store": False,
+        "labels": {"team": "a"},
     }
 
 

@@ -5,12 +5,11 @@ Chat goes to ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse``
 official SDK does). The key travels in the ``x-goog-api-key`` header, never in the URL.
 
 The manual writes Gemini options in snake_case (``max_output_tokens``, ``top_k``); the API's
-JSON names are lowerCamelCase inside ``generationConfig``. :func:`gemini_options` maps them:
-request-level fields (``safety_settings``, ``tool_config``, ``cached_content``, ``labels``) go to
-the top of the body, everything else into ``generationConfig``; unknown keys pass through with
-only their spelling converted. Values are left untouched, except inside the option objects
-that are themselves API messages (``thinking_config``, ``tool_config``, ...), whose keys are
-converted too.
+JSON names are lowerCamelCase. :mod:`auwgent.runtime.providers.gemini_options` holds the one
+table of where each option goes (request-level fields such as ``safety_settings``,
+``tool_config``, ``cached_content``, ``labels``, ``service_tier``, ``store`` at the top of the
+body, sampling and output settings inside ``generationConfig``); the compiler rejects the
+options the API does not accept.
 
 Gemini sends whole function calls, not fragments: each becomes one :class:`ToolCallDelta` with
 the complete arguments. Streaming and non-streaming responses go through the same decoder, so
@@ -36,6 +35,7 @@ from auwgent.runtime.providers.base import (
     ToolCallDelta,
     Usage,
 )
+from auwgent.runtime.providers.gemini_options import camel, split_options
 from auwgent.runtime.providers.http import (
     Call,
     Limits,
@@ -57,15 +57,10 @@ from auwgent.runtime.providers.shape import (
     wrong_shape,
 )
 
-__all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body", "gemini_options"]
+__all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body"]
 
 DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 
-_REQUEST_LEVEL = frozenset({"safetySettings", "toolConfig", "cachedContent", "labels"})
-# Option values that are API messages themselves: their keys are field names to convert.
-_MESSAGE_VALUED = frozenset(
-    {"thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "routingConfig"}
-)
 # Fields of a response part that describe it rather than hold content.
 _PART_META = frozenset({"thought", "thoughtSignature", "partMetadata", "videoMetadata"})
 _FINISH = {
@@ -79,36 +74,6 @@ _FINISH = {
     "IMAGE_SAFETY": "content_filter",
     "MALFORMED_FUNCTION_CALL": "malformed_function_call",
 }
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _camel_deep(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {_camel(str(k)): _camel_deep(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_camel_deep(v) for v in value]
-    return value
-
-
-def gemini_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split DSL options into (request-level fields, ``generationConfig`` fields)."""
-    top: dict[str, Any] = {}
-    config: dict[str, Any] = {}
-    for key, value in options.items():
-        name = _camel(key)
-        if name == "generationConfig" and isinstance(value, Mapping):
-            nested_top, nested_config = gemini_options(value)
-            config.update(nested_config)
-            top.update(nested_top)
-        elif name in _REQUEST_LEVEL:
-            top[name] = _camel_deep(value) if name in _MESSAGE_VALUED else value
-        else:
-            config[name] = _camel_deep(value) if name in _MESSAGE_VALUED else value
-    return top, config
 
 
 def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, Any]:
@@ -193,7 +158,7 @@ def build_gemini_body(
             for f in request.functions
         ]
         body["tools"] = [{"functionDeclarations": declarations}]
-    top, config = gemini_options(request.options)
+    top, config = split_options(request.options)
     if request.response_schema is not None:
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = request.response_schema["schema"]
@@ -396,7 +361,7 @@ class GeminiProvider:
         if not texts:
             return []
         path = _model_path(model)
-        extra = {_camel(str(k)): v for k, v in (options or {}).items()}
+        extra = {camel(str(k)): v for k, v in (options or {}).items()}
         requests = [
             {**extra, "model": path, "content": {"parts": [{"text": text}]}} for text in texts
         ]

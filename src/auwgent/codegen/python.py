@@ -793,6 +793,13 @@ class _Emitter:
                 True,
                 'A provider replacing every model; "offline" runs without a network.',
             ),
+            _Field(
+                "strict",
+                "bool",
+                True,
+                "Native tools and structured output on OpenAI-compatible APIs carry strict: true"
+                " (default True).",
+            ),
         ]
         _typed_dict(
             w, "AuwgentConfig", fields, f"Everything ``auwgent()`` accepts for {self.p.root}."

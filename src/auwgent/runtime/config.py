@@ -62,6 +62,7 @@ CONFIG_KEYS = (
     "clock",
     "memory",
     "loopDetection",
+    "strict",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10
@@ -86,6 +87,8 @@ class RuntimeOptions:
     clock: Callable[[], datetime] | None = None
     memory: MemoryOptions | None = None
     loop_repeats: int | None = 3  # None: no-progress detection is off
+    # OpenAI-compatible native tools and structured output carry ``strict: true``.
+    strict: bool = True
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
@@ -186,6 +189,9 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         memory = parse_memory_options(config["memory"])
     from auwgent.runtime.loops import parse_loop_detection
 
+    strict = config.get("strict", True)
+    if not isinstance(strict, bool):
+        raise ConfigError(f"strict: expected true or false, got {strict!r}")
     return RuntimeOptions(
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         max_tool_loops=loops,
@@ -201,6 +207,7 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         timezone=_timezone(config.get("timezone")),
         clock=clock,
         memory=memory,
+        strict=strict,
     )
 
 

@@ -23,6 +23,7 @@ from auwgent.errors import ProviderError
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
+    FunctionSpec,
     Message,
     ModelRequest,
     StreamEvent,
@@ -45,7 +46,7 @@ from auwgent.runtime.providers.http import (
 )
 from auwgent.runtime.providers.shape import digest_of, field, made_call_id, wrong_shape
 
-__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body"]
+__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body", "strict_schema"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -76,34 +77,83 @@ def _message_json(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _tool(function: FunctionSpec, strict: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": function.name,
+        "description": function.description,
+        "parameters": strict_schema(function.parameters) if strict else dict(function.parameters),
+    }
+    if strict:
+        spec["strict"] = True
+    return {"type": "function", "function": spec}
+
+
+def _response_format(schema: Mapping[str, Any], strict: bool) -> dict[str, Any]:
     json_schema: dict[str, Any] = {"name": schema["name"], "schema": schema["schema"]}
-    if "strict" in schema:
-        json_schema["strict"] = schema["strict"]
+    if strict:
+        json_schema = {**json_schema, "schema": strict_schema(schema["schema"]), "strict": True}
     return {"type": "json_schema", "json_schema": json_schema}
 
 
-def build_chat_body(request: ModelRequest) -> dict[str, Any]:
-    """The JSON body of a Chat Completions request (public so tests and tools can inspect it)."""
+def strict_schema(schema: Any) -> Any:
+    """``schema`` in the form OpenAI's strict mode demands.
+
+    Every object lists all its properties in ``required`` and sets ``additionalProperties:
+    false``; a property that was optional becomes nullable instead (``null`` for an optional
+    field means "not given", see docs/protocol.md). Applied at every depth.
+    """
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            out[key] = {name: strict_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf"):
+            out[key] = strict_schema(value)
+        else:
+            out[key] = value
+    if out.get("type") == "object" or "properties" in out:
+        properties: dict[str, Any] = dict(out.get("properties") or {})
+        required = set(schema.get("required") or ())
+        out["properties"] = {
+            name: sub if name in required else _nullable(sub) for name, sub in properties.items()
+        }
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    return out
+
+
+def _nullable(schema: Any) -> Any:
+    if not isinstance(schema, Mapping):
+        return schema
+    kind = schema.get("type")
+    if isinstance(kind, str) and "enum" not in schema:
+        return {**schema, "type": [kind, "null"]} if kind != "null" else schema
+    if isinstance(kind, list) and "enum" not in schema:
+        return schema if "null" in kind else {**schema, "type": [*kind, "null"]}
+    if isinstance(schema.get("anyOf"), list):
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    return {"anyOf": [dict(schema), {"type": "null"}]}
+
+
+def build_chat_body(request: ModelRequest, *, strict: bool = True) -> dict[str, Any]:
+    """The JSON body of a Chat Completions request (public so tests and tools can inspect it).
+
+    With ``strict`` (the default; ``"strict": False`` in the runtime config turns it off for
+    endpoints that refuse it), native tools and structured output carry ``strict: true`` and
+    their schemas are in strict form (:func:`strict_schema`).
+    """
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
     messages.extend(_message_json(m) for m in request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.functions:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": f.name,
-                    "description": f.description,
-                    "parameters": dict(f.parameters),
-                },
-            }
-            for f in request.functions
-        ]
+        body["tools"] = [_tool(f, strict) for f in request.functions]
     if request.response_schema is not None:
-        body["response_format"] = _response_format(request.response_schema)
+        body["response_format"] = _response_format(request.response_schema, strict)
     body.update((k, v) for k, v in request.options.items() if k not in _OWNED)
     if request.stream:
         body["stream"] = True
@@ -239,8 +289,10 @@ class OpenAIProvider:
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
         limits: Limits | None = None,
+        strict: bool = True,
     ) -> None:
         self.name = name
+        self.strict = strict
         self.base_url = base_url.rstrip("/")
         self._client = client
         self._api_key = api_key
@@ -277,7 +329,7 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
-        body = build_chat_body(request)
+        body = build_chat_body(request, strict=self.strict)
         call = self._call()
         return retry_unstarted(lambda: self._stream_once(request, body, call), call)
 

@@ -305,6 +305,8 @@ class AuwgentConfig(TypedDict, total=False):
     httpClient: httpx.AsyncClient
     #: A provider replacing every model; "offline" runs without a network.
     provider: _Provider | Literal["offline"]
+    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default True).
+    strict: bool
 
 
 def _unimplemented(method: _T) -> _T:

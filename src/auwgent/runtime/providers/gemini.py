@@ -84,7 +84,9 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
     response = value if isinstance(value, dict) else {"result": value}
     call_id = message.tool_call_id or ""
     part: dict[str, Any] = {
-        "name": message.name or names.get(call_id, ""),
+        # The name the model called (kept from the history) wins: Gemini pairs an answer with
+        # its call by name, and the runtime may know the function under its full name.
+        "name": names.get(call_id) or message.name or "",
         "response": response,
     }
     if call_id and not call_id.startswith(MADE_ID_PREFIX):

@@ -318,9 +318,7 @@ async def _send_once(
         raise httpx.ReadTimeout("no response before the first-byte timeout") from exc
 
 
-async def _failure_of(
-    response: httpx.Response, call: Call
-) -> tuple[ProviderError, float | None]:
+async def _failure_of(response: httpx.Response, call: Call) -> tuple[ProviderError, float | None]:
     """The error a failed response stands for, and the wait its body asks for (if any)."""
     import httpx
 

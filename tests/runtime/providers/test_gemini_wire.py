@@ -202,7 +202,7 @@ def test_request_body_for_system_history_tools_and_options() -> None:
     )
     body = build_gemini_body(request)
     assert body == {
-        "systemInstruction": {"parts": [{"text": "You are helpful."}]},
+        "systemInstruction": {"parts": [{"text": "You are helpful."}], "role": "user"},
         "contents": [
             {"role": "user", "parts": [{"text": "Weather?"}]},
             {
@@ -306,7 +306,7 @@ async def test_one_text_uses_batch_embed_contents_with_the_options() -> None:
         "requests": [
             {
                 "model": "models/gemini-embedding-001",
-                "content": {"parts": [{"text": "hello"}]},
+                "content": {"parts": [{"text": "hello"}], "role": "user"},
                 "outputDimensionality": 768,
                 "taskType": "RETRIEVAL_QUERY",
                 "title": "T",

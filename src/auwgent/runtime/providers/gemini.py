@@ -149,7 +149,7 @@ def build_gemini_body(
         history.add(message)
     body: dict[str, Any] = {"contents": history.contents}
     if request.system:
-        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+        body["systemInstruction"] = {"parts": [{"text": request.system}], "role": "user"}
     if request.functions:
         declarations = [
             {
@@ -365,7 +365,8 @@ class GeminiProvider:
         path = _model_path(model)
         extra = {camel(str(k)): v for k, v in (options or {}).items()}
         requests = [
-            {**extra, "model": path, "content": {"parts": [{"text": text}]}} for text in texts
+            {**extra, "model": path, "content": {"parts": [{"text": text}], "role": "user"}}
+            for text in texts
         ]
         payload = await self._post_json(model, "batchEmbedContents", {"requests": requests})
         rows = payload.get("embeddings") if isinstance(payload, dict) else None

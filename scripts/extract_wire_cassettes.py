@@ -3,10 +3,11 @@
 
 Usage::
 
-    python scripts/extract_wire_cassettes.py OWNER/NAME=/path/to/git/dir [...]
+    python scripts/extract_wire_cassettes.py OWNER/NAME=/path/to/git/dir[:rare] [...]
 
 Each argument names a public repository and a local git directory holding it (a clone or a
-bare mirror). Every YAML cassette under a ``cassettes`` folder at the repository's HEAD is read;
+bare mirror). With ``:rare``, only the shapes that plain OpenAI answers do not cover are kept
+from that repository: error answers, streams, and everything from Gemini. Every YAML cassette under a ``cassettes`` folder at the repository's HEAD is read;
 each recorded exchange with a Chat Completions, embeddings or Gemini ``generateContent`` /
 ``streamGenerateContent`` / ``embedContent`` / ``batchEmbedContents`` endpoint becomes one file
 ``tests/data/wire/real/<api>/<vendor>__<cassette>__<n>.json``::
@@ -42,7 +43,7 @@ MAX_BODY = 16_000
 RARE = {b'"inlineData"': 400_000, b'"embedding': 64_000}
 MAX_RARE = 6  # of each
 # Hosts that are test servers, not provider APIs.
-NOT_PROVIDERS = re.compile(r"^(localhost|127\.0\.0\.1|demo-endpoints\.)")
+NOT_PROVIDERS = re.compile(r"^(localhost|127\.0\.0\.1|demo-endpoints\.|fake-)")
 KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 
 _ENDPOINTS = (
@@ -131,7 +132,13 @@ def _wanted(body: bytes, rare: dict[bytes, int]) -> bool:
     return False
 
 
-def extract(repo: str, gitdir: str, seen: set[str], rare: dict[bytes, int]) -> int:
+def _rare_shape(api: str, status: int, stream: bool) -> bool:
+    return api == "gemini" or status >= 400 or stream
+
+
+def extract(
+    repo: str, gitdir: str, seen: set[str], rare: dict[bytes, int], *, only_rare: bool = False
+) -> int:
     commit = _git(gitdir, "rev-parse", "HEAD").decode().strip()
     listing = _git(gitdir, "ls-tree", "-r", "--name-only", "HEAD").decode().splitlines()
     written = 0
@@ -165,12 +172,15 @@ def extract(repo: str, gitdir: str, seen: set[str], rare: dict[bytes, int]) -> i
             if NOT_PROVIDERS.match(vendor):
                 continue
             status = (response.get("status") or {}).get("code", 200)
+            summary = _request_summary(request, uri)
+            if only_rare and not _rare_shape(api, status, summary["stream"]):
+                continue
             record = {
                 "source": {"repo": repo, "commit": commit, "path": path, "interaction": number},
                 "api": api,
                 "vendor": vendor,
                 "endpoint": endpoint,
-                "request": _request_summary(request, uri),
+                "request": summary,
                 "response": {"status": status, "headers": _headers(response), "body": body},
             }
             name = f"{_slug(vendor)}__{_slug(Path(path).stem)}__{number}.json"
@@ -186,7 +196,9 @@ def main(argv: list[str]) -> int:
     rare: dict[bytes, int] = {}
     for argument in argv:
         repo, _, gitdir = argument.partition("=")
-        print(f"{repo}: {extract(repo, gitdir, seen, rare)} responses")
+        only_rare = gitdir.endswith(":rare")
+        gitdir = gitdir.removesuffix(":rare")
+        print(f"{repo}: {extract(repo, gitdir, seen, rare, only_rare=only_rare)} responses")
     return 0
 
 

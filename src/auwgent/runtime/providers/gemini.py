@@ -219,7 +219,7 @@ class _Decoder:
         if "functionCall" in part:
             return [self._call(part)]
         if "text" in part:
-            text = field(self._provider, f"{where}.text", part["text"], str)
+            text = field(self._provider, where, part["text"], str, at=".text")
             return [TextDelta(text)] if text else []
         # Anything else (inlineData, fileData, executableCode, codeExecutionResult, ...) is
         # passed on as it came: never silently dropped.
@@ -228,9 +228,9 @@ class _Decoder:
     def _call(self, part: Mapping[str, Any]) -> ToolCallDelta:
         where = "candidates[0].content.parts[].functionCall"
         call = field(self._provider, where, part["functionCall"], dict, optional=False)
-        name = field(self._provider, f"{where}.name", call.get("name"), str, optional=False)
-        args = field(self._provider, f"{where}.args", call.get("args"), dict) or {}
-        call_id = field(self._provider, f"{where}.id", call.get("id"), str) or made_call_id(
+        name = field(self._provider, where, call.get("name"), str, optional=False, at=".name")
+        args = field(self._provider, where, call.get("args"), dict, at=".args") or {}
+        call_id = field(self._provider, where, call.get("id"), str, at=".id") or made_call_id(
             self._digest(), self._response_id, self._calls
         )
         signature = field(self._provider, "thoughtSignature", part.get("thoughtSignature"), str)

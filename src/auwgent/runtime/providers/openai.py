@@ -200,11 +200,13 @@ class _Calls:
         provider = self._provider
         events: list[StreamEvent] = []
         for position, fragment in enumerate(field(provider, where, fragments, list) or ()):
-            field(provider, f"{where}[]", fragment, dict, optional=False)
-            index = field(provider, f"{where}[].index", fragment.get("index"), int)
+            field(provider, where, fragment, dict, optional=False, at="[]")
+            index = field(provider, where, fragment.get("index"), int, at="[].index")
             index = position if whole or index is None else index
-            function = field(provider, f"{where}[].function", fragment.get("function"), dict) or {}
-            call_id = field(provider, f"{where}[].id", fragment.get("id"), str)
+            function = (
+                field(provider, where, fragment.get("function"), dict, at="[].function") or {}
+            )
+            call_id = field(provider, where, fragment.get("id"), str, at="[].id")
             if index not in self._ids:
                 # Some compatible endpoints send "" or no id at all; a made-up stable one
                 # keeps the history valid (each tool answer names the call it answers).
@@ -216,9 +218,9 @@ class _Calls:
                 ToolCallDelta(
                     index=index,
                     id=call_id,
-                    name=field(provider, f"{where}[].function.name", function.get("name"), str),
+                    name=field(provider, where, function.get("name"), str, at="[].function.name"),
                     arguments=field(
-                        provider, f"{where}[].function.arguments", function.get("arguments"), str
+                        provider, where, function.get("arguments"), str, at="[].function.arguments"
                     )
                     or "",
                 )
@@ -236,10 +238,10 @@ def _content_events(provider: str, where: str, content: Any) -> list[StreamEvent
     events: list[StreamEvent] = []
     # Some vendors (Mistral's reasoning models) send a list of typed parts.
     for part in field(provider, where, content, (str, list)) or ():
-        field(provider, f"{where}[]", part, dict, optional=False)
+        field(provider, where, part, dict, optional=False, at="[]")
         kind = part.get("type")
         if kind == "text":
-            text = field(provider, f"{where}[].text", part.get("text"), str)
+            text = field(provider, where, part.get("text"), str, at="[].text")
             if text:
                 events.append(TextDelta(text))
         elif kind not in _REASONING_PARTS:
@@ -257,7 +259,7 @@ def _delta_events(
     # than an empty reply that would hide why.
     events = _content_events(provider, f"{where}.content", delta.get("content"))
     if not events:
-        refusal = field(provider, f"{where}.refusal", delta.get("refusal"), str)
+        refusal = field(provider, where, delta.get("refusal"), str, at=".refusal")
         if refusal:
             events.append(TextDelta(refusal))
     if delta.get("tool_calls") is not None:

@@ -40,14 +40,24 @@ def wrong_shape(provider: str, where: str, value: Any, expected: str) -> Provide
 
 
 def field(
-    provider: str, where: str, value: Any, kind: type | tuple[type, ...], *, optional: bool = True
+    provider: str,
+    where: str,
+    value: Any,
+    kind: type | tuple[type, ...],
+    *,
+    optional: bool = True,
+    at: str = "",
 ) -> Any:
-    """``value`` when it is of ``kind`` (or absent/None and ``optional``), else the error."""
+    """``value`` when it is of ``kind`` (or absent/None and ``optional``), else the error.
+
+    The field's path is ``where + at``, joined only for the error (this runs per event).
+    """
     if value is None and optional:
         return None
     if isinstance(value, kind) and not (isinstance(value, bool) and bool not in _as_tuple(kind)):
         return value
-    raise wrong_shape(provider, where, value, " or ".join(_NAMES[k] for k in _as_tuple(kind)))
+    expected = " or ".join(_NAMES[k] for k in _as_tuple(kind))
+    raise wrong_shape(provider, where + at, value, expected)
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:

@@ -103,7 +103,7 @@ class PromptChecker(Checker):
             case n.Call() if (
                 term.callee.text in PROVIDERS or self.scope.lookup(term.callee.text) is None
             ):
-                self.check_provider_call(term)
+                self.check_provider_call(term, use=entry.name.text)
             case _:
                 self.report(
                     "E2027",
@@ -112,7 +112,7 @@ class PromptChecker(Checker):
                     help='name a `model` block, or write `gemini("...")`',
                 )
 
-    def check_provider_call(self, call: n.Call) -> None:
+    def check_provider_call(self, call: n.Call, *, use: str | None = None) -> None:
         """``gemini(model, {options})``, ``openai(...)``, ``custom(id, url, model, {options})``."""
         name = call.callee.text
         arity = PROVIDERS.get(name)
@@ -147,7 +147,7 @@ class PromptChecker(Checker):
             if isinstance(options, n.ObjectExpr):
                 self.constant(options, "a provider option")
                 if name == "gemini":
-                    self._gemini_options(options, nested=False)
+                    self._gemini_options(options, nested=False, use=use)
             else:
                 self.report(
                     "E2027",
@@ -156,11 +156,11 @@ class PromptChecker(Checker):
                     help="e.g. `{ temperature: 0.7 }`",
                 )
 
-    def _gemini_options(self, options: n.ObjectExpr, *, nested: bool) -> None:
+    def _gemini_options(self, options: n.ObjectExpr, *, nested: bool, use: str | None) -> None:
         """Every key of a ``gemini(...)`` option object is one the Gemini API accepts."""
         for entry in options.entries:
             key = entry.key.text
-            problem = option_problem(key, nested=nested)
+            problem = option_problem(key, nested=nested, use=use)
             if problem is not None:
                 message, valid = problem
                 hint = did_you_mean(key, valid)
@@ -169,7 +169,7 @@ class PromptChecker(Checker):
                     "E2077", message, entry.key.span, help=f"{hint} {listing}" if hint else listing
                 )
             elif camel(key) == "generationConfig" and isinstance(entry.value, n.ObjectExpr):
-                self._gemini_options(entry.value, nested=True)
+                self._gemini_options(entry.value, nested=True, use=use)
 
     def _custom_provider(self, id_arg: n.Expr, url_arg: n.Expr) -> None:
         """A custom id names API-key fields and variables, and maps to one base URL."""

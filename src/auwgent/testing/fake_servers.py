@@ -384,9 +384,14 @@ class _FakeServer:
     def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
         raise NotImplementedError
 
-    def _vector(self, value: str) -> list[float]:
-        """The embedding of ``value``: deterministic, so tests can predict it."""
-        return hashed_embedding(value, self.embedding_dimensions)
+    def _vector(self, value: str, dimensions: Any = None) -> list[float]:
+        """The embedding of ``value``: deterministic, so tests can predict it.
+
+        ``dimensions`` is what the request asked for (``dimensions``, ``outputDimensionality``),
+        honoured as the real APIs do; otherwise ``embedding_dimensions``.
+        """
+        size = dimensions if isinstance(dimensions, int) and dimensions > 0 else None
+        return hashed_embedding(value, size or self.embedding_dimensions)
 
     def _authorised(self, request: RecordedRequest) -> bool:
         raise NotImplementedError
@@ -597,7 +602,11 @@ class FakeOpenAIServer(_FakeServer):
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
         data = [
-            {"object": "embedding", "index": i, "embedding": self._vector(t)}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": self._vector(t, body.get("dimensions")),
+            }
             for i, t in enumerate(texts)
         ]
         tokens = _tokens(texts)
@@ -740,12 +749,20 @@ class FakeGeminiServer(_FakeServer):
         if method in ("generateContent", "streamGenerateContent"):
             self._answer(handler, request)
         elif method == "embedContent":
-            values = self._vector(self._content_text((request.body or {}).get("content")))
+            body = request.body or {}
+            values = self._vector(
+                self._content_text(body.get("content")), body.get("outputDimensionality")
+            )
             self._send_json(handler, 200, {"embedding": {"values": values}})
         elif method == "batchEmbedContents":
             items = (request.body or {}).get("requests") or []
             vectors = [
-                {"values": self._vector(self._content_text(r.get("content")))} for r in items
+                {
+                    "values": self._vector(
+                        self._content_text(r.get("content")), r.get("outputDimensionality")
+                    )
+                }
+                for r in items
             ]
             self._send_json(handler, 200, {"embeddings": vectors})
         else:

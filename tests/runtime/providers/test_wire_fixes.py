@@ -261,3 +261,108 @@ async def test_a_gemini_429_with_retry_info_is_retried_over_http() -> None:
             events = [e async for e in provider.stream(REQUEST)]
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "It is sunny."
     assert len(server.requests) == 2
+
+
+# -- through a compiled agent: strict mode and embedding options ------------------------------
+
+STRICT_AGENT = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        embedding: EMBEDDING
+        prompt: "You answer questions."
+    }
+    tool lookup(q: string, limit?: number): string @desc "Looks something up"
+}
+"""
+
+
+def _agent(embedding: str, **config: Any) -> Any:
+    from auwgent import __version__
+    from auwgent.compiler.pipeline import compile_sources
+    from auwgent.runtime.agent import create_agent
+
+    result = compile_sources({"main.agent": STRICT_AGENT.replace("EMBEDDING", embedding)})
+    assert result.ok, [str(d) for d in result.diagnostics]
+    doc = dict(result.documents["main.agent"])
+    settings = {"tools": {"lookup": lambda q, limit=None: "found"}, "retry": {"attempts": 1}}
+    return create_agent(
+        doc,
+        {**settings, **config},
+        ir_hash=doc["hash"],
+        compiler_version=__version__,
+        ir_version=doc["ir_version"],
+    )
+
+
+@pytest.mark.parametrize("strict", [None, True, False])
+async def test_strict_is_on_by_default_and_the_runtime_config_turns_it_off(
+    strict: bool | None,
+) -> None:
+    from auwgent.testing.fake_servers import FakeOpenAIServer
+
+    extra = {} if strict is None else {"strict": strict}
+    with FakeOpenAIServer([text("Done.")], api_key="sk-1") as server:
+        agent = _agent(
+            'openai("text-embedding-3-small")',
+            apiKeys={"openaiApiKey": "sk-1"},
+            baseUrls={"openai": server.base_url},
+            protocol="native",
+            **extra,
+        )
+        await agent.run("Find it.")
+    function = server.requests[0].body["tools"][0]["function"]
+    parameters = function["parameters"]
+    if strict is False:
+        assert "strict" not in function
+        assert parameters["required"] == ["q"]
+        assert parameters["properties"]["limit"] == {"type": "number"}
+    else:
+        assert function["strict"] is True
+        assert parameters["required"] == ["q", "limit"]
+        assert parameters["additionalProperties"] is False
+        assert "null" in parameters["properties"]["limit"]["type"]
+
+
+def test_strict_must_be_a_boolean() -> None:
+    from auwgent.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="strict: expected true or false"):
+        _agent('openai("text-embedding-3-small")', apiKeys={"openaiApiKey": "k"}, strict="no")
+
+
+@pytest.mark.parametrize(
+    ("embedding", "field_name", "size"),
+    [
+        ('openai("text-embedding-3-small", { dimensions: 16 })', "dimensions", 16),
+        (
+            'gemini("gemini-embedding-001", { output_dimensionality: 12, task_type: "RETRIEVAL_QUERY" })',
+            "outputDimensionality",
+            12,
+        ),
+    ],
+)
+async def test_embedding_options_reach_the_api(embedding: str, field_name: str, size: int) -> None:
+    from auwgent.testing.fake_servers import FakeGeminiServer, FakeOpenAIServer
+
+    vectors: list[Any] = []
+
+    class Retrieval:
+        async def onRunStart(self, session: Any, ctx: Any) -> None:  # noqa: N802 - manual's name
+            vectors.append(await ctx["embed"]("hello world"))
+
+    with FakeOpenAIServer([text("Done.")]) as chat, FakeGeminiServer([]) as gemini:
+        agent = _agent(
+            embedding,
+            apiKeys={"openaiApiKey": "k", "geminiApiKey": "k"},
+            baseUrls={"openai": chat.base_url, "gemini": gemini.base_url},
+            middleware=[Retrieval()],
+        )
+        await agent.run("hi")
+    assert len(vectors[0]) == size
+    if field_name == "dimensions":
+        body = next(r.body for r in chat.requests if r.path.endswith("/embeddings"))
+        assert body["dimensions"] == 16
+    else:
+        body = gemini.requests[0].body["requests"][0]
+        assert body["outputDimensionality"] == 12 and body["taskType"] == "RETRIEVAL_QUERY"

@@ -35,7 +35,7 @@ from auwgent.runtime.providers.base import (
     ToolCallDelta,
     Usage,
 )
-from auwgent.runtime.providers.gemini_options import camel, split_options
+from auwgent.runtime.providers.gemini_options import embedding_options, split_options
 from auwgent.runtime.providers.http import (
     Call,
     Limits,
@@ -366,7 +366,7 @@ class GeminiProvider:
         if not texts:
             return []
         path = _model_path(model)
-        extra = {camel(str(k)): v for k, v in (options or {}).items()}
+        extra = embedding_options(options or {})
         requests = [
             {**extra, "model": path, "content": {"parts": [{"text": text}], "role": "user"}}
             for text in texts

@@ -17,11 +17,13 @@ from typing import Any
 
 __all__ = [
     "ADAPTER_OWNED",
+    "EMBEDDING",
     "GENERATION_CONFIG",
     "MESSAGE_VALUED",
     "REQUEST_LEVEL",
     "VERTEX_ONLY",
     "camel",
+    "embedding_options",
     "option_problem",
     "split_options",
 ]
@@ -66,6 +68,9 @@ GENERATION_CONFIG = frozenset(
     }
 )
 
+# Fields of each request of ``batchEmbedContents``: the options of an embedding model.
+EMBEDDING = frozenset({"taskType", "title", "outputDimensionality"})
+
 # Fields the adapter fills from the agent itself (its prompt, history and native tools).
 ADAPTER_OWNED = frozenset({"contents", "systemInstruction", "tools"})
 
@@ -77,6 +82,9 @@ VERTEX_ONLY = frozenset(
         "audioTimestamp",
         "modelArmorConfig",
         "generationOutputConfig",
+        "autoTruncate",
+        "mimeType",
+        "documentOcr",
     }
 )
 
@@ -104,15 +112,26 @@ def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
-def option_problem(key: str, *, nested: bool = False) -> tuple[str, list[str]] | None:
+def option_problem(
+    key: str, *, nested: bool = False, use: str | None = None
+) -> tuple[str, list[str]] | None:
     """Why ``key`` is not a Gemini option, with the valid names in the manual's spelling.
 
-    ``nested`` is for a key inside ``generation_config: { ... }``. ``None`` when it is fine.
+    ``nested`` is for a key inside ``generation_config: { ... }``; ``use`` is ``"model"`` or
+    ``"embedding"`` when the options belong to an inline ``model:`` / ``embedding:`` value, and
+    ``None`` for a ``model`` block, which may serve as either. ``None`` when it is fine.
     """
     name = camel(key)
-    if name == "generationConfig" and not nested:
+    if name == "generationConfig" and not nested and use != "embedding":
         return None
-    valid = GENERATION_CONFIG if nested else GENERATION_CONFIG | REQUEST_LEVEL
+    if nested:
+        valid = GENERATION_CONFIG
+    elif use == "embedding":
+        valid = EMBEDDING
+    elif use == "model":
+        valid = GENERATION_CONFIG | REQUEST_LEVEL
+    else:
+        valid = GENERATION_CONFIG | REQUEST_LEVEL | EMBEDDING
     if name in valid:
         return None
     names = sorted(_snake(v) for v in valid)
@@ -120,7 +139,15 @@ def option_problem(key: str, *, nested: bool = False) -> tuple[str, list[str]] |
         return (f"`{key}` is set by the agent itself (its prompt, history and tools)", names)
     if name in VERTEX_ONLY:
         return (f"`{key}` is a Vertex AI option; the Gemini API does not accept it", names)
-    where = "inside `generation_config`" if nested else "for the Gemini API"
+    where = (
+        "inside `generation_config`"
+        if nested
+        else "of a Gemini embedding model"
+        if use == "embedding"
+        else "of a Gemini chat model"
+        if use == "model"
+        else "for the Gemini API"
+    )
     return (f"`{key}` is not an option {where}", names)
 
 
@@ -129,7 +156,9 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
     Keys are converted to lowerCamelCase; values are left untouched except inside the option
     objects that are API messages themselves (``thinking_config``, ``tool_config``, ...).
-    ``generation_config: { ... }`` is merged into ``generationConfig``. A key of no known place
+    ``generation_config: { ... }`` is merged into ``generationConfig``; embedding options
+    (``task_type``, ``title``, ``output_dimensionality``) are left out (see
+    :func:`embedding_options`). A key of no known place
     (the compiler reports those, E2077) goes into ``generationConfig``.
     """
     top: dict[str, Any] = {}
@@ -140,9 +169,18 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
             config.update(_config_fields(value))
         elif name in REQUEST_LEVEL:
             top[name] = _camel_deep(value) if name in MESSAGE_VALUED else value
+        elif name in EMBEDDING:
+            continue  # a model block serving as an embedding model too: not for chat
         else:
             config.update(_config_fields({key: value}))
     return top, config
+
+
+def embedding_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields an embedding request gets from an option object: all but the chat ones."""
+    chat = GENERATION_CONFIG | REQUEST_LEVEL | {"generationConfig"}
+    names = ((camel(str(k)), v) for k, v in options.items())
+    return {name: value for name, value in names if name not in chat}
 
 
 def _config_fields(options: Mapping[str, Any]) -> dict[str, Any]:

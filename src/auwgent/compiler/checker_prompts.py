@@ -75,7 +75,7 @@ class PromptChecker(Checker):
     def check_model_value(self, entry: n.ConfigEntry) -> None:
         """``model:`` / ``embedding:``: a model name or an inline provider call."""
         term = self._single_term(entry.value, entry.name.text)
-        self.check_model_term(term, f"`{entry.name.text}` must be a model")
+        self.check_model_term(term, f"`{entry.name.text}` must be a model", use=entry.name.text)
 
     def check_fallback(self, entry: n.ConfigEntry) -> None:
         """``fallback: [ModelA, openai("gpt-4o-mini")]``: models tried in order after ``model``."""
@@ -91,10 +91,15 @@ class PromptChecker(Checker):
             )
             return
         for element in term.items:
-            self.check_model_term(element, "every `fallback` entry must be a model")
+            self.check_model_term(element, "every `fallback` entry must be a model", use="model")
 
-    def check_model_term(self, term: n.ConfigTerm | n.Expr | None, message: str) -> None:
-        """One model: the name of a `model` block or an inline provider call."""
+    def check_model_term(
+        self, term: n.ConfigTerm | n.Expr | None, message: str, *, use: str
+    ) -> None:
+        """One model: the name of a `model` block or an inline provider call.
+
+        ``use`` is ``"model"`` or ``"embedding"``: which options an inline call may take.
+        """
         match term:
             case None:
                 return
@@ -103,7 +108,7 @@ class PromptChecker(Checker):
             case n.Call() if (
                 term.callee.text in PROVIDERS or self.scope.lookup(term.callee.text) is None
             ):
-                self.check_provider_call(term, use=entry.name.text)
+                self.check_provider_call(term, use=use)
             case _:
                 self.report(
                     "E2027",

@@ -25,7 +25,7 @@ from auwgent.runtime.providers import (
     Timeouts,
     ToolCallDelta,
 )
-from auwgent.runtime.providers.http import open_response, retry_info_delay
+from auwgent.runtime.providers.http import Call, open_response, retry_info_delay
 from auwgent.testing.fake_servers import FakeGeminiServer, status, text
 
 REQUEST = ModelRequest(model="m", system="", messages=(Message("user", "hi"),), stream=True)
@@ -241,9 +241,8 @@ async def test_retry_info_replaces_the_backoff_like_retry_after(
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         policy = RetryPolicy(attempts=2, base_delay=0.01, max_delay=max_delay)
         request = client.build_request("POST", "https://x.test/")
-        async with open_response(
-            client, request, provider="gemini", retry=policy, timeouts=Timeouts(), sleep=sleep
-        ) as response:
+        call = Call("gemini", retry=policy, timeouts=Timeouts())
+        async with open_response(client, request, call, sleep=sleep) as response:
             assert response.status_code == 200
     assert sleeps == [pytest.approx(waited)]
 

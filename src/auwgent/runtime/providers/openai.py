@@ -180,10 +180,10 @@ def _first_choice(chunk: Any, provider: str) -> dict[str, Any] | None:
     failure = error_in_body(chunk, provider)
     if failure is not None:
         raise failure
-    for choice in field(provider, "choices", chunk.get("choices"), list) or ():
-        field(provider, "choices[]", choice, dict, optional=False)
+    for item in field(provider, "choices", chunk.get("choices"), list) or ():
+        choice: dict[str, Any] = field(provider, "choices[]", item, dict, optional=False)
         if field(provider, "choices[].index", choice.get("index"), int) in (0, None):
-            return dict(choice)
+            return choice
     return None
 
 

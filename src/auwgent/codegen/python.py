@@ -793,6 +793,26 @@ class _Emitter:
                 True,
                 'A provider replacing every model; "offline" runs without a network.',
             ),
+            _Field(
+                "strict",
+                "bool",
+                True,
+                "Native tools and structured output on OpenAI-compatible APIs carry strict: true"
+                " (default True).",
+            ),            _Field(
+                "loopDetection",
+                "Mapping[str, int] | bool",
+                True,
+                '{"repeats": N} (default 3) or False: stop a model repeating the same calls.',
+            ),
+            _Field(
+                "budget",
+                "Mapping[str, int]",
+                True,
+                "requests, tokens, conversationRequests, conversationTokens.",
+            ),
+            _Field("tracing", "bool", True, "OpenTelemetry spans with the global provider."),
+            _Field("tracerProvider", "Any", True, "OpenTelemetry spans with this provider."),
         ]
         _typed_dict(
             w, "AuwgentConfig", fields, f"Everything ``auwgent()`` accepts for {self.p.root}."

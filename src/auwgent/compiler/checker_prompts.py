@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from auwgent.runtime.providers.gemini_options import camel, option_problem
+
 from . import nodes as n
 from .checker import PROVIDERS, Checker, env_for_prompt
 from .checker_exprs import Env
@@ -73,7 +75,7 @@ class PromptChecker(Checker):
     def check_model_value(self, entry: n.ConfigEntry) -> None:
         """``model:`` / ``embedding:``: a model name or an inline provider call."""
         term = self._single_term(entry.value, entry.name.text)
-        self.check_model_term(term, f"`{entry.name.text}` must be a model")
+        self.check_model_term(term, f"`{entry.name.text}` must be a model", use=entry.name.text)
 
     def check_fallback(self, entry: n.ConfigEntry) -> None:
         """``fallback: [ModelA, openai("gpt-4o-mini")]``: models tried in order after ``model``."""
@@ -89,10 +91,15 @@ class PromptChecker(Checker):
             )
             return
         for element in term.items:
-            self.check_model_term(element, "every `fallback` entry must be a model")
+            self.check_model_term(element, "every `fallback` entry must be a model", use="model")
 
-    def check_model_term(self, term: n.ConfigTerm | n.Expr | None, message: str) -> None:
-        """One model: the name of a `model` block or an inline provider call."""
+    def check_model_term(
+        self, term: n.ConfigTerm | n.Expr | None, message: str, *, use: str
+    ) -> None:
+        """One model: the name of a `model` block or an inline provider call.
+
+        ``use`` is ``"model"`` or ``"embedding"``: which options an inline call may take.
+        """
         match term:
             case None:
                 return
@@ -101,7 +108,7 @@ class PromptChecker(Checker):
             case n.Call() if (
                 term.callee.text in PROVIDERS or self.scope.lookup(term.callee.text) is None
             ):
-                self.check_provider_call(term)
+                self.check_provider_call(term, use=use)
             case _:
                 self.report(
                     "E2027",
@@ -110,7 +117,7 @@ class PromptChecker(Checker):
                     help='name a `model` block, or write `gemini("...")`',
                 )
 
-    def check_provider_call(self, call: n.Call) -> None:
+    def check_provider_call(self, call: n.Call, *, use: str | None = None) -> None:
         """``gemini(model, {options})``, ``openai(...)``, ``custom(id, url, model, {options})``."""
         name = call.callee.text
         arity = PROVIDERS.get(name)
@@ -144,6 +151,8 @@ class PromptChecker(Checker):
             options = call.args[-1]
             if isinstance(options, n.ObjectExpr):
                 self.constant(options, "a provider option")
+                if name == "gemini":
+                    self._gemini_options(options, nested=False, use=use)
             else:
                 self.report(
                     "E2027",
@@ -151,6 +160,21 @@ class PromptChecker(Checker):
                     options.span,
                     help="e.g. `{ temperature: 0.7 }`",
                 )
+
+    def _gemini_options(self, options: n.ObjectExpr, *, nested: bool, use: str | None) -> None:
+        """Every key of a ``gemini(...)`` option object is one the Gemini API accepts."""
+        for entry in options.entries:
+            key = entry.key.text
+            problem = option_problem(key, nested=nested, use=use)
+            if problem is not None:
+                message, valid = problem
+                hint = did_you_mean(key, valid)
+                listing = "valid options: " + ", ".join(valid)
+                self.report(
+                    "E2077", message, entry.key.span, help=f"{hint} {listing}" if hint else listing
+                )
+            elif camel(key) == "generationConfig" and isinstance(entry.value, n.ObjectExpr):
+                self._gemini_options(entry.value, nested=True, use=use)
 
     def _custom_provider(self, id_arg: n.Expr, url_arg: n.Expr) -> None:
         """A custom id names API-key fields and variables, and maps to one base URL."""

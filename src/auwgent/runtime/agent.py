@@ -207,6 +207,7 @@ class AgentCore:
             retry=self.options.retry,
             timeouts=self.options.timeouts,
             limits=self.options.limits,
+            strict=self.options.strict,
         )
 
     # -- what the model sees -----------------------------------------------------------------

@@ -67,6 +67,7 @@ CONFIG_KEYS = (
     "budget",
     "tracing",
     "tracerProvider",
+    "strict",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10
@@ -92,6 +93,8 @@ class RuntimeOptions:
     memory: MemoryOptions | None = None
     loop_repeats: int | None = 3  # None: no-progress detection is off
     budget: Budget | None = None
+    # OpenAI-compatible native tools and structured output carry ``strict: true``.
+    strict: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +221,9 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         memory = parse_memory_options(config["memory"])
     from auwgent.runtime.loops import parse_loop_detection
 
+    strict = config.get("strict", True)
+    if not isinstance(strict, bool):
+        raise ConfigError(f"strict: expected true or false, got {strict!r}")
     return RuntimeOptions(
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
@@ -234,6 +240,7 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         timezone=_timezone(config.get("timezone")),
         clock=clock,
         memory=memory,
+        strict=strict,
     )
 
 

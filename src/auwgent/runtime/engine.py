@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from auwgent.errors import AuwgentError, ConfigError, ContextError, ProviderError
 from auwgent.runtime import schema
@@ -45,6 +45,7 @@ from auwgent.runtime.protocol.contract import (
     RejectedEvent,
 )
 from auwgent.runtime.providers.base import (
+    ContentPart,
     Finish,
     Message,
     ModelRequest,
@@ -170,7 +171,8 @@ class Run:
                 f"embed: the {cfg_name!r} config of {agent['name']} has no embedding model; "
                 f'add one, e.g. `embedding: gemini("gemini-embedding-001")`'
             )
-        return await self.core.provider(model).embed(plain, str(model["model"]))
+        options = model.get("options") or {}
+        return await self.core.provider(model).embed(plain, str(model["model"]), options)
 
     # -- a whole run -------------------------------------------------------------------------
 
@@ -604,6 +606,14 @@ class Run:
             await self.fail(exc, inv.name, prefix="onLLMEnd failed: ", mark=False)
         return AgentResult("complete", output=output)
 
+    def _content_part(self, inv: Invocation, part: ContentPart) -> None:
+        """Keep a non-text part of the answer (an image, code the model ran) in the turn."""
+        if self.turn is not None:
+            entry = {"agent": inv.name, "kind": part.kind, "data": part.data}
+            # An optional key of the turn (docs/sessions.md), present only when there are parts.
+            turn = cast("dict[str, Any]", self.turn)
+            turn.setdefault("parts", []).append(entry)
+
     def _remember(self, inv: Invocation, codec: Codec, rnd: _Round) -> None:
         text = "".join(rnd.chunks)
         if text or rnd.native_calls:
@@ -653,6 +663,8 @@ class Run:
             async for event in self._stream(cfg, request, rnd):
                 if isinstance(event, TextDelta):
                     rnd.chunks.append(event.text)
+                elif isinstance(event, ContentPart):
+                    self._content_part(inv, event)
                 for decoded in decoder.feed(event):
                     await self._decoded(inv, contract, rnd, decoded)
             for decoded in decoder.close():

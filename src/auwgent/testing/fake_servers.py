@@ -105,6 +105,8 @@ class Status:
     message: str | None = None
     retry_after: float | str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Gemini only: a google.rpc.RetryInfo detail in the body ("retryDelay": "<seconds>s").
+    retry_delay: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +179,18 @@ def structured(value: Any, *, chunk_size: int | None = None) -> Turn:
 
 
 def status(
-    code: int, *, retry_after: float | str | None = None, message: str | None = None
+    code: int,
+    *,
+    retry_after: float | str | None = None,
+    message: str | None = None,
+    retry_delay: float | None = None,
 ) -> Status:
-    """An error answer, e.g. ``status(429, retry_after=1)`` or ``status(503)``."""
-    return Status(code=code, message=message, retry_after=retry_after)
+    """An error answer, e.g. ``status(429, retry_after=1)`` or ``status(503)``.
+
+    ``retry_delay`` (Gemini only) puts the wait in the body as the real API does, in a
+    ``google.rpc.RetryInfo`` detail, instead of a ``Retry-After`` header.
+    """
+    return Status(code=code, message=message, retry_after=retry_after, retry_delay=retry_delay)
 
 
 _DEFAULT_PARTIAL = Turn(text="This answer is cut off before it ends.")
@@ -374,9 +384,14 @@ class _FakeServer:
     def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
         raise NotImplementedError
 
-    def _vector(self, value: str) -> list[float]:
-        """The embedding of ``value``: deterministic, so tests can predict it."""
-        return hashed_embedding(value, self.embedding_dimensions)
+    def _vector(self, value: str, dimensions: Any = None) -> list[float]:
+        """The embedding of ``value``: deterministic, so tests can predict it.
+
+        ``dimensions`` is what the request asked for (``dimensions``, ``outputDimensionality``),
+        honoured as the real APIs do; otherwise ``embedding_dimensions``.
+        """
+        size = dimensions if isinstance(dimensions, int) and dimensions > 0 else None
+        return hashed_embedding(value, size or self.embedding_dimensions)
 
     def _authorised(self, request: RecordedRequest) -> bool:
         raise NotImplementedError
@@ -587,7 +602,11 @@ class FakeOpenAIServer(_FakeServer):
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
         data = [
-            {"object": "embedding", "index": i, "embedding": self._vector(t)}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": self._vector(t, body.get("dimensions")),
+            }
             for i, t in enumerate(texts)
         ]
         tokens = _tokens(texts)
@@ -711,25 +730,39 @@ class FakeGeminiServer(_FakeServer):
         return request.headers.get("x-goog-api-key") == self.api_key
 
     def _error_body(self, error: Status) -> dict[str, Any]:
-        return {
-            "error": {
-                "code": error.code,
-                "message": error.message or f"The service returned status {error.code}.",
-                "status": _GEMINI_STATUS.get(error.code, "UNKNOWN"),
-            }
+        body: dict[str, Any] = {
+            "code": error.code,
+            "message": error.message or f"The service returned status {error.code}.",
+            "status": _GEMINI_STATUS.get(error.code, "UNKNOWN"),
         }
+        if error.retry_delay is not None:
+            body["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": f"{error.retry_delay:g}s",
+                }
+            ]
+        return {"error": body}
 
     def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
         _, _, method = request.path.rpartition(":")
         if method in ("generateContent", "streamGenerateContent"):
             self._answer(handler, request)
         elif method == "embedContent":
-            values = self._vector(self._content_text((request.body or {}).get("content")))
+            body = request.body or {}
+            values = self._vector(
+                self._content_text(body.get("content")), body.get("outputDimensionality")
+            )
             self._send_json(handler, 200, {"embedding": {"values": values}})
         elif method == "batchEmbedContents":
             items = (request.body or {}).get("requests") or []
             vectors = [
-                {"values": self._vector(self._content_text(r.get("content")))} for r in items
+                {
+                    "values": self._vector(
+                        self._content_text(r.get("content")), r.get("outputDimensionality")
+                    )
+                }
+                for r in items
             ]
             self._send_json(handler, 200, {"embeddings": vectors})
         else:

@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
@@ -74,7 +74,9 @@ class OfflineModel:
             await asyncio.sleep(0)  # let other tasks run between chunks, as a network would
             yield event
 
-    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+    async def embed(
+        self, texts: list[str], model: str, options: Mapping[str, Any] | None = None
+    ) -> list[list[float]]:
         """One deterministic unit vector per text (see :func:`hashed_embedding`)."""
         return [hashed_embedding(text, self.dimensions) for text in texts]
 

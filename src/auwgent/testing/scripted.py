@@ -239,7 +239,9 @@ class ScriptedModel:
                 await asyncio.sleep(0)
             yield event
 
-    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+    async def embed(
+        self, texts: list[str], model: str, options: Mapping[str, Any] | None = None
+    ) -> list[list[float]]:
         """Embed with the ``embeddings`` function, or deterministic offline vectors."""
         self.embed_requests.append((list(texts), model))
         if self._embeddings is None:

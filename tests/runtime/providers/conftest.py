@@ -64,3 +64,16 @@ def fast_retry() -> RetryPolicy:
 @pytest.fixture
 def fast_timeouts() -> Timeouts:
     return FAST_TIMEOUTS
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the real-traffic replay counts (tests/runtime/providers/test_wire_real.py)."""
+    import sys
+
+    module = sys.modules.get("test_wire_real")
+    tally = getattr(module, "TALLY", None)
+    if tally and tally["replayed"]:
+        terminalreporter.write_line(
+            "wire replay: {replayed} recorded responses replayed, {exact} decoded exactly, "
+            "{defects} defects, {exceptions} documented exceptions".format(**tally)
+        )

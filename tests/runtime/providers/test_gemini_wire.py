@@ -22,7 +22,8 @@ from auwgent.runtime.providers import (
     ToolCallDelta,
     Usage,
 )
-from auwgent.runtime.providers.gemini import build_gemini_body, gemini_options
+from auwgent.runtime.providers.gemini import build_gemini_body
+from auwgent.runtime.providers.gemini_options import split_options
 
 Summarise = Callable[[Sequence[StreamEvent]], dict[str, Any]]
 
@@ -201,7 +202,7 @@ def test_request_body_for_system_history_tools_and_options() -> None:
     )
     body = build_gemini_body(request)
     assert body == {
-        "systemInstruction": {"parts": [{"text": "You are helpful."}]},
+        "systemInstruction": {"parts": [{"text": "You are helpful."}], "role": "user"},
         "contents": [
             {"role": "user", "parts": [{"text": "Weather?"}]},
             {
@@ -245,7 +246,7 @@ def test_request_body_for_system_history_tools_and_options() -> None:
 
 
 def test_options_map_snake_case_and_route_request_level_fields() -> None:
-    top, config = gemini_options(
+    top, config = split_options(
         {
             "max_output_tokens": 10,
             "stopSequences": ["END"],
@@ -255,6 +256,9 @@ def test_options_map_snake_case_and_route_request_level_fields() -> None:
             ],
             "tool_config": {"function_calling_config": {"mode": "ANY"}},
             "cached_content": "cachedContents/abc",
+            "service_tier": "flex",
+            "store": False,
+            "labels": {"team": "a"},
             "some_future_knob": {"keep_me": 1},
             "generation_config": {"candidate_count": 1},
         }
@@ -270,6 +274,9 @@ def test_options_map_snake_case_and_route_request_level_fields() -> None:
         "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
         "toolConfig": {"functionCallingConfig": {"mode": "ANY"}},
         "cachedContent": "cachedContents/abc",
+        "serviceTier": "flex",
+        "store": False,
+        "labels": {"team": "a"},
     }
 
 
@@ -283,18 +290,28 @@ def test_structured_output_sets_json_mime_type_and_schema() -> None:
     assert "systemInstruction" not in body
 
 
-async def test_one_text_uses_embed_content(wire: Callable[[str], bytes]) -> None:
-    replay = Replay(wire("gemini_embedding.json"))
+async def test_one_text_uses_batch_embed_contents_with_the_options() -> None:
+    body = b'{"embeddings": [{"values": [0.013168523, -0.008711934, -0.046782676]}]}'
+    replay = Replay(body)
     async with httpx.AsyncClient(transport=httpx.MockTransport(replay)) as client:
         provider = GeminiProvider(client=client, api_key="k", base_url="https://gw.test/v1beta")
-        vectors = await provider.embed(["hello"], "gemini-embedding-001")
+        options = {"output_dimensionality": 768, "task_type": "RETRIEVAL_QUERY", "title": "T"}
+        vectors = await provider.embed(["hello"], "gemini-embedding-001", options)
     assert vectors == [[0.013168523, -0.008711934, -0.046782676]]
     assert (
-        str(replay.seen[0].url) == "https://gw.test/v1beta/models/gemini-embedding-001:embedContent"
+        str(replay.seen[0].url)
+        == "https://gw.test/v1beta/models/gemini-embedding-001:batchEmbedContents"
     )
     assert json.loads(replay.seen[0].content) == {
-        "model": "models/gemini-embedding-001",
-        "content": {"parts": [{"text": "hello"}]},
+        "requests": [
+            {
+                "model": "models/gemini-embedding-001",
+                "content": {"parts": [{"text": "hello"}], "role": "user"},
+                "outputDimensionality": 768,
+                "taskType": "RETRIEVAL_QUERY",
+                "title": "T",
+            }
+        ]
     }
 
 

@@ -205,10 +205,22 @@ def test_request_body_for_history_tools_and_options() -> None:
             "function": {
                 "name": "tool__get_weather",
                 "description": "Gets the current weather",
-                "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+                # optional in the function's schema: required and nullable in strict form
+                "parameters": {
+                    "type": "object",
+                    "properties": {"location": {"type": ["string", "null"]}},
+                    "required": ["location"],
+                    "additionalProperties": False,
+                },
+                "strict": True,
             },
         }
     ]
+    assert build_chat_body(_history_request(), strict=False)["tools"][0]["function"] == {
+        "name": "tool__get_weather",
+        "description": "Gets the current weather",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    }
     assert body["temperature"] == 0.2 and body["seed"] == 7
     assert body["stream"] is True
     assert body["stream_options"] == {"x": 1, "include_usage": True}
@@ -224,16 +236,48 @@ def test_options_cannot_override_what_the_adapter_owns() -> None:
 
 
 def test_structured_output_uses_json_schema_response_format() -> None:
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"n": {"type": "number"}}},
+            },
+            "kind": {"enum": ["a", "b"]},
+        },
+        "required": ["city"],
+    }
     request = _history_request(
-        functions=(), response_schema={"name": "MainOutput", "schema": schema, "strict": True}
+        functions=(), response_schema={"name": "MainOutput", "schema": schema}
     )
     body = build_chat_body(request)
+    day = {
+        "type": "object",
+        "properties": {"n": {"type": ["number", "null"]}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "MainOutput", "schema": schema, "strict": True},
+        "json_schema": {
+            "name": "MainOutput",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "days": {"type": ["array", "null"], "items": day},
+                    "kind": {"anyOf": [{"enum": ["a", "b"]}, {"type": "null"}]},
+                },
+                "required": ["city", "days", "kind"],
+                "additionalProperties": False,
+            },
+            "strict": True,
+        },
     }
     assert "tools" not in body
+    loose = build_chat_body(request, strict=False)["response_format"]
+    assert loose == {"type": "json_schema", "json_schema": {"name": "MainOutput", "schema": schema}}
 
 
 def test_empty_system_prompt_is_left_out() -> None:

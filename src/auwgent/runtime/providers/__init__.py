@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx
 
     from auwgent.runtime.providers.base import (
+        ContentPart,
         Finish,
         FunctionSpec,
         Message,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
 __all__ = [
+    "ContentPart",
     "DEFAULT_GEMINI_BASE_URL",
     "DEFAULT_OPENAI_BASE_URL",
     "Finish",
@@ -61,6 +63,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(
         (
+            "ContentPart",
             "Finish",
             "FunctionSpec",
             "Message",
@@ -115,12 +118,14 @@ def make_provider(
     retry: RetryPolicy,
     timeouts: Timeouts,
     limits: Limits | None = None,
+    strict: bool = True,
 ) -> Provider:
     """Build the provider for an IR ``Model``.
 
     ``base_url`` overrides the default endpoint (``baseUrls`` in the config or the
     ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` variables); for ``custom`` it overrides the URL
-    written in the ``.agent`` file.
+    written in the ``.agent`` file. ``strict`` (``"strict"`` in the runtime config) makes
+    OpenAI-compatible native tools and structured output carry ``strict: true``.
     """
     from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
@@ -137,8 +142,8 @@ def make_provider(
     if model["provider"] == "gemini":
         return GeminiProvider(base_url=base_url or DEFAULT_GEMINI_BASE_URL, **common)
     if model["provider"] == "openai":
-        return OpenAIProvider(base_url=base_url or DEFAULT_OPENAI_BASE_URL, **common)
+        return OpenAIProvider(base_url=base_url or DEFAULT_OPENAI_BASE_URL, strict=strict, **common)
     url = base_url or model.get("base_url")
     if not isinstance(url, str) or not url:
         raise ConfigError(f"model.base_url: custom provider {name!r} needs a base URL")
-    return OpenAIProvider(base_url=url, **common)
+    return OpenAIProvider(base_url=url, strict=strict, **common)

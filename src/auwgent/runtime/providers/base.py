@@ -87,7 +87,19 @@ class Finish:
     reason: str  # "stop", "tool_calls", "length", "content_filter", ... as the provider says
 
 
-StreamEvent = TextDelta | ToolCallDelta | Usage | Finish
+@dataclass(frozen=True, slots=True)
+class ContentPart:
+    """A piece of the answer that is neither text nor a call, passed on rather than dropped.
+
+    ``kind`` is the part's name on the wire (Gemini's ``inlineData``, ``fileData``,
+    ``executableCode``, ``codeExecutionResult``, ...) and ``data`` its value, as sent.
+    """
+
+    kind: str
+    data: Any
+
+
+StreamEvent = TextDelta | ToolCallDelta | ContentPart | Usage | Finish
 
 
 class Provider(Protocol):
@@ -99,6 +111,12 @@ class Provider(Protocol):
         """Send ``request`` and yield its events. Raises ``ProviderError`` on failure."""
         ...
 
-    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
-        """Embed ``texts`` with the embedding ``model``, one vector per text, in order."""
+    async def embed(
+        self, texts: list[str], model: str, options: Mapping[str, Any] | None = None
+    ) -> list[list[float]]:
+        """Embed ``texts`` with the embedding ``model``, one vector per text, in order.
+
+        ``options`` is the embedding model's option object from the DSL (``dimensions``,
+        ``output_dimensionality``, ``task_type``, ...), sent as the API expects it.
+        """
         ...

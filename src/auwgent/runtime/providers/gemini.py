@@ -1,16 +1,15 @@
 """Google Gemini over its REST API, for ``gemini(...)``.
 
 Chat goes to ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (streaming) or
-``:generateContent``; embeddings to ``:embedContent`` (one text) and ``:batchEmbedContents``
-(several). The key travels in the ``x-goog-api-key`` header, never in the URL.
+``:generateContent``; embeddings to ``:batchEmbedContents`` (one text or several, as the
+official SDK does). The key travels in the ``x-goog-api-key`` header, never in the URL.
 
 The manual writes Gemini options in snake_case (``max_output_tokens``, ``top_k``); the API's
-JSON names are lowerCamelCase inside ``generationConfig``. :func:`gemini_options` maps them:
-request-level fields (``safety_settings``, ``tool_config``, ``cached_content``, ``labels``) go to
-the top of the body, everything else into ``generationConfig``; unknown keys pass through with
-only their spelling converted. Values are left untouched, except inside the option objects
-that are themselves API messages (``thinking_config``, ``tool_config``, ...), whose keys are
-converted too.
+JSON names are lowerCamelCase. :mod:`auwgent.runtime.providers.gemini_options` holds the one
+table of where each option goes (request-level fields such as ``safety_settings``,
+``tool_config``, ``cached_content``, ``labels``, ``service_tier``, ``store`` at the top of the
+body, sampling and output settings inside ``generationConfig``); the compiler rejects the
+options the API does not accept.
 
 Gemini sends whole function calls, not fragments: each becomes one :class:`ToolCallDelta` with
 the complete arguments. Streaming and non-streaming responses go through the same decoder, so
@@ -20,14 +19,14 @@ both yield the same events: deltas, then at most one :class:`Usage`, then one :c
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.base import (
+    ContentPart,
     Finish,
     Message,
     ModelRequest,
@@ -36,6 +35,7 @@ from auwgent.runtime.providers.base import (
     ToolCallDelta,
     Usage,
 )
+from auwgent.runtime.providers.gemini_options import embedding_options, split_options
 from auwgent.runtime.providers.http import (
     Call,
     Limits,
@@ -49,18 +49,20 @@ from auwgent.runtime.providers.http import (
     read_json,
     retry_unstarted,
 )
+from auwgent.runtime.providers.shape import (
+    MADE_ID_PREFIX,
+    digest_of,
+    field,
+    made_call_id,
+    wrong_shape,
+)
 
-__all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body", "gemini_options"]
+__all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body"]
 
 DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 
-_REQUEST_LEVEL = frozenset({"safetySettings", "toolConfig", "cachedContent", "labels"})
-# Option values that are API messages themselves: their keys are field names to convert.
-_MESSAGE_VALUED = frozenset(
-    {"thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "routingConfig"}
-)
-# Ids we make up for calls that came without one start with this; they are not sent back.
-_MADE_ID_PREFIX = "auwgent_call_"
+# Fields of a response part that describe it rather than hold content.
+_PART_META = frozenset({"thought", "thoughtSignature", "partMetadata", "videoMetadata"})
 _FINISH = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
@@ -70,38 +72,11 @@ _FINISH = {
     "PROHIBITED_CONTENT": "content_filter",
     "SPII": "content_filter",
     "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
     "MALFORMED_FUNCTION_CALL": "malformed_function_call",
 }
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _camel_deep(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {_camel(str(k)): _camel_deep(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_camel_deep(v) for v in value]
-    return value
-
-
-def gemini_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split DSL options into (request-level fields, ``generationConfig`` fields)."""
-    top: dict[str, Any] = {}
-    config: dict[str, Any] = {}
-    for key, value in options.items():
-        name = _camel(key)
-        if name == "generationConfig" and isinstance(value, Mapping):
-            nested_top, nested_config = gemini_options(value)
-            config.update(nested_config)
-            top.update(nested_top)
-        elif name in _REQUEST_LEVEL:
-            top[name] = _camel_deep(value) if name in _MESSAGE_VALUED else value
-        else:
-            config[name] = _camel_deep(value) if name in _MESSAGE_VALUED else value
-    return top, config
 
 
 def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, Any]:
@@ -112,10 +87,12 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
     response = value if isinstance(value, dict) else {"result": value}
     call_id = message.tool_call_id or ""
     part: dict[str, Any] = {
-        "name": message.name or names.get(call_id, ""),
+        # The name the model called (kept from the history) wins: Gemini pairs an answer with
+        # its call by name, and the runtime may know the function under its full name.
+        "name": names.get(call_id) or message.name or "",
         "response": response,
     }
-    if call_id and not call_id.startswith(_MADE_ID_PREFIX):
+    if call_id and not call_id.startswith(MADE_ID_PREFIX):
         part["id"] = call_id
     return {"functionResponse": part}
 
@@ -156,7 +133,7 @@ class _History:
             if not isinstance(args, dict):
                 args = {"value": args}  # Gemini accepts only an object here
             function_call: dict[str, Any] = {"name": call.name, "args": args}
-            if not call.id.startswith(_MADE_ID_PREFIX):
+            if not call.id.startswith(MADE_ID_PREFIX):
                 function_call["id"] = call.id
             part: dict[str, Any] = {"functionCall": function_call}
             signature = self._signatures.get(call.id)
@@ -175,7 +152,7 @@ def build_gemini_body(
         history.add(message)
     body: dict[str, Any] = {"contents": history.contents}
     if request.system:
-        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+        body["systemInstruction"] = {"parts": [{"text": request.system}], "role": "user"}
     if request.functions:
         declarations = [
             {
@@ -186,7 +163,7 @@ def build_gemini_body(
             for f in request.functions
         ]
         body["tools"] = [{"functionDeclarations": declarations}]
-    top, config = gemini_options(request.options)
+    top, config = split_options(request.options)
     if request.response_schema is not None:
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = request.response_schema["schema"]
@@ -199,55 +176,74 @@ def build_gemini_body(
 class _Decoder:
     """Turns GenerateContentResponse objects (one per SSE event, or one whole) into events."""
 
-    def __init__(self, provider: str, signatures: dict[str, str]) -> None:
+    def __init__(
+        self, provider: str, signatures: dict[str, str], digest: Callable[[], str]
+    ) -> None:
         self._provider = provider
         self._signatures = signatures
+        self._digest = digest
         self._calls = 0
+        self._response_id = ""
         self.usage: Usage | None = None
         self.finish: str | None = None
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
+        provider = self._provider
         if not isinstance(chunk, dict):
-            raise ProviderError(self._provider, "unexpected response shape (not a JSON object)")
-        failure = error_in_body(chunk, self._provider)
+            raise ProviderError(provider, "unexpected response shape (not a JSON object)")
+        failure = error_in_body(chunk, provider)
         if failure is not None:
             raise failure
-        self._note_usage(chunk.get("usageMetadata"))
-        feedback = chunk.get("promptFeedback") or {}
+        self._response_id = self._response_id or str(chunk.get("responseId") or "")
+        self._note_usage(field(provider, "usageMetadata", chunk.get("usageMetadata"), dict))
+        feedback = field(provider, "promptFeedback", chunk.get("promptFeedback"), dict) or {}
         if feedback.get("blockReason"):
             self.finish = "content_filter"
-        candidates = chunk.get("candidates") or []
+        candidates = field(provider, "candidates", chunk.get("candidates"), list) or []
         if not candidates:
             return []
-        candidate = candidates[0]
-        events = [
-            e
-            for part in (candidate.get("content") or {}).get("parts") or ()
-            for e in self._part(part)
-        ]
-        reason = candidate.get("finishReason")
+        candidate = field(provider, "candidates[0]", candidates[0], dict, optional=False)
+        content = field(provider, "candidates[0].content", candidate.get("content"), dict) or {}
+        parts = field(provider, "candidates[0].content.parts", content.get("parts"), list) or ()
+        events = [e for part in parts for e in self._part(part)]
+        reason = field(provider, "candidates[0].finishReason", candidate.get("finishReason"), str)
         if reason:
-            self.finish = _FINISH.get(reason, str(reason).lower())
+            self.finish = _FINISH.get(reason, reason.lower())
         return events
 
-    def _part(self, part: Mapping[str, Any]) -> list[StreamEvent]:
+    def _part(self, part: Any) -> list[StreamEvent]:
+        where = "candidates[0].content.parts[]"
+        field(self._provider, where, part, dict, optional=False)
         if part.get("thought"):
             return []  # thinking summaries are not the answer
         if "functionCall" in part:
-            call = part["functionCall"]
-            call_id = call.get("id") or f"{_MADE_ID_PREFIX}{uuid.uuid4().hex[:16]}"
-            if part.get("thoughtSignature"):
-                self._remember(call_id, part["thoughtSignature"])
-            event = ToolCallDelta(
-                index=self._calls,
-                id=call_id,
-                name=call.get("name"),
-                arguments=json.dumps(call.get("args") or {}, ensure_ascii=False),
-            )
-            self._calls += 1
-            return [event]
-        text = part.get("text")
-        return [TextDelta(text)] if text else []
+            return [self._call(part)]
+        if "text" in part:
+            text = field(self._provider, where, part["text"], str, at=".text")
+            return [TextDelta(text)] if text else []
+        # Anything else (inlineData, fileData, executableCode, codeExecutionResult, ...) is
+        # passed on as it came: never silently dropped.
+        return [ContentPart(kind, value) for kind, value in part.items() if kind not in _PART_META]
+
+    def _call(self, part: Mapping[str, Any]) -> ToolCallDelta:
+        where = "candidates[0].content.parts[].functionCall"
+        call = field(self._provider, where, part["functionCall"], dict, optional=False)
+        name = field(self._provider, where, call.get("name"), str, optional=False, at=".name")
+        args = field(self._provider, where, call.get("args"), dict, at=".args") or {}
+        call_id = field(self._provider, where, call.get("id"), str, at=".id") or made_call_id(
+            self._digest(), self._response_id, self._calls
+        )
+        signature = field(self._provider, "thoughtSignature", part.get("thoughtSignature"), str)
+        if signature:
+            self._remember(call_id, signature)
+        event = ToolCallDelta(
+            index=self._calls,
+            id=call_id,
+            name=name,
+            arguments=json.dumps(args, ensure_ascii=False),
+        )
+        self._calls += 1
+        return event
 
     def _remember(self, call_id: str, signature: str) -> None:
         # Gemini's thinking models want each call's signature back when the history is
@@ -256,14 +252,19 @@ class _Decoder:
             self._signatures.pop(next(iter(self._signatures)))
         self._signatures[call_id] = signature
 
-    def _note_usage(self, meta: Any) -> None:
-        if not isinstance(meta, dict):
+    def _note_usage(self, meta: Mapping[str, Any] | None) -> None:
+        if meta is None:
             return
-        output = meta.get("candidatesTokenCount")
-        thoughts = meta.get("thoughtsTokenCount")
+
+        def count(name: str) -> int | None:
+            value: int | None = field(self._provider, f"usageMetadata.{name}", meta.get(name), int)
+            return value
+
+        output = count("candidatesTokenCount")
+        thoughts = count("thoughtsTokenCount")
         if thoughts is not None:
             output = (output or 0) + thoughts
-        self.usage = Usage(input_tokens=meta.get("promptTokenCount"), output_tokens=output)
+        self.usage = Usage(input_tokens=count("promptTokenCount"), output_tokens=output)
 
     def close(self) -> list[StreamEvent]:
         if self.finish is None:
@@ -338,7 +339,7 @@ class GeminiProvider:
     async def _stream_once(
         self, request: ModelRequest, body: Mapping[str, Any], call: Call
     ) -> AsyncIterator[StreamEvent]:
-        decoder = _Decoder(self.name, self._signatures)  # fresh for every attempt
+        decoder = _Decoder(self.name, self._signatures, digest_of(body))  # fresh for every attempt
         method = "streamGenerateContent?alt=sse" if request.stream else "generateContent"
         async with self._open(request.model, method, body, call) as response:
             if request.stream and is_event_stream(response):
@@ -354,31 +355,36 @@ class GeminiProvider:
         for event in decoder.close():
             yield event
 
-    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
-        """Embed ``texts``: ``embedContent`` for one, ``batchEmbedContents`` for several."""
+    async def embed(
+        self, texts: list[str], model: str, options: Mapping[str, Any] | None = None
+    ) -> list[list[float]]:
+        """Embed ``texts`` with one ``batchEmbedContents`` call (one text or several).
+
+        The options (``output_dimensionality``, ``task_type``, ``title``, ...) become fields of
+        each request, named in lowerCamelCase (``outputDimensionality``, ``taskType``, ...).
+        """
         if not texts:
             return []
         path = _model_path(model)
-        if len(texts) == 1:
-            body: dict[str, Any] = {"model": path, "content": {"parts": [{"text": texts[0]}]}}
-            payload = await self._post_json(model, "embedContent", body)
-            rows: Sequence[Any] = [payload.get("embedding") if isinstance(payload, dict) else None]
-        else:
-            body = {
-                "requests": [
-                    {"model": path, "content": {"parts": [{"text": text}]}} for text in texts
-                ]
-            }
-            payload = await self._post_json(model, "batchEmbedContents", body)
-            batch = payload.get("embeddings") if isinstance(payload, dict) else None
-            if not isinstance(batch, list) or len(batch) != len(texts):
-                raise ProviderError(self.name, "embeddings response does not match the input count")
-            rows = batch
+        extra = embedding_options(options or {})
+        requests = [
+            {**extra, "model": path, "content": {"parts": [{"text": text}], "role": "user"}}
+            for text in texts
+        ]
+        payload = await self._post_json(model, "batchEmbedContents", {"requests": requests})
+        rows = payload.get("embeddings") if isinstance(payload, dict) else None
+        if not isinstance(rows, list) or len(rows) != len(texts):
+            raise ProviderError(self.name, "embeddings response does not match the input count")
         vectors: list[list[float]] = []
         for row in rows:
             if not isinstance(row, dict) or not isinstance(row.get("values"), list):
                 raise ProviderError(self.name, "embeddings response has no values")
-            vectors.append([float(x) for x in row["values"]])
+            try:
+                vectors.append([float(x) for x in row["values"]])
+            except (TypeError, ValueError):
+                raise wrong_shape(
+                    self.name, "embedding.values[]", row["values"], "numbers"
+                ) from None
         return vectors
 
     async def _post_json(self, model: str, method: str, body: Mapping[str, Any]) -> Any:

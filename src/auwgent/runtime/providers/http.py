@@ -59,6 +59,7 @@ __all__ = [
     "parse_retry_after",
     "read_json",
     "retry_delay",
+    "retry_info_delay",
     "retry_unstarted",
 ]
 
@@ -317,7 +318,8 @@ async def _send_once(
         raise httpx.ReadTimeout("no response before the first-byte timeout") from exc
 
 
-async def _failure_of(response: httpx.Response, call: Call) -> ProviderError:
+async def _failure_of(response: httpx.Response, call: Call) -> tuple[ProviderError, float | None]:
+    """The error a failed response stands for, and the wait its body asks for (if any)."""
     import httpx
 
     try:
@@ -327,12 +329,40 @@ async def _failure_of(response: httpx.Response, call: Call) -> ProviderError:
     finally:
         await response.aclose()
     message = error_message(body, fallback=response.reason_phrase or "request failed")
-    return ProviderError(
+    failure = ProviderError(
         call.provider,
         _redact(message, call.secret),
         status=response.status_code,
         retryable=_is_retryable(response.status_code),
     )
+    return failure, retry_info_delay(body)
+
+
+def retry_info_delay(body: bytes) -> float | None:
+    """The wait in a Google ``google.rpc.RetryInfo`` error detail (``"retryDelay": "34.4s"``).
+
+    Gemini answers 429 with this in the body and no ``Retry-After`` header; it is honoured
+    the same way.
+    """
+    if b"RetryInfo" not in body:
+        return None
+    try:
+        payload: Any = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if isinstance(payload, list) and payload:
+        payload = payload[0]
+    error = payload.get("error") if isinstance(payload, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            delay = detail.get("retryDelay")
+            if isinstance(delay, str) and delay.endswith("s"):
+                try:
+                    return max(0.0, float(delay[:-1]))
+                except ValueError:
+                    return None
+    return None
 
 
 def _gave_up(failure: ProviderError, attempts: int, why: str = "") -> ProviderError:
@@ -392,7 +422,8 @@ async def open_response(
                     await response.aclose()
                 return
             retry_after = _retry_after(response.headers)
-            failure = await _failure_of(response, call)
+            failure, hinted = await _failure_of(response, call)
+            retry_after = hinted if retry_after is None else retry_after
             if not failure.retryable:
                 raise failure
         if attempt < retry.attempts:

@@ -11,14 +11,19 @@ at most one :class:`Usage`, then exactly one :class:`Finish`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import array
+import base64
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.base import (
+    ContentPart,
     Finish,
+    FunctionSpec,
     Message,
     ModelRequest,
     StreamEvent,
@@ -39,8 +44,9 @@ from auwgent.runtime.providers.http import (
     read_json,
     retry_unstarted,
 )
+from auwgent.runtime.providers.shape import digest_of, field, made_call_id, wrong_shape
 
-__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body"]
+__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body", "strict_schema"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -71,34 +77,83 @@ def _message_json(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _tool(function: FunctionSpec, strict: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": function.name,
+        "description": function.description,
+        "parameters": strict_schema(function.parameters) if strict else dict(function.parameters),
+    }
+    if strict:
+        spec["strict"] = True
+    return {"type": "function", "function": spec}
+
+
+def _response_format(schema: Mapping[str, Any], strict: bool) -> dict[str, Any]:
     json_schema: dict[str, Any] = {"name": schema["name"], "schema": schema["schema"]}
-    if "strict" in schema:
-        json_schema["strict"] = schema["strict"]
+    if strict:
+        json_schema = {**json_schema, "schema": strict_schema(schema["schema"]), "strict": True}
     return {"type": "json_schema", "json_schema": json_schema}
 
 
-def build_chat_body(request: ModelRequest) -> dict[str, Any]:
-    """The JSON body of a Chat Completions request (public so tests and tools can inspect it)."""
+def strict_schema(schema: Any) -> Any:
+    """``schema`` in the form OpenAI's strict mode demands.
+
+    Every object lists all its properties in ``required`` and sets ``additionalProperties:
+    false``; a property that was optional becomes nullable instead (``null`` for an optional
+    field means "not given", see docs/protocol.md). Applied at every depth.
+    """
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            out[key] = {name: strict_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf"):
+            out[key] = strict_schema(value)
+        else:
+            out[key] = value
+    if out.get("type") == "object" or "properties" in out:
+        properties: dict[str, Any] = dict(out.get("properties") or {})
+        required = set(schema.get("required") or ())
+        out["properties"] = {
+            name: sub if name in required else _nullable(sub) for name, sub in properties.items()
+        }
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    return out
+
+
+def _nullable(schema: Any) -> Any:
+    if not isinstance(schema, Mapping):
+        return schema
+    kind = schema.get("type")
+    if isinstance(kind, str) and "enum" not in schema:
+        return {**schema, "type": [kind, "null"]} if kind != "null" else schema
+    if isinstance(kind, list) and "enum" not in schema:
+        return schema if "null" in kind else {**schema, "type": [*kind, "null"]}
+    if isinstance(schema.get("anyOf"), list):
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    return {"anyOf": [dict(schema), {"type": "null"}]}
+
+
+def build_chat_body(request: ModelRequest, *, strict: bool = True) -> dict[str, Any]:
+    """The JSON body of a Chat Completions request (public so tests and tools can inspect it).
+
+    With ``strict`` (the default; ``"strict": False`` in the runtime config turns it off for
+    endpoints that refuse it), native tools and structured output carry ``strict: true`` and
+    their schemas are in strict form (:func:`strict_schema`).
+    """
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
     messages.extend(_message_json(m) for m in request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.functions:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": f.name,
-                    "description": f.description,
-                    "parameters": dict(f.parameters),
-                },
-            }
-            for f in request.functions
-        ]
+        body["tools"] = [_tool(f, strict) for f in request.functions]
     if request.response_schema is not None:
-        body["response_format"] = _response_format(request.response_schema)
+        body["response_format"] = _response_format(request.response_schema, strict)
     body.update((k, v) for k, v in request.options.items() if k not in _OWNED)
     if request.stream:
         body["stream"] = True
@@ -108,12 +163,14 @@ def build_chat_body(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _usage(payload: Any) -> Usage | None:
+def _usage(payload: Any, provider: str) -> Usage | None:
     if not isinstance(payload, dict):
         return None
     return Usage(
-        input_tokens=payload.get("prompt_tokens"),
-        output_tokens=payload.get("completion_tokens"),
+        input_tokens=field(provider, "usage.prompt_tokens", payload.get("prompt_tokens"), int),
+        output_tokens=field(
+            provider, "usage.completion_tokens", payload.get("completion_tokens"), int
+        ),
     )
 
 
@@ -123,31 +180,98 @@ def _first_choice(chunk: Any, provider: str) -> dict[str, Any] | None:
     failure = error_in_body(chunk, provider)
     if failure is not None:
         raise failure
-    choices = chunk.get("choices") or []
-    for choice in choices:
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+    for item in field(provider, "choices", chunk.get("choices"), list) or ():
+        choice: dict[str, Any] = field(provider, "choices[]", item, dict, optional=False)
+        if field(provider, "choices[].index", choice.get("index"), int) in (0, None):
             return choice
     return None
 
 
-def _delta_events(delta: Mapping[str, Any]) -> list[StreamEvent]:
+class _Calls:
+    """Numbers the calls of one response and gives an id to each that came without one."""
+
+    def __init__(self, provider: str, digest: Callable[[], str]) -> None:
+        self._provider = provider
+        self._digest = digest
+        self.response_id = ""
+        self._ids: dict[int, str] = {}
+
+    def events(self, where: str, fragments: Any, *, whole: bool) -> list[StreamEvent]:
+        provider = self._provider
+        events: list[StreamEvent] = []
+        for position, fragment in enumerate(field(provider, where, fragments, list) or ()):
+            field(provider, where, fragment, dict, optional=False, at="[]")
+            index = field(provider, where, fragment.get("index"), int, at="[].index")
+            index = position if whole or index is None else index
+            function = (
+                field(provider, where, fragment.get("function"), dict, at="[].function") or {}
+            )
+            call_id = field(provider, where, fragment.get("id"), str, at="[].id")
+            if index not in self._ids:
+                # Some compatible endpoints send "" or no id at all; a made-up stable one
+                # keeps the history valid (each tool answer names the call it answers).
+                self._ids[index] = call_id or made_call_id(self._digest(), self.response_id, index)
+                call_id = self._ids[index]
+            else:
+                call_id = None
+            events.append(
+                ToolCallDelta(
+                    index=index,
+                    id=call_id,
+                    name=field(provider, where, function.get("name"), str, at="[].function.name"),
+                    arguments=field(
+                        provider, where, function.get("arguments"), str, at="[].function.arguments"
+                    )
+                    or "",
+                )
+            )
+        return events
+
+
+# Parts of list-valued content that are reasoning, not the answer.
+_REASONING_PARTS = frozenset({"thinking", "reasoning"})
+
+
+def _content_events(provider: str, where: str, content: Any) -> list[StreamEvent]:
+    if isinstance(content, str):
+        return [TextDelta(content)] if content else []
     events: list[StreamEvent] = []
+    # Some vendors (Mistral's reasoning models) send a list of typed parts.
+    for part in field(provider, where, content, (str, list)) or ():
+        field(provider, where, part, dict, optional=False, at="[]")
+        kind = part.get("type")
+        if kind == "text":
+            text = field(provider, where, part.get("text"), str, at="[].text")
+            if text:
+                events.append(TextDelta(text))
+        elif kind not in _REASONING_PARTS:
+            events.append(ContentPart(str(kind), part))
+    return events
+
+
+def _delta_events(
+    provider: str, where: str, delta: Any, calls: _Calls, *, whole: bool = False
+) -> list[StreamEvent]:
+    field(provider, where, delta, dict)
+    if not delta:
+        return []
     # A refusal (structured outputs) is the model's answer too: pass it on as text rather
     # than an empty reply that would hide why.
-    content = delta.get("content") or delta.get("refusal")
-    if content:
-        events.append(TextDelta(content))
-    for fragment in delta.get("tool_calls") or ():
-        function = fragment.get("function") or {}
-        events.append(
-            ToolCallDelta(
-                index=int(fragment.get("index", 0)),
-                id=fragment.get("id"),
-                name=function.get("name"),
-                arguments=function.get("arguments") or "",
-            )
-        )
+    events = _content_events(provider, f"{where}.content", delta.get("content"))
+    if not events:
+        refusal = field(provider, where, delta.get("refusal"), str, at=".refusal")
+        if refusal:
+            events.append(TextDelta(refusal))
+    if delta.get("tool_calls") is not None:
+        events.extend(calls.events(f"{where}.tool_calls", delta["tool_calls"], whole=whole))
     return events
+
+
+def _finish_reason(provider: str, choice: Mapping[str, Any]) -> str | None:
+    reason: str | None = field(
+        provider, "choices[0].finish_reason", choice.get("finish_reason"), str
+    )
+    return reason
 
 
 class OpenAIProvider:
@@ -167,8 +291,10 @@ class OpenAIProvider:
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
         limits: Limits | None = None,
+        strict: bool = True,
     ) -> None:
         self.name = name
+        self.strict = strict
         self.base_url = base_url.rstrip("/")
         self._client = client
         self._api_key = api_key
@@ -205,7 +331,7 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
-        body = build_chat_body(request)
+        body = build_chat_body(request, strict=self.strict)
         call = self._call()
         return retry_unstarted(lambda: self._stream_once(request, body, call), call)
 
@@ -215,7 +341,7 @@ class OpenAIProvider:
         async with self._open("/chat/completions", body, call) as response:
             if not (request.stream and is_event_stream(response)):
                 payload = await read_json(response, call)
-                for event in self._whole(payload):
+                for event in self._whole(payload, digest_of(body)):
                     yield event
                 return
             # The SSE events are handled here rather than in a nested generator: every layer
@@ -223,6 +349,7 @@ class OpenAIProvider:
             finish: str | None = None
             usage: Usage | None = None
             done = False
+            calls = _Calls(self.name, digest_of(body))
             # Read to the very end even after [DONE]: a body left unread makes httpx close the
             # connection instead of reusing it, and a new connection per call costs milliseconds.
             async for data in iter_sse(response, call):
@@ -233,46 +360,84 @@ class OpenAIProvider:
                     continue
                 chunk = parse_json_chunk(data, provider=self.name)
                 choice = _first_choice(chunk, self.name)
-                usage = _usage(chunk.get("usage")) or usage
+                usage = _usage(chunk.get("usage"), self.name) or usage
                 if choice is None:
                     continue
-                for event in _delta_events(choice.get("delta") or {}):
+                calls.response_id = calls.response_id or str(chunk.get("id") or "")
+                for event in _delta_events(
+                    self.name, "choices[0].delta", choice.get("delta"), calls
+                ):
                     yield event
-                finish = choice.get("finish_reason") or finish
+                finish = _finish_reason(self.name, choice) or finish
             if not done:
                 raise ProviderError(self.name, "stream ended before completion (no [DONE] marker)")
             if usage is not None:
                 yield usage
             yield Finish(finish or "stop")
 
-    def _whole(self, payload: Any) -> list[StreamEvent]:
+    def _whole(self, payload: Any, digest: Callable[[], str]) -> list[StreamEvent]:
         choice = _first_choice(payload, self.name)
         if choice is None:
             raise ProviderError(self.name, "response has no choices")
-        message = choice.get("message") or {}
+        calls = _Calls(self.name, digest)
+        calls.response_id = str(payload.get("id") or "")
         # A whole message reads as one delta holding everything; its calls are numbered in order.
-        calls = [{**call, "index": i} for i, call in enumerate(message.get("tool_calls") or ())]
-        events = _delta_events({**message, "tool_calls": calls})
-        usage = _usage(payload.get("usage"))
+        events = _delta_events(
+            self.name, "choices[0].message", choice.get("message"), calls, whole=True
+        )
+        usage = _usage(payload.get("usage"), self.name)
         if usage is not None:
             events.append(usage)
-        events.append(Finish(choice.get("finish_reason") or "stop"))
+        events.append(Finish(_finish_reason(self.name, choice) or "stop"))
         return events
 
-    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
-        """Embed ``texts`` in one ``/embeddings`` call; vectors come back in input order."""
+    async def embed(
+        self, texts: list[str], model: str, options: Mapping[str, Any] | None = None
+    ) -> list[list[float]]:
+        """Embed ``texts`` in one ``/embeddings`` call; vectors come back in input order.
+
+        The options (``dimensions``, ``encoding_format``, ``user``, ...) go into the body as
+        written; vectors sent as base64 (``encoding_format: "base64"``) are decoded.
+        """
         if not texts:
             return []
         call = self._call()
-        body = {"model": model, "input": list(texts)}
+        body = {**(options or {}), "model": model, "input": list(texts)}
         async with self._open("/embeddings", body, call) as response:
             payload = await read_json(response, call)
         rows = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(rows, list) or len(rows) != len(texts):
             raise ProviderError(self.name, "embeddings response does not match the input count")
-        if not all(
-            isinstance(row, dict) and isinstance(row.get("embedding"), list) for row in rows
-        ):
-            raise ProviderError(self.name, "embeddings response has no values")  # as Gemini's
-        ordered = sorted(rows, key=lambda row: int(row.get("index", 0)))
-        return [[float(x) for x in row["embedding"]] for row in ordered]
+        vectors: dict[int, list[float]] = {}
+        for position, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("embedding"), (list, str)):
+                raise ProviderError(self.name, "embeddings response has no values")  # as Gemini's
+            index = field(self.name, "data[].index", row.get("index"), int)
+            vectors[position if index is None else index] = _vector(self.name, row["embedding"])
+        if sorted(vectors) != list(range(len(texts))):
+            raise ProviderError(self.name, "embeddings response indexes do not match the input")
+        return [vectors[i] for i in range(len(texts))]
+
+
+def _vector(provider: str, value: list[Any] | str) -> list[float]:
+    """An embedding as floats, from a JSON list or base64 little-endian float32."""
+    if isinstance(value, str):
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise ProviderError(
+                provider, "embeddings response has a malformed base64 vector"
+            ) from None
+        if len(raw) % 4:
+            raise ProviderError(provider, "embeddings response has a malformed base64 vector")
+        return list(array.array("f", raw) if sys.byteorder == "little" else _swapped(raw))
+    try:
+        return [float(x) for x in value]
+    except (TypeError, ValueError):
+        raise wrong_shape(provider, "data[].embedding[]", value, "numbers") from None
+
+
+def _swapped(raw: bytes) -> array.array[float]:
+    values = array.array("f", raw)
+    values.byteswap()
+    return values

@@ -287,6 +287,16 @@ class AuwgentConfig(TypedDict, total=False):
     httpClient: httpx.AsyncClient
     #: A provider replacing every model; "offline" runs without a network.
     provider: _Provider | Literal["offline"]
+    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default True).
+    strict: bool
+    #: {"repeats": N} (default 3) or False: stop a model repeating the same calls.
+    loopDetection: Mapping[str, int] | bool
+    #: requests, tokens, conversationRequests, conversationTokens.
+    budget: Mapping[str, int]
+    #: OpenTelemetry spans with the global provider.
+    tracing: bool
+    #: OpenTelemetry spans with this provider.
+    tracerProvider: Any
 
 
 def _unimplemented(method: _T) -> _T:

@@ -799,7 +799,8 @@ class _Emitter:
                 True,
                 "Native tools and structured output on OpenAI-compatible APIs carry strict: true"
                 " (default True).",
-            ),            _Field(
+            ),
+            _Field(
                 "loopDetection",
                 "Mapping[str, int] | bool",
                 True,

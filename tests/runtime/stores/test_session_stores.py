@@ -391,7 +391,7 @@ async def test_racing_saves_of_one_key_leave_one_whole_session(disk_store: Sessi
         *(disk_store.save("same", s) for s in candidates), return_exceptions=True
     )
     # All of them were based on "nothing stored yet": exactly one may create the key.
-    winners = [s for s, r in zip(candidates, results) if r is None]
+    winners = [s for s, r in zip(candidates, results, strict=True) if r is None]
     assert len(winners) == 1
     assert all(isinstance(r, ConflictError) for r in results if r is not None)
     assert await disk_store.load("same") == winners[0]  # never half of a session

@@ -2,8 +2,8 @@
 
 Every call goes the same way: refuse what the agent may not call (``tool_error``, nothing
 runs), emit the call intent (middleware and handlers may skip it or supply the result),
-validate the arguments against the declared parameters, then run it and emit the result or
-the error. A workflow's own tool calls take the same path; a helper runs as a nested agent
+validate the arguments against the declared parameters, pass the approval gate when the call is
+marked ``@approval`` (:mod:`.approvals`), then run it and emit the result or the error. A workflow's own tool calls take the same path; a helper runs as a nested agent
 invocation of the engine.
 """
 
@@ -24,6 +24,7 @@ from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:
+    from auwgent.runtime.approvals import Verdict
     from auwgent.runtime.engine import Run
 
 __all__ = [
@@ -72,7 +73,7 @@ class Invocation:
 
 @dataclass(slots=True)
 class AgentResult:
-    status: str  # "complete", "handoff" or "error"
+    status: str  # "complete", "handoff", "error" or "awaiting_approval" (paused)
     output: Any = None
     error: str | None = None
 
@@ -136,11 +137,42 @@ class CallRunner:
         if errors:
             message = f"invalid arguments for {name}: " + "; ".join(errors)
             return await self.refuse(inv, kind, name, args, message, event.call_id)
+        # Only the answering agent's own model calls can wait for agent.resume(): they are
+        # the calls whose history (inv.record) is part of the session.
+        verdict = await self.run.approvals.check(
+            inv, kind, name, args, spec.approval, spec.params, deferrable=inv.record is not None
+        )
+        if verdict is not None:
+            return await self.decided(inv, kind, name, verdict, event.call_id)
+        return await self._execute(inv, kind, name, args, event.call_id)
+
+    async def decided(
+        self, inv: Invocation, kind: str, name: str, verdict: Verdict, call_id: str | None
+    ) -> CallOutcome:
+        """A gated call after its decision: pending, denied (the caller is told), or run."""
+        args = verdict.args
+        if verdict.deferred:
+            return CallOutcome(
+                kind,  # type: ignore[arg-type]
+                name,
+                args,
+                "pending",
+                call_id=call_id,
+                request_id=verdict.request_id,
+            )
+        if not verdict.approved:
+            denial = verdict.denial(name)
+            return CallOutcome(kind, name, args, "error", error=denial, call_id=call_id)  # type: ignore[arg-type]
+        return await self._execute(inv, kind, name, args, call_id)
+
+    async def _execute(
+        self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
         if kind == "tool":
-            return await self._tool(inv, name, args, event.call_id)
+            return await self._tool(inv, name, args, call_id)
         if kind == "workflow":
-            return await self._workflow(inv, name, args, event.call_id)
-        return await self._helper(inv, name, args, event.call_id)
+            return await self._workflow(inv, name, args, call_id)
+        return await self._helper(inv, name, args, call_id)
 
     async def _controlled(
         self,
@@ -256,6 +288,15 @@ class CallRunner:
             message = not_configured(name)
             await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
             raise ToolError(message)
+        verdict = await self.run.approvals.check(
+            inv, "tool", name, args, tool.get("approval"), tool["params"], deferrable=False
+        )
+        if verdict is not None:
+            if not verdict.approved:  # a failed step: the workflow ends with this error
+                message = verdict.denial(name)
+                await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+                raise ToolError(message)
+            args = dict(verdict.args)
         try:
             result = await self.run.core.registry.call(name, args)
         except Exception as exc:

@@ -167,7 +167,7 @@ def _check_revision(key: str, stored: int | None, session: Mapping[str, Any]) ->
 
 
 def _with_revision(session: Session, revision: int) -> Session:
-    session["revision"] = revision  # type: ignore[typeddict-unknown-key]
+    session["revision"] = revision
     return session
 
 

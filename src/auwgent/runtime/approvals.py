@@ -306,7 +306,7 @@ async def resume_outcomes(
             )
             rec.update(_record(outcome), id=rec["id"])
         outcomes.append(_outcome(rec))
-    turn["calls"] = records  # type: ignore[typeddict-unknown-key]
+    turn.setdefault("calls", []).extend(records)  # type: ignore[typeddict-item]
     return outcomes
 
 

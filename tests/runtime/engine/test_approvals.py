@@ -61,6 +61,15 @@ agent Main {
 
     helpers {
         Analyst with all tools
+        Desk with all tools handoff user
+    }
+}
+
+helper Desk {
+    description: "Takes over the conversation"
+    default config {
+        model: openai("gpt-4o")
+        prompt: "Serve the customer."
     }
 }
 """
@@ -485,6 +494,77 @@ async def test_defer_inside_a_workflow_is_a_denial(bindings: ModuleType) -> None
         session = await agent.run("refund A1")
     assert calls.ran == [] and "status" not in session
     assert "cannot wait for agent.resume() here" in _after_first(server)
+
+
+async def test_a_helper_holding_the_conversation_can_pause_and_resume(
+    bindings: ModuleType,
+) -> None:
+    calls = Calls()
+    script = [
+        text(block_text("helper_call", "Desk", {"input": "a customer"})),
+        text("[response_text]\nHello, how can I help?\n[/response_text]"),
+        text(block_text("tool_call", "send_email", EMAIL)),  # the next input, in Desk
+        text("[response_text]\nSent.\n[/response_text]"),
+    ]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approvals="defer")
+        first = await agent.run("I need help")
+        assert first["stack"][-1]["agent"] == "Desk"
+        paused = await agent.run("mail Ada please", session=first)
+        (pending,) = paused["pending_approvals"]
+        assert pending["agent"] == "Desk" and calls.ran == []
+        done = await agent.resume(paused, {pending["id"]: True})
+        last = json.dumps(server.requests[3].body["messages"])
+    assert calls.ran == [("send_email", EMAIL)]
+    assert "sent to a@x.org" in last
+    assert done["turns"][-1]["output"] == "Sent." and done["stack"][-1]["agent"] == "Desk"
+
+
+async def test_a_second_pause_in_the_same_turn_keeps_the_first_records(
+    bindings: ModuleType,
+) -> None:
+    calls = Calls()
+    script = [
+        text(block_text("tool_call", "send_email", EMAIL)),
+        text(block_text("tool_call", "send_email", {"to": "b@x.org", "body": "2"})),
+        text(DONE),
+    ]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approvals="defer")
+        paused = await agent.run("mail twice")
+        again = await agent.resume(paused, {paused["pending_approvals"][0]["id"]: True})
+        assert again["status"] == "awaiting_approval"
+        (second,) = again["pending_approvals"]
+        done = await agent.resume(again, {second["id"]: False})
+    assert calls.ran == [("send_email", EMAIL)]
+    assert [r["status"] for r in done["turns"][-1]["calls"]] == ["ok", "error"]
+    assert [a["approved"] for a in done["approvals"]] == [True, False]
+
+
+async def test_a_stored_conversation_awaiting_approvals_is_not_run_over(
+    bindings: ModuleType, tmp_path: Path
+) -> None:
+    calls = Calls()
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    script = [text(block_text("tool_call", "send_email", EMAIL))]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(
+            bindings,
+            server,
+            calls,
+            approvals="defer",
+            middleware=[SessionStoreMiddleware(store)],
+        )
+        await agent.run("mail Ada", conversation_id="c1")
+        before = await store.load("c1")
+        seen = _intents(agent)
+        await agent.run("something else", conversation_id="c1")
+    errors = _named(seen, "error")
+    assert len(errors) == 1 and "awaiting approvals" in errors[0]["message"]
+    after = await store.load("c1")
+    assert before is not None and after is not None
+    assert after["turns"] == before["turns"] and after["status"] == "awaiting_approval"
+    assert calls.ran == [] and len(server.requests) == 1
 
 
 def test_approval_config_is_checked(bindings: ModuleType) -> None:

@@ -40,6 +40,8 @@ BUILTIN_INTENTS = frozenset(
         "workflow_result",
         "helper_call",
         "helper_result",
+        "approval_request",
+        "approval_result",
         "error",
     }
 )

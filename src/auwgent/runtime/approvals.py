@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ApprovalError, ConflictError
 from auwgent.runtime import schema
+from auwgent.runtime.calls import describe_error
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.session import Session
 
@@ -196,7 +197,7 @@ def judge(
     if isinstance(answer, _Denied):
         return Verdict(False, args, answer.reason)
     if answer is True or answer is False:
-        return Verdict(answer, args)
+        answer = {"approved": answer}
     if not isinstance(answer, Mapping) or not isinstance(answer.get("approved"), bool):
         return Verdict(False, args, f"the approver's answer was not understood ({_UNDERSTOOD})")
     reason = answer.get("reason")
@@ -206,11 +207,13 @@ def judge(
     edited = answer.get("args", args)
     if not isinstance(edited, Mapping):
         return Verdict(False, args, "the edited arguments are not an object")
+    # Checked even when unedited: a resumed call meets the declaration of the agent now.
     errors = schema.validate(
         dict(edited), {"kind": "object", "fields": list(params)}, types, path="$"
     )
     if errors:
-        return Verdict(False, args, "the edited arguments are invalid: " + "; ".join(errors))
+        kind = "edited arguments" if edited is not args else "arguments"
+        return Verdict(False, args, f"the {kind} are invalid: " + "; ".join(errors))
     return Verdict(True, dict(edited), reason)
 
 
@@ -272,7 +275,7 @@ def check_decisions(session: Mapping[str, Any], decisions: Any, *, claimed: bool
             "on every pending request"
         )
     for key, value in decisions.items():
-        if not (isinstance(value, bool) or isinstance(value, Mapping)):
+        if not isinstance(value, (bool, Mapping)):
             raise ApprovalError(f"resume: decisions[{key!r}]: expected {_ANSWERS}, got {value!r}")
 
 
@@ -297,13 +300,20 @@ async def resume_outcomes(
     outcomes = []
     for rec in records:
         if rec["status"] == "pending":
-            spec = contract.callable(rec["kind"], rec["name"])
+            kind, name, args = rec["kind"], rec["name"], rec["args"]
+            spec = contract.callable(kind, name)
+            answer = decisions[rec["id"]]
+            if spec is None:  # the agent was changed meanwhile: what is not declared never runs
+                answer = _Denied(f"{name} is no longer part of {inv.name}")
             params = spec.params if spec is not None else ()
-            verdict = judge(decisions[rec["id"]], rec["args"], params, run.core.doc["types"])
+            verdict = judge(answer, args, params, run.core.doc["types"])
             await run.approvals.decided(requests[rec["id"]], verdict)
-            outcome = await run.calls.decided(
-                inv, rec["kind"], rec["name"], verdict, rec["call_id"]
-            )
+            try:
+                outcome = await run.calls.decided(inv, kind, name, verdict, rec["call_id"])
+            except Exception as exc:  # as on the first path: a failure is a tool_error
+                outcome = await run.calls.refuse(
+                    inv, kind, name, args, describe_error(exc), rec["call_id"]
+                )
             rec.update(_record(outcome), id=rec["id"])
         outcomes.append(_outcome(rec))
     turn.setdefault("calls", []).extend(records)  # type: ignore[typeddict-item]

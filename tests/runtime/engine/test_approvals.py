@@ -62,6 +62,15 @@ agent Main {
     helpers {
         Analyst with all tools
         Desk with all tools handoff user
+        Writer @approval(timeout = 5)
+    }
+}
+
+helper Writer {
+    description: "Writes letters"
+    default config {
+        model: openai("gpt-4o")
+        prompt: "Write."
     }
 }
 
@@ -368,6 +377,23 @@ async def test_a_gated_workflow_asks_before_it_starts(bindings: ModuleType) -> N
     assert calls.ran == []
     assert _named(seen, "approval_request")[0]["kind"] == "workflow"
     assert _named(seen, "workflow_result") == []  # it never started
+
+
+async def test_a_gated_helper_line_asks_before_the_helper_runs(bindings: ModuleType) -> None:
+    calls = Calls()
+    script = [text(block_text("helper_call", "Writer", {"input": "a letter"})), text(DONE)]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approver=lambda r: False)
+        seen = _intents(agent)
+        await agent.run("write")
+    (request,) = _named(seen, "approval_request")
+    assert (request["kind"], request["name"], request["args"]) == (
+        "helper",
+        "Writer",
+        {"input": "a letter"},
+    )
+    assert len(server.requests) == 2  # the helper's model was never called
+    assert "Writer was not approved" in _after_first(server)
 
 
 async def test_a_gated_tool_inherited_by_a_helper_asks_too(bindings: ModuleType) -> None:

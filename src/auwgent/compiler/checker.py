@@ -308,7 +308,8 @@ class Checker:
         if isinstance(number, bool) or not isinstance(number, int | float) or number <= 0:
             self.report(
                 "E2034",
-                f"the approval timeout must be a positive number of seconds, got {json.dumps(number)}",
+                "the approval timeout must be a positive number of seconds, got "
+                + json.dumps(number),
                 value.span,
                 help="write e.g. `@approval(timeout = 300)`; leave `timeout` out for the "
                 "runtime's default",

@@ -2,9 +2,10 @@
 
 Every call goes the same way: refuse what the agent may not call (``tool_error``, nothing
 runs), emit the call intent (middleware and handlers may skip it or supply the result),
-validate the arguments against the declared parameters, pass the approval gate when the call is
-marked ``@approval`` (:mod:`.approvals`), then run it and emit the result or the error. A workflow's own tool calls take the same path; a helper runs as a nested agent
-invocation of the engine.
+validate the arguments against the declared parameters, pass the approval gate when the call
+is marked ``@approval`` (:mod:`.approvals`), then run it and emit the result or the error. A
+workflow's own tool calls take the same path; a helper runs as a nested agent invocation of
+the engine.
 """
 
 from __future__ import annotations
@@ -151,19 +152,17 @@ class CallRunner:
     ) -> CallOutcome:
         """A gated call after its decision: pending, denied (the caller is told), or run."""
         args = verdict.args
-        if verdict.deferred:
-            return CallOutcome(
-                kind,  # type: ignore[arg-type]
-                name,
-                args,
-                "pending",
-                call_id=call_id,
-                request_id=verdict.request_id,
-            )
-        if not verdict.approved:
-            denial = verdict.denial(name)
-            return CallOutcome(kind, name, args, "error", error=denial, call_id=call_id)  # type: ignore[arg-type]
-        return await self._execute(inv, kind, name, args, call_id)
+        if verdict.approved:
+            return await self._execute(inv, kind, name, args, call_id)
+        return CallOutcome(
+            kind,  # type: ignore[arg-type]
+            name,
+            args,
+            "pending" if verdict.deferred else "error",
+            error=None if verdict.deferred else verdict.denial(name),
+            call_id=call_id,
+            request_id=verdict.request_id or None,
+        )
 
     async def _execute(
         self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None

@@ -17,9 +17,16 @@ round's calls (``"paused_round"``: every call with its stable id and outcome, th
 ``"pending"``). :func:`resume_outcomes` (through ``agent.resume``) applies the decisions, runs
 the approved calls once and hands every outcome back to the engine, which feeds them to the
 model and continues. Calls that completed before the pause are never run again: their
-recorded outcomes are reused. Only calls that the answering agent's model made directly can be
-deferred; inside a workflow or a helper called from it, ``"defer"`` is a denial (the reason
-says so), because their state in the middle of a call is not part of the session.
+recorded outcomes are reused.
+
+A step of a workflow the model called may be deferred too: the workflow stops there and its
+record keeps the steps it had made (``"steps"``, each tool call with its result). On resume
+the workflow runs again from the start with those results replayed instead of run (a
+workflow is deterministic given its arguments, context and tool results; a replay that asks
+for another call than the recorded one fails the workflow rather than guess), then the
+decided step runs or is denied, and the workflow goes on. Inside a helper the model called,
+``"defer"`` is a denial (the reason says so): the helper's conversation in the middle of a
+call is not part of the session.
 """
 
 from __future__ import annotations
@@ -29,13 +36,12 @@ import copy
 import inspect
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from auwgent.errors import ApprovalError, ConflictError
+from auwgent.errors import ApprovalError, ConflictError, ToolError
 from auwgent.runtime import schema
-from auwgent.runtime.calls import describe_error
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.session import Session
 
@@ -48,6 +54,8 @@ __all__ = [
     "AWAITING",
     "DEFAULT_TIMEOUT",
     "ApprovalGate",
+    "Journal",
+    "StepPaused",
     "Verdict",
     "check_decisions",
     "claim",
@@ -86,6 +94,8 @@ class ApprovalGate:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        # The steps a workflow had made when one of its steps was deferred, by request id.
+        self.journals: dict[str, list[dict[str, Any]]] = {}
 
     async def check(
         self,
@@ -115,8 +125,8 @@ class ApprovalGate:
                 self.run.session.setdefault("pending_approvals", []).append(request)
                 return Verdict(False, args, deferred=True, request_id=str(request["id"]))
             answer = _Denied(
-                "its approval cannot wait for agent.resume() here (inside a workflow or a "
-                "helper call); decide on it in the approver"
+                "its approval cannot wait for agent.resume() inside a helper call; decide on "
+                "it in the approver"
             )
         verdict = judge(answer, args, params, self.run.core.doc["types"])
         await self.decided(request, verdict)
@@ -221,16 +231,82 @@ def judge(
 # Pausing and resuming
 
 
+class StepPaused(BaseException):
+    """A workflow step's approval was deferred: it unwinds the workflow to its caller.
+
+    A BaseException, so that the interpreter (which turns a failing step into a failed
+    workflow) lets it through.
+    """
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(request_id)
+        self.request_id = request_id
+
+
+@dataclass(slots=True)
+class Journal:
+    """The tool calls of one workflow run, so that a resumed run replays those it made before
+    the pause instead of running them again."""
+
+    done: list[dict[str, Any]] = field(default_factory=list)  # recorded before the pause
+    decided: tuple[Mapping[str, Any], Verdict] | None = None  # the paused step's request
+    steps: list[dict[str, Any]] = field(default_factory=list)  # this run's, in order
+
+    def replayed(self, name: str, args: Mapping[str, Any]) -> tuple[bool, Any]:
+        """``(True, result)`` for a step made before the pause, else ``(False, None)``."""
+        if len(self.steps) >= len(self.done):
+            return False, None
+        step = self.done[len(self.steps)]
+        self._same(step, name, args)
+        self.steps.append(step)
+        return True, step["result"]
+
+    def decision(self, name: str, args: Mapping[str, Any]) -> Verdict | None:
+        """The decision for the step that paused, when this is that step."""
+        if self.decided is None:
+            return None
+        request, verdict = self.decided
+        self.decided = None
+        self._same(request, name, args)
+        return verdict
+
+    def add(self, name: str, args: Mapping[str, Any], result: Any) -> None:
+        self.steps.append({"name": name, "args": dict(args), "result": _json_value(result)})
+
+    def _same(self, recorded: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> None:
+        if recorded["name"] != name or recorded["args"] != dict(args):
+            raise ToolError(
+                f"on resume the workflow asked for {name} where it had asked for "
+                f"{recorded['name']} before the pause (its context or tools changed); "
+                "nothing more of it runs"
+            )
+
+
+def _json_value(value: Any) -> Any:
+    import json
+
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except ValueError:  # NaN and the like
+        return str(value)
+
+
 def pause(run: Run, outcomes: Sequence[CallOutcome]) -> None:
     """End the run at this round: record every call of it and mark the session paused."""
     turn = run.turn
     assert turn is not None
-    turn["paused_round"] = [_record(o) for o in outcomes]  # type: ignore[typeddict-unknown-key]
+    records = [_record(o) for o in outcomes]
+    for rec in records:
+        steps = run.approvals.journals.get(rec["id"])
+        if steps is not None:
+            rec["steps"] = steps
+    turn["paused_round"] = records  # type: ignore[typeddict-unknown-key]
     turn["status"] = AWAITING
     run.session["status"] = AWAITING
 
 
 def _record(outcome: CallOutcome) -> dict[str, Any]:
+    """A call's stable record; a pending one takes its first request's id as its own."""
     return {
         "id": outcome.request_id or _new_id(),
         "kind": outcome.kind,
@@ -240,6 +316,7 @@ def _record(outcome: CallOutcome) -> dict[str, Any]:
         "result": outcome.result,
         "error": outcome.error,
         "call_id": outcome.call_id,
+        "request_id": outcome.request_id,
     }
 
 
@@ -288,8 +365,13 @@ async def claim(store: SessionStore, key: str, session: Session) -> None:
 
 async def resume_outcomes(
     run: Run, inv: Invocation, decisions: Mapping[str, Any]
-) -> list[CallOutcome]:
-    """The paused round's outcomes: recorded ones as they were, decided ones now run or denied."""
+) -> list[CallOutcome] | None:
+    """The paused round's outcomes: recorded ones as they were, decided ones now run or denied.
+
+    ``None`` when a resumed workflow deferred another of its steps: the round is paused again.
+    """
+    from auwgent.runtime.calls import describe_error  # calls imports this module
+
     session, turn = run.session, run.turn
     assert turn is not None
     records: list[dict[str, Any]] = turn.pop("paused_round")  # type: ignore[typeddict-item]
@@ -301,23 +383,45 @@ async def resume_outcomes(
     for rec in records:
         if rec["status"] == "pending":
             kind, name, args = rec["kind"], rec["name"], rec["args"]
+            request = requests[rec["request_id"]]
+            # The decision is about the call itself, or about the workflow step that paused.
             spec = contract.callable(kind, name)
-            answer = decisions[rec["id"]]
-            if spec is None:  # the agent was changed meanwhile: what is not declared never runs
-                answer = _Denied(f"{name} is no longer part of {inv.name}")
-            params = spec.params if spec is not None else ()
-            verdict = judge(answer, args, params, run.core.doc["types"])
-            await run.approvals.decided(requests[rec["id"]], verdict)
+            params: Sequence[Mapping[str, Any]] | None = None if spec is None else spec.params
+            if spec is not None and "steps" in rec:
+                params = _step_params(inv, name, str(request["name"]))
+            answer = decisions[rec["request_id"]]
+            if params is None:  # the agent was changed meanwhile: what is not declared never runs
+                answer = _Denied(f"{request['name']} is no longer part of {inv.name}")
+            verdict = judge(answer, request["args"], params or (), run.core.doc["types"])
+            await run.approvals.decided(request, verdict)
             try:
-                outcome = await run.calls.decided(inv, kind, name, verdict, rec["call_id"])
+                if "steps" in rec:
+                    journal = Journal(done=rec.pop("steps"), decided=(request, verdict))
+                    outcome = await run.calls.workflow(inv, name, args, rec["call_id"], journal)
+                else:
+                    outcome = await run.calls.decided(inv, kind, name, verdict, rec["call_id"])
             except Exception as exc:  # as on the first path: a failure is a tool_error
                 outcome = await run.calls.refuse(
                     inv, kind, name, args, describe_error(exc), rec["call_id"]
                 )
             rec.update(_record(outcome), id=rec["id"])
+            if outcome.status == "pending":  # another step of it was deferred
+                rec["steps"] = run.approvals.journals[str(outcome.request_id)]
         outcomes.append(_outcome(rec))
+    if any(o.status == "pending" for o in outcomes):
+        turn["paused_round"] = records  # type: ignore[typeddict-unknown-key]
+        turn["status"] = session["status"] = AWAITING
+        return None
     turn.setdefault("calls", []).extend(records)  # type: ignore[typeddict-item]
     return outcomes
+
+
+def _step_params(inv: Invocation, workflow: str, tool: str) -> Sequence[Mapping[str, Any]] | None:
+    """The parameters of ``tool`` as ``workflow`` sees it (scoped, else the agent's)."""
+    found = next((w for w in inv.agent["workflows"] if w["name"] == workflow), None)
+    tools = [*(found["tools"] if found else ()), *inv.tools]
+    spec = next((t for t in tools if t["name"] == tool), None)
+    return None if spec is None else tuple(spec["params"])
 
 
 def _outcome(rec: Mapping[str, Any]) -> CallOutcome:

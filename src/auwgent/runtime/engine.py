@@ -371,18 +371,20 @@ class Run:
             await self._resume(stack, decisions)
             return
         inv = self._root_invocation(stack[0])
-        if decisions is not None:
-            await self._resumed_round(inv, decisions)
+        if decisions is not None and await self._paused_again(inv, decisions):
+            return
         result = await self.invoke(inv, top=True)
         self._settle(result)
 
-    async def _resumed_round(self, inv: Invocation, decisions: Mapping[str, Any]) -> None:
-        """The round that paused for approvals, completed: its outcomes go to the model."""
-        codec = self.core.codec(inv.agent, self.config)
-        for message in codec.results_messages(
-            await approvals.resume_outcomes(self, inv, decisions)
-        ):
+    async def _paused_again(self, inv: Invocation, decisions: Mapping[str, Any]) -> bool:
+        """Complete the round that paused for approvals and give its outcomes to the model;
+        ``True`` when a resumed workflow deferred another step (the run pauses again)."""
+        outcomes = await approvals.resume_outcomes(self, inv, decisions)
+        if outcomes is None:
+            return True
+        for message in self.core.codec(inv.agent, self.config).results_messages(outcomes):
             inv.add(message)
+        return False
 
     def _settle(self, result: AgentResult) -> None:
         assert self.turn is not None
@@ -430,8 +432,8 @@ class Run:
         )
         if decisions is None:
             inv.add(Message(role="user", content=self.turn["input"]["text"]))
-        else:
-            await self._resumed_round(inv, decisions)
+        elif await self._paused_again(inv, decisions):
+            return
         result = await self.invoke(inv, top=True)
         self._settle(result)
         if inv.completed:

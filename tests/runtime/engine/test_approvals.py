@@ -54,6 +54,23 @@ agent Main {
         return done
     }
 
+    workflow settle(order: string): string {
+        description: "Settle an order"
+        tool issue_refund(order: string): string @approval
+        let before = read_file(order)
+        let done = issue_refund(order)
+        let after = read_file("log")
+        return before + " / " + done + " / " + after
+    }
+
+    workflow double(order: string): string {
+        description: "Refund twice"
+        tool issue_refund(order: string): string @approval
+        let first = issue_refund(order)
+        let second = issue_refund(order + "b")
+        return first + " / " + second
+    }
+
     workflow archive(): string {
         description: "Archive everything"
         return read_file("all")
@@ -512,14 +529,72 @@ async def test_config_defer_and_a_denial_on_resume(bindings: ModuleType) -> None
     assert done["approvals"][0]["reason"] == "no"
 
 
-async def test_defer_inside_a_workflow_is_a_denial(bindings: ModuleType) -> None:
+async def test_a_deferred_workflow_step_pauses_and_the_resume_replays_the_steps_before(
+    bindings: ModuleType,
+) -> None:
     calls = Calls()
-    script = [text(block_text("workflow_call", "refund", {"order": "A1"})), text(DONE)]
+    script = [text(block_text("workflow_call", "settle", {"order": "A1"})), text(DONE)]
     with FakeOpenAIServer(script) as server:
         agent = _agent(bindings, server, calls, approver=lambda r: "defer")
-        session = await agent.run("refund A1")
+        seen = _intents(agent)
+        paused = await agent.run("settle A1")
+        (pending,) = paused["pending_approvals"]
+        assert (pending["kind"], pending["name"], pending["args"]) == (
+            "tool",
+            "issue_refund",
+            {"order": "A1"},
+        )
+        assert calls.ran == [("read_file", {"path": "A1"})]
+        assert _named(seen, "workflow_result") == [] and len(server.requests) == 1
+        stored = json.loads(json.dumps(paused))
+        done = await agent.resume(stored, {pending["id"]: True})
+    assert calls.ran == [
+        ("read_file", {"path": "A1"}),  # once: replayed on resume, not run again
+        ("issue_refund", {"order": "A1"}),
+        ("read_file", {"path": "log"}),
+    ]
+    assert _named(seen, "workflow_result")[-1]["result"] == (
+        "contents of A1 / refunded A1 / contents of log"
+    )
+    assert "contents of A1 / refunded A1 / contents of log" in _after_first(server)
+    (record,) = done["turns"][-1]["calls"]
+    assert record["name"] == "settle" and record["status"] == "ok" and "steps" not in record
+
+
+async def test_a_workflow_can_pause_at_each_gated_step(bindings: ModuleType) -> None:
+    calls = Calls()
+    script = [text(block_text("workflow_call", "double", {"order": "A1"})), text(DONE)]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approvals="defer")
+        paused = await agent.run("refund twice")
+        first = paused["pending_approvals"][0]["id"]
+        again = await agent.resume(paused, {first: True})
+        assert again["status"] == "awaiting_approval" and len(server.requests) == 1
+        (second,) = again["pending_approvals"]
+        assert second["args"] == {"order": "A1b"}
+        record = again["turns"][-1]["paused_round"][0]
+        assert record["id"] == first and record["request_id"] == second["id"]
+        done = await agent.resume(again, {second["id"]: False})
+    assert calls.ran == [("issue_refund", {"order": "A1"})]
+    assert "issue_refund was not approved" in _after_first(server)
+    assert [a["approved"] for a in done["approvals"]] == [True, False]
+    assert done["turns"][-1]["calls"][0]["id"] == first
+
+
+async def test_defer_inside_a_helper_call_is_a_denial(bindings: ModuleType) -> None:
+    calls = Calls()
+    script = [
+        text(block_text("helper_call", "Analyst", {"input": "mail Ada"})),
+        text(block_text("tool_call", "send_email", EMAIL)),  # the helper's model
+        text("[response_text]\nCould not.\n[/response_text]"),
+        text(DONE),
+    ]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approver=lambda r: "defer")
+        session = await agent.run("ask the analyst")
+        helper_second = json.dumps(server.requests[2].body["messages"])
     assert calls.ran == [] and "status" not in session
-    assert "cannot wait for agent.resume() here" in _after_first(server)
+    assert "cannot wait for agent.resume() inside a helper call" in helper_second
 
 
 async def test_a_helper_holding_the_conversation_can_pause_and_resume(

@@ -507,25 +507,29 @@ class MemorySessionStore:
     """
 
     def __init__(self) -> None:
-        self._texts: dict[str, tuple[int, str]] = {}  # key -> (revision, JSON text)
+        self._texts: dict[str, str] = {}
+        self._revisions: dict[str, int] = {}
         self._locks: dict[str, tuple[str, float]] = {}
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (a fresh copy), or ``None``."""
-        found = self._texts.get(_check_key(key))
-        return None if found is None else _with_revision(_decode(key, found[1], "memory"), found[0])
+        text = self._texts.get(_check_key(key))
+        if text is None:
+            return None
+        return _with_revision(_decode(key, text, "memory"), self._revisions.get(key, 0))
 
     async def save(self, key: str, session: Session) -> None:
         """Save a copy of ``session`` under ``key`` (ConflictError on a stale revision)."""
         text = _encode(_check_key(key), session)
-        found = self._texts.get(key)
-        revision = _check_revision(key, None if found is None else found[0], session)
-        self._texts[key] = (revision, text)
+        stored = self._revisions.get(key, 0) if key in self._texts else None
+        revision = _check_revision(key, stored, session)
+        self._texts[key], self._revisions[key] = text, revision
         _with_revision(session, revision)
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
-        return self._texts.pop(_check_key(key), None) is not None
+        self._revisions.pop(_check_key(key), None)
+        return self._texts.pop(key, None) is not None
 
     def keys(self) -> list[str]:
         """The saved keys, in first-save order."""

@@ -333,6 +333,7 @@ def check_decisions(session: Mapping[str, Any], decisions: Any, *, claimed: bool
     paused = bool(turns) and isinstance(turns[-1], Mapping) and "paused_round" in turns[-1]
     if status not in (AWAITING, _RESUMING) or not pending or not paused:
         raise ApprovalError("resume: this session has no pending approvals; nothing to resume")
+    _check_paused(pending, turns[-1]["paused_round"])
     if not isinstance(decisions, Mapping):
         raise ApprovalError(
             f"resume: decisions must be a dict of request id -> decision, got "
@@ -354,6 +355,30 @@ def check_decisions(session: Mapping[str, Any], decisions: Any, *, claimed: bool
     for key, value in decisions.items():
         if not isinstance(value, (bool, Mapping)):
             raise ApprovalError(f"resume: decisions[{key!r}]: expected {_ANSWERS}, got {value!r}")
+
+
+_RECORD_KEYS = ("id", "kind", "name", "args", "status", "result", "error", "call_id")
+
+
+def _check_paused(pending: Any, records: Any) -> None:
+    """A stored pause that was tampered with is refused, naming the field (nothing runs)."""
+    where = "session.pending_approvals"
+    if not isinstance(pending, list) or not all(
+        isinstance(p, Mapping)
+        and isinstance(p.get("id"), str)
+        and isinstance(p.get("args"), Mapping)
+        for p in pending
+    ):
+        raise ApprovalError(f"resume: {where}: expected a list of requests with an id and args")
+    where = "session.turns[-1].paused_round"
+    if not isinstance(records, list) or not all(
+        isinstance(r, Mapping) and all(k in r for k in _RECORD_KEYS) for r in records
+    ):
+        raise ApprovalError(f"resume: {where}: expected a list of call records")
+    ids = {p["id"] for p in pending}
+    waiting = {r.get("request_id") for r in records if r["status"] == "pending"}
+    if waiting != ids:
+        raise ApprovalError(f"resume: {where} does not match session.pending_approvals")
 
 
 async def claim(store: SessionStore, key: str, session: Session) -> None:

@@ -668,6 +668,30 @@ async def test_a_stored_conversation_awaiting_approvals_is_not_run_over(
     assert calls.ran == [] and len(server.requests) == 1
 
 
+async def test_a_tampered_pause_is_refused_and_nothing_runs(bindings: ModuleType) -> None:
+    calls = Calls()
+    script = [text(block_text("tool_call", "send_email", EMAIL))]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approvals="defer")
+        paused = json.loads(json.dumps(await agent.run("mail Ada")))
+        request_id = paused["pending_approvals"][0]["id"]
+        for tamper, message in [
+            (lambda s: s.update(pending_approvals=5), "session.pending_approvals: expected"),
+            (lambda s: s["turns"][-1].update(paused_round="x"), "paused_round: expected"),
+            (
+                lambda s: s["turns"][-1]["paused_round"][0].update(request_id="other"),
+                "does not match session.pending_approvals",
+            ),
+        ]:
+            copy_ = json.loads(json.dumps(paused))
+            tamper(copy_)
+            with pytest.raises(ApprovalError, match=message):
+                await agent.resume(copy_, {request_id: True})
+        with pytest.raises(ApprovalError, match="expected True, False or"):
+            await agent.resume(paused, {request_id: "yes"})
+    assert calls.ran == [] and len(server.requests) == 1
+
+
 def test_approval_config_is_checked(bindings: ModuleType) -> None:
     with pytest.raises(ConfigError, match="approver: expected a function"):
         bindings.auwgent({"apiKeys": {"openaiApiKey": "sk"}, "approver": "yes"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -452,6 +452,33 @@ class Agent:
         ``ConflictError`` having executed nothing. Raises ``ApprovalError`` when nothing is
         pending or the decisions name unknown requests (nothing executes).
         """
+        return await self._resume(session, decisions, config, conversation_id, None)
+
+    async def resume_stream(
+        self,
+        session: Session | Mapping[str, Any] | None,
+        decisions: Mapping[str, Any],
+        *,
+        config: str | None = None,
+        conversation_id: str | None = None,
+    ) -> AsyncIterator[IntentEvent]:
+        """:meth:`resume`, yielding every intent as it happens (like :meth:`stream`).
+
+        The session is in :attr:`last_session` once the iteration ends.
+        """
+        async for event in self._streamed(
+            lambda sink: self._resume(session, decisions, config, conversation_id, sink)
+        ):
+            yield event
+
+    async def _resume(
+        self,
+        session: Any,
+        decisions: Mapping[str, Any],
+        config: str | None,
+        conversation_id: str | None,
+        sink: asyncio.Queue[IntentEvent | None] | None,
+    ) -> Session:
         import copy
 
         from auwgent.runtime import approvals
@@ -467,7 +494,7 @@ class Agent:
         approvals.check_decisions(base, decisions)
         if store is not None:
             await approvals.claim(store, str(conversation_id), base)
-        return await self._run("", base, config, conversation_id, None, decisions=decisions)
+        return await self._run("", base, config, conversation_id, sink, decisions=decisions)
 
     def use_config(self, name: str) -> None:
         """Make the named config the one runs use (agents and helpers that have it)."""
@@ -567,13 +594,22 @@ class Agent:
 
         The session is in :attr:`last_session` once the iteration ends.
         """
+        async for event in self._streamed(
+            lambda sink: self._run(text, session, config, conversation_id, sink, persona)
+        ):
+            yield event
+
+    async def _streamed(
+        self, run: Callable[[asyncio.Queue[IntentEvent | None]], Awaitable[Session]]
+    ) -> AsyncIterator[IntentEvent]:
+        """The intents of ``run(sink)`` as they are put in the sink, until it returns."""
         import asyncio
 
         queue: asyncio.Queue[IntentEvent | None] = asyncio.Queue()
 
         async def produce() -> None:
             try:
-                await self._run(text, session, config, conversation_id, queue, persona)
+                await run(queue)
             finally:
                 queue.put_nowait(None)
 

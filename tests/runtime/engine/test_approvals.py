@@ -517,6 +517,21 @@ async def test_defer_pauses_and_resume_runs_the_approved_call_once(
     assert calls.names() == ["read_file", "send_email"]
 
 
+async def test_resume_stream_yields_the_intents_of_the_resumed_run(bindings: ModuleType) -> None:
+    calls = Calls()
+    script = [text(block_text("tool_call", "send_email", EMAIL)), text(DONE)]
+    with FakeOpenAIServer(script) as server:
+        agent = _agent(bindings, server, calls, approvals="defer")
+        paused = await agent.run("mail Ada")
+        request_id = paused["pending_approvals"][0]["id"]
+        names = [e.name async for e in agent.resume_stream(paused, {request_id: True})]
+    assert calls.ran == [("send_email", EMAIL)]
+    assert names[0] == "approval_result" and "tool_result" in names
+    assert "response_text" in names
+    assert agent.last_session is not None
+    assert agent.last_session["turns"][-1]["status"] == "complete"
+
+
 async def test_config_defer_and_a_denial_on_resume(bindings: ModuleType) -> None:
     calls = Calls()
     script = [text(block_text("tool_call", "send_email", EMAIL)), text(DONE)]

@@ -54,9 +54,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_deferred_approval_is_resumed_through_the_endpoint(
-    project: Path, tmp_path: Path
-) -> None:
+def test_a_deferred_approval_is_resumed_through_the_endpoint(project: Path, tmp_path: Path) -> None:
     script = [
         text("[tool_call: send_email]\nto: ada@example.com\n[/tool_call]"),
         text("[response_text]\nSent.\n[/response_text]"),

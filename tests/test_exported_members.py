@@ -10,9 +10,11 @@ def test_public_api_is_pinned() -> None:
         [
             "IR_VERSION",
             "Agent",
+            "ApprovalError",
             "AuwgentError",
             "CompileError",
             "ConfigError",
+            "ConflictError",
             "ContextError",
             "IntentEvent",
             "JSONFileSessionStore",

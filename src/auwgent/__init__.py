@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import (
+    ApprovalError,
     AuwgentError,
     CompileError,
     ConfigError,
+    ConflictError,
     ContextError,
     ProviderError,
     ToolError,
@@ -71,9 +73,11 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "IR_VERSION",
     "Agent",
+    "ApprovalError",
     "AuwgentError",
     "CompileError",
     "ConfigError",
+    "ConflictError",
     "ContextError",
     "IntentEvent",
     "JSONFileSessionStore",

@@ -3,8 +3,9 @@
     AuwgentError
     ├── CompileError        .agent sources that do not compile (carries diagnostics)
     ├── ConfigError         a runtime config, auwgent.yml or generated module that cannot be used
-    ├── ConflictError       a save based on a stale revision (another run saved first)
     │   └── ContextError    a context value of the wrong type, or an undeclared required key
+    ├── ApprovalError       agent.resume() given a session with nothing pending, or bad decisions
+    ├── ConflictError       a save based on a stale revision (another run saved first)
     ├── IngestionError      background memory ingestion failed (reported, never raised by run)
     ├── ProviderError       a model provider failed after its retries
     ├── ToolError           a tool implementation failed or broke its contract
@@ -36,6 +37,10 @@ class ConflictError(AuwgentError):
 
 class ContextError(ConfigError):
     """A context value does not match the declared ``context`` block."""
+
+
+class ApprovalError(AuwgentError):
+    """``agent.resume()`` cannot continue: nothing is pending, or the decisions do not fit."""
 
 
 _API_LABELS = {"openai": "OpenAI", "gemini": "Gemini"}

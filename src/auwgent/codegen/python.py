@@ -42,6 +42,12 @@ BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = (
     ("workflow_result", "WorkflowResultIntent", "A workflow finished."),
     ("helper_call", "HelperCallIntent", "The agent handed work to a helper (before it runs)."),
     ("helper_result", "HelperResultIntent", "A helper finished and returned its result."),
+    (
+        "approval_request",
+        "ApprovalRequestIntent",
+        "A call marked @approval waits for the approver (before it runs).",
+    ),
+    ("approval_result", "ApprovalResultIntent", "The approver decided on a call (denied or not)."),
     ("error", "ErrorIntent", "The run failed."),
 )
 
@@ -112,6 +118,9 @@ _FIXED_NAMES = frozenset(
         "OutputTypeName",
         "MaybeAwaitable",
         "IntentControl",
+        "ApprovalAnswer",
+        "ApprovalDecision",
+        "Approver",
         "MiddlewareContext",
         "PartialIntent",
         "ResponseTextPartialIntent",
@@ -545,6 +554,7 @@ class _Emitter:
             "AgentName", "ToolName", "WorkflowName", "HelperName", "ConfigName", "IntentName",
             "PersonaName",
             "OutputTypeName", "MaybeAwaitable", "IntentControl", "MiddlewareContext",
+            "ApprovalAnswer", "ApprovalDecision", "Approver",
             "PartialIntent", "ResponseTextPartialIntent", "AuwgentSession", "AuwgentContext",
             "AuwgentApiKeys", "AuwgentBaseUrls", "AuwgentRetry", "AuwgentTimeouts",
             "AuwgentConfig", "AuwgentTools", "AuwgentBaseIntentHandler",
@@ -635,6 +645,16 @@ class _Emitter:
             ),
             "HelperCallIntent": fields(("type", "HelperName"), ("args", args)),
             "HelperResultIntent": fields(("name", "HelperName"), ("args", args), ("result", "Any")),
+            "ApprovalRequestIntent": fields(
+                ("id", "str"),
+                ("kind", 'Literal["tool", "workflow", "helper"]'),
+                ("name", "str"),
+                ("args", args),
+                ("agent", "AgentName"),
+            ),
+            "ApprovalResultIntent": fields(
+                ("id", "str"), ("approved", "bool"), ("reason", "str | None")
+            ),
             "ErrorIntent": fields(("message", "str")),
         }
         for name, cls, when in BUILTIN_INTENTS:
@@ -650,6 +670,18 @@ class _Emitter:
             fields(("skip?", "bool"), ("result?", "Any")),
             "What a handler of a call intent may return: skip the call, or replace its result.",
         )
+        _typed_dict(
+            w,
+            "ApprovalAnswer",
+            [_Field("approved", "bool", False), *fields(("reason?", "str"), ("args?", args))],
+            "An approver's detailed answer; edited ``args`` are checked again before the call.",
+        )
+        w.blank(2)
+        w.fill('#: What an approver returns: True, False, an ApprovalAnswer, or "defer" (pause the')
+        w.fill("#: run; continue it later with ``agent.resume(session, decisions)``).")
+        w.fill('ApprovalDecision = Union[bool, ApprovalAnswer, Literal["defer"]]')
+        w.fill("#: ``agent.on_approval(fn)`` / config ``approver``: called with each request.")
+        w.fill("Approver = Callable[[ApprovalRequestIntent], MaybeAwaitable[ApprovalDecision]]")
         for intent in self.p.custom_intents():
             cls = self.intent_classes[intent["name"]]
             doc = f"Payload of the custom intent ``{intent['name']}``"
@@ -787,6 +819,13 @@ class _Emitter:
             _Field("timeouts", "AuwgentTimeouts", True),
             _Field("limits", "AuwgentLimits", True),
             _Field("httpClient", "httpx.AsyncClient", True),
+            _Field("approver", "Approver", True, "Decides on calls marked @approval."),
+            _Field(
+                "approvals",
+                'Literal["ask", "defer"]',
+                True,
+                '"defer": every gated call pauses the run for agent.resume().',
+            ),
             _Field(
                 "provider",
                 '_Provider | Literal["offline"]',
@@ -1016,6 +1055,13 @@ class _Emitter:
                     w.fill(f'"""Register a handler: a ``{base}`` subclass or instance, or a')
                     w.fill('function ``(name, value, agent_name)``."""')
                     w.fill(f"super().{method}(handler)")
+            w.blank()
+            w.fill("def on_approval(self, approver: Approver) -> None:")
+            with w.indent():
+                w.fill(
+                    '"""Set the approver of the calls marked ``@approval`` (docs/approvals.md)."""'
+                )
+                w.fill("super().on_approval(approver)")
 
     def emit_ir(self, w: CodeWriter) -> None:
         w.blank(2)

@@ -226,6 +226,11 @@ class _Emitter:
             "workflow_result": f"{{ name: WorkflowName; args: {args}; result: unknown; overridden?: boolean }}",
             "helper_call": "HelperCallIntent",
             "helper_result": f"{{ name: HelperName; args: {args}; result: unknown; overridden?: boolean }}",
+            "approval_request": (
+                f'{{ id: string; kind: "tool" | "workflow" | "helper"; name: string; '
+                f"args: {args}; agent: AgentName }}"
+            ),
+            "approval_result": "{ id: string; approved: boolean; reason: string | null }",
             "error": "{ message: string }",
         }
         w.blank()

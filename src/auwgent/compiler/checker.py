@@ -9,13 +9,14 @@ and prompts in ``checker_prompts``, expressions and workflow bodies in ``checker
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from . import nodes as n
 from .checker_exprs import Env, ExprChecker
 from .checker_types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
-from .diagnostics import Diagnostic, Note, error, sort_key, suggest, warning
+from .diagnostics import Diagnostic, Note, did_you_mean, error, sort_key, suggest, warning
 from .modules import FileScope, InFile, ModuleGraph, Symbol, is_exported, relative_spec
 from .source import SourceFile, Span
 
@@ -224,6 +225,14 @@ class Checker:
                         )
                     elif isinstance(annotation, n.FlagAnnotation):
                         self.misplaced_flag(annotation, what)
+                    elif isinstance(annotation, n.ApprovalAnnotation):
+                        self.report(
+                            "E2034",
+                            f"`@approval` does not apply to a {what}",
+                            annotation.span,
+                            help="put `@approval` on a tool, a workflow or a helper's line in "
+                            "`helpers { }`",
+                        )
             ty = self.type_of(item.type)
             name = item.name
             if name.text in seen:
@@ -266,6 +275,44 @@ class Checker:
                 extra.span,
                 notes=[Note("first `@desc` here", descs[0].span)],
                 help="join the descriptions into one",
+            )
+
+    def check_approval(self, annotations: tuple[n.Annotation, ...], what: str) -> None:
+        """``@approval`` at most once, with only a positive number ``timeout``."""
+        approvals = [a for a in annotations if isinstance(a, n.ApprovalAnnotation)]
+        for extra in approvals[1:]:
+            self.report(
+                "E2034",
+                f"{what} has more than one `@approval`",
+                extra.span,
+                notes=[Note("first `@approval` here", approvals[0].span)],
+                help="keep one `@approval` (give it the timeout you want)",
+            )
+        seen: dict[str, Span] = {}
+        for arg in (approvals[0].args or ()) if approvals else ():
+            if arg.name.text != "timeout":
+                self.report(
+                    "E2034",
+                    f"`@approval` has no argument `{arg.name.text}`",
+                    arg.name.span,
+                    help=did_you_mean(arg.name.text, ("timeout",))
+                    or "its only argument is `timeout`, in seconds: `@approval(timeout = 300)`",
+                )
+            elif not self.duplicate(arg.name, seen, "`@approval` argument"):
+                self._approval_timeout(arg.value)
+
+    def _approval_timeout(self, value: n.Expr) -> None:
+        number = self.constant(value, "the approval timeout")
+        if number is None:
+            return  # already reported
+        if isinstance(number, bool) or not isinstance(number, int | float) or number <= 0:
+            self.report(
+                "E2034",
+                "the approval timeout must be a positive number of seconds, got "
+                + json.dumps(number),
+                value.span,
+                help="write e.g. `@approval(timeout = 300)`; leave `timeout` out for the "
+                "runtime's default",
             )
 
     # -- constants (provider options, @example values) ----------------------------------

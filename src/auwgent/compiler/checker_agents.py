@@ -40,6 +40,8 @@ BUILTIN_INTENTS = frozenset(
         "workflow_result",
         "helper_call",
         "helper_result",
+        "approval_request",
+        "approval_result",
         "error",
     }
 )
@@ -397,6 +399,7 @@ class AgentChecker(PromptChecker):
             self.single_desc(tool.annotations, f"tool `{tool.name.text}`")
         if tool.annotations:
             self.check_examples(tool.examples, params, f"tool `{tool.name.text}`")
+            self.check_approval(tool.annotations, f"tool `{tool.name.text}`")
         return ToolSig(tool.name.text, params, returns)
 
     def check_examples(
@@ -500,6 +503,7 @@ class AgentChecker(PromptChecker):
                 f"{workflow.name.text}(...): string`; the model receives the returned value",
             )
         self.check_examples(workflow.examples, params, label)
+        self.check_approval(workflow.annotations, label)
         scoped = self._scoped_tools(workflow, agent.tools, agent.scoped)
         env = Env(
             [{p.name: p.ty for p in params}],
@@ -579,6 +583,21 @@ class AgentChecker(PromptChecker):
                 self.lookup_kind(use.name.text, use.name.span, "helper")
                 if isinstance(use.grant, n.ToolGrantList):
                     self._grants(use.grant, tools, workflows)
+                self._helper_annotations(use)
+
+    def _helper_annotations(self, use: n.HelperUse) -> None:
+        for annotation in use.annotations:
+            if not isinstance(annotation, n.ApprovalAnnotation):
+                word = {n.DescAnnotation: "@desc", n.ExampleAnnotation: "@example"}.get(
+                    type(annotation), f"@{getattr(annotation, 'name', '')}"
+                )
+                self.report(
+                    "E2033",
+                    f"`{word}` does not apply to a helper's line in `helpers {{ }}`",
+                    annotation.span,
+                    help="a helper is described by its `description:`; only `@approval` goes here",
+                )
+        self.check_approval(use.annotations, f"helper `{use.name.text}`")
 
     def _grants(
         self, grant: n.ToolGrantList, tools: dict[str, ToolSig], workflows: set[str]

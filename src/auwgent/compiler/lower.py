@@ -297,7 +297,9 @@ class _AgentLowering:
                 grant = [name.text for name in names]
             case _:
                 grant = "none"
-        return {"name": use.name.text, "tools": grant, "handoff": use.handoff}
+        return with_approval(
+            {"name": use.name.text, "tools": grant, "handoff": use.handoff}, use.annotations
+        )
 
     def personas(self) -> list[str]:
         """The names listed in ``personas { }``; their bodies go to the document's table."""
@@ -546,7 +548,7 @@ def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> list[JSON]:
 def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
     """An IR ``Tool``."""
     desc = tool.desc
-    return {
+    lowered = {
         "name": tool.name.text,
         "description": desc.value if desc else None,
         "params": [low_field(low, p) for p in tool.params],
@@ -554,6 +556,7 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
         "examples": [example_args(e) for e in tool.examples],
         **({"repeatable": True} if tool.repeatable else {}),
     }
+    return with_approval(lowered, tool.annotations)
 
 
 def lower_workflow(
@@ -566,7 +569,7 @@ def lower_workflow(
     signatures = {t.name.text: t for t in workflow.tools}
     for member in agent_tools:
         signatures.setdefault(member.name.text, member)
-    return {
+    lowered = {
         "name": workflow.name.text,
         "description": workflow.description.text.value if workflow.description else "",
         "params": [low_field(low, p) for p in workflow.params],
@@ -577,6 +580,7 @@ def lower_workflow(
         "loc": low.loc(workflow.span),
         "examples": [example_args(e) for e in workflow.examples],
     }
+    return with_approval(lowered, workflow.annotations)
 
 
 def lower_intent(low: _Lowering, decl: n.IntentDecl) -> JSON:
@@ -586,6 +590,20 @@ def lower_intent(low: _Lowering, decl: n.IntentDecl) -> JSON:
         "description": decl.description.text.value if decl.description else None,
         "fields": [low_field(low, f) for f in decl.fields],
     }
+
+
+def with_approval(lowered: JSON, annotations: tuple[n.Annotation, ...]) -> JSON:
+    """``lowered`` plus ``"approval": {"timeout": seconds | None}`` when it has ``@approval``.
+
+    The key is left out otherwise, so IR without approvals is unchanged.
+    """
+    approval = n.approval_of(annotations)
+    if approval is not None:
+        timeout = next(
+            (const_value(a.value) for a in approval.args or () if a.name.text == "timeout"), None
+        )
+        lowered["approval"] = {"timeout": timeout}
+    return lowered
 
 
 def example_args(example: n.ExampleAnnotation) -> JSON:

@@ -168,6 +168,25 @@ class FlagAnnotation:
     span: Span
 
 
+@record
+class ApprovalAnnotation:
+    """``@approval`` or ``@approval(timeout = 300)``: a call needs the application's approval.
+
+    ``args`` are as written (``None`` for a bare ``@approval``); the checker knows the names.
+    """
+
+    args: tuple[ExampleArg, ...] | None
+    span: Span
+
+
+def approval_of(annotations: tuple[Annotation, ...]) -> ApprovalAnnotation | None:
+    """The first ``@approval`` among ``annotations`` (the checker reports duplicates)."""
+    for annotation in annotations:
+        if isinstance(annotation, ApprovalAnnotation):
+            return annotation
+    return None
+
+
 def desc_of(annotations: tuple[Annotation, ...]) -> StringLit | None:
     """The first ``@desc`` among ``annotations`` (the checker reports duplicates)."""
     for annotation in annotations:
@@ -604,12 +623,13 @@ Handoff: TypeAlias = L["none", "user", "user_then_continue"]
 
 @record
 class HelperUse:
-    """One line of ``helpers {}``: ``Name [with ...] [handoff user [then continue]]``."""
+    """One line of ``helpers {}``: ``Name [with ...] [handoff user [then continue]] [@approval]``."""
 
     name: Name
     grant: ToolGrant
     handoff: Handoff
     span: Span
+    annotations: tuple[Annotation, ...] = ()
 
 
 @record
@@ -795,7 +815,7 @@ TypeExpr: TypeAlias = (
     TextType | PrimitiveType | NamedType | LiteralType | ArrayType | ObjectType | UnionType
 )
 
-Annotation: TypeAlias = DescAnnotation | ExampleAnnotation | FlagAnnotation
+Annotation: TypeAlias = DescAnnotation | ExampleAnnotation | FlagAnnotation | ApprovalAnnotation
 
 Expr: TypeAlias = (
     Literal | NameRef | CtxRef | Member | Index | ArrayExpr | ObjectExpr | Unary | Binary | Call

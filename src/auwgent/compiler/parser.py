@@ -21,6 +21,7 @@ between list entries are optional wherever entries may also be separated by line
                   | "{" field* "}" | "(" type_expr ")"
     annotation   := "@desc" STRING | "@example" "(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"
                   | "@repeatable"
+                  | "@approval" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     test         := "test" STRING "{" test_item* "}"
@@ -50,7 +51,7 @@ between list entries are optional wherever entries may also be separated by line
     workflow     := "workflow" IDENT "(" params ")" [":" type_expr] "{" wf_item* "}" annotation*
     wf_item      := "description" ":" STRING | tool | tools | stmt
     helper_use   := IDENT ["with" ("all" "tools" | "tools" "{" IDENT ("," IDENT)* "}")]
-                    ["handoff" "user" ["then" "continue"]]
+                    ["handoff" "user" ["then" "continue"]] annotation*
     stmt         := "let" IDENT "=" expr | IDENT "=" expr | "return" [expr] | expr
                   | "if" "(" expr ")" "{" stmt* "}" ["else" ("{" stmt* "}" | if)]
     expr         := and ("||" and)*        and := equality ("&&" equality)*
@@ -163,7 +164,8 @@ _MEMBER_WORDS = (
     "description",
 )
 _PRIMITIVES = ("string", "number", "boolean")
-_ANNOTATIONS = ("@desc", "@example", "@repeatable")
+_ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval")
+_ANNOTATION_LIST = ", ".join(f"`{a}`" for a in _ANNOTATIONS[:-1]) + f" or `{_ANNOTATIONS[-1]}`"
 # Tokens after a word that make a type or an expression more than that word.
 _TYPE_CONTINUES = frozenset((PIPE, LBRACKET))
 _ATOM_CONTINUES = frozenset((LBRACKET, LPAREN))
@@ -772,16 +774,17 @@ class _Parser:
                 self.skip()
                 self.expect_word("continue")
                 handoff = "user_then_continue"
+        annotations = () if self.newlines[self.pos] else self.parse_annotations()
         token = self.peek()
         if not token.newline_before and token.kind not in (RBRACE, COMMA, EOF):
             word = token.text if token.kind is IDENT else ""
             raise self.fail(
-                "`with all tools`, `with tools { ... }`, `handoff user` or a line break "
-                f"after helper `{name.text}`",
+                "`with all tools`, `with tools { ... }`, `handoff user`, `@approval` or a line "
+                f"break after helper `{name.text}`",
                 code="E0106",
                 help=did_you_mean(word, ("with", "handoff")) if word else None,
             )
-        return n.HelperUse(name, grant, handoff, self.since(name.span))
+        return n.HelperUse(name, grant, handoff, self.since(name.span), annotations)
 
     def parse_grant(self) -> n.ToolGrant:
         keyword = self.advance_span()
@@ -994,6 +997,12 @@ class _Parser:
             elif word == "repeatable":
                 self.pos += 1
                 annotations.append(n.FlagAnnotation("repeatable", self.since(at)))
+            elif word == "approval":
+                self.pos += 1
+                args = None
+                if self.at(LPAREN) and not self.newlines[self.pos]:
+                    args = self.parse_named_args("@approval")
+                annotations.append(n.ApprovalAnnotation(args, self.since(at)))
             else:
                 self.unknown_annotation(self.tokens.token(self.pos - 1), self.peek())
         return tuple(annotations)
@@ -1001,11 +1010,11 @@ class _Parser:
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
-            raise self.fail("`desc`, `example` or `repeatable` after `@`", code="E0105")
+            raise self.fail("`desc`, `example`, `repeatable` or `approval` after `@`", code="E0105")
         self.skip()
         self.report(
             "E0105",
-            f"unknown annotation `@{word.text}`; expected `@desc`, `@example` or `@repeatable`",
+            f"unknown annotation `@{word.text}`; expected {_ANNOTATION_LIST}",
             Span(at.span.start, word.span.end),
             help=did_you_mean("@" + word.text, _ANNOTATIONS),
         )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from auwgent._version import IR_VERSION, __version__
-from auwgent.errors import ConfigError
+from auwgent.errors import ApprovalError, ConfigError
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
     RuntimeOptions,
@@ -95,6 +95,8 @@ class AgentCore:
         self.context_schema = ContextSchema(doc)
         self.registry = ToolRegistry(config.get("tools"), declared_tool_names(doc))
         self.middleware = MiddlewareChain(config.get("middleware"))
+        self.approver: Any = self.options.approver
+        self.stores = _session_stores(config.get("middleware"))
         self.handlers = HandlerSet()
         self.partial_handlers = HandlerSet()
         self.wants_partials = self.middleware.has_partial
@@ -233,12 +235,18 @@ class AgentCore:
                 t["returns"],
                 configured=self.registry.has(t["name"]),
                 examples=tuple(t.get("examples", ())),
+                approval=t.get("approval"),
             )
             for t in inv.tools
         ]
         specs += [
             CallableSpec(
-                "workflow", w["name"], w.get("description") or "", tuple(w["params"]), w["returns"]
+                "workflow",
+                w["name"],
+                w.get("description") or "",
+                tuple(w["params"]),
+                w["returns"],
+                approval=w.get("approval"),
             )
             for w in agent["workflows"]
         ]
@@ -251,6 +259,7 @@ class AgentCore:
                     helper.get("description") or "",
                     helper_params(helper, types),
                     helper["output"],
+                    approval=use.get("approval"),
                 )
             )
         intents = tuple(agent["intents"])
@@ -347,6 +356,17 @@ class AgentCore:
         return str(name)
 
 
+def _session_stores(middleware: Any) -> list[Any]:
+    """The SessionStoreMiddleware instances among the config's middleware (for resume)."""
+    import sys
+
+    stores = sys.modules.get("auwgent.runtime.stores")
+    if stores is None:  # never imported: there can be no instance (and no import cost)
+        return []
+    items = middleware if isinstance(middleware, (list, tuple)) else ()
+    return [m for m in items if isinstance(m, stores.SessionStoreMiddleware)]
+
+
 def _provider_override(value: Any) -> Provider | None:
     if value is None and os.environ.get("AUWGENT_PROVIDER", "").strip().lower() == "offline":
         value = "offline"
@@ -402,6 +422,79 @@ class Agent:
         """Register a handler of streaming partial intents (same forms as :meth:`on_intent`)."""
         self._core.partial_handlers.add(handler, self._core.intent_names)
         self._core.wants_partials = True
+
+    def on_approval(self, approver: Any) -> None:
+        """Set the approver of calls marked ``@approval``: ``fn(request)``, sync or async,
+        returning True, False, ``{"approved", "reason", "args"}`` or ``"defer"`` (see
+        docs/approvals.md). It replaces the config's ``approver``."""
+        if not callable(approver):
+            raise ConfigError(
+                f"on_approval: expected a function of the approval request, got "
+                f"{type(approver).__name__}"
+            )
+        self._core.approver = approver
+
+    async def resume(
+        self,
+        session: Session | Mapping[str, Any] | None,
+        decisions: Mapping[str, Any],
+        *,
+        config: str | None = None,
+        conversation_id: str | None = None,
+    ) -> Session:
+        """Continue a run paused for approvals (session ``"status": "awaiting_approval"``).
+
+        ``decisions`` maps every pending request id to True, False or ``{"approved", "reason",
+        "args"}``. The approved calls run once, every outcome goes back to the model and the
+        loop continues; the new session is returned. With ``conversation_id`` and a
+        ``SessionStoreMiddleware``, the stored conversation is resumed (``session`` may be
+        ``None``) and claimed first, so that of two concurrent resumes one raises
+        ``ConflictError`` having executed nothing. Raises ``ApprovalError`` when nothing is
+        pending or the decisions name unknown requests (nothing executes).
+        """
+        return await self._resume(session, decisions, config, conversation_id, None)
+
+    async def resume_stream(
+        self,
+        session: Session | Mapping[str, Any] | None,
+        decisions: Mapping[str, Any],
+        *,
+        config: str | None = None,
+        conversation_id: str | None = None,
+    ) -> AsyncIterator[IntentEvent]:
+        """:meth:`resume`, yielding every intent as it happens (like :meth:`stream`).
+
+        The session is in :attr:`last_session` once the iteration ends.
+        """
+        async for event in self._streamed(
+            lambda sink: self._resume(session, decisions, config, conversation_id, sink)
+        ):
+            yield event
+
+    async def _resume(
+        self,
+        session: Any,
+        decisions: Mapping[str, Any],
+        config: str | None,
+        conversation_id: str | None,
+        sink: asyncio.Queue[IntentEvent | None] | None,
+    ) -> Session:
+        import copy
+
+        from auwgent.runtime import approvals
+        from auwgent.runtime.session import check_session
+
+        store = self._core.stores[0].store if self._core.stores and conversation_id else None
+        if store is not None and session is None:
+            session = await store.load(str(conversation_id))
+        if session is None:
+            where = f"stored under {conversation_id!r}" if store is not None else "given"
+            raise ApprovalError(f"resume: no session {where}; nothing to resume")
+        base = copy.deepcopy(check_session(session, self._core.root))
+        approvals.check_decisions(base, decisions)
+        if store is not None:
+            await approvals.claim(store, str(conversation_id), base)
+        return await self._run("", base, config, conversation_id, sink, decisions=decisions)
 
     def use_config(self, name: str) -> None:
         """Make the named config the one runs use (agents and helpers that have it)."""
@@ -501,13 +594,22 @@ class Agent:
 
         The session is in :attr:`last_session` once the iteration ends.
         """
+        async for event in self._streamed(
+            lambda sink: self._run(text, session, config, conversation_id, sink, persona)
+        ):
+            yield event
+
+    async def _streamed(
+        self, run: Callable[[asyncio.Queue[IntentEvent | None]], Awaitable[Session]]
+    ) -> AsyncIterator[IntentEvent]:
+        """The intents of ``run(sink)`` as they are put in the sink, until it returns."""
         import asyncio
 
         queue: asyncio.Queue[IntentEvent | None] = asyncio.Queue()
 
         async def produce() -> None:
             try:
-                await self._run(text, session, config, conversation_id, queue, persona)
+                await run(queue)
             finally:
                 queue.put_nowait(None)
 
@@ -531,6 +633,7 @@ class Agent:
         conversation_id: str | None,
         sink: asyncio.Queue[IntentEvent | None] | None,
         persona: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
     ) -> Session:
         if not isinstance(text, str):
             raise TypeError(f"run() takes the user's text as a str, got {type(text).__name__}")
@@ -550,9 +653,13 @@ class Agent:
             sink=sink,
             persona=chosen,
         )
-        result = await run.execute(text, session)
+        if decisions is None:
+            result = await run.execute(text, session)
+        else:
+            result = await run.resume(session, decisions)
         self.last_session = result
-        run.start_ingestion()
+        if result.get("status") != "awaiting_approval":  # learn from the turn once, when whole
+            run.start_ingestion()
         return result
 
 

@@ -2,9 +2,10 @@
 
 Every call goes the same way: refuse what the agent may not call (``tool_error``, nothing
 runs), emit the call intent (middleware and handlers may skip it or supply the result),
-validate the arguments against the declared parameters, then run it and emit the result or
-the error. A workflow's own tool calls take the same path; a helper runs as a nested agent
-invocation of the engine.
+validate the arguments against the declared parameters, pass the approval gate when the call
+is marked ``@approval`` (:mod:`.approvals`), then run it and emit the result or the error. A
+workflow's own tool calls take the same path; a helper runs as a nested agent invocation of
+the engine.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import AuwgentError, ToolError, WorkflowError
 from auwgent.runtime import schema
+from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
@@ -24,6 +26,7 @@ from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:
+    from auwgent.runtime.approvals import Verdict
     from auwgent.runtime.engine import Run
 
 __all__ = [
@@ -72,7 +75,7 @@ class Invocation:
 
 @dataclass(slots=True)
 class AgentResult:
-    status: str  # "complete", "handoff" or "error"
+    status: str  # "complete", "handoff", "error" or "awaiting_approval" (paused)
     output: Any = None
     error: str | None = None
 
@@ -136,11 +139,40 @@ class CallRunner:
         if errors:
             message = f"invalid arguments for {name}: " + "; ".join(errors)
             return await self.refuse(inv, kind, name, args, message, event.call_id)
+        # Only the answering agent's own model calls can wait for agent.resume(): they are
+        # the calls whose history (inv.record) is part of the session.
+        verdict = await self.run.approvals.check(
+            inv, kind, name, args, spec.approval, spec.params, deferrable=inv.record is not None
+        )
+        if verdict is not None:
+            return await self.decided(inv, kind, name, verdict, event.call_id)
+        return await self._execute(inv, kind, name, args, event.call_id)
+
+    async def decided(
+        self, inv: Invocation, kind: str, name: str, verdict: Verdict, call_id: str | None
+    ) -> CallOutcome:
+        """A gated call after its decision: pending, denied (the caller is told), or run."""
+        args = verdict.args
+        if verdict.approved:
+            return await self._execute(inv, kind, name, args, call_id)
+        return CallOutcome(
+            kind,  # type: ignore[arg-type]
+            name,
+            args,
+            "pending" if verdict.deferred else "error",
+            error=None if verdict.deferred else verdict.denial(name),
+            call_id=call_id,
+            request_id=verdict.request_id or None,
+        )
+
+    async def _execute(
+        self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome:
         if kind == "tool":
-            return await self._tool(inv, name, args, event.call_id)
+            return await self._tool(inv, name, args, call_id)
         if kind == "workflow":
-            return await self._workflow(inv, name, args, event.call_id)
-        return await self._helper(inv, name, args, event.call_id)
+            return await self._workflow(inv, name, args, call_id)
+        return await self._helper(inv, name, args, call_id)
 
     async def _controlled(
         self,
@@ -207,16 +239,41 @@ class CallRunner:
     async def _workflow(
         self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
     ) -> CallOutcome:
+        return await self.workflow(inv, name, args, call_id, Journal())
+
+    async def workflow(
+        self,
+        inv: Invocation,
+        name: str,
+        args: Mapping[str, Any],
+        call_id: str | None,
+        journal: Journal,
+    ) -> CallOutcome:
+        """Run a workflow; ``journal`` replays the steps of a run resumed after a pause."""
         from auwgent.runtime.workflows import run_workflow
 
         workflow = next(w for w in inv.agent["workflows"] if w["name"] == name)
 
         async def call_tool(tool: str, tool_args: dict[str, Any], loc: Any) -> Any:
-            return await self._workflow_tool(inv, workflow, tool, tool_args)
+            done, value = journal.replayed(tool, tool_args)
+            if not done:
+                value = await self._workflow_tool(inv, workflow, tool, tool_args, journal)
+                journal.add(tool, tool_args, value)
+            return value
 
         self.run.ctx["workflow"] = name
         try:
             result = await run_workflow(workflow, args, ctx=self.run.context, call_tool=call_tool)
+        except StepPaused as paused:  # a step waits for agent.resume(): so does the workflow
+            self.run.approvals.journals[paused.request_id] = journal.steps
+            return CallOutcome(
+                "workflow",
+                name,
+                args,
+                "pending",
+                call_id=call_id,
+                request_id=paused.request_id,
+            )
         except Exception as exc:
             error = exc if isinstance(exc, WorkflowError) else WorkflowError(describe_error(exc))
             failure = {"error": str(error), "file": error.file, "line": error.line}
@@ -238,24 +295,46 @@ class CallRunner:
         workflow: Mapping[str, Any],
         name: str,
         args: dict[str, Any],
+        journal: Journal,
     ) -> Any:
         tool = next((t for t in workflow["tools"] if t["name"] == name), None)
         tool = tool or next((t for t in inv.tools if t["name"] == name), None)
         if tool is None:
             raise ToolError(f"workflow {workflow['name']} cannot call {name}: no such tool")
-        control = await self.run.emit("tool_call", {"type": name, "args": args}, inv.name)
-        if control is not None:
-            await self._controlled(inv, "tool", name, args, control, None)
-            return None if control.skip else control.result
-        errors = _check_args(tool["params"], args, self.run.core.doc["types"])
-        if errors:
-            message = f"invalid arguments for {name}: " + "; ".join(errors)
-            await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
-            raise ToolError(message)
+        # The step that paused was asked, checked and decided before: only its decision is left.
+        verdict = journal.decision(name, args)
+        if verdict is None:
+            control = await self.run.emit("tool_call", {"type": name, "args": args}, inv.name)
+            if control is not None:
+                await self._controlled(inv, "tool", name, args, control, None)
+                return None if control.skip else control.result
+            errors = _check_args(tool["params"], args, self.run.core.doc["types"])
+            if errors:
+                message = f"invalid arguments for {name}: " + "; ".join(errors)
+                await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+                raise ToolError(message)
         if not self.run.core.registry.has(name):
             message = not_configured(name)
             await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
             raise ToolError(message)
+        if verdict is None:
+            verdict = await self.run.approvals.check(
+                inv,
+                "tool",
+                name,
+                args,
+                tool.get("approval"),
+                tool["params"],
+                deferrable=inv.record is not None,
+            )
+            if verdict is not None and verdict.deferred:
+                raise StepPaused(verdict.request_id)
+        if verdict is not None:
+            if not verdict.approved:  # a failed step: the workflow ends with this error
+                message = verdict.denial(name)
+                await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)
+                raise ToolError(message)
+            args = dict(verdict.args)
         try:
             result = await self.run.core.registry.call(name, args)
         except Exception as exc:

@@ -12,8 +12,9 @@ on), ``timezone`` (an IANA zone name for the date-and-time line; the machine's l
 default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (see
 :mod:`auwgent.runtime.memory`), ``loopDetection`` (``{repeats}`` or ``False``; see
 :mod:`auwgent.runtime.loops`), ``budget`` (``{tokens, requests, conversationTokens,
-conversationRequests}``) and ``tracing`` / ``tracerProvider`` (see
-:mod:`auwgent.runtime.tracing`).
+conversationRequests}``), ``tracing`` / ``tracerProvider`` (see :mod:`auwgent.runtime.tracing`),
+``approver`` (a function deciding on calls marked ``@approval``) and ``approvals`` (``"ask"``,
+the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ CONFIG_KEYS = (
     "tracing",
     "tracerProvider",
     "strict",
+    "approver",
+    "approvals",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10
@@ -95,6 +98,8 @@ class RuntimeOptions:
     budget: Budget | None = None
     # OpenAI-compatible native tools and structured output carry ``strict: true``.
     strict: bool = True
+    approver: Any = None
+    approvals: str = "ask"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +229,19 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     strict = config.get("strict", True)
     if not isinstance(strict, bool):
         raise ConfigError(f"strict: expected true or false, got {strict!r}")
+    approver = config.get("approver")
+    if approver is not None and not callable(approver):
+        raise ConfigError(
+            f"approver: expected a function of the approval request, got {type(approver).__name__}"
+        )
+    approvals = config.get("approvals", "ask")
+    if approvals not in ("ask", "defer"):
+        raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
     return RuntimeOptions(
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
+        approver=approver,
+        approvals=approvals,
         max_tool_loops=loops,
         max_output_retries=retries,
         protocol=protocol,

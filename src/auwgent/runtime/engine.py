@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
-from auwgent.errors import AuwgentError, ConfigError, ContextError, ProviderError
-from auwgent.runtime import schema
+from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError
+from auwgent.runtime import approvals, schema
 from auwgent.runtime.calls import (
     CALL_KINDS,
     AgentResult,
@@ -124,6 +124,7 @@ class Run:
         self.sink = sink
         self.handed_off = False
         self.calls = CallRunner(self)
+        self.approvals = approvals.ApprovalGate(self)
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
         self.ctx: dict[str, Any] = {
@@ -185,6 +186,8 @@ class Run:
         )
         start = self._start_agent(self.session)
         self.turn = new_turn(text, start)
+        if self.session.get("status") == approvals.AWAITING:
+            raise _paused_error()
         self.session["turns"].append(self.turn)
         self.ctx["activeAgent"] = start
         try:
@@ -195,6 +198,8 @@ class Run:
                     start = self._start_agent(loaded)
                     self.session = loaded
                     self.turn["agent"] = start
+                    if loaded.get("status") == approvals.AWAITING:
+                        raise _paused_error()  # the stored session stays as it is
                     self.session["turns"].append(self.turn)
             except Exception as exc:
                 await self.fail(exc, start, prefix="onRunStart failed: ")
@@ -284,19 +289,47 @@ class Run:
         ]
         return parse_facts("".join(chunks))
 
+    async def resume(self, session: Any, decisions: Mapping[str, Any]) -> Session:
+        """Continue a run paused for approvals with ``decisions`` (see :mod:`.approvals`).
+
+        The caller checked the decisions against ``session`` (and claimed a stored one).
+        """
+        root = self.core.root
+        self.session = check_session(session, root)
+        start = self._start_agent(self.session)
+        self.turn = self.session["turns"][-1]
+        self.ctx["activeAgent"] = start
+        try:
+            try:
+                returned = await self.core.middleware.run_start(self.session, self.ctx)
+                if returned is not self.session:
+                    self.session = check_session(returned, root)
+                    self.turn = self.session["turns"][-1]
+                approvals.check_decisions(self.session, decisions, claimed=True)
+            except Exception as exc:
+                await self.fail(exc, start, prefix="resume failed: ", mark=False)
+                return self.session
+            self.turn["status"] = "running"
+            await self._drive_with_timeout(start, decisions)
+        finally:
+            await self._finish(start)
+        return self.session
+
     def _start_agent(self, session: Session) -> str:
         name = session["stack"][-1]["agent"]
         if name not in self.core.doc["agents"]:
             raise ConfigError(f"session.stack: agent {name!r} is not part of this agent's IR")
         return name
 
-    async def _drive_with_timeout(self, start: str) -> None:
+    async def _drive_with_timeout(
+        self, start: str, decisions: Mapping[str, Any] | None = None
+    ) -> None:
         timeout = self.core.options.run_timeout
         try:
             if timeout is None:
-                await self._drive(start)
+                await self._drive(start, decisions)
             else:
-                await asyncio.wait_for(self._drive(start), timeout)
+                await asyncio.wait_for(self._drive(start, decisions), timeout)
         except asyncio.TimeoutError:
             await self.fail(TimeoutError(f"the run took longer than {timeout} s"), start)
         except Exception as exc:  # a bug or an app mistake surfacing mid-run: still no escape
@@ -320,7 +353,7 @@ class Run:
         if self.trace is not None:
             self.trace.run_end(turn["status"])
 
-    async def _drive(self, start: str) -> None:
+    async def _drive(self, start: str, decisions: Mapping[str, Any] | None) -> None:
         agent = self.core.doc["agents"][start]
         missing = self.core.context_schema.missing(agent, self.context)
         if missing:
@@ -335,11 +368,23 @@ class Run:
             return
         stack = self.session["stack"]
         if len(stack) > 1:
-            await self._resume(stack)
+            await self._resume(stack, decisions)
             return
         inv = self._root_invocation(stack[0])
+        if decisions is not None and await self._paused_again(inv, decisions):
+            return
         result = await self.invoke(inv, top=True)
         self._settle(result)
+
+    async def _paused_again(self, inv: Invocation, decisions: Mapping[str, Any]) -> bool:
+        """Complete the round that paused for approvals and give its outcomes to the model;
+        ``True`` when a resumed workflow deferred another step (the run pauses again)."""
+        outcomes = await approvals.resume_outcomes(self, inv, decisions)
+        if outcomes is None:
+            return True
+        for message in self.core.codec(inv.agent, self.config).results_messages(outcomes):
+            inv.add(message)
+        return False
 
     def _settle(self, result: AgentResult) -> None:
         assert self.turn is not None
@@ -347,8 +392,8 @@ class Run:
         if result.status == "error":
             self.turn["status"] = "error"
             self.turn["error"] = result.error
-        elif result.status == "handoff":
-            self.turn["status"] = "handoff"
+        elif result.status in ("handoff", approvals.AWAITING):
+            self.turn["status"] = result.status
 
     def _root_invocation(self, frame: Frame) -> Invocation:
         root_ir = self.core.doc["agents"][self.core.root]
@@ -359,6 +404,7 @@ class Run:
             history.extend(messages_from_json(turn.get("messages", ())))
         assert self.turn is not None
         history.append(Message(role="user", content=self.turn["input"]["text"]))
+        history.extend(messages_from_json(self.turn["messages"]))  # a resumed turn's so far
         return Invocation(
             agent=root_ir,
             config_name=self.core.config_for(root_ir, self.config),
@@ -367,8 +413,9 @@ class Run:
             record=self.turn["messages"],
         )
 
-    async def _resume(self, stack: list[Frame]) -> None:
-        """The conversation was handed to a helper: the new input goes to it."""
+    async def _resume(self, stack: list[Frame], decisions: Mapping[str, Any] | None) -> None:
+        """The conversation was handed to a helper: the new input (or the approval decisions
+        of its paused round) goes to it."""
         top = stack[-1]
         agent = self.core.doc["agents"][top["agent"]]
         record = list(top.get("messages", []))
@@ -383,7 +430,10 @@ class Run:
             grant=top.get("tools", "none"),
             record=record,
         )
-        inv.add(Message(role="user", content=self.turn["input"]["text"]))
+        if decisions is None:
+            inv.add(Message(role="user", content=self.turn["input"]["text"]))
+        elif await self._paused_again(inv, decisions):
+            return
         result = await self.invoke(inv, top=True)
         self._settle(result)
         if inv.completed:
@@ -521,6 +571,9 @@ class Run:
             if rnd.error is not None:
                 msg = await self.fail(rnd.error, inv.name)
                 return AgentResult("error", error=msg)
+            if any(o.status == "pending" for o in outcomes):
+                approvals.pause(self, outcomes)
+                return AgentResult(approvals.AWAITING)
             if outcomes:
                 stop = self._progress(inv, outcomes, rnd)
                 inv_msgs = codec.results_messages(outcomes)
@@ -875,6 +928,13 @@ class Run:
 
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
+
+
+def _paused_error() -> ApprovalError:
+    return ApprovalError(
+        "this session is awaiting approvals: continue it with agent.resume(session, "
+        "decisions) before running new input"
+    )
 
 
 def _output_names(agent: Mapping[str, Any], types: Mapping[str, Any]) -> list[str]:

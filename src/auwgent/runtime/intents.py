@@ -43,6 +43,8 @@ BUILTIN_INTENTS: tuple[str, ...] = (
     "workflow_result",
     "helper_call",
     "helper_result",
+    "approval_request",
+    "approval_result",
     "error",
 )
 

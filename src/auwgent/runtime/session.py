@@ -8,7 +8,10 @@ it, also in another process after ``json.dumps`` / ``json.loads``. Its shape (ve
       "agent": "Main",                 # the root agent that owns the conversation
       "system_prompt": "...",          # the last system prompt sent for the active agent
       "stack": [Frame, ...],           # bottom: the root agent; top: the agent answering next
-      "turns": [Turn, ...]             # one per user input, oldest first
+      "turns": [Turn, ...],            # one per user input, oldest first
+      "revision": 3,                   # optional: set by a session store (optimistic concurrency)
+      "status": "awaiting_approval",   # optional: with "pending_approvals", see docs/approvals.md
+      "approvals": [...]               # optional: the audit of approval decisions
     }
 
 A **frame** is ``{"agent": name, "config": name | None}``; a helper that was handed the
@@ -83,14 +86,21 @@ class Turn(TypedDict):
     model_calls: list[dict[str, Any]]  # one per model call: {"model": "<provider>:<model>"}
 
 
-class Session(TypedDict):
-    """The conversation record returned by ``Agent.run`` (see the module docstring)."""
-
+class _SessionRequired(TypedDict):
     version: int
     agent: str
     system_prompt: str
     stack: list[Frame]
     turns: list[Turn]
+
+
+class Session(_SessionRequired, total=False):
+    """The conversation record returned by ``Agent.run`` (see the module docstring)."""
+
+    revision: int  # set by a session store on load and save
+    status: str  # "awaiting_approval" while approvals are pending (see runtime/approvals.py)
+    pending_approvals: list[dict[str, Any]]
+    approvals: list[dict[str, Any]]  # the audit of every approval decision
 
 
 def new_session(root: str) -> Session:

@@ -19,6 +19,14 @@ loses what an earlier run wrote; a row or file that cannot be read back raises
 the session checks (:func:`~auwgent.runtime.session.check_session`) raises
 :class:`StoredSessionError`, which is also a :class:`~auwgent.errors.ConfigError`, naming the
 key, where it is stored and the field. Either way the stored session stays as it is.
+
+Optimistic concurrency: every store keeps a revision per key. ``load`` puts it in the
+session's top-level ``"revision"``; ``save`` compares it with the stored one (a session without
+a revision may only create a new key) and raises :class:`~auwgent.errors.ConflictError` when
+they differ, writing nothing; on success it sets ``session["revision"]`` to the new revision.
+So two processes that loaded the same conversation cannot both save over each other: the
+second one is told. Within one process :class:`SessionStoreMiddleware` goes further and runs
+the runs of one conversation one after the other.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-from auwgent.errors import AuwgentError, ConfigError
+from auwgent.errors import AuwgentError, ConfigError, ConflictError
 from auwgent.runtime.session import Session, check_session
 
 __all__ = [
@@ -72,7 +80,12 @@ class SessionStore(Protocol):
         ...
 
     async def save(self, key: str, session: Session) -> None:
-        """Save ``session`` under ``key``, replacing what was there, all or nothing."""
+        """Save ``session`` under ``key``, replacing what was there, all or nothing.
+
+        Raise :class:`~auwgent.errors.ConflictError` when the stored revision is not
+        ``session.get("revision")`` (``None``: nothing may be stored yet); on success set
+        ``session["revision"]`` to the new revision.
+        """
         ...
 
 
@@ -86,13 +99,19 @@ def _check_key(key: object) -> str:
 
 
 def _encode(key: str, session: Mapping[str, Any]) -> str:
-    """The session as JSON text; raised before anything is written, so a bad value is harmless."""
+    """The session as JSON text; raised before anything is written, so a bad value is harmless.
+
+    The revision is the store's own bookkeeping, kept beside the text, not in it.
+    """
     problem = _session_problem(session)
+    if problem is None:
+        problem = _revision_problem(session.get("revision"))
     if problem is not None:
         raise SessionStoreError(f"cannot save session {key!r}: {problem}")
+    body = {k: v for k, v in session.items() if k != "revision"}
     try:
         # Strict JSON (no NaN): another language's runtime must be able to read it back.
-        return json.dumps(session, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise SessionStoreError(
             f"cannot save session {key!r}: it is not JSON-serialisable ({error})"
@@ -123,6 +142,33 @@ def _session_problem(value: Any) -> str | None:
     except ConfigError as error:
         return str(error)
     return None
+
+
+def _revision_problem(revision: Any) -> str | None:
+    if revision is None or (
+        isinstance(revision, int) and not isinstance(revision, bool) and revision >= 0
+    ):
+        return None
+    return f"'revision' must be a non-negative integer or absent, got {revision!r}"
+
+
+def _check_revision(key: str, stored: int | None, session: Mapping[str, Any]) -> int:
+    """The revision the save of ``session`` creates; ConflictError when it was based on a stale
+    one (``stored`` is ``None`` when nothing is stored under ``key``)."""
+    expected = session.get("revision")
+    if stored != expected:
+        loaded = "was never loaded from this store" if expected is None else f"has {expected}"
+        raise ConflictError(
+            f"session {key!r} was changed by another run or process (stored revision "
+            f"{stored}; the session being saved {loaded}): nothing was saved; load it again "
+            "and retry"
+        )
+    return 1 if stored is None else stored + 1
+
+
+def _with_revision(session: Session, revision: int) -> Session:
+    session["revision"] = revision
+    return session
 
 
 def _now() -> str:
@@ -157,11 +203,11 @@ ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.ex
 
 _UPSERT = """
 INSERT INTO auwgent_sessions (key, session, session_version, revision, updated_at)
-VALUES (?, ?, ?, 1, ?)
+VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
     session = excluded.session,
     session_version = excluded.session_version,
-    revision = auwgent_sessions.revision + 1,
+    revision = excluded.revision,
     updated_at = excluded.updated_at
 """
 
@@ -171,8 +217,9 @@ class SQLiteSessionStore:
 
     Each row holds the session JSON, its format version, a revision counter (1 on the first
     save, +1 on each save) and the UTC update time. The database runs in WAL mode, so readers
-    never block the writer; each save is one ``BEGIN IMMEDIATE`` transaction, and a writer that
-    finds the file locked by another process waits up to ``timeout`` seconds. The blocking
+    never block the writer; each save is one ``BEGIN IMMEDIATE`` transaction that compares the
+    revision and writes, and a writer that finds the file locked by another process waits up
+    to ``timeout`` seconds. The blocking
     sqlite3 calls run in worker threads, one short-lived connection per call.
     """
 
@@ -196,9 +243,10 @@ class SQLiteSessionStore:
         return await asyncio.to_thread(self._load, key)
 
     async def save(self, key: str, session: Session) -> None:
-        """Save ``session`` under ``key`` in one transaction."""
+        """Save ``session`` under ``key`` in one transaction (ConflictError on a stale revision)."""
         text = _encode(_check_key(key), session)
-        await asyncio.to_thread(self._save, key, text, session["version"])
+        revision = await asyncio.to_thread(self._save, key, text, session)
+        _with_revision(session, revision)
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
@@ -232,23 +280,28 @@ class SQLiteSessionStore:
     def _load(self, key: str) -> Session | None:
         with self._connect() as db:
             row = db.execute(
-                "SELECT session FROM auwgent_sessions WHERE key = ?", (key,)
+                "SELECT session, revision FROM auwgent_sessions WHERE key = ?", (key,)
             ).fetchone()
         if row is None:
             return None
         if not isinstance(row[0], str):
             raise SessionStoreError(f"stored session {key!r} in {self.path} is corrupt: not text")
-        return _decode(key, row[0], str(self.path))
+        return _with_revision(_decode(key, row[0], str(self.path)), int(row[1]))
 
-    def _save(self, key: str, text: str, version: int) -> None:
+    def _save(self, key: str, text: str, session: Session) -> int:
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute(_UPSERT, (key, text, version, _now()))
+                row = db.execute(
+                    "SELECT revision FROM auwgent_sessions WHERE key = ?", (key,)
+                ).fetchone()
+                revision = _check_revision(key, None if row is None else int(row[0]), session)
+                db.execute(_UPSERT, (key, text, session["version"], revision, _now()))
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+        return revision
 
     def _delete(self, key: str) -> bool:
         with self._connect() as db:
@@ -317,7 +370,9 @@ class JSONFileSessionStore:
     any key is a safe and distinct name (also on case-insensitive file systems). A save writes
     a temporary file in the same directory, flushes it to disk and renames it over the old one
     (``os.replace``), so readers see the old session or the new one, never half of one. Each
-    file holds ``{"key", "updated_at", "session"}``.
+    file holds ``{"key", "revision", "updated_at", "session"}``. A save holds an exclusive
+    ``flock`` on the directory while it compares the revision and replaces the file, so saves
+    from several processes are ordered (where ``fcntl`` exists, i.e. POSIX).
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -338,10 +393,25 @@ class JSONFileSessionStore:
         return await asyncio.to_thread(self._load, _check_key(key))
 
     async def save(self, key: str, session: Session) -> None:
-        """Save ``session`` under ``key`` by atomically replacing its file."""
+        """Save ``session`` under ``key`` by atomically replacing its file (ConflictError on a
+        stale revision)."""
         text = _encode(_check_key(key), session)
-        envelope = f'{{"key":{json.dumps(key, ensure_ascii=False)},"updated_at":"{_now()}","session":{text}}}'
-        await asyncio.to_thread(self._write, self.path_for(key), envelope)
+        revision = await asyncio.to_thread(self._save, key, text, session)
+        _with_revision(session, revision)
+
+    def _save(self, key: str, text: str, session: Session) -> int:
+        path = self.path_for(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _directory_lock(path.parent):
+            stored = self._read(key, path)
+            revision = _check_revision(key, None if stored is None else stored[1], session)
+            quoted = json.dumps(key, ensure_ascii=False)
+            self._write(
+                path,
+                f'{{"key":{quoted},"revision":{revision},"updated_at":"{_now()}",'
+                f'"session":{text}}}',
+            )
+        return revision
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
@@ -353,7 +423,11 @@ class JSONFileSessionStore:
         return True
 
     def _load(self, key: str) -> Session | None:
-        path = self.path_for(key)
+        stored = self._read(key, self.path_for(key))
+        return None if stored is None else _with_revision(*stored)
+
+    def _read(self, key: str, path: Path) -> tuple[Session, int] | None:
+        """The stored session and its revision (0 for a file written before revisions)."""
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -370,10 +444,14 @@ class JSONFileSessionStore:
             ) from error
         if not isinstance(envelope, dict) or "session" not in envelope:
             raise SessionStoreError(f"stored session {key!r} in {path} is corrupt: no 'session'")
-        return _checked(key, envelope["session"], str(path))
+        revision = envelope.get("revision", 0)
+        if _revision_problem(revision) is not None or revision is None:
+            raise SessionStoreError(
+                f"stored session {key!r} in {path} is corrupt: 'revision' is {revision!r}"
+            )
+        return _checked(key, envelope["session"], str(path)), revision
 
     def _write(self, path: Path, text: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as file:
@@ -386,6 +464,22 @@ class JSONFileSessionStore:
                 os.unlink(temp)
             raise
         _sync_directory(path.parent)
+
+
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``directory`` (no lock file to leave behind)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: saves are atomic but not ordered
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _sync_directory(directory: Path) -> None:
@@ -414,20 +508,28 @@ class MemorySessionStore:
 
     def __init__(self) -> None:
         self._texts: dict[str, str] = {}
+        self._revisions: dict[str, int] = {}
         self._locks: dict[str, tuple[str, float]] = {}
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (a fresh copy), or ``None``."""
         text = self._texts.get(_check_key(key))
-        return None if text is None else _decode(key, text, "memory")
+        if text is None:
+            return None
+        return _with_revision(_decode(key, text, "memory"), self._revisions.get(key, 0))
 
     async def save(self, key: str, session: Session) -> None:
-        """Save a copy of ``session`` under ``key``."""
-        self._texts[_check_key(key)] = _encode(key, session)
+        """Save a copy of ``session`` under ``key`` (ConflictError on a stale revision)."""
+        text = _encode(_check_key(key), session)
+        stored = self._revisions.get(key, 0) if key in self._texts else None
+        revision = _check_revision(key, stored, session)
+        self._texts[key], self._revisions[key] = text, revision
+        _with_revision(session, revision)
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
-        return self._texts.pop(_check_key(key), None) is not None
+        self._revisions.pop(_check_key(key), None)
+        return self._texts.pop(key, None) is not None
 
     def keys(self) -> list[str]:
         """The saved keys, in first-save order."""
@@ -466,6 +568,12 @@ class SessionStoreMiddleware:
     same refusal protects a run that never loaded (another middleware failed first) and a
     final session that lost stored turns.
 
+    Runs of one conversation through one middleware are serialised: a run waits at
+    ``onRunStart`` until the previous run of that key has saved, so concurrent runs in one
+    process never lose a turn. Between processes (or middleware instances) the store's revision
+    check decides: the run that saves second fails with a
+    :class:`~auwgent.errors.ConflictError` (its ``error`` intent says so) and writes nothing.
+
     Args:
         store: where sessions live; default ``SQLiteSessionStore("auwgent_sessions.db")``.
         key: the context entry that names the conversation.
@@ -487,6 +595,9 @@ class SessionStoreMiddleware:
         # The runs in progress, by their context dict (one per run, the same object in both
         # hooks): the turn ids of the stored session each one loaded, None when it was unusable.
         self._loaded: dict[int, list[Any] | None] = {}
+        # key -> [lock, users]: serialises the runs of one conversation in this process.
+        self._locks: dict[str, list[Any]] = {}
+        self._held: dict[int, str] = {}  # id(ctx) of a run holding a lock -> its key
 
     def __repr__(self) -> str:
         return f"SessionStoreMiddleware({self.store!r}, key={self.key!r})"
@@ -496,15 +607,20 @@ class SessionStoreMiddleware:
         key = self._key(ctx)
         if key is None:
             return session
-        self._loaded[id(ctx)] = None  # unusable until it has loaded and passed the checks
-        stored = await self.store.load(key)
-        if stored is not None:
-            # Custom stores may not check what they read: the same checks as the built-in ones.
-            problem = _session_problem(stored)
-            if problem is not None:
-                raise StoredSessionError(f"stored session {key!r} is unusable: {problem}")
-        _check_owner(key, stored, ctx.get("rootAgent"))
-        self._loaded[id(ctx)] = _turn_ids(stored)
+        await self._acquire(key, ctx)
+        try:
+            self._loaded[id(ctx)] = None  # unusable until it has loaded and passed the checks
+            stored = await self.store.load(key)
+            if stored is not None:
+                # Custom stores may not check what they read: the built-in stores' checks.
+                problem = _session_problem(stored)
+                if problem is not None:
+                    raise StoredSessionError(f"stored session {key!r} is unusable: {problem}")
+            _check_owner(key, stored, ctx.get("rootAgent"))
+            self._loaded[id(ctx)] = _turn_ids(stored)
+        except BaseException:
+            self._release(ctx)
+            raise
         return session if stored is None else stored
 
     async def onRunComplete(self, finalSession: Session, ctx: Mapping[str, Any]) -> None:
@@ -512,20 +628,45 @@ class SessionStoreMiddleware:
         key = self._key(ctx)
         if key is None:
             return
-        loaded = self._loaded.pop(id(ctx), _NOT_LOADED)
-        if loaded is _NOT_LOADED:
-            why = "the run ended before the stored session was loaded"
-        elif loaded is None:
-            why = "the stored one could not be used"
-        elif _turn_ids(finalSession)[: len(loaded)] != loaded:
-            why = "the run did not continue the stored session (it was rejected at the start)"
-        else:
-            await self.store.save(key, finalSession)
-            return
-        raise SessionStoreError(
-            f"session {key!r} was not saved: {why}, and the stored one is kept as it is "
-            "for inspection; repair or delete it (see docs/sessions.md)"
-        )
+        try:
+            loaded = self._loaded.pop(id(ctx), _NOT_LOADED)
+            if loaded is _NOT_LOADED:
+                why = "the run ended before the stored session was loaded"
+            elif loaded is None:
+                why = "the stored one could not be used"
+            elif _turn_ids(finalSession)[: len(loaded)] != loaded:
+                why = "the run did not continue the stored session (it was rejected at the start)"
+            else:
+                await self.store.save(key, finalSession)
+                return
+            raise SessionStoreError(
+                f"session {key!r} was not saved: {why}, and the stored one is kept as it is "
+                "for inspection; repair or delete it (see docs/sessions.md)"
+            )
+        finally:
+            self._release(ctx)
+
+    async def _acquire(self, key: str, ctx: Mapping[str, Any]) -> None:
+        entry = self._locks.setdefault(key, [asyncio.Lock(), 0])
+        entry[1] += 1
+        try:
+            await entry[0].acquire()
+        except BaseException:
+            self._forget(key, entry)
+            raise
+        self._held[id(ctx)] = key
+
+    def _release(self, ctx: Mapping[str, Any]) -> None:
+        key = self._held.pop(id(ctx), None)
+        if key is not None:
+            entry = self._locks[key]
+            entry[0].release()
+            self._forget(key, entry)
+
+    def _forget(self, key: str, entry: list[Any]) -> None:
+        entry[1] -= 1
+        if entry[1] == 0:  # nobody waits: drop it (an asyncio lock belongs to one event loop)
+            del self._locks[key]
 
     def _key(self, ctx: Mapping[str, Any]) -> str | None:
         # No check of ctx["activeAgent"]: run hooks fire once per run, and after a handoff the

@@ -101,7 +101,7 @@ class PostgresSessionStore:
             found = await self._one(f"SELECT revision FROM auwgent_sessions WHERE key = %s "
                                     f"AND {_LIVE}", (key,))  # fmt: skip
             raise conflict(key, expected, None if found is None else int(found[0]))
-        session["revision"] = int(row[0])  # type: ignore[typeddict-unknown-key]
+        session["revision"] = int(row[0])
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""

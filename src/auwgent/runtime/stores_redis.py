@@ -107,7 +107,7 @@ class RedisSessionStore:
         )
         if result < 0:
             raise conflict(key, expected, -1 - result)
-        session["revision"] = result  # type: ignore[typeddict-unknown-key]
+        session["revision"] = result
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""

@@ -47,7 +47,7 @@ def to_stored(key: str, session: Mapping[str, Any]) -> str:
 def from_stored(key: str, text: str, revision: int, where: str) -> Session:
     """A stored session, checked, with the revision it was read at."""
     session = _decode(key, text, where)
-    session["revision"] = revision  # type: ignore[typeddict-unknown-key]
+    session["revision"] = revision
     return session
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from auwgent.errors import ConflictError
 from auwgent.runtime.session import Session, new_session, new_turn
 from auwgent.runtime.stores import (
     JSONFileSessionStore,
@@ -54,6 +55,13 @@ def _session(*texts: str) -> Session:
     return session
 
 
+def _after(previous: Session, *texts: str) -> Session:
+    """A session meant to replace ``previous`` (based on the revision ``previous`` got)."""
+    session = _session(*texts)
+    session["revision"] = previous["revision"]
+    return session
+
+
 async def test_round_trip_and_missing_key(store: SessionStore) -> None:
     assert await store.load("nobody") is None
     session = _session("hello", "again")
@@ -65,17 +73,45 @@ async def test_round_trip_and_missing_key(store: SessionStore) -> None:
 
 
 async def test_save_replaces_the_previous_session(store: SessionStore) -> None:
-    await store.save("k", _session("one"))
-    await store.save("k", _session("one", "two"))
+    first = _session("one")
+    await store.save("k", first)
+    assert first["revision"] == 1
+    second = _after(first, "one", "two")
+    await store.save("k", second)
+    assert second["revision"] == 2
     loaded = await store.load("k")
-    assert loaded is not None
+    assert loaded is not None and loaded["revision"] == 2
     assert [t["input"]["text"] for t in loaded["turns"]] == ["one", "two"]
+
+
+async def test_a_save_based_on_a_stale_revision_is_a_conflict(store: SessionStore) -> None:
+    await store.save("k", _session("one"))
+    mine, theirs = await store.load("k"), await store.load("k")
+    assert mine is not None and theirs is not None and mine["revision"] == 1
+    mine["turns"].append(new_turn("mine", "Main"))
+    theirs["turns"].append(new_turn("theirs", "Main"))
+    await store.save("k", theirs)
+    with pytest.raises(ConflictError, match="'k' was changed by another run"):
+        await store.save("k", mine)
+    assert mine["revision"] == 1  # untouched by the failed save
+    with pytest.raises(ConflictError, match="never loaded"):
+        await store.save("k", _session("fresh"))  # no revision: only a new key may be created
+    loaded = await store.load("k")
+    assert loaded is not None and loaded["revision"] == 2
+    assert [t["input"]["text"] for t in loaded["turns"]] == ["one", "theirs"]
+    with pytest.raises(ConflictError):
+        await store.save("new-key", {**_session("x"), "revision": 4})  # type: ignore[typeddict-item]
 
 
 async def test_concurrent_saves_of_different_keys_from_many_tasks(store: SessionStore) -> None:
     async def conversation(n: int) -> None:
+        revision = None
         for round_ in range(3):
-            await store.save(f"user-{n}", _session(*[f"{n}:{i}" for i in range(round_ + 1)]))
+            session = _session(*[f"{n}:{i}" for i in range(round_ + 1)])
+            if revision is not None:
+                session["revision"] = revision
+            await store.save(f"user-{n}", session)
+            revision = session["revision"]
 
     await asyncio.gather(*(conversation(n) for n in range(20)))
     for n in range(20):
@@ -146,7 +182,7 @@ async def test_json_store_failure_during_replace_keeps_the_old_file(
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError, match="disk vanished"):
-        await store.save("k", _session("new"))
+        await store.save("k", _after(old, "new"))
     monkeypatch.undo()
     assert await store.load("k") == old
     # The temporary file was cleaned up: only the session file is left.
@@ -158,8 +194,9 @@ async def test_sqlite_save_that_cannot_get_the_lock_fails_cleanly_and_keeps_the_
 ) -> None:
     path = tmp_path / "s.db"
     store = SQLiteSessionStore(path, timeout=0.1)
-    old, new = _session("old"), _session("new")
+    old = _session("old")
     await store.save("k", old)
+    new = _after(old, "new")
     other = sqlite3.connect(path, isolation_level=None)  # another writer holds the file
     other.execute("BEGIN IMMEDIATE")
     try:
@@ -178,9 +215,10 @@ async def test_sqlite_rows_carry_revision_and_update_time_in_wal_mode(tmp_path: 
     path = tmp_path / "s.db"
     store = SQLiteSessionStore(path)
     assert await store.revision("k") is None
+    session = _session("x")
     for _ in range(3):
-        await store.save("k", _session("x"))
-    assert await store.revision("k") == 3
+        await store.save("k", session)  # save() moves the session's revision on
+    assert await store.revision("k") == 3 == session["revision"]
     db = sqlite3.connect(path)
     try:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -322,7 +360,7 @@ _CRASHING_SAVE = textwrap.dedent(
     else:
         os.replace = lambda src, dst: os._exit(3)
         store = JSONFileSessionStore(where)
-    session = new_session("Main")
+    session = asyncio.run(store.load("k"))
     session["turns"].append(new_turn("new", "Main"))
     asyncio.run(store.save("k", session))
     """
@@ -342,15 +380,20 @@ async def test_a_process_dying_mid_save_loses_nothing_saved_before(
     )
     assert crashed.returncode == 3, crashed.stderr
     assert await FACTORIES[kind](tmp_path).load("k") == old
-    await store.save("k", _session("after"))  # and the store still works
+    await store.save("k", _after(old, "after"))  # and the store still works
     loaded = await store.load("k")
     assert loaded is not None and loaded["turns"][0]["input"]["text"] == "after"
 
 
 async def test_racing_saves_of_one_key_leave_one_whole_session(disk_store: SessionStore) -> None:
     candidates = [_session(*[f"v{n}"] * (n + 1)) for n in range(12)]
-    await asyncio.gather(*(disk_store.save("same", s) for s in candidates))
-    loaded = await disk_store.load("same")
-    assert loaded in candidates  # the last writer wins, and never half of a session
+    results = await asyncio.gather(
+        *(disk_store.save("same", s) for s in candidates), return_exceptions=True
+    )
+    # All of them were based on "nothing stored yet": exactly one may create the key.
+    winners = [s for s, r in zip(candidates, results, strict=True) if r is None]
+    assert len(winners) == 1
+    assert all(isinstance(r, ConflictError) for r in results if r is not None)
+    assert await disk_store.load("same") == winners[0]  # never half of a session
     if isinstance(disk_store, SQLiteSessionStore):
-        assert await disk_store.revision("same") == len(candidates)
+        assert await disk_store.revision("same") == 1

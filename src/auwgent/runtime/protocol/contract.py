@@ -41,6 +41,7 @@ class CallableSpec:
     returns: IRType
     configured: bool = True  # False: no implementation; description gets "[NOT CONFIGURED]"
     examples: tuple[Mapping[str, Any], ...] = ()  # the tool's own @example argument objects
+    approval: Mapping[str, Any] | None = None  # IR Approval ({"timeout"}) when @approval
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,15 +129,20 @@ class Decoder(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
-    """What happened to one call in a round, fed back to the model."""
+    """What happened to one call in a round, fed back to the model.
+
+    ``"pending"``: the call waits for a deferred approval (the run pauses; the engine never
+    gives a pending outcome to a codec). ``request_id`` is its approval request's id.
+    """
 
     kind: CallKind
     name: str
     args: Mapping[str, Any]
-    status: Literal["ok", "error", "skipped"]
+    status: Literal["ok", "error", "skipped", "pending"]
     result: Any = None  # for "ok": the value the model should see
     error: str | None = None  # for "error"
     call_id: str | None = None
+    request_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Address",
     "AgentName",
+    "ApprovalAnswer",
+    "ApprovalDecision",
+    "ApprovalRequestIntent",
+    "ApprovalResultIntent",
+    "Approver",
     "AuwgentAgent",
     "AuwgentApiKeys",
     "AuwgentBaseIntentHandler",
@@ -100,6 +105,8 @@ IntentName = Literal[
     "workflow_result",
     "helper_call",
     "helper_result",
+    "approval_request",
+    "approval_result",
     "error",
     "Mood",
     "needs-review",
@@ -257,6 +264,26 @@ class HelperResultIntent(TypedDict):
     result: Any
 
 
+class ApprovalRequestIntent(TypedDict):
+    """Payload of ``approval_request``: a call marked @approval waits for the approver (before
+    it runs).
+    """
+
+    id: str
+    kind: Literal["tool", "workflow", "helper"]
+    name: str
+    args: dict[str, Any]
+    agent: AgentName
+
+
+class ApprovalResultIntent(TypedDict):
+    """Payload of ``approval_result``: the approver decided on a call (denied or not)."""
+
+    id: str
+    approved: bool
+    reason: str | None
+
+
 class ErrorIntent(TypedDict):
     """Payload of ``error``: the run failed."""
 
@@ -268,6 +295,24 @@ class IntentControl(TypedDict, total=False):
 
     skip: bool
     result: Any
+
+
+class _ApprovalAnswerRequired(TypedDict):
+    approved: bool
+
+
+class ApprovalAnswer(_ApprovalAnswerRequired, total=False):
+    """An approver's detailed answer; edited ``args`` are checked again before the call."""
+
+    reason: str
+    args: dict[str, Any]
+
+
+#: What an approver returns: True, False, an ApprovalAnswer, or "defer" (pause the
+#: run; continue it later with ``agent.resume(session, decisions)``).
+ApprovalDecision = Union[bool, ApprovalAnswer, Literal["defer"]]
+#: ``agent.on_approval(fn)`` / config ``approver``: called with each request.
+Approver = Callable[[ApprovalRequestIntent], MaybeAwaitable[ApprovalDecision]]
 
 
 class _MoodIntentRequired(TypedDict):
@@ -398,6 +443,10 @@ class AuwgentConfig(TypedDict, total=False):
     timeouts: AuwgentTimeouts
     limits: AuwgentLimits
     httpClient: httpx.AsyncClient
+    #: Decides on calls marked @approval.
+    approver: Approver
+    #: "defer": every gated call pauses the run for agent.resume().
+    approvals: Literal["ask", "defer"]
     #: A provider replacing every model; "offline" runs without a network.
     provider: _Provider | Literal["offline"]
     #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default True).
@@ -591,6 +640,24 @@ class AuwgentBaseIntentHandler:
         return None
 
     @_unimplemented
+    async def approval_request(
+        self,
+        intent: ApprovalRequestIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
+        """A call marked @approval waits for the approver (before it runs)."""
+        return None
+
+    @_unimplemented
+    async def approval_result(
+        self,
+        intent: ApprovalResultIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
+        """The approver decided on a call (denied or not)."""
+        return None
+
+    @_unimplemented
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
         return None
@@ -739,6 +806,10 @@ class AuwgentAgent(_Agent):
         """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
         function ``(name, value, agent_name)``."""
         super().on_intent_partial(handler)
+
+    def on_approval(self, approver: Approver) -> None:
+        """Set the approver of the calls marked ``@approval`` (docs/approvals.md)."""
+        super().on_approval(approver)
 
 
 ROOT_AGENT = "Edge"

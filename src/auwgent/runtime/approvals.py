@@ -1,0 +1,461 @@
+"""The approval gate: calls marked ``@approval`` run only once the application approves them.
+
+Every caller goes through :meth:`ApprovalGate.check` at the moment a call is about to execute
+(after the call intent, handler controls and argument validation): the model in either
+protocol, a workflow step, a helper using a tool it inherited. The gate emits
+``approval_request`` ``{id, kind, name, args, agent}``, asks the approver (``agent.on_approval``
+or config ``"approver"``, sync or async, within the annotation's ``timeout``), emits
+``approval_result`` ``{id, approved, reason}`` and records the decision in the session's
+``"approvals"`` audit list. Anything but a clear yes is a no: no approver, a timeout, an
+approver that raises, an answer that is not understood, edited arguments that break the
+declared types.
+
+Durable approvals: an approver that returns ``"defer"`` (or config ``"approvals": "defer"``)
+pauses the run after the model response that asked. The session then carries
+``"status": "awaiting_approval"`` and ``"pending_approvals"``; the turn keeps the paused
+round's calls (``"paused_round"``: every call with its stable id and outcome, the deferred ones
+``"pending"``). :func:`resume_outcomes` (through ``agent.resume``) applies the decisions, runs
+the approved calls once and hands every outcome back to the engine, which feeds them to the
+model and continues. Calls that completed before the pause are never run again: their
+recorded outcomes are reused.
+
+A step of a workflow the model called may be deferred too: the workflow stops there and its
+record keeps the steps it had made (``"steps"``, each tool call with its result). On resume
+the workflow runs again from the start with those results replayed instead of run (a
+workflow is deterministic given its arguments, context and tool results; a replay that asks
+for another call than the recorded one fails the workflow rather than guess), then the
+decided step runs or is denied, and the workflow goes on. Inside a helper the model called,
+``"defer"`` is a denial (the reason says so): the helper's conversation in the middle of a
+call is not part of the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from auwgent.errors import ApprovalError, ConflictError, ToolError
+from auwgent.runtime import schema
+from auwgent.runtime.protocol.contract import CallOutcome
+from auwgent.runtime.session import Session
+
+if TYPE_CHECKING:
+    from auwgent.runtime.calls import Invocation
+    from auwgent.runtime.engine import Run
+    from auwgent.runtime.stores import SessionStore
+
+__all__ = [
+    "AWAITING",
+    "DEFAULT_TIMEOUT",
+    "ApprovalGate",
+    "Journal",
+    "StepPaused",
+    "Verdict",
+    "check_decisions",
+    "claim",
+    "pause",
+    "resume_outcomes",
+]
+
+#: Seconds an approver may take when ``@approval`` gives no ``timeout``.
+DEFAULT_TIMEOUT = 300.0
+#: The session's top-level status while approvals are pending.
+AWAITING = "awaiting_approval"
+#: The stored session's status while one ``agent.resume`` holds it.
+_RESUMING = "resuming"
+_ANSWERS = 'True, False or {"approved": bool, "reason": str, "args": {...}}'
+_UNDERSTOOD = 'expected True, False, "defer" or {"approved": bool, "reason": str, "args": {...}}'
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The gate's answer for one call."""
+
+    approved: bool
+    args: Mapping[str, Any]
+    reason: str | None = None
+    deferred: bool = False
+    request_id: str = ""
+
+    def denial(self, name: str) -> str:
+        """What the caller (the model, a workflow) is told about a denied call."""
+        text = f"{name} was not approved, so it did not run"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+class ApprovalGate:
+    """The approvals of one run (see the module docstring)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        # The steps a workflow had made when one of its steps was deferred, by request id.
+        self.journals: dict[str, list[dict[str, Any]]] = {}
+
+    async def check(
+        self,
+        inv: Invocation,
+        kind: str,
+        name: str,
+        args: Mapping[str, Any],
+        approval: Mapping[str, Any] | None,
+        params: Sequence[Mapping[str, Any]],
+        *,
+        deferrable: bool,
+    ) -> Verdict | None:
+        """Ask for approval of a gated call; ``None`` when the call is not gated."""
+        if approval is None:
+            return None
+        request = {
+            "id": _new_id(),
+            "kind": kind,
+            "name": name,
+            "args": dict(args),
+            "agent": inv.name,
+        }
+        await self.run.emit("approval_request", copy.deepcopy(request), inv.name)
+        answer = await self._ask(request, approval.get("timeout") or DEFAULT_TIMEOUT)
+        if answer == "defer":
+            if deferrable:
+                self.run.session.setdefault("pending_approvals", []).append(request)
+                return Verdict(False, args, deferred=True, request_id=str(request["id"]))
+            answer = _Denied(
+                "its approval cannot wait for agent.resume() inside a helper call; decide on "
+                "it in the approver"
+            )
+        verdict = judge(answer, args, params, self.run.core.doc["types"])
+        await self.decided(request, verdict)
+        return verdict
+
+    async def decided(self, request: Mapping[str, Any], verdict: Verdict) -> None:
+        """Emit ``approval_result`` and add the decision to the session's audit list."""
+        result = {"id": request["id"], "approved": verdict.approved, "reason": verdict.reason}
+        await self.run.emit("approval_result", result, str(request["agent"]))
+        self.run.session.setdefault("approvals", []).append(
+            {
+                "id": request["id"],
+                "kind": request["kind"],
+                "name": request["name"],
+                "agent": request["agent"],
+                "args": dict(verdict.args if verdict.approved else request["args"]),
+                "approved": verdict.approved,
+                "reason": verdict.reason,
+                "decided_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            }
+        )
+
+    async def _ask(self, request: Mapping[str, Any], timeout: float) -> Any:
+        core = self.run.core
+        if core.options.approvals == "defer":
+            return "defer"
+        approver = core.approver
+        if approver is None:
+            return _Denied("no approver is configured (agent.on_approval or config 'approver')")
+        try:
+            return await asyncio.wait_for(_call(approver, copy.deepcopy(dict(request))), timeout)
+        except asyncio.TimeoutError:
+            return _Denied(f"the approver did not answer within {timeout:g} s")
+        except Exception as exc:
+            await self._approver_failed(exc)
+            return _Denied("the approver failed")
+
+    async def _approver_failed(self, exc: Exception) -> None:
+        """The application hears of its approver's exception through ``onError``; the model
+        does not (it is only told that the approver failed)."""
+        run = self.run
+        try:
+            await run.core.middleware.error(exc, run.session, run.ctx)
+        except Exception:
+            pass  # a failing error hook does not change the decision: denied
+
+
+def _new_id() -> str:
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True, slots=True)
+class _Denied:
+    reason: str
+
+
+async def _call(approver: Any, request: dict[str, Any]) -> Any:
+    """Await an async approver; run a plain function in a thread, so that a timeout holds even
+    when it blocks (waiting for a person at a terminal, say)."""
+    if inspect.iscoroutinefunction(approver) or inspect.iscoroutinefunction(
+        getattr(approver, "__call__", None)  # noqa: B004 - an object with an async __call__
+    ):
+        answer = await approver(request)
+    else:
+        answer = await asyncio.to_thread(approver, request)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer
+
+
+def judge(
+    answer: Any,
+    args: Mapping[str, Any],
+    params: Sequence[Mapping[str, Any]],
+    types: Mapping[str, Any],
+) -> Verdict:
+    """An approver's (or ``agent.resume``'s) answer as a verdict; anything unclear is a denial."""
+    if isinstance(answer, _Denied):
+        return Verdict(False, args, answer.reason)
+    if answer is True or answer is False:
+        answer = {"approved": answer}
+    if not isinstance(answer, Mapping) or not isinstance(answer.get("approved"), bool):
+        return Verdict(False, args, f"the approver's answer was not understood ({_UNDERSTOOD})")
+    reason = answer.get("reason")
+    reason = reason if isinstance(reason, str) and reason else None
+    if not answer["approved"]:
+        return Verdict(False, args, reason)
+    edited = answer.get("args", args)
+    if not isinstance(edited, Mapping):
+        return Verdict(False, args, "the edited arguments are not an object")
+    # Checked even when unedited: a resumed call meets the declaration of the agent now.
+    errors = schema.validate(
+        dict(edited), {"kind": "object", "fields": list(params)}, types, path="$"
+    )
+    if errors:
+        kind = "edited arguments" if edited is not args else "arguments"
+        return Verdict(False, args, f"the {kind} are invalid: " + "; ".join(errors))
+    return Verdict(True, dict(edited), reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pausing and resuming
+
+
+class StepPaused(BaseException):
+    """A workflow step's approval was deferred: it unwinds the workflow to its caller.
+
+    A BaseException, so that the interpreter (which turns a failing step into a failed
+    workflow) lets it through.
+    """
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(request_id)
+        self.request_id = request_id
+
+
+@dataclass(slots=True)
+class Journal:
+    """The tool calls of one workflow run, so that a resumed run replays those it made before
+    the pause instead of running them again."""
+
+    done: list[dict[str, Any]] = field(default_factory=list)  # recorded before the pause
+    decided: tuple[Mapping[str, Any], Verdict] | None = None  # the paused step's request
+    steps: list[dict[str, Any]] = field(default_factory=list)  # this run's, in order
+
+    def replayed(self, name: str, args: Mapping[str, Any]) -> tuple[bool, Any]:
+        """``(True, result)`` for a step made before the pause, else ``(False, None)``."""
+        if len(self.steps) >= len(self.done):
+            return False, None
+        step = self.done[len(self.steps)]
+        self._same(step, name, args)
+        self.steps.append(step)
+        return True, step["result"]
+
+    def decision(self, name: str, args: Mapping[str, Any]) -> Verdict | None:
+        """The decision for the step that paused, when this is that step."""
+        if self.decided is None:
+            return None
+        request, verdict = self.decided
+        self.decided = None
+        self._same(request, name, args)
+        return verdict
+
+    def add(self, name: str, args: Mapping[str, Any], result: Any) -> None:
+        self.steps.append({"name": name, "args": dict(args), "result": _json_value(result)})
+
+    def _same(self, recorded: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> None:
+        if recorded["name"] != name or recorded["args"] != dict(args):
+            raise ToolError(
+                f"on resume the workflow asked for {name} where it had asked for "
+                f"{recorded['name']} before the pause (its context or tools changed); "
+                "nothing more of it runs"
+            )
+
+
+def _json_value(value: Any) -> Any:
+    import json
+
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except ValueError:  # NaN and the like
+        return str(value)
+
+
+def pause(run: Run, outcomes: Sequence[CallOutcome]) -> None:
+    """End the run at this round: record every call of it and mark the session paused."""
+    turn = run.turn
+    assert turn is not None
+    records = [_record(o) for o in outcomes]
+    for rec in records:
+        steps = run.approvals.journals.get(rec["id"])
+        if steps is not None:
+            rec["steps"] = steps
+    turn["paused_round"] = records  # type: ignore[typeddict-unknown-key]
+    turn["status"] = AWAITING
+    run.session["status"] = AWAITING
+
+
+def _record(outcome: CallOutcome) -> dict[str, Any]:
+    """A call's stable record; a pending one takes its first request's id as its own."""
+    return {
+        "id": outcome.request_id or _new_id(),
+        "kind": outcome.kind,
+        "name": outcome.name,
+        "args": dict(outcome.args),
+        "status": outcome.status,
+        "result": outcome.result,
+        "error": outcome.error,
+        "call_id": outcome.call_id,
+        "request_id": outcome.request_id,
+    }
+
+
+def check_decisions(session: Mapping[str, Any], decisions: Any, *, claimed: bool = False) -> None:
+    """Raise unless ``decisions`` decide exactly the pending requests of ``session``."""
+    status = session.get("status")
+    if status == _RESUMING and not claimed:
+        raise ConflictError(
+            "this session is being resumed by another run (or a resume of it stopped half "
+            "way): nothing was executed; load it again later and inspect its 'approvals'"
+        )
+    pending = session.get("pending_approvals") or []
+    turns = session.get("turns") or []
+    paused = bool(turns) and isinstance(turns[-1], Mapping) and "paused_round" in turns[-1]
+    if status not in (AWAITING, _RESUMING) or not pending or not paused:
+        raise ApprovalError("resume: this session has no pending approvals; nothing to resume")
+    _check_paused(pending, turns[-1]["paused_round"])
+    if not isinstance(decisions, Mapping):
+        raise ApprovalError(
+            f"resume: decisions must be a dict of request id -> decision, got "
+            f"{type(decisions).__name__}"
+        )
+    ids = [str(p.get("id")) for p in pending if isinstance(p, Mapping)]
+    unknown = [str(k) for k in decisions if k not in ids]
+    if unknown:
+        raise ApprovalError(
+            f"resume: unknown request id {', '.join(map(repr, unknown))}; pending: "
+            f"{', '.join(map(repr, ids))}"
+        )
+    missing = [i for i in ids if i not in decisions]
+    if missing:
+        raise ApprovalError(
+            f"resume: no decision for pending request {', '.join(map(repr, missing))}; decide "
+            "on every pending request"
+        )
+    for key, value in decisions.items():
+        if not isinstance(value, (bool, Mapping)):
+            raise ApprovalError(f"resume: decisions[{key!r}]: expected {_ANSWERS}, got {value!r}")
+
+
+_RECORD_KEYS = ("id", "kind", "name", "args", "status", "result", "error", "call_id")
+
+
+def _check_paused(pending: Any, records: Any) -> None:
+    """A stored pause that was tampered with is refused, naming the field (nothing runs)."""
+    where = "session.pending_approvals"
+    if not isinstance(pending, list) or not all(
+        isinstance(p, Mapping)
+        and isinstance(p.get("id"), str)
+        and isinstance(p.get("args"), Mapping)
+        for p in pending
+    ):
+        raise ApprovalError(f"resume: {where}: expected a list of requests with an id and args")
+    where = "session.turns[-1].paused_round"
+    if not isinstance(records, list) or not all(
+        isinstance(r, Mapping) and all(k in r for k in _RECORD_KEYS) for r in records
+    ):
+        raise ApprovalError(f"resume: {where}: expected a list of call records")
+    ids = {p["id"] for p in pending}
+    waiting = {r.get("request_id") for r in records if r["status"] == "pending"}
+    if waiting != ids:
+        raise ApprovalError(f"resume: {where} does not match session.pending_approvals")
+
+
+async def claim(store: SessionStore, key: str, session: Session) -> None:
+    """Mark the stored session as being resumed, comparing revisions (ConflictError when
+    another run got there first), before anything executes."""
+    session["status"] = _RESUMING
+    await store.save(key, session)
+
+
+async def resume_outcomes(
+    run: Run, inv: Invocation, decisions: Mapping[str, Any]
+) -> list[CallOutcome] | None:
+    """The paused round's outcomes: recorded ones as they were, decided ones now run or denied.
+
+    ``None`` when a resumed workflow deferred another of its steps: the round is paused again.
+    """
+    from auwgent.runtime.calls import describe_error  # calls imports this module
+
+    session, turn = run.session, run.turn
+    assert turn is not None
+    records: list[dict[str, Any]] = turn.pop("paused_round")  # type: ignore[typeddict-item]
+    requests = {str(p["id"]): p for p in session.get("pending_approvals", [])}
+    session.pop("status", None)
+    session["pending_approvals"] = []
+    contract = run.core.contract(inv)
+    outcomes = []
+    for rec in records:
+        if rec["status"] == "pending":
+            kind, name, args = rec["kind"], rec["name"], rec["args"]
+            request = requests[rec["request_id"]]
+            # The decision is about the call itself, or about the workflow step that paused.
+            spec = contract.callable(kind, name)
+            params: Sequence[Mapping[str, Any]] | None = None if spec is None else spec.params
+            if spec is not None and "steps" in rec:
+                params = _step_params(inv, name, str(request["name"]))
+            answer = decisions[rec["request_id"]]
+            if params is None:  # the agent was changed meanwhile: what is not declared never runs
+                answer = _Denied(f"{request['name']} is no longer part of {inv.name}")
+            verdict = judge(answer, request["args"], params or (), run.core.doc["types"])
+            await run.approvals.decided(request, verdict)
+            try:
+                if "steps" in rec:
+                    journal = Journal(done=rec.pop("steps"), decided=(request, verdict))
+                    outcome = await run.calls.workflow(inv, name, args, rec["call_id"], journal)
+                else:
+                    outcome = await run.calls.decided(inv, kind, name, verdict, rec["call_id"])
+            except Exception as exc:  # as on the first path: a failure is a tool_error
+                outcome = await run.calls.refuse(
+                    inv, kind, name, args, describe_error(exc), rec["call_id"]
+                )
+            rec.update(_record(outcome), id=rec["id"])
+            if outcome.status == "pending":  # another step of it was deferred
+                rec["steps"] = run.approvals.journals[str(outcome.request_id)]
+        outcomes.append(_outcome(rec))
+    if any(o.status == "pending" for o in outcomes):
+        turn["paused_round"] = records  # type: ignore[typeddict-unknown-key]
+        turn["status"] = session["status"] = AWAITING
+        return None
+    turn.setdefault("calls", []).extend(records)  # type: ignore[typeddict-item]
+    return outcomes
+
+
+def _step_params(inv: Invocation, workflow: str, tool: str) -> Sequence[Mapping[str, Any]] | None:
+    """The parameters of ``tool`` as ``workflow`` sees it (scoped, else the agent's)."""
+    found = next((w for w in inv.agent["workflows"] if w["name"] == workflow), None)
+    tools = [*(found["tools"] if found else ()), *inv.tools]
+    spec = next((t for t in tools if t["name"] == tool), None)
+    return None if spec is None else tuple(spec["params"])
+
+
+def _outcome(rec: Mapping[str, Any]) -> CallOutcome:
+    return CallOutcome(
+        rec["kind"],
+        rec["name"],
+        rec["args"],
+        rec["status"],
+        rec["result"],
+        rec["error"],
+        rec["call_id"],
+    )

@@ -12,7 +12,7 @@ from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
 from .checker_prompts import PromptChecker
 from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
-from .diagnostics import Note, did_you_mean
+from .diagnostics import Note, did_you_mean, suggestion_budget
 from .lower import example_candidates, select_examples
 from .members import AgentParts, agent_parts
 from .modules import is_exported, kind_word
@@ -71,7 +71,7 @@ class AgentChecker(PromptChecker):
     def build_type_table(self) -> None:
         """Resolve every ``type`` block once, so named types can be opened anywhere."""
         for path in sorted(self.state.graph.scopes):
-            with self.in_file(path):
+            with self.in_file(path), suggestion_budget():
                 seen: dict[str, Span] = {}
                 for decl in self.scope.module.decls:
                     if isinstance(decl, n.TypeDecl):

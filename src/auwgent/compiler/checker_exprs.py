@@ -8,7 +8,8 @@ renders them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 
 from . import nodes as n
 from .checker_types import (
@@ -88,9 +89,9 @@ class Env:
                 return scope[name]
         return None
 
-    def names(self) -> list[str]:
-        """Every visible variable name."""
-        return sorted({name for scope in self.scopes for name in scope})
+    def names(self) -> Iterator[str]:
+        """Every visible variable name (lazily: for did-you-mean, which may not look)."""
+        return chain.from_iterable(self.scopes)
 
 
 class ExprChecker:
@@ -137,11 +138,11 @@ class ExprChecker:
         if env.tools is not None:
             where = "variable"
         else:
-            where = "parameter" if env.names() else "name"
+            where = "parameter" if any(env.scopes) else "name"
         hint = did_you_mean(expr.name, env.names())
         if hint is None and env.ctx is not None and expr.name in env.ctx:
             hint = f"to read the context field, write `ctx.{expr.name}`"
-        if hint is None and env.tools is None and not env.names():
+        if hint is None and env.tools is None and not any(env.scopes):
             hint = "nothing is named here: use `ctx.x` for context values, or literals"
         code = "E2050" if env.tools is not None else "E2042"
         self.report(code, f"unknown {where} `{expr.name}`", expr.span, help=hint)

@@ -99,11 +99,14 @@ def union_of(variants: list[Ty]) -> Ty:
     """A union of ``variants`` with duplicates removed; a single variant is returned as is."""
     if len(variants) == 1 and not isinstance(variants[0], UnionTy):
         return variants[0]  # the common case: what the loop below would return
-    flat: list[Ty] = []
+    # A dict keeps the first of equal variants in order, at one hash each: a list's `in`
+    # made a union of thousands of string literals quadratic.
+    unique: dict[Ty, None] = {}
     for variant in variants:
-        for item in variant.variants if isinstance(variant, UnionTy) else (variant,):
-            if item not in flat:
-                flat.append(item)
+        unique.update(
+            dict.fromkeys(variant.variants if isinstance(variant, UnionTy) else (variant,))
+        )
+    flat = list(unique)
     if any(item is UNKNOWN for item in flat):
         return UNKNOWN
     return flat[0] if len(flat) == 1 else UnionTy(tuple(flat))

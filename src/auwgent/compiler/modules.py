@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from . import nodes as n
-from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest
+from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest, suggestion_budget
 from .records import record
 from .source import SourceFile
 
@@ -145,16 +145,17 @@ def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:
     scopes = {path: _declare(path, module, diags) for path, module in sorted(modules.items())}
     edges: dict[str, list[tuple[str, n.ImportDecl]]] = {path: [] for path in scopes}
     for path, scope in scopes.items():
-        for imp in scope.module.imports:
-            target = _import_target(path, imp, scopes, diags)
-            if target == path:
-                diags.append(_self_import(scope, imp))
-                continue
-            if target is None:
-                scope.failed.update(name.text for name in imp.names)
-                continue
-            edges[path].append((target, imp))
-            _bind_names(scope, scopes[target], imp, diags)
+        with suggestion_budget():
+            for imp in scope.module.imports:
+                target = _import_target(path, imp, scopes, diags)
+                if target == path:
+                    diags.append(_self_import(scope, imp))
+                    continue
+                if target is None:
+                    scope.failed.update(name.text for name in imp.names)
+                    continue
+                edges[path].append((target, imp))
+                _bind_names(scope, scopes[target], imp, diags)
     diags.extend(_cycles(scopes, edges))
     return ModuleGraph(scopes, tuple(diags))
 

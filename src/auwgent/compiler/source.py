@@ -96,6 +96,15 @@ class SourceFile:
         end = self._line_starts[line] - 1 if line < len(self._line_starts) else len(self.text)
         return self.text[start:end].rstrip("\r")
 
+    def line_bounds(self, line: int) -> tuple[int, int]:
+        """Offsets of the first character of 1-based ``line`` and of its line break (or the
+        end of the text); ``(0, 0)`` when out of range."""
+        starts = self._line_starts
+        if line < 1 or line > len(starts):
+            return 0, 0
+        end = starts[line] - 1 if line < len(starts) else len(self.text)
+        return starts[line - 1], end
+
     def line_start(self, line: int) -> int:
         """Offset of the first character of 1-based ``line``."""
         return self._line_starts[max(0, min(line, len(self._line_starts)) - 1)]

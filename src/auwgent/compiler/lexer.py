@@ -383,8 +383,8 @@ class _Lexer:
             return self.block_comment(pos, newline)
         # A run of characters that start no token is one mistake (a pasted binary, a stray
         # control character repeated): one message for the run, not one per character.
-        end = _STRAY.match(text, pos).end() if self.offsets is None else pos + 1
-        end = max(end, pos + 1)
+        run = _STRAY.match(text, pos)
+        end = max(run.end() if run else pos, pos + 1)
         if end == pos + 1:
             message = f"unexpected character {text[pos]!r}"
         else:

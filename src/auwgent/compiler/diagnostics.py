@@ -281,7 +281,7 @@ class _Budget:
 # A file that misspells thousands of names among thousands of similar ones gets suggestions
 # for the first of them, in bounded time (well under a second), instead of a search through
 # every candidate for every one of them (quadratic).
-_WORK_PER_FILE = 100_000
+_WORK_PER_FILE = 400_000
 _DISTANCE_COST = 40
 _budget: ContextVar[_Budget | None] = ContextVar("auwgent_suggestions", default=None)
 

@@ -387,9 +387,11 @@ class _Lexer:
         end = max(run.end() if run else pos, pos + 1)
         if end == pos + 1:
             message = f"unexpected character {text[pos]!r}"
+            help = "remove it, or write it inside a string"
         else:
             message = f"{end - pos} unexpected characters, starting with {text[pos]!r}"
-        self.report("E0001", message, pos, end)
+            help = "remove them (an .agent source is UTF-8 text), or write them inside a string"
+        self.report("E0001", message, pos, end, help=help)
         return newline, end
 
     def add_number(self, raw: str, start: int, end: int, newline: bool) -> None:

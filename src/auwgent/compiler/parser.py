@@ -417,7 +417,8 @@ class _Parser:
         self.expect(LBRACE, f"`{{` to open {what}")
         # Brackets opened in the block and not yet closed, known up to token `scanned`:
         # each recovery scans only what was read since the last one (linear in the block).
-        brackets = _OpenBrackets()
+        # Made at the first recovery: most blocks have none.
+        brackets: _OpenBrackets | None = None
         scanned = self.pos
         self.deeper()
         self.blocks.append((what, opener))
@@ -432,6 +433,8 @@ class _Parser:
                 try:
                     result = item()
                 except _Bail:
+                    if brackets is None:
+                        brackets = _OpenBrackets()
                     self.recover(stop, brackets, scanned, progressed=self.pos > start)
                     scanned = self.pos
                     continue

@@ -6,6 +6,7 @@ method per construct. It runs on one file at a time (``in_file``).
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Collection
 
 from . import nodes as n
@@ -504,7 +505,7 @@ class AgentChecker(PromptChecker):
         env = Env(
             [{p.name: p.ty for p in params}],
             agent.ctx,
-            tools={**agent.tools, **scoped},
+            tools=ChainMap(scoped, agent.tools),  # (a copy per workflow was quadratic)
             strict=True,
             not_callable=agent.not_callable,
             ctx_owner=agent.owner,

@@ -13,7 +13,7 @@ from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
 from .checker_prompts import PromptChecker
 from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
-from .diagnostics import Note, did_you_mean, suggestion_budget
+from .diagnostics import Note, did_you_mean, listing, suggestion_budget
 from .lower import example_candidates, select_examples
 from .members import AgentParts, agent_parts
 from .modules import is_exported, kind_word
@@ -425,7 +425,7 @@ class AgentChecker(PromptChecker):
             if missing and example.args and not unknown:
                 self.report(
                     "E2032",
-                    f"this example of {target} leaves out " + ", ".join(f"`{m}`" for m in missing),
+                    f"this example of {target} leaves out " + listing(missing, "`{}`".format),
                     example.span,
                     help="an example should show a complete call",
                 )
@@ -655,4 +655,4 @@ class AgentChecker(PromptChecker):
 def _params_help(params: tuple[FieldTy, ...]) -> str:
     if not params:
         return "it takes no parameters: write `@example()`"
-    return "parameters: " + ", ".join(f"`{p.name}`" for p in params)
+    return "parameters: " + listing(params, lambda p: f"`{p.name}`")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from .diagnostics import listing
 from .records import record
 
 PrimName = Literal["string", "number", "boolean", "null", "text", "unknown"]
@@ -191,9 +192,12 @@ def display(ty: Ty) -> str:
     if isinstance(ty, Named):
         return ty.name
     if isinstance(ty, UnionTy):
-        return " | ".join(display(v) for v in ty.variants)
-    parts = [f"{f.name}{'?' if f.optional else ''}: {display(f.ty)}" for f in ty.fields]
-    return "{ " + ", ".join(parts) + " }" if parts else "{}"
+        return listing(ty.variants, display, " | ")
+    if not ty.fields:
+        return "{}"
+    return (
+        "{ " + listing(ty.fields, lambda f: f"{f.name}{'?' * f.optional}: {display(f.ty)}") + " }"
+    )
 
 
 def is_numeric(ty: Ty) -> bool:

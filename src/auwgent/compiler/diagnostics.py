@@ -17,11 +17,15 @@ from __future__ import annotations
 import enum
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextvars import ContextVar
+from itertools import islice
+from typing import TypeVar
 
 from .records import record
 from .source import SourceFile, Span
+
+T = TypeVar("T")
 
 
 class Severity(enum.Enum):
@@ -330,6 +334,20 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
     if budget is not None:
         budget.left -= work
     return best[1] if best else None
+
+
+#: Lists in messages (fields, parameters, exports, a union's variants) show at most this
+#: many items, then how many more: a message stays short however large the declaration.
+MAX_LISTED = 20
+
+
+def listing(items: Collection[T], show: Callable[[T], str] = str, sep: str = ", ") -> str:
+    """The first ``MAX_LISTED`` of ``items``, each through ``show``, joined with ``sep``; then
+    ``... (N more)`` if there are more."""
+    shown = [show(item) for item in islice(items, MAX_LISTED)]
+    if len(items) > MAX_LISTED:
+        shown.append(f"... ({len(items) - MAX_LISTED} more)")
+    return sep.join(shown)
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:

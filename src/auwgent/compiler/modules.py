@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from . import nodes as n
-from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest, suggestion_budget
+from .diagnostics import Diagnostic, Note, did_you_mean, error, listing, suggest, suggestion_budget
 from .records import record
 from .source import SourceFile
 
@@ -361,7 +361,7 @@ def _not_exported(
 def _exports_listing(exported: list[str]) -> str:
     if not exported:
         return "that file exports nothing; mark a declaration with `export` to share it"
-    return "it exports: " + ", ".join(f"`{x}`" for x in sorted(exported))
+    return "it exports: " + listing(sorted(exported), "`{}`".format)
 
 
 # --------------------------------------------------------------------------------------------

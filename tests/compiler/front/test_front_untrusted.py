@@ -188,3 +188,21 @@ def _reference_distance(a: str, b: str) -> int:
 @given(st.text("abcd_", max_size=12), st.text("abcd_", max_size=12))
 def test_edit_distance_matches_the_table(a: str, b: str) -> None:
     assert edit_distance(a, b) == _reference_distance(a, b)
+
+
+def test_messages_list_at_most_a_few_items_of_a_large_declaration() -> None:
+    union = " | ".join(f'"v{i}"' for i in range(5000))
+    fields = "\n".join(f"    f{i}: string" for i in range(5000))
+    text = (
+        f"export type Big {{\n{fields}\n}}\n"
+        f"{HEAD[:-2]}"
+        f"    tool t(pick: {union}): Big\n"
+        '    workflow w(x: number): string {\n        description: "d"\n'
+        "        let big = t(x)\n        return big.nope\n    }\n}\n"
+    ).replace("model: M", 'model: gemini("m")')
+    result = compile_sources({"main.agent": text})
+    assert {d.code for d in result.errors} == {"E2055", "E2056"}, result.errors
+    for diag in result.diagnostics:
+        assert len(diagnostics.render(diag, color=False)) < 2000
+    field_help = next(d.help for d in result.errors if d.code == "E2056")
+    assert field_help is not None and field_help.endswith("`f19`, ... (4980 more)")

@@ -74,6 +74,7 @@ class Checker:
         self.scope: FileScope = next(iter(state.graph.scopes.values()))
         self.exprs = ExprChecker(self.report, state.types)
         self._kind_names: dict[tuple[str, str], list[str]] = {}
+        self._exporters: dict[tuple[str, str], list[str]] | None = None
 
     # -- where we are and what we say ----------------------------------------------------
 
@@ -154,14 +155,14 @@ class Checker:
 
     def _import_help(self, name: str, kind: str) -> str | None:
         """``add import { X } from "./y"`` when another file exports a ``kind`` called ``name``."""
-        for path, scope in sorted(self.state.graph.scopes.items()):
-            symbol = scope.local.get(name)
-            if (
-                symbol
-                and symbol.kind == kind
-                and is_exported(symbol.decl)
-                and path != self.scope.path
-            ):
+        if self._exporters is None:  # by name and kind, in path order: built once, not per name
+            self._exporters = {}
+            for path, scope in sorted(self.state.graph.scopes.items()):
+                for symbol in scope.local.values():
+                    if is_exported(symbol.decl):
+                        self._exporters.setdefault((symbol.name, symbol.kind), []).append(path)
+        for path in self._exporters.get((name, kind), ())[:2]:  # (one may be this file)
+            if path != self.scope.path:
                 spec = relative_spec(self.scope.path, path)
                 return f'{path} exports it: add `import {{ {name} }} from "{spec}"`'
         return None
@@ -322,7 +323,7 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
     checker.build_type_table()
     for path in sorted(graph.scopes):
         if path not in skip:
-            with checker.in_file(path), suggestion_budget():
+            with checker.in_file(path), suggestion_budget(checker.source):
                 checker.check_file()
     for path in sorted(graph.scopes):
         if path not in skip:

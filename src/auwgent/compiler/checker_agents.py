@@ -72,7 +72,7 @@ class AgentChecker(PromptChecker):
     def build_type_table(self) -> None:
         """Resolve every ``type`` block once, so named types can be opened anywhere."""
         for path in sorted(self.state.graph.scopes):
-            with self.in_file(path), suggestion_budget():
+            with self.in_file(path), suggestion_budget(self.source):
                 seen: dict[str, Span] = {}
                 for decl in self.scope.module.decls:
                     if isinstance(decl, n.TypeDecl):

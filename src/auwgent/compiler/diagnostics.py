@@ -278,26 +278,36 @@ class _Budget:
 
     __slots__ = ("left",)
 
-    def __init__(self) -> None:
-        self.left = _WORK_PER_FILE
+    def __init__(self, left: int) -> None:
+        self.left = left
 
 
 # A file that misspells thousands of names among thousands of similar ones gets suggestions
-# for the first of them, in bounded time (well under a second), instead of a search through
-# every candidate for every one of them (quadratic).
+# for the first of them, in bounded time, instead of a search through every candidate for
+# every one of them (quadratic). The budget grows with the file (so that a project of many
+# small files, each searching the project's file names, stays linear too) up to a cap.
+_WORK_PER_CHAR = 50
+_WORK_MIN = 2_000
 _WORK_PER_FILE = 400_000
 _DISTANCE_COST = 40
 _budget: ContextVar[_Budget | None] = ContextVar("auwgent_suggestions", default=None)
+# Nobody mistypes a name this long by a few letters, and an edit distance costs the square of
+# the length: two similar megabyte-long names would take minutes.
+_LONGEST_SUGGESTED = 200
 
 
-class suggestion_budget:  # noqa: N801 - used like a function: `with suggestion_budget():`
-    """Inside the ``with`` block, ``suggest`` spends one file's budget (outside, there is no
-    limit): enough for every suggestion an ordinary file needs."""
+class suggestion_budget:  # noqa: N801 - used like a function: `with suggestion_budget(f):`
+    """Inside the ``with`` block, ``suggest`` spends the budget of ``source`` (outside, there
+    is no limit): enough for every suggestion an ordinary file needs."""
 
-    __slots__ = ("token",)
+    __slots__ = ("left", "token")
+
+    def __init__(self, source: SourceFile) -> None:
+        size = len(source.text) * _WORK_PER_CHAR
+        self.left = min(_WORK_PER_FILE, max(_WORK_MIN, size))
 
     def __enter__(self) -> None:
-        self.token = _budget.set(_Budget())
+        self.token = _budget.set(_Budget(self.left))
 
     def __exit__(self, *exc: object) -> None:
         _budget.reset(self.token)
@@ -312,7 +322,7 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
     out during the search: see ``suggestion_budget``).
     """
     budget = _budget.get()
-    if budget is not None and budget.left <= 0:
+    if (budget is not None and budget.left <= 0) or len(name) > _LONGEST_SUGGESTED:
         return None
     best: tuple[int, str] | None = None
     limit = max(1, min(3, len(name) // 3))

@@ -144,8 +144,9 @@ def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:
     diags: list[Diagnostic] = []
     scopes = {path: _declare(path, module, diags) for path, module in sorted(modules.items())}
     edges: dict[str, list[tuple[str, n.ImportDecl]]] = {path: [] for path in scopes}
+    exports: dict[str, list[str]] = {}  # sorted export names of each file, when needed
     for path, scope in scopes.items():
-        with suggestion_budget():
+        with suggestion_budget(scope.module.source):
             for imp in scope.module.imports:
                 target = _import_target(path, imp, scopes, diags)
                 if target == path:
@@ -155,7 +156,7 @@ def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:
                     scope.failed.update(name.text for name in imp.names)
                     continue
                 edges[path].append((target, imp))
-                _bind_names(scope, scopes[target], imp, diags)
+                _bind_names(scope, scopes[target], imp, diags, exports)
     diags.extend(_cycles(scopes, edges))
     return ModuleGraph(scopes, tuple(diags))
 
@@ -305,7 +306,11 @@ def _import_target(
 
 
 def _bind_names(
-    scope: FileScope, target: FileScope, imp: n.ImportDecl, diags: list[Diagnostic]
+    scope: FileScope,
+    target: FileScope,
+    imp: n.ImportDecl,
+    diags: list[Diagnostic],
+    exports: dict[str, list[str]],
 ) -> None:
     source = scope.module.source
     for name in imp.names:
@@ -328,14 +333,21 @@ def _bind_names(
             scope.imported[name.text] = ImportedName(name, symbol, target.path)
             continue
         scope.failed.add(name.text)
-        diags.append(_not_exported(source, name, target, symbol))
+        if symbol is None and target.path not in exports:
+            exported = (s.name for s in target.local.values() if is_exported(s.decl))
+            exports[target.path] = sorted(exported)
+        diags.append(_not_exported(source, name, target, symbol, exports.get(target.path, [])))
 
 
 def _not_exported(
-    source: SourceFile, name: n.Name, target: FileScope, symbol: Symbol | None
+    source: SourceFile,
+    name: n.Name,
+    target: FileScope,
+    symbol: Symbol | None,
+    exported: list[str],
 ) -> Diagnostic:
+    """E1003 (``exported``: the target's export names, sorted) or E1002 for ``name``."""
     if symbol is None:
-        exported = [s.name for s in target.local.values() if is_exported(s.decl)]
         return error(
             "E1003",
             f"{target.path} has no export named `{name.text}`",
@@ -361,7 +373,7 @@ def _not_exported(
 def _exports_listing(exported: list[str]) -> str:
     if not exported:
         return "that file exports nothing; mark a declaration with `export` to share it"
-    return "it exports: " + listing(sorted(exported), "`{}`".format)
+    return "it exports: " + listing(exported, "`{}`".format)
 
 
 # --------------------------------------------------------------------------------------------

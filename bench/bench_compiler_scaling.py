@@ -10,8 +10,9 @@ against size: 1.0 is linear, 2.0 quadratic. The aim is 1.0 +/- 0.2 for every sha
 
 Shapes: the ones that were super-linear or crashed before (an error on every line inside an
 agent, did-you-mean over many similar names, a union of many string literals, `if` blocks
-nested past the depth limit, NUL bytes), a valid file of ordinary declarations, and one long
-line of garbage.
+nested past the depth limit, NUL bytes), a valid file of ordinary declarations, one long
+line of garbage, and two project shapes (misspelt imports of a file with thousands of
+exports; thousands of small files, each with a missing import and an unknown type).
 """
 
 from __future__ import annotations
@@ -111,7 +112,23 @@ def valid(size: int) -> str:
     return _repeat(head + _HEAD, tools, "}\n", size)
 
 
-SHAPES: dict[str, Callable[[int], str]] = {
+def bad_imports(size: int) -> dict[str, str]:
+    """Two files: one exports thousands of names, the other imports misspellings of them."""
+    exports = _repeat("", lambda i: f"export type Tname{i:07d} {{ a: string }}\n", "", size // 2)
+    count = exports.count("export")
+    names = ", ".join(f"Uname{i:07d}" for i in range(count))
+    return {"lib.agent": exports, "main.agent": f'import {{ {names} }} from "./lib"\n'}
+
+
+def many_files(size: int) -> dict[str, str]:
+    """Many small files, each importing a file that does not exist and naming an unknown type
+    (each searches the project's file names and exports)."""
+    unit = 'import {{ X }} from "./gone{0}"\ntype T{0} {{ a: Nope{0} }}\n'
+    count = max(1, size // len(unit.format(0)))
+    return {f"f{i}.agent": unit.format(i) for i in range(count)}
+
+
+SHAPES: dict[str, Callable[[int], str | dict[str, str]]] = {
     "tool_paren": tool_paren,
     "did_you_mean": did_you_mean,
     "literal_union": literal_union,
@@ -119,6 +136,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "nul_bytes": nul_bytes,
     "long_line": long_line,
     "valid": valid,
+    "bad_imports": bad_imports,
+    "many_files": many_files,
 }
 
 # Run in the child: make the text, then time what `auwgent generate` does with it.
@@ -130,17 +149,18 @@ from auwgent.compiler.diagnostics import render_all
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.generate import _plan
 
-text = bench.SHAPES[sys.argv[1]](int(sys.argv[2]))
-compile_sources({"main.agent": bench.SHAPES["valid"](2000)})  # lazy imports, first calls
+made = bench.SHAPES[sys.argv[1]](int(sys.argv[2]))
+files = {"main.agent": made} if isinstance(made, str) else made
+compile_sources({"main.agent": bench.valid(2000)})  # lazy imports, first calls
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
-result = compile_sources({"main.agent": text})
+result = compile_sources(files)
 rendered = render_all(result.diagnostics, color=False)
 plan = _plan(result.documents) if result.ok else None
 seconds = time.perf_counter() - started
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({
-    "size": len(text), "seconds": seconds, "peak_kb": peak, "before_kb": before,
+    "size": sum(map(len, files.values())), "seconds": seconds, "peak_kb": peak, "before_kb": before,
     "diagnostics": len(result.diagnostics), "rendered": len(rendered),
     "files": len(plan.files) if plan else 0,
 }))

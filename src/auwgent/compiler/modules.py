@@ -145,10 +145,11 @@ def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:
     scopes = {path: _declare(path, module, diags) for path, module in sorted(modules.items())}
     edges: dict[str, list[tuple[str, n.ImportDecl]]] = {path: [] for path in scopes}
     exports: dict[str, list[str]] = {}  # sorted export names of each file, when needed
+    files = _ProjectFiles(scopes)
     for path, scope in scopes.items():
         with suggestion_budget(scope.module.source):
             for imp in scope.module.imports:
-                target = _import_target(path, imp, scopes, diags)
+                target = _import_target(path, imp, scopes, diags, files)
                 if target == path:
                     diags.append(_self_import(scope, imp))
                     continue
@@ -233,34 +234,57 @@ def relative_spec(importer: str, target: str) -> str:
     return rel if rel.startswith("../") else "./" + rel
 
 
-def _closest_file(target: str, others: list[str]) -> str | None:
-    """The project file an import most likely meant: a close path, else the same file name
-    in another folder (a wrong `./` or `../`), else a close file name. ``None`` unless one
-    file stands out."""
-    close = suggest(target, others)
+class _ProjectFiles:
+    """The project's files for did-you-mean on missing imports: by path, and by file name
+    (made once, at the first missing import: per import, it made the check quadratic)."""
+
+    __slots__ = ("scopes", "_by_name")
+
+    def __init__(self, scopes: Mapping[str, FileScope]) -> None:
+        self.scopes = scopes
+        self._by_name: dict[str, list[str]] | None = None
+
+    def by_name(self) -> dict[str, list[str]]:
+        if self._by_name is None:
+            self._by_name = {}
+            for path in self.scopes:
+                self._by_name.setdefault(posixpath.basename(path), []).append(path)
+        return self._by_name
+
+
+def _closest_file(target: str, importer: str, files: _ProjectFiles) -> str | None:
+    """The project file (other than ``importer``) an import most likely meant: a close path,
+    else the same file name in another folder (a wrong `./` or `../`), else a close file
+    name. ``None`` unless one file stands out."""
+    close = suggest(target, (p for p in files.scopes if p != importer))
     if close:
         return close
     stem, ext = posixpath.splitext(target[: -len(SUFFIX)])
     if ext:  # `./models.agnet`: the typo is in the suffix, the file is `models.agent`
         bare = stem + SUFFIX
-        if bare in others:
+        if bare in files.scopes and bare != importer:
             return bare
-        close = suggest(bare, others)
+        close = suggest(bare, (p for p in files.scopes if p != importer))
         if close:
             return close
         target = bare
+    by_name = files.by_name()
+
+    def elsewhere(name: str) -> list[str]:
+        return [p for p in by_name.get(name, ()) if p != importer]
+
     name = posixpath.basename(target)
-    by_name: dict[str, list[str]] = {}
-    for other in others:
-        by_name.setdefault(posixpath.basename(other), []).append(other)
-    hit = name if name in by_name else suggest(name, by_name)
-    if hit is not None and len(by_name[hit]) == 1:
-        return by_name[hit][0]
-    return None
+    hit = name if elsewhere(name) else suggest(name, (k for k in by_name if elsewhere(k)))
+    found = elsewhere(hit) if hit is not None else []
+    return found[0] if len(found) == 1 else None
 
 
 def _import_target(
-    path: str, imp: n.ImportDecl, scopes: Mapping[str, FileScope], diags: list[Diagnostic]
+    path: str,
+    imp: n.ImportDecl,
+    scopes: Mapping[str, FileScope],
+    diags: list[Diagnostic],
+    files: _ProjectFiles,
 ) -> str | None:
     source = scopes[path].module.source
     spec = imp.path.value
@@ -290,7 +314,7 @@ def _import_target(
     target = normalize_import(path, spec)
     if target in scopes:
         return target
-    close = _closest_file(target, [p for p in scopes if p != path])
+    close = _closest_file(target, path, files)
     hint = f'did you mean "{relative_spec(path, close)}"?' if close else None
     diags.append(
         error(

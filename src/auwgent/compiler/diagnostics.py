@@ -131,14 +131,15 @@ def render(diag: Diagnostic, *, color: bool) -> str:
     return "\n".join(lines)
 
 
-#: A snippet shows at most this many columns of its source line: a longer line (minified
+#: A snippet shows at most this many characters of its source line: a longer line (minified
 #: or generated text, a binary file) is cut around the span, with `...` where it was cut.
 SNIPPET_WIDTH = 200
 # How much of a long line a cut snippet keeps before the span.
 _SNIPPET_BEFORE = 60
-# Characters a terminal would act on rather than show (controls, escape sequences) or that
-# no encoder writes (lone surrogates): messages and snippets show U+FFFD in their place.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# Characters a terminal would act on rather than show (controls, escape sequences, the
+# bidirectional overrides that make text read other than it is) or that no encoder writes
+# (lone surrogates): messages and snippets show U+FFFD in their place.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _visible(text: str) -> str:

@@ -135,9 +135,11 @@ def test_a_short_line_is_shown_whole() -> None:
 
 def test_control_characters_are_not_sent_to_the_terminal() -> None:
     source = SourceFile("f.agent", 'prompt P { "\x1b[2J" }\n')
-    diag = diagnostics.error("E9999", "bad \x1b]0;title\x07", source, diagnostics.Span(12, 13))
+    diag = diagnostics.error(
+        "E9999", "bad \x1b]0;title\x07 \u202e", source, diagnostics.Span(12, 13)
+    )
     rendered = diagnostics.render(diag, color=False)
-    assert "\x1b" not in rendered and "\x07" not in rendered
+    assert "\x1b" not in rendered and "\x07" not in rendered and "\u202e" not in rendered
     assert "\ufffd[2J" in rendered
 
 

@@ -220,9 +220,12 @@ def main() -> int:
                 f"{row['rendered'] / 1000:>6.0f}KB"
             )
         fitted = slope(points)
-        worst = max(worst, fitted)
-        verdict = "ok" if fitted <= 1.2 else "SUPER-LINEAR"
-        print(f"{shape:<14} slope {fitted:.2f} ({verdict})\n")
+        # Between the two largest sizes: fixed costs (a process's first compile, the
+        # did-you-mean budget) flatten the fit over the small ones.
+        top = slope(points[-2:])
+        worst = max(worst, fitted, top)
+        verdict = "ok" if max(fitted, top) <= 1.2 else "SUPER-LINEAR"
+        print(f"{shape:<14} slope {fitted:.2f}, {top:.2f} between the two largest ({verdict})\n")
     print(f"worst slope: {worst:.2f} (aim: 1.0 +/- 0.2)")
     return 0
 

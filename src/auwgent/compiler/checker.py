@@ -16,7 +16,16 @@ from typing import Any
 from . import nodes as n
 from .checker_exprs import Env, ExprChecker
 from .checker_types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
-from .diagnostics import Diagnostic, Note, did_you_mean, error, sort_key, suggest, warning
+from .diagnostics import (
+    Diagnostic,
+    Note,
+    did_you_mean,
+    error,
+    sort_key,
+    suggest,
+    suggestion_budget,
+    warning,
+)
 from .modules import FileScope, InFile, ModuleGraph, Symbol, is_exported, relative_spec
 from .source import SourceFile, Span
 
@@ -74,6 +83,8 @@ class Checker:
         # Any file will do until ``in_file`` picks the one being checked.
         self.scope: FileScope = next(iter(state.graph.scopes.values()))
         self.exprs = ExprChecker(self.report, state.types)
+        self._kind_names: dict[tuple[str, str], list[str]] = {}
+        self._exporters: dict[tuple[str, str], list[str]] | None = None
 
     # -- where we are and what we say ----------------------------------------------------
 
@@ -132,12 +143,12 @@ class Checker:
             return symbol
         if symbol is None and name in self.scope.failed:
             return None  # the import already said why
-        candidates = {s.name: s for s in self._visible() if s.kind == kind}
         builtin = _BUILTIN_ALIASES.get(name.lower()) if kind == "type" and symbol is None else None
-        close = None if builtin else suggest(name, candidates)
-        if close is not None:
+        close = None if builtin else suggest(name, self._names_of_kind(kind))
+        meant = self.scope.lookup(close) if close is not None else None
+        if meant is not None:
             # The user meant it: do not also warn that it is unused.
-            self.state.used_keys.add(candidates[close].key)
+            self.state.used_keys.add(meant.key)
         elif kind == "type" and symbol is None and not builtin:
             builtin = suggest(name.lower(), ("string", "number", "boolean"))
         hint = f"did you mean `{close or builtin}`?" if close or builtin else None
@@ -154,21 +165,28 @@ class Checker:
 
     def _import_help(self, name: str, kind: str) -> str | None:
         """``add import { X } from "./y"`` when another file exports a ``kind`` called ``name``."""
-        for path, scope in sorted(self.state.graph.scopes.items()):
-            symbol = scope.local.get(name)
-            if (
-                symbol
-                and symbol.kind == kind
-                and is_exported(symbol.decl)
-                and path != self.scope.path
-            ):
+        if self._exporters is None:  # by name and kind, in path order: built once, not per name
+            self._exporters = {}
+            for path, scope in sorted(self.state.graph.scopes.items()):
+                for symbol in scope.local.values():
+                    if is_exported(symbol.decl):
+                        self._exporters.setdefault((symbol.name, symbol.kind), []).append(path)
+        for path in self._exporters.get((name, kind), ())[:2]:  # (one may be this file)
+            if path != self.scope.path:
                 spec = relative_spec(self.scope.path, path)
                 return f'{path} exports it: add `import {{ {name} }} from "{spec}"`'
         return None
 
-    def _visible(self) -> list[Symbol]:
-        found = [self.scope.lookup(name) for name in self.scope.visible_names()]
-        return [s for s in found if s is not None]
+    def _names_of_kind(self, kind: str) -> list[str]:
+        """The names of the declarations of ``kind`` visible in this file, listed once per
+        file and kind (each unknown name would otherwise list them all again)."""
+        key = (self.scope.path, kind)
+        names = self._kind_names.get(key)
+        if names is None:
+            visible = map(self.scope.lookup, self.scope.visible_names())
+            names = [s.name for s in visible if s is not None and s.kind == kind]
+            self._kind_names[key] = names
+        return names
 
     @staticmethod
     def _kind_help(kind: str) -> str:
@@ -361,7 +379,7 @@ def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, .
     checker.build_type_table()
     for path in sorted(graph.scopes):
         if path not in skip:
-            with checker.in_file(path):
+            with checker.in_file(path), suggestion_budget(checker.source):
                 checker.check_file()
     for path in sorted(graph.scopes):
         if path not in skip:

@@ -6,13 +6,14 @@ method per construct. It runs on one file at a time (``in_file``).
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Collection
 
 from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
 from .checker_prompts import PromptChecker
 from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
-from .diagnostics import Note, did_you_mean
+from .diagnostics import Note, did_you_mean, listing, suggestion_budget
 from .lower import example_candidates, select_examples
 from .members import AgentParts, agent_parts
 from .modules import is_exported, kind_word
@@ -73,7 +74,7 @@ class AgentChecker(PromptChecker):
     def build_type_table(self) -> None:
         """Resolve every ``type`` block once, so named types can be opened anywhere."""
         for path in sorted(self.state.graph.scopes):
-            with self.in_file(path):
+            with self.in_file(path), suggestion_budget(self.source):
                 seen: dict[str, Span] = {}
                 for decl in self.scope.module.decls:
                     if isinstance(decl, n.TypeDecl):
@@ -427,7 +428,7 @@ class AgentChecker(PromptChecker):
             if missing and example.args and not unknown:
                 self.report(
                     "E2032",
-                    f"this example of {target} leaves out " + ", ".join(f"`{m}`" for m in missing),
+                    f"this example of {target} leaves out " + listing(missing, "`{}`".format),
                     example.span,
                     help="an example should show a complete call",
                 )
@@ -508,7 +509,7 @@ class AgentChecker(PromptChecker):
         env = Env(
             [{p.name: p.ty for p in params}],
             agent.ctx,
-            tools={**agent.tools, **scoped},
+            tools=ChainMap(scoped, agent.tools),  # (a copy per workflow was quadratic)
             strict=True,
             not_callable=agent.not_callable,
             ctx_owner=agent.owner,
@@ -673,4 +674,4 @@ class AgentChecker(PromptChecker):
 def _params_help(params: tuple[FieldTy, ...]) -> str:
     if not params:
         return "it takes no parameters: write `@example()`"
-    return "parameters: " + ", ".join(f"`{p.name}`" for p in params)
+    return "parameters: " + listing(params, lambda p: f"`{p.name}`")

@@ -8,7 +8,8 @@ renders them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 
 from . import nodes as n
 from .checker_types import (
@@ -37,7 +38,7 @@ from .checker_types import (
     union_of,
     widen,
 )
-from .diagnostics import Note, did_you_mean
+from .diagnostics import Note, did_you_mean, listing
 from .records import record
 from .source import Span
 
@@ -88,9 +89,9 @@ class Env:
                 return scope[name]
         return None
 
-    def names(self) -> list[str]:
-        """Every visible variable name."""
-        return sorted({name for scope in self.scopes for name in scope})
+    def names(self) -> Iterator[str]:
+        """Every visible variable name (lazily: for did-you-mean, which may not look)."""
+        return chain.from_iterable(self.scopes)
 
 
 class ExprChecker:
@@ -137,11 +138,11 @@ class ExprChecker:
         if env.tools is not None:
             where = "variable"
         else:
-            where = "parameter" if env.names() else "name"
+            where = "parameter" if any(env.scopes) else "name"
         hint = did_you_mean(expr.name, env.names())
         if hint is None and env.ctx is not None and expr.name in env.ctx:
             hint = f"to read the context field, write `ctx.{expr.name}`"
-        if hint is None and env.tools is None and not env.names():
+        if hint is None and env.tools is None and not any(env.scopes):
             hint = "nothing is named here: use `ctx.x` for context values, or literals"
         code = "E2050" if env.tools is not None else "E2042"
         self.report(code, f"unknown {where} `{expr.name}`", expr.span, help=hint)
@@ -156,8 +157,8 @@ class ExprChecker:
         if not env.ctx:
             hint = f"declare it in a `context {{ {expr.name.text}: ... }}` block"
         else:
-            hint = did_you_mean(expr.name.text, env.ctx) or "declared: " + ", ".join(
-                f"`{key}`" for key in env.ctx
+            hint = did_you_mean(expr.name.text, env.ctx) or "declared: " + listing(
+                env.ctx, "`{}`".format
             )
         self.report(
             "E2043",
@@ -195,7 +196,7 @@ class ExprChecker:
         if isinstance(obj, Obj):
             names = [f.name for f in obj.fields]
             hint = did_you_mean(name, names) or (
-                "its fields: " + ", ".join(f"`{x}`" for x in names) if names else None
+                "its fields: " + listing(names, "`{}`".format) if names else None
             )
             self.report("E2056", f"`{display(base)}` has no field `{name}`", span, help=hint)
         else:
@@ -370,9 +371,7 @@ class ExprChecker:
         if count < required or count > len(params):
             want = str(len(params)) if required == len(params) else f"{required} to {len(params)}"
             plural = "" if want == "1" else "s"
-            shown = ", ".join(
-                f"{p.name}{'?' if p.optional else ''}: {display(p.ty)}" for p in params
-            )
+            shown = listing(params, lambda p: f"{p.name}{'?' * p.optional}: {display(p.ty)}")
             self.report(
                 "E2054" if kind == "tool" else "E2040",
                 f"{kind} `{target}` takes {want} argument{plural}, {count} given",
@@ -410,7 +409,7 @@ class ExprChecker:
     ) -> None:
         """Report what ``expect`` reports when ``got`` is not assignable to ``want``."""
         missing = missing_fields(got, want, self.table)
-        hint = "missing: " + ", ".join(f"`{m}`" for m in missing) if missing else None
+        hint = "missing: " + listing(missing, "`{}`".format) if missing else None
         template = message or what + " expects `{want}`, found `{got}`"
         shown = got if _mentions_literal(want) else widen(got)
         self.report(code, template.format(want=display(want), got=display(shown)), span, help=hint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from .diagnostics import listing
 from .records import record
 
 PrimName = Literal["string", "number", "boolean", "null", "text", "unknown"]
@@ -99,11 +100,14 @@ def union_of(variants: list[Ty]) -> Ty:
     """A union of ``variants`` with duplicates removed; a single variant is returned as is."""
     if len(variants) == 1 and not isinstance(variants[0], UnionTy):
         return variants[0]  # the common case: what the loop below would return
-    flat: list[Ty] = []
+    # A dict keeps the first of equal variants in order, at one hash each: a list's `in`
+    # made a union of thousands of string literals quadratic.
+    unique: dict[Ty, None] = {}
     for variant in variants:
-        for item in variant.variants if isinstance(variant, UnionTy) else (variant,):
-            if item not in flat:
-                flat.append(item)
+        unique.update(
+            dict.fromkeys(variant.variants if isinstance(variant, UnionTy) else (variant,))
+        )
+    flat = list(unique)
     if any(item is UNKNOWN for item in flat):
         return UNKNOWN
     return flat[0] if len(flat) == 1 else UnionTy(tuple(flat))
@@ -188,9 +192,12 @@ def display(ty: Ty) -> str:
     if isinstance(ty, Named):
         return ty.name
     if isinstance(ty, UnionTy):
-        return " | ".join(display(v) for v in ty.variants)
-    parts = [f"{f.name}{'?' if f.optional else ''}: {display(f.ty)}" for f in ty.fields]
-    return "{ " + ", ".join(parts) + " }" if parts else "{}"
+        return listing(ty.variants, display, " | ")
+    if not ty.fields:
+        return "{}"
+    return (
+        "{ " + listing(ty.fields, lambda f: f"{f.name}{'?' * f.optional}: {display(f.ty)}") + " }"
+    )
 
 
 def is_numeric(ty: Ty) -> bool:

@@ -16,10 +16,16 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Collection, Iterable, Sequence
+from contextvars import ContextVar
+from itertools import islice
+from typing import TypeVar
 
 from .records import record
 from .source import SourceFile, Span
+
+T = TypeVar("T")
 
 
 class Severity(enum.Enum):
@@ -108,45 +114,111 @@ def _paint(text: str, style: str, color: bool) -> str:
 def render(diag: Diagnostic, *, color: bool) -> str:
     """Render one diagnostic as text (ANSI colours when ``color``), without a trailing newline."""
     level = _paint(f"{diag.severity.value}[{diag.code}]", _COLORS[diag.severity], color)
-    lines = [f"{level}{_paint(': ' + diag.message, _BOLD, color)}"]
+    lines = [f"{level}{_paint(': ' + _visible(diag.message), _BOLD, color)}"]
     line, col = diag.source.line_col(diag.span.start)
     gutter = " " * len(str(line))
-    lines.append(f"{gutter}{_paint('-->', _BLUE, color)} {diag.source.path}:{line}:{col}")
-    lines.extend(_snippet(diag, line, col, gutter, color))
+    path = _visible(diag.source.path)
+    lines.append(f"{gutter}{_paint('-->', _BLUE, color)} {path}:{line}:{col}")
+    lines.extend(_snippet(diag, line, gutter, color))
     for note in diag.notes:
-        text = note.message
+        text = _visible(note.message)
         if note.span is not None:
             note_line, note_col = diag.source.line_col(note.span.start)
-            text += f": {diag.source.path}:{note_line}:{note_col}"
+            text += f": {path}:{note_line}:{note_col}"
         lines.append(f"{gutter} {_paint('=', _BLUE, color)} note: {text}")
     if diag.help:
-        lines.append(f"{gutter} {_paint('=', _BLUE, color)} help: {diag.help}")
+        lines.append(f"{gutter} {_paint('=', _BLUE, color)} help: {_visible(diag.help)}")
     return "\n".join(lines)
 
 
-def _snippet(diag: Diagnostic, line: int, col: int, gutter: str, color: bool) -> list[str]:
-    """The source line and the carets under the span (clipped to the first line)."""
-    raw = diag.source.line_text(line)
-    bar = _paint("|", _BLUE, color)
-    end_line, end_col = diag.source.line_col(max(diag.span.start, diag.span.end))
-    last = end_col if end_line == line else len(raw) + 1
-    # Tabs become four spaces on both lines so the caret stays under the right character.
-    text = raw.replace("\t", "    ")
-    start = len(raw[: col - 1].replace("\t", "    "))
-    width = max(1, len(raw[: last - 1].replace("\t", "    ")) - start)
-    pad = " " * start
-    carets = _paint("^" * width, _COLORS[diag.severity], color)
+#: A snippet shows at most this many characters of its source line: a longer line (minified
+#: or generated text, a binary file) is cut around the span, with `...` where it was cut.
+SNIPPET_WIDTH = 200
+# How much of a long line a cut snippet keeps before the span.
+_SNIPPET_BEFORE = 60
+# Characters a terminal would act on rather than show (controls, escape sequences, the
+# bidirectional overrides that make text read other than it is) or that no encoder writes
+# (lone surrogates): messages and snippets show U+FFFD in their place.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
+
+def _visible(text: str) -> str:
+    return _UNPRINTABLE.sub("\ufffd", text)
+
+
+def _snippet(diag: Diagnostic, line: int, gutter: str, color: bool) -> list[str]:
+    """The source line and the carets under the span (clipped to the first line); a line
+    longer than ``SNIPPET_WIDTH`` is cut around the span."""
+    source = diag.source
+    first, last = source.line_bounds(line)
+    start = min(max(diag.span.start, first), last)
+    end = min(max(diag.span.end, start), last)
+    cut_before = cut_after = ""
+    if last - first > SNIPPET_WIDTH:  # only the window is sliced: the line may be megabytes
+        if start - first > _SNIPPET_BEFORE:
+            first, cut_before = start - _SNIPPET_BEFORE, "..."
+        if last - first > SNIPPET_WIDTH:
+            last, cut_after = first + SNIPPET_WIDTH, "..."
+            end = min(end, last)
+    raw = source.text[first:last]
+    if not cut_after:
+        raw = raw.rstrip("\r")
+    bar = _paint("|", _BLUE, color)
+    # Tabs become four spaces on both lines so the caret stays under the right character.
+    text = cut_before + _visible(raw.replace("\t", "    ")) + cut_after
+    pad = len(cut_before) + len(raw[: start - first].replace("\t", "    "))
+    width = max(1, len(cut_before) + len(raw[: end - first].replace("\t", "    ")) - pad)
+    carets = _paint("^" * width, _COLORS[diag.severity], color)
     return [
         f"{gutter} {bar}",
         f"{_paint(str(line), _BLUE, color)} {bar} {text}".rstrip(),
-        f"{gutter} {bar} {pad}{carets}",
+        f"{gutter} {bar} {' ' * pad}{carets}",
     ]
 
 
 def render_all(diags: Iterable[Diagnostic], *, color: bool) -> str:
     """Render many diagnostics separated by blank lines (empty string for none)."""
     return "\n\n".join(render(d, color=color) for d in diags)
+
+
+#: At most this many diagnostics are kept per file; the rest are counted in one more
+#: (E0007), so that a file of garbage cannot bury the output.
+MAX_PER_FILE = 200
+
+
+def limit_per_file(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """``diags`` (sorted by file) with at most ``MAX_PER_FILE`` per file, each file that had
+    more ending with one E0007 that counts what was left out."""
+    out: list[Diagnostic] = []
+    index = 0
+    while index < len(diags):
+        path = diags[index].source.path
+        stop = index
+        while stop < len(diags) and diags[stop].source.path == path:
+            stop += 1
+        out.extend(diags[index : min(stop, index + MAX_PER_FILE)])
+        hidden = diags[index + MAX_PER_FILE : stop]
+        if hidden:
+            out.append(_overflow(hidden))
+        index = stop
+    return out
+
+
+def _overflow(hidden: Sequence[Diagnostic]) -> Diagnostic:
+    errors = sum(1 for d in hidden if d.is_error)
+    warnings = len(hidden) - errors
+    counts = [f"{errors} more error{'s' if errors != 1 else ''}"] if errors else []
+    if warnings:
+        counts.append(f"{warnings} more warning{'s' if warnings != 1 else ''}")
+    first = hidden[0]
+    return Diagnostic(
+        "E0007",
+        Severity.ERROR if errors else Severity.WARNING,
+        f"{' and '.join(counts)} in this file {'is' if len(hidden) == 1 else 'are'} not shown",
+        first.source,
+        first.span,
+        help=f"at most {MAX_PER_FILE} are shown per file; fix these and check again",
+    )
 
 
 def sort_key(diag: Diagnostic) -> tuple[str, int, int, str]:
@@ -166,23 +238,80 @@ def use_color(stream: object) -> bool:
 # Did you mean
 
 
-def edit_distance(a: str, b: str, limit: int | None = None) -> int:
-    """Damerau-Levenshtein distance (adjacent swaps cost 1), case-sensitive."""
+def edit_distance(a: str, b: str) -> int:
+    """Damerau-Levenshtein distance (adjacent swaps cost 1, the "optimal string alignment"
+    kind), case-sensitive.
+
+    Bit-parallel (Myers 1999, with Hyyrö's 2003 step for swaps): one column of the edit
+    table is a pair of bit vectors, so a character of ``b`` costs a dozen integer operations
+    instead of a Python step per table cell (five times faster on identifier-sized names).
+    """
     if a == b:
         return 0
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if limit is not None and min(cur) > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    return prev[-1]
+    if not a:
+        return len(b)
+    positions: dict[str, int] = {}  # each character of `a`: the bits of where it occurs
+    for index, char in enumerate(a):
+        positions[char] = positions.get(char, 0) | 1 << index
+    full, top = (1 << len(a)) - 1, 1 << (len(a) - 1)
+    up, down, diagonal, previous, score = full, 0, 0, 0, len(a)
+    for char in b:
+        match = positions.get(char, 0)
+        swap = ((~diagonal & match) << 1) & previous
+        diagonal = ((((match & up) + up) ^ up) | match | down | swap) & full
+        right = down | (~(diagonal | up) & full)
+        left = up & diagonal
+        if right & top:
+            score += 1
+        elif left & top:
+            score -= 1
+        right = ((right << 1) | 1) & full
+        left = (left << 1) & full
+        up = left | (~(diagonal | right) & full)
+        down = right & diagonal
+        previous = match
+    return score
+
+
+class _Budget:
+    """What did-you-mean may still spend on the current file, in candidates looked at (an
+    edit distance counts as ``_DISTANCE_COST`` of them)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+# A file that misspells thousands of names among thousands of similar ones gets suggestions
+# for the first of them, in bounded time, instead of a search through every candidate for
+# every one of them (quadratic). The budget grows with the file (so that a project of many
+# small files, each searching the project's file names, stays linear too) up to a cap.
+_WORK_PER_CHAR = 50
+_WORK_MIN = 2_000
+_WORK_PER_FILE = 400_000
+_DISTANCE_COST = 40
+_budget: ContextVar[_Budget | None] = ContextVar("auwgent_suggestions", default=None)
+# Nobody mistypes a name this long by a few letters, and an edit distance costs the square of
+# the length: two similar megabyte-long names would take minutes.
+_LONGEST_SUGGESTED = 200
+
+
+class suggestion_budget:  # noqa: N801 - used like a function: `with suggestion_budget(f):`
+    """Inside the ``with`` block, ``suggest`` spends the budget of ``source`` (outside, there
+    is no limit): enough for every suggestion an ordinary file needs."""
+
+    __slots__ = ("left", "token")
+
+    def __init__(self, source: SourceFile) -> None:
+        size = len(source.text) * _WORK_PER_CHAR
+        self.left = min(_WORK_PER_FILE, max(_WORK_MIN, size))
+
+    def __enter__(self) -> None:
+        self.token = _budget.set(_Budget(self.left))
+
+    def __exit__(self, *exc: object) -> None:
+        _budget.reset(self.token)
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
@@ -190,20 +319,46 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
 
     Close enough: at most a third of the name's length in edits (at least 1, at most 3); a
     case-only difference always qualifies. Ties go to the first candidate in sorted order, so
-    the answer does not depend on the order of ``candidates``.
+    the answer does not depend on the order of ``candidates`` (unless the file's budget runs
+    out during the search: see ``suggestion_budget``).
     """
+    budget = _budget.get()
+    if (budget is not None and budget.left <= 0) or len(name) > _LONGEST_SUGGESTED:
+        return None
     best: tuple[int, str] | None = None
     limit = max(1, min(3, len(name) // 3))
-    for candidate in sorted(set(candidates)):
-        if candidate == name:
-            continue
-        if candidate.lower() == name.lower():
+    size, lowered = len(name), name.lower()
+    work = 0
+    for candidate in candidates:
+        work += 1
+        if candidate == name or abs(len(candidate) - size) > limit:
+            continue  # (a case-only difference keeps the length)
+        if candidate.lower() == lowered:
             distance = 0
         else:
-            distance = edit_distance(name, candidate, limit)
-        if distance <= limit and (best is None or distance < best[0]):
+            work += _DISTANCE_COST
+            if budget is not None and work >= budget.left:
+                break
+            distance = edit_distance(name, candidate)
+        if distance <= limit and (best is None or (distance, candidate) < best):
             best = (distance, candidate)
+    if budget is not None:
+        budget.left -= work
     return best[1] if best else None
+
+
+#: Lists in messages (fields, parameters, exports, a union's variants) show at most this
+#: many items, then how many more: a message stays short however large the declaration.
+MAX_LISTED = 20
+
+
+def listing(items: Collection[T], show: Callable[[T], str] = str, sep: str = ", ") -> str:
+    """The first ``MAX_LISTED`` of ``items``, each through ``show``, joined with ``sep``; then
+    ``... (N more)`` if there are more."""
+    shown = [show(item) for item in islice(items, MAX_LISTED)]
+    if len(items) > MAX_LISTED:
+        shown.append(f"... ({len(items) - MAX_LISTED} more)")
+    return sep.join(shown)
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:

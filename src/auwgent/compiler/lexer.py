@@ -23,6 +23,7 @@ costs there); with a named tuple and a ``Span`` per token it was 500 M.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Sequence
 from itertools import accumulate, chain, compress, count, repeat
@@ -311,7 +312,7 @@ class _Lexer:
             texts[index] = raw
             if raw[0] in "0123456789":
                 kinds[index] = TokenKind.NUMBER
-                values[index] = _number(raw)
+                values[index] = self.number(raw, start, ends[index])
                 continue
             kinds[index] = TokenKind.STRING
             if raw.startswith('"""'):
@@ -380,13 +381,37 @@ class _Lexer:
             return False, end
         if text.startswith("/*", pos):
             return self.block_comment(pos, newline)
-        self.report("E0001", f"unexpected character {text[pos]!r}", pos, pos + 1)
-        return newline, pos + 1
+        # A run of characters that start no token is one mistake (a pasted binary, a stray
+        # control character repeated): one message for the run, not one per character.
+        run = _STRAY.match(text, pos)
+        end = max(run.end() if run else pos, pos + 1)
+        if end == pos + 1:
+            message = f"unexpected character {text[pos]!r}"
+            help = "remove it, or write it inside a string"
+        else:
+            message = f"{end - pos} unexpected characters, starting with {text[pos]!r}"
+            help = "remove them (an .agent source is UTF-8 text), or write them inside a string"
+        self.report("E0001", message, pos, end, help=help)
+        return newline, end
 
     def add_number(self, raw: str, start: int, end: int, newline: bool) -> None:
-        self.tokens.append(
-            Token(TokenKind.NUMBER, raw, self.span(start, end), newline, _number(raw))
-        )
+        value = self.number(raw, start, end)
+        self.tokens.append(Token(TokenKind.NUMBER, raw, self.span(start, end), newline, value))
+
+    def number(self, raw: str, start: int, end: int) -> int | float:
+        """The value of the number ``raw`` at ``[start, end)``; 0 after reporting one that no
+        64-bit float can hold (E0005)."""
+        value = _number(raw)
+        if value is None:
+            self.report(
+                "E0005",
+                f"number `{_clip(raw)}` is out of range",
+                start,
+                end,
+                help="numbers must fit a 64-bit float: at most about 1.8e308 in size",
+            )
+            return 0
+        return value
 
     def block_comment(self, start: int, newline: bool) -> tuple[bool, int]:
         close = self.text.find("*/", start + 2)
@@ -480,11 +505,9 @@ class _Lexer:
             offsets.append(self.at(pos))
             return pos + 2
         if nxt == "u":
-            digits = text[pos + 2 : pos + 6]
-            if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
-                chars.append(chr(int(digits, 16)))
-                offsets.append(self.at(pos))
-                return pos + 6
+            code = _hex4(text, pos + 2, end)
+            if code is not None:
+                return self.code_point(code, pos, end, chars, offsets)
         self.report(
             "E0004",
             f"unknown escape sequence `\\{nxt}`",
@@ -496,10 +519,71 @@ class _Lexer:
         offsets.append(self.at(pos))
         return pos + 2
 
+    def code_point(
+        self, code: int, pos: int, end: int, chars: list[str], offsets: list[int]
+    ) -> int:
+        """Append the character of the ``\\uXXXX`` escape at ``pos`` (value ``code``).
 
-def _number(raw: str) -> int | float:
-    """The value of a number token's text."""
-    return float(raw) if ("." in raw or "e" in raw or "E" in raw) else int(raw)
+        UTF-16 surrogates are not characters: a high one followed by a ``\\u`` escape of a low
+        one is the pair's character (as in JSON); any other is E0006.
+        """
+        text = self.text
+        low = _hex4(text, pos + 8, end) if text.startswith("\\u", pos + 6) else None
+        if 0xD800 <= code < 0xDC00 and low is not None and 0xDC00 <= low < 0xE000:
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+            consumed = 12
+        elif 0xD800 <= code < 0xE000:
+            self.report(
+                "E0006",
+                f"`\\u{code:04x}` is half of a UTF-16 surrogate pair, not a character",
+                pos,
+                pos + 6,
+                help="write the character itself, or both halves (`\\ud83d\\ude00`)",
+            )
+            code, consumed = 0xFFFD, 6
+        else:
+            consumed = 6
+        chars.append(chr(code))
+        offsets.append(self.at(pos))
+        return pos + consumed
+
+
+# Characters that start no token (not a word, number, punctuation mark, quote or blank): a
+# run of them is reported once.
+_STRAY = re.compile(r"[^\w \t\r\f\v\ufeff\n\"'{}()\[\]:,.@+\-*%<>=!|?#/&]*")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+# Lone UTF-16 surrogates: a str can hold them (from Python, never from a UTF-8 file), but no
+# encoder writes them; the lexer reports them and reads each as U+FFFD.
+_SURROGATES = re.compile("[\ud800-\udfff]+")
+#: Literals longer than this are shortened in messages.
+_CLIP = 40
+
+
+def _hex4(text: str, pos: int, end: int) -> int | None:
+    """The value of four hex digits at ``text[pos:pos + 4]`` (before ``end``), else None."""
+    match = _HEX4.match(text, pos, end)
+    return int(match.group(), 16) if match else None
+
+
+def _clip(raw: str) -> str:
+    return raw if len(raw) <= _CLIP else f"{raw[:20]}...{raw[-12:]}"
+
+
+def _number(raw: str) -> int | float | None:
+    """The value of a number token's text; None if it does not fit a 64-bit float.
+
+    Integers stay exact; one too large for a float (over 308 digits) is out of range, which
+    also keeps Python's limit on converting long digit strings (4,300) out of reach.
+    """
+    if "." in raw or "e" in raw or "E" in raw:
+        value = float(raw)
+        return value if math.isfinite(value) else None
+    digits = raw.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_INT_DIGITS else None
+
+
+# 10**308 still fits a 64-bit float; integers of more digits do not.
+_MAX_INT_DIGITS = 308
 
 
 def _dedent(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -532,14 +616,31 @@ def _dedent(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 def tokenize(source: SourceFile) -> tuple[list[Token], list[Diagnostic]]:
     """Lex a whole file. Always ends with one ``EOF`` token; never raises."""
-    lexer = _Lexer(source.text, source, None)
+    lexer = _file_lexer(source)
     return lexer.run(), lexer.diagnostics
 
 
 def lex(source: SourceFile) -> tuple[Tokens, list[Diagnostic]]:
     """``tokenize`` as columns, for the parser."""
-    lexer = _Lexer(source.text, source, None)
+    lexer = _file_lexer(source)
     return lexer.run_columns(), lexer.diagnostics
+
+
+def _file_lexer(source: SourceFile) -> _Lexer:
+    """The lexer of a whole file; each run of lone surrogates is reported and read as blanks."""
+    text = source.text
+    if text.isascii() or _SURROGATES.search(text) is None:
+        return _Lexer(text, source, None)
+    lexer = _Lexer(_SURROGATES.sub(lambda m: " " * len(m.group()), text), source, None)
+    for match in _SURROGATES.finditer(text):
+        lexer.report(
+            "E0001",
+            f"invalid character {match.group()[0]!r}: a lone UTF-16 surrogate is not text",
+            match.start(),
+            match.end(),
+            help="the text was not decoded properly; decode it as UTF-8 before compiling",
+        )
+    return lexer
 
 
 def tokenize_fragment(

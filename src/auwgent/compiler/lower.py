@@ -12,7 +12,8 @@ positional argument; ``return`` stays a statement that ends the workflow from an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import ChainMap
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import _version
@@ -210,6 +211,8 @@ class _AgentLowering:
         decl, parts, low = self.decl, self.parts, self.low
         chosen, dropped = select_examples(example_candidates(parts.tools, parts.workflows))
         helpers = [use for block in parts.helpers[:1] for use in block.uses]
+        # By name, the first of each (built once: per workflow, it was quadratic).
+        agent_sigs = {t.name.text: t for t in reversed(parts.tools)}
         return {
             "name": decl.name.text,
             "kind": decl.kind,
@@ -219,7 +222,7 @@ class _AgentLowering:
             "input": self.io(parts.inputs, "Input"),
             "output": self.io(parts.outputs, "Output"),
             "tools": [lower_tool(low, t) for t in parts.tools],
-            "workflows": [lower_workflow(low, w, parts.tools) for w in parts.workflows],
+            "workflows": [lower_workflow(low, w, agent_sigs) for w in parts.workflows],
             "helpers": [self.helper_use(use) for use in helpers],
             "personas": self.personas(),
             "intents": self.intents(),
@@ -560,15 +563,14 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
 
 
 def lower_workflow(
-    low: _Lowering, workflow: n.WorkflowDecl, agent_tools: Iterable[n.ToolDecl]
+    low: _Lowering, workflow: n.WorkflowDecl, agent_tools: dict[str, n.ToolDecl]
 ) -> JSON:
     """An IR ``Workflow``: calls bound by name, statements with locations.
 
-    ``agent_tools`` are the tools of the enclosing agent, which the body may call too.
+    ``agent_tools`` are the tools of the enclosing agent by name, which the body may call
+    too (its own scoped tools come first).
     """
-    signatures = {t.name.text: t for t in workflow.tools}
-    for member in agent_tools:
-        signatures.setdefault(member.name.text, member)
+    signatures = ChainMap({t.name.text: t for t in workflow.tools}, agent_tools)
     lowered = {
         "name": workflow.name.text,
         "description": workflow.description.text.value if workflow.description else "",
@@ -623,7 +625,7 @@ def lower_example(candidate: ExampleCandidate) -> JSON:
 # --------------------------------------------------------------------------------------------
 # Statements and expressions
 
-Signatures = dict[str, n.ToolDecl]
+Signatures = Mapping[str, n.ToolDecl]
 
 
 def lower_block(low: _Lowering, stmts: tuple[n.Stmt, ...], sigs: Signatures) -> list[JSON]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from . import nodes as n
-from .diagnostics import Diagnostic, Note, did_you_mean, error, suggest
+from .diagnostics import Diagnostic, Note, did_you_mean, error, listing, suggest, suggestion_budget
 from .records import record
 from .source import SourceFile
 
@@ -144,17 +144,20 @@ def resolve_modules(modules: Mapping[str, n.Module]) -> ModuleGraph:
     diags: list[Diagnostic] = []
     scopes = {path: _declare(path, module, diags) for path, module in sorted(modules.items())}
     edges: dict[str, list[tuple[str, n.ImportDecl]]] = {path: [] for path in scopes}
+    exports: dict[str, list[str]] = {}  # sorted export names of each file, when needed
+    files = _ProjectFiles(scopes)
     for path, scope in scopes.items():
-        for imp in scope.module.imports:
-            target = _import_target(path, imp, scopes, diags)
-            if target == path:
-                diags.append(_self_import(scope, imp))
-                continue
-            if target is None:
-                scope.failed.update(name.text for name in imp.names)
-                continue
-            edges[path].append((target, imp))
-            _bind_names(scope, scopes[target], imp, diags)
+        with suggestion_budget(scope.module.source):
+            for imp in scope.module.imports:
+                target = _import_target(path, imp, scopes, diags, files)
+                if target == path:
+                    diags.append(_self_import(scope, imp))
+                    continue
+                if target is None:
+                    scope.failed.update(name.text for name in imp.names)
+                    continue
+                edges[path].append((target, imp))
+                _bind_names(scope, scopes[target], imp, diags, exports)
     diags.extend(_cycles(scopes, edges))
     return ModuleGraph(scopes, tuple(diags))
 
@@ -231,34 +234,57 @@ def relative_spec(importer: str, target: str) -> str:
     return rel if rel.startswith("../") else "./" + rel
 
 
-def _closest_file(target: str, others: list[str]) -> str | None:
-    """The project file an import most likely meant: a close path, else the same file name
-    in another folder (a wrong `./` or `../`), else a close file name. ``None`` unless one
-    file stands out."""
-    close = suggest(target, others)
+class _ProjectFiles:
+    """The project's files for did-you-mean on missing imports: by path, and by file name
+    (made once, at the first missing import: per import, it made the check quadratic)."""
+
+    __slots__ = ("scopes", "_by_name")
+
+    def __init__(self, scopes: Mapping[str, FileScope]) -> None:
+        self.scopes = scopes
+        self._by_name: dict[str, list[str]] | None = None
+
+    def by_name(self) -> dict[str, list[str]]:
+        if self._by_name is None:
+            self._by_name = {}
+            for path in self.scopes:
+                self._by_name.setdefault(posixpath.basename(path), []).append(path)
+        return self._by_name
+
+
+def _closest_file(target: str, importer: str, files: _ProjectFiles) -> str | None:
+    """The project file (other than ``importer``) an import most likely meant: a close path,
+    else the same file name in another folder (a wrong `./` or `../`), else a close file
+    name. ``None`` unless one file stands out."""
+    close = suggest(target, (p for p in files.scopes if p != importer))
     if close:
         return close
     stem, ext = posixpath.splitext(target[: -len(SUFFIX)])
     if ext:  # `./models.agnet`: the typo is in the suffix, the file is `models.agent`
         bare = stem + SUFFIX
-        if bare in others:
+        if bare in files.scopes and bare != importer:
             return bare
-        close = suggest(bare, others)
+        close = suggest(bare, (p for p in files.scopes if p != importer))
         if close:
             return close
         target = bare
+    by_name = files.by_name()
+
+    def elsewhere(name: str) -> list[str]:
+        return [p for p in by_name.get(name, ()) if p != importer]
+
     name = posixpath.basename(target)
-    by_name: dict[str, list[str]] = {}
-    for other in others:
-        by_name.setdefault(posixpath.basename(other), []).append(other)
-    hit = name if name in by_name else suggest(name, by_name)
-    if hit is not None and len(by_name[hit]) == 1:
-        return by_name[hit][0]
-    return None
+    hit = name if elsewhere(name) else suggest(name, (k for k in by_name if elsewhere(k)))
+    found = elsewhere(hit) if hit is not None else []
+    return found[0] if len(found) == 1 else None
 
 
 def _import_target(
-    path: str, imp: n.ImportDecl, scopes: Mapping[str, FileScope], diags: list[Diagnostic]
+    path: str,
+    imp: n.ImportDecl,
+    scopes: Mapping[str, FileScope],
+    diags: list[Diagnostic],
+    files: _ProjectFiles,
 ) -> str | None:
     source = scopes[path].module.source
     spec = imp.path.value
@@ -288,7 +314,7 @@ def _import_target(
     target = normalize_import(path, spec)
     if target in scopes:
         return target
-    close = _closest_file(target, [p for p in scopes if p != path])
+    close = _closest_file(target, path, files)
     hint = f'did you mean "{relative_spec(path, close)}"?' if close else None
     diags.append(
         error(
@@ -304,7 +330,11 @@ def _import_target(
 
 
 def _bind_names(
-    scope: FileScope, target: FileScope, imp: n.ImportDecl, diags: list[Diagnostic]
+    scope: FileScope,
+    target: FileScope,
+    imp: n.ImportDecl,
+    diags: list[Diagnostic],
+    exports: dict[str, list[str]],
 ) -> None:
     source = scope.module.source
     for name in imp.names:
@@ -327,14 +357,21 @@ def _bind_names(
             scope.imported[name.text] = ImportedName(name, symbol, target.path)
             continue
         scope.failed.add(name.text)
-        diags.append(_not_exported(source, name, target, symbol))
+        if symbol is None and target.path not in exports:
+            exported = (s.name for s in target.local.values() if is_exported(s.decl))
+            exports[target.path] = sorted(exported)
+        diags.append(_not_exported(source, name, target, symbol, exports.get(target.path, [])))
 
 
 def _not_exported(
-    source: SourceFile, name: n.Name, target: FileScope, symbol: Symbol | None
+    source: SourceFile,
+    name: n.Name,
+    target: FileScope,
+    symbol: Symbol | None,
+    exported: list[str],
 ) -> Diagnostic:
+    """E1003 (``exported``: the target's export names, sorted) or E1002 for ``name``."""
     if symbol is None:
-        exported = [s.name for s in target.local.values() if is_exported(s.decl)]
         return error(
             "E1003",
             f"{target.path} has no export named `{name.text}`",
@@ -360,7 +397,7 @@ def _not_exported(
 def _exports_listing(exported: list[str]) -> str:
     if not exported:
         return "that file exports nothing; mark a declaration with `export` to share it"
-    return "it exports: " + ", ".join(f"`{x}`" for x in sorted(exported))
+    return "it exports: " + listing(exported, "`{}`".format)
 
 
 # --------------------------------------------------------------------------------------------

@@ -203,13 +203,39 @@ _RESUME_WORDS = frozenset(
 )
 
 
-def _close(stack: list[TokenKind], opener: TokenKind) -> bool:
-    """Pop ``stack`` down to and including ``opener``; False (untouched) if it is not open."""
-    if opener not in stack:
-        return False
-    while stack.pop() is not opener:
-        pass
-    return True
+class _OpenBrackets:
+    """Brackets opened and not yet closed, innermost last, with a count of each kind, so
+    that "is a `{` open?" costs the same however many are open (recovery asks it per line)."""
+
+    __slots__ = ("kinds", "counts")
+
+    def __init__(self) -> None:
+        self.kinds: list[TokenKind] = []
+        self.counts = dict.fromkeys(_OPENERS, 0)
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def has(self, opener: TokenKind) -> bool:
+        return self.counts[opener] > 0
+
+    def add(self, kind: TokenKind) -> None:
+        """Open ``kind``, or close what a closer ``kind`` matches (nothing if none is open)."""
+        if kind in _OPENERS:
+            self.kinds.append(kind)
+            self.counts[kind] += 1
+        elif kind in _CLOSERS:
+            self.close(_CLOSERS[kind])
+
+    def close(self, opener: TokenKind) -> bool:
+        """Close down to and including ``opener``; False (untouched) if it is not open."""
+        if not self.counts[opener]:
+            return False
+        while True:
+            kind = self.kinds.pop()
+            self.counts[kind] -= 1
+            if kind is opener:
+                return True
 
 
 class _Bail(Exception):
@@ -391,7 +417,11 @@ class _Parser:
         missing ``}``): the block then ends with a diagnostic instead of swallowing the file.
         """
         self.expect(LBRACE, f"`{{` to open {what}")
-        open_index = self.pos - 1
+        # Brackets opened in the block and not yet closed, known up to token `scanned`:
+        # each recovery scans only what was read since the last one (linear in the block).
+        # Made at the first recovery: most blocks have none.
+        brackets: _OpenBrackets | None = None
+        scanned = self.pos
         self.deeper()
         self.blocks.append((what, opener))
         items: list[T] = []
@@ -405,7 +435,10 @@ class _Parser:
                 try:
                     result = item()
                 except _Bail:
-                    self.recover(stop, open_index, progressed=self.pos > start)
+                    if brackets is None:
+                        brackets = _OpenBrackets()
+                    self.recover(stop, brackets, scanned, progressed=self.pos > start)
+                    scanned = self.pos
                     continue
                 items.append(result)
                 if kinds[self.pos] is COMMA:
@@ -469,31 +502,36 @@ class _Parser:
         )
 
     def recover(
-        self, stop: Callable[[], bool] | None, open_index: int, *, progressed: bool
+        self,
+        stop: Callable[[], bool] | None,
+        stack: _OpenBrackets,
+        scanned: int,
+        *,
+        progressed: bool,
     ) -> None:
         """Skip to the next line that can start an item of the current block, or its ``}``.
 
         Brackets opened inside the block before the error (an option object, an argument list)
         are closed first, so that their ``}`` is not mistaken for the block's own. Inside
         parentheses or brackets only, a line that starts with a statement or member keyword
-        ends the skip: the likely mistake is a missing ``)`` on the line before.
+        ends the skip: the likely mistake is a missing ``)`` on the line before. ``stack``
+        holds the brackets still open at token ``scanned``; it is brought up to date and left
+        matching the position where the skip stops.
         """
-        stack = self.unclosed_brackets(open_index)
+        self.unclosed_brackets(stack, scanned)
         # The failed item consumed something, so stopping at once still makes progress.
         first = not progressed
         while not self.at(EOF):
             token = self.peek()
             kind = token.kind
             if not first and token.newline_before and kind is IDENT:
-                if not stack or (LBRACE not in stack and self.resumes_line(token)):
+                if not stack or (not stack.has(LBRACE) and self.resumes_line(token)):
                     return
             elif not first and not stack and stop is not None and stop():
                 return
-            if kind in _OPENERS:
-                stack.append(kind)
-            elif kind in _CLOSERS:
-                if not _close(stack, _CLOSERS[kind]) and kind is RBRACE:
-                    return  # the block's own closing brace
+            if kind is RBRACE and not stack.has(LBRACE):
+                return  # the block's own closing brace
+            stack.add(kind)
             self.skip()
             first = False
 
@@ -502,15 +540,11 @@ class _Parser:
         after = self.kind(1)
         return token.text in _RESUME_WORDS or after is COLON or after is QUESTION
 
-    def unclosed_brackets(self, open_index: int) -> list[TokenKind]:
-        """Brackets opened after the block's ``{`` (at ``open_index``) and not yet closed."""
-        stack: list[TokenKind] = []
-        for kind in self.kinds[open_index + 1 : self.pos]:
-            if kind in _OPENERS:
-                stack.append(kind)
-            elif kind in _CLOSERS:
-                _close(stack, _CLOSERS[kind])
-        return stack
+    def unclosed_brackets(self, stack: _OpenBrackets, scanned: int) -> None:
+        """Add to ``stack`` the brackets opened from token ``scanned`` to here, less those
+        closed."""
+        for kind in self.kinds[scanned : self.pos]:
+            stack.add(kind)
 
     def starts_declaration(self) -> bool:
         """True at a line-leading word that can only begin a top-level declaration."""

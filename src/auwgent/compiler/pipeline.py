@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import CompileError
 from . import nodes as n
 from .checker import check
-from .diagnostics import Diagnostic, error, render_all, sort_key
+from .diagnostics import Diagnostic, error, limit_per_file, render_all, sort_key
 from .lower import lower_file, name_clashes
 from .modules import resolve_modules
 from .parallel import Outcome, compile_split, default_jobs
@@ -168,7 +168,7 @@ def _compile(
     diags = problems + outcome.diagnostics
     lowered = {} if any(d.is_error for d in diags) else dict(sorted(outcome.documents.items()))
     sources = {path: source for path, source in files}
-    ordered = tuple(sorted(diags, key=sort_key))
+    ordered = tuple(limit_per_file(sorted(diags, key=sort_key)))
     count = len(files) + len(problems)
     return CompileResult(lowered, ordered, count, outcome.agents, sources)
 

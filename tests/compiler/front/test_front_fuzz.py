@@ -7,10 +7,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auwgent.codegen.python import render_python
 from auwgent.compiler import nodes as n
-from auwgent.compiler.diagnostics import render_all
+from auwgent.compiler.diagnostics import MAX_PER_FILE, render_all
 from auwgent.compiler.parser import parse
+from auwgent.compiler.pipeline import compile_sources
 from auwgent.compiler.source import SourceFile
+from auwgent.ir import dumps_ir
 
 DATA = Path(__file__).parents[2] / "data" / "parse"
 SEEDS = [p.read_text(encoding="utf-8") for p in sorted(DATA.rglob("*.agent"))]
@@ -81,7 +84,28 @@ FRAGMENTS = [
     "x",
     "1.5",
     "-",
+    # Hostile literals: each once crashed generate (see test_front_untrusted.py).
+    "1e999",
+    "-1e999",
+    "1" * 4400,
+    "0" * 4400 + "1",
+    '"\\ud800"',
+    '"\\udfff\\ud800"',
+    '"\\ud83d\\ude00"',
+    "\0\0\0",
+    "\x1b[2J",
+    "\ud800",
 ]
+
+
+def compile_all(text: str) -> None:
+    """What `auwgent generate` does with ``text``: compile, render, and write IR and bindings
+    when it compiled (an internal error anywhere fails the test)."""
+    result = compile_sources({"main.agent": text})
+    assert len(result.diagnostics) <= MAX_PER_FILE + 1
+    render_all(result.diagnostics, color=False).encode("utf-8")
+    for doc in result.documents.values():
+        render_python(doc, ir_text=dumps_ir(dict(doc)))
 
 
 def check(text: str) -> None:
@@ -137,3 +161,33 @@ def mutated(draw: st.DrawFn) -> str:
 @given(mutated())
 def test_mutated_programs_never_raise(text: str) -> None:
     check(text)
+
+
+VALID = [p.read_text(encoding="utf-8") for p in sorted((DATA / "ok").glob("*.agent"))]
+
+
+@st.composite
+def hostile(draw: st.DrawFn) -> str:
+    """A valid program with a few hostile literals put in place of numbers and strings, or
+    anywhere."""
+    text = draw(st.sampled_from(VALID))
+    for _ in range(draw(st.integers(1, 3))):
+        fragment = draw(st.sampled_from(FRAGMENTS[-10:]))
+        spots = [i for i, c in enumerate(text) if c.isdigit() or c == '"'] or [0]
+        at = (
+            draw(st.sampled_from(spots)) if draw(st.booleans()) else draw(st.integers(0, len(text)))
+        )
+        text = text[:at] + fragment + text[at:]
+    return text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hostile())
+def test_hostile_literals_never_crash_the_whole_compiler(text: str) -> None:
+    compile_all(text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated())
+def test_mutated_programs_never_crash_the_whole_compiler(text: str) -> None:
+    compile_all(text)

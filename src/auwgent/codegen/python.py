@@ -43,6 +43,11 @@ BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = (
     ("helper_call", "HelperCallIntent", "The agent handed work to a helper (before it runs)."),
     ("helper_result", "HelperResultIntent", "A helper finished and returned its result."),
     ("error", "ErrorIntent", "The run failed."),
+    (
+        "handoff_complete",
+        "HandoffCompleteIntent",
+        "A helper that was handed the conversation is done; control returns to its caller.",
+    ),
 )
 
 #: Intents the model streams, so that partial handlers may receive them.
@@ -635,7 +640,10 @@ class _Emitter:
             ),
             "HelperCallIntent": fields(("type", "HelperName"), ("args", args)),
             "HelperResultIntent": fields(("name", "HelperName"), ("args", args), ("result", "Any")),
-            "ErrorIntent": fields(("message", "str")),
+            "ErrorIntent": fields(
+                ("message", "str"), ("handler?", "str"), ("intent?", "str"), ("traceback?", "str")
+            ),
+            "HandoffCompleteIntent": fields(("summary?", "str")),
         }
         for name, cls, when in BUILTIN_INTENTS:
             doc = f"Payload of ``{name}``: {when[0].lower()}{when[1:]}"

@@ -226,7 +226,8 @@ class _Emitter:
             "workflow_result": f"{{ name: WorkflowName; args: {args}; result: unknown; overridden?: boolean }}",
             "helper_call": "HelperCallIntent",
             "helper_result": f"{{ name: HelperName; args: {args}; result: unknown; overridden?: boolean }}",
-            "error": "{ message: string }",
+            "error": "{ message: string; handler?: string; intent?: string; traceback?: string }",
+            "handoff_complete": "{ summary?: string }",
         }
         w.blank()
         w.fill("/** The payload of every intent, by intent name (custom intents included). */")
@@ -237,9 +238,6 @@ class _Emitter:
                 w.fill(f"{name}: {payloads[name]};")
             for intent in p.custom_intents():
                 w.fill(f"{_key(intent['name'])}: {self.intent_type(intent['name'])};")
-            if self.hands_off():
-                w.fill("/** A helper that was handed the conversation says it is done. */")
-                w.fill("handoff_complete: { summary?: string };")
         w.fill("}")
         w.fill("export type IntentName = keyof IntentPayloads;")
         w.fill("/** `(name, value, agentName)` where `value` narrows by `name`. */")
@@ -290,9 +288,6 @@ class _Emitter:
         while base in taken:  # a declared type may already use the name
             base += "_"
         return base
-
-    def hands_off(self) -> bool:
-        return any(u.get("handoff") == "user" for a in self.p.agents for u in a.get("helpers", []))
 
     # ----- configuration
 

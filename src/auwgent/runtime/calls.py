@@ -121,61 +121,58 @@ class CallRunner:
             return await self.refuse(
                 inv, kind, name, args, f"{label} not found: {name}", event.call_id
             )
-        control = await self.run.emit(
-            event.kind,
-            {"type": name, "args": args},
-            _speaker(inv, kind, name),
-            event.raw,
-            active=inv.name,
-            repairs=event.repairs,
-        )
-        outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
-        if outcome is not None:
-            return outcome
+        control = await self.decide(inv, kind, name, args, event.raw, event.repairs)
+        if control is not None:
+            return _decided(kind, name, args, control, event.call_id)
         errors = _check_args(spec.params, args, self.run.core.doc["types"])
         if errors:
             message = f"invalid arguments for {name}: " + "; ".join(errors)
             return await self.refuse(inv, kind, name, args, message, event.call_id)
         if kind == "tool":
-            return await self._tool(inv, name, args, event.call_id)
+            return await self._tool(inv, name, args, event.call_id, spec.returns)
         if kind == "workflow":
             return await self._workflow(inv, name, args, event.call_id)
         return await self._helper(inv, name, args, event.call_id)
 
-    async def _controlled(
+    async def decide(
         self,
         inv: Invocation,
         kind: str,
         name: str,
         args: Mapping[str, Any],
-        control: Control | None,
-        call_id: str | None,
-    ) -> CallOutcome | None:
+        raw: str | None = None,
+        repairs: Sequence[Mapping[str, str]] = (),
+    ) -> Control | None:
+        """The one place that decides whether a call runs, for the model's calls and a
+        workflow's tool calls alike.
+
+        Emits the call intent: middleware and handlers may skip the call or supply its result,
+        and one that raises skips it (fail closed). Returns ``None`` when the call is to run;
+        otherwise the control, whose ``tool_skipped`` or result intent is already emitted.
+        """
+        speaker = _speaker(inv, kind, name)
+        intent = f"{kind}_call"
+        control = await self.run.emit(
+            intent, {"type": name, "args": args}, speaker, raw, active=inv.name, repairs=repairs
+        )
         if control is None:
             return None
         if control.skip:
             await self.run.emit(
-                "tool_skipped",
-                {"type": name, "args": args},
-                _speaker(inv, kind, name),
-                active=inv.name,
+                "tool_skipped", {"type": name, "args": args}, speaker, active=inv.name
             )
-            return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
-        payload = {"name": name, "args": args, "result": control.result, "overridden": True}
-        await self.run.emit(
-            _RESULT_INTENT[kind], payload, _speaker(inv, kind, name), active=inv.name
-        )
-        return CallOutcome(
-            kind,  # type: ignore[arg-type]
-            name,
-            args,
-            "ok",
-            result_text(control.result),
-            call_id=call_id,
-        )
+        else:
+            payload = {"name": name, "args": args, "result": control.result, "overridden": True}
+            await self.run.emit(_RESULT_INTENT[kind], payload, speaker, active=inv.name)
+        return control
 
     async def _tool(
-        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+        self,
+        inv: Invocation,
+        name: str,
+        args: Mapping[str, Any],
+        call_id: str | None,
+        returns: Mapping[str, Any],
     ) -> CallOutcome:
         registry = self.run.core.registry
         if not registry.has(name):
@@ -183,6 +180,7 @@ class CallRunner:
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
             result = await registry.call(name, args)
+            self._check_result(name, result, returns)
         except Exception as exc:
             message = describe_error(exc)
             await self._tool_failed(inv, name, exc, message)
@@ -190,6 +188,23 @@ class CallRunner:
         payload = {"name": name, "args": args, "result": result, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
         return CallOutcome("tool", name, args, "ok", result_text(result), call_id=call_id)
+
+    def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:
+        """``result`` as a workflow reads it; ``ToolError`` when it breaks the declared type.
+
+        A JSON string from a tool declared to return structured data is decoded first, so it
+        is validated like an output.
+        """
+        types = self.run.core.doc["types"]
+        value = _parsed_result(result, returns, types)
+        errors = schema.validate(value, returns, types)
+        if errors:
+            expected = schema.describe(returns, types)
+            raise ToolError(
+                f"tool {name} returned a value that breaks its declared return type "
+                f"({expected}): " + "; ".join(errors)
+            )
+        return value
 
     async def _tool_failed(
         self, inv: Invocation, name: str, exc: BaseException, message: str
@@ -224,7 +239,10 @@ class CallRunner:
                 "workflow_result", {"name": name, "args": args, "result": failure}, inv.name
             )
             await self._tool_failed(inv, name, error, str(error))
-            return CallOutcome("workflow", name, args, "error", error=str(error), call_id=call_id)
+            # The model learns only that the workflow failed: the scoped tool, the .agent
+            # location and the exception text are the application's (intents, logs).
+            private = f"workflow {name} failed: it could not be completed"
+            return CallOutcome("workflow", name, args, "error", error=private, call_id=call_id)
         finally:
             self.run.ctx.pop("workflow", None)
         await self.run.emit(
@@ -243,9 +261,8 @@ class CallRunner:
         tool = tool or next((t for t in inv.tools if t["name"] == name), None)
         if tool is None:
             raise ToolError(f"workflow {workflow['name']} cannot call {name}: no such tool")
-        control = await self.run.emit("tool_call", {"type": name, "args": args}, inv.name)
+        control = await self.decide(inv, "tool", name, args)
         if control is not None:
-            await self._controlled(inv, "tool", name, args, control, None)
             return None if control.skip else control.result
         errors = _check_args(tool["params"], args, self.run.core.doc["types"])
         if errors:
@@ -258,12 +275,13 @@ class CallRunner:
             raise ToolError(message)
         try:
             result = await self.run.core.registry.call(name, args)
+            value = self._check_result(name, result, tool["returns"])
         except Exception as exc:
             await self._tool_failed(inv, name, exc, describe_error(exc))
             raise
         payload = {"name": name, "args": args, "result": result, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
-        return _parsed_result(result, tool["returns"], self.run.core.doc["types"])
+        return value
 
     async def _helper(
         self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
@@ -323,6 +341,16 @@ class CallRunner:
 
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
+
+
+def _decided(
+    kind: str, name: str, args: Mapping[str, Any], control: Control, call_id: str | None
+) -> CallOutcome:
+    """What the model is told of a call the application decided: skipped, or its result."""
+    if control.skip:
+        return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
+    text = result_text(control.result)
+    return CallOutcome(kind, name, args, "ok", text, call_id=call_id)  # type: ignore[arg-type]
 
 
 def _speaker(inv: Invocation, kind: str, name: str) -> str:

@@ -42,6 +42,7 @@ __all__ = [
     "COMPILER_VERSION",
     "ConfigName",
     "ErrorIntent",
+    "HandoffCompleteIntent",
     "HelperCallIntent",
     "HelperName",
     "HelperResultIntent",
@@ -90,6 +91,7 @@ IntentName = Literal[
     "helper_call",
     "helper_result",
     "error",
+    "handoff_complete",
 ]
 OutputTypeName = str
 
@@ -177,10 +179,24 @@ class HelperResultIntent(TypedDict):
     result: Any
 
 
-class ErrorIntent(TypedDict):
+class _ErrorIntentRequired(TypedDict):
+    message: str
+
+
+class ErrorIntent(_ErrorIntentRequired, total=False):
     """Payload of ``error``: the run failed."""
 
-    message: str
+    handler: str
+    intent: str
+    traceback: str
+
+
+class HandoffCompleteIntent(TypedDict, total=False):
+    """Payload of ``handoff_complete``: a helper that was handed the conversation is done;
+    control returns to its caller.
+    """
+
+    summary: str
 
 
 class IntentControl(TypedDict, total=False):
@@ -430,6 +446,15 @@ class AuwgentBaseIntentHandler:
     @_unimplemented
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
+        return None
+
+    @_unimplemented
+    async def handoff_complete(
+        self,
+        intent: HandoffCompleteIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
+        """A helper that was handed the conversation is done; control returns to its caller."""
         return None
 
 

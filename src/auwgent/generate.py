@@ -285,11 +285,15 @@ def default_output(project: Project) -> Path:
     return project.output if project.output is not None else project.root / "generated"
 
 
-def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
+def generate(
+    project: Project, *, jobs: int | None = None, watching: bool = False
+) -> GenerateResult:
     """Compile ``project`` and bring its output folder up to date.
 
     ``jobs``: how many processes a large project may be compiled in (default: one per usable
-    CPU; see docs/cli.md); the outputs are the same for any value.
+    CPU; see docs/cli.md); the outputs are the same for any value. A single source file that
+    declares no agent is an error (its previous outputs are kept). ``watching`` (watch mode):
+    an agent file that is empty for now (an editor saving it in two steps) keeps its outputs.
     """
     from auwgent.compiler.pipeline import compile_project
 
@@ -303,6 +307,13 @@ def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
         jobs=jobs,
     )
     errors: list[str] = []
+    if compiled.ok and project.entry is not None and compiled.agents == 0:
+        errors.append(
+            f"{display_path(project.entry)} declares no agent, so there is nothing to generate "
+            f"(previous outputs are kept); add an `agent` block, or generate the folder it is in"
+        )
+    if watching:
+        errors.extend(_emptied(project, output))
     written: list[Path] = []
     removed: list[Path] = []
     plan = _Plan()
@@ -328,6 +339,26 @@ def generate(project: Project, *, jobs: int | None = None) -> GenerateResult:
         removed=tuple(removed),
         elapsed_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+def _emptied(project: Project, output: Path) -> list[str]:
+    """Agent files that are empty now although generate wrote outputs for them."""
+    owned = _read_manifest(output)
+    # Outputs are placed relative to the folder of a single source file (see _rebased).
+    base = project.entry.parent if project.entry is not None else project.source_root
+    problems = []
+    for path in project.files:
+        try:
+            if path.read_text(encoding="utf-8").strip():
+                continue
+            ir_path, _ = output_paths(path.relative_to(base).as_posix())
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue  # compiling reports what cannot be read
+        if ir_path in owned:
+            problems.append(
+                f"{display_path(path)} is empty; its outputs are kept until it has content again"
+            )
+    return problems
 
 
 def generate_path(path: Path, *, jobs: int | None = None) -> GenerateResult:
@@ -431,7 +462,7 @@ def _watch(
     color = _color(err)
 
     def cycle() -> None:
-        result = generate(project, jobs=jobs)
+        result = generate(project, jobs=jobs, watching=True)
         _report(result, out, err, color)
         if on_cycle is not None:
             on_cycle(result)

@@ -64,6 +64,13 @@ def test_a_saved_change_regenerates_and_a_syntax_error_does_not_stop_watching(
         assert not results[-1].ok
         assert "def get_weather" in module.read_text(encoding="utf-8")
 
+        # An editor that truncates first: the file is empty for a moment; nothing is deleted.
+        count = len(results)
+        source.write_text("", encoding="utf-8")
+        assert _wait(lambda: len(results) > count), out.getvalue()
+        assert not results[-1].ok and "is empty" in results[-1].errors[0]
+        assert "def get_weather" in module.read_text(encoding="utf-8")
+
         source.write_text(AGENT % "get_forecast", encoding="utf-8")
         assert _wait(lambda: "def get_forecast" in module.read_text(encoding="utf-8"))
         assert results[-1].ok

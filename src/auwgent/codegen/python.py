@@ -49,6 +49,11 @@ BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = (
     ),
     ("approval_result", "ApprovalResultIntent", "The approver decided on a call (denied or not)."),
     ("error", "ErrorIntent", "The run failed."),
+    (
+        "handoff_complete",
+        "HandoffCompleteIntent",
+        "A helper that was handed the conversation is done; control returns to its caller.",
+    ),
 )
 
 #: Intents the model streams, so that partial handlers may receive them.
@@ -655,7 +660,10 @@ class _Emitter:
             "ApprovalResultIntent": fields(
                 ("id", "str"), ("approved", "bool"), ("reason", "str | None")
             ),
-            "ErrorIntent": fields(("message", "str")),
+            "ErrorIntent": fields(
+                ("message", "str"), ("handler?", "str"), ("intent?", "str"), ("traceback?", "str")
+            ),
+            "HandoffCompleteIntent": fields(("summary?", "str")),
         }
         for name, cls, when in BUILTIN_INTENTS:
             doc = f"Payload of ``{name}``: {when[0].lower()}{when[1:]}"

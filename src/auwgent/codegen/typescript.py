@@ -231,7 +231,8 @@ class _Emitter:
                 f"args: {args}; agent: AgentName }}"
             ),
             "approval_result": "{ id: string; approved: boolean; reason: string | null }",
-            "error": "{ message: string }",
+            "error": "{ message: string; handler?: string; intent?: string; traceback?: string }",
+            "handoff_complete": "{ summary?: string }",
         }
         w.blank()
         w.fill("/** The payload of every intent, by intent name (custom intents included). */")
@@ -242,9 +243,6 @@ class _Emitter:
                 w.fill(f"{name}: {payloads[name]};")
             for intent in p.custom_intents():
                 w.fill(f"{_key(intent['name'])}: {self.intent_type(intent['name'])};")
-            if self.hands_off():
-                w.fill("/** A helper that was handed the conversation says it is done. */")
-                w.fill("handoff_complete: { summary?: string };")
         w.fill("}")
         w.fill("export type IntentName = keyof IntentPayloads;")
         w.fill("/** `(name, value, agentName)` where `value` narrows by `name`. */")
@@ -295,9 +293,6 @@ class _Emitter:
         while base in taken:  # a declared type may already use the name
             base += "_"
         return base
-
-    def hands_off(self) -> bool:
-        return any(u.get("handoff") == "user" for a in self.p.agents for u in a.get("helpers", []))
 
     # ----- configuration
 

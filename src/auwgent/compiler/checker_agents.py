@@ -44,6 +44,7 @@ BUILTIN_INTENTS = frozenset(
         "approval_request",
         "approval_result",
         "error",
+        "handoff_complete",
     }
 )
 MAX_EXAMPLES = 5
@@ -581,9 +582,11 @@ class AgentChecker(PromptChecker):
             for use in block.uses:
                 if not self.callable_name(use.name, "helper", names):
                     continue
-                self.lookup_kind(use.name.text, use.name.span, "helper")
+                symbol = self.lookup_kind(use.name.text, use.name.span, "helper")
                 if isinstance(use.grant, n.ToolGrantList):
                     self._grants(use.grant, tools, workflows)
+                if symbol is not None and isinstance(symbol.decl, n.AgentDecl):
+                    self._helper_tool_names(use, agent_parts(symbol.decl), parts, tools)
                 self._helper_annotations(use)
 
     def _helper_annotations(self, use: n.HelperUse) -> None:
@@ -599,6 +602,35 @@ class AgentChecker(PromptChecker):
                     help="a helper is described by its `description:`; only `@approval` goes here",
                 )
         self.check_approval(use.annotations, f"helper `{use.name.text}`")
+
+    def _helper_tool_names(
+        self, use: n.HelperUse, helper: AgentParts, parts: AgentParts, tools: dict[str, ToolSig]
+    ) -> None:
+        """A helper's own tool may not share its name with a scoped tool of this agent, or
+        with one of this agent's tools that it was not granted: the application implements
+        tools by name, so one implementation would serve both."""
+        scoped = {t.name.text: w.name.text for w in parts.workflows for t in w.tools}
+        if isinstance(use.grant, n.ToolGrantAll):
+            granted: set[str] = set(tools)
+        elif isinstance(use.grant, n.ToolGrantList):
+            granted = {name.text for name in use.grant.names}
+        else:
+            granted = set()
+        for tool in helper.tools:
+            name = tool.name.text
+            if name in scoped:
+                clash = f"a scoped tool of workflow `{scoped[name]}`"
+            elif name in tools and name not in granted:
+                clash = f"a tool of this agent that `{use.name.text}` is not granted"
+            else:
+                continue
+            self.report(
+                "E2078",
+                f"helper `{use.name.text}` declares tool `{name}`, the name of {clash}",
+                use.name.span,
+                help=f"tools are implemented by name, so one implementation would serve both; "
+                f"rename `{name}` in `{use.name.text}`",
+            )
 
     def _grants(
         self, grant: n.ToolGrantList, tools: dict[str, ToolSig], workflows: set[str]

@@ -30,7 +30,7 @@ from auwgent.runtime.config import (
 from auwgent.runtime.context import ContextSchema
 from auwgent.runtime.intents import _COMPLETE_SPEC, BUILTIN_INTENTS, HandlerSet
 from auwgent.runtime.middleware import MiddlewareChain
-from auwgent.runtime.tools import ToolRegistry, declared_tool_names
+from auwgent.runtime.tools import ToolRegistry, declared_tools
 
 if TYPE_CHECKING:
     import asyncio
@@ -68,8 +68,14 @@ def _check_versions(
             f"ir_version: the generated module holds IR version {found}, but this runtime "
             f"(auwgent {__version__}) reads version {IR_VERSION}; {regen}"
         )
-    if doc.get("hash") not in (None, ir_hash):
-        raise ConfigError(f"ir_hash: the embedded IR does not match its hash; {regen}")
+    from auwgent.ir import compute_hash
+
+    stored = doc.get("hash")
+    if stored != ir_hash or compute_hash(dict(doc)) != ir_hash:
+        raise ConfigError(
+            f"ir_hash: the embedded IR does not match its hash (it was edited after it was "
+            f"generated, or the module was changed by hand); {regen}"
+        )
     compiled, runtime = _version_tuple(compiler_version), _version_tuple(__version__)
     # 0.x releases may change the IR within a minor version; a newer compiler is never trusted.
     if compiled[:2] > runtime[:2] or compiled[0] != runtime[0]:
@@ -93,18 +99,16 @@ class AgentCore:
         if self.provider_override is None:
             self.api_keys = resolve_api_keys(doc, config.get("apiKeys"))
         self.context_schema = ContextSchema(doc)
-        self.registry = ToolRegistry(config.get("tools"), declared_tool_names(doc))
+        self.registry = ToolRegistry(config.get("tools"), declared_tools(doc))
         self.middleware = MiddlewareChain(config.get("middleware"))
         self.approver: Any = self.options.approver
         self.stores = _session_stores(config.get("middleware"))
         self.handlers = HandlerSet()
         self.partial_handlers = HandlerSet()
         self.wants_partials = self.middleware.has_partial
-        self.intent_names = (
-            list(BUILTIN_INTENTS)
-            + [i["name"] for a in doc["agents"].values() for i in a["intents"]]
-            + [_COMPLETE_SPEC["name"]]
-        )
+        self.intent_names = list(BUILTIN_INTENTS) + [
+            i["name"] for a in doc["agents"].values() for i in a["intents"]
+        ]
         self.tracer: Any = None
         if config.get("tracing") or config.get("tracerProvider") is not None:
             from auwgent.runtime.tracing import make_tracer
@@ -324,7 +328,7 @@ class AgentCore:
                 section,
                 self.persona_section(inv.agent, persona, context),
                 memory,
-                self.context_schema.section(inv.agent, context, referenced),
+                self.context_schema.section(context, referenced),
                 now_line(options.timezone, options.clock),
             ]
         )
@@ -416,11 +420,11 @@ class Agent:
 
     def on_intent(self, handler: Any) -> None:
         """Register a handler of final intents: a class, an instance or ``fn(name, value, agent)``."""
-        self._core.handlers.add(handler, self._core.intent_names)
+        self._core.handlers.add(handler, self._core.intent_names, "on_intent")
 
     def on_intent_partial(self, handler: Any) -> None:
         """Register a handler of streaming partial intents (same forms as :meth:`on_intent`)."""
-        self._core.partial_handlers.add(handler, self._core.intent_names)
+        self._core.partial_handlers.add(handler, self._core.intent_names, "on_intent_partial")
         self._core.wants_partials = True
 
     def on_approval(self, approver: Any) -> None:

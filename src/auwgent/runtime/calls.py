@@ -124,17 +124,9 @@ class CallRunner:
             return await self.refuse(
                 inv, kind, name, args, f"{label} not found: {name}", event.call_id
             )
-        control = await self.run.emit(
-            event.kind,
-            {"type": name, "args": args},
-            _speaker(inv, kind, name),
-            event.raw,
-            active=inv.name,
-            repairs=event.repairs,
-        )
-        outcome = await self._controlled(inv, kind, name, args, control, event.call_id)
-        if outcome is not None:
-            return outcome
+        control = await self.decide(inv, kind, name, args, event.raw, event.repairs)
+        if control is not None:
+            return _decided(kind, name, args, control, event.call_id)
         errors = _check_args(spec.params, args, self.run.core.doc["types"])
         if errors:
             message = f"invalid arguments for {name}: " + "; ".join(errors)
@@ -169,45 +161,50 @@ class CallRunner:
         self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None
     ) -> CallOutcome:
         if kind == "tool":
-            return await self._tool(inv, name, args, call_id)
+            return await self._tool(inv, name, args, call_id, _declared_returns(inv, name))
         if kind == "workflow":
             return await self._workflow(inv, name, args, call_id)
         return await self._helper(inv, name, args, call_id)
 
-    async def _controlled(
+    async def decide(
         self,
         inv: Invocation,
         kind: str,
         name: str,
         args: Mapping[str, Any],
-        control: Control | None,
-        call_id: str | None,
-    ) -> CallOutcome | None:
+        raw: str | None = None,
+        repairs: Sequence[Mapping[str, str]] = (),
+    ) -> Control | None:
+        """The one place that decides whether a call runs, for the model's calls and a
+        workflow's tool calls alike.
+
+        Emits the call intent: middleware and handlers may skip the call or supply its result,
+        and one that raises skips it (fail closed). Returns ``None`` when the call is to run;
+        otherwise the control, whose ``tool_skipped`` or result intent is already emitted.
+        """
+        speaker = _speaker(inv, kind, name)
+        intent = f"{kind}_call"
+        control = await self.run.emit(
+            intent, {"type": name, "args": args}, speaker, raw, active=inv.name, repairs=repairs
+        )
         if control is None:
             return None
         if control.skip:
             await self.run.emit(
-                "tool_skipped",
-                {"type": name, "args": args},
-                _speaker(inv, kind, name),
-                active=inv.name,
+                "tool_skipped", {"type": name, "args": args}, speaker, active=inv.name
             )
-            return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
-        payload = {"name": name, "args": args, "result": control.result, "overridden": True}
-        await self.run.emit(
-            _RESULT_INTENT[kind], payload, _speaker(inv, kind, name), active=inv.name
-        )
-        return CallOutcome(
-            kind,  # type: ignore[arg-type]
-            name,
-            args,
-            "ok",
-            result_text(control.result),
-            call_id=call_id,
-        )
+        else:
+            payload = {"name": name, "args": args, "result": control.result, "overridden": True}
+            await self.run.emit(_RESULT_INTENT[kind], payload, speaker, active=inv.name)
+        return control
 
     async def _tool(
-        self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
+        self,
+        inv: Invocation,
+        name: str,
+        args: Mapping[str, Any],
+        call_id: str | None,
+        returns: Mapping[str, Any] | None,
     ) -> CallOutcome:
         registry = self.run.core.registry
         if not registry.has(name):
@@ -215,6 +212,8 @@ class CallRunner:
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
             result = await registry.call(name, args)
+            if returns is not None:
+                self._check_result(name, result, returns)
         except Exception as exc:
             message = describe_error(exc)
             await self._tool_failed(inv, name, exc, message)
@@ -222,6 +221,23 @@ class CallRunner:
         payload = {"name": name, "args": args, "result": result, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
         return CallOutcome("tool", name, args, "ok", result_text(result), call_id=call_id)
+
+    def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:
+        """``result`` as a workflow reads it; ``ToolError`` when it breaks the declared type.
+
+        A JSON string from a tool declared to return structured data is decoded first, so it
+        is validated like an output.
+        """
+        types = self.run.core.doc["types"]
+        value = _parsed_result(result, returns, types)
+        errors = schema.validate(value, returns, types)
+        if errors:
+            expected = schema.describe(returns, types)
+            raise ToolError(
+                f"tool {name} returned a value that breaks its declared return type "
+                f"({expected}): " + "; ".join(errors)
+            )
+        return value
 
     async def _tool_failed(
         self, inv: Invocation, name: str, exc: BaseException, message: str
@@ -281,7 +297,10 @@ class CallRunner:
                 "workflow_result", {"name": name, "args": args, "result": failure}, inv.name
             )
             await self._tool_failed(inv, name, error, str(error))
-            return CallOutcome("workflow", name, args, "error", error=str(error), call_id=call_id)
+            # The model learns only that the workflow failed: the scoped tool, the .agent
+            # location and the exception text are the application's (intents, logs).
+            private = f"workflow {name} failed: it could not be completed"
+            return CallOutcome("workflow", name, args, "error", error=private, call_id=call_id)
         finally:
             self.run.ctx.pop("workflow", None)
         await self.run.emit(
@@ -304,9 +323,8 @@ class CallRunner:
         # The step that paused was asked, checked and decided before: only its decision is left.
         verdict = journal.decision(name, args)
         if verdict is None:
-            control = await self.run.emit("tool_call", {"type": name, "args": args}, inv.name)
+            control = await self.decide(inv, "tool", name, args)
             if control is not None:
-                await self._controlled(inv, "tool", name, args, control, None)
                 return None if control.skip else control.result
             errors = _check_args(tool["params"], args, self.run.core.doc["types"])
             if errors:
@@ -337,12 +355,13 @@ class CallRunner:
             args = dict(verdict.args)
         try:
             result = await self.run.core.registry.call(name, args)
+            value = self._check_result(name, result, tool["returns"])
         except Exception as exc:
             await self._tool_failed(inv, name, exc, describe_error(exc))
             raise
         payload = {"name": name, "args": args, "result": result, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
-        return _parsed_result(result, tool["returns"], self.run.core.doc["types"])
+        return value
 
     async def _helper(
         self, inv: Invocation, name: str, args: Mapping[str, Any], call_id: str | None
@@ -402,6 +421,21 @@ class CallRunner:
 
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
+
+
+def _decided(
+    kind: str, name: str, args: Mapping[str, Any], control: Control, call_id: str | None
+) -> CallOutcome:
+    """What the model is told of a call the application decided: skipped, or its result."""
+    if control.skip:
+        return CallOutcome(kind, name, args, "skipped", call_id=call_id)  # type: ignore[arg-type]
+    text = result_text(control.result)
+    return CallOutcome(kind, name, args, "ok", text, call_id=call_id)  # type: ignore[arg-type]
+
+
+def _declared_returns(inv: Invocation, name: str) -> Mapping[str, Any] | None:
+    """The declared return type of the tool ``name`` that ``inv``'s model may call."""
+    return next((t["returns"] for t in inv.tools if t["name"] == name), None)
 
 
 def _speaker(inv: Invocation, kind: str, name: str) -> str:

@@ -336,6 +336,7 @@ def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
     # Keys for providers the agent does not use are ignored: one config may serve many agents.
     fields = {api_key_field(m): m for m in models_in_use(doc)}
     keys: dict[str, str] = {}
+    missing: list[str] = []
     for field_name, model in fields.items():
         value = api_keys.get(field_name)
         env_names = api_key_env(model)
@@ -348,11 +349,18 @@ def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
         if value is None:
             value = next((os.environ[n] for n in env_names if os.environ.get(n)), None)
         if not isinstance(value, str) or not value:
-            raise ConfigError(
+            missing.append(
                 f"apiKeys.{field_name}: missing API key for provider {provider_key(model)!r}; "
                 f"set it in the config or in the environment variable {' or '.join(env_names)}"
             )
+            continue
         keys[provider_key(model)] = value
+    if len(missing) > 1:
+        raise ConfigError(
+            f"{len(missing)} API keys are missing:\n" + "\n".join(f"  - {m}" for m in missing)
+        )
+    if missing:
+        raise ConfigError(missing[0])
     return keys
 
 

@@ -2,10 +2,13 @@
 
 One context dict serves the root agent and its helpers. A key declared by any agent of the
 document is checked against that declaration wherever a value enters (construction,
-``agent.set_context``, a middleware's ``set_context``); undeclared keys are allowed and shown to
-the model. Each agent's system prompt gets a context section with the keys its own prompt does
-not reference: keys it declares, and keys no agent declares (data injected at run time, e.g.
-retrieved chunks). Keys declared only by *another* agent stay out of its prompt.
+``agent.set_context``, a middleware's ``set_context``); undeclared keys are allowed.
+
+What the model sees: a declared value reaches it only through a prompt that references it
+(a workflow may test ``ctx.is_admin`` without the model ever seeing it). Keys that no agent
+declares are data the application chose to show (the manual's RAG pattern, retrieved chunks
+added with ``set_context``): each agent's system prompt lists them in a context section,
+except those its own prompt already references.
 """
 
 from __future__ import annotations
@@ -58,21 +61,17 @@ class ContextSchema:
             f["name"] for f in agent["context"] if not f.get("optional") and f["name"] not in values
         ]
 
-    def section(
-        self, agent: Mapping[str, Any], values: Mapping[str, Any], referenced: set[str]
-    ) -> str:
-        """The context section for ``agent``: keys its prompt does not reference (may be empty)."""
+    def section(self, values: Mapping[str, Any], referenced: set[str]) -> str:
+        """The context section: undeclared keys the prompt does not reference (may be empty)."""
         from auwgent.runtime.protocol.section import (
             frame,
         )  # the one framing rule; first needed here
 
-        own = {f["name"] for f in agent["context"]}
-        lines = []
-        for key, value in values.items():
-            if key in referenced:
-                continue
-            if key in own or key not in self._declared:
-                lines.append(f"- {frame(key)}: {frame(value)}")
+        lines = [
+            f"- {frame(key)}: {frame(value)}"
+            for key, value in values.items()
+            if key not in self._declared and key not in referenced
+        ]
         if not lines:
             return ""
         return "Context (values supplied by the application):\n" + "\n".join(lines)

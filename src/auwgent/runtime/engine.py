@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
@@ -34,7 +34,13 @@ from auwgent.runtime.calls import (
     effective_tools,
 )
 from auwgent.runtime.config import provider_key
-from auwgent.runtime.intents import COMPLETE_INTENT, Control, IntentEvent, control_of
+from auwgent.runtime.intents import (
+    COMPLETE_INTENT,
+    Control,
+    HookFailure,
+    IntentEvent,
+    control_of,
+)
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
     CallOutcome,
@@ -56,6 +62,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.session import (
     Frame,
     Session,
+    TokenUsage,
     Turn,
     check_session,
     message_to_json,
@@ -73,6 +80,9 @@ __all__ = ["COMPLETE_INTENT", "Run"]
 
 log = logging.getLogger("auwgent")
 
+#: What a call intent yields when a handler or middleware raised on it: the call is skipped.
+SKIP = Control(skip=True)
+
 
 @dataclass(slots=True)
 class _Round:
@@ -87,8 +97,10 @@ class _Round:
     customs: int = 0
     error: BaseException | None = None
     model: str = ""  # "<provider>:<model>" that answered
-    usage: dict[str, int] | None = None  # the provider's token counts, when it sent them
-    finish: str | None = None  # the provider's finish reason
+    usage: TokenUsage | None = None  # the provider's token counts, when it sent them
+    finish: Finish | None = None  # why the model stopped, as the provider said
+    partial_failures: set[tuple[str, int]] = field(default_factory=set)
+    truncated: bool = False  # the text answer was cut by the output limit
 
 
 class Run:
@@ -340,6 +352,7 @@ class Run:
         assert turn is not None
         if turn["status"] == "running":
             turn["status"] = "handoff" if len(self.session["stack"]) > 1 else "complete"
+        self.session["usage"] = _total_usage(self.session["turns"])
         # Tool results may be any Python value; the session must stay JSON. One check per run.
         turn["intents"] = _jsonable(turn["intents"])
         turn["output"] = _jsonable(turn["output"])
@@ -418,6 +431,7 @@ class Run:
         of its paused round) goes to it."""
         top = stack[-1]
         agent = self.core.doc["agents"][top["agent"]]
+        tools, grant = self._stack_tools(stack)
         record = list(top.get("messages", []))
         top["messages"] = record
         assert self.turn is not None
@@ -425,9 +439,9 @@ class Run:
             agent=agent,
             config_name=self.core.config_for(agent, self.config),
             history=messages_from_json(record),
-            tools=self._stack_tools(stack),
+            tools=tools,
             handoff="user",
-            grant=top.get("tools", "none"),
+            grant=grant,
             record=record,
         )
         if decisions is None:
@@ -441,14 +455,33 @@ class Run:
             self._note_completion(stack, inv)
             self.turn["status"] = "handoff" if len(stack) > 1 else "complete"
 
-    def _stack_tools(self, stack: Sequence[Frame]) -> tuple[Mapping[str, Any], ...]:
-        tools: tuple[Mapping[str, Any], ...] = tuple(
-            self.core.doc["agents"][stack[0]["agent"]]["tools"]
-        )
-        for frame in stack[1:]:
-            agent = self.core.doc["agents"][frame["agent"]]
-            tools = effective_tools(agent, frame.get("tools", "none"), tools)
-        return tools
+    def _stack_tools(self, stack: Sequence[Frame]) -> tuple[tuple[Mapping[str, Any], ...], Any]:
+        """The top frame's tools and grant, recomputed from the IR: a session only says which
+        helper is answering, never what it may call (a stored grant is not trusted)."""
+        agents = self.core.doc["agents"]
+        tools: tuple[Mapping[str, Any], ...] = tuple(agents[stack[0]["agent"]]["tools"])
+        grant: Any = "none"
+        for i in range(1, len(stack)):
+            below, name = stack[i - 1]["agent"], stack[i]["agent"]
+            # A helper called by a nested helper (handoff none) hands the conversation over
+            # from there: the IR path from the frame below to that parent gives its tools.
+            parent = str(stack[i].get("parent") or below)
+            choices = [
+                (effective_tools(agents[name], use["tools"], via), use["tools"])
+                for via in _paths_tools(agents, below, parent, tools)
+                for use in agents[parent]["helpers"]
+                if use["name"] == name and use["handoff"] == "user"
+            ]
+            if not choices:
+                raise ConfigError(
+                    f"session.stack[{i}]: {parent} does not hand the conversation to {name} "
+                    f"in this agent's IR; the session does not belong to these bindings"
+                )
+            # Several IR paths: only what every one of them grants (never the union).
+            common = set.intersection(*({t["name"] for t in c[0]} for c in choices))
+            tools = tuple(t for t in choices[0][0] if t["name"] in common)
+            grant = choices[0][1] if len(choices) == 1 else [t["name"] for t in tools]
+        return tools, grant
 
     def _note_completion(self, stack: list[Frame], inv: Invocation) -> None:
         below = stack[-1]
@@ -465,10 +498,21 @@ class Run:
     # -- failures ----------------------------------------------------------------------------
 
     async def fail(
-        self, error: BaseException, agent_name: str, *, prefix: str = "", mark: bool = True
+        self,
+        error: BaseException,
+        agent_name: str,
+        *,
+        prefix: str = "",
+        mark: bool = True,
+        message: str | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> str:
-        """Report a failure: ``onError``, then an ``error`` intent unless a middleware handled it."""
-        message = prefix + describe_error(error)
+        """Report a failure: ``onError``, then an ``error`` intent unless a middleware handled it.
+
+        The intent's message is ``message`` when given, else ``prefix`` and the error's own
+        text; ``details`` are added to its payload.
+        """
+        message = message or prefix + describe_error(error)
         if mark and self.turn is not None and agent_name == self.turn["agent"]:
             self.turn["status"] = "error"
             self.turn["error"] = message
@@ -478,8 +522,29 @@ class Run:
         except Exception:
             handled = False  # a failing error hook must not hide the original error
         if not handled:
-            await self.emit("error", {"message": message}, agent_name)
+            await self.emit("error", {"message": message, **(details or {})}, agent_name)
         return message
+
+    async def _hook_failed(
+        self, failure: HookFailure, name: str, value: Any, agent_name: str, *, skipped: bool
+    ) -> None:
+        """Report a handler or middleware that raised on ``name``: the ``auwgent`` log (with
+        the traceback) and an ``error`` intent naming it and the intent."""
+        import traceback
+
+        error = failure.error
+        what = name
+        if skipped:
+            what += f" {value.get('type')}" if isinstance(value, Mapping) else ""
+        message = f"{failure.who} failed on {what}: {describe_error(error)}"
+        if skipped:
+            message += " (the call was not run)"
+        log.error("%s", message, exc_info=error)
+        if name == "error":
+            return  # the log has it; an error intent about an error intent would loop
+        tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        details = {"handler": failure.who, "intent": name, "traceback": tb}
+        await self.fail(error, agent_name, mark=False, message=message, details=details)
 
     # -- dispatching intents -----------------------------------------------------------------
 
@@ -498,6 +563,9 @@ class Run:
         ``active`` is the middleware's ``activeAgent`` when it differs from ``agent_name``
         (``helper_call`` / ``helper_result`` name the helper while its parent is running).
         ``repairs`` are the decoder's repairs of the intent's block (``ctx["repairs"]``).
+        Every middleware and handler sees the intent, whatever the others do. When one of them
+        raises on a call intent (``tool_call``, ``workflow_call``, ``helper_call``), the result
+        is a skip: a call is never run on an unfinished decision.
         """
         core = self.core
         if self.turn is not None:
@@ -507,23 +575,26 @@ class Run:
         if self.sink is not None:
             self.sink.put_nowait(IntentEvent(name, value, agent_name, False))
         control: Control | None = None
-        try:
-            if core.middleware.has_intent:
-                self.ctx["activeAgent"] = active or agent_name
-                self.ctx["rawBlock"] = raw
-                self.ctx["repairs"] = [dict(r) for r in repairs]
-                for returned in await core.middleware.intent(name, value, self.ctx):
-                    control = control or control_of(returned)
-            if core.handlers:
-                for returned in await core.handlers.dispatch(name, value, agent_name):
-                    control = control or control_of(returned)
-        except Exception as exc:
-            if name != "error":
-                await self.fail(exc, agent_name, prefix=f"a handler of {name} failed: ", mark=False)
+        failures: list[HookFailure] = []
+        if core.middleware.has_intent:
+            self.ctx["activeAgent"] = active or agent_name
+            self.ctx["rawBlock"] = raw
+            self.ctx["repairs"] = [dict(r) for r in repairs]
+            for returned in await core.middleware.intent(name, value, self.ctx, failures):
+                control = control or control_of(returned)
+        if core.handlers:
+            for returned in await core.handlers.dispatch(name, value, agent_name, failures):
+                control = control or control_of(returned)
+        if failures:
+            call = name in CALL_KINDS
+            for failure in failures:
+                await self._hook_failed(failure, name, value, agent_name, skipped=call)
+            if call:
+                return SKIP
         return control
 
-    async def emit_partial(self, event: PartialEvent, agent_name: str) -> None:
-        name = event.name if event.kind == "custom" and event.name else event.kind
+    async def emit_partial(self, event: PartialEvent, agent_name: str, rnd: _Round) -> None:
+        name = str(event.name if event.kind == "custom" and event.name else event.kind)
         value: dict[str, Any] = {
             "partial": True,
             "complete": False,
@@ -535,18 +606,20 @@ class Run:
         if event.delta is not None:
             value["delta"] = event.delta
         if self.sink is not None:
-            self.sink.put_nowait(IntentEvent(str(name), value, agent_name, True))
+            self.sink.put_nowait(IntentEvent(name, value, agent_name, True))
         core = self.core
-        try:
-            if core.middleware.has_partial:
-                self.ctx["activeAgent"] = agent_name
-                await core.middleware.intent_partial(str(name), value, self.ctx)
-            if core.partial_handlers:
-                await core.partial_handlers.dispatch(str(name), value, agent_name)
-        except Exception as exc:
-            await self.fail(
-                exc, agent_name, prefix=f"a partial handler of {name} failed: ", mark=False
-            )
+        failures: list[HookFailure] = []
+        if core.middleware.has_partial:
+            self.ctx["activeAgent"] = agent_name
+            await core.middleware.intent_partial(name, value, self.ctx, failures)
+        if core.partial_handlers:
+            await core.partial_handlers.dispatch(name, value, agent_name, failures)
+        for failure in failures:
+            # One report per handler and segment, not one per streamed chunk.
+            key = (failure.who, event.segment)
+            if key not in rnd.partial_failures:
+                rnd.partial_failures.add(key)
+                await self._hook_failed(failure, name, value, agent_name, skipped=False)
 
     # -- one agent's loop --------------------------------------------------------------------
 
@@ -652,6 +725,10 @@ class Run:
         else:
             output = "\n\n".join(rnd.texts)
             response = {"text": output}
+        if rnd.truncated:
+            response["truncated"] = True
+        response["finish_reason"] = rnd.finish.reason if rnd.finish is not None else None
+        response["usage"] = rnd.usage
         self.ctx["activeAgent"] = inv.name
         try:
             await self.core.middleware.llm_end(response, self.ctx)
@@ -720,8 +797,7 @@ class Run:
                     self._content_part(inv, event)
                 for decoded in decoder.feed(event):
                     await self._decoded(inv, contract, rnd, decoded)
-            for decoded in decoder.close():
-                await self._decoded(inv, contract, rnd, decoded)
+            await self._close(inv, contract, rnd, decoder.close())
         except Exception as exc:
             rnd.error = exc
         except asyncio.CancelledError:
@@ -730,7 +806,9 @@ class Run:
             raise
         if span is not None:
             assert self.trace is not None
-            self.trace.chat_end(span, rnd.model, rnd.usage, rnd.finish, rnd.error)
+            finish = rnd.finish.reason if rnd.finish is not None else None
+            usage = cast("Mapping[str, int] | None", rnd.usage)
+            self.trace.chat_end(span, rnd.model, usage, finish, rnd.error)
         self._count(rnd)
         # Calls that already finished need no waiting: asyncio.wait would still cost two
         # trips through the event loop (a done-callback per task, then the wake-up).
@@ -769,7 +847,7 @@ class Run:
                     if isinstance(event, Usage):
                         rnd.usage = _usage(event)
                     elif isinstance(event, Finish):
-                        rnd.finish = event.reason
+                        rnd.finish = event
                     yield event
             except ProviderError as exc:
                 if started or not exc.retryable or index == len(models) - 1:
@@ -787,10 +865,14 @@ class Run:
 
     def _count(self, rnd: _Round) -> None:
         """Record one model call in the turn and in the run's totals."""
-        self.spent["tokens"] += (rnd.usage or {}).get("total_tokens", 0)
+        self.spent["tokens"] += rnd.usage["total_tokens"] if rnd.usage is not None else 0
         if self.turn is not None:
             self.turn["model_calls"].append(
-                {"model": rnd.model, "finish_reason": rnd.finish, "usage": rnd.usage}
+                {
+                    "model": rnd.model,
+                    "finish_reason": rnd.finish.reason if rnd.finish is not None else None,
+                    "usage": rnd.usage,
+                }
             )
 
     def _over_budget(self) -> str | None:
@@ -815,6 +897,34 @@ class Run:
                 )
         return None
 
+    async def _close(
+        self,
+        inv: Invocation,
+        contract: Contract,
+        rnd: _Round,
+        events: Sequence[PartialEvent | FinalEvent | RejectedEvent],
+    ) -> None:
+        """What the decoder finishes at the end of the stream, read with the finish reason.
+
+        After an output limit or a refusal, whatever the stream left open was cut off: it
+        never runs and the round ends with an error. A cut text answer is delivered as
+        ``truncated``; a refusal is an error even when nothing was left open.
+        """
+        stop = _abnormal(rnd.finish)
+        for decoded in events:
+            if stop is None or isinstance(decoded, PartialEvent):
+                await self._decoded(inv, contract, rnd, decoded)
+            elif stop == "length" and _is_text(decoded, contract):
+                rnd.truncated = True
+                await self._decoded(inv, contract, rnd, decoded)
+            elif rnd.error is None:
+                rnd.error = AuwgentError(_stopped(rnd.finish, decoded))
+        if stop is None or rnd.error is not None:
+            return
+        produced = rnd.texts or rnd.tasks or rnd.customs or rnd.output is not None
+        if stop != "length" or not produced:
+            rnd.error = AuwgentError(_stopped(rnd.finish, None))
+
     async def _decoded(
         self,
         inv: Invocation,
@@ -827,7 +937,7 @@ class Run:
             if structured and event.kind == "response_text":
                 return  # free text is not the output of a structured agent
             if self.core.wants_partials or self.sink is not None:
-                await self.emit_partial(event, inv.name)
+                await self.emit_partial(event, inv.name, rnd)
             return
         if isinstance(event, RejectedEvent):
             await self._rejected(inv, rnd, event)
@@ -841,9 +951,10 @@ class Run:
             if not structured:
                 text = str(event.payload.get("text", ""))
                 rnd.texts.append(text)
-                await self.emit(
-                    "response_text", {"text": text}, inv.name, event.raw, repairs=event.repairs
-                )
+                value: dict[str, Any] = {"text": text}
+                if rnd.truncated:
+                    value["truncated"] = True
+                await self.emit("response_text", value, inv.name, event.raw, repairs=event.repairs)
         elif kind == "response_schema":
             self._quiet(rnd, event)
             await self._schema(inv, contract, rnd, event)
@@ -948,6 +1059,37 @@ def _output_names(agent: Mapping[str, Any], types: Mapping[str, Any]) -> list[st
     return [schema.describe(out, types)]
 
 
+def _paths_tools(
+    agents: Mapping[str, Any],
+    start: str,
+    goal: str,
+    tools: tuple[Mapping[str, Any], ...],
+    seen: frozenset[str] = frozenset(),
+) -> Iterator[tuple[Mapping[str, Any], ...]]:
+    """The tools ``goal`` has on each helper path from ``start`` (``tools``) in the IR."""
+    if start == goal:
+        yield tools
+        return
+    for use in agents[start]["helpers"]:
+        name = use["name"]
+        if name not in seen and use["handoff"] != "user":
+            inner = effective_tools(agents[name], use["tools"], tools)
+            yield from _paths_tools(agents, name, goal, inner, seen | {start})
+
+
+def _total_usage(turns: Sequence[Mapping[str, Any]]) -> TokenUsage:
+    """The token usage of every recorded model call of the session."""
+    total: TokenUsage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    for turn in turns:
+        for call in turn.get("model_calls") or ():
+            usage = call.get("usage") or {}
+            for key in ("input_tokens", "output_tokens", "total_tokens"):
+                count = usage.get(key)
+                if isinstance(count, int):
+                    total[key] += count
+    return total
+
+
 def _embed_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -965,7 +1107,7 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
-def _usage(event: Usage) -> dict[str, int]:
+def _usage(event: Usage) -> TokenUsage:
     given = [n for n in (event.input_tokens, event.output_tokens) if n is not None]
     return {
         "input_tokens": event.input_tokens or 0,
@@ -991,6 +1133,56 @@ def _transcript(turn: Mapping[str, Any]) -> str:
         elif intent.get("name") == "response_schema" and isinstance(value, Mapping):
             lines.append(f"Assistant (structured): {json.dumps(value.get('response'))}")
     return "\n".join(lines)
+
+
+#: Finish reasons that mean the provider stopped the answer: never a success, never re-asked.
+_REFUSED = frozenset(
+    {
+        "content_filter",
+        "malformed_function_call",
+        "safety",
+        "recitation",
+        "blocklist",
+        "prohibited_content",
+        "spii",
+        "image_safety",
+        "refusal",
+    }
+)
+
+
+def _abnormal(finish: Finish | None) -> str | None:
+    """``"length"`` for an answer cut by the output limit, the reason for a refused one,
+    else ``None``."""
+    if finish is None:
+        return None
+    reason = finish.reason.lower()
+    return reason if reason == "length" or reason in _REFUSED else None
+
+
+def _is_text(event: FinalEvent | RejectedEvent, contract: Contract) -> bool:
+    return (
+        isinstance(event, FinalEvent)
+        and event.kind == "response_text"
+        and contract.output["kind"] == "text"
+    )
+
+
+def _stopped(finish: Finish | None, cut: FinalEvent | RejectedEvent | None) -> str:
+    """Why a response could not be used, in the words the application sees."""
+    assert finish is not None
+    reason = f"finish_reason={finish.reason}"
+    if finish.reason.lower() == "length":
+        what = (
+            f"while writing {cut.kind or 'a call'} {cut.name or ''}".rstrip()
+            if cut is not None
+            else "before it wrote an answer"
+        )
+        return f"the model stopped at its output limit ({reason}) {what}"
+    if finish.raw and finish.raw != finish.reason:
+        reason += f", {finish.raw}"  # the provider's own word, e.g. Gemini's SAFETY
+    said = f": {finish.message}" if finish.message else " (the provider gave no message)"
+    return f"the provider stopped the model's answer ({reason}){said}"
 
 
 def _feedback(problems: Sequence[str]) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "BUILTIN_INTENTS",
     "Control",
     "HandlerSet",
+    "HookFailure",
     "IntentEvent",
     "sanitise",
 ]
@@ -46,6 +47,7 @@ BUILTIN_INTENTS: tuple[str, ...] = (
     "approval_request",
     "approval_result",
     "error",
+    "handoff_complete",
 )
 
 #: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
@@ -87,6 +89,27 @@ class Control:
     result: Any = None  # used when not skipping (it may itself be None)
 
 
+@dataclass(frozen=True, slots=True)
+class HookFailure:
+    """A handler or middleware that raised: ``who`` names it (``intent handler 'Guard'``)."""
+
+    who: str
+    error: Exception
+
+
+def label_of(obj: Any, fallback: str) -> str:
+    """How an application object is named in messages: its ``name`` if it is a non-empty
+    string, else its class (or function) name, else ``fallback``."""
+    name = obj.get("name") if isinstance(obj, Mapping) else getattr(obj, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(obj, Mapping):
+        return fallback
+    if inspect.isroutine(obj) or isinstance(obj, functools.partial):
+        return str(getattr(obj, "__qualname__", None) or fallback)
+    return type(obj).__name__
+
+
 def sanitise(name: str) -> str:
     """The sanitised lowercase form used as a fallback method name (``My-Intent`` → ``my_intent``)."""
     return _NOT_SANITARY.sub("_", name).strip("_").lower()
@@ -118,9 +141,14 @@ _Target = Callable[[str, Any, str], Awaitable[Any]]
 class _Handler:
     """One registered handler, with its per-intent method lookups cached."""
 
-    __slots__ = ("_function", "_instance", "_methods")
+    __slots__ = ("_function", "_instance", "_methods", "label")
 
     def __init__(self, handler: Any) -> None:
+        if not (inspect.isclass(handler) or callable(handler) or _is_instance(handler)):
+            raise TypeError(
+                "on_intent: expected a handler class, an instance of one, or a function "
+                f"(name, value, agent_name), got {type(handler).__name__} {handler!r:.60}"
+            )
         if inspect.isclass(handler):
             try:
                 handler = handler()
@@ -136,6 +164,7 @@ class _Handler:
         else:
             self._instance = handler
         self._methods: dict[str, Callable[..., Any] | None] = {}
+        self.label = label_of(handler, "handler")
 
     def method(self, name: str) -> Callable[..., Any] | None:
         try:
@@ -176,6 +205,12 @@ class _Handler:
         return names
 
 
+def _is_instance(handler: Any) -> bool:
+    """An object of the application's own class (data such as ``None``, strings, numbers,
+    dicts and lists is no handler)."""
+    return type(handler).__module__ != "builtins"
+
+
 def _is_function_like(handler: Any) -> bool:
     # Functions, partials and objects whose class defines __call__ are function handlers;
     # any other object is looked up by intent name.
@@ -193,9 +228,16 @@ class HandlerSet:
     def __bool__(self) -> bool:
         return bool(self._handlers)
 
-    def add(self, handler: Any, known_intents: Iterable[str]) -> None:
-        """Register ``handler``; warn about methods that match no known intent (likely typos)."""
-        wrapped = _Handler(handler)
+    def add(self, handler: Any, known_intents: Iterable[str], where: str = "on_intent") -> None:
+        """Register ``handler``; warn about methods that match no known intent (likely typos).
+
+        Raises ``TypeError`` at once for something that cannot be a handler; the warnings
+        point at the application's line that registered it.
+        """
+        try:
+            wrapped = _Handler(handler)
+        except TypeError as exc:
+            raise TypeError(str(exc).replace("on_intent", where, 1)) from None
         known = set(known_intents)
         known_forms = known | {sanitise(n) for n in known}
         for attr in wrapped.method_names():
@@ -207,13 +249,39 @@ class HandlerSet:
                 warnings.warn(
                     f"intent handler method {attr!r} matches no intent of this agent{tip}",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=_caller_level(),
                 )
         self._handlers.append(wrapped)
 
-    async def dispatch(self, name: str, value: Any, agent_name: str) -> list[Any]:
-        """Call every handler; return their results in order. Exceptions propagate."""
+    async def dispatch(
+        self, name: str, value: Any, agent_name: str, failures: list[HookFailure]
+    ) -> list[Any]:
+        """Call every handler, whatever the others do; return their results in order.
+
+        A handler that raises adds a :class:`HookFailure` to ``failures``; the others still run.
+        """
         results = []
         for handler in self._handlers:
-            results.append(await handler(name, value, agent_name))
+            try:
+                results.append(await handler(name, value, agent_name))
+            except Exception as exc:
+                failures.append(HookFailure(f"intent handler {handler.label!r}", exc))
         return results
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the application's frame that registered a handler: the first
+    frame outside this package and outside the (generated) agent's ``on_intent`` methods."""
+    import sys
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parents[1])
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and (
+        frame.f_code.co_filename.startswith(package)
+        or frame.f_code.co_name in ("on_intent", "on_intent_partial")
+    ):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.intents import call_maybe_async
+from auwgent.runtime.intents import HookFailure, call_maybe_async, label_of
 
 __all__ = ["HOOKS", "MiddlewareChain"]
 
@@ -40,9 +40,10 @@ HOOKS: dict[str, str] = {
 
 
 class _Entry:
-    __slots__ = ("hooks", "targets")
+    __slots__ = ("hooks", "label", "targets")
 
     def __init__(self, obj: Any, index: int) -> None:
+        self.label = label_of(obj, f"middleware[{index}]")
         # A dict of functions (the TypeScript manual's object style) works like an instance.
         get: Callable[[str], Any] = (
             obj.get if isinstance(obj, Mapping) else lambda key: getattr(obj, key, None)
@@ -126,16 +127,36 @@ class MiddlewareChain:
                 prompt = returned
         return prompt
 
-    async def intent(self, name: str, value: Any, ctx: dict[str, Any]) -> list[Any]:
-        """``onIntent``: every middleware's return value, in order."""
-        return [
-            await call_maybe_async(fn, name, value, ctx)
-            for fn in self._for("onIntent", ctx["activeAgent"])
-        ]
+    async def intent(
+        self, name: str, value: Any, ctx: dict[str, Any], failures: list[HookFailure]
+    ) -> list[Any]:
+        """``onIntent``: every middleware's return value, in order.
 
-    async def intent_partial(self, name: str, value: Any, ctx: dict[str, Any]) -> None:
-        for fn in self._for("onIntentPartial", ctx["activeAgent"]):
-            await call_maybe_async(fn, name, value, ctx)
+        Each middleware sees the intent whatever the others do: one that raises adds a
+        :class:`HookFailure` to ``failures`` and the next still runs.
+        """
+        return await self._each("onIntent", name, value, ctx, failures)
+
+    async def intent_partial(
+        self, name: str, value: Any, ctx: dict[str, Any], failures: list[HookFailure]
+    ) -> None:
+        """``onIntentPartial``, isolated like :meth:`intent`."""
+        await self._each("onIntentPartial", name, value, ctx, failures)
+
+    async def _each(
+        self, hook: str, name: str, value: Any, ctx: dict[str, Any], failures: list[HookFailure]
+    ) -> list[Any]:
+        results = []
+        active = ctx["activeAgent"]
+        for entry in self._entries:
+            fn = entry.hooks.get(hook)
+            if fn is None or not entry.applies(active):
+                continue
+            try:
+                results.append(await call_maybe_async(fn, name, value, ctx))
+            except Exception as exc:
+                failures.append(HookFailure(f"middleware {entry.label!r}", exc))
+        return results
 
     async def llm_end(self, response: Any, ctx: dict[str, Any]) -> None:
         for fn in self._for("onLLMEnd", ctx["activeAgent"]):

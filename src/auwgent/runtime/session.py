@@ -17,9 +17,12 @@ it, also in another process after ``json.dumps`` / ``json.loads``. Its shape (ve
 A **frame** is ``{"agent": name, "config": name | None}``; a helper that was handed the
 conversation (``handoff user``) adds ``"handoff"``, ``"parent"``, ``"tools"`` (its grant) and
 ``"messages"`` (its own history). A **turn** is ``{"id", "input": {"text"}, "agent",
-"messages", "intents", "status", "error", "output"}``: ``messages`` are the root agent's
-history messages of that exchange (see :func:`message_to_json`), ``intents`` the final intents
-emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``.
+"messages", "intents", "status", "error", "output", "model_calls"}``: ``messages`` are the root
+agent's history messages of that exchange (see :func:`message_to_json`), ``intents`` the final
+intents emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``,
+``model_calls`` one ``{"finish_reason", "usage", "model"}`` per model call (helpers' included).
+After a run, ``"usage"`` holds the session's token totals
+(``{"input_tokens", "output_tokens", "total_tokens"}``).
 A session loaded from a store may also carry a top-level ``"revision"`` (a non-negative
 integer). :func:`check_session` checks all of it when a session comes back from outside.
 """
@@ -83,7 +86,21 @@ class Turn(TypedDict):
     status: str
     error: str | None
     output: Any
-    model_calls: list[dict[str, Any]]  # one per model call: {"model": "<provider>:<model>"}
+    model_calls: list[ModelCall]  # one per model call
+
+
+class TokenUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class ModelCall(TypedDict):
+    """One model call of a turn: why it stopped, what it cost, which model."""
+
+    finish_reason: str | None
+    usage: TokenUsage | None
+    model: str  # "<provider>:<model>"
 
 
 class _SessionRequired(TypedDict):
@@ -101,6 +118,7 @@ class Session(_SessionRequired, total=False):
     status: str  # "awaiting_approval" while approvals are pending (see runtime/approvals.py)
     pending_approvals: list[dict[str, Any]]
     approvals: list[dict[str, Any]]  # the audit of every approval decision
+    usage: TokenUsage
 
 
 def new_session(root: str) -> Session:

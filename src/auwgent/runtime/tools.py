@@ -16,17 +16,20 @@ from typing import Any
 
 from auwgent.errors import ConfigError, ToolError
 
-__all__ = ["ToolRegistry", "declared_tool_names", "not_configured", "result_text"]
+__all__ = ["ToolRegistry", "declared_tools", "not_configured", "result_text"]
 
 
-def declared_tool_names(doc: Mapping[str, Any]) -> list[str]:
-    """Every tool the document declares: agents' tools and workflows' scoped tools."""
-    names: list[str] = []
+def declared_tools(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Every tool the document declares, by name: agents' tools and workflows' scoped tools
+    (one name may be declared by several agents)."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
     for agent in doc["agents"].values():
-        names.extend(t["name"] for t in agent["tools"])
+        for tool in agent["tools"]:
+            found.setdefault(tool["name"], []).append(tool)
         for workflow in agent["workflows"]:
-            names.extend(t["name"] for t in workflow["tools"])
-    return list(dict.fromkeys(names))
+            for tool in workflow["tools"]:
+                found.setdefault(tool["name"], []).append(tool)
+    return found
 
 
 def not_configured(name: str) -> str:
@@ -39,10 +42,15 @@ def _implemented(fn: Any) -> bool:
 
 
 class ToolRegistry:
-    """Implementations by tool name, built from the runtime config's ``tools`` value."""
+    """Implementations by tool name, built from the runtime config's ``tools`` value.
 
-    def __init__(self, tools: Any, declared: Iterable[str]) -> None:
-        declared_list = list(declared)
+    Every implementation is checked against its declaration when the agent is created:
+    missing or unknown parameters (unless it takes ``**kwargs``), values that are not callable,
+    and (for classes and instances) methods whose name is a near miss of a declared tool that
+    has no implementation. All problems are reported in one ``ConfigError``.
+    """
+
+    def __init__(self, tools: Any, declared: Mapping[str, list[Mapping[str, Any]]]) -> None:
         self._impls: dict[str, Callable[..., Any]] = {}
         if tools is None:
             return
@@ -51,26 +59,59 @@ class ToolRegistry:
                 tools = tools()
             except Exception as exc:  # the app's constructor: report it as a config mistake
                 raise ConfigError(f"tools: could not instantiate {tools.__name__}: {exc}") from exc
+        problems: list[str] = []
         if isinstance(tools, Mapping):
-            self._from_mapping(tools, declared_list)
+            self._from_mapping(tools, declared, problems)
         else:
-            for name in declared_list:
-                fn: Any = getattr(tools, name, None)
-                if _implemented(fn):
-                    self._impls[name] = fn
+            self._from_object(tools, declared, problems)
+        for name, fn in self._impls.items():
+            problems.extend(_signature_problems(name, fn, declared[name]))
+        if len(problems) == 1:
+            raise ConfigError(problems[0])
+        if problems:
+            raise ConfigError(
+                f"tools: {len(problems)} problems with the tool implementations:\n"
+                + "\n".join(f"  - {p}" for p in problems)
+            )
 
-    def _from_mapping(self, tools: Mapping[str, Any], declared: list[str]) -> None:
+    def _from_mapping(
+        self,
+        tools: Mapping[str, Any],
+        declared: Mapping[str, list[Mapping[str, Any]]],
+        problems: list[str],
+    ) -> None:
         for name, fn in tools.items():
             if name not in declared:
-                from difflib import get_close_matches  # only on this error path
-
-                hint = get_close_matches(str(name), declared, n=1)
-                tip = f"; did you mean {hint[0]!r}?" if hint else ""
-                raise ConfigError(f"tools.{name}: no tool named {name!r} is declared{tip}")
-            if not callable(fn):
-                raise ConfigError(f"tools.{name}: expected a function, got {type(fn).__name__}")
-            if _implemented(fn):
+                problems.append(
+                    f"tools.{name}: no tool named {name!r} is declared{_tip(name, declared)}"
+                )
+            elif not callable(fn):
+                problems.append(f"tools.{name}: expected a function, got {type(fn).__name__}")
+            elif _implemented(fn):
                 self._impls[name] = fn
+
+    def _from_object(
+        self, tools: Any, declared: Mapping[str, list[Mapping[str, Any]]], problems: list[str]
+    ) -> None:
+        for name in declared:
+            fn: Any = getattr(tools, name, None)
+            if fn is not None and not callable(fn):
+                problems.append(f"tools.{name}: expected a method, got {type(fn).__name__}")
+            elif _implemented(fn):
+                self._impls[name] = fn
+        missing = [name for name in declared if name not in self._impls]
+        if not missing:
+            return
+        from difflib import get_close_matches  # only when some tool has no implementation
+
+        for attr in dir(type(tools)):
+            if attr.startswith("_") or attr in declared:
+                continue
+            hint = get_close_matches(attr, missing, n=1, cutoff=0.75)
+            if hint and callable(getattr(tools, attr, None)):
+                problems.append(
+                    f"tools.{attr}: no tool named {attr!r} is declared; did you mean {hint[0]!r}?"
+                )
 
     def has(self, name: str) -> bool:
         """Whether ``name`` has an implementation."""
@@ -94,6 +135,41 @@ class ToolRegistry:
         if inspect.isawaitable(result):
             return await result
         return result
+
+
+def _tip(name: str, known: Iterable[str]) -> str:
+    from difflib import get_close_matches  # only on this error path
+
+    hint = get_close_matches(str(name), list(known), n=1)
+    return f"; did you mean {hint[0]!r}?" if hint else ""
+
+
+def _signature_problems(
+    name: str, fn: Callable[..., Any], declarations: list[Mapping[str, Any]]
+) -> list[str]:
+    """What keeps ``fn`` from being called with the declared parameters as keywords."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []  # no signature to read (some builtins): the call itself will tell
+    params = signature.parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return []
+    takes = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    required = {p.name for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL}
+    problems = []
+    for params_of in {tuple(p["name"] for p in d["params"]) for d in declarations}:
+        missing = [p for p in params_of if p not in takes]
+        unknown = sorted(required - set(params_of))
+        parts = [f"missing parameter {p!r}" for p in missing]
+        parts += [f"unknown parameter {p!r}" for p in unknown]
+        if parts:
+            shown = ", ".join(params_of) or "no parameters"
+            problems.append(
+                f"tools.{name}: the implementation does not match the declaration "
+                f"{name}({shown}): " + "; ".join(parts)
+            )
+    return problems
 
 
 def result_text(result: Any) -> str:

@@ -91,6 +91,7 @@ class Turn:
     calls: tuple[tuple[str, Any], ...] = ()  # (name, arguments mapping or raw JSON text)
     finish_reason: str | None = None  # default: "tool_calls" with calls, else "stop"
     chunk_size: int | None = None
+    finish_message: str | None = None  # Gemini's finishMessage beside the finish reason
 
     @property
     def finish(self) -> str:
@@ -155,9 +156,25 @@ ReplyFunction: TypeAlias = Callable[[RecordedRequest], ServerReply]
 Script: TypeAlias = Sequence[ServerReply | ReplyFunction] | ReplyFunction
 
 
-def text(content: str, *, chunk_size: int | None = None, finish_reason: str | None = None) -> Turn:
-    """A text answer (prose, block-protocol text, JSON), streamed in ``chunk_size`` pieces."""
-    return Turn(text=content, chunk_size=chunk_size, finish_reason=finish_reason)
+def text(
+    content: str,
+    *,
+    chunk_size: int | None = None,
+    finish_reason: str | None = None,
+    finish_message: str | None = None,
+) -> Turn:
+    """A text answer (prose, block-protocol text, JSON), streamed in ``chunk_size`` pieces.
+
+    ``finish_reason`` is written in OpenAI's words (``"length"``, ``"content_filter"``); the
+    Gemini server sends its own (``MAX_TOKENS``; others upper-cased, e.g. ``"safety"`` →
+    ``SAFETY``) with ``finish_message`` as its ``finishMessage``.
+    """
+    return Turn(
+        text=content,
+        chunk_size=chunk_size,
+        finish_reason=finish_reason,
+        finish_message=finish_message,
+    )
 
 
 def tool_calls(
@@ -165,12 +182,22 @@ def tool_calls(
     *,
     text: str = "",
     chunk_size: int | None = None,
+    finish_reason: str | None = None,
+    finish_message: str | None = None,
 ) -> Turn:
     """Native function calls ``[(name, arguments), ...]``, optionally after some text.
 
-    Arguments are a mapping (sent as JSON) or JSON text sent as is (to test broken arguments).
+    Arguments are a mapping (sent as JSON) or JSON text sent as is (to test broken arguments,
+    or arguments cut off with ``finish_reason="length"``). The finish fields are as in
+    :func:`text`.
     """
-    return Turn(text=text, calls=tuple(calls), chunk_size=chunk_size)
+    return Turn(
+        text=text,
+        calls=tuple(calls),
+        chunk_size=chunk_size,
+        finish_reason=finish_reason,
+        finish_message=finish_message,
+    )
 
 
 def structured(value: Any, *, chunk_size: int | None = None) -> Turn:
@@ -798,11 +825,13 @@ class FakeGeminiServer(_FakeServer):
         return {"functionCall": {"name": name, "args": args}}
 
     def _response(
-        self, parts: list[dict[str, Any]], usage: dict[str, int], finish: str | None
+        self, parts: list[dict[str, Any]], usage: dict[str, int], turn: Turn | None
     ) -> dict[str, Any]:
         candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
-        if finish is not None:
-            candidate["finishReason"] = _GEMINI_FINISH.get(finish, finish.upper())
+        if turn is not None:
+            candidate["finishReason"] = _GEMINI_FINISH.get(turn.finish, turn.finish.upper())
+            if turn.finish_message:
+                candidate["finishMessage"] = turn.finish_message
         return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-fake"}
 
     def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
@@ -813,7 +842,7 @@ class FakeGeminiServer(_FakeServer):
         groups = groups or [[{"text": ""}]]
         last = len(groups) - 1
         return [
-            self._sse(self._response(g, usage, turn.finish if i == last else None))
+            self._sse(self._response(g, usage, turn if i == last else None))
             for i, g in enumerate(groups)
         ]
 
@@ -826,4 +855,4 @@ class FakeGeminiServer(_FakeServer):
     def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
         parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
         parts += [self._call_part(n, a) for n, a in turn.calls]
-        return self._response(parts or [{"text": ""}], self._usage(turn, request), turn.finish)
+        return self._response(parts or [{"text": ""}], self._usage(turn, request), turn)

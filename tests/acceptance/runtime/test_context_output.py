@@ -195,9 +195,10 @@ async def test_on_run_start_may_supply_context_and_extra_keys_are_shown(
         await agent.run("How long do refunds take?")
     system = gemini_system(server.requests[0].body)
     assert "You are speaking with Esi." in system
-    # Keys no prompt references are automatically injected.
+    # Undeclared keys (retrieval data) are automatically injected; a declared key that no
+    # prompt references (plan) stays with the application.
     assert "Refunds take 5 days." in system
-    assert "gold" in system
+    assert "gold" not in system and "plan" not in system
     assert agent.context.get("retrieved_chunks") is None  # the run's copy only
 
 

@@ -62,6 +62,7 @@ def make(main: ModuleType, server: FakeOpenAIServer, middleware: list[Any], **ex
 
 async def test_run_hooks_and_llm_hooks_in_order(main: ModuleType) -> None:
     order: list[str] = []
+    usage: list[Any] = []
 
     class Trace(main.AuwgentMiddleware):  # type: ignore[name-defined, misc]
         name = "trace"
@@ -77,7 +78,8 @@ async def test_run_hooks_and_llm_hooks_in_order(main: ModuleType) -> None:
             order.append(f"onIntent {name}")
 
         async def onLLMEnd(self, response: Any, ctx: Any) -> None:
-            order.append(f"onLLMEnd {response}")
+            order.append(f"onLLMEnd {response['text']} {response['finish_reason']}")
+            usage.append(response["usage"])
 
         async def onRunComplete(self, finalSession: Any, ctx: Any) -> None:
             order.append("onRunComplete")
@@ -92,9 +94,17 @@ async def test_run_hooks_and_llm_hooks_in_order(main: ModuleType) -> None:
         "onIntent tool_result",
         "onLLMStart",
         "onIntent response_text",
-        "onLLMEnd {'text': 'It is sunny.'}",
+        "onLLMEnd It is sunny. stop",
         "onRunComplete",
     ]
+    # The fake server counts tokens; the call's usage reaches onLLMEnd and the session.
+    assert usage[0]["total_tokens"] == usage[0]["input_tokens"] + usage[0]["output_tokens"] > 0
+    session = agent.last_session
+    assert [c["finish_reason"] for c in session["turns"][0]["model_calls"]] == ["stop", "stop"]
+    assert session["turns"][0]["model_calls"][0]["model"] == "openai:gpt-4o"
+    assert session["usage"]["total_tokens"] == sum(
+        c["usage"]["total_tokens"] for c in session["turns"][0]["model_calls"]
+    )
 
 
 async def test_snake_case_sync_and_dict_middleware(main: ModuleType) -> None:

@@ -202,13 +202,14 @@ async def test_a_workflow_failing_at_run_time(main: ModuleType) -> None:
     assert "divide" in json.dumps(server.requests[1].body["messages"][1:])
 
 
-async def test_a_failing_helper_and_a_failing_handler(main: ModuleType) -> None:
+async def test_a_failing_handler_skips_the_helper_call(main: ModuleType) -> None:
+    asked: list[str] = []
+
     def reply(request: Any) -> Any:
         system = openai_system(request.body)
-        if "You are broken." in system:
-            return status(400, message="helper model refused")
-        if "helper model refused" in json.dumps(request.body["messages"]):
-            return text("The helper failed.")
+        asked.append(system)
+        if "skipped" in json.dumps(request.body["messages"]):
+            return text("The helper was skipped.")
         return text("[helper_call: Broken]\ninput: go\n[/helper_call]")
 
     handled: list[str] = []
@@ -225,10 +226,15 @@ async def test_a_failing_helper_and_a_failing_handler(main: ModuleType) -> None:
         agent.on_intent(seen)
         await agent.run("Use the broken helper")
     assert handled == ["helper_call"]
-    # The handler's exception is an error intent and the run goes on.
-    assert any("bug in my handler" in e["message"] for e in seen.payloads("error"))
-    assert ("Broken" in seen.agents("error")) and seen.payloads("tool_error")[0]["tool"] == "Broken"
-    assert seen.events[-1] == ("response_text", {"text": "The helper failed."}, "Main")
+    # Fail closed: the handler did not finish its decision, so the helper never ran.
+    assert not any("You are broken." in system for system in asked)
+    (error,) = seen.payloads("error")
+    assert "'HandleIntent'" in error["message"] and "helper_call" in error["message"]
+    assert "bug in my handler" in error["message"]
+    assert seen.payloads("tool_skipped") == [{"type": "Broken", "args": {"input": "go"}}]
+    # The handler after the failing one still saw the intent.
+    assert "helper_call" in seen.names
+    assert seen.events[-1] == ("response_text", {"text": "The helper was skipped."}, "Main")
 
 
 async def test_helper_call_skip_and_the_shared_registry(main: ModuleType) -> None:

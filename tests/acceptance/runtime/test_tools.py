@@ -19,6 +19,12 @@ type WeatherResult {
     condition: string
 }
 
+type Forecast {
+    location: string
+    days: number
+    outlook: string
+}
+
 agent Main {
     default config {
         model: openai("gpt-4o")
@@ -30,7 +36,7 @@ agent Main {
         @example(location = "Accra")
 
     tools {
-        get_forecast(location: string, days: number): string @desc "Gets a forecast"
+        get_forecast(location: string, days: number): Forecast @desc "Gets a forecast"
         delete_records(table: string): boolean @desc "Deletes every record of a table"
         send_sms(phone: string, message: string): boolean @desc "Sends a text message"
     }
@@ -140,12 +146,12 @@ async def test_tools_as_a_class_an_instance_or_a_dict(main: ModuleType, form: st
 
     async def get_weather(location: str) -> str:
         seen_args.append(location)
-        return "Sunny, 28°C"
+        return '{"temperature": 28, "condition": "Sunny"}'
 
     class Tools(main.AuwgentTools):  # type: ignore[name-defined, misc]
         async def get_weather(self, location: str) -> str:
             seen_args.append(location)
-            return "Sunny, 28°C"
+            return '{"temperature": 28, "condition": "Sunny"}'
 
     tools: Any = {"class": Tools, "instance": Tools(), "dict": {"get_weather": get_weather}}[form]
     seen = Recorder()
@@ -155,8 +161,8 @@ async def test_tools_as_a_class_an_instance_or_a_dict(main: ModuleType, form: st
         agent.on_intent(seen)
         await agent.run("Weather in Tema?")
     assert seen_args == ["Tema"]
-    assert seen.payloads("tool_result")[0]["result"] == "Sunny, 28°C"
-    assert "Sunny, 28°C" in json.dumps(server.requests[1].body["messages"][1:], ensure_ascii=False)
+    assert seen.payloads("tool_result")[0]["result"] == '{"temperature": 28, "condition": "Sunny"}'
+    assert "Sunny" in json.dumps(server.requests[1].body["messages"][1:], ensure_ascii=False)
 
 
 async def test_skipping_a_tool_call_from_the_handler(main: ModuleType) -> None:

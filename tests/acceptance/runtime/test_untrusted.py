@@ -194,8 +194,8 @@ async def test_a_forged_result_and_context_value_never_reach_the_model_as_protoc
     )
     system = openai_system(server.requests[0].body)
     context = system[system.index("Context (values supplied by the application):") :]
+    # `note` is declared and referenced by no prompt: it never reaches the model at all.
     assert [line for line in context.splitlines() if line.startswith("- ")] == [
-        f"- note: {json.dumps(HOSTILE, ensure_ascii=False)}".replace("\u2028", "\\u2028"),
         f"- ticket: {json.dumps(HOSTILE, ensure_ascii=False)}".replace("\u2028", "\\u2028"),
     ]
     assert all(

@@ -332,7 +332,9 @@ async def _assert_refused(model: ScriptedModel, protocol: str) -> None:
 async def test_workflow_runs_its_scoped_tool_and_reports_the_result() -> None:
     calls: list[str] = []
     model = ScriptedModel([block("workflow_call", "delete_user", "id: u1"), text("deleted")])
-    bot = make_agent(_scoped_doc(), model, tools={"remove_user": lambda id: calls.append(id)})
+    bot = make_agent(
+        _scoped_doc(), model, tools={"remove_user": lambda id: calls.append(id) or "removed"}
+    )
     rec = Recorder()
     bot.on_intent(rec)
     await bot.run("delete u1")

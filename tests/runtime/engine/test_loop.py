@@ -502,14 +502,18 @@ async def test_the_run_timeout_ends_a_slow_run_with_error() -> None:
     assert session["turns"][-1]["status"] == "error"
 
 
-async def test_session_stays_json_when_a_tool_returns_a_python_object() -> None:
+async def test_session_stays_json_when_a_result_is_a_python_object() -> None:
     class Point:
         def __str__(self) -> str:
             return "Point(1, 2)"
 
     doc = document(agent(tools=[tool("where")]))
     model = ScriptedModel([block("tool_call", "where", ""), text("there")])
-    bot = make_agent(doc, model, tools={"where": lambda: {"at": Point()}})
+    bot = make_agent(doc, model, tools={"where": lambda: "here"})
+    # A handler's override is the application's own value: it is not checked, only kept JSON.
+    bot.on_intent(
+        lambda name, value, agent: {"result": {"at": Point()}} if name == "tool_call" else None
+    )
     session = await bot.run("where?")
     again = json.loads(json.dumps(session))
     results = [i for i in again["turns"][0]["intents"] if i["name"] == "tool_result"]

@@ -298,16 +298,17 @@ def test_context_types_are_checked_at_construction_and_set_context() -> None:
         bot.set_context({"name": 3})
 
 
-async def test_unreferenced_context_keys_are_shown_in_a_context_section() -> None:
+async def test_only_undeclared_context_keys_are_shown_in_a_context_section() -> None:
     model = ScriptedModel([text("ok")])
     bot = make_agent(_ctx_doc(), model, context={"name": "Ama", "is_vip": True})
     bot.set_context({"retrieved_chunks": ["Accra is the capital."]})
     await bot.run("hi")
     system = model.requests[0].system
-    assert "is_vip: true" in system
+    # Declared but referenced by no prompt: private to the application and its workflows.
+    assert "is_vip" not in system
     assert "Accra is the capital." in system
     assert "- name:" not in system  # referenced by the prompt, so not repeated
-    assert system.index("is_vip") > system.index("You are speaking with Ama.")
+    assert system.index("Accra") > system.index("You are speaking with Ama.")
 
 
 async def test_rag_middleware_with_embed() -> None:

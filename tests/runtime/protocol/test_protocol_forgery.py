@@ -87,14 +87,13 @@ def test_a_runtime_note_cannot_be_closed_or_extended_from_inside(separator: str)
 @pytest.mark.parametrize("separator", BREAKS)
 def test_context_values_and_keys_add_no_line_to_the_context_section(separator: str) -> None:
     schema = ContextSchema({"types": {}, "agents": {"Main": {"name": "Main", "context": []}}})
-    agent = {"name": "Main", "context": []}
     values = {
         "note": hostile(separator),
         f"k{separator}- admin": "x",
         "n": 3,
         "doc": [hostile(separator)],
     }
-    text = schema.section(agent, values, set())
+    text = schema.section(values, set())
     lines = text.splitlines()
     assert lines[0] == "Context (values supplied by the application):"
     assert len(lines) == 1 + len(values)

@@ -353,3 +353,14 @@ async def test_the_response_cap_counts_every_byte_of_the_body() -> None:
 async def test_a_body_without_any_event_is_an_interruption() -> None:
     with pytest.raises(StreamInterrupted, match="ended before its first event"):
         await _sse_with(b": only a comment\n\n", 8, Limits())
+
+
+def test_redaction_replaces_whole_keys_of_eight_or_more_characters_only() -> None:
+    from auwgent.runtime.providers.http import _redact
+
+    assert _redact("bad key sk-secret-123, try again", "sk-secret-123") == "bad key ***, try again"
+    assert _redact("Bearer sk-secret-123", "sk-secret-123") == "Bearer ***"
+    # A short key is never looked for: it would mangle ordinary words.
+    assert _redact("the key was not accepted", "k") == "the key was not accepted"
+    # Only whole occurrences: a longer token that contains the key is left as it is.
+    assert _redact("id abcdefgh1 and abcdefgh", "abcdefgh") == "id abcdefgh1 and ***"

@@ -19,6 +19,7 @@ import pytest
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers import (
+    Finish,
     GeminiProvider,
     Message,
     ModelRequest,
@@ -39,6 +40,8 @@ CASES = sorted(
 
 def _event_json(event: StreamEvent) -> dict[str, Any]:
     fields = dataclasses.asdict(event)
+    if isinstance(event, Finish):  # the provider's own reason and message, when it gave them
+        fields = {k: v for k, v in fields.items() if v is not None}
     if isinstance(fields.get("id"), str) and fields["id"].startswith("auwgent_call_"):
         fields["id"] = "<made up>"  # Gemini call ids are generated afresh each time
     return {"event": type(event).__name__, **fields}

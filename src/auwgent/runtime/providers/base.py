@@ -84,7 +84,14 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    reason: str  # "stop", "tool_calls", "length", "content_filter", ... as the provider says
+    """Why the model stopped: ``reason`` in OpenAI's words ("stop", "tool_calls", "length",
+    "content_filter", ...); ``raw`` the provider's own reason where it differs (Gemini's
+    ``SAFETY``), ``message`` any explanation the provider gave with it. Events compare by
+    ``reason`` alone."""
+
+    reason: str
+    raw: str | None = field(default=None, compare=False)
+    message: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

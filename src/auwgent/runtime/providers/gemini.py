@@ -186,6 +186,8 @@ class _Decoder:
         self._response_id = ""
         self.usage: Usage | None = None
         self.finish: str | None = None
+        self.raw: str | None = None
+        self.message: str | None = None
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         provider = self._provider
@@ -199,6 +201,8 @@ class _Decoder:
         feedback = field(provider, "promptFeedback", chunk.get("promptFeedback"), dict) or {}
         if feedback.get("blockReason"):
             self.finish = "content_filter"
+            self.raw = str(feedback["blockReason"])
+            self.message = feedback.get("blockReasonMessage") or self.message
         candidates = field(provider, "candidates", chunk.get("candidates"), list) or []
         if not candidates:
             return []
@@ -209,6 +213,8 @@ class _Decoder:
         reason = field(provider, "candidates[0].finishReason", candidate.get("finishReason"), str)
         if reason:
             self.finish = _FINISH.get(reason, reason.lower())
+            self.raw = reason
+            self.message = candidate.get("finishMessage") or self.message
         return events
 
     def _part(self, part: Any) -> list[StreamEvent]:
@@ -273,7 +279,7 @@ class _Decoder:
             )
         reason = "tool_calls" if self.finish == "stop" and self._calls else self.finish
         tail: list[StreamEvent] = [self.usage] if self.usage is not None else []
-        return [*tail, Finish(reason)]
+        return [*tail, Finish(reason, self.raw, self.message)]
 
 
 def _model_path(model: str) -> str:

@@ -276,9 +276,18 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _redact(text: str, secret: str | None) -> str:
-    if secret:
-        return text.replace(secret, "***")
-    return text
+    """``text`` with every whole occurrence of the API key replaced by ``***``.
+
+    Only keys of 8 or more characters are looked for (a short test key such as ``"k"`` would
+    mangle every word it occurs in), and only where the key stands alone, not inside a longer
+    run of key characters.
+    """
+    if not secret or len(secret) < 8 or secret not in text:
+        return text
+    import re
+
+    pattern = rf"(?<![A-Za-z0-9_\-]){re.escape(secret)}(?![A-Za-z0-9_\-])"
+    return re.sub(pattern, "***", text)
 
 
 def _is_retryable(status: int) -> bool:

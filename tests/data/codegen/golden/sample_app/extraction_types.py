@@ -47,6 +47,7 @@ __all__ = [
     "COMPILER_VERSION",
     "ConfigName",
     "ErrorIntent",
+    "HandoffCompleteIntent",
     "HelperCallIntent",
     "HelperName",
     "HelperResultIntent",
@@ -101,6 +102,7 @@ IntentName = Literal[
     "approval_request",
     "approval_result",
     "error",
+    "handoff_complete",
 ]
 OutputTypeName = Literal["Person", "Organisation"]
 
@@ -230,10 +232,24 @@ class ApprovalResultIntent(TypedDict):
     reason: str | None
 
 
-class ErrorIntent(TypedDict):
+class _ErrorIntentRequired(TypedDict):
+    message: str
+
+
+class ErrorIntent(_ErrorIntentRequired, total=False):
     """Payload of ``error``: the run failed."""
 
-    message: str
+    handler: str
+    intent: str
+    traceback: str
+
+
+class HandoffCompleteIntent(TypedDict, total=False):
+    """Payload of ``handoff_complete``: a helper that was handed the conversation is done;
+    control returns to its caller.
+    """
+
+    summary: str
 
 
 class IntentControl(TypedDict, total=False):
@@ -519,6 +535,15 @@ class AuwgentBaseIntentHandler:
     @_unimplemented
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
+        return None
+
+    @_unimplemented
+    async def handoff_complete(
+        self,
+        intent: HandoffCompleteIntent,
+        agent_name: AgentName,
+    ) -> IntentControl | None:
+        """A helper that was handed the conversation is done; control returns to its caller."""
         return None
 
 

@@ -116,13 +116,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="check .agent sources for errors without writing anything",
         description="Check a project, a folder of .agent files, or one .agent file.",
     )
-    parser.add_argument(
-        "path",
-        nargs="?",
-        default=".",
-        type=Path,
-        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
-    )
+    _add_path(parser)
     _add_jobs(parser)
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -137,13 +131,7 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         help="compile .agent sources to IR and typed bindings",
         description="Compile a project and write its generated files.",
     )
-    parser.add_argument(
-        "path",
-        nargs="?",
-        default=".",
-        type=Path,
-        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
-    )
+    _add_path(parser)
     parser.add_argument(
         "--watch", action="store_true", help="regenerate whenever a source file changes"
     )
@@ -167,13 +155,7 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "(or their cassettes). Exit 0 when every test passes, 1 when one fails or the "
         "sources have errors.",
     )
-    parser.add_argument(
-        "path",
-        nargs="?",
-        default=".",
-        type=Path,
-        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
-    )
+    _add_path(parser)
     parser.add_argument(
         "-k",
         dest="pattern",
@@ -197,13 +179,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Serve every agent of a project over HTTP: runs stream their intents as "
         "Server-Sent Events, conversations live in a shared store. See docs/serve.md.",
     )
-    parser.add_argument(
-        "path",
-        nargs="?",
-        default=".",
-        type=Path,
-        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
-    )
+    _add_path(parser)
     parser.add_argument(
         "--app",
         required=True,
@@ -299,6 +275,16 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ValueError:  # a module set to None in sys.modules (blocked)
         return False
+
+
+def _add_path(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="an .agent file, a folder, or an auwgent.yml (default: the current folder)",
+    )
 
 
 def _add_jobs(parser: argparse.ArgumentParser) -> None:

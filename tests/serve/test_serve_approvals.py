@@ -82,3 +82,34 @@ def test_a_deferred_approval_is_resumed_through_the_endpoint(project: Path, tmp_
         assert again.status_code != 200 or "no pending approvals" in again.text
         assert "sent to ada@example.com" in json.dumps(fake.requests[1].body["messages"])
     assert sent.read_text().split() == ["ada@example.com"]
+
+
+def test_an_approval_paused_on_one_worker_is_resumed_on_the_other(
+    project: Path, postgres_url: str
+) -> None:
+    """Two workers share one PostgreSQL: the run pauses on the first, the decision goes to the
+    second, and the gated tool runs exactly once."""
+    script = [
+        text("[tool_call: send_email]\nto: grace@example.com\n[/tool_call]"),
+        text("[response_text]\nSent.\n[/response_text]"),
+    ]
+    sent = project / "sent.txt"
+    conversation = f"cross-{id(project)}"
+    with (
+        FakeOpenAIServer(script) as fake,
+        serving(project, fake.base_url, postgres_url) as one,
+        serving(project, fake.base_url, postgres_url) as two,
+    ):
+        paused = run(one, {"input": "Mail Grace", "conversation_id": conversation})[-1][1]
+        assert paused["status"] == "awaiting_approval" and not sent.exists()
+        (pending,) = paused["pending_approvals"]
+        body: dict[str, Any] = {"decisions": {pending["id"]: True}}
+        endpoint = f"{two}/v1/conversations/{conversation}/approvals"
+        with httpx.stream("POST", endpoint, json=body, headers=headers(), timeout=60) as answer:
+            assert answer.status_code == 200, answer.read()
+            events = read_sse(answer)
+        assert events[-1][1]["turns"][-1]["output"] == "Sent."
+        again = httpx.post(f"{one}/v1/conversations/{conversation}/approvals", json=body,
+                           headers=headers())  # fmt: skip
+        assert again.status_code != 200 or "no pending approvals" in again.text
+    assert sent.read_text().split() == ["grace@example.com"]

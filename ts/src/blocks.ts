@@ -9,6 +9,7 @@ import {
   findCallable,
   outputVariants,
   renderOutcome,
+  runtimeNote,
   type CallableSpec,
   type CallKind,
   type CallOutcome,
@@ -600,6 +601,6 @@ export class BlocksCodec implements Codec {
     return [{ role: "user", content: outcomes.map(renderOutcome).join("\n") }];
   }
   feedbackMessage(text: string): Message {
-    return { role: "user", content: `[runtime_note]\n${text.trim()}\n[/runtime_note]` };
+    return { role: "user", content: runtimeNote(text) };
   }
 }

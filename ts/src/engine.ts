@@ -9,7 +9,7 @@ import type { AgentCore } from "./agent.js";
 import type { Message, ModelRequest, StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
-import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn } from "./session.js";
+import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 
@@ -502,6 +502,7 @@ export class Run {
     const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
     let finish: string | null = null;
+    let usage: Usage | null = null;
     const answered = { model: "" };
     try {
       // Without fallback models the provider's stream is read directly (one generator less
@@ -511,13 +512,14 @@ export class Run {
       for await (const event of events) {
         if (event.type === "text") rnd.chunks.push(event.text);
         else if (event.type === "finish") finish = event.reason;
+        else if (event.type === "usage") usage = usageOf(event);
         for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
       }
       for (const decoded of decoder.close()) await this.decoded(inv, contract, rnd, cutOff(decoded, finish));
     } catch (error) {
       rnd.error = error;
     }
-    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model });
+    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model, finish_reason: finish, usage });
     return rnd;
   }
 
@@ -802,6 +804,12 @@ export class Run {
  * A call still open when the stream ended is only recovered when the stream ended normally:
  * cut off at an output limit or for safety, it never runs (fail closed).
  */
+/** The provider's token counts as a turn records them (absent counts are 0). */
+function usageOf(event: { inputTokens: number | null; outputTokens: number | null }): Usage {
+  const given = [event.inputTokens, event.outputTokens].filter((n): n is number => n !== null);
+  return { input_tokens: event.inputTokens ?? 0, output_tokens: event.outputTokens ?? 0, total_tokens: given.reduce((a, b) => a + b, 0) };
+}
+
 function cutOff(event: DecodeEvent, finish: string | null): DecodeEvent {
   if (event.type !== "final" || !(event.kind in CALL_KINDS) || finish === null || finish === "stop" || finish === "tool_calls") return event;
   const message = `the response was cut off (finish reason ${finish}) before this call was complete; it did not run`;

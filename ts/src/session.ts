@@ -16,6 +16,20 @@ export interface Frame {
   messages?: Record<string, any>[];
 }
 
+/** The provider's token counts for one model call. */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+/** One model call of a turn: the model that answered, its finish reason and token counts. */
+export interface ModelCall {
+  model: string;
+  finish_reason: string | null;
+  usage: Usage | null;
+}
+
 export interface Turn {
   id: string;
   input: { text: string };
@@ -26,7 +40,7 @@ export interface Turn {
   error: string | null;
   output: any;
   /** One entry per model call of the turn: the model that answered, "<provider>:<model>". */
-  model_calls: { model: string }[];
+  model_calls: ModelCall[];
 }
 
 export interface SessionState {

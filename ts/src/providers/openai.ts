@@ -18,18 +18,63 @@ function messageJson(m: Message): Record<string, any> {
   return { role: m.role, content: m.content };
 }
 
-/** The JSON body of a Chat Completions request. */
-export function buildChatBody(request: ModelRequest): Record<string, any> {
+function isMapping(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/**
+ * `schema` in the form OpenAI's strict mode demands, at every depth: each object lists all its
+ * properties in `required` and sets `additionalProperties: false`; a property that was
+ * optional becomes nullable instead (null for an optional field means "not given").
+ */
+export function strictSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(strictSchema);
+  if (!isMapping(schema)) return schema;
+  const out: Record<string, any> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if ((key === "properties" || key === "$defs" || key === "definitions") && isMapping(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, strictSchema(sub)]));
+    else if (key === "items" || key === "anyOf" || key === "oneOf" || key === "allOf") out[key] = strictSchema(value);
+    else out[key] = value;
+  }
+  if (out.type === "object" || "properties" in out) {
+    const properties: Record<string, any> = { ...(out.properties ?? {}) };
+    const required = new Set<unknown>(Array.isArray(schema.required) ? schema.required : []);
+    out.properties = Object.fromEntries(Object.entries(properties).map(([name, sub]) => [name, required.has(name) ? sub : nullable(sub)]));
+    out.required = Object.keys(properties);
+    out.additionalProperties = false;
+  }
+  return out;
+}
+
+function nullable(schema: unknown): unknown {
+  if (!isMapping(schema)) return schema;
+  const kind = schema.type;
+  if (typeof kind === "string" && !("enum" in schema)) return kind !== "null" ? { ...schema, type: [kind, "null"] } : schema;
+  if (Array.isArray(kind) && !("enum" in schema)) return kind.includes("null") ? schema : { ...schema, type: [...kind, "null"] };
+  if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...schema.anyOf, { type: "null" }] };
+  return { anyOf: [{ ...schema }, { type: "null" }] };
+}
+
+/**
+ * The JSON body of a Chat Completions request. With `strict` (the default; `strict: false` in
+ * the runtime config turns it off for endpoints that refuse it), native tools and structured
+ * output carry `strict: true` and their schemas are in strict form (strictSchema).
+ */
+export function buildChatBody(request: ModelRequest, { strict = true }: { strict?: boolean } = {}): Record<string, any> {
   const messages: Record<string, any>[] = [];
   if (request.system) messages.push({ role: "system", content: request.system });
   for (const m of request.messages) messages.push(messageJson(m));
   const body: Record<string, any> = { model: request.model, messages };
   if (request.functions.length)
-    body.tools = request.functions.map((f) => ({ type: "function", function: { name: f.name, description: f.description, parameters: { ...f.parameters } } }));
+    body.tools = request.functions.map((f) => {
+      const spec: Record<string, any> = { name: f.name, description: f.description, parameters: strict ? strictSchema(f.parameters) : { ...f.parameters } };
+      if (strict) spec.strict = true;
+      return { type: "function", function: spec };
+    });
   if (request.responseSchema !== null) {
-    const js: Record<string, any> = { name: request.responseSchema.name, schema: request.responseSchema.schema };
-    if ("strict" in request.responseSchema) js.strict = request.responseSchema.strict;
-    body.response_format = { type: "json_schema", json_schema: js };
+    const { name, schema } = request.responseSchema;
+    body.response_format = { type: "json_schema", json_schema: strict ? { name, schema: strictSchema(schema), strict: true } : { name, schema } };
   }
   for (const [k, v] of Object.entries(request.options)) if (!OWNED.has(k)) body[k] = v;
   if (request.stream) {
@@ -72,6 +117,7 @@ export class OpenAIProvider implements Provider {
     baseUrl: string,
     private apiKey: string | null,
     private http: Omit<HttpSettings, "provider" | "secret">,
+    private strict = true,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
   }
@@ -85,7 +131,7 @@ export class OpenAIProvider implements Provider {
   }
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
-    const body = buildChatBody(request);
+    const body = buildChatBody(request, { strict: this.strict });
     return retryUnstarted(() => this.once(request, body), this.http.retry);
   }
 

@@ -16,7 +16,7 @@ import {
   type Contract,
 } from "./section.js";
 import type { IRField, IRType } from "./schema.js";
-import { BodyError, embeddedObject, parseBody, parseValue } from "./values.js";
+import { BodyError, embeddedObject, looksStructured, parseBody, parseValue } from "./values.js";
 import type { Message, StreamEvent } from "./providers/base.js";
 
 export type IntentKind = "response_text" | "response_schema" | "tool_call" | "workflow_call" | "helper_call" | "custom";
@@ -559,24 +559,32 @@ function blockPayload(target: Target, text: string, contract: Contract, partial:
   return { type: target.name, args: callArgs(target, text, contract, partial) };
 }
 
-const MAYBE_KEY = /^\s*["']?[A-Za-z_$][\w$.\-]*["']?[ \t]*$/;
-
+/**
+ * Call arguments. A lone string parameter takes the whole body as its value only when the body
+ * is plain text; a body that reads as fields must name that parameter (a guess here would hand
+ * the call text it never asked for).
+ */
 function callArgs(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
-  if (!target.single) return parseBody(text, target.fields, contract.types, partial);
-  let args: Record<string, any> | null;
+  const single = target.single;
+  if (single && !looksStructured(text, single)) {
+    // While streaming, the first line is still being typed: it may yet read as `name: ...`.
+    if (partial && !text.trimStart().includes("\n")) return {};
+    return { [single]: text.trim() };
+  }
+  if (!single) return parseBody(text, target.fields, contract.types, partial);
+  const hint = `write \`${single}: <value>\` (or, for text, a body whose first line is not \`name: ...\`)`;
+  let args: Record<string, any>;
   try {
     args = parseBody(text, target.fields, contract.types, partial);
   } catch (error) {
     if (!(error instanceof BodyError)) throw error;
-    args = null;
+    throw new BodyError(`the only parameter is \`${single}\` and the body reads as fields (${error.message}); ${hint}`);
   }
-  if (args !== null) {
-    const keys = Object.keys(args);
-    if (keys.every((k) => k === target.single) && (keys.length > 0 || !text.trim())) return args;
-    // While streaming, a first word may still become `name:`; it is not the value yet.
-    if (partial && MAYBE_KEY.test(text)) return args;
+  const others = Object.keys(args).filter((key) => key !== single);
+  if (others.length && !partial) {
+    throw new BodyError(`the only parameter is \`${single}\`, but the body reads as fields (${others.map((k) => `\`${k}\``).join(", ")}); ${hint}`);
   }
-  return { [target.single]: text.trim() };
+  return single in args ? { [single]: args[single] } : {};
 }
 
 export class BlocksCodec implements Codec {

@@ -51,6 +51,25 @@ export function parseValue(text: string, type: IRType, types: Types, partial = f
   return coerce(reader.interpret(new Raw(stripFence(text.split("\r\n").join("\n")).trim()), type), type, types);
 }
 
+/**
+ * True when a body reads as fields rather than as plain text: it is an object or list (also in
+ * a code fence), its first line is a `key: value` line, or a line names the parameter `name`
+ * itself. A lone string parameter takes a body as its raw value only when this is false.
+ */
+export function looksStructured(text: string, name: string): boolean {
+  const body = stripFence(text.split("\r\n").join("\n")).trim();
+  if (body[0] === "{" || body[0] === "[") return true;
+  const cut = body.indexOf("\n");
+  const first = cut < 0 ? body : body.slice(0, cut);
+  if (KEY_LINE.test(first)) return true;
+  if (cut < 0) return false;
+  for (const line of body.slice(cut + 1).split("\n")) {
+    const match = KEY_LINE.exec(line);
+    if (match && unquoteKey(match.groups!.key!) === name) return true;
+  }
+  return false;
+}
+
 const ANY_FENCE = /```[\w-]*[ \t\r]*\n([\s\S]*?)\n?[ \t\r]*```/;
 const OPEN_FENCE = /^\s*```[\w-]*[ \t\r]*\n/;
 const FENCE = /^\s*```[\w-]*[ \t]*\n([\s\S]*?)\n?[ \t]*```\s*$/;

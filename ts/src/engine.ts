@@ -3,6 +3,7 @@
 // engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
+import type { Repair } from "./values.js";
 import { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore } from "./agent.js";
@@ -122,6 +123,7 @@ export class Run {
       rootAgent: core.root,
       systemPrompt: "",
       rawBlock: null,
+      repairs: [],
       setContext: (data: Record<string, any>) => this.setContext(data),
       set_context: (data: Record<string, any>) => this.setContext(data),
       embed: (text: unknown) => this.embed(text),
@@ -214,6 +216,7 @@ export class Run {
     turn.output = jsonable(turn.output);
     this.ctx.activeAgent = start;
     this.ctx.rawBlock = null;
+    this.ctx.repairs = [];
     try {
       await this.core.middleware.runComplete(this.session, this.ctx);
     } catch (error) {
@@ -318,7 +321,8 @@ export class Run {
 
   // -- dispatching intents
 
-  async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null): Promise<Control | null> {
+  /** `repairs` are the decoder's repairs of the intent's block (ctx.repairs for middleware). */
+  async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null, repairs: readonly Repair[] = []): Promise<Control | null> {
     if (this.cancelled) return { skip: true };
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
@@ -329,6 +333,7 @@ export class Run {
     if (core.middleware.hasIntent) {
       this.ctx.activeAgent = active ?? agentName;
       this.ctx.rawBlock = raw;
+      this.ctx.repairs = repairs.map((r) => ({ ...r }));
       for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) {
         try {
           control = control ?? controlOf(await fn(name, value, this.ctx));
@@ -563,7 +568,7 @@ export class Run {
       if (!structured) {
         const text = String(event.payload.text ?? "");
         rnd.texts.push(text);
-        await this.emit("response_text", { text }, inv.name, event.raw);
+        await this.emit("response_text", { text }, inv.name, event.raw, null, event.repairs);
       }
     } else if (kind === "response_schema") {
       if (event.callId != null) rnd.nativeCalls.push(event);
@@ -603,7 +608,7 @@ export class Run {
     }
     const value = { type: name, response };
     rnd.output = value;
-    await this.emit("response_schema", value, inv.name, event.raw);
+    await this.emit("response_schema", value, inv.name, event.raw, null, event.repairs);
   }
 
   private async custom(inv: Invocation, contract: Contract, rnd: Round, event: FinalEvent): Promise<void> {
@@ -624,7 +629,7 @@ export class Run {
       inv.completed = true;
       inv.summary = typeof payload.summary === "string" ? payload.summary : null;
     }
-    await this.emit(name, payload, inv.name, event.raw);
+    await this.emit(name, payload, inv.name, event.raw, null, event.repairs);
   }
 
   // -- the call path (calls.py)
@@ -652,7 +657,7 @@ export class Run {
       const label = { tool: "Tool", workflow: "Workflow", helper: "Helper" }[kind];
       return this.refuse(inv, kind, name, args, `${label} not found: ${name}`, callId);
     }
-    const control = await this.emit(event.kind, { type: name, args }, speaker(inv, kind, name), event.raw, inv.name);
+    const control = await this.emit(event.kind, { type: name, args }, speaker(inv, kind, name), event.raw, inv.name, event.repairs);
     const outcome = await this.controlled(inv, kind, name, args, control, callId);
     if (outcome) return outcome;
     const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");

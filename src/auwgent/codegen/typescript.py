@@ -392,6 +392,11 @@ class _Emitter:
                 "/** No-progress detection: `{ repeats }` identical calls (default 3), or false. */"
             )
             w.fill("loopDetection?: { repeats?: number } | false;")
+            w.fill(
+                "/** OpenAI-compatible native tools and structured output carry `strict: true`"
+                " (default true). */"
+            )
+            w.fill("strict?: boolean;")
             w.fill("/** A provider replacing every model of the agent (tests). */")
             w.fill("provider?: Provider;")
         w.fill("}")

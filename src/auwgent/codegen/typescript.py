@@ -397,6 +397,12 @@ class _Emitter:
                 " (default true). */"
             )
             w.fill("strict?: boolean;")
+            w.fill(
+                "/** The date line's IANA zone, e.g. \"Africa/Accra\" (default: the machine's). */"
+            )
+            w.fill("timezone?: string;")
+            w.fill("/** Replaces the system clock for the date line. */")
+            w.fill("clock?: () => Date;")
             w.fill("/** A provider replacing every model of the agent (tests). */")
             w.fill("provider?: Provider;")
         w.fill("}")

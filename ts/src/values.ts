@@ -63,7 +63,7 @@ function guarded<T>(read: () => T, text: string): T {
   try {
     return read();
   } catch (error) {
-    if (error instanceof RangeError) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
+    if (error instanceof RangeError && /call stack/i.test(error.message)) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
     throw error;
   }
 }

@@ -339,3 +339,33 @@ test("OpenAI strict mode: tools carry strict: true unless the config says strict
   assert.equal(openai[1].body.tools[0].function.strict, undefined);
   assert.throws(() => agentFor(fakes.urls, { strict: "yes" }), (e) => e instanceof ConfigError && e.message === 'strict: expected true or false, got "yes"');
 });
+
+test("a native call that comes without an id gets a stable made-up one, so the history stays valid", async () => {
+  const { createServer } = await import("node:http");
+  const bodies = [];
+  const replies = [
+    { id: "chatcmpl-1", choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ type: "function", function: { name: "tool__lookup", arguments: '{"q": "x"}' } }] }, finish_reason: "tool_calls" }] },
+    { id: "chatcmpl-2", choices: [{ index: 0, message: { role: "assistant", content: "Found." }, finish_reason: "stop" }] },
+  ];
+  const server = createServer((req, res) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => {
+      bodies.push(JSON.parse(data));
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(replies[bodies.length - 1]));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const agent = agentFor({ openai: url, gemini: url }, { protocol: "native", tools: { lookup: async () => "rows" } });
+    const session = await agent.run("find");
+    assert.equal(session.turns[0].output, "Found.");
+  } finally {
+    server.close();
+  }
+  const [assistant, tool] = bodies[1].messages.slice(-2);
+  assert.match(assistant.tool_calls[0].id, /^auwgent_call_[0-9a-f]{24}$/);
+  assert.equal(tool.tool_call_id, assistant.tool_calls[0].id);
+});

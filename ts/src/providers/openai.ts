@@ -1,6 +1,8 @@
 // OpenAI Chat Completions, for openai(...) and every custom(id, base_url, model).
 
+import { createHash } from "node:crypto";
 import { ProviderError } from "../errors.js";
+import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
 
@@ -86,14 +88,58 @@ export function buildChatBody(request: ModelRequest, { strict = true }: { strict
   return body;
 }
 
-function deltaEvents(delta: Record<string, any>): StreamEvent[] {
+// Ids made up for calls that came without one start with this (as in the Python runtime).
+export const MADE_ID_PREFIX = "auwgent_call_";
+
+/** Python's json.dumps(value, sort_keys=True): the text a request digest is taken of. */
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return "[" + value.map(sortedJson).join(", ") + "]";
+  if (value !== null && typeof value === "object")
+    return "{" + Object.keys(value).sort().map((k) => `${JSON.stringify(k)}: ${sortedJson((value as Record<string, unknown>)[k])}`).join(", ") + "}";
+  return pyJson(value);
+}
+
+/**
+ * Numbers the calls of one response and gives an id to each that came without one (some
+ * compatible endpoints send "" or no id at all). A made-up id depends only on the request, the
+ * response's own id and the call's position, so it is stable however the response was chunked
+ * and two rounds of one conversation never share one.
+ */
+class CallIds {
+  responseId = "";
+  private ids = new Map<number, string>();
+  private digest: string | null = null;
+  constructor(private body: Record<string, any>) {}
+
+  private made(index: number): string {
+    this.digest ??= createHash("sha256").update(sortedJson(this.body)).digest("hex");
+    return MADE_ID_PREFIX + createHash("sha256").update(`${this.digest}|${this.responseId}|${index}`).digest("hex").slice(0, 24);
+  }
+
+  events(fragments: unknown, whole: boolean): StreamEvent[] {
+    const events: StreamEvent[] = [];
+    if (!Array.isArray(fragments)) return events;
+    fragments.forEach((f: any, position: number) => {
+      const fn = f?.function ?? {};
+      const index = whole || typeof f?.index !== "number" ? position : f.index;
+      let id: string | null = null;
+      if (!this.ids.has(index)) {
+        const given: string = (typeof f?.id === "string" && f.id) || this.made(index);
+        this.ids.set(index, given);
+        id = given;
+      }
+      events.push({ type: "tool_call_delta", index, id, name: fn.name ?? null, arguments: fn.arguments || "" });
+    });
+    return events;
+  }
+}
+
+function deltaEvents(delta: Record<string, any>, calls: CallIds, whole = false): StreamEvent[] {
   const events: StreamEvent[] = [];
+  // A refusal (structured outputs) is the model's answer too: passed on as text.
   const content = delta.content || delta.refusal;
   if (content) events.push({ type: "text", text: content });
-  for (const f of delta.tool_calls ?? []) {
-    const fn = f.function ?? {};
-    events.push({ type: "tool_call_delta", index: Number(f.index ?? 0), id: f.id ?? null, name: fn.name ?? null, arguments: fn.arguments || "" });
-  }
+  if (delta.tool_calls != null) events.push(...calls.events(delta.tool_calls, whole));
   return events;
 }
 
@@ -141,9 +187,10 @@ export class OpenAIProvider implements Provider {
       const payload = await readJson(response, this.name);
       const choice = firstChoice(payload, this.name);
       if (choice === null) throw new ProviderError(this.name, "response has no choices");
-      const message = choice.message ?? {};
-      const calls = (message.tool_calls ?? []).map((c: any, i: number) => ({ ...c, index: i }));
-      for (const event of deltaEvents({ ...message, tool_calls: calls })) yield event;
+      const calls = new CallIds(body);
+      calls.responseId = String(payload.id ?? "");
+      // A whole message reads as one delta holding everything; its calls are numbered in order.
+      for (const event of deltaEvents(choice.message ?? {}, calls, true)) yield event;
       const usage = usageOf(payload.usage);
       if (usage) yield usage;
       yield { type: "finish", reason: choice.finish_reason || "stop" };
@@ -152,6 +199,7 @@ export class OpenAIProvider implements Provider {
     let finish: string | null = null;
     let usage: StreamEvent | null = null;
     let done = false;
+    const calls = new CallIds(body);
     for await (const data of sse(response, this.settings())) {
       if (done) continue;
       if (data.trim() === "[DONE]") {
@@ -162,7 +210,8 @@ export class OpenAIProvider implements Provider {
       const choice = firstChoice(chunk, this.name);
       usage = usageOf(chunk.usage) ?? usage;
       if (choice === null) continue;
-      for (const event of deltaEvents(choice.delta ?? {})) yield event;
+      calls.responseId ||= String(chunk.id ?? "");
+      for (const event of deltaEvents(choice.delta ?? {}, calls)) yield event;
       finish = choice.finish_reason || finish;
     }
     if (!done) throw new ProviderError(this.name, "stream ended before completion (no [DONE] marker)");

@@ -4,13 +4,13 @@
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
 import type { Repair } from "./values.js";
-import { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore } from "./agent.js";
 import type { Message, ModelRequest, StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
-import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
+import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 
@@ -161,6 +161,7 @@ export class Run {
     this.session = session == null ? newSession(root) : checkSession(session, root);
     let start = this.startAgent(this.session);
     this.turn = newTurn(text, start);
+    if (this.session.status === AWAITING_APPROVAL) throw pausedError();
     this.session.turns.push(this.turn);
     this.ctx.activeAgent = start;
     try {
@@ -171,6 +172,7 @@ export class Run {
           start = this.startAgent(loaded);
           this.session = loaded;
           this.turn.agent = start;
+          if (loaded.status === AWAITING_APPROVAL) throw pausedError(); // the stored session stays as it is
           this.session.turns.push(this.turn);
         }
       } catch (error) {
@@ -809,6 +811,13 @@ export class Run {
  * A call still open when the stream ended is only recovered when the stream ended normally:
  * cut off at an output limit or for safety, it never runs (fail closed).
  */
+function pausedError(): ApprovalError {
+  return new ApprovalError(
+    "this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input " +
+      "(approvals run in the Python runtime; this TypeScript runtime does not resume them yet, see ts/README.md)",
+  );
+}
+
 /** The provider's token counts as a turn records them (absent counts are 0). */
 function usageOf(event: { inputTokens: number | null; outputTokens: number | null }): Usage {
   const given = [event.inputTokens, event.outputTokens].filter((n): n is number => n !== null);

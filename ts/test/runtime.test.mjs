@@ -369,3 +369,18 @@ test("a native call that comes without an id gets a stable made-up one, so the h
   assert.match(assistant.tool_calls[0].id, /^auwgent_call_[0-9a-f]{24}$/);
   assert.equal(tool.tool_call_id, assistant.tool_calls[0].id);
 });
+
+test("a session paused for approvals is not run over; a store's revision and other keys are kept", async () => {
+  const fakes = await startFakes({ openai: [answer("Hi."), answer("Again.")] });
+  const agent = agentFor(fakes.urls);
+  const first = JSON.parse(JSON.stringify(await agent.run("one")));
+  const paused = { ...first, status: "awaiting_approval", pending_approvals: [{ id: "r1" }] };
+  await assert.rejects(() => agent.run("two", { session: paused }), (e) => e.name === "ApprovalError" && /^this session is awaiting approvals/.test(e.message));
+  await assert.rejects(() => agent.run("two", { session: { ...first, revision: -1 } }), /session\.revision: expected a non-negative integer, got -1/);
+  const stored = await agent.run("again", { session: { ...first, revision: 3, approvals: [] } });
+  const { openai } = await fakes.stop();
+  assert.equal(openai.length, 2); // the refused runs made no model call
+  assert.equal(stored.turns.at(-1).output, "Again.");
+  assert.equal(stored.revision, 3);
+  assert.deepEqual(stored.approvals, []);
+});

@@ -151,7 +151,7 @@ export class Run {
     const model = agent.configs[cfgName].embedding;
     if (!model)
       throw new ConfigError(`embed: the '${cfgName}' config of ${agent.name} has no embedding model; add one, e.g. \`embedding: gemini("gemini-embedding-001")\``);
-    return this.core.provider(model).embed(plain, String(model.model));
+    return this.core.provider(model).embed(plain, String(model.model), model.options ?? {});
   }
 
   // -- a whole run

@@ -164,7 +164,7 @@ test("the seven middleware hooks fire as the manual says; setContext, embed and 
   assert.match(system, /Context \(values supplied by the application\):\n- retrieved_chunks: \["c1"\]/);
   assert.match(system, /\nExtra rule\.$/);
   assert.equal(vectors.length, 3);
-  assert.equal(gemini.map((r) => r.path.split(":").at(-1)).join(","), "embedContent,batchEmbedContents");
+  assert.equal(gemini.map((r) => r.path.split(":").at(-1)).join(","), "batchEmbedContents,batchEmbedContents");
 });
 
 test("a custom provider is an OpenAI-compatible endpoint keyed by its id", async () => {

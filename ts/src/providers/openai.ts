@@ -219,9 +219,11 @@ export class OpenAIProvider implements Provider {
     yield { type: "finish", reason: finish ?? "stop" };
   }
 
-  async embed(texts: string[], model: string): Promise<number[][]> {
+  /** Embed `texts` in one /embeddings call; the options (dimensions, user, ...) go into the
+   * body as written. Vectors come back in input order. */
+  async embed(texts: string[], model: string, options: Record<string, any> = {}): Promise<number[][]> {
     if (!texts.length) return [];
-    const response = await post(`${this.baseUrl}/embeddings`, { model, input: texts }, this.headers(), this.settings());
+    const response = await post(`${this.baseUrl}/embeddings`, { ...options, model, input: texts }, this.headers(), this.settings());
     const payload = await readJson(response, this.name);
     const rows = payload && Array.isArray(payload.data) ? payload.data : null;
     if (rows === null || rows.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");

@@ -384,3 +384,32 @@ test("a session paused for approvals is not run over; a store's revision and oth
   assert.equal(stored.revision, 3);
   assert.deepEqual(stored.approvals, []);
 });
+
+test("a 429 whose body carries Google's RetryInfo waits the delay it asks for, then retries", async () => {
+  const { createServer } = await import("node:http");
+  const times = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      times.push(Date.now());
+      res.setHeader("content-type", "application/json");
+      if (times.length === 1) {
+        res.statusCode = 429;
+        res.end(JSON.stringify({ error: { code: 429, message: "quota", status: "RESOURCE_EXHAUSTED", details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "0.3s" }] } }));
+        return;
+      }
+      res.end(JSON.stringify({ candidates: [{ content: { role: "model", parts: [{ text: block("response_text", null, "Ok.") }] }, finishReason: "STOP" }] }));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const agent = agentFor({ openai: url, gemini: url }, { config: "Strict", retry: { baseDelay: 0.001, maxDelay: 5 } });
+    const session = await agent.run("hi");
+    assert.equal(session.turns[0].output, "Ok.");
+  } finally {
+    server.close();
+  }
+  assert.equal(times.length, 2);
+  assert.ok(times[1] - times[0] >= 280, `waited ${times[1] - times[0]} ms`);
+});

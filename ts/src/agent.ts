@@ -375,7 +375,7 @@ export class AgentCore {
       renderPrompt(this.doc, inv.agent, cfg, context),
       section,
       this.personaSection(inv.agent, persona, context),
-      this.contextSchema.section(inv.agent, context, referenced),
+      this.contextSchema.section(context, referenced),
       nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
     ]
       .filter((p) => p)

@@ -265,13 +265,13 @@ export class ContextSchema {
     return (agent.context as IRField[]).filter((f) => !f.optional && !(f.name in values)).map((f) => f.name);
   }
 
-  section(agent: Record<string, any>, values: Record<string, any>, referenced: Set<string>): string {
-    const own = new Set((agent.context as IRField[]).map((f) => f.name));
+  /** The context section: undeclared keys the prompt does not reference (may be empty). A
+   * declared value reaches the model only through a prompt that references it. */
+  section(values: Record<string, any>, referenced: Set<string>): string {
     const lines: string[] = [];
-    for (const [key, value] of Object.entries(values)) {
-      if (referenced.has(key)) continue;
-      if (own.has(key) || !this.declared.has(key)) lines.push(`- ${frame(key)}: ${frame(value)}`);
-    }
+    for (const [key, value] of Object.entries(values))
+      if (!this.declared.has(key) && !referenced.has(key)) lines.push(`- ${frame(key)}: ${frame(value)}`);
     return lines.length ? "Context (values supplied by the application):\n" + lines.join("\n") : "";
   }
+
 }

@@ -214,6 +214,7 @@ export class Run {
   private async finish(start: string): Promise<void> {
     const turn = this.turn!;
     if (turn.status === "running") turn.status = this.session.stack.length > 1 ? "handoff" : "complete";
+    this.session.usage = totalUsage(this.session.turns);
     turn.intents = jsonable(turn.intents);
     turn.output = jsonable(turn.output);
     this.ctx.activeAgent = start;
@@ -688,8 +689,10 @@ export class Run {
     const registry = this.core.registry;
     if (!registry.has(name)) return this.refuse(inv, "tool", name, args, notConfigured(name), callId);
     let result: unknown;
+    const returns = inv.tools.find((t) => t.name === name)?.returns;
     try {
       result = await registry.call(name, args);
+      if (returns !== undefined) this.checkResult(name, result, returns);
     } catch (error) {
       const message = describeError(error);
       await this.toolFailed(inv, name, message);
@@ -750,14 +753,26 @@ export class Run {
       throw new ToolError(message);
     }
     let result: unknown;
+    let value: unknown;
     try {
       result = await this.core.registry.call(name, args);
+      value = this.checkResult(name, result, tool.returns);
     } catch (error) {
       await this.toolFailed(inv, name, describeError(error));
       throw error;
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
-    return parsedResult(result, tool.returns, this.core.doc.types);
+    return value;
+  }
+
+  /** `result` as a workflow reads it; a ToolError when it breaks the declared return type (a
+   * JSON string from a tool declared to return structured data is decoded first). */
+  private checkResult(name: string, result: unknown, returns: IRType): unknown {
+    const types = this.core.doc.types;
+    const value = parsedResult(result, returns, types);
+    const errors = validate(value, returns, types);
+    if (errors.length) throw new ToolError(`tool ${name} returned a value that breaks its declared return type (${describe(returns, types)}): ` + errors.join("; "));
+    return value;
   }
 
   private async helper(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
@@ -816,6 +831,20 @@ function pausedError(): ApprovalError {
     "this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input " +
       "(approvals run in the Python runtime; this TypeScript runtime does not resume them yet, see ts/README.md)",
   );
+}
+
+/** The token usage of every recorded model call of the session. */
+function totalUsage(turns: readonly Turn[]): Usage {
+  const total: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+  for (const turn of turns)
+    for (const call of turn.model_calls ?? []) {
+      const usage: Partial<Record<keyof Usage, unknown>> = call?.usage ?? {};
+      for (const key of ["input_tokens", "output_tokens", "total_tokens"] as const) {
+        const count = usage[key];
+        if (typeof count === "number" && Number.isInteger(count)) total[key] += count;
+      }
+    }
+  return total;
 }
 
 /** The provider's token counts as a turn records them (absent counts are 0). */

@@ -51,6 +51,8 @@ export interface SessionState {
   turns: Turn[];
   /** Set by a session store (optimistic concurrency); kept as it is. */
   revision?: number;
+  /** After a run: the token totals of every recorded model call. */
+  usage?: Usage;
   /** "awaiting_approval" while approvals are pending (a Python run paused for them). */
   status?: string;
   [key: string]: any;

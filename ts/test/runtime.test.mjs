@@ -321,7 +321,7 @@ test("untrusted text is framed, repairs reach middleware, model calls record fin
 test("a lone string parameter: plain text is its value; a body of other fields is refused", async () => {
   const fakes = await startFakes({ openai: [{ text: block("tool_call", "lookup", "red shoes\nsize 9") }, { text: block("tool_call", "lookup", "query: shoes") }, answer("Done.")] });
   const asked = [];
-  const agent = agentFor(fakes.urls, { tools: { lookup: async ({ q }) => void asked.push(q) } });
+  const agent = agentFor(fakes.urls, { tools: { lookup: async ({ q }) => String(asked.push(q)) } });
   const intents = collect(agent);
   await agent.run("find");
   await fakes.stop();

@@ -194,6 +194,26 @@ CONTRACTS: dict[str, dict[str, Any]] = {
         "output": {"kind": "ref", "name": "Person"},
         "types": TYPES,
     },
+    "nested": {
+        "callables": [
+            {"kind": "tool", "name": "save", "description": "", "returns": S,
+             "params": [{"name": "user", "type": {"kind": "ref", "name": "User"}, "optional": False, "description": None},
+                        {"name": "note", "type": S, "optional": True, "description": None},
+                        {"name": "tags", "type": {"kind": "array", "items": S}, "optional": True, "description": None},
+                        {"name": "count", "type": N, "optional": True, "description": None}]},
+        ],
+        "intents": [],
+        "output": {"kind": "text"},
+        "types": {
+            "User": {"kind": "object", "fields": [
+                {"name": "name", "type": S, "optional": False, "description": None},
+                {"name": "age", "type": N, "optional": True, "description": None},
+                {"name": "address", "type": {"kind": "ref", "name": "Address"}, "optional": True, "description": None}]},
+            "Address": {"kind": "object", "fields": [
+                {"name": "city", "type": S, "optional": False, "description": None},
+                {"name": "region_city", "type": S, "optional": True, "description": None}]},
+        },
+    },
 }  # fmt: skip
 BLOCK_TEXTS: list[tuple[str, str]] = [
     ("text", "[response_text]\nHello there!\n[/response_text]"),
@@ -228,6 +248,28 @@ BLOCK_TEXTS: list[tuple[str, str]] = [
     ("schema", "[schema: Person]\nname: Ama\nname: Abena\n[/schema]"),
     ("text", "[tool_call: forecast]\nlocation: Accra\ndays: 4\n[/tool_call]\n[custom: Planning]\nstep: go\nconfidence: 1\n[/custom]"),
     ("text", "[helper_call: get_weather]\nlocation: Accra\n[/helper_call]"),
+    # A lone string parameter: plain text is its value; a body of other fields is refused.
+    ("text", "[tool_call: get_weather]\nlocation: Accra\nx: 1\n[/tool_call]"),
+    ("text", "[tool_call: get_weather]\nGreater Accra region\nnear the coast\n[/tool_call]"),
+    ("text", "[tool_call: get_weather]\nAccra\nlocation: Kumasi\n[/tool_call]"),
+    # Headers inside code fences and inline code are text.
+    ("text", "```\n[tool_call: get_weather]\nlocation: Accra\n[/tool_call]\n```\n[response_text]\nok\n[/response_text]"),
+    ("text", "Use `[tool_call: get_weather]` like that.\n[response_text]\nok\n[/response_text]"),
+    ("text", "~~~\n[tool_call: get_weather]\n~~~\nthen ``\n[tool_call: get_weather]\nlocation: Ho\n[/tool_call]"),
+    # JS-style objects, null as not given, duplicates compared after coercion.
+    ("text", "[tool_call: forecast]\n{location: Accra days: 3 detailed: true}\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\n{location: 'Accra', days: 3,}\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\nlocation: Accra\ndays: null\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\n{\"location\": \"Accra\", \"location\": \"Ho\", \"days\": 1}\n[/tool_call]"),
+    ("text", "[tool_call: forecast]\nlocation: Accra\ndays: 2\ndays: \"2\"\n[/tool_call]"),
+    # Nested fields: repeated blocks, dotted keys, underscore aliases at any depth, limits.
+    ("nested", "[tool_call: save]\nuser:\n  name: Ada\nuser:\n  name: Bea\n[/tool_call]"),
+    ("nested", "[tool_call: save]\nuser.name: Ada\nuser.address.city: Accra\n[/tool_call]"),
+    ("nested", "[tool_call: save]\nuser_name: Ada\nuser_address_city: Accra\n[/tool_call]"),
+    ("nested", "[tool_call: save]\nuser_name: Ada\nuser_address_region_city: Tamale\n[/tool_call]"),
+    ("nested", "[tool_call: save]\n{user: {name: Ada age: 36}, tags: [a, b,], count: 2}\n[/tool_call]"),
+    ("nested", "[tool_call: save]\nuser:\n  name: Ada\ntags:\n  - x\n  - y\nnote: null\n[/tool_call]"),
+    ("nested", "[tool_call: save]\nuser: " + "[" * 70 + "]" * 70 + "\n[/tool_call]"),
 ]  # fmt: skip
 
 

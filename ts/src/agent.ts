@@ -301,11 +301,11 @@ export class AgentCore {
       const base = resolveBaseUrl(model, this.options.baseUrls);
       const http = { retry: this.options.retry, timeouts: this.options.timeouts };
       if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
-      else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http);
+      else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http, this.options.strict);
       else if (model.provider === "custom") {
         const url = base ?? model.base_url;
         if (!url) throw new ConfigError(`model.base_url: custom provider '${name}' needs a base URL`);
-        found = new OpenAIProvider(name, url, apiKey, http);
+        found = new OpenAIProvider(name, url, apiKey, http, this.options.strict);
       } else throw new ConfigError(`model.provider: unknown provider '${model.provider}' (expected 'gemini', 'openai' or 'custom')`);
       this.providers.set(key, found);
     }
@@ -375,7 +375,7 @@ export class AgentCore {
       renderPrompt(this.doc, inv.agent, cfg, context),
       section,
       this.personaSection(inv.agent, persona, context),
-      this.contextSchema.section(inv.agent, context, referenced),
+      this.contextSchema.section(context, referenced),
       nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
     ]
       .filter((p) => p)

@@ -9,13 +9,14 @@ import {
   findCallable,
   outputVariants,
   renderOutcome,
+  runtimeNote,
   type CallableSpec,
   type CallKind,
   type CallOutcome,
   type Contract,
 } from "./section.js";
 import type { IRField, IRType } from "./schema.js";
-import { BodyError, embeddedObject, parseBody, parseValue } from "./values.js";
+import { BodyError, JsonPrefix, embeddedObject, looksStructured, parseBody, parseValue, repair, type Repair } from "./values.js";
 import type { Message, StreamEvent } from "./providers/base.js";
 
 export type IntentKind = "response_text" | "response_schema" | "tool_call" | "workflow_call" | "helper_call" | "custom";
@@ -37,6 +38,8 @@ export interface FinalEvent {
   payload: Record<string, any>;
   raw: string;
   callId?: string | null;
+  /** What the decoder repaired to read it (middleware sees them as ctx.repairs). */
+  repairs?: Repair[];
 }
 export interface RejectedEvent {
   type: "rejected";
@@ -154,6 +157,10 @@ interface Block {
   text: TextStream | null;
   dirty: boolean;
   snapshot: Record<string, any>;
+  /** Framing recovered, then the body's. */
+  repairs: Repair[];
+  /** For partials of JSON bodies. */
+  json: JsonPrefix;
 }
 
 function body(block: Block): string {
@@ -168,6 +175,9 @@ export class BlocksDecoder implements Decoder {
   private lineStart = true;
   private header: string | null = null;
   private midline = false;
+  private fence = ""; // outside blocks: the fence character of an open code fence
+  private probe = ""; // a run of fence characters starting the line so far
+  private last = ""; // the last character of text outside blocks
   private block: Block | null = null;
   private blocksSeen = false;
   private pre: string[] = [];
@@ -191,6 +201,10 @@ export class BlocksDecoder implements Decoder {
   }
 
   close(): DecodeEvent[] {
+    if (this.probe) {
+      this.outsideText(this.probe);
+      this.probe = "";
+    }
     if (this.header !== null) {
       const header = this.header;
       this.header = null;
@@ -231,10 +245,14 @@ export class BlocksDecoder implements Decoder {
         i = this.growHeader(s, i);
         continue;
       }
+      if (this.probe) {
+        i = this.growProbe(s, i);
+        continue;
+      }
       if (this.lineStart) {
         let j = i;
         while (j < n && " \t\r".includes(s[j]!)) j++;
-        if (j < n && s[j] === "[") {
+        if (j < n && s[j] === "[" && !this.fence) {
           this.outsideText(s.slice(i, j));
           this.header = "[";
           this.lineStart = false;
@@ -247,22 +265,54 @@ export class BlocksDecoder implements Decoder {
           return n;
         }
         this.lineStart = false;
+        if (s[j] === "`" || s[j] === "~") {
+          // perhaps a code fence: headers inside one are text
+          this.outsideText(s.slice(i, j));
+          this.probe = s[j]!;
+          i = this.growProbe(s, j + 1);
+          continue;
+        }
       }
       let k = i;
-      while (k < n && s[k] !== "[" && s[k] !== "\n") k++;
+      if (this.fence) while (k < n && s[k] !== "\n") k++;
+      else while (k < n && s[k] !== "[" && s[k] !== "\n") k++;
       if (k === n) {
         this.outsideText(s.slice(i));
         return n;
       }
-      this.outsideText(s[k] === "\n" ? s.slice(i, k + 1) : s.slice(i, k));
-      if (s[k] === "\n") this.lineStart = true;
-      else {
+      if (s[k] === "\n") {
+        this.outsideText(s.slice(i, k + 1));
+        this.lineStart = true;
+      } else if ((k > i ? s[k - 1] : this.last) === "`") {
+        this.outsideText(s.slice(i, k + 1)); // `[tool_call: x]` in inline code is text
+      } else {
+        // a header may also follow text on its line (`Sure. [tool_call: x]`)
+        this.outsideText(s.slice(i, k));
         this.header = "[";
         this.midline = true;
       }
       i = k + 1;
     }
     return i;
+  }
+
+  /** Count the fence characters opening a line; three open (or close) a code fence. */
+  private growProbe(s: string, i: number): number {
+    const char = this.probe[0]!;
+    let j = i;
+    while (j < s.length && s[j] === char && this.probe.length + j - i < 3) j++;
+    this.probe += s.slice(i, j);
+    if (this.probe.length === 3) {
+      if (!this.fence) this.fence = char;
+      else if (this.fence === char) this.fence = "";
+      this.outsideText(this.probe);
+      this.probe = "";
+    } else if (j < s.length) {
+      // another character: not a fence
+      this.outsideText(this.probe);
+      this.probe = "";
+    }
+    return j;
   }
 
   private growHeader(s: string, i: number): number {
@@ -296,6 +346,7 @@ export class BlocksDecoder implements Decoder {
   }
 
   private outsideText(piece: string): void {
+    if (piece) this.last = piece[piece.length - 1]!;
     if (!piece || this.blocksSeen) return;
     this.pre.push(piece);
     if (this.textOutput) {
@@ -330,7 +381,10 @@ export class BlocksDecoder implements Decoder {
       text: kind === "response_text" ? new TextStream() : null,
       dirty: true,
       snapshot: {},
+      repairs: [],
+      json: new JsonPrefix(),
     };
+    if (!candidate.replace(/[ \t\r]+$/, "").endsWith("]")) block.repairs.push(repair("header_bracket", "", "a header without its `]`"));
     this.block = block;
     this.lineStart = false;
     return true;
@@ -442,7 +496,10 @@ export class BlocksDecoder implements Decoder {
     if (stripped) block.lineStart = stripped[stripped.length - 1] === "\n";
     block.dirty = true;
     if (block.text !== null) block.text.push(piece);
+    else if (this.wantPartials) block.json.feed(piece); // the JSON tracker only serves partial snapshots
   }
+
+  // An empty `closer` means it never came (end of stream, or the next header).
 
   private finish(block: Block, closer: string): void {
     this.block = null;
@@ -452,16 +509,18 @@ export class BlocksDecoder implements Decoder {
       this.events.push({ type: "rejected", kind: block.kind, name: block.name, segment: block.segment, message: block.error ?? "", raw });
       return;
     }
+    const repairs = block.repairs;
+    if (!closer) repairs.push(repair("missing_closer", "", "a block without its closer"));
     let payload: Record<string, any>;
     try {
-      payload = blockPayload(block.target, text, this.contract, false);
+      payload = blockPayload(block.target, text, this.contract, null, repairs);
     } catch (error) {
       if (!(error instanceof BodyError)) throw error;
       const message = `${label(block.target)}: ${error.message}`;
       this.events.push({ type: "rejected", kind: block.target.kind, name: block.name, segment: block.segment, message, raw });
       return;
     }
-    this.events.push({ type: "final", kind: block.target.kind, name: block.name, segment: block.segment, payload, raw });
+    this.events.push({ type: "final", kind: block.target.kind, name: block.name, segment: block.segment, payload, raw, repairs });
   }
 
   // -- partials
@@ -484,7 +543,7 @@ export class BlocksDecoder implements Decoder {
       } else {
         const text = body(block);
         try {
-          block.snapshot = blockPayload(block.target, text, this.contract, true);
+          block.snapshot = blockPayload(block.target, text, this.contract, block.json);
         } catch {
           // keep the previous snapshot; the final says what is wrong
         }
@@ -517,14 +576,15 @@ export class BlocksDecoder implements Decoder {
     }
     const [name, type] = variants[0]!;
     let response: any;
+    const repairs: Repair[] = [];
     try {
-      response = parseValue(embeddedObject(raw), type, this.contract.types);
+      response = parseValue(embeddedObject(raw), type, this.contract.types, false, repairs);
     } catch (error) {
       if (!(error instanceof BodyError)) throw error;
       this.events.push({ type: "rejected", kind: "response_schema", name, segment, message: `the answer must be a [schema: ${name}] block (${error.message})`, raw });
       return;
     }
-    this.events.push({ type: "final", kind: "response_schema", name, segment, payload: { type: name, response }, raw });
+    this.events.push({ type: "final", kind: "response_schema", name, segment, payload: { type: name, response }, raw, repairs });
   }
 }
 
@@ -550,32 +610,43 @@ function label(target: Target): string {
   return target.name ? `[${word}: ${target.name}]` : `[${word}]`;
 }
 
-function blockPayload(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
+/** The payload of a block; `partial` is the body's JSON tracker while it streams. */
+function blockPayload(target: Target, text: string, contract: Contract, partial: JsonPrefix | null, repairs: Repair[] | null = null): Record<string, any> {
   const types = contract.types;
+  const streaming = partial !== null;
   if (target.kind === "response_text") return { text: text.trim() };
-  if (target.kind === "response_schema") return { type: target.name, response: parseValue(text, target.type!, types, partial) };
-  if (target.kind === "custom") return parseBody(text, target.fields, types, partial);
-  return { type: target.name, args: callArgs(target, text, contract, partial) };
+  if (target.kind === "response_schema") return { type: target.name, response: parseValue(text, target.type!, types, streaming, repairs, partial) };
+  if (target.kind === "custom") return parseBody(text, target.fields, types, streaming, repairs, partial);
+  return { type: target.name, args: callArgs(target, text, contract, partial, repairs) };
 }
 
-const MAYBE_KEY = /^\s*["']?[A-Za-z_$][\w$.\-]*["']?[ \t]*$/;
-
-function callArgs(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
-  if (!target.single) return parseBody(text, target.fields, contract.types, partial);
-  let args: Record<string, any> | null;
+/**
+ * Call arguments. A lone string parameter takes the whole body as its value only when the body
+ * is plain text; a body that reads as fields must name that parameter (a guess here would hand
+ * the call text it never asked for).
+ */
+function callArgs(target: Target, text: string, contract: Contract, json: JsonPrefix | null, repairs: Repair[] | null): Record<string, any> {
+  const partial = json !== null;
+  const single = target.single;
+  if (single && !looksStructured(text, single)) {
+    // While streaming, the first line is still being typed: it may yet read as `name: ...`.
+    if (partial && !text.trimStart().includes("\n")) return {};
+    return { [single]: text.trim() };
+  }
+  if (!single) return parseBody(text, target.fields, contract.types, partial, repairs, json);
+  const hint = `write \`${single}: <value>\` (or, for text, a body whose first line is not \`name: ...\`)`;
+  let args: Record<string, any>;
   try {
-    args = parseBody(text, target.fields, contract.types, partial);
+    args = parseBody(text, target.fields, contract.types, partial, repairs, json);
   } catch (error) {
     if (!(error instanceof BodyError)) throw error;
-    args = null;
+    throw new BodyError(`the only parameter is \`${single}\` and the body reads as fields (${error.message}); ${hint}`);
   }
-  if (args !== null) {
-    const keys = Object.keys(args);
-    if (keys.every((k) => k === target.single) && (keys.length > 0 || !text.trim())) return args;
-    // While streaming, a first word may still become `name:`; it is not the value yet.
-    if (partial && MAYBE_KEY.test(text)) return args;
+  const others = Object.keys(args).filter((key) => key !== single);
+  if (others.length && !partial) {
+    throw new BodyError(`the only parameter is \`${single}\`, but the body reads as fields (${others.map((k) => `\`${k}\``).join(", ")}); ${hint}`);
   }
-  return { [target.single]: text.trim() };
+  return single in args ? { [single]: args[single] } : {};
 }
 
 export class BlocksCodec implements Codec {
@@ -600,6 +671,6 @@ export class BlocksCodec implements Codec {
     return [{ role: "user", content: outcomes.map(renderOutcome).join("\n") }];
   }
   feedbackMessage(text: string): Message {
-    return { role: "user", content: `[runtime_note]\n${text.trim()}\n[/runtime_note]` };
+    return { role: "user", content: runtimeNote(text) };
   }
 }

@@ -2,7 +2,7 @@
 // mistake is a ConfigError naming the key path; keys and meanings match the Python runtime.
 
 import { ConfigError, ContextError } from "./errors.js";
-import { renderValue } from "./expr.js";
+import { frame } from "./section.js";
 import { DEFAULT_RETRY, DEFAULT_TIMEOUTS, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
@@ -24,6 +24,7 @@ export const CONFIG_KEYS = [
   "persona",
   "timezone",
   "clock",
+  "strict",
 ] as const;
 
 export const DEFAULT_MAX_TOOL_LOOPS = 10;
@@ -44,6 +45,8 @@ export interface RuntimeOptions {
   timezone: string | null;
   /** Replaces the system clock for the date line. */
   clock: (() => Date) | null;
+  /** OpenAI-compatible native tools and structured output carry `strict: true`. */
+  strict: boolean;
 }
 
 function unknownKey(path: string, key: string, valid: readonly string[]): ConfigError {
@@ -106,6 +109,8 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
   const baseUrls = config.baseUrls ?? {};
   if (typeof baseUrls !== "object" || Array.isArray(baseUrls) || !Object.values(baseUrls).every((v) => typeof v === "string"))
     throw new ConfigError("baseUrls: expected an object of provider name → URL string");
+  const strict = config.strict ?? true;
+  if (typeof strict !== "boolean") throw new ConfigError(`strict: expected true or false, got ${JSON.stringify(strict)}`);
   return {
     maxToolLoops: loops,
     maxOutputRetries: retries,
@@ -126,6 +131,7 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     persona: config.persona ?? null,
     timezone: timezoneOf(config.timezone),
     clock: clockOf(config.clock),
+    strict,
   };
 }
 
@@ -259,13 +265,13 @@ export class ContextSchema {
     return (agent.context as IRField[]).filter((f) => !f.optional && !(f.name in values)).map((f) => f.name);
   }
 
-  section(agent: Record<string, any>, values: Record<string, any>, referenced: Set<string>): string {
-    const own = new Set((agent.context as IRField[]).map((f) => f.name));
+  /** The context section: undeclared keys the prompt does not reference (may be empty). A
+   * declared value reaches the model only through a prompt that references it. */
+  section(values: Record<string, any>, referenced: Set<string>): string {
     const lines: string[] = [];
-    for (const [key, value] of Object.entries(values)) {
-      if (referenced.has(key)) continue;
-      if (own.has(key) || !this.declared.has(key)) lines.push(`- ${key}: ${renderValue(value)}`);
-    }
+    for (const [key, value] of Object.entries(values))
+      if (!this.declared.has(key) && !referenced.has(key)) lines.push(`- ${frame(key)}: ${frame(value)}`);
     return lines.length ? "Context (values supplied by the application):\n" + lines.join("\n") : "";
   }
+
 }

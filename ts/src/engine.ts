@@ -3,13 +3,14 @@
 // engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
-import { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import type { Repair } from "./values.js";
+import { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore } from "./agent.js";
 import type { Message, ModelRequest, StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
-import { checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn } from "./session.js";
+import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 
@@ -122,6 +123,7 @@ export class Run {
       rootAgent: core.root,
       systemPrompt: "",
       rawBlock: null,
+      repairs: [],
       setContext: (data: Record<string, any>) => this.setContext(data),
       set_context: (data: Record<string, any>) => this.setContext(data),
       embed: (text: unknown) => this.embed(text),
@@ -149,7 +151,7 @@ export class Run {
     const model = agent.configs[cfgName].embedding;
     if (!model)
       throw new ConfigError(`embed: the '${cfgName}' config of ${agent.name} has no embedding model; add one, e.g. \`embedding: gemini("gemini-embedding-001")\``);
-    return this.core.provider(model).embed(plain, String(model.model));
+    return this.core.provider(model).embed(plain, String(model.model), model.options ?? {});
   }
 
   // -- a whole run
@@ -159,6 +161,7 @@ export class Run {
     this.session = session == null ? newSession(root) : checkSession(session, root);
     let start = this.startAgent(this.session);
     this.turn = newTurn(text, start);
+    if (this.session.status === AWAITING_APPROVAL) throw pausedError();
     this.session.turns.push(this.turn);
     this.ctx.activeAgent = start;
     try {
@@ -169,6 +172,7 @@ export class Run {
           start = this.startAgent(loaded);
           this.session = loaded;
           this.turn.agent = start;
+          if (loaded.status === AWAITING_APPROVAL) throw pausedError(); // the stored session stays as it is
           this.session.turns.push(this.turn);
         }
       } catch (error) {
@@ -210,10 +214,12 @@ export class Run {
   private async finish(start: string): Promise<void> {
     const turn = this.turn!;
     if (turn.status === "running") turn.status = this.session.stack.length > 1 ? "handoff" : "complete";
+    this.session.usage = totalUsage(this.session.turns);
     turn.intents = jsonable(turn.intents);
     turn.output = jsonable(turn.output);
     this.ctx.activeAgent = start;
     this.ctx.rawBlock = null;
+    this.ctx.repairs = [];
     try {
       await this.core.middleware.runComplete(this.session, this.ctx);
     } catch (error) {
@@ -318,7 +324,8 @@ export class Run {
 
   // -- dispatching intents
 
-  async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null): Promise<Control | null> {
+  /** `repairs` are the decoder's repairs of the intent's block (ctx.repairs for middleware). */
+  async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null, repairs: readonly Repair[] = []): Promise<Control | null> {
     if (this.cancelled) return { skip: true };
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
@@ -329,6 +336,7 @@ export class Run {
     if (core.middleware.hasIntent) {
       this.ctx.activeAgent = active ?? agentName;
       this.ctx.rawBlock = raw;
+      this.ctx.repairs = repairs.map((r) => ({ ...r }));
       for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) {
         try {
           control = control ?? controlOf(await fn(name, value, this.ctx));
@@ -502,6 +510,7 @@ export class Run {
     const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
     let finish: string | null = null;
+    let usage: Usage | null = null;
     const answered = { model: "" };
     try {
       // Without fallback models the provider's stream is read directly (one generator less
@@ -511,13 +520,14 @@ export class Run {
       for await (const event of events) {
         if (event.type === "text") rnd.chunks.push(event.text);
         else if (event.type === "finish") finish = event.reason;
+        else if (event.type === "usage") usage = usageOf(event);
         for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
       }
       for (const decoded of decoder.close()) await this.decoded(inv, contract, rnd, cutOff(decoded, finish));
     } catch (error) {
       rnd.error = error;
     }
-    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model });
+    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model, finish_reason: finish, usage });
     return rnd;
   }
 
@@ -561,7 +571,7 @@ export class Run {
       if (!structured) {
         const text = String(event.payload.text ?? "");
         rnd.texts.push(text);
-        await this.emit("response_text", { text }, inv.name, event.raw);
+        await this.emit("response_text", { text }, inv.name, event.raw, null, event.repairs);
       }
     } else if (kind === "response_schema") {
       if (event.callId != null) rnd.nativeCalls.push(event);
@@ -601,7 +611,7 @@ export class Run {
     }
     const value = { type: name, response };
     rnd.output = value;
-    await this.emit("response_schema", value, inv.name, event.raw);
+    await this.emit("response_schema", value, inv.name, event.raw, null, event.repairs);
   }
 
   private async custom(inv: Invocation, contract: Contract, rnd: Round, event: FinalEvent): Promise<void> {
@@ -622,7 +632,7 @@ export class Run {
       inv.completed = true;
       inv.summary = typeof payload.summary === "string" ? payload.summary : null;
     }
-    await this.emit(name, payload, inv.name, event.raw);
+    await this.emit(name, payload, inv.name, event.raw, null, event.repairs);
   }
 
   // -- the call path (calls.py)
@@ -650,7 +660,7 @@ export class Run {
       const label = { tool: "Tool", workflow: "Workflow", helper: "Helper" }[kind];
       return this.refuse(inv, kind, name, args, `${label} not found: ${name}`, callId);
     }
-    const control = await this.emit(event.kind, { type: name, args }, speaker(inv, kind, name), event.raw, inv.name);
+    const control = await this.emit(event.kind, { type: name, args }, speaker(inv, kind, name), event.raw, inv.name, event.repairs);
     const outcome = await this.controlled(inv, kind, name, args, control, callId);
     if (outcome) return outcome;
     const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");
@@ -679,8 +689,10 @@ export class Run {
     const registry = this.core.registry;
     if (!registry.has(name)) return this.refuse(inv, "tool", name, args, notConfigured(name), callId);
     let result: unknown;
+    const returns = inv.tools.find((t) => t.name === name)?.returns;
     try {
       result = await registry.call(name, args);
+      if (returns !== undefined) this.checkResult(name, result, returns);
     } catch (error) {
       const message = describeError(error);
       await this.toolFailed(inv, name, message);
@@ -741,14 +753,26 @@ export class Run {
       throw new ToolError(message);
     }
     let result: unknown;
+    let value: unknown;
     try {
       result = await this.core.registry.call(name, args);
+      value = this.checkResult(name, result, tool.returns);
     } catch (error) {
       await this.toolFailed(inv, name, describeError(error));
       throw error;
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
-    return parsedResult(result, tool.returns, this.core.doc.types);
+    return value;
+  }
+
+  /** `result` as a workflow reads it; a ToolError when it breaks the declared return type (a
+   * JSON string from a tool declared to return structured data is decoded first). */
+  private checkResult(name: string, result: unknown, returns: IRType): unknown {
+    const types = this.core.doc.types;
+    const value = parsedResult(result, returns, types);
+    const errors = validate(value, returns, types);
+    if (errors.length) throw new ToolError(`tool ${name} returned a value that breaks its declared return type (${describe(returns, types)}): ` + errors.join("; "));
+    return value;
   }
 
   private async helper(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
@@ -802,6 +826,33 @@ export class Run {
  * A call still open when the stream ended is only recovered when the stream ended normally:
  * cut off at an output limit or for safety, it never runs (fail closed).
  */
+function pausedError(): ApprovalError {
+  return new ApprovalError(
+    "this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input " +
+      "(approvals run in the Python runtime; this TypeScript runtime does not resume them yet, see ts/README.md)",
+  );
+}
+
+/** The token usage of every recorded model call of the session. */
+function totalUsage(turns: readonly Turn[]): Usage {
+  const total: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+  for (const turn of turns)
+    for (const call of turn.model_calls ?? []) {
+      const usage: Partial<Record<keyof Usage, unknown>> = call?.usage ?? {};
+      for (const key of ["input_tokens", "output_tokens", "total_tokens"] as const) {
+        const count = usage[key];
+        if (typeof count === "number" && Number.isInteger(count)) total[key] += count;
+      }
+    }
+  return total;
+}
+
+/** The provider's token counts as a turn records them (absent counts are 0). */
+function usageOf(event: { inputTokens: number | null; outputTokens: number | null }): Usage {
+  const given = [event.inputTokens, event.outputTokens].filter((n): n is number => n !== null);
+  return { input_tokens: event.inputTokens ?? 0, output_tokens: event.outputTokens ?? 0, total_tokens: given.reduce((a, b) => a + b, 0) };
+}
+
 function cutOff(event: DecodeEvent, finish: string | null): DecodeEvent {
   if (event.type !== "final" || !(event.kind in CALL_KINDS) || finish === null || finish === "stop" || finish === "tool_calls") return event;
   const message = `the response was cut off (finish reason ${finish}) before this call was complete; it did not run`;

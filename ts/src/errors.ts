@@ -22,6 +22,8 @@ export class WorkflowError extends AuwgentError {
     super(file && line ? `${file}:${line}: ${message}` : message);
   }
 }
+/** A session paused for approvals was given new input (approvals run in the Python runtime). */
+export class ApprovalError extends AuwgentError {}
 /** The IR asks for something this runtime does not have yet (see ts/README.md). */
 export class UnsupportedError extends AuwgentError {}
 

@@ -3,17 +3,18 @@
 
 export { Agent, AgentCore, createAgent, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
-export { AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+export { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";
 export { renderPrompt } from "./prompts.js";
 export { evaluate, renderValue, truthy } from "./expr.js";
 export { coerce, validate, describe, toJsonSchema } from "./schema.js";
-export { parseBody, parseValue, pyJson } from "./values.js";
+export { parseBody, parseValue, pyJson, MAX_BODY_CHARS, MAX_DEPTH } from "./values.js";
+export type { Repair } from "./values.js";
 export { blocksSection } from "./section.js";
 export type { Contract, CallableSpec } from "./section.js";
-export { buildChatBody } from "./providers/openai.js";
+export { buildChatBody, strictSchema } from "./providers/openai.js";
 export { buildGeminiBody } from "./providers/gemini.js";
 export type { Message, ModelRequest, Provider, StreamEvent, FunctionSpec } from "./providers/base.js";
-export type { SessionState, Turn, Frame } from "./session.js";
+export type { SessionState, Turn, Frame, ModelCall, Usage } from "./session.js";
 export type { Middleware, MiddlewareContext, IntentControl } from "./types.js";

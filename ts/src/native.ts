@@ -7,7 +7,7 @@ import { TextStream, type AssistantTurn, type Codec, type DecodeEvent, type Deco
 import type { FunctionSpec, Message, StreamEvent, ToolCall } from "./providers/base.js";
 import { toJsonSchema, type IRField, type IRType } from "./schema.js";
 import { BLOCK_KIND, callableDescription, outputVariants, resultText, type CallOutcome, type Contract } from "./section.js";
-import { BodyError, embeddedObject, objectType, parseBody, parseValue, pyJson } from "./values.js";
+import { BodyError, JsonPrefix, embeddedObject, objectType, parseBody, parseValue, pyJson, type Repair } from "./values.js";
 
 const PREFIXES: Record<string, IntentKind> = {
   tool: "tool_call",
@@ -60,38 +60,16 @@ function parameters(target: Target, contract: Contract): Record<string, any> {
   return schema;
 }
 
-/** Follows streamed JSON text just far enough to know when its top-level value closes. */
-class JsonClose {
-  private depth = 0;
-  private inString = false;
-  private escape = false;
-  closed = false;
-  feed(piece: string): void {
-    for (const ch of piece) {
-      if (this.inString) {
-        if (this.escape) this.escape = false;
-        else if (ch === "\\") this.escape = true;
-        else if (ch === '"') this.inString = false;
-      } else if (ch === '"') this.inString = true;
-      else if (ch === "{" || ch === "[") this.depth++;
-      else if (ch === "}" || ch === "]") {
-        this.depth = Math.max(0, this.depth - 1);
-        this.closed = this.depth === 0;
-      }
-    }
-  }
-}
-
 interface Call {
   index: number;
   segment: number;
   id: string | null;
   fn: string | null;
   parts: string[];
-  done: boolean;
   dirty: boolean;
   snapshot: Record<string, any>;
-  json: JsonClose;
+  /** For partial snapshots. */
+  json: JsonPrefix;
 }
 
 function argumentsOf(call: Call): string {
@@ -125,10 +103,7 @@ export class NativeDecoder implements Decoder {
   }
 
   close(): DecodeEvent[] {
-    for (const index of [...this.calls.keys()].sort((a, b) => a - b)) {
-      const call = this.calls.get(index)!;
-      if (!call.done) this.finish(call);
-    }
+    for (const index of [...this.calls.keys()].sort((a, b) => a - b)) this.finish(this.calls.get(index)!);
     this.finishText();
     return this.take();
   }
@@ -142,20 +117,20 @@ export class NativeDecoder implements Decoder {
   private callDelta(delta: Extract<StreamEvent, { type: "tool_call_delta" }>): void {
     let call = this.calls.get(delta.index);
     if (!call) {
-      call = { index: delta.index, segment: this.segment++, id: null, fn: null, parts: [], done: false, dirty: true, snapshot: {}, json: new JsonClose() };
+      call = { index: delta.index, segment: this.segment++, id: null, fn: null, parts: [], dirty: true, snapshot: {}, json: new JsonPrefix() };
       this.calls.set(delta.index, call);
     }
-    if (call.done) return;
     call.id = delta.id || call.id;
     call.fn = delta.name || call.fn;
     if (delta.arguments) {
       call.parts.push(delta.arguments);
       call.dirty = true;
-      call.json.feed(delta.arguments);
-      call.done = call.json.closed;
+      if (this.partials) call.json.feed(delta.arguments); // the tracker only serves partial snapshots
     }
-    if (call.done) this.finish(call);
-    else if (this.partials) this.callPartial(call);
+    // A call is final only when the stream ends (close): fragments may still follow its first
+    // balanced `}` (a duplicate key, trailing text), and how the provider cut the arguments
+    // into fragments must not change what runs.
+    if (this.partials) this.callPartial(call);
   }
 
   private callPartial(call: Call): void {
@@ -163,7 +138,7 @@ export class NativeDecoder implements Decoder {
     if (!target || !call.dirty) return;
     const text = argumentsOf(call);
     try {
-      call.snapshot = payload(target, text, this.contract, true);
+      call.snapshot = payload(target, text, this.contract, call.json);
     } catch {
       // keep the previous snapshot
     }
@@ -172,7 +147,6 @@ export class NativeDecoder implements Decoder {
   }
 
   private finish(call: Call): void {
-    call.done = true;
     const text = argumentsOf(call);
     const fn = call.fn ?? "";
     const raw = `${fn}(${text})`;
@@ -183,8 +157,10 @@ export class NativeDecoder implements Decoder {
       this.events.push({ type: "rejected", kind, name, segment: call.segment, message: `${what} not found: ${name || fn} (no function '${fn}' here)`, raw, callId: call.id });
       return;
     }
+    const repairs: Repair[] = [];
     try {
-      this.events.push({ type: "final", kind: target.kind, name: target.name, segment: call.segment, payload: payload(target, text, this.contract, false), raw, callId: call.id });
+      const value = payload(target, text, this.contract, null, repairs);
+      this.events.push({ type: "final", kind: target.kind, name: target.name, segment: call.segment, payload: value, raw, callId: call.id, repairs });
     } catch (error) {
       if (!(error instanceof BodyError)) throw error;
       this.events.push({ type: "rejected", kind: target.kind, name: target.name, segment: call.segment, message: `${fn}: ${error.message}`, raw, callId: call.id });
@@ -232,9 +208,10 @@ export class NativeDecoder implements Decoder {
       return;
     }
     const [name, type] = this.variants[0]!;
+    const repairs: Repair[] = [];
     try {
-      const response = parseValue(embeddedObject(text), type, this.contract.types);
-      this.events.push({ type: "final", kind: "response_schema", name, segment, payload: { type: name, response }, raw });
+      const response = parseValue(embeddedObject(text), type, this.contract.types, false, repairs);
+      this.events.push({ type: "final", kind: "response_schema", name, segment, payload: { type: name, response }, raw, repairs });
     } catch (error) {
       if (!(error instanceof BodyError)) throw error;
       this.events.push({ type: "rejected", kind: "response_schema", name, segment, message: `the answer must be a ${name} object: ${error.message}`, raw });
@@ -242,10 +219,13 @@ export class NativeDecoder implements Decoder {
   }
 }
 
-function payload(target: Target, text: string, contract: Contract, partial: boolean): Record<string, any> {
-  if (target.kind === "response_schema") return { type: target.name, response: parseValue(text || "{}", target.type!, contract.types, partial) };
-  if (text.trim() === "null") text = "";
-  const args = parseBody(text, target.fields, contract.types, partial);
+/** A call's payload; `partial` is its JSON tracker while the arguments stream. */
+function payload(target: Target, text: string, contract: Contract, partial: JsonPrefix | null, repairs: Repair[] | null = null): Record<string, any> {
+  const streaming = partial !== null;
+  if (target.kind === "response_schema")
+    return { type: target.name, response: parseValue(text || "{}", target.type!, contract.types, streaming, repairs, partial) };
+  if (text.trim() === "null") text = ""; // some providers send null for a call without arguments
+  const args = parseBody(text, target.fields, contract.types, streaming, repairs, partial);
   return target.kind === "custom" ? args : { type: target.name, args };
 }
 

@@ -16,6 +16,20 @@ export interface Frame {
   messages?: Record<string, any>[];
 }
 
+/** The provider's token counts for one model call. */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+/** One model call of a turn: the model that answered, its finish reason and token counts. */
+export interface ModelCall {
+  model: string;
+  finish_reason: string | null;
+  usage: Usage | null;
+}
+
 export interface Turn {
   id: string;
   input: { text: string };
@@ -26,7 +40,7 @@ export interface Turn {
   error: string | null;
   output: any;
   /** One entry per model call of the turn: the model that answered, "<provider>:<model>". */
-  model_calls: { model: string }[];
+  model_calls: ModelCall[];
 }
 
 export interface SessionState {
@@ -35,8 +49,17 @@ export interface SessionState {
   system_prompt: string;
   stack: Frame[];
   turns: Turn[];
+  /** Set by a session store (optimistic concurrency); kept as it is. */
+  revision?: number;
+  /** After a run: the token totals of every recorded model call. */
+  usage?: Usage;
+  /** "awaiting_approval" while approvals are pending (a Python run paused for them). */
+  status?: string;
   [key: string]: any;
 }
+
+/** The session status of a run paused for approvals (the Python runtime's approvals.AWAITING). */
+export const AWAITING_APPROVAL = "awaiting_approval";
 
 export function newSession(root: string): SessionState {
   return { version: SESSION_VERSION, agent: root, system_prompt: "", stack: [{ agent: root, config: null }], turns: [] };
@@ -52,6 +75,9 @@ export function checkSession(value: any, root: string): SessionState {
     throw new ConfigError(`session: expected a session object, got ${value === null ? "null" : typeof value}`);
   if (value.version !== SESSION_VERSION)
     throw new ConfigError(`session.version: this runtime reads session version ${SESSION_VERSION}, got ${JSON.stringify(value.version ?? null)}`);
+  const revision = value.revision;
+  if (revision != null && !(Number.isInteger(revision) && revision >= 0))
+    throw new ConfigError(`session.revision: expected a non-negative integer, got ${JSON.stringify(revision)}`);
   for (const key of ["stack", "turns"]) if (!Array.isArray(value[key])) throw new ConfigError(`session.${key}: expected a list`);
   const owner = value.agent ?? root;
   if (owner !== root) throw new ConfigError(`session.agent: this session belongs to agent '${owner}', not '${root}'`);
@@ -63,7 +89,8 @@ export function checkSession(value: any, root: string): SessionState {
     if (!turn || typeof turn !== "object" || Array.isArray(turn)) throw new ConfigError(`session.turns[${i}]: expected a turn object`);
   });
   const stack = value.stack.length ? value.stack.map((f: Frame) => ({ ...f })) : [{ agent: root, config: null }];
-  return { version: SESSION_VERSION, agent: root, system_prompt: String(value.system_prompt ?? ""), stack, turns: [...value.turns] };
+  // Other top-level keys (a store's revision, the approvals audit) are kept as they are.
+  return { ...value, version: SESSION_VERSION, agent: root, system_prompt: String(value.system_prompt ?? ""), stack, turns: [...value.turns] };
 }
 
 export function messageToJson(m: Message): Record<string, any> {

@@ -1,6 +1,7 @@
 // The public types that generated bindings specialise.
 
 import type { SessionState } from "./session.js";
+import type { Repair } from "./values.js";
 
 /** What a handler of a call intent may return: skip the call, or supply its result. */
 export type IntentControl = { skip: true } | { result: unknown };
@@ -11,6 +12,8 @@ export interface MiddlewareContext<Target extends string = string> {
   rootAgent: string;
   systemPrompt: string;
   rawBlock: string | null;
+  /** What the decoder repaired to read the intent's block (onIntent only; else empty). */
+  repairs: Repair[];
   conversationId: string | null;
   workflow?: string;
   setContext(data: Record<string, unknown>): void;

@@ -3,7 +3,23 @@
 // lists, nested blocks, multi-line values, dotted keys and underscore aliases. A key given
 // twice with different values is a BodyError: the block is rejected, never guessed.
 
-import { coerce, fieldMap, isObject, resolve, type IRField, type IRType, type Types } from "./schema.js";
+import { coerce, fieldMap, isObject, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
+
+/** The longest block body or native argument text read (1,048,576 characters). */
+export const MAX_BODY_CHARS = 1 << 20;
+/** The deepest nesting of objects and lists in one body. */
+export const MAX_DEPTH = 64;
+
+/** One repair the reader made: `path` is the dotted field path it concerns ("" for the body). */
+export interface Repair {
+  kind: string;
+  path: string;
+  detail: string;
+}
+
+export function repair(kind: string, path: string, detail: string): Repair {
+  return { kind, path, detail };
+}
 
 export class BodyError extends Error {
   constructor(message: string) {
@@ -16,39 +32,102 @@ export function objectType(fields: IRField[]): IRType {
   return { kind: "object", fields: [...fields] };
 }
 
-export function parseBody(text: string, fields: IRField[], types: Types, partial = false): Record<string, any> {
+/**
+ * Read a block body into an object aligned to `fields`. With `partial` (a body still
+ * streaming) nothing throws: only what is certain is read (the line still being typed is left
+ * out unless it is plain text for a text field). `repairs` collects what the reader repaired
+ * (final reads only).
+ */
+export function parseBody(
+  text: string,
+  fields: IRField[],
+  types: Types,
+  partial = false,
+  repairs: Repair[] | null = null,
+  jsonPrefix: JsonPrefix | null = null,
+): Record<string, any> {
   if (partial) {
     try {
-      return parseBodyInner(text, fields, types, true);
+      return guarded(() => parseBodyInner(text, fields, types, true, null, jsonPrefix), text);
     } catch (error) {
-      if (error instanceof BodyError) return {};
+      if (error instanceof BodyError) return {}; // too broken to show yet; the final read says why
       throw error;
     }
   }
-  return parseBodyInner(text, fields, types, false);
+  return guarded(() => parseBodyInner(text, fields, types, false, repairs, null), text);
 }
 
-function parseBodyInner(text: string, fields: IRField[], types: Types, partial: boolean): Record<string, any> {
+/** Run `read` within the documented limits: anything hostile is a BodyError for the model. */
+function guarded<T>(read: () => T, text: string): T {
+  if (text.length > MAX_BODY_CHARS) throw new BodyError(`the body is ${text.length} characters long; at most ${MAX_BODY_CHARS} are read`);
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof RangeError && /call stack/i.test(error.message)) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
+    throw error;
+  }
+}
+
+function parseBodyInner(
+  text: string,
+  fields: IRField[],
+  types: Types,
+  partial: boolean,
+  repairs: Repair[] | null,
+  jsonPrefix: JsonPrefix | null,
+): Record<string, any> {
   const target = objectType(fields);
   const body = stripFence(text.split("\r\n").join("\n")).trim();
   if (!body) return {};
-  const reader = new Reader(types, partial);
+  const reader = new Reader(types, partial, repairs);
   let result: Record<string, any>;
   if (body[0] === "{") {
-    const value = loadsLoose(body, partial);
-    if (!isObject(value)) throw new BodyError("the body must be an object: `name: value` lines or a JSON object");
-    result = reader.align(Object.entries(value).map(([k, v]) => [k, v] as Entry), target);
+    const fast = partial && jsonPrefix !== null ? fastPartial(text, jsonPrefix) : null;
+    const value = fast === null ? reader.loose(body, target) : fast;
+    if (!isObject(value) || value instanceof Raw) throw new BodyError("the body must be an object: `name: value` lines or a JSON object");
+    result = reader.align(Object.entries(value), target);
   } else {
-    result = reader.align(new LineParser(body, partial).entries(), target);
+    const openTail = partial && !text.endsWith("\n");
+    result = reader.align(new LineParser(body, partial, openTail).entries(), target);
   }
-  return { ...coerce(result, target, types) };
+  return { ...reader.coerce(result, target) };
 }
 
-export function parseValue(text: string, type: IRType, types: Types, partial = false): any {
+/** Read a body holding one value of `type` (an object type reads as in parseBody). */
+export function parseValue(
+  text: string,
+  type: IRType,
+  types: Types,
+  partial = false,
+  repairs: Repair[] | null = null,
+  jsonPrefix: JsonPrefix | null = null,
+): any {
   const resolved = resolve(type, types);
-  if (resolved.kind === "object") return parseBody(text, resolved.fields, types, partial);
-  const reader = new Reader(types, partial);
-  return coerce(reader.interpret(new Raw(stripFence(text.split("\r\n").join("\n")).trim()), type), type, types);
+  if (resolved.kind === "object") return parseBody(text, resolved.fields, types, partial, repairs, jsonPrefix);
+  return guarded(() => {
+    const reader = new Reader(types, partial, repairs);
+    const body = stripFence(text.split("\r\n").join("\n")).trim();
+    return reader.coerce(reader.interpret(new Raw(body), type), type);
+  }, text);
+}
+
+/**
+ * True when a body reads as fields rather than as plain text: it is an object or list (also in
+ * a code fence), its first line is a `key: value` line, or a line names the parameter `name`
+ * itself. A lone string parameter takes a body as its raw value only when this is false.
+ */
+export function looksStructured(text: string, name: string): boolean {
+  const body = stripFence(text.split("\r\n").join("\n")).trim();
+  if (body[0] === "{" || body[0] === "[") return true;
+  const cut = body.indexOf("\n");
+  const first = cut < 0 ? body : body.slice(0, cut);
+  if (KEY_LINE.test(first)) return true;
+  if (cut < 0) return false;
+  for (const line of body.slice(cut + 1).split("\n")) {
+    const match = KEY_LINE.exec(line);
+    if (match && unquoteKey(match.groups!.key!) === name) return true;
+  }
+  return false;
 }
 
 const ANY_FENCE = /```[\w-]*[ \t\r]*\n([\s\S]*?)\n?[ \t\r]*```/;
@@ -72,11 +151,147 @@ function stripFence(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Streaming JSON
+
+const STRING_BODY = /[^"\\]*/y;
+
+/**
+ * Follows a JSON text as it streams, so that a parseable prefix is known at any moment. `feed`
+ * costs time linear in the piece; `completed` gives the text so far cut back to the last
+ * complete value (or with an open string value closed) plus the closing brackets.
+ */
+export class JsonPrefix {
+  private stack: string[] = [];
+  private inString = false;
+  private escape = false;
+  private expectKey = false;
+  private stringIsKey = false;
+  private pos = 0;
+  private safe = 0;
+  private safeDepth = 0;
+  /** The top-level value's closing bracket has arrived. */
+  closed = false;
+
+  feed(piece: string): void {
+    const base = this.pos;
+    const n = piece.length;
+    let i = 0;
+    while (i < n) {
+      if (this.inString) {
+        i = this.string(piece, i, base);
+        continue;
+      }
+      const ch = piece[i]!;
+      i++;
+      if (ch === '"') {
+        this.inString = true;
+        this.stringIsKey = this.expectKey;
+      } else if (ch === "{" || ch === "[") {
+        this.stack.push(ch);
+        this.expectKey = ch === "{";
+        this.mark(base + i);
+      } else if (ch === "}" || ch === "]") {
+        this.stack.pop();
+        this.closed = !this.stack.length;
+        this.expectKey = false;
+        this.mark(base + i);
+      } else if (ch === ",") {
+        this.expectKey = this.stack.length > 0 && this.stack[this.stack.length - 1] === "{";
+        this.mark(base + i - 1); // cut before the comma
+      } else if (ch === ":") this.expectKey = false;
+    }
+    this.pos = base + n;
+  }
+
+  private string(piece: string, i: number, base: number): number {
+    if (this.escape) {
+      this.escape = false;
+      return i + 1;
+    }
+    STRING_BODY.lastIndex = i;
+    const m = STRING_BODY.exec(piece);
+    i = m ? i + m[0].length : i;
+    if (i >= piece.length) return i;
+    if (piece[i] === "\\") {
+      this.escape = true;
+      return i + 1;
+    }
+    this.inString = false;
+    if (!this.stringIsKey) this.mark(base + i + 1);
+    return i + 1;
+  }
+
+  private mark(at: number): void {
+    this.safe = at;
+    this.safeDepth = this.stack.length;
+  }
+
+  /** [with the open string closed, cut back to the last complete value]. */
+  completed(text: string): [string, string] {
+    const close = (open: string[]): string => open.map((c) => (c === "{" ? "}" : "]")).reverse().join("");
+    const closers = close(this.stack);
+    const cut = text.slice(0, this.safe) + close(this.stack.slice(0, this.safeDepth));
+    if (this.inString && !this.stringIsKey) {
+      const body = this.escape ? text.slice(0, -1) : text;
+      return [body + OPEN_MARK + '"' + closers, cut];
+    }
+    return [cut, cut];
+  }
+}
+
+const OPEN_MARK = "\ue000"; // ends the open string value that `completed` closes
+
+/**
+ * A streaming JSON body read through JSON.parse; null when that cannot work. The string still
+ * being typed (always the last value) comes back as an open Raw, so the reader shows it only
+ * where it is a prefix of the final value.
+ */
+function fastPartial(text: string, prefix: JsonPrefix): Record<string, any> | null {
+  const [withOpen, cut] = prefix.completed(text);
+  const candidates = withOpen === cut ? [cut] : [withOpen, cut];
+  for (const candidate of candidates) {
+    const opening = OPEN_FENCE.exec(candidate); // a code fence whose end has not arrived
+    let value: unknown;
+    try {
+      value = JSON.parse(opening ? candidate.slice(opening[0].length) : candidate);
+    } catch {
+      continue;
+    }
+    if (!isObject(value)) return null;
+    if (candidate === cut || markOpen(value)) return value;
+  }
+  return null;
+}
+
+/** Replace the last value of `node` (at any depth), the open string, by an open Raw; false
+ * when it is not there (a duplicate key moved it): use the cut text. */
+function markOpen(node: unknown): boolean {
+  while (Array.isArray(node) || isObject(node)) {
+    const box = node as Record<string, unknown>;
+    const keys = Object.keys(box);
+    if (!keys.length) return false;
+    const where = keys[keys.length - 1]!; // an array's last index, or an object's last key
+    const value = box[where];
+    if (typeof value === "string") {
+      if (!value.endsWith(OPEN_MARK)) return false;
+      box[where] = new Raw(value.slice(0, -OPEN_MARK.length), true);
+      return true;
+    }
+    node = value;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Raw lines
 
 class Raw {
   more: string[] = [];
-  constructor(public first: string) {}
+  /** `open`: a streaming body's last value, still being typed. */
+  constructor(
+    public first: string,
+    public open = false,
+  ) {}
   get text(): string {
     return this.more.length ? [this.first, ...this.more].join("\n") : this.first;
   }
@@ -97,18 +312,26 @@ function unquoteKey(key: string): string {
   return (key[0] === '"' || key[0] === "'") && key[key.length - 1] === key[0] && key.length > 1 ? key.slice(1, -1) : key;
 }
 
+/**
+ * `key: value` lines, nested blocks and dash lists, by indentation (a YAML subset). `openTail`:
+ * the last line is still being typed (a streaming body); what it holds is not certain yet, so
+ * it only ever yields a plain text value (see Reader.interpret).
+ */
 class LineParser {
   lines: string[];
   pos = 0;
+  openLine: number;
   constructor(
     text: string,
     public partial: boolean,
+    openTail = false,
   ) {
     this.lines = text.split("\n");
+    this.openLine = openTail ? this.lines.length - 1 : -1;
   }
 
   entries(): Entry[] {
-    const entries = this.mapping(-1);
+    const entries = this.mapping(-1, 0);
     if (this.pos < this.lines.length && !this.partial) {
       const line = this.lines[this.pos]!.trim();
       throw new BodyError(`cannot read the line ${pyRepr(line)}: expected \`name: value\``);
@@ -121,14 +344,20 @@ class LineParser {
     return start;
   }
 
-  mapping(parent: number): Entry[] {
+  mapping(parent: number, depth: number): Entry[] {
+    if (depth > MAX_DEPTH) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
     const entries: Entry[] = [];
     let i: number;
     while ((i = this.nextNonblank(this.pos)) < this.lines.length) {
       const line = this.lines[i]!;
       if (indentOf(line) <= parent) break;
       const m = KEY_LINE.exec(line);
-      if (m === null) {
+      if (m === null || (i === this.openLine && !m.groups!.rest!.trim())) {
+        if (i === this.openLine) {
+          // a key or a continuation still being typed
+          this.pos = i + 1;
+          continue;
+        }
         const last = entries[entries.length - 1];
         if (last && last[1] instanceof Raw) {
           this.continueRaw(last[1], i);
@@ -141,7 +370,7 @@ class LineParser {
         break;
       }
       this.pos = i + 1;
-      entries.push([unquoteKey(m.groups!.key!), this.value(m.groups!.rest!.trim(), indentOf(line))]);
+      entries.push([unquoteKey(m.groups!.key!), this.value(m.groups!.rest!.trim(), indentOf(line), depth)]);
     }
     return entries;
   }
@@ -152,18 +381,23 @@ class LineParser {
     this.pos = i + 1;
   }
 
-  value(rest: string, indent: number): any {
+  value(rest: string, indent: number, depth: number): any {
+    const line = this.pos - 1;
     if (rest === "" || rest === "|" || rest === ">") {
       const nxt = this.nextNonblank(this.pos);
       if (nxt < this.lines.length && indentOf(this.lines[nxt]!) > indent) {
-        if (DASH_LINE.test(this.lines[nxt]!)) return this.list(indent);
-        if (rest === "" && KEY_LINE.test(this.lines[nxt]!)) return new Block(this.mapping(indent));
+        if (DASH_LINE.test(this.lines[nxt]!)) return this.list(indent, depth + 1);
+        if (rest === "" && KEY_LINE.test(this.lines[nxt]!)) {
+          const entries = this.mapping(indent, depth + 1);
+          // Empty only when its one line is still being typed: nothing certain yet.
+          return entries.length ? new Block(entries) : new Raw("", true);
+        }
         return this.blockText(indent);
       }
-      return new Raw("");
+      return new Raw("", this.partial && nxt >= this.lines.length);
     }
-    if ((rest[0] === "[" || rest[0] === "{") && depth(rest) > 0) return this.bracketed(rest);
-    return new Raw(rest);
+    if ((rest[0] === "[" || rest[0] === "{") && bracketDepth(rest) > 0) return this.bracketed(rest);
+    return new Raw(rest, line === this.openLine);
   }
 
   blockText(indent: number): Raw {
@@ -171,7 +405,7 @@ class LineParser {
     while (this.pos < this.lines.length) {
       const line = this.lines[this.pos]!;
       if (line.trim() && indentOf(line) <= indent) break;
-      taken.push(line.trim());
+      if (this.pos !== this.openLine) taken.push(line.trim());
       this.pos++;
     }
     return new Raw(taken.join("\n").trim());
@@ -179,21 +413,27 @@ class LineParser {
 
   bracketed(first: string): Raw {
     const taken = [first];
-    let d = depth(first);
+    let d = bracketDepth(first);
     while (this.pos < this.lines.length && d > 0) {
       taken.push(this.lines[this.pos]!);
-      d += depth(this.lines[this.pos]!);
+      d += bracketDepth(this.lines[this.pos]!);
       this.pos++;
     }
-    return new Raw(taken.join("\n"));
+    return new Raw(taken.join("\n"), this.partial && d > 0);
   }
 
-  list(parent: number): any[] {
+  list(parent: number, depth: number): any[] {
+    if (depth > MAX_DEPTH) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
     const items: any[] = [];
     let i: number;
     while ((i = this.nextNonblank(this.pos)) < this.lines.length) {
       const line = this.lines[i]!;
       const dash = DASH_LINE.exec(line);
+      if (i === this.openLine) {
+        // an item still being typed
+        this.pos = i + 1;
+        continue;
+      }
       if (indentOf(line) <= parent || dash === null) {
         const last = items[items.length - 1];
         if (dash === null && indentOf(line) > parent && items.length && last instanceof Raw) {
@@ -203,16 +443,16 @@ class LineParser {
         break;
       }
       this.pos = i + 1;
-      items.push(this.item((dash[1] ?? "").trim(), indentOf(line)));
+      items.push(this.item((dash[1] ?? "").trim(), indentOf(line), depth));
     }
     return items;
   }
 
-  item(rest: string, indent: number): any {
+  item(rest: string, indent: number, depth: number): any {
     const m = KEY_LINE.exec(rest);
-    if (m === null || (rest.length > 0 && "[{\"'".includes(rest[0]!))) return this.value(rest, indent);
-    const first: Entry = [unquoteKey(m.groups!.key!), this.value(m.groups!.rest!.trim(), indent)];
-    return new Block([first, ...this.mapping(indent)]);
+    if (m === null || (rest.length > 0 && "[{\"'".includes(rest[0]!))) return this.value(rest, indent, depth);
+    const first: Entry = [unquoteKey(m.groups!.key!), this.value(m.groups!.rest!.trim(), indent, depth)];
+    return new Block([first, ...this.mapping(indent, depth + 1)]);
   }
 }
 
@@ -223,7 +463,7 @@ class Block {
 
 const BRACKET_TOKENS = /"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|[\[\]{}]/g;
 
-function depth(line: string): number {
+function bracketDepth(line: string): number {
   let d = 0;
   for (const m of line.matchAll(BRACKET_TOKENS)) {
     const piece = m[0];
@@ -243,31 +483,62 @@ const BARE_KEY = /[^\s:=,{}\[\]"']+/y;
 const BARE_VALUE = /[^,{}\[\]\n]*/y;
 const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", b: "\b", f: "\f", "/": "/" };
 
+/**
+ * Parse JSON, or failing that a JS-style value in which bare words stay strings (except null)
+ * for the declared type to interpret. With `partial` an unfinished value is closed where it
+ * stops.
+ */
 export function loadsLoose(text: string, partial = false): any {
-  let json = false;
-  try {
-    JSON.parse(text);
-    json = true;
-  } catch {
-    json = false;
-  }
-  return new Loose(text, partial, json).document();
+  return guarded(() => new Loose(text, partial, isJson(text)).document(), text);
 }
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const SPLIT = /[ \t]+([A-Za-z_$][\w$.\-]*)[ \t]*[:=]/g;
+const JSON_WORD = /^(?:-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)$/;
+const LOOSE_REPAIRS: Record<string, string> = {
+  unquoted_key: "a key without quotes",
+  unquoted_value: "a text value without quotes",
+  single_quotes: "a string in single quotes",
+  missing_comma: "pairs or items without a comma between them",
+  trailing_comma: "a comma before a closing bracket",
+  comment: "a comment",
+  split_pair: "pairs separated only by spaces; a value ended where the next field's name began",
+};
+
+/**
+ * Recursive descent over JSON and JS-style objects; tolerant of what models write. With a
+ * reader and the declared type it also knows the field names of each object it reads, which is
+ * what lets `{name: Ada age: 36}` be split (see bareValue).
+ */
 class Loose {
   pos = 0;
+  path: string[] = [];
   constructor(
     public text: string,
     public partial: boolean,
     public json: boolean,
+    public reader: Reader | null = null,
+    public type: IRType | null = null,
   ) {}
 
   document(): any {
-    const value = this.value();
+    const value = this.value(this.type, 0);
     this.skip();
     if (this.pos < this.text.length && !this.partial)
       throw new BodyError(`unexpected text after the value: ${pyRepr(this.text.slice(this.pos, this.pos + 40))}`);
     return value;
+  }
+
+  note(kind: string): void {
+    if (this.reader !== null && !this.json) this.reader.note(kind, this.path.join("."), LOOSE_REPAIRS[kind]!, true);
   }
 
   match(re: RegExp): RegExpExecArray | null {
@@ -277,47 +548,93 @@ class Loose {
 
   skip(): void {
     const m = this.match(WS);
-    if (m) this.pos += m[0].length;
+    if (m) {
+      this.pos += m[0].length;
+      if (m[0].includes("/")) this.note("comment");
+    }
   }
 
   eof(what: string): void {
     if (!this.partial) throw new BodyError(`the ${what} is not closed`);
   }
 
-  value(): any {
+  /** `type` resolved when it is an object type the reader knows, else null. */
+  fieldsOf(type: IRType | null): IRType | null {
+    if (this.reader === null || type === null) return null;
+    const resolved = resolve(type, this.reader.types);
+    return resolved.kind === "object" ? resolved : null;
+  }
+
+  value(type: IRType | null, depth: number): any {
+    if (depth > MAX_DEPTH) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
     this.skip();
     const ch = this.text.slice(this.pos, this.pos + 1);
-    if (ch === "{") return this.object();
-    if (ch === "[") return this.array();
+    if (ch === "{") return this.object(this.fieldsOf(type), depth + 1);
+    if (ch === "[") {
+      let items: IRType | null = null;
+      if (this.reader !== null && type !== null) {
+        const resolved = resolve(type, this.reader.types);
+        items = resolved.kind === "array" ? resolved.items : null;
+      }
+      return this.array(items, depth + 1);
+    }
     if (ch === "'" || ch === '"') return this.string();
+    return this.bareValue(null);
+  }
+
+  /**
+   * An unquoted value up to a comma, bracket or line end. Inside an object whose type is known,
+   * it also ends before ` name:` when `name` names a field of that object (the model left out
+   * the comma; a name given twice is then rejected as a duplicate).
+   */
+  bareValue(objectType: IRType | null): any {
     const m = this.match(BARE_VALUE)!;
-    this.pos += m[0].length;
-    const word = m[0].trim();
+    let end = this.pos + m[0].length;
+    if (objectType !== null && this.reader !== null && !this.json) {
+      const piece = this.text.slice(0, end);
+      SPLIT.lastIndex = this.pos;
+      for (let split = SPLIT.exec(piece); split !== null; split = SPLIT.exec(piece)) {
+        if (this.reader.pathOf(split[1]!, objectType) !== null) {
+          end = split.index;
+          this.note("split_pair");
+          break;
+        }
+      }
+    }
+    const word = this.text.slice(this.pos, end).trim();
+    this.pos = end;
     if (this.json) return word === "" ? null : JSON.parse(word);
+    if (word && !JSON_WORD.test(word)) this.note("unquoted_value");
+    // Read by the declared type, like a `key: value` line.
+    if (this.reader !== null) return new Raw(word, this.partial && end === this.text.length);
     return word === "null" ? null : word;
   }
 
-  string(): string {
+  string(): any {
     const quote = this.text[this.pos];
+    if (quote === "'") this.note("single_quotes");
     const m = this.match(quote === '"' ? DQ : SQ);
     if (m === null) {
       this.eof("string");
       const body = this.text.slice(this.pos + 1);
       this.pos = this.text.length;
-      return unescape(body.replace(/\\+$/, ""));
+      const text = unescape(body.replace(/\\+$/, ""));
+      return this.partial && this.reader !== null ? new Raw(text, true) : text;
     }
     this.pos += m[0].length;
     return unescape(m[1]!);
   }
 
-  object(): Record<string, any> {
+  object(type: IRType | null, depth: number): Record<string, any> {
     this.pos++;
     const pairs: Entry[] = [];
+    let separated = true; // a comma (or the opening brace) came since the last pair
     for (;;) {
       this.skip();
       const ch = this.text.slice(this.pos, this.pos + 1);
       if (ch === "}") {
         this.pos++;
+        if (pairs.length && separated) this.note("trailing_comma");
         return pairsToDict(pairs, this.partial);
       }
       if (ch === "") {
@@ -326,14 +643,23 @@ class Loose {
       }
       if (ch === ",") {
         this.pos++;
+        separated = true;
         continue;
       }
+      if (!separated) this.note("missing_comma");
       const key = this.key();
       this.skip();
       const next = this.text.slice(this.pos, this.pos + 1);
       if (next === ":" || next === "=") {
         this.pos++;
-        pairs.push([key, this.value()]);
+        this.path.push(key);
+        const field = type !== null && this.reader !== null ? this.reader.fields(type).get(key) : undefined;
+        this.skip();
+        const start = this.text.slice(this.pos, this.pos + 1);
+        const value = start === "{" || start === "[" || start === "'" || start === '"' ? this.value(field ? field.type : null, depth) : this.bareValue(type);
+        this.path.pop();
+        pairs.push([key, value]);
+        separated = false;
       } else if (this.pos >= this.text.length) this.eof("object");
       else throw new BodyError(`expected \`:\` after the key ${pyRepr(key)}`);
     }
@@ -341,21 +667,27 @@ class Loose {
 
   key(): string {
     const ch = this.text[this.pos]!;
-    if (ch === "'" || ch === '"') return this.string();
+    if (ch === "'" || ch === '"') {
+      const key = this.string(); // cut off by the end: no pair follows it anyway
+      return String(key instanceof Raw ? key.text : key);
+    }
     const m = this.match(BARE_KEY);
     if (m === null) throw new BodyError(`unexpected ${pyRepr(ch)} where a key was expected`);
     this.pos += m[0].length;
+    this.note("unquoted_key");
     return m[0];
   }
 
-  array(): any[] {
+  array(itemsType: IRType | null, depth: number): any[] {
     this.pos++;
     const items: any[] = [];
+    let separated = true;
     for (;;) {
       this.skip();
       const ch = this.text.slice(this.pos, this.pos + 1);
       if (ch === "]") {
         this.pos++;
+        if (items.length && separated) this.note("trailing_comma");
         return items;
       }
       if (ch === "") {
@@ -364,10 +696,13 @@ class Loose {
       }
       if (ch === ",") {
         this.pos++;
+        separated = true;
         continue;
       }
+      if (!separated) this.note("missing_comma");
       const start = this.pos;
-      items.push(this.value());
+      items.push(this.value(itemsType, depth));
+      separated = false;
       if (this.pos === start) throw new BodyError(`unexpected ${pyRepr(ch)} in a list`);
     }
   }
@@ -385,7 +720,7 @@ function unescape(body: string): string {
 function pairsToDict(pairs: Entry[], partial: boolean): Record<string, any> {
   const out: Record<string, any> = {};
   for (const [key, value] of pairs) {
-    if (Object.prototype.hasOwnProperty.call(out, key) && !deepEqual(out[key], value) && !partial)
+    if (Object.prototype.hasOwnProperty.call(out, key) && !deepEqual(plain(out[key]), plain(value)) && !partial)
       throw duplicate(key, out[key], value);
     out[key] = value;
   }
@@ -396,8 +731,13 @@ function duplicate(key: string, first: any, second: any): BodyError {
   return new BodyError(`\`${key}\` is given twice with different values (${show(first)} and ${show(second)}); send it once`);
 }
 
+/** A value with a bare word (Raw) as its text, for comparing and showing. */
+function plain(value: any): any {
+  return value instanceof Raw ? value.text : value;
+}
+
 function show(value: any): string {
-  const text = pyJson(value);
+  const text = pyJson(plain(value));
   return text.length <= 60 ? text : text.slice(0, 57) + "...";
 }
 
@@ -452,50 +792,124 @@ export function deepEqual(a: any, b: any): boolean {
 
 const STRINGY = new Set(["string", "text", "literal"]);
 
+const OPEN = Symbol("open"); // a streaming value not certain yet: left out of the snapshot
+const MAX_REPAIRS = 100;
+
 class Reader {
+  private noted = new Set<string>();
+  private depth = 0;
   constructor(
     public types: Types,
     public partial: boolean,
+    public repairs: Repair[] | null = null,
   ) {}
+
+  /** Record a repair (`once`: only the first of this kind in the body). */
+  note(kind: string, path: string, detail: string, once = false): void {
+    if (this.repairs === null || this.repairs.length >= MAX_REPAIRS) return;
+    const mark = `${kind}\u0000${once ? "" : path}`;
+    if (this.noted.has(mark)) return;
+    this.noted.add(mark);
+    this.repairs.push(repair(kind, path, detail));
+  }
 
   fields(type: IRType): Map<string, IRField> {
     return fieldMap(type, this.types);
   }
 
-  align(entries: Entry[], target: IRType | null): Record<string, any> {
-    const out: Record<string, any> = {};
-    for (const [key, raw] of entries) {
-      const path = target !== null ? this.path(key, target) : null;
-      if (path === null) {
-        this.put(out, [key], this.interpret(raw, null), key, null);
-        continue;
-      }
-      const [names, type] = path;
-      this.put(out, names, this.interpret(raw, type), key, type);
-    }
+  loose(text: string, type: IRType | null = null): any {
+    return new Loose(text, this.partial, isJson(text), this, type).document();
+  }
+
+  /** coerce(), each change listed as a repair. */
+  coerce(value: any, type: IRType): any {
+    const out = coerce(value, type, this.types);
+    if (this.repairs !== null) this.coerced(value, out, "");
     return out;
   }
 
-  path(key: string, target: IRType): [string[], IRType] | null {
+  private coerced(before: any, after: any, path: string): void {
+    if (isObject(before) && isObject(after)) {
+      for (const [key, value] of Object.entries(after)) if (key in before) this.coerced(before[key], value, path ? `${path}.${key}` : key);
+    } else if (Array.isArray(before) && Array.isArray(after)) {
+      const n = Math.min(before.length, after.length);
+      for (let i = 0; i < n; i++) this.coerced(before[i], after[i], `${path}[${i}]`);
+    } else if (typeof before !== typeof after || Array.isArray(before) !== Array.isArray(after) || !deepEqual(before, after)) {
+      this.note("coerced", path, `${show(before)} read as ${show(after)}`);
+    }
+  }
+
+  /**
+   * Place each entry at the field its key names (dotted and underscore keys too). A key path
+   * given twice with different values is an ambiguity (also when both are objects: two
+   * `user:` blocks are not merged); paths that only share a prefix fill one object.
+   */
+  align(entries: Entry[], target: IRType | null): Record<string, any> {
+    this.enter();
+    const out: Record<string, any> = {};
+    const given = new Map<string, any>(); // by key path
+    for (const [key, raw] of entries) {
+      const path = target !== null ? this.pathOf(key, target) : null;
+      const [names, type] = path !== null ? path : [[key], null];
+      const value = this.interpret(raw, type);
+      if (value === OPEN || (value === null && this.nullIsAbsent(type))) continue; // still being typed, or null: not given
+      const where = names.length === 1 ? key : JSON.stringify(names);
+      if (given.has(where)) {
+        if (!this.same(given.get(where), value, type) && !this.partial) throw duplicate(names.join("."), given.get(where), value);
+        if (!this.partial) continue;
+      }
+      given.set(where, value);
+      this.put(out, names, value, key, type);
+    }
+    this.depth--;
+    return out;
+  }
+
+  /** null means "not given" unless the declared type itself accepts null. */
+  nullIsAbsent(type: IRType | null): boolean {
+    return type === null || validate(null, type, this.types).length > 0;
+  }
+
+  same(first: any, second: any, type: IRType | null): boolean {
+    if (deepEqual(first, second)) return true;
+    if (type === null) return false;
+    return deepEqual(coerce(first, type, this.types), coerce(second, type, this.types));
+  }
+
+  /** The field path `key` names in `target`: the field itself, a dotted path, or an
+   * underscore alias that exactly one nested path joins to. */
+  pathOf(key: string, target: IRType): [string[], IRType] | null {
     const fields = this.fields(target);
     const direct = fields.get(key);
     if (direct) return [[key], direct.type];
     if (key.includes(".")) return this.dotted(key.split("."), target);
     if (key.includes("_")) {
-      const found = this.aliases(target).get(key) ?? [];
-      if (found.length === 1) return found[0]!;
+      const found = this.aliases(key, target, true);
+      if (found.length === 1) {
+        const names = found[0]![0];
+        this.note("alias", names.join("."), `\`${key}\` read as \`${names.join(".")}\``);
+        return found[0]!;
+      }
+      if (found.length && !this.partial) {
+        const ways = found.map(([names]) => `\`${names.join(".")}\``).join(" or ");
+        throw new BodyError(`\`${key}\` could be ${ways}; write the path with dots`);
+      }
     }
     return null;
   }
 
-  aliases(target: IRType): Map<string, [string[], IRType][]> {
-    const table = new Map<string, [string[], IRType][]>();
-    for (const path of this.nestedPaths(target, 4)) {
-      const k = path[0].join("_");
-      if (!table.has(k)) table.set(k, []);
-      table.get(k)!.push(path);
+  /** Every way `key` splits at underscores into a path of nested fields (at any depth; at the
+   * top level the key must reach into a nested field). Stops at two. */
+  aliases(key: string, target: IRType, top: boolean): [string[], IRType][] {
+    const found: [string[], IRType][] = [];
+    for (const [name, declared] of this.fields(target)) {
+      if (!top && key === name) found.push([[name], declared.type]);
+      else if (key.startsWith(name + "_")) {
+        for (const [sub, type] of this.aliases(key.slice(name.length + 1), declared.type, false)) found.push([[name, ...sub], type]);
+      }
+      if (found.length > 1) break;
     }
-    return table;
+    return found;
   }
 
   dotted(parts: string[], target: IRType): [string[], IRType] | null {
@@ -508,16 +922,8 @@ class Reader {
     return [parts, type];
   }
 
-  nestedPaths(target: IRType, d: number): [string[], IRType][] {
-    const paths: [string[], IRType][] = [];
-    if (d === 0) return paths;
-    for (const [name, declared] of this.fields(target)) {
-      for (const [sub, type] of this.nestedPaths(declared.type, d - 1)) paths.push([[name, ...sub], type]);
-      if (d < 4) paths.push([[name], declared.type]);
-    }
-    return paths;
-  }
-
+  /** Set `value` at `names`; a different value already there is an ambiguity (values are
+   * compared after coercion, so 28 and "28" agree). */
   put(out: Record<string, any>, names: string[], value: any, key: string, type: IRType | null): void {
     let node = out;
     for (const name of names.slice(0, -1)) {
@@ -538,7 +944,7 @@ class Reader {
         }
         return;
       }
-      if (type !== null && deepEqual(coerce(node[last], type, this.types), coerce(value, type, this.types))) return;
+      if (type !== null && this.same(node[last], value, type)) return;
       if (!this.partial) throw duplicate(names.length > 1 ? names.join(".") : key, node[last], value);
     }
     node[last] = value;
@@ -547,30 +953,57 @@ class Reader {
   interpret(raw: any, type: IRType | null): any {
     const resolved = type !== null ? resolve(type, this.types) : null;
     const kind = resolved ? resolved.kind : null;
-    if (raw instanceof Raw) return this.interpretText(raw.text, resolved);
+    if (raw instanceof Raw) return raw.open ? this.openValue(raw.text, resolved) : this.interpretText(raw.text, resolved);
     if (raw instanceof Block) return this.align(raw.entries, kind === "object" ? resolved : null);
     if (Array.isArray(raw)) {
       const items = resolved && kind === "array" ? resolved.items : null;
-      return raw.map((item) => this.interpret(item, items));
+      this.enter();
+      const values = raw.map((item) => this.interpret(item, items));
+      this.depth--;
+      return values.filter((v) => v !== OPEN);
     }
     if (isObject(raw)) return this.align(Object.entries(raw), kind === "object" ? resolved : null);
     return raw;
   }
 
+  /** One level deeper into objects and lists (left again by the caller). */
+  private enter(): void {
+    this.depth++;
+    if (this.depth > MAX_DEPTH) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
+  }
+
+  /** A value still being typed: shown only as far as it is certain. Plain text for a text
+   * field is a prefix of the final value; of a list, the items before the last. */
+  private openValue(text: string, type: IRType | null): any {
+    const kind = type ? type.kind : null;
+    if ((kind === "string" || kind === "text") && text && !"[{\"'|>/".includes(text[0]!)) {
+      if (!"null".startsWith(text)) return text;
+    }
+    if (kind === "array" && text[0] === "[") {
+      const value = this.interpret(this.loose(text, type), type);
+      return Array.isArray(value) ? value.slice(0, -1) : OPEN;
+    }
+    return OPEN;
+  }
+
   interpretText(text: string, type: IRType | null): any {
     const kind = type ? type.kind : null;
-    if (kind !== null && STRINGY.has(kind)) return unquote(text);
-    if (!text) return null;
+    if (kind !== null && STRINGY.has(kind)) return text === "null" ? null : unquote(text);
+    if (!text) return null; // `key:` with nothing after it: not given
     if (kind === "array" && text[0] !== "[" && type) {
       return text.split(",").map((p) => this.interpret(new Raw(p.trim()), type.items));
     }
+    // A bare `28` or `true`: the taught form, read as JSON (no coercion).
+    if ((kind === "number" || kind === "boolean") && JSON_WORD.test(text)) return JSON.parse(text);
     if (!"[{\"'".includes(text[0]!)) return text === "null" ? null : text;
+    const depth = this.depth;
     try {
-      return this.interpret(loadsLoose(text, this.partial), type);
+      return this.interpret(this.loose(text, type), type);
     } catch (error) {
       if (!(error instanceof BodyError)) throw error;
+      this.depth = depth;
       if ((kind === "object" || kind === "array") && !this.partial) throw error;
-      return text;
+      return text; // a union or an unknown key: validation says what is wrong
     }
   }
 }

@@ -88,7 +88,7 @@ async function scenario(ir, sc, chunk) {
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
   let session = sc.session ?? null;
   for (const text of sc.inputs) session = await agent.run(text, { session });
-  return normal({ intents, requests: requests.map(buildChatBody), session });
+  return normal({ intents, requests: requests.map((request) => buildChatBody(request)), session });
 }
 
 async function run(group, v) {

@@ -392,6 +392,17 @@ class _Emitter:
                 "/** No-progress detection: `{ repeats }` identical calls (default 3), or false. */"
             )
             w.fill("loopDetection?: { repeats?: number } | false;")
+            w.fill(
+                "/** OpenAI-compatible native tools and structured output carry `strict: true`"
+                " (default true). */"
+            )
+            w.fill("strict?: boolean;")
+            w.fill(
+                "/** The date line's IANA zone, e.g. \"Africa/Accra\" (default: the machine's). */"
+            )
+            w.fill("timezone?: string;")
+            w.fill("/** Replaces the system clock for the date line. */")
+            w.fill("clock?: () => Date;")
             w.fill("/** A provider replacing every model of the agent (tests). */")
             w.fill("provider?: Provider;")
         w.fill("}")

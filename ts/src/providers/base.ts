@@ -41,5 +41,6 @@ export type StreamEvent =
 export interface Provider {
   name: string;
   stream(request: ModelRequest): AsyncIterable<StreamEvent>;
-  embed(texts: string[], model: string): Promise<number[][]>;
+  /** `options`: the embedding model's options from the IR (provider-specific fields). */
+  embed(texts: string[], model: string, options?: Record<string, any>): Promise<number[][]>;
 }

@@ -8,8 +8,36 @@ import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
 
 export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
-const REQUEST_LEVEL = new Set(["safetySettings", "toolConfig", "cachedContent", "labels"]);
-const MESSAGE_VALUED = new Set(["thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "routingConfig"]);
+// Where each option goes in a generateContent request (as the Python runtime's gemini_options):
+// top-level fields of the request body; the fields of an embedding request; option values that
+// are API messages themselves (their keys are field names to convert). Everything else goes
+// into generationConfig.
+const REQUEST_LEVEL = new Set(["safetySettings", "toolConfig", "cachedContent", "labels", "serviceTier", "store", "continuationToken"]);
+const GENERATION_CONFIG = new Set([
+  "temperature",
+  "topP",
+  "topK",
+  "candidateCount",
+  "maxOutputTokens",
+  "stopSequences",
+  "responseLogprobs",
+  "logprobs",
+  "presencePenalty",
+  "frequencyPenalty",
+  "seed",
+  "responseMimeType",
+  "responseSchema",
+  "responseJsonSchema",
+  "responseModalities",
+  "mediaResolution",
+  "speechConfig",
+  "thinkingConfig",
+  "imageConfig",
+  "enableEnhancedCivicAnswers",
+  "audioTranscriptionConfig",
+]);
+const EMBEDDING = new Set(["taskType", "title", "outputDimensionality"]);
+const MESSAGE_VALUED = new Set(["thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "audioTranscriptionConfig"]);
 const MADE_ID = "auwgent_call_";
 const FINISH: Record<string, string> = {
   STOP: "stop",
@@ -34,19 +62,43 @@ function camelDeep(value: any): any {
   return value;
 }
 
+/**
+ * Split DSL options into [request-level fields, generationConfig fields]. Keys become
+ * lowerCamelCase; values are left untouched except inside the option objects that are API
+ * messages themselves. `generation_config: {...}` is merged into generationConfig; embedding
+ * options are left out (see embeddingOptions); a key of no known place goes into
+ * generationConfig (the compiler reports those).
+ */
 export function geminiOptions(options: Record<string, any>): [Record<string, any>, Record<string, any>] {
   const top: Record<string, any> = {};
   const config: Record<string, any> = {};
   for (const [key, value] of Object.entries(options)) {
     const name = camel(key);
-    if (name === "generationConfig" && value && typeof value === "object" && !Array.isArray(value)) {
-      const [t, c] = geminiOptions(value);
-      Object.assign(config, c);
-      Object.assign(top, t);
-    } else if (REQUEST_LEVEL.has(name)) top[name] = MESSAGE_VALUED.has(name) ? camelDeep(value) : value;
-    else config[name] = MESSAGE_VALUED.has(name) ? camelDeep(value) : value;
+    if (name === "generationConfig" && value && typeof value === "object" && !Array.isArray(value)) Object.assign(config, configFields(value));
+    else if (REQUEST_LEVEL.has(name)) top[name] = MESSAGE_VALUED.has(name) ? camelDeep(value) : value;
+    else if (EMBEDDING.has(name)) continue; // a model serving as an embedding model too: not for chat
+    else Object.assign(config, configFields({ [key]: value }));
   }
   return [top, config];
+}
+
+function configFields(options: Record<string, any>): Record<string, any> {
+  const fields: Record<string, any> = {};
+  for (const [key, value] of Object.entries(options)) {
+    const name = camel(key);
+    fields[name] = MESSAGE_VALUED.has(name) ? camelDeep(value) : value;
+  }
+  return fields;
+}
+
+/** The fields an embedding request gets from an option object: all but the chat ones. */
+export function embeddingOptions(options: Record<string, any>): Record<string, any> {
+  const out: Record<string, any> = {};
+  for (const [key, value] of Object.entries(options)) {
+    const name = camel(key);
+    if (!GENERATION_CONFIG.has(name) && !REQUEST_LEVEL.has(name) && name !== "generationConfig") out[name] = value;
+  }
+  return out;
 }
 
 export function buildGeminiBody(request: ModelRequest, signatures: Map<string, string> = new Map()): Record<string, any> {
@@ -54,7 +106,7 @@ export function buildGeminiBody(request: ModelRequest, signatures: Map<string, s
   const names = new Map<string, string>();
   for (const m of request.messages) addMessage(contents, names, signatures, m);
   const body: Record<string, any> = { contents };
-  if (request.system) body.systemInstruction = { parts: [{ text: request.system }] };
+  if (request.system) body.systemInstruction = { parts: [{ text: request.system }], role: "user" };
   if (request.functions.length)
     body.tools = [{ functionDeclarations: request.functions.map((f) => ({ name: f.name, description: f.description, parametersJsonSchema: { ...f.parameters } })) }];
   const [top, config] = geminiOptions(request.options);
@@ -190,20 +242,19 @@ export class GeminiProvider implements Provider {
     for (const event of decoder.close()) yield event;
   }
 
-  async embed(texts: string[], model: string): Promise<number[][]> {
+  /**
+   * Embed `texts` with one batchEmbedContents call (one text or several). The options
+   * (output_dimensionality, task_type, title, ...) become fields of each request, in
+   * lowerCamelCase.
+   */
+  async embed(texts: string[], model: string, options: Record<string, any> = {}): Promise<number[][]> {
     if (!texts.length) return [];
     const path = modelPath(model);
-    let rows: any[];
-    if (texts.length === 1) {
-      const payload = await readJson(await this.post(model, "embedContent", { model: path, content: { parts: [{ text: texts[0] }] } }), this.name);
-      rows = [payload?.embedding];
-    } else {
-      const body = { requests: texts.map((text) => ({ model: path, content: { parts: [{ text }] } })) };
-      const payload = await readJson(await this.post(model, "batchEmbedContents", body), this.name);
-      const batch = payload?.embeddings;
-      if (!Array.isArray(batch) || batch.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");
-      rows = batch;
-    }
+    const extra = embeddingOptions(options);
+    const body = { requests: texts.map((text) => ({ ...extra, model: path, content: { parts: [{ text }], role: "user" } })) };
+    const payload = await readJson(await this.post(model, "batchEmbedContents", body), this.name);
+    const rows = payload?.embeddings;
+    if (!Array.isArray(rows) || rows.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");
     return rows.map((row) => {
       if (!row || !Array.isArray(row.values)) throw new ProviderError(this.name, "embeddings response has no values");
       return row.values.map(Number);

@@ -98,11 +98,37 @@ export async function post(url: string, body: unknown, headers: Record<string, s
       message = text.slice(0, 300).trim() || response.statusText || "request failed";
     }
     const error = new ProviderError(s.provider, redact(message, s.secret), response.status, retryable(response.status));
-    (error as any).after = retryAfter(response.headers);
+    (error as any).after = retryAfter(response.headers) ?? retryInfoDelay(text);
     if (!error.retryable) throw error;
     lastError = error;
   }
   throw lastError ?? new ProviderError(s.provider, "request failed");
+}
+
+/**
+ * The wait in a Google `google.rpc.RetryInfo` error detail (`"retryDelay": "34.4s"`): Gemini
+ * answers 429 with this in the body and no Retry-After header; it is honoured the same way.
+ */
+export function retryInfoDelay(body: string): number | null {
+  if (!body.includes("RetryInfo")) return null;
+  let payload: any;
+  try {
+    payload = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (Array.isArray(payload) && payload.length) payload = payload[0];
+  const details = payload?.error?.details;
+  for (const detail of Array.isArray(details) ? details : []) {
+    if (detail && typeof detail === "object" && String(detail["@type"] ?? "").endsWith("RetryInfo")) {
+      const delay = detail.retryDelay;
+      if (typeof delay === "string" && delay.endsWith("s")) {
+        const seconds = Number(delay.slice(0, -1));
+        return Number.isFinite(seconds) && delay.length > 1 ? Math.max(0, seconds) : null;
+      }
+    }
+  }
+  return null;
 }
 
 /** The `data:` payloads of a server-sent event stream, in order. */

@@ -157,13 +157,19 @@ def _check_revision(key: str, stored: int | None, session: Mapping[str, Any]) ->
     one (``stored`` is ``None`` when nothing is stored under ``key``)."""
     expected = session.get("revision")
     if stored != expected:
-        loaded = "was never loaded from this store" if expected is None else f"has {expected}"
-        raise ConflictError(
-            f"session {key!r} was changed by another run or process (stored revision "
-            f"{stored}; the session being saved {loaded}): nothing was saved; load it again "
-            "and retry"
-        )
+        raise _conflict(key, stored, expected)
     return 1 if stored is None else stored + 1
+
+
+def _conflict(key: str, stored: int | None, expected: int | None) -> ConflictError:
+    """The error of a save based on a stale revision (``None``: no stored session / never
+    loaded from a store)."""
+    loaded = "was never loaded from this store" if expected is None else f"has {expected}"
+    return ConflictError(
+        f"session {key!r} was changed by another run or process (stored revision "
+        f"{stored}; the session being saved {loaded}): nothing was saved; load it again "
+        "and retry"
+    )
 
 
 def _with_revision(session: Session, revision: int) -> Session:

@@ -20,22 +20,24 @@ from typing import Any
 
 from auwgent.errors import ConflictError
 from auwgent.runtime.session import Session
-from auwgent.runtime.stores import SessionStoreError, _check_key, _decode, _encode
+from auwgent.runtime.stores import (
+    SessionStoreError,
+    _check_key,
+    _conflict,
+    _decode,
+    _encode,
+    _revision_problem,
+)
 
 __all__ = ["conflict", "expected_revision", "from_stored", "to_stored"]
 
 
 def expected_revision(key: str, session: Mapping[str, Any]) -> int:
     """The revision a save of ``session`` must find in the store (0: none stored)."""
-    revision = session.get("revision")
-    if revision is None:
-        return 0
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
-        raise SessionStoreError(
-            f"cannot save session {key!r}: its revision must be a non-negative integer, "
-            f"got {revision!r}"
-        )
-    return int(revision)
+    problem = _revision_problem(session.get("revision"))
+    if problem is not None:
+        raise SessionStoreError(f"cannot save session {key!r}: {problem}")
+    return int(session.get("revision") or 0)
 
 
 def to_stored(key: str, session: Mapping[str, Any]) -> str:
@@ -52,10 +54,5 @@ def from_stored(key: str, text: str, revision: int, where: str) -> Session:
 
 
 def conflict(key: str, expected: int, found: int | None) -> ConflictError:
-    """The error of a save based on a stale revision."""
-    now = "nothing is stored" if not found else f"it is at revision {found}"
-    had = "no stored session" if not expected else f"revision {expected}"
-    return ConflictError(
-        f"session {key!r} was changed by another run or process: this save was based on "
-        f"{had}, but {now}; load it again and retry"
-    )
+    """The error of a save based on a stale revision (0 / ``None``: nothing stored)."""
+    return _conflict(key, found or None, expected or None)

@@ -76,7 +76,7 @@ async def test_a_stale_save_is_a_conflict_and_writes_nothing(store: Any) -> None
         await store.save(k, second)
     texts = [t["input"]["text"] for t in (await store.load(k))["turns"]]
     assert texts == ["one", "two"]
-    with pytest.raises(ConflictError, match="based on no stored session"):
+    with pytest.raises(ConflictError, match="was never loaded from this store"):
         await store.save(k, session_with("fresh"))  # no revision: must be a first save
 
 

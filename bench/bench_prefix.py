@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from auwgent.compiler.pipeline import compile_sources
-from auwgent.runtime.agent import create_agent
+from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.memory import SQLiteMemoryStore
 from auwgent.runtime.providers.base import ModelRequest
 from auwgent.runtime.providers.openai import build_chat_body
@@ -91,13 +91,7 @@ async def run(fixed_clock: bool) -> list[bytes]:
         }
         if fixed_clock:
             config["clock"] = lambda: datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
-        agent = create_agent(
-            doc,
-            config,
-            ir_hash=doc["hash"],
-            compiler_version=doc["compiler_version"],
-            ir_version=doc["ir_version"],
-        )
+        agent = agent_from_ir(doc, config)
         session = None
         for i in range(TURNS):
             session = await agent.run(f"What should I pack for {CITIES[i % 8]}?", session=session)

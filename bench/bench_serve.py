@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from auwgent.compiler.pipeline import compile_sources
-from auwgent.runtime.agent import create_agent
+from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.stores import SessionStoreMiddleware, SQLiteSessionStore
 from auwgent.testing import FakeOpenAIServer, text
 
@@ -64,13 +64,7 @@ def make(base_url: str, store_path: Path, **extra: Any) -> Any:
         "middleware": [SessionStoreMiddleware(SQLiteSessionStore(store_path))],
         **extra,
     }
-    return create_agent(
-        document,
-        config,
-        ir_hash=document["hash"],
-        compiler_version=document["compiler_version"],
-        ir_version=document["ir_version"],
-    )
+    return agent_from_ir(document, config)
 
 
 async def in_process(agent: Any, runs: int, tag: str) -> float:

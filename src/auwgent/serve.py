@@ -78,7 +78,7 @@ class _Agents:
         self._agents: dict[str, Any] = {}
 
     def get(self, name: str) -> Any:
-        from auwgent.runtime.agent import create_agent
+        from auwgent.runtime.agent import agent_from_ir
 
         agent = self._agents.get(name)
         if agent is None:
@@ -86,13 +86,7 @@ class _Agents:
             config = self.factory(name)
             if not isinstance(config, Mapping):
                 raise ConfigError(f"--app: the config for {name} must be a dict, got {config!r}")
-            agent = self._agents[name] = create_agent(
-                doc,
-                config,
-                ir_hash=doc["hash"],
-                compiler_version=doc["compiler_version"],
-                ir_version=doc["ir_version"],
-            )
+            agent = self._agents[name] = agent_from_ir(doc, config)
         return agent
 
     async def aclose(self) -> None:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 # What only a run needs (the engine, the codecs, the prompt renderer, asyncio, httpx) is
 # imported on first use: importing generated bindings and building the agent stay fast.
 
-__all__ = ["Agent", "AgentCore", "create_agent"]
+__all__ = ["Agent", "AgentCore", "agent_from_ir", "create_agent"]
 
 _AgentT = TypeVar("_AgentT", bound="Agent")
 
@@ -706,6 +706,18 @@ def create_agent(
     if name is not None:
         name = _check_config_name(doc, name, "config")
     return agent_class(core, context, name)
+
+
+def agent_from_ir(doc: Mapping[str, Any], config: Mapping[str, Any] | None) -> Agent:
+    """:func:`create_agent` for an IR document in hand (tools such as ``auwgent test``,
+    ``auwgent serve`` and benchmarks): its own hash and versions are the expected ones."""
+    return create_agent(
+        doc,
+        config,
+        ir_hash=doc["hash"],
+        compiler_version=doc["compiler_version"],
+        ir_version=doc["ir_version"],
+    )
 
 
 def _declared_order(example: Mapping[str, Any], specs: list[CallableSpec]) -> Mapping[str, Any]:

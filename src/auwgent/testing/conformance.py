@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from auwgent.runtime import expr, prompts, schema
-from auwgent.runtime.agent import create_agent
+from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.protocol.blocks import BlocksDecoder
 from auwgent.runtime.protocol.contract import (
     CallableSpec,
@@ -102,13 +102,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         "protocol": sc.get("protocol", "blocks"),
         "persona": sc.get("persona"),
     }
-    agent = create_agent(
-        ir,
-        config,
-        ir_hash=ir["hash"],
-        compiler_version=ir["compiler_version"],
-        ir_version=ir["ir_version"],
-    )
+    agent = agent_from_ir(ir, config)
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )

@@ -136,7 +136,7 @@ def _script(replies: Sequence[Mapping[str, Any]], kinds: Mapping[str, str]) -> A
 
 async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) -> TestOutcome:
     """Run one test spec (``auwgent.compiler.testspec``) against its agent's IR ``doc``."""
-    from auwgent.runtime.agent import create_agent
+    from auwgent.runtime.agent import agent_from_ir
     from auwgent.runtime.config import api_key_field, models_in_use
 
     outcome = TestOutcome(spec["name"], spec.get("shown", spec["file"]), spec["line"])
@@ -157,13 +157,7 @@ async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) 
         config["httpClient"] = cassette
         config["apiKeys"] = {api_key_field(m): "test-key" for m in models_in_use(doc)}
     try:
-        agent = create_agent(
-            doc,
-            config,
-            ir_hash=doc["hash"],
-            compiler_version=doc["compiler_version"],
-            ir_version=doc["ir_version"],
-        )
+        agent = agent_from_ir(doc, config)
         agent.on_intent(
             lambda name, value, agent_name: outcome.intents.append((name, value, agent_name))
         )

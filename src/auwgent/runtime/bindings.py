@@ -21,8 +21,8 @@ What behaves:
 - :func:`create` builds the agent from the embedded IR: the canonical JSON its ``IR_HASH``
   covers, checked at construction like every other IR (versions, hash, config).
 
-Importing this module costs what generated bindings always cost (the agent and session
-modules); nothing here imports what only a run needs.
+Import-light like the rest of construction: this module imports the agent and session
+modules and nothing that only a run needs (``difflib`` only when a tool class is checked).
 """
 
 from __future__ import annotations

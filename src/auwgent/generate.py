@@ -120,7 +120,7 @@ def _render(ir_text: str, target: str) -> str:
     # did not change is not rendered again.
     if target == "ts":
         return render_typescript(json.loads(ir_text), ir_text=ir_text)
-    return render_python(json.loads(ir_text), ir_text=ir_text)
+    return render_python(json.loads(ir_text))
 
 
 def _plan(documents: Mapping[str, Mapping[str, Any]], targets: Iterable[str] = ("py",)) -> _Plan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import json
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from auwgent.codegen.python import api_key_env_var, api_key_field, module_name, render_python
 from auwgent.errors import CompileError, ConfigError
-from auwgent.ir import dumps_ir, with_hash
+from auwgent.ir import canonical_json, with_hash
 
 from .conftest import DATA, assert_golden
 
@@ -54,11 +55,15 @@ def test_generation_is_deterministic(path: Path) -> None:
     assert render_python(_load(path)) == render_python(_load(path))
 
 
-def test_embedded_ir_is_the_ir_text_byte_for_byte(tmp_path: Path) -> None:
+def test_embedded_ir_is_the_canonical_text_its_hash_covers(tmp_path: Path) -> None:
     doc = _load(DATA / "ir" / "edge.agent.json")
     module = _import(render_python(doc), "edge_embedded", tmp_path)
-    assert module.IR_JSON == dumps_ir(doc)
+    body = {key: value for key, value in doc.items() if key != "hash"}
+    assert module.IR_JSON == canonical_json(body)
+    # The hash is over these very bytes: checking it needs no second serialisation.
+    assert module.IR_HASH == "sha256:" + hashlib.sha256(module.IR_JSON.encode()).hexdigest()
     assert module.IR_HASH == doc["hash"]
+    assert {**json.loads(module.IR_JSON), "hash": module.IR_HASH} == doc
     assert module.IR_VERSION == doc["ir_version"]
     assert module.COMPILER_VERSION == doc["compiler_version"]
     assert module.ROOT_AGENT == "Edge"

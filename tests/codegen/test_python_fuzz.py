@@ -3,6 +3,7 @@ every key exactly."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 from pathlib import Path
@@ -85,8 +86,10 @@ def test_any_names_and_texts_give_a_module_that_imports(doc: dict[str, Any]) -> 
         cls = namespace[name]
         assert cls.__required_keys__ == {f["name"] for f in t["fields"] if not f["optional"]}
         assert cls.__optional_keys__ == {f["name"] for f in t["fields"] if f["optional"]}
-    assert namespace["IR_JSON"].encode("utf-8")
-    assert json.loads(namespace["IR_JSON"]) == doc
+    # The embedded IR is the exact text its hash covers, whatever the names and texts hold.
+    digest = hashlib.sha256(namespace["IR_JSON"].encode("utf-8")).hexdigest()
+    assert namespace["IR_HASH"] == f"sha256:{digest}" == doc["hash"]
+    assert {**json.loads(namespace["IR_JSON"]), "hash": namespace["IR_HASH"]} == doc
     for tool in doc["agents"]["Main"]["tools"]:
         if not tool["name"].startswith("__"):
             method = namespace["AuwgentTools"].__dict__[tool["name"]]

@@ -55,3 +55,26 @@ def test_fill_wrapped_keeps_short_lists_on_one_line_and_splits_long_ones() -> No
     assert lines[2] == "    argument_0,"
     assert lines[-2] == ")"
     assert lines[-1] == "z = h()"
+
+
+def test_fill_wrapped_can_hug_the_items_on_one_line_of_their_own() -> None:
+    w = CodeWriter()
+    w.fill_wrapped("def f(", ["self", "a: int", "b: str"], ") -> None:", limit=26, hug=True)
+    w.fill_wrapped("def g(", [f"argument_{i}" for i in range(6)], "):", limit=30, hug=True)
+    lines = w.getvalue().splitlines()
+    assert lines[:3] == ["def f(", "    self, a: int, b: str", ") -> None:"]
+    assert lines[3:5] == ["def g(", "    argument_0,"]  # too long to hug: one per line
+    assert lines[-1] == "):"
+
+
+def test_fill_packed_fills_each_line_up_to_the_limit() -> None:
+    w = CodeWriter()
+    w.fill_packed("__all__ = [", [f'"n{i}"' for i in range(10)], "]", limit=24)
+    assert w.getvalue().splitlines() == [
+        "__all__ = [",
+        '    "n0", "n1", "n2",',
+        '    "n3", "n4", "n5",',
+        '    "n6", "n7", "n8",',
+        '    "n9",',
+        "]",
+    ]

@@ -1,11 +1,14 @@
 """The Python target: one IR document in, the source of ``<stem>_types.py`` out.
 
-The generated module is what an application imports. It holds, in this order: the name
-aliases (``AgentName``, ``ToolName``...), a ``TypedDict`` for every named type of the IR and
-for every inline object, the payload of every intent (built-in and custom) and of the
-streaming partials, ``AuwgentContext`` / ``AuwgentApiKeys`` / ``AuwgentConfig``, the
-``AuwgentTools`` base class, the intent handler and middleware base classes, the typed agent
-class, the embedded IR and, last, the ``auwgent(config)`` factory.
+The generated module is what an application imports, and it only declares: the name aliases
+(``AgentName``, ``ToolName``...), a ``TypedDict`` for every named type of the IR and for every
+inline object, the payloads of the intents whose shape depends on the agent (built-in and
+custom), ``AuwgentContext`` / ``AuwgentApiKeys`` / ``AuwgentConfig``, the ``AuwgentTools``,
+intent handler and middleware base classes with the agent's signatures, the typed agent class,
+the embedded IR (its canonical JSON, the text its hash covers) and, last, the
+``auwgent(config)`` factory. What behaves, and what is the same for every agent, lives in
+:mod:`auwgent.runtime.bindings`; the module imports it under its public names, so that a
+runtime fix needs no regeneration.
 
 It targets Python 3.10: optional keys are written as a ``total=False`` subclass of the
 required ones (``NotRequired`` is 3.11), and keys that are not identifiers use the functional
@@ -24,7 +27,7 @@ from typing import Any
 
 from auwgent.codegen.writer import CodeWriter
 from auwgent.errors import CompileError
-from auwgent.ir import dumps_ir
+from auwgent.ir import canonical_json
 
 __all__ = ["api_key_env_var", "api_key_field", "module_name", "render_python"]
 
@@ -59,87 +62,46 @@ BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = (
 #: Intents the model streams, so that partial handlers may receive them.
 STREAMED_INTENTS = ("response_text", "response_schema", "tool_call", "workflow_call", "helper_call")
 
-#: The seven middleware hooks: (name, parameters, return annotation, when it fires).
-MIDDLEWARE_HOOKS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "onRunStart",
-        "session: AuwgentSession, ctx: MiddlewareContext",
-        "AuwgentSession | None",
-        "Once per run, before prompts are evaluated; a returned session replaces the current.",
-    ),
-    (
-        "onLLMStart",
-        "prompt: str, ctx: MiddlewareContext",
-        "str | None",
-        "Before every model call; a returned string replaces the prompt for that call.",
-    ),
-    (
-        "onIntent",
-        "name: IntentName, value: Any, ctx: MiddlewareContext",
-        "IntentControl | None",
-        'On every final intent, before the handlers; may return {"skip": True} or {"result": ...}.',
-    ),
-    (
-        "onIntentPartial",
-        "name: IntentName, value: Any, ctx: MiddlewareContext",
-        "None",
-        "On every streaming partial.",
-    ),
-    (
-        "onLLMEnd",
-        "response: Any, ctx: MiddlewareContext",
-        "None",
-        "After a terminal model response.",
-    ),
-    (
-        "onRunComplete",
-        "finalSession: AuwgentSession, ctx: MiddlewareContext",
-        "None",
-        "Once when the run ends, also after a failure.",
-    ),
-    (
-        "onError",
-        "error: Exception, session: AuwgentSession, ctx: MiddlewareContext",
-        "bool | None",
-        "When the run or a tool fails; return True to mark the error handled.",
-    ),
-)
-
+#: What the module imports from the runtime's bindings under its own public names: the
+#: declarations that are the same for every agent.
+_SHARED = (
+    "ApprovalAnswer", "ApprovalDecision", "ApprovalResultIntent", "AuwgentLimits", "AuwgentRetry",
+    "AuwgentSession", "AuwgentTimeouts", "ErrorIntent", "HandoffCompleteIntent", "IntentControl",
+    "MaybeAwaitable", "MiddlewareContext", "PartialIntent", "ResponseTextIntent",
+    "ResponseTextPartialIntent", "ToolErrorIntent",
+)  # fmt: skip
+#: ... and what it imports under a private name: the base classes and the functions it calls.
+_RUNTIME = ("Middleware", "RuntimeConfig", "Tools", "TypedAgent", "create", "placeholders")
+_TYPING_IMPORTS = ("Any", "ClassVar", "Literal", "TypedDict", "Union")
+_ABC_IMPORTS = ("Callable", "Mapping")
 #: Names the module itself defines or imports; a user type may not take them.
-_TYPING_IMPORTS = ("Any", "ClassVar", "Literal", "TypeVar", "TypedDict", "Union")
-_ABC_IMPORTS = ("Awaitable", "Callable", "Mapping", "Sequence")
 _FIXED_NAMES = frozenset(
     {
         *_TYPING_IMPORTS,
         *_ABC_IMPORTS,
+        *_SHARED,
+        *("_" + name for name in _RUNTIME),
         *(cls for _, cls, _ in BUILTIN_INTENTS),
-        "TYPE_CHECKING",
         "AgentName",
         "ToolName",
         "WorkflowName",
         "HelperName",
         "ConfigName",
+        "PersonaName",
         "IntentName",
         "OutputTypeName",
-        "MaybeAwaitable",
-        "IntentControl",
-        "ApprovalAnswer",
-        "ApprovalDecision",
         "Approver",
-        "MiddlewareContext",
-        "PartialIntent",
-        "ResponseTextPartialIntent",
-        "ConfigError",
         "IR_JSON",
         "IR_HASH",
         "IR_VERSION",
         "COMPILER_VERSION",
         "ROOT_AGENT",
         "auwgent",
-        "difflib",
-        "httpx",
     }
 )
+
+#: Characters of the canonical IR text per line of the embedded ``IR_JSON``.
+_IR_PIECE = 88
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -486,7 +448,6 @@ class _Emitter:
         self.emit_named_types(named)
         sections = [
             self.emit_intents,
-            self.emit_partials,
             self.emit_context,
             self.emit_api_keys,
             self.emit_config,
@@ -524,7 +485,8 @@ class _Emitter:
                 _docstring(
                     f"Typed bindings for the agent {root}.\n\n"
                     "Create the agent with ``auwgent(config)``; implement tools by subclassing\n"
-                    "``AuwgentTools``; handle intents by subclassing ``AuwgentBaseIntentHandler``."
+                    "``AuwgentTools``; handle intents by subclassing ``AuwgentBaseIntentHandler``.\n"
+                    "This module only declares; what behaves is in ``auwgent.runtime.bindings``."
                 )
             )
         )
@@ -532,40 +494,26 @@ class _Emitter:
         w.fill("from __future__ import annotations")
         w.blank()
         w.fill("from collections.abc import " + ", ".join(_ABC_IMPORTS))
-        w.fill("from typing import TYPE_CHECKING, " + ", ".join(_TYPING_IMPORTS))
+        w.fill("from typing import " + ", ".join(_TYPING_IMPORTS))
         w.blank()
-        w.fill("from auwgent.errors import ConfigError")
-        w.fill("from auwgent.runtime.agent import Agent as _Agent")
-        w.fill("from auwgent.runtime.agent import create_agent as _create_agent")
-        w.fill("from auwgent.runtime.session import Session as AuwgentSession")
-        w.blank()
-        w.fill("if TYPE_CHECKING:")
-        with w.indent():
-            w.fill("from datetime import datetime")
-            w.blank()
-            w.fill("import httpx")
-            w.blank()
-            w.fill("from auwgent.runtime.memory import MemoryConfig as _MemoryConfig")
-            w.fill("from auwgent.runtime.providers.base import Provider as _Provider")
+        w.fill_packed("from auwgent.runtime.bindings import (", list(_SHARED), ")")
+        w.fill_packed(
+            "from auwgent.runtime.bindings import (",
+            [f"{name} as _{name}" for name in _RUNTIME],
+            ")",
+        )
         w.blank(2)
-        w.fill("__all__ = [")
-        with w.indent():
-            for name in self.public_names():
-                w.fill(_string(name) + ",")
-        w.fill("]")
+        w.fill_packed("__all__ = [", [_string(name) for name in self.public_names()], "]")
 
     def public_names(self) -> list[str]:
         names = {
             "AgentName", "ToolName", "WorkflowName", "HelperName", "ConfigName", "IntentName",
-            "PersonaName",
-            "OutputTypeName", "MaybeAwaitable", "IntentControl", "MiddlewareContext",
-            "ApprovalAnswer", "ApprovalDecision", "Approver",
-            "PartialIntent", "ResponseTextPartialIntent", "AuwgentSession", "AuwgentContext",
-            "AuwgentApiKeys", "AuwgentBaseUrls", "AuwgentRetry", "AuwgentTimeouts",
-            "AuwgentConfig", "AuwgentTools", "AuwgentBaseIntentHandler",
+            "PersonaName", "OutputTypeName", "Approver", "AuwgentContext", "AuwgentApiKeys",
+            "AuwgentBaseUrls", "AuwgentConfig", "AuwgentTools", "AuwgentBaseIntentHandler",
             "AuwgentBasePartialIntentHandler", "AuwgentMiddleware", "AuwgentAgent",
             "IR_JSON", "IR_HASH", "IR_VERSION", "COMPILER_VERSION", "ROOT_AGENT", "auwgent",
         }  # fmt: skip
+        names.update(_SHARED)
         names.update(cls for _, cls, _ in BUILTIN_INTENTS)
         names.update(self.doc.get("types", {}))
         names.update(self.intent_classes.values())
@@ -595,13 +543,6 @@ class _Emitter:
                 w.fill_wrapped(f"{alias} = Literal[", [_string(v) for v in items], "]")
             else:
                 w.fill(f"{alias} = str")
-        w.blank()
-        w.fill('_T = TypeVar("_T")')
-        w.fill("#: A tool may be a plain or an ``async`` method.")
-        w.fill("MaybeAwaitable = Union[_T, Awaitable[_T]]")
-        w.fill("#: The middleware context: a dict (activeAgent, rootAgent, systemPrompt, rawBlock,")
-        w.fill("#: set_context, embed, embed_batch, ...) that hooks may also use as a blackboard.")
-        w.fill("MiddlewareContext = dict[str, Any]")
 
     def output_type_names(self) -> list[str] | None:
         """Names a ``response_schema`` may carry, or None when one is not a named type."""
@@ -636,14 +577,12 @@ class _Emitter:
             return [_Field(k.rstrip("?"), a, k.endswith("?")) for k, a in spec]
 
         shapes: dict[str, list[_Field]] = {
-            "ResponseTextIntent": fields(("text", "str")),
             "ResponseSchemaIntent": fields(("type", "OutputTypeName"), ("response", response)),
             "ToolCallIntent": fields(("type", "ToolName"), ("args", args)),
             "ToolResultIntent": fields(
                 ("name", "ToolName"), ("args", args), ("result", "Any"), ("overridden?", "bool")
             ),
             "ToolSkippedIntent": fields(("type", "ToolName"), ("args", args)),
-            "ToolErrorIntent": fields(("tool", "str"), ("message", "str")),
             "WorkflowCallIntent": fields(("type", "WorkflowName"), ("args", args)),
             "WorkflowResultIntent": fields(
                 ("name", "WorkflowName"), ("args", args), ("result", "Any")
@@ -657,37 +596,17 @@ class _Emitter:
                 ("args", args),
                 ("agent", "AgentName"),
             ),
-            "ApprovalResultIntent": fields(
-                ("id", "str"), ("approved", "bool"), ("reason", "str | None")
-            ),
-            "ErrorIntent": fields(
-                ("message", "str"), ("handler?", "str"), ("intent?", "str"), ("traceback?", "str")
-            ),
-            "HandoffCompleteIntent": fields(("summary?", "str")),
         }
         for name, cls, when in BUILTIN_INTENTS:
+            if cls in _SHARED:
+                continue
             doc = f"Payload of ``{name}``: {when[0].lower()}{when[1:]}"
             variants = self.output_type_names()
             if cls == "ResponseSchemaIntent" and variants and len(set(variants)) > 1:
                 self.emit_schema_variants(w, list(dict.fromkeys(variants)), doc)
             else:
                 _typed_dict(w, cls, shapes[cls], doc)
-        _typed_dict(
-            w,
-            "IntentControl",
-            fields(("skip?", "bool"), ("result?", "Any")),
-            "What a handler of a call intent may return: skip the call, or replace its result.",
-        )
-        _typed_dict(
-            w,
-            "ApprovalAnswer",
-            [_Field("approved", "bool", False), *fields(("reason?", "str"), ("args?", args))],
-            "An approver's detailed answer; edited ``args`` are checked again before the call.",
-        )
         w.blank(2)
-        w.fill('#: What an approver returns: True, False, an ApprovalAnswer, or "defer" (pause the')
-        w.fill("#: run; continue it later with ``agent.resume(session, decisions)``).")
-        w.fill('ApprovalDecision = Union[bool, ApprovalAnswer, Literal["defer"]]')
         w.fill("#: ``agent.on_approval(fn)`` / config ``approver``: called with each request.")
         w.fill("Approver = Callable[[ApprovalRequestIntent], MaybeAwaitable[ApprovalDecision]]")
         for intent in self.p.custom_intents():
@@ -716,31 +635,6 @@ class _Emitter:
         w.blank(2)
         w.fill(f"#: {doc}")
         w.fill(f"ResponseSchemaIntent = Union[{', '.join(classes)}]")
-
-    def emit_partials(self, w: CodeWriter) -> None:
-        common = [
-            _Field("partial", "bool", False),
-            _Field("complete", "bool", False),
-            _Field("mode", 'Literal["text", "structured"]', False),
-            _Field("segment", "int", False),
-            _Field("raw", "str", False),
-        ]
-        _typed_dict(
-            w,
-            "PartialIntent",
-            [*common, _Field("snapshot", "dict[str, Any]", False)],
-            "A streaming update of a structured intent; ``snapshot`` is the payload so far.",
-        )
-        _typed_dict(
-            w,
-            "ResponseTextPartialIntent",
-            [
-                *common,
-                _Field("snapshot", "ResponseTextIntent", False),
-                _Field("delta", "str", False),
-            ],
-            "A streaming update of ``response_text``; ``delta`` is the new text.",
-        )
 
     # ----- configuration
 
@@ -775,35 +669,14 @@ class _Emitter:
             for m in self.p.providers()
         ]
         _typed_dict(w, "AuwgentBaseUrls", urls, "Base URLs overriding the providers' own.")
-        _typed_dict(
-            w,
-            "AuwgentRetry",
-            [_Field("attempts", "int", True), *self._floats("baseDelay", "maxDelay")],
-            "Retries with backoff on 429, 5xx and connection errors (delays in seconds).",
-        )
-        _typed_dict(
-            w,
-            "AuwgentTimeouts",
-            self._floats("connect", "firstByte", "idle", "call", "run"),
-            "Timeouts in seconds.",
-        )
-        _typed_dict(
-            w,
-            "AuwgentLimits",
-            [_Field("eventBytes", "int", True), _Field("responseBytes", "int", True)],
-            "Size caps on one event and one response from a provider, in bytes.",
-        )
 
     @staticmethod
     def _env(model: IR) -> str:
         var = api_key_env_var(model)
         return var + " (or GOOGLE_API_KEY)" if model["provider"] == "gemini" else var
 
-    @staticmethod
-    def _floats(*names: str) -> list[_Field]:
-        return [_Field(n, "float", True) for n in names]
-
     def emit_config(self, w: CodeWriter) -> None:
+        # Only the keys typed by this agent: the others are the runtime's RuntimeConfig.
         fields = [
             _Field("apiKeys", "AuwgentApiKeys", True),
             _Field("context", "AuwgentContext", True),
@@ -813,57 +686,19 @@ class _Emitter:
                 True,
                 "A subclass of AuwgentTools, an instance of one, or a dict of functions.",
             ),
-            _Field("middleware", "Sequence[object]", True, "Middleware classes or instances."),
             _Field("config", "ConfigName", True, "The named config to run with."),
             _Field("persona", "PersonaName", True, "The persona runs take on."),
-            _Field("timezone", "str", True, 'The date line\'s zone, e.g. "Africa/Accra".'),
-            _Field("clock", "Callable[[], datetime]", True, "Replaces the system clock."),
-            _Field("memory", "_MemoryConfig", True, "Recall and background ingestion."),
             _Field("baseUrls", "AuwgentBaseUrls", True),
-            _Field("maxToolLoops", "int", True),
-            _Field("maxOutputRetries", "int", True),
-            _Field("protocol", 'Literal["blocks", "native"]', True),
-            _Field("retry", "AuwgentRetry", True),
-            _Field("timeouts", "AuwgentTimeouts", True),
-            _Field("limits", "AuwgentLimits", True),
-            _Field("httpClient", "httpx.AsyncClient", True),
             _Field("approver", "Approver", True, "Decides on calls marked @approval."),
-            _Field(
-                "approvals",
-                'Literal["ask", "defer"]',
-                True,
-                '"defer": every gated call pauses the run for agent.resume().',
-            ),
-            _Field(
-                "provider",
-                '_Provider | Literal["offline"]',
-                True,
-                'A provider replacing every model; "offline" runs without a network.',
-            ),
-            _Field(
-                "strict",
-                "bool",
-                True,
-                "Native tools and structured output on OpenAI-compatible APIs carry strict: true"
-                " (default True).",
-            ),
-            _Field(
-                "loopDetection",
-                "Mapping[str, int] | bool",
-                True,
-                '{"repeats": N} (default 3) or False: stop a model repeating the same calls.',
-            ),
-            _Field(
-                "budget",
-                "Mapping[str, int]",
-                True,
-                "requests, tokens, conversationRequests, conversationTokens.",
-            ),
-            _Field("tracing", "bool", True, "OpenTelemetry spans with the global provider."),
-            _Field("tracerProvider", "Any", True, "OpenTelemetry spans with this provider."),
         ]
-        _typed_dict(
-            w, "AuwgentConfig", fields, f"Everything ``auwgent()`` accepts for {self.p.root}."
+        w.blank(2)
+        _typed_dict_class(
+            w,
+            "AuwgentConfig",
+            "_RuntimeConfig, total=False",
+            fields,
+            f"Everything ``auwgent()`` accepts for {self.p.root}: these keys and those of\n"
+            "every agent (``auwgent.runtime.bindings.RuntimeConfig``, docs/runtime.md).",
         )
 
     # ----- tools
@@ -873,13 +708,8 @@ class _Emitter:
         for tool, where in self.p.tools():
             tools.setdefault(tool["name"], []).append((tool, where))
         w.blank(2)
-        w.fill("def _unimplemented(method: _T) -> _T:")
-        with w.indent():
-            w.fill('"""Mark a generated method as a placeholder the runtime treats as absent."""')
-            w.fill('setattr(method, "__auwgent_unimplemented__", True)')
-            w.fill("return method")
-        w.blank(2)
-        w.fill("class AuwgentTools:")
+        w.fill("@_placeholders")
+        w.fill("class AuwgentTools(_Tools):")
         with w.indent():
             w.lines(
                 "\n".join(
@@ -897,34 +727,9 @@ class _Emitter:
                 [_string(n) for n in tools],
                 "})",
             )
-            self.emit_typo_check(w)
             for name, uses in tools.items():
                 w.blank()
                 self.emit_tool(w, name, uses)
-
-    def emit_typo_check(self, w: CodeWriter) -> None:
-        w.blank()
-        w.fill("def __init_subclass__(cls, **kwargs: Any) -> None:")
-        with w.indent():
-            w.fill("super().__init_subclass__(**kwargs)")
-            w.fill("for attr, value in vars(cls).items():")
-            with w.indent():
-                w.fill('if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):')
-                with w.indent():
-                    w.fill("continue")
-                # difflib is imported here, not at the top: importing the bindings stays fast.
-                w.fill("import difflib")
-                w.blank()
-                w.fill("close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)")
-                w.fill("if close:")
-                with w.indent():
-                    w.fill("raise ConfigError(")
-                    with w.indent():
-                        w.fill('f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "')
-                        w.fill(
-                            'f"did you mean {close[0]!r}? (name helper methods with a leading _)"'
-                        )
-                    w.fill(")")
 
     def emit_tool(self, w: CodeWriter, name: str, uses: list[tuple[IR, str]]) -> None:
         tool = uses[0][0]
@@ -937,13 +742,12 @@ class _Emitter:
             # Two agents declare the tool differently; one registry serves both, so accept both.
             signature = (("**kwargs: Any",), "MaybeAwaitable[Any]")
         params, returns = signature
-        w.fill("@_unimplemented")
-        w.fill_wrapped(f"def {name}(", ["self", *params], f") -> {returns}:")
+        w.fill_wrapped(f"def {name}(", ["self", *params], f") -> {returns}:", hug=True)
         with w.indent():
             doc = tool.get("description") or f"The tool {name}."
             wheres = ", ".join(dict.fromkeys(where for _, where in uses))
             w.lines("\n".join(_docstring(f"{doc}\n\nDeclared in {wheres}.")))
-            w.fill(f"raise NotImplementedError({_string(f'tool {name} is not implemented')})")
+            w.fill("raise NotImplementedError")
 
     def tool_signature(self, tool: IR) -> tuple[tuple[str, ...], str]:
         owner = _pascal(tool["name"])
@@ -967,6 +771,7 @@ class _Emitter:
             when = intent.get("description") or "The model emitted this custom intent."
             intents.append((intent["name"], self.intent_classes[intent["name"]], when))
         w.blank(2)
+        w.fill("@_placeholders")
         w.fill("class AuwgentBaseIntentHandler:")
         with w.indent():
             w.lines(
@@ -982,6 +787,7 @@ class _Emitter:
                 self.emit_handler_method(w, name, cls, "IntentControl | None", when)
         streamed = [i for i in intents if i[0] in STREAMED_INTENTS or i[0] in self.intent_classes]
         w.blank(2)
+        w.fill("@_placeholders")
         w.fill("class AuwgentBasePartialIntentHandler:")
         with w.indent():
             w.lines(
@@ -1005,19 +811,18 @@ class _Emitter:
         if method != name:
             # The runtime looks a method up by the exact name, then by this sanitised form.
             w.fill(f"# The intent {name!r}, under its sanitised name.")
-        w.fill("@_unimplemented")
         w.fill_wrapped(
             f"async def {method}(",
             ["self", f"intent: {cls}", "agent_name: AgentName"],
             f") -> {ret}:",
+            hug=True,
         )
         with w.indent():
             w.lines("\n".join(_docstring(doc)))
-            w.fill("return None")
 
     def emit_middleware(self, w: CodeWriter) -> None:
         w.blank(2)
-        w.fill("class AuwgentMiddleware:")
+        w.fill("class AuwgentMiddleware(_Middleware[IntentName]):")
         with w.indent():
             w.lines(
                 "\n".join(
@@ -1028,48 +833,28 @@ class _Emitter:
                 )
             )
             w.blank()
-            w.fill('name: ClassVar[str] = ""')
             w.fill("target: ClassVar[AgentName | list[AgentName] | None] = None")
-            for hook, params, ret, when in MIDDLEWARE_HOOKS:
-                w.blank()
-                w.fill("@_unimplemented")
-                w.fill_wrapped(f"async def {hook}(", ["self", *params.split(", ")], f") -> {ret}:")
-                with w.indent():
-                    w.lines("\n".join(_docstring(when)))
-                    w.fill("return None")
 
     # ----- the agent, the IR, the factory
 
     def emit_agent(self, w: CodeWriter) -> None:
         w.blank(2)
-        w.fill("class AuwgentAgent(_Agent):")
+        # The type parameters narrow what on_intent, on_intent_partial and on_approval accept
+        # to this agent's own handler classes, names and approval request.
+        w.fill_wrapped(
+            "class AuwgentAgent(_TypedAgent[",
+            [
+                "AuwgentBaseIntentHandler",
+                "AuwgentBasePartialIntentHandler",
+                "IntentName",
+                "AgentName",
+                "ApprovalRequestIntent",
+            ],
+            "]):",
+            hug=True,
+        )
         with w.indent():
             w.lines("\n".join(_docstring(f"The agent {self.p.root}, created by ``auwgent()``.")))
-            # The runtime accepts any handler; these overrides only narrow what the type
-            # checker lets through to this agent's own handler classes and function shape.
-            for method, base in (
-                ("on_intent", "AuwgentBaseIntentHandler"),
-                ("on_intent_partial", "AuwgentBasePartialIntentHandler"),
-            ):
-                w.blank()
-                w.fill(f"def {method}(")
-                with w.indent():
-                    w.fill("self,")
-                    w.fill(f"handler: type[{base}]")
-                    w.fill(f"| {base}")
-                    w.fill("| Callable[[IntentName, Any, AgentName], object],")
-                w.fill(") -> None:")
-                with w.indent():
-                    w.fill(f'"""Register a handler: a ``{base}`` subclass or instance, or a')
-                    w.fill('function ``(name, value, agent_name)``."""')
-                    w.fill(f"super().{method}(handler)")
-            w.blank()
-            w.fill("def on_approval(self, approver: Approver) -> None:")
-            with w.indent():
-                w.fill(
-                    '"""Set the approver of the calls marked ``@approval`` (docs/approvals.md)."""'
-                )
-                w.fill("super().on_approval(approver)")
 
     def emit_ir(self, w: CodeWriter) -> None:
         w.blank(2)
@@ -1077,14 +862,14 @@ class _Emitter:
         w.fill(f"IR_VERSION = {int(self.doc['ir_version'])}")
         w.fill(f"IR_HASH = {_string(str(self.doc['hash']))}")
         w.fill(f"COMPILER_VERSION = {_string(str(self.doc['compiler_version']))}")
-        w.fill(
-            "#: The compiled agent (the IR), exactly as in the .agent.json file beside this one."
-        )
+        w.fill("#: The compiled agent (the IR) as the canonical JSON that IR_HASH covers: the")
+        w.fill("#: .agent.json file beside this one without its hash field, compact, keys sorted.")
         w.fill("IR_JSON = (")
         with w.indent():
-            # repr() picks single quotes, so the JSON's double quotes stay unescaped.
-            for line in self.ir_text.splitlines(keepends=True):
-                w.fill(repr(line))
+            # Cut into pieces of the text (each written with repr(), which escapes what it must),
+            # so the lines stay short; together they are the canonical text byte for byte.
+            for start in range(0, len(self.ir_text), _IR_PIECE):
+                w.fill(repr(self.ir_text[start : start + _IR_PIECE]))
         w.fill(")")
 
     def emit_factory(self, w: CodeWriter) -> None:
@@ -1105,26 +890,22 @@ class _Emitter:
                     )
                 )
             )
-            w.fill("agent = _create_agent(")
+            w.fill("return _create(")
             with w.indent():
-                w.fill("IR_JSON,")
+                w.fill("AuwgentAgent,")
                 w.fill("config,")
+                w.fill("IR_JSON,")
                 w.fill("ir_hash=IR_HASH,")
                 w.fill("compiler_version=COMPILER_VERSION,")
                 w.fill("ir_version=IR_VERSION,")
-                w.fill("agent_class=AuwgentAgent,")
             w.fill(")")
-            w.fill("if not isinstance(agent, AuwgentAgent):  # pragma: no cover - runtime contract")
-            with w.indent():
-                w.fill('raise TypeError("the runtime did not build an AuwgentAgent")')
-            w.fill("return agent")
 
 
-def render_python(doc: IR, *, ir_text: str | None = None) -> str:
+def render_python(doc: IR) -> str:
     """Return the source of the ``<stem>_types.py`` module for the IR document ``doc``.
 
-    ``ir_text`` is the IR as written beside the module (``dumps_ir(doc)`` when omitted); it is
-    embedded verbatim. Raises ``CompileError`` when a name in the IR cannot be used in Python.
+    The IR is embedded as its canonical JSON without the ``hash`` field, the exact text the
+    hash covers. Raises ``CompileError`` when a name in the IR cannot be used in Python.
     """
-    text = ir_text if ir_text is not None else dumps_ir(dict(doc))
-    return _Emitter(doc, text).render()
+    body = {key: value for key, value in doc.items() if key != "hash"}
+    return _Emitter(doc, canonical_json(body)).render()

@@ -52,17 +52,41 @@ class CodeWriter:
         for line in text.splitlines():
             self.fill(line)
 
-    def fill_wrapped(self, head: str, items: list[str], tail: str, *, limit: int = 99) -> None:
+    def fill_wrapped(
+        self, head: str, items: list[str], tail: str, *, limit: int = 99, hug: bool = False
+    ) -> None:
         """``head`` + comma-separated ``items`` + ``tail`` on one line when it fits in
-        ``limit`` characters, else one item per line (with a trailing comma), like Black."""
+        ``limit`` characters, else one item per line (with a trailing comma), like Black.
+        With ``hug``, the items first try one line of their own between ``head`` and
+        ``tail`` (Black's second choice)."""
         one_line = head + ", ".join(items) + tail
         if len(INDENT * self._level + one_line) <= limit or not items:
             self.fill(one_line)
             return
         self.fill(head)
         with self.indent():
+            hugged = ", ".join(items)
+            if hug and len(INDENT * self._level + hugged) <= limit:
+                self.fill(hugged)
+            else:
+                for item in items:
+                    self.fill(item + ",")
+        self.fill(tail)
+
+    def fill_packed(self, head: str, items: list[str], tail: str, *, limit: int = 99) -> None:
+        """``head``, then the comma-separated ``items`` packed onto as few indented lines of
+        at most ``limit`` characters as they fit in, then ``tail`` (for long name lists)."""
+        self.fill(head)
+        with self.indent():
+            line = ""
             for item in items:
-                self.fill(item + ",")
+                candidate = f"{line} {item}," if line else item + ","
+                if line and len(INDENT * self._level + candidate) > limit:
+                    self.fill(line)
+                    candidate = item + ","
+                line = candidate
+            if line:
+                self.fill(line)
         self.fill(tail)
 
     @contextmanager

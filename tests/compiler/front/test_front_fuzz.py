@@ -13,7 +13,6 @@ from auwgent.compiler.diagnostics import MAX_PER_FILE, render_all
 from auwgent.compiler.parser import parse
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.compiler.source import SourceFile
-from auwgent.ir import dumps_ir
 
 DATA = Path(__file__).parents[2] / "data" / "parse"
 SEEDS = [p.read_text(encoding="utf-8") for p in sorted(DATA.rglob("*.agent"))]
@@ -105,7 +104,7 @@ def compile_all(text: str) -> None:
     assert len(result.diagnostics) <= MAX_PER_FILE + 1
     render_all(result.diagnostics, color=False).encode("utf-8")
     for doc in result.documents.values():
-        render_python(doc, ir_text=dumps_ir(dict(doc)))
+        render_python(doc)
 
 
 def check(text: str) -> None:

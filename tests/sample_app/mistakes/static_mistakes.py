@@ -34,6 +34,12 @@ def wrong_config() -> None:
     workflows_agent({"tools": {"get_user": 3}})  # E: Dict entry 0 has incompatible type
 
 
+def wrong_registration() -> None:
+    agent = main_agent({"context": {"name": "Ama", "is_vip": True}})
+    agent.on_intent(HelpersHandler)  # E: Argument 1 to "on_intent"
+    agent.on_approval(lambda request: request["nme"] == "x")  # E: has no key "nme"
+
+
 class Handler(AuwgentBaseIntentHandler):
     async def response_schema(self, intent: ResponseSchemaIntent, agent_name: str) -> None:
         print(intent["response"]["nmae"])  # E: has no key "nmae"

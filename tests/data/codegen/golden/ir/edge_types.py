@@ -4,87 +4,41 @@
 
 Create the agent with ``auwgent(config)``; implement tools by subclassing
 ``AuwgentTools``; handle intents by subclassing ``AuwgentBaseIntentHandler``.
+This module only declares; what behaves is in ``auwgent.runtime.bindings``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, TypedDict, Union
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, TypedDict, Union
 
-from auwgent.errors import ConfigError
-from auwgent.runtime.agent import Agent as _Agent
-from auwgent.runtime.agent import create_agent as _create_agent
-from auwgent.runtime.session import Session as AuwgentSession
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    import httpx
-
-    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
-    from auwgent.runtime.providers.base import Provider as _Provider
+from auwgent.runtime.bindings import (
+    ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentLimits, AuwgentRetry,
+    AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent, IntentControl,
+    MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
+    ResponseTextPartialIntent, ToolErrorIntent,
+)
+from auwgent.runtime.bindings import (
+    Middleware as _Middleware, RuntimeConfig as _RuntimeConfig, Tools as _Tools,
+    TypedAgent as _TypedAgent, create as _create, placeholders as _placeholders,
+)
 
 
 __all__ = [
-    "Address",
-    "AgentName",
-    "ApprovalAnswer",
-    "ApprovalDecision",
-    "ApprovalRequestIntent",
-    "ApprovalResultIntent",
-    "Approver",
-    "AuwgentAgent",
-    "AuwgentApiKeys",
-    "AuwgentBaseIntentHandler",
-    "AuwgentBasePartialIntentHandler",
-    "AuwgentBaseUrls",
-    "AuwgentConfig",
-    "AuwgentContext",
-    "AuwgentMiddleware",
-    "AuwgentRetry",
-    "AuwgentSession",
-    "AuwgentTimeouts",
-    "AuwgentTools",
-    "COMPILER_VERSION",
-    "ConfigName",
-    "ContextPrefs",
-    "EdgeOutput1",
-    "ErrorIntent",
-    "HandoffCompleteIntent",
-    "HelperCallIntent",
-    "HelperName",
-    "HelperResultIntent",
-    "IR_HASH",
-    "IR_JSON",
-    "IR_VERSION",
-    "IntentControl",
-    "IntentName",
-    "MaybeAwaitable",
-    "MiddlewareContext",
-    "MoodIntent",
-    "NeedsReviewIntent",
-    "OutputTypeName",
-    "PartialIntent",
-    "Person",
-    "PersonAddress",
-    "PersonAddressGeo",
-    "PersonaName",
-    "PingResultItem",
-    "ROOT_AGENT",
-    "ResponseSchemaEdgeOutput1Intent",
-    "ResponseSchemaIntent",
-    "ResponseSchemaPersonIntent",
-    "ResponseTextIntent",
-    "ResponseTextPartialIntent",
-    "ToolCallIntent",
-    "ToolErrorIntent",
-    "ToolName",
-    "ToolResultIntent",
-    "ToolSkippedIntent",
-    "WorkflowCallIntent",
-    "WorkflowName",
-    "WorkflowResultIntent",
-    "auwgent",
+    "Address", "AgentName", "ApprovalAnswer", "ApprovalDecision", "ApprovalRequestIntent",
+    "ApprovalResultIntent", "Approver", "AuwgentAgent", "AuwgentApiKeys",
+    "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
+    "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware", "AuwgentRetry",
+    "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION", "ConfigName",
+    "ContextPrefs", "EdgeOutput1", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent",
+    "HelperName", "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl",
+    "IntentName", "MaybeAwaitable", "MiddlewareContext", "MoodIntent", "NeedsReviewIntent",
+    "OutputTypeName", "PartialIntent", "Person", "PersonAddress", "PersonAddressGeo",
+    "PersonaName", "PingResultItem", "ROOT_AGENT", "ResponseSchemaEdgeOutput1Intent",
+    "ResponseSchemaIntent", "ResponseSchemaPersonIntent", "ResponseTextIntent",
+    "ResponseTextPartialIntent", "ToolCallIntent", "ToolErrorIntent", "ToolName",
+    "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent", "WorkflowName",
+    "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -114,13 +68,6 @@ IntentName = Literal[
     "needs-review",
 ]
 OutputTypeName = Literal["Person", "EdgeOutput1"]
-
-_T = TypeVar("_T")
-#: A tool may be a plain or an ``async`` method.
-MaybeAwaitable = Union[_T, Awaitable[_T]]
-#: The middleware context: a dict (activeAgent, rootAgent, systemPrompt, rawBlock,
-#: set_context, embed, embed_batch, ...) that hooks may also use as a blackboard.
-MiddlewareContext = dict[str, Any]
 
 
 class _AddressRequired(TypedDict):
@@ -179,12 +126,6 @@ class PingResultItem(TypedDict):
     at: float
 
 
-class ResponseTextIntent(TypedDict):
-    """Payload of ``response_text``: the model answered with text."""
-
-    text: str
-
-
 class ResponseSchemaPersonIntent(TypedDict):
     """``response_schema`` when the output is a ``Person``."""
 
@@ -229,13 +170,6 @@ class ToolSkippedIntent(TypedDict):
     args: dict[str, Any]
 
 
-class ToolErrorIntent(TypedDict):
-    """Payload of ``tool_error``: a tool call failed or could not run."""
-
-    tool: str
-    message: str
-
-
 class WorkflowCallIntent(TypedDict):
     """Payload of ``workflow_call``: the model asked for a workflow (before it runs)."""
 
@@ -278,55 +212,6 @@ class ApprovalRequestIntent(TypedDict):
     agent: AgentName
 
 
-class ApprovalResultIntent(TypedDict):
-    """Payload of ``approval_result``: the approver decided on a call (denied or not)."""
-
-    id: str
-    approved: bool
-    reason: str | None
-
-
-class _ErrorIntentRequired(TypedDict):
-    message: str
-
-
-class ErrorIntent(_ErrorIntentRequired, total=False):
-    """Payload of ``error``: the run failed."""
-
-    handler: str
-    intent: str
-    traceback: str
-
-
-class HandoffCompleteIntent(TypedDict, total=False):
-    """Payload of ``handoff_complete``: a helper that was handed the conversation is done;
-    control returns to its caller.
-    """
-
-    summary: str
-
-
-class IntentControl(TypedDict, total=False):
-    """What a handler of a call intent may return: skip the call, or replace its result."""
-
-    skip: bool
-    result: Any
-
-
-class _ApprovalAnswerRequired(TypedDict):
-    approved: bool
-
-
-class ApprovalAnswer(_ApprovalAnswerRequired, total=False):
-    """An approver's detailed answer; edited ``args`` are checked again before the call."""
-
-    reason: str
-    args: dict[str, Any]
-
-
-#: What an approver returns: True, False, an ApprovalAnswer, or "defer" (pause the
-#: run; continue it later with ``agent.resume(session, decisions)``).
-ApprovalDecision = Union[bool, ApprovalAnswer, Literal["defer"]]
 #: ``agent.on_approval(fn)`` / config ``approver``: called with each request.
 Approver = Callable[[ApprovalRequestIntent], MaybeAwaitable[ApprovalDecision]]
 
@@ -343,29 +228,6 @@ class MoodIntent(_MoodIntentRequired, total=False):
 
 class NeedsReviewIntent(TypedDict):
     """Payload of the custom intent ``needs-review``"""
-
-
-class PartialIntent(TypedDict):
-    """A streaming update of a structured intent; ``snapshot`` is the payload so far."""
-
-    partial: bool
-    complete: bool
-    mode: Literal["text", "structured"]
-    segment: int
-    raw: str
-    snapshot: dict[str, Any]
-
-
-class ResponseTextPartialIntent(TypedDict):
-    """A streaming update of ``response_text``; ``delta`` is the new text."""
-
-    partial: bool
-    complete: bool
-    mode: Literal["text", "structured"]
-    segment: int
-    raw: str
-    snapshot: ResponseTextIntent
-    delta: str
 
 
 class _AuwgentContextRequired(TypedDict):
@@ -407,83 +269,26 @@ AuwgentBaseUrls = TypedDict(
 )
 
 
-class AuwgentRetry(TypedDict, total=False):
-    """Retries with backoff on 429, 5xx and connection errors (delays in seconds)."""
-
-    attempts: int
-    baseDelay: float
-    maxDelay: float
-
-
-class AuwgentTimeouts(TypedDict, total=False):
-    """Timeouts in seconds."""
-
-    connect: float
-    firstByte: float
-    idle: float
-    call: float
-    run: float
-
-
-class AuwgentLimits(TypedDict, total=False):
-    """Size caps on one event and one response from a provider, in bytes."""
-
-    eventBytes: int
-    responseBytes: int
-
-
-class AuwgentConfig(TypedDict, total=False):
-    """Everything ``auwgent()`` accepts for Edge."""
+class AuwgentConfig(_RuntimeConfig, total=False):
+    """Everything ``auwgent()`` accepts for Edge: these keys and those of
+    every agent (``auwgent.runtime.bindings.RuntimeConfig``, docs/runtime.md).
+    """
 
     apiKeys: AuwgentApiKeys
     context: AuwgentContext
     #: A subclass of AuwgentTools, an instance of one, or a dict of functions.
     tools: type[AuwgentTools] | AuwgentTools | Mapping[str, Callable[..., Any]]
-    #: Middleware classes or instances.
-    middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
     #: The persona runs take on.
     persona: PersonaName
-    #: The date line's zone, e.g. "Africa/Accra".
-    timezone: str
-    #: Replaces the system clock.
-    clock: Callable[[], datetime]
-    #: Recall and background ingestion.
-    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
-    maxToolLoops: int
-    maxOutputRetries: int
-    protocol: Literal["blocks", "native"]
-    retry: AuwgentRetry
-    timeouts: AuwgentTimeouts
-    limits: AuwgentLimits
-    httpClient: httpx.AsyncClient
     #: Decides on calls marked @approval.
     approver: Approver
-    #: "defer": every gated call pauses the run for agent.resume().
-    approvals: Literal["ask", "defer"]
-    #: A provider replacing every model; "offline" runs without a network.
-    provider: _Provider | Literal["offline"]
-    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default True).
-    strict: bool
-    #: {"repeats": N} (default 3) or False: stop a model repeating the same calls.
-    loopDetection: Mapping[str, int] | bool
-    #: requests, tokens, conversationRequests, conversationTokens.
-    budget: Mapping[str, int]
-    #: OpenTelemetry spans with the global provider.
-    tracing: bool
-    #: OpenTelemetry spans with this provider.
-    tracerProvider: Any
 
 
-def _unimplemented(method: _T) -> _T:
-    """Mark a generated method as a placeholder the runtime treats as absent."""
-    setattr(method, "__auwgent_unimplemented__", True)
-    return method
-
-
-class AuwgentTools:
+@_placeholders
+class AuwgentTools(_Tools):
     """The tools of the agent and its helpers (workflow-scoped tools included).
 
     Subclass it and override the tools you implement, as plain or async
@@ -499,842 +304,241 @@ class AuwgentTools:
         "ping",
     })
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for attr, value in vars(cls).items():
-            if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):
-                continue
-            import difflib
-
-            close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)
-            if close:
-                raise ConfigError(
-                    f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "
-                    f"did you mean {close[0]!r}? (name helper methods with a leading _)"
-                )
-
-    @_unimplemented
     def send(self, **kwargs: Any) -> MaybeAwaitable[str]:
         """Sends \"\"\"quoted\"\"\" text \\ with a backslash"
 
         Declared in Edge.
         """
-        raise NotImplementedError("tool send is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def lookup(
-        self,
-        *,
-        person: Person,
-        tags: list[str] | None = None,
+        self, *, person: Person, tags: list[str] | None = None
     ) -> MaybeAwaitable[Person | str]:
         """Looks a person up
 
         Declared in Edge.
         """
-        raise NotImplementedError("tool lookup is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def shared(self, **kwargs: Any) -> MaybeAwaitable[Any]:
         """The tool shared.
 
         Declared in Edge, Sub.
         """
-        raise NotImplementedError("tool shared is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def archive_now(self, *, id: float) -> MaybeAwaitable[bool | str]:
         """The tool archive_now.
 
         Declared in Edge, scoped to workflow archive.
         """
-        raise NotImplementedError("tool archive_now is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def ping(self) -> MaybeAwaitable[list[PingResultItem] | str]:
         """The tool ping.
 
         Declared in Sub.
         """
-        raise NotImplementedError("tool ping is not implemented")
+        raise NotImplementedError
 
 
+@_placeholders
 class AuwgentBaseIntentHandler:
     """Final intents: subclass it, override the intents you handle and pass the
     class to ``agent.on_intent``. A handler of tool_call, workflow_call or
     helper_call may return {"skip": True} or {"result": ...}.
     """
 
-    @_unimplemented
     async def response_text(
-        self,
-        intent: ResponseTextIntent,
-        agent_name: AgentName,
+        self, intent: ResponseTextIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model answered with text."""
-        return None
 
-    @_unimplemented
     async def response_schema(
-        self,
-        intent: ResponseSchemaIntent,
-        agent_name: AgentName,
+        self, intent: ResponseSchemaIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model answered with structured output."""
-        return None
 
-    @_unimplemented
     async def tool_call(
-        self,
-        intent: ToolCallIntent,
-        agent_name: AgentName,
+        self, intent: ToolCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model asked for a tool (before it runs)."""
-        return None
 
-    @_unimplemented
     async def tool_result(
-        self,
-        intent: ToolResultIntent,
-        agent_name: AgentName,
+        self, intent: ToolResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool ran and returned a result."""
-        return None
 
-    @_unimplemented
     async def tool_skipped(
-        self,
-        intent: ToolSkippedIntent,
-        agent_name: AgentName,
+        self, intent: ToolSkippedIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool call was skipped before it ran."""
-        return None
 
-    @_unimplemented
     async def tool_error(
-        self,
-        intent: ToolErrorIntent,
-        agent_name: AgentName,
+        self, intent: ToolErrorIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool call failed or could not run."""
-        return None
 
-    @_unimplemented
     async def workflow_call(
-        self,
-        intent: WorkflowCallIntent,
-        agent_name: AgentName,
+        self, intent: WorkflowCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model asked for a workflow (before it runs)."""
-        return None
 
-    @_unimplemented
     async def workflow_result(
-        self,
-        intent: WorkflowResultIntent,
-        agent_name: AgentName,
+        self, intent: WorkflowResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A workflow finished."""
-        return None
 
-    @_unimplemented
     async def helper_call(
-        self,
-        intent: HelperCallIntent,
-        agent_name: AgentName,
+        self, intent: HelperCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The agent handed work to a helper (before it runs)."""
-        return None
 
-    @_unimplemented
     async def helper_result(
-        self,
-        intent: HelperResultIntent,
-        agent_name: AgentName,
+        self, intent: HelperResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A helper finished and returned its result."""
-        return None
 
-    @_unimplemented
     async def approval_request(
-        self,
-        intent: ApprovalRequestIntent,
-        agent_name: AgentName,
+        self, intent: ApprovalRequestIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A call marked @approval waits for the approver (before it runs)."""
-        return None
 
-    @_unimplemented
     async def approval_result(
-        self,
-        intent: ApprovalResultIntent,
-        agent_name: AgentName,
+        self, intent: ApprovalResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The approver decided on a call (denied or not)."""
-        return None
 
-    @_unimplemented
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
-        return None
 
-    @_unimplemented
     async def handoff_complete(
-        self,
-        intent: HandoffCompleteIntent,
-        agent_name: AgentName,
+        self, intent: HandoffCompleteIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A helper that was handed the conversation is done; control returns to its caller."""
-        return None
 
-    @_unimplemented
     async def Mood(self, intent: MoodIntent, agent_name: AgentName) -> IntentControl | None:
         """Emit the mood"""
-        return None
 
     # The intent 'needs-review', under its sanitised name.
-    @_unimplemented
     async def needs_review(
-        self,
-        intent: NeedsReviewIntent,
-        agent_name: AgentName,
+        self, intent: NeedsReviewIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model emitted this custom intent."""
-        return None
 
 
+@_placeholders
 class AuwgentBasePartialIntentHandler:
     """Streaming partials: subclass it, override what you want to follow and
     pass the class to ``agent.on_intent_partial``.
     """
 
-    @_unimplemented
     async def response_text(
-        self,
-        intent: ResponseTextPartialIntent,
-        agent_name: AgentName,
+        self, intent: ResponseTextPartialIntent, agent_name: AgentName
     ) -> None:
         """Streaming ``response_text``."""
-        return None
 
-    @_unimplemented
     async def response_schema(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``response_schema``."""
-        return None
 
-    @_unimplemented
     async def tool_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``tool_call``."""
-        return None
 
-    @_unimplemented
     async def workflow_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``workflow_call``."""
-        return None
 
-    @_unimplemented
     async def helper_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``helper_call``."""
-        return None
 
-    @_unimplemented
     async def Mood(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``Mood``."""
-        return None
 
     # The intent 'needs-review', under its sanitised name.
-    @_unimplemented
     async def needs_review(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``needs-review``."""
-        return None
 
 
-class AuwgentMiddleware:
+class AuwgentMiddleware(_Middleware[IntentName]):
     """Middleware: subclass it, set ``name`` (and ``target`` to limit it to
     one agent or helper) and override the hooks you need.
     """
 
-    name: ClassVar[str] = ""
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
-    @_unimplemented
-    async def onRunStart(
-        self,
-        session: AuwgentSession,
-        ctx: MiddlewareContext,
-    ) -> AuwgentSession | None:
-        """Once per run, before prompts are evaluated; a returned session replaces the current."""
-        return None
 
-    @_unimplemented
-    async def onLLMStart(self, prompt: str, ctx: MiddlewareContext) -> str | None:
-        """Before every model call; a returned string replaces the prompt for that call."""
-        return None
-
-    @_unimplemented
-    async def onIntent(
-        self,
-        name: IntentName,
-        value: Any,
-        ctx: MiddlewareContext,
-    ) -> IntentControl | None:
-        """On every final intent, before the handlers; may return {"skip": True} or {"result":
-        ...}.
-        """
-        return None
-
-    @_unimplemented
-    async def onIntentPartial(self, name: IntentName, value: Any, ctx: MiddlewareContext) -> None:
-        """On every streaming partial."""
-        return None
-
-    @_unimplemented
-    async def onLLMEnd(self, response: Any, ctx: MiddlewareContext) -> None:
-        """After a terminal model response."""
-        return None
-
-    @_unimplemented
-    async def onRunComplete(self, finalSession: AuwgentSession, ctx: MiddlewareContext) -> None:
-        """Once when the run ends, also after a failure."""
-        return None
-
-    @_unimplemented
-    async def onError(
-        self,
-        error: Exception,
-        session: AuwgentSession,
-        ctx: MiddlewareContext,
-    ) -> bool | None:
-        """When the run or a tool fails; return True to mark the error handled."""
-        return None
-
-
-class AuwgentAgent(_Agent):
+class AuwgentAgent(_TypedAgent[
+    AuwgentBaseIntentHandler,
+    AuwgentBasePartialIntentHandler,
+    IntentName,
+    AgentName,
+    ApprovalRequestIntent,
+]):
     """The agent Edge, created by ``auwgent()``."""
-
-    def on_intent(
-        self,
-        handler: type[AuwgentBaseIntentHandler]
-        | AuwgentBaseIntentHandler
-        | Callable[[IntentName, Any, AgentName], object],
-    ) -> None:
-        """Register a handler: a ``AuwgentBaseIntentHandler`` subclass or instance, or a
-        function ``(name, value, agent_name)``."""
-        super().on_intent(handler)
-
-    def on_intent_partial(
-        self,
-        handler: type[AuwgentBasePartialIntentHandler]
-        | AuwgentBasePartialIntentHandler
-        | Callable[[IntentName, Any, AgentName], object],
-    ) -> None:
-        """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
-        function ``(name, value, agent_name)``."""
-        super().on_intent_partial(handler)
-
-    def on_approval(self, approver: Approver) -> None:
-        """Set the approver of the calls marked ``@approval`` (docs/approvals.md)."""
-        super().on_approval(approver)
 
 
 ROOT_AGENT = "Edge"
 IR_VERSION = 1
 IR_HASH = "sha256:bb75547bae1078f969975684162eb88405a45e5f0d3e0765bd5a555b37e951f2"
 COMPILER_VERSION = "0.1.0"
-#: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
+#: The compiled agent (the IR) as the canonical JSON that IR_HASH covers: the
+#: .agent.json file beside this one without its hash field, compact, keys sorted.
 IR_JSON = (
-    '{\n'
-    '  "agents": {\n'
-    '    "Edge": {\n'
-    '      "configs": {\n'
-    '        "Strict": {\n'
-    '          "embedding": null,\n'
-    '          "max_tool_loops": null,\n'
-    '          "model": {\n'
-    '            "base_url": "http://localhost:1/v1",\n'
-    '            "id": "1st-proxy",\n'
-    '            "model": "m",\n'
-    '            "name": null,\n'
-    '            "options": {},\n'
-    '            "provider": "custom"\n'
-    '          },\n'
-    '          "prompt": [],\n'
-    '          "protocol": null\n'
-    '        },\n'
-    '        "default": {\n'
-    '          "embedding": {\n'
-    '            "base_url": null,\n'
-    '            "id": null,\n'
-    '            "model": "text-embedding-3-small",\n'
-    '            "name": null,\n'
-    '            "options": {},\n'
-    '            "provider": "openai"\n'
-    '          },\n'
-    '          "max_tool_loops": null,\n'
-    '          "model": {\n'
-    '            "base_url": null,\n'
-    '            "id": null,\n'
-    '            "model": "gemini-2.5-flash",\n'
-    '            "name": null,\n'
-    '            "options": {},\n'
-    '            "provider": "gemini"\n'
-    '          },\n'
-    '          "prompt": [],\n'
-    '          "protocol": null\n'
-    '        }\n'
-    '      },\n'
-    '      "context": [\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "user_id",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "is_vip",\n'
-    '          "optional": true,\n'
-    '          "type": {\n'
-    '            "kind": "boolean"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "prefs",\n'
-    '          "optional": true,\n'
-    '          "type": {\n'
-    '            "fields": [\n'
-    '              {\n'
-    '                "description": null,\n'
-    '                "name": "lang",\n'
-    '                "optional": false,\n'
-    '                "type": {\n'
-    '                  "kind": "string"\n'
-    '                }\n'
-    '              }\n'
-    '            ],\n'
-    '            "kind": "object"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "description": null,\n'
-    '      "dropped_examples": [],\n'
-    '      "examples": [],\n'
-    '      "helpers": [\n'
-    '        {\n'
-    '          "handoff": "user",\n'
-    '          "name": "Sub",\n'
-    '          "tools": "all"\n'
-    '        }\n'
-    '      ],\n'
-    '      "input": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "intents": [\n'
-    '        {\n'
-    '          "description": "Emit the mood",\n'
-    '          "fields": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "mood",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "union",\n'
-    '                "variants": [\n'
-    '                  {\n'
-    '                    "kind": "literal",\n'
-    '                    "value": "calm"\n'
-    '                  },\n'
-    '                  {\n'
-    '                    "kind": "literal",\n'
-    '                    "value": "tense"\n'
-    '                  }\n'
-    '                ]\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "note",\n'
-    '              "optional": true,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "name": "Mood"\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "agent",\n'
-    '      "name": "Edge",\n'
-    '      "output": {\n'
-    '        "kind": "union",\n'
-    '        "variants": [\n'
-    '          {\n'
-    '            "kind": "ref",\n'
-    '            "name": "Person"\n'
-    '          },\n'
-    '          {\n'
-    '            "kind": "ref",\n'
-    '            "name": "EdgeOutput1"\n'
-    '          }\n'
-    '        ]\n'
-    '      },\n'
-    '      "tools": [\n'
-    '        {\n'
-    '          "description": "Sends \\"\\"\\"quoted\\"\\"\\" text \\\\ with a backslash\\"",\n'
-    '          "examples": [],\n'
-    '          "name": "send",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "to",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "class",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": "Looks a person up",\n'
-    '          "examples": [],\n'
-    '          "name": "lookup",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "person",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "ref",\n'
-    '                "name": "Person"\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "tags",\n'
-    '              "optional": true,\n'
-    '              "type": {\n'
-    '                "items": {\n'
-    '                  "kind": "string"\n'
-    '                },\n'
-    '                "kind": "array"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "ref",\n'
-    '            "name": "Person"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "examples": [],\n'
-    '          "name": "shared",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "a",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "number"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "workflows": [\n'
-    '        {\n'
-    '          "body": [],\n'
-    '          "description": "Archives things",\n'
-    '          "examples": [],\n'
-    '          "loc": [\n'
-    '            1,\n'
-    '            1\n'
-    '          ],\n'
-    '          "name": "archive",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "id",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "number"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "boolean"\n'
-    '          },\n'
-    '          "source": "edge.agent",\n'
-    '          "tools": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "examples": [],\n'
-    '              "name": "archive_now",\n'
-    '              "params": [\n'
-    '                {\n'
-    '                  "description": null,\n'
-    '                  "name": "id",\n'
-    '                  "optional": false,\n'
-    '                  "type": {\n'
-    '                    "kind": "number"\n'
-    '                  }\n'
-    '                }\n'
-    '              ],\n'
-    '              "returns": {\n'
-    '                "kind": "boolean"\n'
-    '              }\n'
-    '            }\n'
-    '          ]\n'
-    '        }\n'
-    '      ]\n'
-    '    },\n'
-    '    "Sub": {\n'
-    '      "configs": {\n'
-    '        "default": {\n'
-    '          "embedding": null,\n'
-    '          "max_tool_loops": null,\n'
-    '          "model": {\n'
-    '            "base_url": null,\n'
-    '            "id": null,\n'
-    '            "model": "gpt-4o",\n'
-    '            "name": null,\n'
-    '            "options": {},\n'
-    '            "provider": "openai"\n'
-    '          },\n'
-    '          "prompt": [],\n'
-    '          "protocol": null\n'
-    '        }\n'
-    '      },\n'
-    '      "context": [\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "user_id",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "region",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "description": "A helper",\n'
-    '      "dropped_examples": [],\n'
-    '      "examples": [],\n'
-    '      "helpers": [],\n'
-    '      "input": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "intents": [\n'
-    '        {\n'
-    '          "description": "dup",\n'
-    '          "fields": [],\n'
-    '          "name": "Mood"\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "fields": [],\n'
-    '          "name": "needs-review"\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "helper",\n'
-    '      "name": "Sub",\n'
-    '      "output": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "tools": [\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "examples": [],\n'
-    '          "name": "shared",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "a",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "number"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "number"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "examples": [],\n'
-    '          "name": "ping",\n'
-    '          "params": [],\n'
-    '          "returns": {\n'
-    '            "items": {\n'
-    '              "fields": [\n'
-    '                {\n'
-    '                  "description": null,\n'
-    '                  "name": "at",\n'
-    '                  "optional": false,\n'
-    '                  "type": {\n'
-    '                    "kind": "number"\n'
-    '                  }\n'
-    '                }\n'
-    '              ],\n'
-    '              "kind": "object"\n'
-    '            },\n'
-    '            "kind": "array"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "workflows": []\n'
-    '    }\n'
-    '  },\n'
-    '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:bb75547bae1078f969975684162eb88405a45e5f0d3e0765bd5a555b37e951f2",\n'
-    '  "ir_version": 1,\n'
-    '  "prompts": {},\n'
-    '  "root": "Edge",\n'
-    '  "source": "edge.agent",\n'
-    '  "types": {\n'
-    '    "Address": {\n'
-    '      "fields": [\n'
-    '        {\n'
-    '          "description": "the street, e.g. \\"Main St\\"\\nsecond line",\n'
-    '          "name": "street",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "zip-code",\n'
-    '          "optional": true,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "object"\n'
-    '    },\n'
-    '    "EdgeOutput1": {\n'
-    '      "fields": [\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "ok",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "boolean"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "object"\n'
-    '    },\n'
-    '    "Person": {\n'
-    '      "fields": [\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "name",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": "a Python keyword as a key",\n'
-    '          "name": "from",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "address",\n'
-    '          "optional": true,\n'
-    '          "type": {\n'
-    '            "fields": [\n'
-    '              {\n'
-    '                "description": null,\n'
-    '                "name": "city",\n'
-    '                "optional": false,\n'
-    '                "type": {\n'
-    '                  "kind": "string"\n'
-    '                }\n'
-    '              },\n'
-    '              {\n'
-    '                "description": null,\n'
-    '                "name": "geo",\n'
-    '                "optional": false,\n'
-    '                "type": {\n'
-    '                  "fields": [\n'
-    '                    {\n'
-    '                      "description": null,\n'
-    '                      "name": "lat",\n'
-    '                      "optional": false,\n'
-    '                      "type": {\n'
-    '                        "kind": "number"\n'
-    '                      }\n'
-    '                    },\n'
-    '                    {\n'
-    '                      "description": null,\n'
-    '                      "name": "lng",\n'
-    '                      "optional": false,\n'
-    '                      "type": {\n'
-    '                        "kind": "number"\n'
-    '                      }\n'
-    '                    }\n'
-    '                  ],\n'
-    '                  "kind": "object"\n'
-    '                }\n'
-    '              }\n'
-    '            ],\n'
-    '            "kind": "object"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": null,\n'
-    '          "name": "level",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "union",\n'
-    '            "variants": [\n'
-    '              {\n'
-    '                "kind": "literal",\n'
-    '                "value": "low"\n'
-    '              },\n'
-    '              {\n'
-    '                "kind": "literal",\n'
-    '                "value": "high"\n'
-    '              }\n'
-    '            ]\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "object"\n'
-    '    }\n'
-    '  }\n'
-    '}\n'
+    '{"agents":{"Edge":{"configs":{"Strict":{"embedding":null,"max_tool_loops":null,"model":{'
+    '"base_url":"http://localhost:1/v1","id":"1st-proxy","model":"m","name":null,"options":{}'
+    ',"provider":"custom"},"prompt":[],"protocol":null},"default":{"embedding":{"base_url":nu'
+    'll,"id":null,"model":"text-embedding-3-small","name":null,"options":{},"provider":"opena'
+    'i"},"max_tool_loops":null,"model":{"base_url":null,"id":null,"model":"gemini-2.5-flash",'
+    '"name":null,"options":{},"provider":"gemini"},"prompt":[],"protocol":null}},"context":[{'
+    '"description":null,"name":"user_id","optional":false,"type":{"kind":"string"}},{"descrip'
+    'tion":null,"name":"is_vip","optional":true,"type":{"kind":"boolean"}},{"description":nul'
+    'l,"name":"prefs","optional":true,"type":{"fields":[{"description":null,"name":"lang","op'
+    'tional":false,"type":{"kind":"string"}}],"kind":"object"}}],"description":null,"dropped_'
+    'examples":[],"examples":[],"helpers":[{"handoff":"user","name":"Sub","tools":"all"}],"in'
+    'put":{"kind":"text"},"intents":[{"description":"Emit the mood","fields":[{"description":'
+    'null,"name":"mood","optional":false,"type":{"kind":"union","variants":[{"kind":"literal"'
+    ',"value":"calm"},{"kind":"literal","value":"tense"}]}},{"description":null,"name":"note"'
+    ',"optional":true,"type":{"kind":"string"}}],"name":"Mood"}],"kind":"agent","name":"Edge"'
+    ',"output":{"kind":"union","variants":[{"kind":"ref","name":"Person"},{"kind":"ref","name'
+    '":"EdgeOutput1"}]},"tools":[{"description":"Sends \\"\\"\\"quoted\\"\\"\\" text \\\\ with a back'
+    'slash\\"","examples":[],"name":"send","params":[{"description":null,"name":"to","optional'
+    '":false,"type":{"kind":"string"}},{"description":null,"name":"class","optional":false,"t'
+    'ype":{"kind":"string"}}],"returns":{"kind":"string"}},{"description":"Looks a person up"'
+    ',"examples":[],"name":"lookup","params":[{"description":null,"name":"person","optional":'
+    'false,"type":{"kind":"ref","name":"Person"}},{"description":null,"name":"tags","optional'
+    '":true,"type":{"items":{"kind":"string"},"kind":"array"}}],"returns":{"kind":"ref","name'
+    '":"Person"}},{"description":null,"examples":[],"name":"shared","params":[{"description":'
+    'null,"name":"a","optional":false,"type":{"kind":"string"}}],"returns":{"kind":"number"}}'
+    '],"workflows":[{"body":[],"description":"Archives things","examples":[],"loc":[1,1],"nam'
+    'e":"archive","params":[{"description":null,"name":"id","optional":false,"type":{"kind":"'
+    'number"}}],"returns":{"kind":"boolean"},"source":"edge.agent","tools":[{"description":nu'
+    'll,"examples":[],"name":"archive_now","params":[{"description":null,"name":"id","optiona'
+    'l":false,"type":{"kind":"number"}}],"returns":{"kind":"boolean"}}]}]},"Sub":{"configs":{'
+    '"default":{"embedding":null,"max_tool_loops":null,"model":{"base_url":null,"id":null,"mo'
+    'del":"gpt-4o","name":null,"options":{},"provider":"openai"},"prompt":[],"protocol":null}'
+    '},"context":[{"description":null,"name":"user_id","optional":false,"type":{"kind":"strin'
+    'g"}},{"description":null,"name":"region","optional":false,"type":{"kind":"string"}}],"de'
+    'scription":"A helper","dropped_examples":[],"examples":[],"helpers":[],"input":{"kind":"'
+    'text"},"intents":[{"description":"dup","fields":[],"name":"Mood"},{"description":null,"f'
+    'ields":[],"name":"needs-review"}],"kind":"helper","name":"Sub","output":{"kind":"text"},'
+    '"tools":[{"description":null,"examples":[],"name":"shared","params":[{"description":null'
+    ',"name":"a","optional":false,"type":{"kind":"number"}}],"returns":{"kind":"number"}},{"d'
+    'escription":null,"examples":[],"name":"ping","params":[],"returns":{"items":{"fields":[{'
+    '"description":null,"name":"at","optional":false,"type":{"kind":"number"}}],"kind":"objec'
+    't"},"kind":"array"}}],"workflows":[]}},"compiler_version":"0.1.0","ir_version":1,"prompt'
+    's":{},"root":"Edge","source":"edge.agent","types":{"Address":{"fields":[{"description":"'
+    'the street, e.g. \\"Main St\\"\\nsecond line","name":"street","optional":false,"type":{"kin'
+    'd":"string"}},{"description":null,"name":"zip-code","optional":true,"type":{"kind":"stri'
+    'ng"}}],"kind":"object"},"EdgeOutput1":{"fields":[{"description":null,"name":"ok","option'
+    'al":false,"type":{"kind":"boolean"}}],"kind":"object"},"Person":{"fields":[{"description'
+    '":null,"name":"name","optional":false,"type":{"kind":"string"}},{"description":"a Python'
+    ' keyword as a key","name":"from","optional":false,"type":{"kind":"string"}},{"descriptio'
+    'n":null,"name":"address","optional":true,"type":{"fields":[{"description":null,"name":"c'
+    'ity","optional":false,"type":{"kind":"string"}},{"description":null,"name":"geo","option'
+    'al":false,"type":{"fields":[{"description":null,"name":"lat","optional":false,"type":{"k'
+    'ind":"number"}},{"description":null,"name":"lng","optional":false,"type":{"kind":"number'
+    '"}}],"kind":"object"}}],"kind":"object"}},{"description":null,"name":"level","optional":'
+    'false,"type":{"kind":"union","variants":[{"kind":"literal","value":"low"},{"kind":"liter'
+    'al","value":"high"}]}}],"kind":"object"}}}'
 )
 
 
@@ -1348,14 +552,11 @@ def auwgent(config: AuwgentConfig = _NO_CONFIG) -> AuwgentAgent:
     cannot be used: a missing API key, a context value of the wrong type,
     an unknown config name, or bindings from an incompatible compiler.
     """
-    agent = _create_agent(
-        IR_JSON,
+    return _create(
+        AuwgentAgent,
         config,
+        IR_JSON,
         ir_hash=IR_HASH,
         compiler_version=COMPILER_VERSION,
         ir_version=IR_VERSION,
-        agent_class=AuwgentAgent,
     )
-    if not isinstance(agent, AuwgentAgent):  # pragma: no cover - runtime contract
-        raise TypeError("the runtime did not build an AuwgentAgent")
-    return agent

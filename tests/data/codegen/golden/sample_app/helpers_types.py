@@ -4,78 +4,38 @@
 
 Create the agent with ``auwgent(config)``; implement tools by subclassing
 ``AuwgentTools``; handle intents by subclassing ``AuwgentBaseIntentHandler``.
+This module only declares; what behaves is in ``auwgent.runtime.bindings``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, TypedDict, Union
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, TypedDict, Union
 
-from auwgent.errors import ConfigError
-from auwgent.runtime.agent import Agent as _Agent
-from auwgent.runtime.agent import create_agent as _create_agent
-from auwgent.runtime.session import Session as AuwgentSession
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    import httpx
-
-    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
-    from auwgent.runtime.providers.base import Provider as _Provider
+from auwgent.runtime.bindings import (
+    ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentLimits, AuwgentRetry,
+    AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent, IntentControl,
+    MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
+    ResponseTextPartialIntent, ToolErrorIntent,
+)
+from auwgent.runtime.bindings import (
+    Middleware as _Middleware, RuntimeConfig as _RuntimeConfig, Tools as _Tools,
+    TypedAgent as _TypedAgent, create as _create, placeholders as _placeholders,
+)
 
 
 __all__ = [
-    "AgentName",
-    "AnalysisReport",
-    "ApprovalAnswer",
-    "ApprovalDecision",
-    "ApprovalRequestIntent",
-    "ApprovalResultIntent",
-    "Approver",
-    "AuwgentAgent",
-    "AuwgentApiKeys",
-    "AuwgentBaseIntentHandler",
-    "AuwgentBasePartialIntentHandler",
-    "AuwgentBaseUrls",
-    "AuwgentConfig",
-    "AuwgentContext",
-    "AuwgentMiddleware",
-    "AuwgentRetry",
-    "AuwgentSession",
-    "AuwgentTimeouts",
-    "AuwgentTools",
-    "COMPILER_VERSION",
-    "ConfigName",
-    "DataAnalyzerInput",
-    "ErrorIntent",
-    "HandoffCompleteIntent",
-    "HelperCallIntent",
-    "HelperName",
-    "HelperResultIntent",
-    "IR_HASH",
-    "IR_JSON",
-    "IR_VERSION",
-    "IntentControl",
-    "IntentName",
-    "MaybeAwaitable",
-    "MiddlewareContext",
-    "OutputTypeName",
-    "PartialIntent",
-    "PersonaName",
-    "ROOT_AGENT",
-    "ResponseSchemaIntent",
-    "ResponseTextIntent",
-    "ResponseTextPartialIntent",
-    "ToolCallIntent",
-    "ToolErrorIntent",
-    "ToolName",
-    "ToolResultIntent",
-    "ToolSkippedIntent",
-    "WorkflowCallIntent",
-    "WorkflowName",
-    "WorkflowResultIntent",
-    "auwgent",
+    "AgentName", "AnalysisReport", "ApprovalAnswer", "ApprovalDecision", "ApprovalRequestIntent",
+    "ApprovalResultIntent", "Approver", "AuwgentAgent", "AuwgentApiKeys",
+    "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
+    "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware", "AuwgentRetry",
+    "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION", "ConfigName",
+    "DataAnalyzerInput", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent", "HelperName",
+    "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl", "IntentName",
+    "MaybeAwaitable", "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName",
+    "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent",
+    "ToolCallIntent", "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent",
+    "WorkflowCallIntent", "WorkflowName", "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -104,13 +64,6 @@ IntentName = Literal[
 ]
 OutputTypeName = Literal["AnalysisReport"]
 
-_T = TypeVar("_T")
-#: A tool may be a plain or an ``async`` method.
-MaybeAwaitable = Union[_T, Awaitable[_T]]
-#: The middleware context: a dict (activeAgent, rootAgent, systemPrompt, rawBlock,
-#: set_context, embed, embed_batch, ...) that hooks may also use as a blackboard.
-MiddlewareContext = dict[str, Any]
-
 
 class AnalysisReport(TypedDict):
     #: high level summary of findings
@@ -122,12 +75,6 @@ class AnalysisReport(TypedDict):
 class DataAnalyzerInput(TypedDict):
     #: What kind of analysis to perform
     analysis_request: str
-
-
-class ResponseTextIntent(TypedDict):
-    """Payload of ``response_text``: the model answered with text."""
-
-    text: str
 
 
 class ResponseSchemaIntent(TypedDict):
@@ -161,13 +108,6 @@ class ToolSkippedIntent(TypedDict):
 
     type: ToolName
     args: dict[str, Any]
-
-
-class ToolErrorIntent(TypedDict):
-    """Payload of ``tool_error``: a tool call failed or could not run."""
-
-    tool: str
-    message: str
 
 
 class WorkflowCallIntent(TypedDict):
@@ -212,80 +152,8 @@ class ApprovalRequestIntent(TypedDict):
     agent: AgentName
 
 
-class ApprovalResultIntent(TypedDict):
-    """Payload of ``approval_result``: the approver decided on a call (denied or not)."""
-
-    id: str
-    approved: bool
-    reason: str | None
-
-
-class _ErrorIntentRequired(TypedDict):
-    message: str
-
-
-class ErrorIntent(_ErrorIntentRequired, total=False):
-    """Payload of ``error``: the run failed."""
-
-    handler: str
-    intent: str
-    traceback: str
-
-
-class HandoffCompleteIntent(TypedDict, total=False):
-    """Payload of ``handoff_complete``: a helper that was handed the conversation is done;
-    control returns to its caller.
-    """
-
-    summary: str
-
-
-class IntentControl(TypedDict, total=False):
-    """What a handler of a call intent may return: skip the call, or replace its result."""
-
-    skip: bool
-    result: Any
-
-
-class _ApprovalAnswerRequired(TypedDict):
-    approved: bool
-
-
-class ApprovalAnswer(_ApprovalAnswerRequired, total=False):
-    """An approver's detailed answer; edited ``args`` are checked again before the call."""
-
-    reason: str
-    args: dict[str, Any]
-
-
-#: What an approver returns: True, False, an ApprovalAnswer, or "defer" (pause the
-#: run; continue it later with ``agent.resume(session, decisions)``).
-ApprovalDecision = Union[bool, ApprovalAnswer, Literal["defer"]]
 #: ``agent.on_approval(fn)`` / config ``approver``: called with each request.
 Approver = Callable[[ApprovalRequestIntent], MaybeAwaitable[ApprovalDecision]]
-
-
-class PartialIntent(TypedDict):
-    """A streaming update of a structured intent; ``snapshot`` is the payload so far."""
-
-    partial: bool
-    complete: bool
-    mode: Literal["text", "structured"]
-    segment: int
-    raw: str
-    snapshot: dict[str, Any]
-
-
-class ResponseTextPartialIntent(TypedDict):
-    """A streaming update of ``response_text``; ``delta`` is the new text."""
-
-    partial: bool
-    complete: bool
-    mode: Literal["text", "structured"]
-    segment: int
-    raw: str
-    snapshot: ResponseTextIntent
-    delta: str
 
 
 class AuwgentContext(TypedDict):
@@ -312,83 +180,26 @@ AuwgentBaseUrls = TypedDict(
 )
 
 
-class AuwgentRetry(TypedDict, total=False):
-    """Retries with backoff on 429, 5xx and connection errors (delays in seconds)."""
-
-    attempts: int
-    baseDelay: float
-    maxDelay: float
-
-
-class AuwgentTimeouts(TypedDict, total=False):
-    """Timeouts in seconds."""
-
-    connect: float
-    firstByte: float
-    idle: float
-    call: float
-    run: float
-
-
-class AuwgentLimits(TypedDict, total=False):
-    """Size caps on one event and one response from a provider, in bytes."""
-
-    eventBytes: int
-    responseBytes: int
-
-
-class AuwgentConfig(TypedDict, total=False):
-    """Everything ``auwgent()`` accepts for Main."""
+class AuwgentConfig(_RuntimeConfig, total=False):
+    """Everything ``auwgent()`` accepts for Main: these keys and those of
+    every agent (``auwgent.runtime.bindings.RuntimeConfig``, docs/runtime.md).
+    """
 
     apiKeys: AuwgentApiKeys
     context: AuwgentContext
     #: A subclass of AuwgentTools, an instance of one, or a dict of functions.
     tools: type[AuwgentTools] | AuwgentTools | Mapping[str, Callable[..., Any]]
-    #: Middleware classes or instances.
-    middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
     #: The persona runs take on.
     persona: PersonaName
-    #: The date line's zone, e.g. "Africa/Accra".
-    timezone: str
-    #: Replaces the system clock.
-    clock: Callable[[], datetime]
-    #: Recall and background ingestion.
-    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
-    maxToolLoops: int
-    maxOutputRetries: int
-    protocol: Literal["blocks", "native"]
-    retry: AuwgentRetry
-    timeouts: AuwgentTimeouts
-    limits: AuwgentLimits
-    httpClient: httpx.AsyncClient
     #: Decides on calls marked @approval.
     approver: Approver
-    #: "defer": every gated call pauses the run for agent.resume().
-    approvals: Literal["ask", "defer"]
-    #: A provider replacing every model; "offline" runs without a network.
-    provider: _Provider | Literal["offline"]
-    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default True).
-    strict: bool
-    #: {"repeats": N} (default 3) or False: stop a model repeating the same calls.
-    loopDetection: Mapping[str, int] | bool
-    #: requests, tokens, conversationRequests, conversationTokens.
-    budget: Mapping[str, int]
-    #: OpenTelemetry spans with the global provider.
-    tracing: bool
-    #: OpenTelemetry spans with this provider.
-    tracerProvider: Any
 
 
-def _unimplemented(method: _T) -> _T:
-    """Mark a generated method as a placeholder the runtime treats as absent."""
-    setattr(method, "__auwgent_unimplemented__", True)
-    return method
-
-
-class AuwgentTools:
+@_placeholders
+class AuwgentTools(_Tools):
     """The tools of the agent and its helpers (workflow-scoped tools included).
 
     Subclass it and override the tools you implement, as plain or async
@@ -403,641 +214,202 @@ class AuwgentTools:
         "calculate_average",
     })
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for attr, value in vars(cls).items():
-            if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):
-                continue
-            import difflib
-
-            close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)
-            if close:
-                raise ConfigError(
-                    f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "
-                    f"did you mean {close[0]!r}? (name helper methods with a leading _)"
-                )
-
-    @_unimplemented
     def db_query_users(self, *, filter: str) -> MaybeAwaitable[str]:
         """Query users from the database
 
         Declared in Main.
         """
-        raise NotImplementedError("tool db_query_users is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def db_query_products(self, *, filter: str) -> MaybeAwaitable[str]:
         """Query products from the database
 
         Declared in Main.
         """
-        raise NotImplementedError("tool db_query_products is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def detect_low_stock(self) -> MaybeAwaitable[str]:
         """Find products with low stock levels
 
         Declared in DataAnalyzer.
         """
-        raise NotImplementedError("tool detect_low_stock is not implemented")
+        raise NotImplementedError
 
-    @_unimplemented
     def calculate_average(self, *, numbers: str) -> MaybeAwaitable[float | str]:
         """Calculate average from comma-separated numbers
 
         Declared in DataAnalyzer, scoped to workflow comprehensive_analysis.
         """
-        raise NotImplementedError("tool calculate_average is not implemented")
+        raise NotImplementedError
 
 
+@_placeholders
 class AuwgentBaseIntentHandler:
     """Final intents: subclass it, override the intents you handle and pass the
     class to ``agent.on_intent``. A handler of tool_call, workflow_call or
     helper_call may return {"skip": True} or {"result": ...}.
     """
 
-    @_unimplemented
     async def response_text(
-        self,
-        intent: ResponseTextIntent,
-        agent_name: AgentName,
+        self, intent: ResponseTextIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model answered with text."""
-        return None
 
-    @_unimplemented
     async def response_schema(
-        self,
-        intent: ResponseSchemaIntent,
-        agent_name: AgentName,
+        self, intent: ResponseSchemaIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model answered with structured output."""
-        return None
 
-    @_unimplemented
     async def tool_call(
-        self,
-        intent: ToolCallIntent,
-        agent_name: AgentName,
+        self, intent: ToolCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model asked for a tool (before it runs)."""
-        return None
 
-    @_unimplemented
     async def tool_result(
-        self,
-        intent: ToolResultIntent,
-        agent_name: AgentName,
+        self, intent: ToolResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool ran and returned a result."""
-        return None
 
-    @_unimplemented
     async def tool_skipped(
-        self,
-        intent: ToolSkippedIntent,
-        agent_name: AgentName,
+        self, intent: ToolSkippedIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool call was skipped before it ran."""
-        return None
 
-    @_unimplemented
     async def tool_error(
-        self,
-        intent: ToolErrorIntent,
-        agent_name: AgentName,
+        self, intent: ToolErrorIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool call failed or could not run."""
-        return None
 
-    @_unimplemented
     async def workflow_call(
-        self,
-        intent: WorkflowCallIntent,
-        agent_name: AgentName,
+        self, intent: WorkflowCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model asked for a workflow (before it runs)."""
-        return None
 
-    @_unimplemented
     async def workflow_result(
-        self,
-        intent: WorkflowResultIntent,
-        agent_name: AgentName,
+        self, intent: WorkflowResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A workflow finished."""
-        return None
 
-    @_unimplemented
     async def helper_call(
-        self,
-        intent: HelperCallIntent,
-        agent_name: AgentName,
+        self, intent: HelperCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The agent handed work to a helper (before it runs)."""
-        return None
 
-    @_unimplemented
     async def helper_result(
-        self,
-        intent: HelperResultIntent,
-        agent_name: AgentName,
+        self, intent: HelperResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A helper finished and returned its result."""
-        return None
 
-    @_unimplemented
     async def approval_request(
-        self,
-        intent: ApprovalRequestIntent,
-        agent_name: AgentName,
+        self, intent: ApprovalRequestIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A call marked @approval waits for the approver (before it runs)."""
-        return None
 
-    @_unimplemented
     async def approval_result(
-        self,
-        intent: ApprovalResultIntent,
-        agent_name: AgentName,
+        self, intent: ApprovalResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The approver decided on a call (denied or not)."""
-        return None
 
-    @_unimplemented
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
-        return None
 
-    @_unimplemented
     async def handoff_complete(
-        self,
-        intent: HandoffCompleteIntent,
-        agent_name: AgentName,
+        self, intent: HandoffCompleteIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A helper that was handed the conversation is done; control returns to its caller."""
-        return None
 
 
+@_placeholders
 class AuwgentBasePartialIntentHandler:
     """Streaming partials: subclass it, override what you want to follow and
     pass the class to ``agent.on_intent_partial``.
     """
 
-    @_unimplemented
     async def response_text(
-        self,
-        intent: ResponseTextPartialIntent,
-        agent_name: AgentName,
+        self, intent: ResponseTextPartialIntent, agent_name: AgentName
     ) -> None:
         """Streaming ``response_text``."""
-        return None
 
-    @_unimplemented
     async def response_schema(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``response_schema``."""
-        return None
 
-    @_unimplemented
     async def tool_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``tool_call``."""
-        return None
 
-    @_unimplemented
     async def workflow_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``workflow_call``."""
-        return None
 
-    @_unimplemented
     async def helper_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``helper_call``."""
-        return None
 
 
-class AuwgentMiddleware:
+class AuwgentMiddleware(_Middleware[IntentName]):
     """Middleware: subclass it, set ``name`` (and ``target`` to limit it to
     one agent or helper) and override the hooks you need.
     """
 
-    name: ClassVar[str] = ""
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
-    @_unimplemented
-    async def onRunStart(
-        self,
-        session: AuwgentSession,
-        ctx: MiddlewareContext,
-    ) -> AuwgentSession | None:
-        """Once per run, before prompts are evaluated; a returned session replaces the current."""
-        return None
 
-    @_unimplemented
-    async def onLLMStart(self, prompt: str, ctx: MiddlewareContext) -> str | None:
-        """Before every model call; a returned string replaces the prompt for that call."""
-        return None
-
-    @_unimplemented
-    async def onIntent(
-        self,
-        name: IntentName,
-        value: Any,
-        ctx: MiddlewareContext,
-    ) -> IntentControl | None:
-        """On every final intent, before the handlers; may return {"skip": True} or {"result":
-        ...}.
-        """
-        return None
-
-    @_unimplemented
-    async def onIntentPartial(self, name: IntentName, value: Any, ctx: MiddlewareContext) -> None:
-        """On every streaming partial."""
-        return None
-
-    @_unimplemented
-    async def onLLMEnd(self, response: Any, ctx: MiddlewareContext) -> None:
-        """After a terminal model response."""
-        return None
-
-    @_unimplemented
-    async def onRunComplete(self, finalSession: AuwgentSession, ctx: MiddlewareContext) -> None:
-        """Once when the run ends, also after a failure."""
-        return None
-
-    @_unimplemented
-    async def onError(
-        self,
-        error: Exception,
-        session: AuwgentSession,
-        ctx: MiddlewareContext,
-    ) -> bool | None:
-        """When the run or a tool fails; return True to mark the error handled."""
-        return None
-
-
-class AuwgentAgent(_Agent):
+class AuwgentAgent(_TypedAgent[
+    AuwgentBaseIntentHandler,
+    AuwgentBasePartialIntentHandler,
+    IntentName,
+    AgentName,
+    ApprovalRequestIntent,
+]):
     """The agent Main, created by ``auwgent()``."""
-
-    def on_intent(
-        self,
-        handler: type[AuwgentBaseIntentHandler]
-        | AuwgentBaseIntentHandler
-        | Callable[[IntentName, Any, AgentName], object],
-    ) -> None:
-        """Register a handler: a ``AuwgentBaseIntentHandler`` subclass or instance, or a
-        function ``(name, value, agent_name)``."""
-        super().on_intent(handler)
-
-    def on_intent_partial(
-        self,
-        handler: type[AuwgentBasePartialIntentHandler]
-        | AuwgentBasePartialIntentHandler
-        | Callable[[IntentName, Any, AgentName], object],
-    ) -> None:
-        """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
-        function ``(name, value, agent_name)``."""
-        super().on_intent_partial(handler)
-
-    def on_approval(self, approver: Approver) -> None:
-        """Set the approver of the calls marked ``@approval`` (docs/approvals.md)."""
-        super().on_approval(approver)
 
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
 IR_HASH = "sha256:4fa87849f5e09771b24174c1aa1009e41037d9de78f8e09c1ba772f29b22df18"
 COMPILER_VERSION = "0.1.0"
-#: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
+#: The compiled agent (the IR) as the canonical JSON that IR_HASH covers: the
+#: .agent.json file beside this one without its hash field, compact, keys sorted.
 IR_JSON = (
-    '{\n'
-    '  "agents": {\n'
-    '    "DataAnalyzer": {\n'
-    '      "configs": {\n'
-    '        "default": {\n'
-    '          "embedding": null,\n'
-    '          "max_tool_loops": null,\n'
-    '          "model": {\n'
-    '            "base_url": "https://api.groq.com/openai/v1",\n'
-    '            "id": "my-groq-api",\n'
-    '            "model": "llama-3.3-70b-versatile",\n'
-    '            "name": null,\n'
-    '            "options": {},\n'
-    '            "provider": "custom"\n'
-    '          },\n'
-    '          "prompt": [\n'
-    '            {\n'
-    '              "body": [\n'
-    '                {\n'
-    '                  "kind": "text",\n'
-    '                  "template": [\n'
-    '                    {\n'
-    '                      "t": "text",\n'
-    '                      "value": "You are a data analyst expert. Analyse records and provide\\nstatistical insights, trends, and recommendations."\n'
-    '                    }\n'
-    '                  ]\n'
-    '                }\n'
-    '              ],\n'
-    '              "kind": "inline",\n'
-    '              "loc": [\n'
-    '                16,\n'
-    '                17\n'
-    '              ]\n'
-    '            }\n'
-    '          ],\n'
-    '          "protocol": null\n'
-    '        }\n'
-    '      },\n'
-    '      "context": [],\n'
-    '      "description": "Specialized helper for deep data analysis and insights generation",\n'
-    '      "dropped_examples": [],\n'
-    '      "examples": [\n'
-    '        {\n'
-    '          "args": {},\n'
-    '          "kind": "tool",\n'
-    '          "target": "detect_low_stock"\n'
-    '        },\n'
-    '        {\n'
-    '          "args": {},\n'
-    '          "kind": "workflow",\n'
-    '          "target": "comprehensive_analysis"\n'
-    '        }\n'
-    '      ],\n'
-    '      "helpers": [],\n'
-    '      "input": {\n'
-    '        "kind": "ref",\n'
-    '        "name": "DataAnalyzerInput"\n'
-    '      },\n'
-    '      "intents": [],\n'
-    '      "kind": "helper",\n'
-    '      "name": "DataAnalyzer",\n'
-    '      "output": {\n'
-    '        "kind": "ref",\n'
-    '        "name": "AnalysisReport"\n'
-    '      },\n'
-    '      "personas": [],\n'
-    '      "tools": [\n'
-    '        {\n'
-    '          "description": "Find products with low stock levels",\n'
-    '          "examples": [\n'
-    '            {}\n'
-    '          ],\n'
-    '          "name": "detect_low_stock",\n'
-    '          "params": [],\n'
-    '          "returns": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "workflows": [\n'
-    '        {\n'
-    '          "body": [\n'
-    '            {\n'
-    '              "loc": [\n'
-    '                40,\n'
-    '                9\n'
-    '              ],\n'
-    '              "name": "low_stock",\n'
-    '              "s": "let",\n'
-    '              "value": {\n'
-    '                "args": [],\n'
-    '                "e": "call",\n'
-    '                "loc": [\n'
-    '                  40,\n'
-    '                  25\n'
-    '                ],\n'
-    '                "tool": "detect_low_stock"\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "branches": [\n'
-    '                {\n'
-    '                  "body": [\n'
-    '                    {\n'
-    '                      "loc": [\n'
-    '                        43,\n'
-    '                        13\n'
-    '                      ],\n'
-    '                      "s": "return",\n'
-    '                      "value": {\n'
-    '                        "e": "lit",\n'
-    '                        "value": "ALERT: Low stock detected"\n'
-    '                      }\n'
-    '                    }\n'
-    '                  ],\n'
-    '                  "cond": {\n'
-    '                    "e": "binary",\n'
-    '                    "left": {\n'
-    '                      "e": "name",\n'
-    '                      "name": "low_stock"\n'
-    '                    },\n'
-    '                    "op": "!=",\n'
-    '                    "right": {\n'
-    '                      "e": "lit",\n'
-    '                      "value": ""\n'
-    '                    }\n'
-    '                  }\n'
-    '                }\n'
-    '              ],\n'
-    '              "else": null,\n'
-    '              "loc": [\n'
-    '                42,\n'
-    '                9\n'
-    '              ],\n'
-    '              "s": "if"\n'
-    '            },\n'
-    '            {\n'
-    '              "loc": [\n'
-    '                46,\n'
-    '                9\n'
-    '              ],\n'
-    '              "s": "return",\n'
-    '              "value": {\n'
-    '                "e": "lit",\n'
-    '                "value": "Analysis complete. No critical issues found."\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "description": "Run a comprehensive analysis across all entities",\n'
-    '          "examples": [\n'
-    '            {}\n'
-    '          ],\n'
-    '          "loc": [\n'
-    '            34,\n'
-    '            5\n'
-    '          ],\n'
-    '          "name": "comprehensive_analysis",\n'
-    '          "params": [],\n'
-    '          "returns": {\n'
-    '            "kind": "string"\n'
-    '          },\n'
-    '          "source": "helpers.agent",\n'
-    '          "tools": [\n'
-    '            {\n'
-    '              "description": "Calculate average from comma-separated numbers",\n'
-    '              "examples": [],\n'
-    '              "name": "calculate_average",\n'
-    '              "params": [\n'
-    '                {\n'
-    '                  "description": null,\n'
-    '                  "name": "numbers",\n'
-    '                  "optional": false,\n'
-    '                  "type": {\n'
-    '                    "kind": "string"\n'
-    '                  }\n'
-    '                }\n'
-    '              ],\n'
-    '              "returns": {\n'
-    '                "kind": "number"\n'
-    '              }\n'
-    '            }\n'
-    '          ]\n'
-    '        }\n'
-    '      ]\n'
-    '    },\n'
-    '    "Main": {\n'
-    '      "configs": {\n'
-    '        "default": {\n'
-    '          "embedding": null,\n'
-    '          "max_tool_loops": null,\n'
-    '          "model": {\n'
-    '            "base_url": null,\n'
-    '            "id": null,\n'
-    '            "model": "gemini-2.5-flash",\n'
-    '            "name": "MyGemini",\n'
-    '            "options": {},\n'
-    '            "provider": "gemini"\n'
-    '          },\n'
-    '          "prompt": [\n'
-    '            {\n'
-    '              "body": [\n'
-    '                {\n'
-    '                  "kind": "text",\n'
-    '                  "template": [\n'
-    '                    {\n'
-    '                      "t": "text",\n'
-    '                      "value": "You are a data assistant. Delegate analysis tasks to your helpers."\n'
-    '                    }\n'
-    '                  ]\n'
-    '                }\n'
-    '              ],\n'
-    '              "kind": "inline",\n'
-    '              "loc": [\n'
-    '                53,\n'
-    '                17\n'
-    '              ]\n'
-    '            }\n'
-    '          ],\n'
-    '          "protocol": null\n'
-    '        }\n'
-    '      },\n'
-    '      "context": [],\n'
-    '      "description": null,\n'
-    '      "dropped_examples": [],\n'
-    '      "examples": [],\n'
-    '      "helpers": [\n'
-    '        {\n'
-    '          "handoff": "user_then_continue",\n'
-    '          "name": "DataAnalyzer",\n'
-    '          "tools": [\n'
-    '            "db_query_users",\n'
-    '            "db_query_products"\n'
-    '          ]\n'
-    '        }\n'
-    '      ],\n'
-    '      "input": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "intents": [],\n'
-    '      "kind": "agent",\n'
-    '      "name": "Main",\n'
-    '      "output": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "personas": [],\n'
-    '      "tools": [\n'
-    '        {\n'
-    '          "description": "Query users from the database",\n'
-    '          "examples": [],\n'
-    '          "name": "db_query_users",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "filter",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": "Query products from the database",\n'
-    '          "examples": [],\n'
-    '          "name": "db_query_products",\n'
-    '          "params": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "filter",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "returns": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "workflows": []\n'
-    '    }\n'
-    '  },\n'
-    '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:4fa87849f5e09771b24174c1aa1009e41037d9de78f8e09c1ba772f29b22df18",\n'
-    '  "ir_version": 1,\n'
-    '  "personas": {},\n'
-    '  "prompts": {},\n'
-    '  "root": "Main",\n'
-    '  "source": "helpers.agent",\n'
-    '  "types": {\n'
-    '    "AnalysisReport": {\n'
-    '      "fields": [\n'
-    '        {\n'
-    '          "description": "high level summary of findings",\n'
-    '          "name": "summary",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        },\n'
-    '        {\n'
-    '          "description": "recommended actions based on the analysis",\n'
-    '          "name": "recommendations",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "object"\n'
-    '    },\n'
-    '    "DataAnalyzerInput": {\n'
-    '      "fields": [\n'
-    '        {\n'
-    '          "description": "What kind of analysis to perform",\n'
-    '          "name": "analysis_request",\n'
-    '          "optional": false,\n'
-    '          "type": {\n'
-    '            "kind": "string"\n'
-    '          }\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "object"\n'
-    '    }\n'
-    '  }\n'
-    '}\n'
+    '{"agents":{"DataAnalyzer":{"configs":{"default":{"embedding":null,"max_tool_loops":null,'
+    '"model":{"base_url":"https://api.groq.com/openai/v1","id":"my-groq-api","model":"llama-3'
+    '.3-70b-versatile","name":null,"options":{},"provider":"custom"},"prompt":[{"body":[{"kin'
+    'd":"text","template":[{"t":"text","value":"You are a data analyst expert. Analyse record'
+    's and provide\\nstatistical insights, trends, and recommendations."}]}],"kind":"inline","'
+    'loc":[16,17]}],"protocol":null}},"context":[],"description":"Specialized helper for deep'
+    ' data analysis and insights generation","dropped_examples":[],"examples":[{"args":{},"ki'
+    'nd":"tool","target":"detect_low_stock"},{"args":{},"kind":"workflow","target":"comprehen'
+    'sive_analysis"}],"helpers":[],"input":{"kind":"ref","name":"DataAnalyzerInput"},"intents'
+    '":[],"kind":"helper","name":"DataAnalyzer","output":{"kind":"ref","name":"AnalysisReport'
+    '"},"personas":[],"tools":[{"description":"Find products with low stock levels","examples'
+    '":[{}],"name":"detect_low_stock","params":[],"returns":{"kind":"string"}}],"workflows":['
+    '{"body":[{"loc":[40,9],"name":"low_stock","s":"let","value":{"args":[],"e":"call","loc":'
+    '[40,25],"tool":"detect_low_stock"}},{"branches":[{"body":[{"loc":[43,13],"s":"return","v'
+    'alue":{"e":"lit","value":"ALERT: Low stock detected"}}],"cond":{"e":"binary","left":{"e"'
+    ':"name","name":"low_stock"},"op":"!=","right":{"e":"lit","value":""}}}],"else":null,"loc'
+    '":[42,9],"s":"if"},{"loc":[46,9],"s":"return","value":{"e":"lit","value":"Analysis compl'
+    'ete. No critical issues found."}}],"description":"Run a comprehensive analysis across al'
+    'l entities","examples":[{}],"loc":[34,5],"name":"comprehensive_analysis","params":[],"re'
+    'turns":{"kind":"string"},"source":"helpers.agent","tools":[{"description":"Calculate ave'
+    'rage from comma-separated numbers","examples":[],"name":"calculate_average","params":[{"'
+    'description":null,"name":"numbers","optional":false,"type":{"kind":"string"}}],"returns"'
+    ':{"kind":"number"}}]}]},"Main":{"configs":{"default":{"embedding":null,"max_tool_loops":'
+    'null,"model":{"base_url":null,"id":null,"model":"gemini-2.5-flash","name":"MyGemini","op'
+    'tions":{},"provider":"gemini"},"prompt":[{"body":[{"kind":"text","template":[{"t":"text"'
+    ',"value":"You are a data assistant. Delegate analysis tasks to your helpers."}]}],"kind"'
+    ':"inline","loc":[53,17]}],"protocol":null}},"context":[],"description":null,"dropped_exa'
+    'mples":[],"examples":[],"helpers":[{"handoff":"user_then_continue","name":"DataAnalyzer"'
+    ',"tools":["db_query_users","db_query_products"]}],"input":{"kind":"text"},"intents":[],"'
+    'kind":"agent","name":"Main","output":{"kind":"text"},"personas":[],"tools":[{"descriptio'
+    'n":"Query users from the database","examples":[],"name":"db_query_users","params":[{"des'
+    'cription":null,"name":"filter","optional":false,"type":{"kind":"string"}}],"returns":{"k'
+    'ind":"string"}},{"description":"Query products from the database","examples":[],"name":"'
+    'db_query_products","params":[{"description":null,"name":"filter","optional":false,"type"'
+    ':{"kind":"string"}}],"returns":{"kind":"string"}}],"workflows":[]}},"compiler_version":"'
+    '0.1.0","ir_version":1,"personas":{},"prompts":{},"root":"Main","source":"helpers.agent",'
+    '"types":{"AnalysisReport":{"fields":[{"description":"high level summary of findings","na'
+    'me":"summary","optional":false,"type":{"kind":"string"}},{"description":"recommended act'
+    'ions based on the analysis","name":"recommendations","optional":false,"type":{"kind":"st'
+    'ring"}}],"kind":"object"},"DataAnalyzerInput":{"fields":[{"description":"What kind of an'
+    'alysis to perform","name":"analysis_request","optional":false,"type":{"kind":"string"}}]'
+    ',"kind":"object"}}}'
 )
 
 
@@ -1051,14 +423,11 @@ def auwgent(config: AuwgentConfig = _NO_CONFIG) -> AuwgentAgent:
     cannot be used: a missing API key, a context value of the wrong type,
     an unknown config name, or bindings from an incompatible compiler.
     """
-    agent = _create_agent(
-        IR_JSON,
+    return _create(
+        AuwgentAgent,
         config,
+        IR_JSON,
         ir_hash=IR_HASH,
         compiler_version=COMPILER_VERSION,
         ir_version=IR_VERSION,
-        agent_class=AuwgentAgent,
     )
-    if not isinstance(agent, AuwgentAgent):  # pragma: no cover - runtime contract
-        raise TypeError("the runtime did not build an AuwgentAgent")
-    return agent

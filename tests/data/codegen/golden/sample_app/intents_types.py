@@ -4,78 +4,39 @@
 
 Create the agent with ``auwgent(config)``; implement tools by subclassing
 ``AuwgentTools``; handle intents by subclassing ``AuwgentBaseIntentHandler``.
+This module only declares; what behaves is in ``auwgent.runtime.bindings``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, TypedDict, Union
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, TypedDict, Union
 
-from auwgent.errors import ConfigError
-from auwgent.runtime.agent import Agent as _Agent
-from auwgent.runtime.agent import create_agent as _create_agent
-from auwgent.runtime.session import Session as AuwgentSession
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    import httpx
-
-    from auwgent.runtime.memory import MemoryConfig as _MemoryConfig
-    from auwgent.runtime.providers.base import Provider as _Provider
+from auwgent.runtime.bindings import (
+    ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentLimits, AuwgentRetry,
+    AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent, IntentControl,
+    MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
+    ResponseTextPartialIntent, ToolErrorIntent,
+)
+from auwgent.runtime.bindings import (
+    Middleware as _Middleware, RuntimeConfig as _RuntimeConfig, Tools as _Tools,
+    TypedAgent as _TypedAgent, create as _create, placeholders as _placeholders,
+)
 
 
 __all__ = [
-    "AgentName",
-    "ApprovalAnswer",
-    "ApprovalDecision",
-    "ApprovalRequestIntent",
-    "ApprovalResultIntent",
-    "Approver",
-    "AuwgentAgent",
-    "AuwgentApiKeys",
-    "AuwgentBaseIntentHandler",
-    "AuwgentBasePartialIntentHandler",
-    "AuwgentBaseUrls",
-    "AuwgentConfig",
-    "AuwgentContext",
-    "AuwgentMiddleware",
-    "AuwgentRetry",
-    "AuwgentSession",
-    "AuwgentTimeouts",
-    "AuwgentTools",
-    "COMPILER_VERSION",
-    "ConfigName",
-    "DialogueIntent",
-    "ErrorIntent",
-    "HandoffCompleteIntent",
-    "HelperCallIntent",
-    "HelperName",
-    "HelperResultIntent",
-    "IR_HASH",
-    "IR_JSON",
-    "IR_VERSION",
-    "IntentControl",
-    "IntentName",
-    "MaybeAwaitable",
-    "MiddlewareContext",
-    "OutputTypeName",
-    "PartialIntent",
-    "PersonaName",
-    "PlanningIntent",
-    "ROOT_AGENT",
-    "ResponseSchemaIntent",
-    "ResponseTextIntent",
-    "ResponseTextPartialIntent",
-    "ToolCallIntent",
-    "ToolErrorIntent",
-    "ToolName",
-    "ToolResultIntent",
-    "ToolSkippedIntent",
-    "WorkflowCallIntent",
-    "WorkflowName",
-    "WorkflowResultIntent",
-    "auwgent",
+    "AgentName", "ApprovalAnswer", "ApprovalDecision", "ApprovalRequestIntent",
+    "ApprovalResultIntent", "Approver", "AuwgentAgent", "AuwgentApiKeys",
+    "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
+    "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware", "AuwgentRetry",
+    "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION", "ConfigName",
+    "DialogueIntent", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent", "HelperName",
+    "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl", "IntentName",
+    "MaybeAwaitable", "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName",
+    "PlanningIntent", "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent",
+    "ResponseTextPartialIntent", "ToolCallIntent", "ToolErrorIntent", "ToolName",
+    "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent", "WorkflowName",
+    "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -105,19 +66,6 @@ IntentName = Literal[
     "Dialogue",
 ]
 OutputTypeName = str
-
-_T = TypeVar("_T")
-#: A tool may be a plain or an ``async`` method.
-MaybeAwaitable = Union[_T, Awaitable[_T]]
-#: The middleware context: a dict (activeAgent, rootAgent, systemPrompt, rawBlock,
-#: set_context, embed, embed_batch, ...) that hooks may also use as a blackboard.
-MiddlewareContext = dict[str, Any]
-
-
-class ResponseTextIntent(TypedDict):
-    """Payload of ``response_text``: the model answered with text."""
-
-    text: str
 
 
 class ResponseSchemaIntent(TypedDict):
@@ -151,13 +99,6 @@ class ToolSkippedIntent(TypedDict):
 
     type: ToolName
     args: dict[str, Any]
-
-
-class ToolErrorIntent(TypedDict):
-    """Payload of ``tool_error``: a tool call failed or could not run."""
-
-    tool: str
-    message: str
 
 
 class WorkflowCallIntent(TypedDict):
@@ -202,55 +143,6 @@ class ApprovalRequestIntent(TypedDict):
     agent: AgentName
 
 
-class ApprovalResultIntent(TypedDict):
-    """Payload of ``approval_result``: the approver decided on a call (denied or not)."""
-
-    id: str
-    approved: bool
-    reason: str | None
-
-
-class _ErrorIntentRequired(TypedDict):
-    message: str
-
-
-class ErrorIntent(_ErrorIntentRequired, total=False):
-    """Payload of ``error``: the run failed."""
-
-    handler: str
-    intent: str
-    traceback: str
-
-
-class HandoffCompleteIntent(TypedDict, total=False):
-    """Payload of ``handoff_complete``: a helper that was handed the conversation is done;
-    control returns to its caller.
-    """
-
-    summary: str
-
-
-class IntentControl(TypedDict, total=False):
-    """What a handler of a call intent may return: skip the call, or replace its result."""
-
-    skip: bool
-    result: Any
-
-
-class _ApprovalAnswerRequired(TypedDict):
-    approved: bool
-
-
-class ApprovalAnswer(_ApprovalAnswerRequired, total=False):
-    """An approver's detailed answer; edited ``args`` are checked again before the call."""
-
-    reason: str
-    args: dict[str, Any]
-
-
-#: What an approver returns: True, False, an ApprovalAnswer, or "defer" (pause the
-#: run; continue it later with ``agent.resume(session, decisions)``).
-ApprovalDecision = Union[bool, ApprovalAnswer, Literal["defer"]]
 #: ``agent.on_approval(fn)`` / config ``approver``: called with each request.
 Approver = Callable[[ApprovalRequestIntent], MaybeAwaitable[ApprovalDecision]]
 
@@ -272,29 +164,6 @@ class DialogueIntent(TypedDict):
     summary: str
 
 
-class PartialIntent(TypedDict):
-    """A streaming update of a structured intent; ``snapshot`` is the payload so far."""
-
-    partial: bool
-    complete: bool
-    mode: Literal["text", "structured"]
-    segment: int
-    raw: str
-    snapshot: dict[str, Any]
-
-
-class ResponseTextPartialIntent(TypedDict):
-    """A streaming update of ``response_text``; ``delta`` is the new text."""
-
-    partial: bool
-    complete: bool
-    mode: Literal["text", "structured"]
-    segment: int
-    raw: str
-    snapshot: ResponseTextIntent
-    delta: str
-
-
 class AuwgentContext(TypedDict):
     """The context of Main, as its ``context`` block declares."""
 
@@ -312,83 +181,26 @@ class AuwgentBaseUrls(TypedDict, total=False):
     gemini: str
 
 
-class AuwgentRetry(TypedDict, total=False):
-    """Retries with backoff on 429, 5xx and connection errors (delays in seconds)."""
-
-    attempts: int
-    baseDelay: float
-    maxDelay: float
-
-
-class AuwgentTimeouts(TypedDict, total=False):
-    """Timeouts in seconds."""
-
-    connect: float
-    firstByte: float
-    idle: float
-    call: float
-    run: float
-
-
-class AuwgentLimits(TypedDict, total=False):
-    """Size caps on one event and one response from a provider, in bytes."""
-
-    eventBytes: int
-    responseBytes: int
-
-
-class AuwgentConfig(TypedDict, total=False):
-    """Everything ``auwgent()`` accepts for Main."""
+class AuwgentConfig(_RuntimeConfig, total=False):
+    """Everything ``auwgent()`` accepts for Main: these keys and those of
+    every agent (``auwgent.runtime.bindings.RuntimeConfig``, docs/runtime.md).
+    """
 
     apiKeys: AuwgentApiKeys
     context: AuwgentContext
     #: A subclass of AuwgentTools, an instance of one, or a dict of functions.
     tools: type[AuwgentTools] | AuwgentTools | Mapping[str, Callable[..., Any]]
-    #: Middleware classes or instances.
-    middleware: Sequence[object]
     #: The named config to run with.
     config: ConfigName
     #: The persona runs take on.
     persona: PersonaName
-    #: The date line's zone, e.g. "Africa/Accra".
-    timezone: str
-    #: Replaces the system clock.
-    clock: Callable[[], datetime]
-    #: Recall and background ingestion.
-    memory: _MemoryConfig
     baseUrls: AuwgentBaseUrls
-    maxToolLoops: int
-    maxOutputRetries: int
-    protocol: Literal["blocks", "native"]
-    retry: AuwgentRetry
-    timeouts: AuwgentTimeouts
-    limits: AuwgentLimits
-    httpClient: httpx.AsyncClient
     #: Decides on calls marked @approval.
     approver: Approver
-    #: "defer": every gated call pauses the run for agent.resume().
-    approvals: Literal["ask", "defer"]
-    #: A provider replacing every model; "offline" runs without a network.
-    provider: _Provider | Literal["offline"]
-    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default True).
-    strict: bool
-    #: {"repeats": N} (default 3) or False: stop a model repeating the same calls.
-    loopDetection: Mapping[str, int] | bool
-    #: requests, tokens, conversationRequests, conversationTokens.
-    budget: Mapping[str, int]
-    #: OpenTelemetry spans with the global provider.
-    tracing: bool
-    #: OpenTelemetry spans with this provider.
-    tracerProvider: Any
 
 
-def _unimplemented(method: _T) -> _T:
-    """Mark a generated method as a placeholder the runtime treats as absent."""
-    setattr(method, "__auwgent_unimplemented__", True)
-    return method
-
-
-class AuwgentTools:
+@_placeholders
+class AuwgentTools(_Tools):
     """The tools of the agent and its helpers (workflow-scoped tools included).
 
     Subclass it and override the tools you implement, as plain or async
@@ -398,426 +210,163 @@ class AuwgentTools:
 
     _TOOL_NAMES: ClassVar[frozenset[str]] = frozenset({})
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for attr, value in vars(cls).items():
-            if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):
-                continue
-            import difflib
 
-            close = difflib.get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)
-            if close:
-                raise ConfigError(
-                    f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "
-                    f"did you mean {close[0]!r}? (name helper methods with a leading _)"
-                )
-
-
+@_placeholders
 class AuwgentBaseIntentHandler:
     """Final intents: subclass it, override the intents you handle and pass the
     class to ``agent.on_intent``. A handler of tool_call, workflow_call or
     helper_call may return {"skip": True} or {"result": ...}.
     """
 
-    @_unimplemented
     async def response_text(
-        self,
-        intent: ResponseTextIntent,
-        agent_name: AgentName,
+        self, intent: ResponseTextIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model answered with text."""
-        return None
 
-    @_unimplemented
     async def response_schema(
-        self,
-        intent: ResponseSchemaIntent,
-        agent_name: AgentName,
+        self, intent: ResponseSchemaIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model answered with structured output."""
-        return None
 
-    @_unimplemented
     async def tool_call(
-        self,
-        intent: ToolCallIntent,
-        agent_name: AgentName,
+        self, intent: ToolCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model asked for a tool (before it runs)."""
-        return None
 
-    @_unimplemented
     async def tool_result(
-        self,
-        intent: ToolResultIntent,
-        agent_name: AgentName,
+        self, intent: ToolResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool ran and returned a result."""
-        return None
 
-    @_unimplemented
     async def tool_skipped(
-        self,
-        intent: ToolSkippedIntent,
-        agent_name: AgentName,
+        self, intent: ToolSkippedIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool call was skipped before it ran."""
-        return None
 
-    @_unimplemented
     async def tool_error(
-        self,
-        intent: ToolErrorIntent,
-        agent_name: AgentName,
+        self, intent: ToolErrorIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A tool call failed or could not run."""
-        return None
 
-    @_unimplemented
     async def workflow_call(
-        self,
-        intent: WorkflowCallIntent,
-        agent_name: AgentName,
+        self, intent: WorkflowCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The model asked for a workflow (before it runs)."""
-        return None
 
-    @_unimplemented
     async def workflow_result(
-        self,
-        intent: WorkflowResultIntent,
-        agent_name: AgentName,
+        self, intent: WorkflowResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A workflow finished."""
-        return None
 
-    @_unimplemented
     async def helper_call(
-        self,
-        intent: HelperCallIntent,
-        agent_name: AgentName,
+        self, intent: HelperCallIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The agent handed work to a helper (before it runs)."""
-        return None
 
-    @_unimplemented
     async def helper_result(
-        self,
-        intent: HelperResultIntent,
-        agent_name: AgentName,
+        self, intent: HelperResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A helper finished and returned its result."""
-        return None
 
-    @_unimplemented
     async def approval_request(
-        self,
-        intent: ApprovalRequestIntent,
-        agent_name: AgentName,
+        self, intent: ApprovalRequestIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A call marked @approval waits for the approver (before it runs)."""
-        return None
 
-    @_unimplemented
     async def approval_result(
-        self,
-        intent: ApprovalResultIntent,
-        agent_name: AgentName,
+        self, intent: ApprovalResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """The approver decided on a call (denied or not)."""
-        return None
 
-    @_unimplemented
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
-        return None
 
-    @_unimplemented
     async def handoff_complete(
-        self,
-        intent: HandoffCompleteIntent,
-        agent_name: AgentName,
+        self, intent: HandoffCompleteIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A helper that was handed the conversation is done; control returns to its caller."""
-        return None
 
-    @_unimplemented
     async def Planning(
-        self,
-        intent: PlanningIntent,
-        agent_name: AgentName,
+        self, intent: PlanningIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """Emit a structured execution plan before taking action"""
-        return None
 
-    @_unimplemented
     async def Dialogue(
-        self,
-        intent: DialogueIntent,
-        agent_name: AgentName,
+        self, intent: DialogueIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """Emit the user-facing dialogue decision"""
-        return None
 
 
+@_placeholders
 class AuwgentBasePartialIntentHandler:
     """Streaming partials: subclass it, override what you want to follow and
     pass the class to ``agent.on_intent_partial``.
     """
 
-    @_unimplemented
     async def response_text(
-        self,
-        intent: ResponseTextPartialIntent,
-        agent_name: AgentName,
+        self, intent: ResponseTextPartialIntent, agent_name: AgentName
     ) -> None:
         """Streaming ``response_text``."""
-        return None
 
-    @_unimplemented
     async def response_schema(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``response_schema``."""
-        return None
 
-    @_unimplemented
     async def tool_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``tool_call``."""
-        return None
 
-    @_unimplemented
     async def workflow_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``workflow_call``."""
-        return None
 
-    @_unimplemented
     async def helper_call(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``helper_call``."""
-        return None
 
-    @_unimplemented
     async def Planning(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``Planning``."""
-        return None
 
-    @_unimplemented
     async def Dialogue(self, intent: PartialIntent, agent_name: AgentName) -> None:
         """Streaming ``Dialogue``."""
-        return None
 
 
-class AuwgentMiddleware:
+class AuwgentMiddleware(_Middleware[IntentName]):
     """Middleware: subclass it, set ``name`` (and ``target`` to limit it to
     one agent or helper) and override the hooks you need.
     """
 
-    name: ClassVar[str] = ""
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
-    @_unimplemented
-    async def onRunStart(
-        self,
-        session: AuwgentSession,
-        ctx: MiddlewareContext,
-    ) -> AuwgentSession | None:
-        """Once per run, before prompts are evaluated; a returned session replaces the current."""
-        return None
 
-    @_unimplemented
-    async def onLLMStart(self, prompt: str, ctx: MiddlewareContext) -> str | None:
-        """Before every model call; a returned string replaces the prompt for that call."""
-        return None
-
-    @_unimplemented
-    async def onIntent(
-        self,
-        name: IntentName,
-        value: Any,
-        ctx: MiddlewareContext,
-    ) -> IntentControl | None:
-        """On every final intent, before the handlers; may return {"skip": True} or {"result":
-        ...}.
-        """
-        return None
-
-    @_unimplemented
-    async def onIntentPartial(self, name: IntentName, value: Any, ctx: MiddlewareContext) -> None:
-        """On every streaming partial."""
-        return None
-
-    @_unimplemented
-    async def onLLMEnd(self, response: Any, ctx: MiddlewareContext) -> None:
-        """After a terminal model response."""
-        return None
-
-    @_unimplemented
-    async def onRunComplete(self, finalSession: AuwgentSession, ctx: MiddlewareContext) -> None:
-        """Once when the run ends, also after a failure."""
-        return None
-
-    @_unimplemented
-    async def onError(
-        self,
-        error: Exception,
-        session: AuwgentSession,
-        ctx: MiddlewareContext,
-    ) -> bool | None:
-        """When the run or a tool fails; return True to mark the error handled."""
-        return None
-
-
-class AuwgentAgent(_Agent):
+class AuwgentAgent(_TypedAgent[
+    AuwgentBaseIntentHandler,
+    AuwgentBasePartialIntentHandler,
+    IntentName,
+    AgentName,
+    ApprovalRequestIntent,
+]):
     """The agent Main, created by ``auwgent()``."""
-
-    def on_intent(
-        self,
-        handler: type[AuwgentBaseIntentHandler]
-        | AuwgentBaseIntentHandler
-        | Callable[[IntentName, Any, AgentName], object],
-    ) -> None:
-        """Register a handler: a ``AuwgentBaseIntentHandler`` subclass or instance, or a
-        function ``(name, value, agent_name)``."""
-        super().on_intent(handler)
-
-    def on_intent_partial(
-        self,
-        handler: type[AuwgentBasePartialIntentHandler]
-        | AuwgentBasePartialIntentHandler
-        | Callable[[IntentName, Any, AgentName], object],
-    ) -> None:
-        """Register a handler: a ``AuwgentBasePartialIntentHandler`` subclass or instance, or a
-        function ``(name, value, agent_name)``."""
-        super().on_intent_partial(handler)
-
-    def on_approval(self, approver: Approver) -> None:
-        """Set the approver of the calls marked ``@approval`` (docs/approvals.md)."""
-        super().on_approval(approver)
 
 
 ROOT_AGENT = "Main"
 IR_VERSION = 1
 IR_HASH = "sha256:ee2b6f3b395de6b259c1dbe71281095ef1460685a77169f6a52074c1c3d61db1"
 COMPILER_VERSION = "0.1.0"
-#: The compiled agent (the IR), exactly as in the .agent.json file beside this one.
+#: The compiled agent (the IR) as the canonical JSON that IR_HASH covers: the
+#: .agent.json file beside this one without its hash field, compact, keys sorted.
 IR_JSON = (
-    '{\n'
-    '  "agents": {\n'
-    '    "Main": {\n'
-    '      "configs": {\n'
-    '        "default": {\n'
-    '          "embedding": null,\n'
-    '          "max_tool_loops": null,\n'
-    '          "model": {\n'
-    '            "base_url": null,\n'
-    '            "id": null,\n'
-    '            "model": "gemini-2.5-flash",\n'
-    '            "name": null,\n'
-    '            "options": {},\n'
-    '            "provider": "gemini"\n'
-    '          },\n'
-    '          "prompt": [\n'
-    '            {\n'
-    '              "body": [\n'
-    '                {\n'
-    '                  "kind": "text",\n'
-    '                  "template": [\n'
-    '                    {\n'
-    '                      "t": "text",\n'
-    '                      "value": "You are a planning assistant"\n'
-    '                    }\n'
-    '                  ]\n'
-    '                }\n'
-    '              ],\n'
-    '              "kind": "inline",\n'
-    '              "loc": [\n'
-    '                22,\n'
-    '                17\n'
-    '              ]\n'
-    '            }\n'
-    '          ],\n'
-    '          "protocol": null\n'
-    '        }\n'
-    '      },\n'
-    '      "context": [],\n'
-    '      "description": null,\n'
-    '      "dropped_examples": [],\n'
-    '      "examples": [],\n'
-    '      "helpers": [],\n'
-    '      "input": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "intents": [\n'
-    '        {\n'
-    '          "description": "Emit a structured execution plan before taking action",\n'
-    '          "fields": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "step",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "confidence",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "number"\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "rationale",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "name": "Planning"\n'
-    '        },\n'
-    '        {\n'
-    '          "description": "Emit the user-facing dialogue decision",\n'
-    '          "fields": [\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "tone",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            },\n'
-    '            {\n'
-    '              "description": null,\n'
-    '              "name": "summary",\n'
-    '              "optional": false,\n'
-    '              "type": {\n'
-    '                "kind": "string"\n'
-    '              }\n'
-    '            }\n'
-    '          ],\n'
-    '          "name": "Dialogue"\n'
-    '        }\n'
-    '      ],\n'
-    '      "kind": "agent",\n'
-    '      "name": "Main",\n'
-    '      "output": {\n'
-    '        "kind": "text"\n'
-    '      },\n'
-    '      "personas": [],\n'
-    '      "tools": [],\n'
-    '      "workflows": []\n'
-    '    }\n'
-    '  },\n'
-    '  "compiler_version": "0.1.0",\n'
-    '  "hash": "sha256:ee2b6f3b395de6b259c1dbe71281095ef1460685a77169f6a52074c1c3d61db1",\n'
-    '  "ir_version": 1,\n'
-    '  "personas": {},\n'
-    '  "prompts": {},\n'
-    '  "root": "Main",\n'
-    '  "source": "intents.agent",\n'
-    '  "types": {}\n'
-    '}\n'
+    '{"agents":{"Main":{"configs":{"default":{"embedding":null,"max_tool_loops":null,"model":'
+    '{"base_url":null,"id":null,"model":"gemini-2.5-flash","name":null,"options":{},"provider'
+    '":"gemini"},"prompt":[{"body":[{"kind":"text","template":[{"t":"text","value":"You are a'
+    ' planning assistant"}]}],"kind":"inline","loc":[22,17]}],"protocol":null}},"context":[],'
+    '"description":null,"dropped_examples":[],"examples":[],"helpers":[],"input":{"kind":"tex'
+    't"},"intents":[{"description":"Emit a structured execution plan before taking action","f'
+    'ields":[{"description":null,"name":"step","optional":false,"type":{"kind":"string"}},{"d'
+    'escription":null,"name":"confidence","optional":false,"type":{"kind":"number"}},{"descri'
+    'ption":null,"name":"rationale","optional":false,"type":{"kind":"string"}}],"name":"Plann'
+    'ing"},{"description":"Emit the user-facing dialogue decision","fields":[{"description":n'
+    'ull,"name":"tone","optional":false,"type":{"kind":"string"}},{"description":null,"name":'
+    '"summary","optional":false,"type":{"kind":"string"}}],"name":"Dialogue"}],"kind":"agent"'
+    ',"name":"Main","output":{"kind":"text"},"personas":[],"tools":[],"workflows":[]}},"compi'
+    'ler_version":"0.1.0","ir_version":1,"personas":{},"prompts":{},"root":"Main","source":"i'
+    'ntents.agent","types":{}}'
 )
 
 
@@ -831,14 +380,11 @@ def auwgent(config: AuwgentConfig = _NO_CONFIG) -> AuwgentAgent:
     cannot be used: a missing API key, a context value of the wrong type,
     an unknown config name, or bindings from an incompatible compiler.
     """
-    agent = _create_agent(
-        IR_JSON,
+    return _create(
+        AuwgentAgent,
         config,
+        IR_JSON,
         ir_hash=IR_HASH,
         compiler_version=COMPILER_VERSION,
         ir_version=IR_VERSION,
-        agent_class=AuwgentAgent,
     )
-    if not isinstance(agent, AuwgentAgent):  # pragma: no cover - runtime contract
-        raise TypeError("the runtime did not build an AuwgentAgent")
-    return agent

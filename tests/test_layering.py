@@ -195,12 +195,6 @@ KNOWN_CIRCLES = [
         "auwgent.compiler.checker_tests",
     ],
     ["auwgent.runtime.approvals", "auwgent.runtime.calls", "auwgent.runtime.workflows"],
-    [
-        "auwgent.runtime.stores",
-        "auwgent.runtime.stores_postgres",
-        "auwgent.runtime.stores_redis",
-        "auwgent.runtime.stores_shared",
-    ],
     ["auwgent.testing.offline", "auwgent.testing.scripted"],
 ]
 KNOWN_VIOLATIONS = [

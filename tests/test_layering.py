@@ -194,7 +194,6 @@ KNOWN_CIRCLES = [
         "auwgent.compiler.checker_prompts",
         "auwgent.compiler.checker_tests",
     ],
-    ["auwgent.runtime.approvals", "auwgent.runtime.calls", "auwgent.runtime.workflows"],
     ["auwgent.testing.offline", "auwgent.testing.scripted"],
 ]
 KNOWN_VIOLATIONS = [

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from auwgent.errors import AuwgentError, ToolError, WorkflowError
+from auwgent.errors import ToolError, WorkflowError, describe_error
 from auwgent.runtime import schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
@@ -491,10 +491,3 @@ def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, 
         except ValueError:
             return result
     return result
-
-
-def describe_error(error: BaseException) -> str:
-    if isinstance(error, AuwgentError):
-        return str(error)
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

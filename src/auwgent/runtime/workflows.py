@@ -17,8 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auwgent.errors import WorkflowError
-from auwgent.runtime.calls import describe_error
+from auwgent.errors import WorkflowError, describe_error
 from auwgent.runtime.expr import (
     ExprError,
     IRExpr,

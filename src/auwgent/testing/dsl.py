@@ -274,11 +274,11 @@ def run_command(
     """``auwgent test [PATH] [-k PATTERN] [--junit FILE]``; returns the exit code."""
     import asyncio
 
-    from auwgent.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
     from auwgent.compiler.diagnostics import render_all, use_color
     from auwgent.compiler.parser import parse
     from auwgent.compiler.pipeline import compile_project
     from auwgent.compiler.testspec import collect_tests
+    from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
     from auwgent.errors import ConfigError
     from auwgent.project import load_project
 

@@ -377,7 +377,7 @@ def _provider_override(value: Any) -> Provider | None:
     if value is None:
         return None
     if value == "offline":
-        from auwgent.testing.offline import OfflineModel
+        from auwgent.runtime.providers.offline import OfflineModel
 
         return OfflineModel()
     if isinstance(value, str):

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from auwgent.runtime.protocol.native import function_name
+from auwgent.runtime.providers.offline import structured_reply
+from auwgent.runtime.providers.scripted import ScriptedModel, block_text
 from auwgent.runtime.schema import example_value
-from auwgent.testing.offline import structured_reply
-from auwgent.testing.scripted import ScriptedModel, block_text
 
 __all__ = ["TestOutcome", "run_command", "run_test", "run_tests"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from auwgent.runtime.providers.gemini_options import camel, option_problem
+from auwgent.ir.gemini_options import camel, option_problem
 
 from . import nodes as n
 from .checker import PROVIDERS, Checker, env_for_prompt

@@ -6,18 +6,10 @@ import re
 
 from check_support import DATA, REPO
 
+COMPILER = REPO / "src" / "auwgent" / "compiler"
 SOURCES = [
-    REPO / "src" / "auwgent" / "compiler" / name
-    for name in (
-        "modules.py",
-        "checker.py",
-        "checker_agents.py",
-        "checker_prompts.py",
-        "checker_exprs.py",
-        "checker_tests.py",
-        "lower.py",
-        "pipeline.py",
-    )
+    *(COMPILER / name for name in ("modules.py", "lower.py", "pipeline.py")),
+    *sorted((COMPILER / "checker").glob("*.py")),
 ]
 CODE = re.compile(r'"([EW][12]\d{3})"')
 

@@ -26,6 +26,7 @@ from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:
+    from auwgent.ir.model import Agent as IRAgent
     from auwgent.runtime.approvals import Verdict
     from auwgent.runtime.engine import Run
 
@@ -53,7 +54,7 @@ _TEXT_INPUT_PARAM: Mapping[str, Any] = {
 class Invocation:
     """One agent (the root or a helper) answering one input."""
 
-    agent: Mapping[str, Any]
+    agent: IRAgent
     config_name: str
     history: list[Message]
     tools: tuple[Mapping[str, Any], ...]  # model-visible tools: own + granted

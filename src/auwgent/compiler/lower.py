@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .. import _version
+from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
 from .diagnostics import Diagnostic, error
 from .members import agent_parts
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 _Approvable = TypeVar("_Approvable", "m.Tool", "m.Workflow", "m.HelperUse")
 
 MAX_EXAMPLES = 5
-_PROVIDER_WORDS = ("gemini", "openai", "custom")
+_PROVIDER_WORDS = tuple(provider.name for provider in PROVIDERS)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,13 +20,13 @@ the default, or ``"defer"``: every gated call pauses the run for ``agent.resume`
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
+from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
@@ -45,33 +45,7 @@ __all__ = [
     "resolve_base_url",
 ]
 
-CONFIG_KEYS = (
-    "apiKeys",
-    "context",
-    "tools",
-    "middleware",
-    "config",
-    "baseUrls",
-    "maxToolLoops",
-    "maxOutputRetries",
-    "protocol",
-    "retry",
-    "timeouts",
-    "limits",
-    "httpClient",
-    "provider",
-    "persona",
-    "timezone",
-    "clock",
-    "memory",
-    "loopDetection",
-    "budget",
-    "tracing",
-    "tracerProvider",
-    "strict",
-    "approver",
-    "approvals",
-)
+CONFIG_KEYS = RUNTIME_CONFIG_KEYS
 
 DEFAULT_MAX_TOOL_LOOPS = 10
 DEFAULT_MAX_OUTPUT_RETRIES = 2
@@ -299,32 +273,6 @@ def models_in_use(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             if cfg.get("embedding"):
                 yield cfg["embedding"]
             yield from cfg.get("fallback", ())
-
-
-def _camel(ident: str) -> str:
-    words = [w for w in re.split(r"[^0-9A-Za-z]+", ident) if w]
-    if not words:
-        return ident
-    return words[0][:1].lower() + words[0][1:] + "".join(w[:1].upper() + w[1:] for w in words[1:])
-
-
-def provider_key(model: Mapping[str, Any]) -> str:
-    """``"gemini"``, ``"openai"`` or the custom id: how keys and base URLs are indexed."""
-    return str(model["id"]) if model["provider"] == "custom" else str(model["provider"])
-
-
-def api_key_field(model: Mapping[str, Any]) -> str:
-    """The ``apiKeys`` field for a model: ``geminiApiKey``, ``openaiApiKey``, ``<camelId>ApiKey``."""
-    return _camel(provider_key(model)) + "ApiKey"
-
-
-def api_key_env(model: Mapping[str, Any]) -> tuple[str, ...]:
-    """The environment variables read (in order) when the config gives no key."""
-    if model["provider"] == "gemini":
-        return ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-    if model["provider"] == "openai":
-        return ("OPENAI_API_KEY",)
-    return (re.sub(r"[^0-9A-Za-z]+", "_", str(model["id"])).upper().strip("_") + "_API_KEY",)
 
 
 def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auwgent.errors import ConfigError
+from auwgent.ir import vocabulary
 
 __all__ = [
     "BUILTIN_INTENTS",
@@ -33,22 +34,7 @@ __all__ = [
 ]
 
 #: Every intent the runtime itself may emit, besides an agent's custom intents.
-BUILTIN_INTENTS: tuple[str, ...] = (
-    "response_text",
-    "response_schema",
-    "tool_call",
-    "tool_result",
-    "tool_skipped",
-    "tool_error",
-    "workflow_call",
-    "workflow_result",
-    "helper_call",
-    "helper_result",
-    "approval_request",
-    "approval_result",
-    "error",
-    "handoff_complete",
-)
+BUILTIN_INTENTS = vocabulary.BUILTIN_INTENTS
 
 #: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
 COMPLETE_INTENT = "handoff_complete"

@@ -23,20 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from auwgent.errors import ConfigError
+from auwgent.ir import vocabulary
 from auwgent.runtime.intents import HookFailure, call_maybe_async, label_of
 
 __all__ = ["HOOKS", "MiddlewareChain"]
 
 #: camelCase hook name → accepted snake_case alias.
-HOOKS: dict[str, str] = {
-    "onRunStart": "on_run_start",
-    "onLLMStart": "on_llm_start",
-    "onIntent": "on_intent",
-    "onIntentPartial": "on_intent_partial",
-    "onLLMEnd": "on_llm_end",
-    "onRunComplete": "on_run_complete",
-    "onError": "on_error",
-}
+HOOKS: dict[str, str] = {hook.name: hook.alias for hook in vocabulary.HOOKS}
 
 
 class _Entry:

@@ -151,8 +151,8 @@ def test_seeds_exist() -> None:
 
 
 def test_the_built_in_intent_names_agree_across_checker_runtime_and_bindings() -> None:
-    # Three copies, kept apart so that `auwgent check` imports neither the runtime nor codegen;
-    # E2074 is only right while the checker refuses exactly the names the runtime emits.
+    # The checker and the runtime read auwgent.ir.vocabulary, the bindings' generator its own
+    # table; E2074 is only right while the checker refuses exactly the names the runtime emits.
     from auwgent.codegen.python import BUILTIN_INTENTS as BINDINGS
     from auwgent.compiler.checker.agents import BUILTIN_INTENTS as CHECKER
     from auwgent.runtime.intents import BUILTIN_INTENTS as RUNTIME

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Collection
 
+from ...ir import vocabulary
+from ...ir.vocabulary import CONFIG_BLOCK_KEYS
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean, listing, suggestion_budget
 from ..lower import example_candidates, select_examples
@@ -22,33 +24,8 @@ from .context import Context
 from .exprs import Env, ToolSig, WorkflowChecker
 from .types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
 
-CONFIG_KEYS = (
-    "model",
-    "prompt",
-    "embedding",
-    "fallback",
-    "description",
-    "maxToolLoops",
-    "protocol",
-)
-BUILTIN_INTENTS = frozenset(
-    {
-        "response_text",
-        "response_schema",
-        "tool_call",
-        "tool_result",
-        "tool_skipped",
-        "tool_error",
-        "workflow_call",
-        "workflow_result",
-        "helper_call",
-        "helper_result",
-        "approval_request",
-        "approval_result",
-        "error",
-        "handoff_complete",
-    }
-)
+CONFIG_KEYS = CONFIG_BLOCK_KEYS
+BUILTIN_INTENTS = frozenset(vocabulary.BUILTIN_INTENTS)
 MAX_EXAMPLES = 5
 
 #: Names the model can call in one agent: name -> (kind, where first declared).

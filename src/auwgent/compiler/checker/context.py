@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ...ir.vocabulary import provider_arity
 from .. import nodes as n
 from ..diagnostics import (
     Diagnostic,
@@ -26,7 +27,7 @@ from ..source import SourceFile, Span
 from .exprs import Env, ExprChecker
 from .types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
 
-PROVIDERS = {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
+PROVIDERS = provider_arity()
 
 #: Type names from other languages (lower-cased) and the built-in type the user meant:
 #: `String`, `int` or `bool` are not declared types, so E2010 suggests `string`, `number`...

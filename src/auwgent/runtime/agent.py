@@ -20,7 +20,6 @@ from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
-    RuntimeOptions,
     config_names,
     parse_options,
     provider_key,
@@ -95,16 +94,16 @@ class AgentCore:
         self.root: str = doc["root"]
         if self.root not in doc["agents"]:
             raise ConfigError(f"root: agent {self.root!r} is missing from the IR")
-        self.options: RuntimeOptions = parse_options(config)
-        self.provider_override = _provider_override(config.get("provider"))
+        options = self.options = parse_options(config)
+        self.provider_override = _provider_override(options.provider)
         self.api_keys: dict[str, str] = {}
         if self.provider_override is None:
-            self.api_keys = resolve_api_keys(doc, config.get("apiKeys"))
+            self.api_keys = resolve_api_keys(doc, options.api_keys)
         self.context_schema = ContextSchema(doc)
-        self.registry = ToolRegistry(config.get("tools"), declared_tools(doc))
-        self.middleware = MiddlewareChain(config.get("middleware"))
-        self.approver: Any = self.options.approver
-        self.stores = _session_stores(config.get("middleware"))
+        self.registry = ToolRegistry(options.tools, declared_tools(doc))
+        self.middleware = MiddlewareChain(options.middleware)
+        self.approver: Any = options.approver
+        self.stores = _session_stores(options.middleware)
         self.handlers = HandlerSet()
         self.partial_handlers = HandlerSet()
         self.wants_partials = self.middleware.has_partial
@@ -112,10 +111,10 @@ class AgentCore:
             i["name"] for a in doc["agents"].values() for i in a["intents"]
         ]
         self.tracer: Any = None
-        if config.get("tracing") or config.get("tracerProvider") is not None:
+        if options.tracing or options.tracer_provider is not None:
             from auwgent.runtime.tracing import make_tracer
 
-            self.tracer = make_tracer(config)
+            self.tracer = make_tracer(options)
         self.ingestion: Ingestion | None = None
         if self.options.memory is not None:
             from auwgent.runtime.memory import Ingestion
@@ -704,8 +703,8 @@ def create_agent(
     _check_versions(doc, ir_hash, compiler_version, ir_version)
     # From here on the document is the IR its version and hash say it is.
     core = AgentCore(cast("IRDocument", doc), config)
-    context = core.context_schema.check(config.get("context") or {}, "context")
-    name = config.get("config")
+    context = core.context_schema.check(core.options.context or {}, "context")
+    name = core.options.config
     if name is not None:
         name = _check_config_name(doc, name, "config")
     return agent_class(core, context, name)

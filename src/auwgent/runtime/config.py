@@ -53,7 +53,21 @@ DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 @dataclass(frozen=True, slots=True)
 class RuntimeOptions:
-    """The engine-relevant part of the runtime config, checked."""
+    """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
+    the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
+
+    The values the agent checks against its IR at construction (``apiKeys``, ``context``,
+    ``config``, ``tools``, ``middleware``, ``provider``, ``tracing``) are kept as given.
+    """
+
+    api_keys: Any = None
+    context: Any = None
+    config: Any = None  # the named config runs use
+    tools: Any = None
+    middleware: Any = None
+    provider: Any = None
+    tracing: Any = None
+    tracer_provider: Any = None
 
     max_tool_loops: int | None = None
     max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
@@ -212,6 +226,14 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     if approvals not in ("ask", "defer"):
         raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
     return RuntimeOptions(
+        api_keys=config.get("apiKeys"),
+        context=config.get("context"),
+        config=config.get("config"),
+        tools=config.get("tools"),
+        middleware=config.get("middleware"),
+        provider=config.get("provider"),
+        tracing=config.get("tracing"),
+        tracer_provider=config.get("tracerProvider"),
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         approver=approver,

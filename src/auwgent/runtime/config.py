@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
+from auwgent._names import suggest
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
@@ -117,10 +118,8 @@ def _budget(config: Mapping[str, Any]) -> Budget | None:
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
-    from difflib import get_close_matches  # only on this error path
-
-    hint = get_close_matches(key, valid, n=1)
-    tip = f"; did you mean {hint[0]!r}?" if hint else f" (valid keys: {', '.join(valid)})"
+    hint = suggest(key, valid)
+    tip = f"; did you mean {hint!r}?" if hint else f" (valid keys: {', '.join(valid)})"
     return ConfigError(f"{path}{key}: unknown config key{tip}")
 
 

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from auwgent._names import suggest
 from auwgent.errors import ConfigError
 from auwgent.ir import vocabulary
 
@@ -228,10 +229,8 @@ class HandlerSet:
         known_forms = known | {sanitise(n) for n in known}
         for attr in wrapped.method_names():
             if attr not in known_forms:
-                from difflib import get_close_matches  # only when a name is unknown
-
-                hint = get_close_matches(attr, sorted(known), n=1)
-                tip = f"; did you mean {hint[0]!r}?" if hint else ""
+                hint = suggest(attr, sorted(known))
+                tip = f"; did you mean {hint!r}?" if hint else ""
                 warnings.warn(
                     f"intent handler method {attr!r} matches no intent of this agent{tip}",
                     UserWarning,

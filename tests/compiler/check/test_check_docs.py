@@ -6,6 +6,8 @@ import re
 
 from check_support import DATA, REPO
 
+from golden import UPDATE
+
 COMPILER = REPO / "src" / "auwgent" / "compiler"
 SOURCES = [
     *(COMPILER / name for name in ("modules.py", "lower.py", "pipeline.py")),
@@ -53,8 +55,6 @@ def _examples_section() -> str:
 
 
 def test_examples_section_matches_the_goldens() -> None:
-    from check_support import UPDATE
-
     path = REPO / "docs" / "checker.md"
     text = path.read_text(encoding="utf-8")
     head = text.split(MARKER)[0].rstrip("\n") + "\n\n"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from auwgent._names import suggest
-from auwgent.errors import ConfigError
 from auwgent.ir import vocabulary
+from auwgent.runtime.adapters import instance_of
 
 __all__ = [
     "BUILTIN_INTENTS",
@@ -136,14 +136,7 @@ class _Handler:
                 "on_intent: expected a handler class, an instance of one, or a function "
                 f"(name, value, agent_name), got {type(handler).__name__} {handler!r:.60}"
             )
-        if inspect.isclass(handler):
-            try:
-                handler = handler()
-            except Exception as exc:
-                raise ConfigError(
-                    f"on_intent: could not instantiate {handler.__name__} without arguments "
-                    f"({exc}); pass an instance instead"
-                ) from exc
+        handler = instance_of(handler, "on_intent")
         self._instance: Any = None
         self._function: Callable[..., Any] | None = None
         if _is_function_like(handler):

@@ -16,6 +16,7 @@ from typing import Any
 
 from auwgent._names import suggest
 from auwgent.errors import ConfigError, ToolError
+from auwgent.runtime.adapters import instance_of
 
 __all__ = ["ToolRegistry", "declared_tools", "not_configured", "result_text"]
 
@@ -55,11 +56,7 @@ class ToolRegistry:
         self._impls: dict[str, Callable[..., Any]] = {}
         if tools is None:
             return
-        if inspect.isclass(tools):
-            try:
-                tools = tools()
-            except Exception as exc:  # the app's constructor: report it as a config mistake
-                raise ConfigError(f"tools: could not instantiate {tools.__name__}: {exc}") from exc
+        tools = instance_of(tools, "tools")
         problems: list[str] = []
         if isinstance(tools, Mapping):
             self._from_mapping(tools, declared, problems)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 __all__ = [
     "BUILTIN_INTENTS",
@@ -34,7 +34,11 @@ __all__ = [
 # -- intents -------------------------------------------------------------------------------------
 
 
-class PayloadField(NamedTuple):
+# Plain classes with slots, not NamedTuples: building a NamedTuple class costs about a
+# millisecond of import time each, and the runtime imports this module.
+
+
+class PayloadField:
     """One key of a built-in intent's payload.
 
     ``type`` is a word the generators translate: ``string``, ``boolean``, ``object`` (a JSON
@@ -43,19 +47,35 @@ class PayloadField(NamedTuple):
     ``agent``, ``output_type``.
     """
 
-    name: str
-    type: str
-    required: bool = True
+    __slots__ = ("name", "required", "type")
+
+    def __init__(self, name: str, type: str, required: bool = True) -> None:
+        self.name = name
+        self.type = type
+        self.required = required
 
 
-class BuiltinIntent(NamedTuple):
-    """An intent the runtime itself emits (an agent's custom intents come from its IR)."""
+class BuiltinIntent:
+    """An intent the runtime itself emits (an agent's custom intents come from its IR):
+    its name, the payload's class in the generated bindings, one sentence saying when it is
+    emitted, the payload's keys, and whether the model streams it (so that partial handlers
+    may receive it)."""
 
-    name: str
-    class_name: str  #: the payload's class in the generated bindings
-    when: str  #: one sentence: when it is emitted
-    payload: tuple[PayloadField, ...]
-    streamed: bool = False  #: whether the model streams it (partial handlers may receive it)
+    __slots__ = ("class_name", "name", "payload", "streamed", "when")
+
+    def __init__(
+        self,
+        name: str,
+        class_name: str,
+        when: str,
+        payload: tuple[PayloadField, ...],
+        streamed: bool = False,
+    ) -> None:
+        self.name = name
+        self.class_name = class_name
+        self.when = when
+        self.payload = payload
+        self.streamed = streamed
 
 
 def _call(kind: str) -> tuple[PayloadField, ...]:
@@ -182,12 +202,16 @@ STREAMED_INTENTS: tuple[str, ...] = tuple(i.name for i in INTENTS if i.streamed)
 # -- middleware hooks ----------------------------------------------------------------------------
 
 
-class Hook(NamedTuple):
-    """A middleware hook: the manual's camelCase name, the snake_case alias also accepted."""
+class Hook:
+    """A middleware hook: the manual's camelCase name, the snake_case alias also accepted,
+    and when it is called."""
 
-    name: str
-    alias: str
-    when: str
+    __slots__ = ("alias", "name", "when")
+
+    def __init__(self, name: str, alias: str, when: str) -> None:
+        self.name = name
+        self.alias = alias
+        self.when = when
 
 
 HOOKS: tuple[Hook, ...] = (
@@ -219,12 +243,15 @@ HOOKS: tuple[Hook, ...] = (
 # -- providers -----------------------------------------------------------------------------------
 
 
-class Provider(NamedTuple):
+class Provider:
     """A provider call of the DSL (``gemini("gemini-2.5-flash", { ... })``): its positional
     arguments in order; the last one, ``options``, may be left out."""
 
-    name: str
-    args: tuple[str, ...]
+    __slots__ = ("args", "name")
+
+    def __init__(self, name: str, args: tuple[str, ...]) -> None:
+        self.name = name
+        self.args = args
 
 
 PROVIDERS: tuple[Provider, ...] = (

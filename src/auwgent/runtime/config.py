@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from auwgent._names import suggest
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
@@ -118,6 +117,8 @@ def _budget(config: Mapping[str, Any]) -> Budget | None:
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
+    from auwgent._names import suggest  # only on this error path
+
     hint = suggest(key, valid)
     tip = f"; did you mean {hint!r}?" if hint else f" (valid keys: {', '.join(valid)})"
     return ConfigError(f"{path}{key}: unknown config key{tip}")

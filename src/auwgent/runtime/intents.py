@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auwgent._names import suggest
 from auwgent.ir import vocabulary
 from auwgent.runtime.adapters import instance_of
 
@@ -222,6 +221,8 @@ class HandlerSet:
         known_forms = known | {sanitise(n) for n in known}
         for attr in wrapped.method_names():
             if attr not in known_forms:
+                from auwgent._names import suggest  # only when a name is unknown
+
                 hint = suggest(attr, sorted(known))
                 tip = f"; did you mean {hint!r}?" if hint else ""
                 warnings.warn(

@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from auwgent._names import suggest
 from auwgent.errors import ConfigError, ToolError
 from auwgent.runtime.adapters import instance_of
 
@@ -100,6 +99,8 @@ class ToolRegistry:
         missing = [name for name in declared if name not in self._impls]
         if not missing:
             return
+        from auwgent._names import suggest  # only when some tool has no implementation
+
         for attr in dir(type(tools)):
             if attr.startswith("_") or attr in declared:
                 continue
@@ -134,6 +135,8 @@ class ToolRegistry:
 
 
 def _tip(name: str, known: Iterable[str]) -> str:
+    from auwgent._names import suggest  # only on this error path
+
     hint = suggest(str(name), known)
     return f"; did you mean {hint!r}?" if hint else ""
 

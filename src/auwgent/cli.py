@@ -4,9 +4,8 @@ Each subcommand is one ``_add_<name>`` function that registers its parser and a 
 callback; ``COMMANDS`` lists them, so a new command is one function and one line. Heavy
 modules are imported inside the callbacks so that ``auwgent check`` starts fast.
 
-Exit codes: 0 success (warnings allowed), 1 the sources have errors, 2 the command could not
-run as asked (bad arguments, a path that does not exist, a broken ``auwgent.yml``), 3 a bug in
-Auwgent itself (reported in one line, never as a traceback).
+Exit codes (:mod:`auwgent.console`): 0 success (warnings allowed), 1 the sources have errors,
+2 the command could not run as asked, 3 a bug in Auwgent itself (one line, never a traceback).
 """
 
 from __future__ import annotations
@@ -19,16 +18,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
+from auwgent.console import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, display_path, plural
+
 if TYPE_CHECKING:
     import argparse
 
     from auwgent.compiler.pipeline import CompileResult
     from auwgent.project import Project
-
-EXIT_OK = 0
-EXIT_ERRORS = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
 
 
 def check_project(project: Project, *, jobs: int | None = None) -> CompileResult:
@@ -49,14 +45,6 @@ def check_project(project: Project, *, jobs: int | None = None) -> CompileResult
     )
 
 
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when it is below it, else as is."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def summary(report: CompileResult, elapsed_ms: float) -> str:
     """``checked 3 files (1 agent) in 4 ms``, plus the error and warning counts if any."""
     line = (
@@ -68,11 +56,6 @@ def summary(report: CompileResult, elapsed_ms: float) -> str:
     if warnings:
         counts.append(plural(warnings, "warning"))
     return line + (": " + ", ".join(counts) if counts else "")
-
-
-def plural(count: int, word: str) -> str:
-    """``1 file``, ``2 files``: a count and its word."""
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) -> int:

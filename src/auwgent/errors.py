@@ -84,3 +84,12 @@ class WorkflowError(AuwgentError):
         self.line = line
         where = f"{file}:{line}: " if file and line else ""
         super().__init__(f"{where}{message}")
+
+
+def describe_error(error: BaseException) -> str:
+    """How a failure reads in an intent or a log: an Auwgent error's own message, anything
+    else prefixed with its type (``KeyError: 'x'``)."""
+    if isinstance(error, AuwgentError):
+        return str(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from auwgent.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
 from auwgent.compiler.diagnostics import render_all, use_color
 from auwgent.compiler.format import FormatError, format_source
 from auwgent.compiler.source import SourceFile
+from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
 from auwgent.errors import ConfigError
 from auwgent.project import load_project
 

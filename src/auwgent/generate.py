@@ -27,10 +27,10 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
-from auwgent.cli import display_path, plural
 from auwgent.codegen.python import module_name, render_python
 from auwgent.codegen.typescript import HEADER as _TS_HEADER
 from auwgent.codegen.typescript import render_typescript
+from auwgent.console import display_path, plural
 from auwgent.errors import CompileError, ConfigError
 from auwgent.ir import dumps_ir
 

@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from auwgent._version import IR_VERSION, __version__
-from auwgent.codegen.python import BUILTIN_INTENTS, STREAMED_INTENTS, _Program, api_key_field
+from auwgent.codegen.python import _Program
 from auwgent.codegen.writer import CodeWriter
 from auwgent.ir import dumps_ir
+from auwgent.ir.vocabulary import INTENTS, STREAMED_INTENTS, api_key_field
 
 __all__ = ["RUNTIME_PACKAGE", "render_typescript"]
 
@@ -238,9 +239,9 @@ class _Emitter:
         w.fill("/** The payload of every intent, by intent name (custom intents included). */")
         w.fill("export interface IntentPayloads {")
         with w.indent():
-            for name, _, when in BUILTIN_INTENTS:
-                w.fill(f"/** {when} */")
-                w.fill(f"{name}: {payloads[name]};")
+            for builtin in INTENTS:
+                w.fill(f"/** {builtin.when} */")
+                w.fill(f"{builtin.name}: {payloads[builtin.name]};")
             for intent in p.custom_intents():
                 w.fill(f"{_key(intent['name'])}: {self.intent_type(intent['name'])};")
         w.fill("}")

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .. import _version
+from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
 from .diagnostics import Diagnostic, error
 from .members import agent_parts
@@ -24,10 +25,14 @@ from .modules import FileScope, InFile, ModuleGraph, Symbol
 from .records import record
 from .source import SourceFile, Span
 
-JSON = dict[str, Any]
+if TYPE_CHECKING:
+    # Types only: importing auwgent.ir would load json and hashlib into `auwgent check`.
+    from ..ir import model as m
+
+_Approvable = TypeVar("_Approvable", "m.Tool", "m.Workflow", "m.HelperUse")
 
 MAX_EXAMPLES = 5
-_PROVIDER_WORDS = ("gemini", "openai", "custom")
+_PROVIDER_WORDS = tuple(provider.name for provider in PROVIDERS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -38,7 +43,7 @@ _PROVIDER_WORDS = ("gemini", "openai", "custom")
 class ExampleCandidate:
     """One ``@example`` and the facts its sort key is made of."""
 
-    kind: str  # "tool" or "workflow"
+    kind: Literal["tool", "workflow"]
     target: str
     position: int  # index among its own target's examples
     order: int  # source order of the target in the agent
@@ -54,7 +59,8 @@ def example_candidates(
     tools: Iterable[n.ToolDecl], workflows: Iterable[n.WorkflowDecl]
 ) -> list[ExampleCandidate]:
     """Every ``@example`` of an agent's model-visible tools and workflows, in source order."""
-    targets: list[tuple[str, n.ToolDecl | n.WorkflowDecl]] = [("tool", t) for t in tools]
+    targets: list[tuple[Literal["tool", "workflow"], n.ToolDecl | n.WorkflowDecl]]
+    targets = [("tool", t) for t in tools]
     targets += [("workflow", w) for w in workflows]
     targets.sort(key=lambda item: item[1].span.start)
     return [
@@ -83,7 +89,7 @@ def select_examples(
 class Lowered:
     """The IR document of one agent file, or the name clashes that prevent it."""
 
-    document: JSON | None
+    document: m.Document | None
     diagnostics: tuple[Diagnostic, ...]
 
 
@@ -134,10 +140,10 @@ class _Lowering:
         self.graph = graph
         self.path = path
         self.scope: FileScope = graph.scope(path)
-        self.agents: dict[str, JSON] = {}
-        self.types: dict[str, JSON] = {}
-        self.prompts: dict[str, JSON] = {}
-        self.personas: dict[str, JSON] = {}
+        self.agents: dict[str, m.Agent] = {}
+        self.types: dict[str, m.ObjectType] = {}
+        self.prompts: dict[str, m.NamedPrompt] = {}
+        self.personas: dict[str, m.Persona] = {}
         self.owners: dict[tuple[str, str], str] = {}  # (table, name) -> symbol key
         self.diagnostics: list[Diagnostic] = []
 
@@ -149,7 +155,7 @@ class _Lowering:
         # Called for every statement and call: the source without the property's call.
         return list(self.scope.module.source.line_col(span.start))
 
-    def document(self, root: n.AgentDecl) -> JSON:
+    def document(self, root: n.AgentDecl) -> m.Document:
         self.agent(root, Symbol(root.name.text, root, self.path))
         return {
             "ir_version": _version.IR_VERSION,
@@ -193,7 +199,7 @@ class _Lowering:
     def agent(self, decl: n.AgentDecl, symbol: Symbol) -> None:
         if not self.claim("agents", decl.name.text, symbol.key, decl.name.span):
             return
-        entry: JSON = {}
+        entry = cast("m.Agent", {})
         self.agents[decl.name.text] = entry  # reserve first: helpers may use each other
         with self.within(symbol.path):
             entry.update(_AgentLowering(self, decl).build())
@@ -207,7 +213,7 @@ class _AgentLowering:
         self.decl = decl
         self.parts = agent_parts(decl)
 
-    def build(self) -> JSON:
+    def build(self) -> m.Agent:
         decl, parts, low = self.decl, self.parts, self.low
         chosen, dropped = select_examples(example_candidates(parts.tools, parts.workflows))
         helpers = [use for block in parts.helpers[:1] for use in block.uses]
@@ -241,14 +247,14 @@ class _AgentLowering:
                 return _string_term(found.value)
         return None
 
-    def configs(self) -> JSON:
-        out: JSON = {}
+    def configs(self) -> dict[str, m.Config]:
+        out: dict[str, m.Config] = {}
         for config in self.parts.configs:
             name = "default" if config.name is None else config.name.text
             out.setdefault(name, self.config(config))
         return out
 
-    def config(self, config: n.ConfigBlock) -> JSON:
+    def config(self, config: n.ConfigBlock) -> m.Config:
         low = self.low
         model = config.entry("model")
         embedding = config.entry("embedding")
@@ -256,20 +262,23 @@ class _AgentLowering:
         loops = config.entry("maxToolLoops")
         protocol = config.entry("protocol")
         fallback = config.entry("fallback")
-        extra: JSON = {}
-        if fallback is not None and isinstance(fallback.value.terms[0], n.ArrayExpr):
-            elements = fallback.value.terms[0].items
-            extra["fallback"] = [lower_model(low, e) for e in elements]
-        return {
-            "model": lower_model(low, model.value.terms[0]) if model else None,
+        lowered: m.Config = {
+            # The checker makes every config name its model.
+            "model": cast("m.Model", lower_model(low, model.value.terms[0]) if model else None),
             "embedding": lower_model(low, embedding.value.terms[0]) if embedding else None,
             "prompt": [lower_prompt_part(low, t) for t in prompt.value.terms] if prompt else [],
             "max_tool_loops": _literal_term(loops.value) if loops else None,
-            "protocol": _string_term(protocol.value) if protocol else None,
-            **extra,
+            "protocol": cast(
+                'Literal["blocks", "native"] | None',
+                _string_term(protocol.value) if protocol else None,
+            ),
         }
+        if fallback is not None and isinstance(fallback.value.terms[0], n.ArrayExpr):
+            elements = fallback.value.terms[0].items
+            lowered["fallback"] = cast("list[m.Model]", [lower_model(low, e) for e in elements])
+        return lowered
 
-    def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> JSON:
+    def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> m.Type:
         if not decls:
             return {"kind": "text"}
         texpr = decls[0].type
@@ -278,7 +287,7 @@ class _AgentLowering:
             return name_object(self.low, base, texpr, texpr.span)
         if isinstance(texpr, n.UnionType):
             count = 0
-            variants: list[JSON] = []
+            variants: list[m.Type] = []
             for variant in texpr.variants:
                 if isinstance(variant, n.ObjectType):
                     count += 1
@@ -288,11 +297,11 @@ class _AgentLowering:
             return {"kind": "union", "variants": variants}
         return lower_type(self.low, texpr)
 
-    def helper_use(self, use: n.HelperUse) -> JSON:
+    def helper_use(self, use: n.HelperUse) -> m.HelperUse:
         symbol = self.low.scope.lookup(use.name.text)
         if symbol is not None and isinstance(symbol.decl, n.AgentDecl):
             self.low.agent(symbol.decl, symbol)
-        grant: str | list[str]
+        grant: Literal["none", "all"] | list[str]
         match use.grant:
             case n.ToolGrantAll():
                 grant = "all"
@@ -300,9 +309,8 @@ class _AgentLowering:
                 grant = [name.text for name in names]
             case _:
                 grant = "none"
-        return with_approval(
-            {"name": use.name.text, "tools": grant, "handoff": use.handoff}, use.annotations
-        )
+        lowered: m.HelperUse = {"name": use.name.text, "tools": grant, "handoff": use.handoff}
+        return with_approval(lowered, use.annotations)
 
     def personas(self) -> list[str]:
         """The names listed in ``personas { }``; their bodies go to the document's table."""
@@ -313,8 +321,8 @@ class _AgentLowering:
                     out.append(name.text)
         return out
 
-    def intents(self) -> list[JSON]:
-        out: list[JSON] = []
+    def intents(self) -> list[m.Intent]:
+        out: list[m.Intent] = []
         for attach in self.parts.intents[:1]:
             for item in attach.items:
                 if isinstance(item, n.NameRef):
@@ -332,7 +340,7 @@ class _AgentLowering:
 # Types
 
 
-def lower_type(low: _Lowering, texpr: n.TypeExpr) -> JSON:
+def lower_type(low: _Lowering, texpr: n.TypeExpr) -> m.Type:
     """A written type as an IR ``Type`` (named types are added to the ``types`` table)."""
     # The cases are disjoint; the common ones come first (each miss is an isinstance test).
     match texpr:
@@ -361,20 +369,20 @@ def named_type(low: _Lowering, name: str, span: Span) -> None:
         return
     if not low.claim("types", name, symbol.key, span):
         return
-    entry: JSON = {"kind": "object", "fields": []}
+    entry: m.ObjectType = {"kind": "object", "fields": []}
     low.types[name] = entry  # reserved first: a type may refer to itself
     with low.within(symbol.path):
         entry["fields"] = [low_field(low, f) for f in symbol.decl.fields]
 
 
-def name_object(low: _Lowering, name: str, texpr: n.ObjectType, span: Span) -> JSON:
+def name_object(low: _Lowering, name: str, texpr: n.ObjectType, span: Span) -> m.RefType:
     """Store an inline object under a synthesized name and return a reference to it."""
     if low.claim("types", name, f"{low.scope.path}::{name}#synth", span):
         low.types[name] = {"kind": "object", "fields": [low_field(low, f) for f in texpr.fields]}
     return {"kind": "ref", "name": name}
 
 
-def low_field(low: _Lowering, item: n.Field) -> JSON:
+def low_field(low: _Lowering, item: n.Field) -> m.Field:
     """An IR ``Field``."""
     desc = item.desc
     return {
@@ -389,7 +397,7 @@ def low_field(low: _Lowering, item: n.Field) -> JSON:
 # Models and configs
 
 
-def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> JSON | None:
+def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> m.Model | None:
     """A ``model:`` value: a model block by name or an inline provider call."""
     name: str | None = None
     if isinstance(term, n.NameRef):
@@ -404,15 +412,18 @@ def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> JSON | None:
     if not isinstance(term, n.Call) or term.callee.text not in _PROVIDER_WORDS:
         return None
     values = [const_value(arg) for arg in term.args]
-    kind = term.callee.text
+    kind = cast('Literal["gemini", "openai", "custom"]', term.callee.text)
     strings = 3 if kind == "custom" else 1
     options = values[strings] if len(values) > strings else {}
-    model: JSON = {"provider": kind, "options": options, "name": name, "id": None, "base_url": None}
-    if kind == "custom":
-        model.update(id=values[0], base_url=values[1], model=values[2])
-    else:
-        model["model"] = values[0]
-    return model
+    custom = kind == "custom"
+    return {
+        "provider": kind,
+        "model": values[2] if custom else values[0],
+        "options": options,
+        "name": name,
+        "id": values[0] if custom else None,
+        "base_url": values[1] if custom else None,
+    }
 
 
 def const_value(expr: n.Expr) -> Any:
@@ -443,7 +454,7 @@ def _string_term(value: n.ConfigValue) -> str | None:
 # Prompts
 
 
-def lower_prompt_part(low: _Lowering, term: n.ConfigTerm) -> JSON:
+def lower_prompt_part(low: _Lowering, term: n.ConfigTerm) -> m.PromptPart:
     """One ``+``-separated part of ``prompt:``."""
     loc = low.loc(term.span)
     match term:
@@ -497,7 +508,7 @@ def named_persona(low: _Lowering, name: str, span: Span) -> bool:
     return True
 
 
-def lower_prompt_item(low: _Lowering, item: n.PromptItem) -> JSON:
+def lower_prompt_item(low: _Lowering, item: n.PromptItem) -> m.PromptItem:
     """A prompt body item: text, ``Example`` or JS-style ``if``."""
     match item:
         case n.PromptText(template=template):
@@ -518,9 +529,9 @@ def lower_prompt_item(low: _Lowering, item: n.PromptItem) -> JSON:
     raise AssertionError(f"unexpected prompt item {item!r}")  # pragma: no cover
 
 
-def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> list[JSON]:
+def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> m.Template:
     """A template tree, as written (the runtime trims standalone ``{{#if}}`` lines)."""
-    out: list[JSON] = []
+    out: m.Template = []
     for node in nodes:
         match node:
             case n.TText(value=value):
@@ -548,30 +559,31 @@ def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> list[JSON]:
 # Tools, workflows, intents, examples
 
 
-def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
+def lower_tool(low: _Lowering, tool: n.ToolDecl) -> m.Tool:
     """An IR ``Tool``."""
     desc = tool.desc
-    lowered = {
+    lowered: m.Tool = {
         "name": tool.name.text,
         "description": desc.value if desc else None,
         "params": [low_field(low, p) for p in tool.params],
         "returns": lower_type(low, tool.returns) if tool.returns else {"kind": "string"},
         "examples": [example_args(e) for e in tool.examples],
-        **({"repeatable": True} if tool.repeatable else {}),
     }
+    if tool.repeatable:
+        lowered["repeatable"] = True
     return with_approval(lowered, tool.annotations)
 
 
 def lower_workflow(
     low: _Lowering, workflow: n.WorkflowDecl, agent_tools: dict[str, n.ToolDecl]
-) -> JSON:
+) -> m.Workflow:
     """An IR ``Workflow``: calls bound by name, statements with locations.
 
     ``agent_tools`` are the tools of the enclosing agent by name, which the body may call
     too (its own scoped tools come first).
     """
     signatures = ChainMap({t.name.text: t for t in workflow.tools}, agent_tools)
-    lowered = {
+    lowered: m.Workflow = {
         "name": workflow.name.text,
         "description": workflow.description.text.value if workflow.description else "",
         "params": [low_field(low, p) for p in workflow.params],
@@ -585,7 +597,7 @@ def lower_workflow(
     return with_approval(lowered, workflow.annotations)
 
 
-def lower_intent(low: _Lowering, decl: n.IntentDecl) -> JSON:
+def lower_intent(low: _Lowering, decl: n.IntentDecl) -> m.Intent:
     """An IR ``Intent``."""
     return {
         "name": decl.name.text,
@@ -594,7 +606,7 @@ def lower_intent(low: _Lowering, decl: n.IntentDecl) -> JSON:
     }
 
 
-def with_approval(lowered: JSON, annotations: tuple[n.Annotation, ...]) -> JSON:
+def with_approval(lowered: _Approvable, annotations: tuple[n.Annotation, ...]) -> _Approvable:
     """``lowered`` plus ``"approval": {"timeout": seconds | None}`` when it has ``@approval``.
 
     The key is left out otherwise, so IR without approvals is unchanged.
@@ -608,12 +620,12 @@ def with_approval(lowered: JSON, annotations: tuple[n.Annotation, ...]) -> JSON:
     return lowered
 
 
-def example_args(example: n.ExampleAnnotation) -> JSON:
+def example_args(example: n.ExampleAnnotation) -> dict[str, Any]:
     """The argument object of one ``@example(...)``."""
     return {arg.name.text: const_value(arg.value) for arg in example.args}
 
 
-def lower_example(candidate: ExampleCandidate) -> JSON:
+def lower_example(candidate: ExampleCandidate) -> m.Example:
     """An IR ``Example``."""
     return {
         "kind": candidate.kind,
@@ -628,12 +640,12 @@ def lower_example(candidate: ExampleCandidate) -> JSON:
 Signatures = Mapping[str, n.ToolDecl]
 
 
-def lower_block(low: _Lowering, stmts: tuple[n.Stmt, ...], sigs: Signatures) -> list[JSON]:
+def lower_block(low: _Lowering, stmts: tuple[n.Stmt, ...], sigs: Signatures) -> m.Block:
     """A list of statements."""
     return [lower_stmt(low, stmt, sigs) for stmt in stmts]
 
 
-def lower_stmt(low: _Lowering, stmt: n.Stmt, sigs: Signatures) -> JSON:
+def lower_stmt(low: _Lowering, stmt: n.Stmt, sigs: Signatures) -> m.Stmt:
     """One statement; ``return`` ends the workflow wherever it stands."""
     loc = low.loc(stmt.span)
     # Plain isinstance tests, most frequent kinds first, cost less than class patterns.
@@ -674,7 +686,7 @@ def lower_stmt(low: _Lowering, stmt: n.Stmt, sigs: Signatures) -> JSON:
     raise AssertionError(f"unexpected statement {stmt!r}")  # pragma: no cover
 
 
-def lower_expr(low: _Lowering, expr: n.Expr, sigs: Signatures | None = None) -> JSON:
+def lower_expr(low: _Lowering, expr: n.Expr, sigs: Signatures | None = None) -> m.Expr:
     """An IR ``Expr``; calls need ``sigs`` to bind their arguments by name."""
     # Called for every expression node: plain isinstance tests, most frequent kinds first,
     # cost less than a `match` of class patterns tried in declaration order.
@@ -715,11 +727,11 @@ def lower_expr(low: _Lowering, expr: n.Expr, sigs: Signatures | None = None) -> 
     raise AssertionError(f"unexpected expression {expr!r}")  # pragma: no cover
 
 
-def lower_call(low: _Lowering, call: n.Call, sigs: Signatures) -> JSON:
+def lower_call(low: _Lowering, call: n.Call, sigs: Signatures) -> m.CallExpr:
     """A tool call with positional arguments bound to the tool's parameters in order."""
     tool = sigs.get(call.callee.text)
     names = [p.name.text for p in tool.params] if tool else []
-    args = [
+    args: list[m.NamedExpr] = [
         {"name": names[i] if i < len(names) else f"arg{i}", "value": lower_expr(low, a, sigs)}
         for i, a in enumerate(call.args)
     ]

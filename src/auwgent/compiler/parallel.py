@@ -31,7 +31,10 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..ir.model import Document
 
 from .diagnostics import Diagnostic, Note, Severity
 from .modules import normalize_import
@@ -58,7 +61,7 @@ class Outcome:
     """
 
     diagnostics: list[Diagnostic]
-    documents: dict[str, dict[str, Any]]
+    documents: dict[str, Document]
     agents: int
 
 
@@ -203,7 +206,7 @@ def _collect(pid: int, read: int, sources: dict[str, SourceFile]) -> Outcome | N
 def _merge(outcomes: list[Outcome | None]) -> Outcome | None:
     """One outcome from the shares', or None if any failed or found an error."""
     diagnostics: list[Diagnostic] = []
-    documents: dict[str, dict[str, Any]] = {}
+    documents: dict[str, Document] = {}
     seen: set[tuple[str, str, Span, str]] = set()
     for outcome in outcomes:
         if outcome is None or _has_error(outcome):
@@ -223,7 +226,7 @@ def _has_error(outcome: Outcome) -> bool:
 
 # What crosses the pipe: plain values only (a diagnostic names its file by path), in the
 # interpreter's own ``marshal`` format: built in, so nothing to import, and faster than pickle.
-Wire = tuple[list[tuple[Any, ...]], dict[str, dict[str, Any]], int]
+Wire = tuple[list[tuple[Any, ...]], "dict[str, Document]", int]
 
 
 def _to_wire(outcome: Outcome) -> Wire:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import CompileError
 from . import nodes as n
@@ -27,6 +27,9 @@ from .parallel import Outcome, compile_split, default_jobs
 from .parser import parse
 from .records import record
 from .source import SourceFile, Span
+
+if TYPE_CHECKING:
+    from ..ir.model import Document
 
 __all__ = ["CompileResult", "compile_project", "compile_sources"]
 
@@ -40,7 +43,7 @@ class CompileResult:
     and ``agents`` the ``agent`` blocks among them.
     """
 
-    documents: Mapping[str, dict[str, Any]]
+    documents: Mapping[str, Document]
     diagnostics: tuple[Diagnostic, ...]
     files: int
     agents: int
@@ -197,7 +200,7 @@ def _compile_set(
     graph = resolve_modules(modules)
     diags.extend(graph.diagnostics)
     diags.extend(check(graph, broken))
-    lowered: dict[str, dict[str, Any]] = {}
+    lowered: dict[str, Document] = {}
     if not any(d.is_error for d in diags):
         for path in sorted(owned):
             if not documents:  # the lowering's own checks only, without building the IR

@@ -1,6 +1,6 @@
 """``test`` blocks as plain data for the test runner (``auwgent test``).
 
-Tests are checked like everything else (see ``checker_tests``) but are not part of any IR
+Tests are checked like everything else (see ``checker.tests``) but are not part of any IR
 document: an agent's compiled output is the same with or without them. This module turns the
 ``test`` blocks of checked files into JSON-like specs::
 

@@ -8,10 +8,9 @@ Stdlib only, so any part of the package may import it.
 
 from __future__ import annotations
 
-import hashlib
-import json
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from auwgent._version import IR_VERSION
 
@@ -23,25 +22,34 @@ HASH_PREFIX = "sha256:"
 
 def canonical_json(doc: Any) -> str:
     """Return the canonical JSON text of ``doc``: sorted keys, no spaces, UTF-8 as is."""
+    import json  # here: the compiler imports this package for the vocabulary, not for JSON
+
     return json.dumps(
         doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
 
 
-def compute_hash(doc: dict[str, Any]) -> str:
+def compute_hash(doc: Mapping[str, Any]) -> str:
     """Return ``"sha256:<hex>"`` over the canonical JSON of ``doc`` without its ``hash`` key."""
+    import hashlib
+
     body = {key: value for key, value in doc.items() if key != "hash"}
     digest = hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
     return HASH_PREFIX + digest
 
 
-def with_hash(doc: dict[str, Any]) -> dict[str, Any]:
+_Doc = TypeVar("_Doc", bound=Mapping[str, Any])
+
+
+def with_hash(doc: _Doc) -> _Doc:
     """Return a copy of ``doc`` whose ``hash`` field matches its content."""
-    return {**doc, "hash": compute_hash(doc)}
+    return cast(_Doc, {**doc, "hash": compute_hash(doc)})
 
 
-def dumps_ir(doc: dict[str, Any]) -> str:
+def dumps_ir(doc: Mapping[str, Any]) -> str:
     """Return the on-disk text of an IR document: sorted keys, indent 2, trailing newline."""
+    import json
+
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -56,5 +64,7 @@ def _schema_text() -> str:
 
 def load_schema() -> dict[str, Any]:
     """Return the JSON Schema (draft 2020-12) of the IR, a fresh copy on every call."""
+    import json
+
     schema: dict[str, Any] = json.loads(_schema_text())
     return schema

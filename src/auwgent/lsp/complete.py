@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 
 from ..compiler import nodes as n
-from ..compiler.checker import PROVIDERS
-from ..compiler.checker_agents import CONFIG_KEYS
+from ..compiler.checker.agents import CONFIG_KEYS
+from ..compiler.checker.context import PROVIDERS
 from ..compiler.modules import FileScope, ModuleGraph, Symbol, is_exported
 from ..compiler.parser import _DECL_WORDS, _STATEMENT_WORDS
 from ..compiler.source import Span

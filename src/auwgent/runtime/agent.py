@@ -14,13 +14,12 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
-    RuntimeOptions,
     config_names,
     parse_options,
     provider_key,
@@ -35,6 +34,8 @@ from auwgent.runtime.tools import ToolRegistry, declared_tools
 if TYPE_CHECKING:
     import asyncio
 
+    from auwgent.ir.model import Agent as IRAgent
+    from auwgent.ir.model import Document as IRDocument
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent
     from auwgent.runtime.memory import Ingestion
@@ -88,21 +89,21 @@ def _check_versions(
 class AgentCore:
     """Everything a run needs that does not change between runs (checked at construction)."""
 
-    def __init__(self, doc: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    def __init__(self, doc: IRDocument, config: Mapping[str, Any]) -> None:
         self.doc = doc
         self.root: str = doc["root"]
         if self.root not in doc["agents"]:
             raise ConfigError(f"root: agent {self.root!r} is missing from the IR")
-        self.options: RuntimeOptions = parse_options(config)
-        self.provider_override = _provider_override(config.get("provider"))
+        options = self.options = parse_options(config)
+        self.provider_override = _provider_override(options.provider)
         self.api_keys: dict[str, str] = {}
         if self.provider_override is None:
-            self.api_keys = resolve_api_keys(doc, config.get("apiKeys"))
+            self.api_keys = resolve_api_keys(doc, options.api_keys)
         self.context_schema = ContextSchema(doc)
-        self.registry = ToolRegistry(config.get("tools"), declared_tools(doc))
-        self.middleware = MiddlewareChain(config.get("middleware"))
-        self.approver: Any = self.options.approver
-        self.stores = _session_stores(config.get("middleware"))
+        self.registry = ToolRegistry(options.tools, declared_tools(doc))
+        self.middleware = MiddlewareChain(options.middleware)
+        self.approver: Any = options.approver
+        self.stores = _session_stores(options.middleware)
         self.handlers = HandlerSet()
         self.partial_handlers = HandlerSet()
         self.wants_partials = self.middleware.has_partial
@@ -110,10 +111,10 @@ class AgentCore:
             i["name"] for a in doc["agents"].values() for i in a["intents"]
         ]
         self.tracer: Any = None
-        if config.get("tracing") or config.get("tracerProvider") is not None:
+        if options.tracing or options.tracer_provider is not None:
             from auwgent.runtime.tracing import make_tracer
 
-            self.tracer = make_tracer(config)
+            self.tracer = make_tracer(options)
         self.ingestion: Ingestion | None = None
         if self.options.memory is not None:
             from auwgent.runtime.memory import Ingestion
@@ -132,7 +133,7 @@ class AgentCore:
 
     # -- choices per agent -------------------------------------------------------------------
 
-    def config_for(self, agent: Mapping[str, Any], selected: str | Mapping[str, str] | None) -> str:
+    def config_for(self, agent: IRAgent, selected: str | Mapping[str, str] | None) -> str:
         """The config ``agent`` runs with: the selected name if it has one, else ``default``."""
         if isinstance(selected, Mapping):
             selected = selected.get(agent["name"])
@@ -140,13 +141,13 @@ class AgentCore:
             return selected
         return "default"
 
-    def max_loops(self, agent: Mapping[str, Any], config_name: str) -> int:
+    def max_loops(self, agent: IRAgent, config_name: str) -> int:
         if self.options.max_tool_loops is not None:
             return self.options.max_tool_loops
         value = agent["configs"][config_name].get("max_tool_loops")
         return int(value) if value else DEFAULT_MAX_TOOL_LOOPS
 
-    def codec(self, agent: Mapping[str, Any], selected: str | Mapping[str, str] | None) -> Codec:
+    def codec(self, agent: IRAgent, selected: str | Mapping[str, str] | None) -> Codec:
         cfg = agent["configs"][self.config_for(agent, selected)]
         name = self.options.protocol or cfg.get("protocol") or "blocks"
         codec = self._codecs.get(name)
@@ -266,7 +267,7 @@ class AgentCore:
                     approval=use.get("approval"),
                 )
             )
-        intents = tuple(agent["intents"])
+        intents: tuple[Mapping[str, Any], ...] = tuple(agent["intents"])
         if inv.handoff == "user":
             intents += (_COMPLETE_SPEC,)
         return Contract(
@@ -334,7 +335,7 @@ class AgentCore:
         )
 
     def persona_section(
-        self, agent: Mapping[str, Any], persona: str | None, context: Mapping[str, Any]
+        self, agent: IRAgent, persona: str | None, context: Mapping[str, Any]
     ) -> str:
         """The "Active persona" section, or '' when none is active or ``agent`` lacks it."""
         if persona is None or persona not in agent.get("personas", ()):
@@ -377,7 +378,7 @@ def _provider_override(value: Any) -> Provider | None:
     if value is None:
         return None
     if value == "offline":
-        from auwgent.testing.offline import OfflineModel
+        from auwgent.runtime.providers.offline import OfflineModel
 
         return OfflineModel()
     if isinstance(value, str):
@@ -700,9 +701,10 @@ def create_agent(
     if not isinstance(config, Mapping):
         raise ConfigError(f"config: expected a dict, got {type(config).__name__}")
     _check_versions(doc, ir_hash, compiler_version, ir_version)
-    core = AgentCore(doc, config)
-    context = core.context_schema.check(config.get("context") or {}, "context")
-    name = config.get("config")
+    # From here on the document is the IR its version and hash say it is.
+    core = AgentCore(cast("IRDocument", doc), config)
+    context = core.context_schema.check(core.options.context or {}, "context")
+    name = core.options.config
     if name is not None:
         name = _check_config_name(doc, name, "config")
     return agent_class(core, context, name)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from auwgent.errors import ApprovalError, ConflictError, ToolError
+from auwgent.errors import ApprovalError, ConflictError, ToolError, describe_error
 from auwgent.runtime import schema
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.session import Session
@@ -395,8 +395,6 @@ async def resume_outcomes(
 
     ``None`` when a resumed workflow deferred another of its steps: the round is paused again.
     """
-    from auwgent.runtime.calls import describe_error  # calls imports this module
-
     session, turn = run.session, run.turn
     assert turn is not None
     records: list[dict[str, Any]] = turn.pop("paused_round")  # type: ignore[typeddict-item]

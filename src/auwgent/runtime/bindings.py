@@ -22,7 +22,7 @@ What behaves:
   covers, checked at construction like every other IR (versions, hash, config).
 
 Import-light like the rest of construction: this module imports the agent and session
-modules and nothing that only a run needs (``difflib`` only when a tool class is checked).
+modules and nothing that only a run needs (did-you-mean only when a tool class is checked).
 """
 
 from __future__ import annotations
@@ -274,13 +274,13 @@ class Tools:
             if attr.startswith("_") or attr in cls._TOOL_NAMES or not callable(value):
                 continue
             # Imported here, not at the top: importing the bindings stays fast.
-            from difflib import get_close_matches
+            from auwgent._names import suggest
 
-            close = get_close_matches(attr, sorted(cls._TOOL_NAMES), n=1)
+            close = suggest(attr, sorted(cls._TOOL_NAMES))
             if close:
                 raise ConfigError(
                     f"{cls.__name__}.{attr}: no tool named {attr!r} is declared; "
-                    f"did you mean {close[0]!r}? (name helper methods with a leading _)"
+                    f"did you mean {close!r}? (name helper methods with a leading _)"
                 )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from auwgent.errors import AuwgentError, ToolError, WorkflowError
+from auwgent.errors import ToolError, WorkflowError, describe_error
 from auwgent.runtime import schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
@@ -26,6 +26,7 @@ from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:
+    from auwgent.ir.model import Agent as IRAgent
     from auwgent.runtime.approvals import Verdict
     from auwgent.runtime.engine import Run
 
@@ -53,7 +54,7 @@ _TEXT_INPUT_PARAM: Mapping[str, Any] = {
 class Invocation:
     """One agent (the root or a helper) answering one input."""
 
-    agent: Mapping[str, Any]
+    agent: IRAgent
     config_name: str
     history: list[Message]
     tools: tuple[Mapping[str, Any], ...]  # model-visible tools: own + granted
@@ -491,10 +492,3 @@ def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, 
         except ValueError:
             return result
     return result
-
-
-def describe_error(error: BaseException) -> str:
-    if isinstance(error, AuwgentError):
-        return str(error)
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

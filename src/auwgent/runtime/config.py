@@ -20,13 +20,13 @@ the default, or ``"defer"``: every gated call pauses the run for ``agent.resume`
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
+from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
@@ -45,33 +45,7 @@ __all__ = [
     "resolve_base_url",
 ]
 
-CONFIG_KEYS = (
-    "apiKeys",
-    "context",
-    "tools",
-    "middleware",
-    "config",
-    "baseUrls",
-    "maxToolLoops",
-    "maxOutputRetries",
-    "protocol",
-    "retry",
-    "timeouts",
-    "limits",
-    "httpClient",
-    "provider",
-    "persona",
-    "timezone",
-    "clock",
-    "memory",
-    "loopDetection",
-    "budget",
-    "tracing",
-    "tracerProvider",
-    "strict",
-    "approver",
-    "approvals",
-)
+CONFIG_KEYS = RUNTIME_CONFIG_KEYS
 
 DEFAULT_MAX_TOOL_LOOPS = 10
 DEFAULT_MAX_OUTPUT_RETRIES = 2
@@ -79,7 +53,21 @@ DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 @dataclass(frozen=True, slots=True)
 class RuntimeOptions:
-    """The engine-relevant part of the runtime config, checked."""
+    """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
+    the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
+
+    The values the agent checks against its IR at construction (``apiKeys``, ``context``,
+    ``config``, ``tools``, ``middleware``, ``provider``, ``tracing``) are kept as given.
+    """
+
+    api_keys: Any = None
+    context: Any = None
+    config: Any = None  # the named config runs use
+    tools: Any = None
+    middleware: Any = None
+    provider: Any = None
+    tracing: Any = None
+    tracer_provider: Any = None
 
     max_tool_loops: int | None = None
     max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
@@ -129,10 +117,10 @@ def _budget(config: Mapping[str, Any]) -> Budget | None:
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
-    from difflib import get_close_matches  # only on this error path
+    from auwgent._names import suggest  # only on this error path
 
-    hint = get_close_matches(key, valid, n=1)
-    tip = f"; did you mean {hint[0]!r}?" if hint else f" (valid keys: {', '.join(valid)})"
+    hint = suggest(key, valid)
+    tip = f"; did you mean {hint!r}?" if hint else f" (valid keys: {', '.join(valid)})"
     return ConfigError(f"{path}{key}: unknown config key{tip}")
 
 
@@ -238,6 +226,14 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     if approvals not in ("ask", "defer"):
         raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
     return RuntimeOptions(
+        api_keys=config.get("apiKeys"),
+        context=config.get("context"),
+        config=config.get("config"),
+        tools=config.get("tools"),
+        middleware=config.get("middleware"),
+        provider=config.get("provider"),
+        tracing=config.get("tracing"),
+        tracer_provider=config.get("tracerProvider"),
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         approver=approver,
@@ -299,32 +295,6 @@ def models_in_use(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             if cfg.get("embedding"):
                 yield cfg["embedding"]
             yield from cfg.get("fallback", ())
-
-
-def _camel(ident: str) -> str:
-    words = [w for w in re.split(r"[^0-9A-Za-z]+", ident) if w]
-    if not words:
-        return ident
-    return words[0][:1].lower() + words[0][1:] + "".join(w[:1].upper() + w[1:] for w in words[1:])
-
-
-def provider_key(model: Mapping[str, Any]) -> str:
-    """``"gemini"``, ``"openai"`` or the custom id: how keys and base URLs are indexed."""
-    return str(model["id"]) if model["provider"] == "custom" else str(model["provider"])
-
-
-def api_key_field(model: Mapping[str, Any]) -> str:
-    """The ``apiKeys`` field for a model: ``geminiApiKey``, ``openaiApiKey``, ``<camelId>ApiKey``."""
-    return _camel(provider_key(model)) + "ApiKey"
-
-
-def api_key_env(model: Mapping[str, Any]) -> tuple[str, ...]:
-    """The environment variables read (in order) when the config gives no key."""
-    if model["provider"] == "gemini":
-        return ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-    if model["provider"] == "openai":
-        return ("OPENAI_API_KEY",)
-    return (re.sub(r"[^0-9A-Za-z]+", "_", str(model["id"])).upper().strip("_") + "_API_KEY",)
 
 
 def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:

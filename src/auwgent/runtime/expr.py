@@ -15,23 +15,27 @@ the sign of the dividend. Booleans are never numbers. ``ctx.x`` for a key that w
 ``None`` in both modes (context fields may be optional). ``length`` reads the size of an array
 or a string, as in JavaScript.
 
-Calls are not evaluated here; they need the engine, see :mod:`auwgent.runtime.workflows`.
+One evaluator serves both (:func:`steps`): it yields at each tool call, so the workflow
+interpreter (:mod:`auwgent.runtime.workflows`) runs the call and sends the result back, and
+:func:`evaluate` (templates) refuses it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, Protocol
 
 from auwgent.runtime.schema import format_number
 
 IRExpr = Mapping[str, Any]
 
 __all__ = [
+    "CallRequest",
     "ExprError",
     "IRExpr",
+    "Names",
     "apply_binary",
     "apply_unary",
     "evaluate",
@@ -40,6 +44,7 @@ __all__ = [
     "kind_of",
     "member_of",
     "render_value",
+    "steps",
     "truthy",
 ]
 
@@ -55,13 +60,27 @@ class ExprError(Exception):
         self.loc = loc
 
 
-def evaluate(
-    expr: IRExpr, scope: Mapping[str, Any], ctx: Mapping[str, Any], *, strict: bool
-) -> Any:
-    """Evaluate a call-free expression.
+#: What :func:`steps` yields at a tool call (the call and its evaluated arguments); what is
+#: sent back is the call's result.
+CallRequest = tuple[IRExpr, dict[str, Any]]
+Steps = Generator[CallRequest, Any, Any]
 
-    ``scope`` holds variables (workflows) or prompt parameters (templates); ``ctx`` the context.
-    A ``call`` raises :class:`ExprError`: only the workflow interpreter may run tools.
+
+class Names(Protocol):
+    """The variables in scope: a mapping, or the workflow interpreter's chain of blocks."""
+
+    def __contains__(self, name: object, /) -> bool: ...
+
+    def __getitem__(self, name: str, /) -> Any: ...
+
+
+def steps(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> Steps:
+    """The one evaluator: a generator that returns the value of ``expr``.
+
+    It yields ``(call, args)`` at every tool call, arguments evaluated left to right, and
+    takes the call's result back (``send``), so the same code serves the prompt templates
+    (:func:`evaluate`, where a call is an error) and the workflow interpreter (which awaits
+    each call). ``&&`` and ``||`` short-circuit: a call on the side not needed never happens.
     """
     e = expr["e"]
     if e == "lit":
@@ -71,33 +90,55 @@ def evaluate(
     if e == "ctx":
         return ctx.get(expr["name"])
     if e == "member":
-        return member_of(evaluate(expr["object"], scope, ctx, strict=strict), expr["name"], strict)
+        target = yield from steps(expr["object"], scope, ctx, strict)
+        return member_of(target, expr["name"], strict)
     if e == "index":
-        target = evaluate(expr["object"], scope, ctx, strict=strict)
-        return index_of(target, evaluate(expr["index"], scope, ctx, strict=strict), strict)
+        target = yield from steps(expr["object"], scope, ctx, strict)
+        return index_of(target, (yield from steps(expr["index"], scope, ctx, strict)), strict)
     if e == "array":
-        return [evaluate(item, scope, ctx, strict=strict) for item in expr["items"]]
+        items = []
+        for item in expr["items"]:
+            items.append((yield from steps(item, scope, ctx, strict)))
+        return items
     if e == "object":
-        return {f["name"]: evaluate(f["value"], scope, ctx, strict=strict) for f in expr["fields"]}
+        fields = {}
+        for f in expr["fields"]:
+            fields[f["name"]] = yield from steps(f["value"], scope, ctx, strict)
+        return fields
     if e == "unary":
-        return apply_unary(expr["op"], evaluate(expr["operand"], scope, ctx, strict=strict), strict)
+        operand = yield from steps(expr["operand"], scope, ctx, strict)
+        return apply_unary(expr["op"], operand, strict)
     if e == "binary":
-        return _binary(expr, scope, ctx, strict)
+        op = expr["op"]
+        left = yield from steps(expr["left"], scope, ctx, strict)
+        # && and || decide on the left side alone when they can; the right side is not evaluated.
+        if op == "&&" and not truthy(left):
+            return False
+        if op == "||" and truthy(left):
+            return True
+        right = yield from steps(expr["right"], scope, ctx, strict)
+        return apply_binary(op, left, right, strict)
     if e == "call":
-        raise ExprError(f"tool call {expr['tool']}(...) is only allowed in workflows", _loc(expr))
+        args: dict[str, Any] = {}
+        for arg in expr["args"]:
+            args[arg["name"]] = yield from steps(arg["value"], scope, ctx, strict)
+        return (yield (expr, args))
     raise ExprError(f"unknown expression kind {e!r}")
 
 
-def _binary(expr: IRExpr, scope: Mapping[str, Any], ctx: Mapping[str, Any], strict: bool) -> Any:
-    op = expr["op"]
-    left = evaluate(expr["left"], scope, ctx, strict=strict)
-    # && and || decide on the left side alone when they can; the right side is not evaluated.
-    if op == "&&" and not truthy(left):
-        return False
-    if op == "||" and truthy(left):
-        return True
-    right = evaluate(expr["right"], scope, ctx, strict=strict)
-    return apply_binary(op, left, right, strict)
+def evaluate(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], *, strict: bool) -> Any:
+    """Evaluate a call-free expression (:func:`steps` without calls).
+
+    ``scope`` holds variables (workflows) or prompt parameters (templates); ``ctx`` the context.
+    A ``call`` raises :class:`ExprError`: only the workflow interpreter may run tools.
+    """
+    run = steps(expr, scope, ctx, strict)
+    try:
+        call, _ = next(run)
+    except StopIteration as done:
+        return done.value
+    run.close()
+    raise ExprError(f"tool call {call['tool']}(...) is only allowed in workflows", _loc(call))
 
 
 def _loc(expr: IRExpr) -> tuple[int, int] | None:
@@ -105,7 +146,7 @@ def _loc(expr: IRExpr) -> tuple[int, int] | None:
     return (int(loc[0]), int(loc[1])) if loc else None
 
 
-def _lookup(name: str, scope: Mapping[str, Any], strict: bool) -> Any:
+def _lookup(name: str, scope: Names, strict: bool) -> Any:
     if name in scope:
         return scope[name]
     if strict:
@@ -114,7 +155,7 @@ def _lookup(name: str, scope: Mapping[str, Any], strict: bool) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# Operators (shared with the async workflow evaluator)
+# Operators
 
 
 def member_of(target: Any, name: str, strict: bool) -> Any:

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from auwgent.errors import ConfigError
+from auwgent.ir import vocabulary
+from auwgent.runtime.adapters import instance_of
 
 __all__ = [
     "BUILTIN_INTENTS",
@@ -33,22 +34,7 @@ __all__ = [
 ]
 
 #: Every intent the runtime itself may emit, besides an agent's custom intents.
-BUILTIN_INTENTS: tuple[str, ...] = (
-    "response_text",
-    "response_schema",
-    "tool_call",
-    "tool_result",
-    "tool_skipped",
-    "tool_error",
-    "workflow_call",
-    "workflow_result",
-    "helper_call",
-    "helper_result",
-    "approval_request",
-    "approval_result",
-    "error",
-    "handoff_complete",
-)
+BUILTIN_INTENTS = vocabulary.BUILTIN_INTENTS
 
 #: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
 COMPLETE_INTENT = "handoff_complete"
@@ -149,14 +135,7 @@ class _Handler:
                 "on_intent: expected a handler class, an instance of one, or a function "
                 f"(name, value, agent_name), got {type(handler).__name__} {handler!r:.60}"
             )
-        if inspect.isclass(handler):
-            try:
-                handler = handler()
-            except Exception as exc:
-                raise ConfigError(
-                    f"on_intent: could not instantiate {handler.__name__} without arguments "
-                    f"({exc}); pass an instance instead"
-                ) from exc
+        handler = instance_of(handler, "on_intent")
         self._instance: Any = None
         self._function: Callable[..., Any] | None = None
         if _is_function_like(handler):
@@ -242,10 +221,10 @@ class HandlerSet:
         known_forms = known | {sanitise(n) for n in known}
         for attr in wrapped.method_names():
             if attr not in known_forms:
-                from difflib import get_close_matches  # only when a name is unknown
+                from auwgent._names import suggest  # only when a name is unknown
 
-                hint = get_close_matches(attr, sorted(known), n=1)
-                tip = f"; did you mean {hint[0]!r}?" if hint else ""
+                hint = suggest(attr, sorted(known))
+                tip = f"; did you mean {hint!r}?" if hint else ""
                 warnings.warn(
                     f"intent handler method {attr!r} matches no intent of this agent{tip}",
                     UserWarning,

@@ -18,25 +18,18 @@ times when ``ctx["activeAgent"]`` is one of them.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from auwgent.errors import ConfigError
+from auwgent.ir import vocabulary
+from auwgent.runtime.adapters import instance_of, member_reader
 from auwgent.runtime.intents import HookFailure, call_maybe_async, label_of
 
 __all__ = ["HOOKS", "MiddlewareChain"]
 
 #: camelCase hook name → accepted snake_case alias.
-HOOKS: dict[str, str] = {
-    "onRunStart": "on_run_start",
-    "onLLMStart": "on_llm_start",
-    "onIntent": "on_intent",
-    "onIntentPartial": "on_intent_partial",
-    "onLLMEnd": "on_llm_end",
-    "onRunComplete": "on_run_complete",
-    "onError": "on_error",
-}
+HOOKS: dict[str, str] = {hook.name: hook.alias for hook in vocabulary.HOOKS}
 
 
 class _Entry:
@@ -45,9 +38,7 @@ class _Entry:
     def __init__(self, obj: Any, index: int) -> None:
         self.label = label_of(obj, f"middleware[{index}]")
         # A dict of functions (the TypeScript manual's object style) works like an instance.
-        get: Callable[[str], Any] = (
-            obj.get if isinstance(obj, Mapping) else lambda key: getattr(obj, key, None)
-        )
+        get = member_reader(obj)
         target = get("target")
         if target is None:
             self.targets: frozenset[str] | None = None
@@ -96,12 +87,7 @@ class MiddlewareChain:
             )
         entries = []
         for i, item in enumerate(middleware):
-            if inspect.isclass(item):
-                try:
-                    item = item()
-                except Exception as exc:
-                    raise ConfigError(f"middleware[{i}]: could not instantiate: {exc}") from exc
-            entries.append(_Entry(item, i))
+            entries.append(_Entry(instance_of(item, f"middleware[{i}]"), i))
         self._entries = tuple(entries)
         self.has_partial = any("onIntentPartial" in e.hooks for e in entries)
         self.has_intent = any("onIntent" in e.hooks for e in entries)

@@ -10,16 +10,21 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auwgent.runtime.expr import IRExpr, evaluate, render_value, truthy
 from auwgent.runtime.schema import describe, describe_fields
 
 TNode = Mapping[str, Any]
 PromptItem = Mapping[str, Any]
-IRDocument = Mapping[str, Any]
-IRAgent = Mapping[str, Any]
-IRConfig = Mapping[str, Any]
+# The IR's types (auwgent.ir.model) for the type checker; at run time the IR is plain dicts and
+# these names only stay importable (building the TypedDicts would cost ~10 ms of import time).
+if TYPE_CHECKING:
+    from auwgent.ir.model import Agent as IRAgent
+    from auwgent.ir.model import Config as IRConfig
+    from auwgent.ir.model import Document as IRDocument
+else:
+    IRDocument = IRAgent = IRConfig = Mapping[str, Any]
 SchemaText = Callable[[str], str]
 
 __all__ = [
@@ -172,7 +177,8 @@ def schema_text_for(doc: IRDocument, agent: IRAgent) -> SchemaText:
             body = describe_fields(agent.get("context", []), types, expand=True, notes=True)
             return f"{{ {body} }}" if body else "{}"
         if target in ("input", "output"):
-            return describe(agent.get(target) or {"kind": "text"}, types, expand=True, notes=True)
+            shape = agent.get("input") if target == "input" else agent.get("output")
+            return describe(shape or {"kind": "text"}, types, expand=True, notes=True)
         raise ValueError(f"unknown schema target {target!r}")
 
     return schema_text

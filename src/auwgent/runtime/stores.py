@@ -44,10 +44,20 @@ import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from auwgent.errors import AuwgentError, ConfigError, ConflictError
-from auwgent.runtime.session import Session, check_session
+from auwgent.runtime.session import Session
+from auwgent.runtime.stores_shared import (
+    SessionStoreError,
+    StoredSessionError,
+    _check_key,
+    _check_revision,
+    _checked,
+    _decode,
+    _encode,
+    _revision_problem,
+    _session_problem,
+)
 
 __all__ = [
     "JSONFileSessionStore",
@@ -60,15 +70,6 @@ __all__ = [
 ]
 
 DEFAULT_SQLITE_PATH = "auwgent_sessions.db"
-
-
-class SessionStoreError(AuwgentError):
-    """A session could not be saved, or a stored one could not be read back."""
-
-
-class StoredSessionError(SessionStoreError, ConfigError):
-    """A stored session reads back but fails the session checks; the message names the key,
-    where it is stored and the field (``session.turns[2].messages[0].role: ...``)."""
 
 
 @runtime_checkable
@@ -87,89 +88,6 @@ class SessionStore(Protocol):
         ``session["revision"]`` to the new revision.
         """
         ...
-
-
-# -- encoding --------------------------------------------------------------------------------
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str) or not key:
-        raise SessionStoreError(f"session key must be a non-empty string, got {key!r}")
-    return key
-
-
-def _encode(key: str, session: Mapping[str, Any]) -> str:
-    """The session as JSON text; raised before anything is written, so a bad value is harmless.
-
-    The revision is the store's own bookkeeping, kept beside the text, not in it.
-    """
-    problem = _session_problem(session)
-    if problem is None:
-        problem = _revision_problem(session.get("revision"))
-    if problem is not None:
-        raise SessionStoreError(f"cannot save session {key!r}: {problem}")
-    body = {k: v for k, v in session.items() if k != "revision"}
-    try:
-        # Strict JSON (no NaN): another language's runtime must be able to read it back.
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise SessionStoreError(
-            f"cannot save session {key!r}: it is not JSON-serialisable ({error})"
-        ) from error
-
-
-def _decode(key: str, text: str, where: str) -> Session:
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise SessionStoreError(
-            f"stored session {key!r} in {where} is corrupt: not valid JSON ({error})"
-        ) from error
-    return _checked(key, value, where)
-
-
-def _checked(key: str, value: Any, where: str) -> Session:
-    problem = _session_problem(value)
-    if problem is not None:
-        raise StoredSessionError(f"stored session {key!r} in {where} is unusable: {problem}")
-    return cast(Session, value)
-
-
-def _session_problem(value: Any) -> str | None:
-    """What makes ``value`` unusable as a session (the field and why), or ``None``."""
-    try:
-        check_session(value, None)
-    except ConfigError as error:
-        return str(error)
-    return None
-
-
-def _revision_problem(revision: Any) -> str | None:
-    if revision is None or (
-        isinstance(revision, int) and not isinstance(revision, bool) and revision >= 0
-    ):
-        return None
-    return f"'revision' must be a non-negative integer or absent, got {revision!r}"
-
-
-def _check_revision(key: str, stored: int | None, session: Mapping[str, Any]) -> int:
-    """The revision the save of ``session`` creates; ConflictError when it was based on a stale
-    one (``stored`` is ``None`` when nothing is stored under ``key``)."""
-    expected = session.get("revision")
-    if stored != expected:
-        raise _conflict(key, stored, expected)
-    return 1 if stored is None else stored + 1
-
-
-def _conflict(key: str, stored: int | None, expected: int | None) -> ConflictError:
-    """The error of a save based on a stale revision (``None``: no stored session / never
-    loaded from a store)."""
-    loaded = "was never loaded from this store" if expected is None else f"has {expected}"
-    return ConflictError(
-        f"session {key!r} was changed by another run or process (stored revision "
-        f"{stored}; the session being saved {loaded}): nothing was saved; load it again "
-        "and retry"
-    )
 
 
 def _with_revision(session: Session, revision: int) -> Session:

@@ -14,8 +14,14 @@ import asyncio
 from typing import Any
 
 from auwgent.runtime.session import Session
-from auwgent.runtime.stores import SessionStoreError, _check_key
-from auwgent.runtime.stores_shared import conflict, expected_revision, from_stored, to_stored
+from auwgent.runtime.stores_shared import (
+    SessionStoreError,
+    _check_key,
+    conflict,
+    expected_revision,
+    from_stored,
+    to_stored,
+)
 
 __all__ = ["PostgresSessionStore"]
 

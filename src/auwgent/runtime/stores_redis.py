@@ -12,8 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from auwgent.runtime.session import Session
-from auwgent.runtime.stores import SessionStoreError, _check_key
-from auwgent.runtime.stores_shared import conflict, expected_revision, from_stored, to_stored
+from auwgent.runtime.stores_shared import (
+    SessionStoreError,
+    _check_key,
+    conflict,
+    expected_revision,
+    from_stored,
+    to_stored,
+)
 
 __all__ = ["RedisSessionStore"]
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from auwgent.errors import ConfigError, ToolError
+from auwgent.runtime.adapters import instance_of
 
 __all__ = ["ToolRegistry", "declared_tools", "not_configured", "result_text"]
 
@@ -54,11 +55,7 @@ class ToolRegistry:
         self._impls: dict[str, Callable[..., Any]] = {}
         if tools is None:
             return
-        if inspect.isclass(tools):
-            try:
-                tools = tools()
-            except Exception as exc:  # the app's constructor: report it as a config mistake
-                raise ConfigError(f"tools: could not instantiate {tools.__name__}: {exc}") from exc
+        tools = instance_of(tools, "tools")
         problems: list[str] = []
         if isinstance(tools, Mapping):
             self._from_mapping(tools, declared, problems)
@@ -102,15 +99,15 @@ class ToolRegistry:
         missing = [name for name in declared if name not in self._impls]
         if not missing:
             return
-        from difflib import get_close_matches  # only when some tool has no implementation
+        from auwgent._names import suggest  # only when some tool has no implementation
 
         for attr in dir(type(tools)):
             if attr.startswith("_") or attr in declared:
                 continue
-            hint = get_close_matches(attr, missing, n=1, cutoff=0.75)
+            hint = suggest(attr, missing)
             if hint and callable(getattr(tools, attr, None)):
                 problems.append(
-                    f"tools.{attr}: no tool named {attr!r} is declared; did you mean {hint[0]!r}?"
+                    f"tools.{attr}: no tool named {attr!r} is declared; did you mean {hint!r}?"
                 )
 
     def has(self, name: str) -> bool:
@@ -138,10 +135,10 @@ class ToolRegistry:
 
 
 def _tip(name: str, known: Iterable[str]) -> str:
-    from difflib import get_close_matches  # only on this error path
+    from auwgent._names import suggest  # only on this error path
 
-    hint = get_close_matches(str(name), list(known), n=1)
-    return f"; did you mean {hint[0]!r}?" if hint else ""
+    hint = suggest(str(name), known)
+    return f"; did you mean {hint!r}?" if hint else ""
 
 
 def _signature_problems(

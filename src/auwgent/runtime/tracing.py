@@ -19,9 +19,12 @@ no tracer and every hook is one ``if``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from auwgent.runtime.config import RuntimeOptions
 
 __all__ = ["RunTrace", "make_tracer"]
 
@@ -29,10 +32,10 @@ _TOOL_TYPES = {"tool_call": "function", "workflow_call": "workflow"}
 _ENDS = {"tool_result": "tool_call", "tool_error": "tool_call", "workflow_result": "workflow_call"}
 
 
-def make_tracer(config: Mapping[str, Any]) -> Any:
+def make_tracer(options: RuntimeOptions) -> Any:
     """The OpenTelemetry tracer the config asks for, or ``None`` (tracing off)."""
-    provider = config.get("tracerProvider")
-    if provider is None and not config.get("tracing"):
+    provider = options.tracer_provider
+    if provider is None and not options.tracing:
         return None
     try:
         from opentelemetry import trace

@@ -17,15 +17,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auwgent.errors import WorkflowError
-from auwgent.runtime.calls import describe_error
+from auwgent.errors import WorkflowError, describe_error
 from auwgent.runtime.expr import (
     ExprError,
     IRExpr,
-    apply_binary,
-    apply_unary,
-    index_of,
-    member_of,
+    steps,
     truthy,
 )
 
@@ -42,6 +38,15 @@ class _Scope:
 
     names: dict[str, Any] = field(default_factory=dict)
     parent: _Scope | None = None
+
+    def __contains__(self, name: object) -> bool:
+        return self.find(str(name)) is not None
+
+    def __getitem__(self, name: str) -> Any:
+        owner = self.find(name)
+        if owner is None:
+            raise KeyError(name)
+        return owner.names[name]
 
     def find(self, name: str) -> _Scope | None:
         scope: _Scope | None = self
@@ -147,45 +152,18 @@ async def _if(stmt: IRStmt, scope: _Scope, run: _Run) -> _Returned | None:
 
 
 async def _eval(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
-    """Strict evaluation, with tool calls; operators are shared with :mod:`auwgent.runtime.expr`."""
-    e = expr["e"]
-    if e == "lit":
-        return expr["value"]
-    if e == "name":
-        owner = scope.find(expr["name"])
-        if owner is None:
-            raise ExprError(f"unknown variable {expr['name']!r}")
-        return owner.names[expr["name"]]
-    if e == "ctx":
-        return run.ctx.get(expr["name"])
-    if e == "member":
-        return member_of(await _eval(expr["object"], scope, run), expr["name"], True)
-    if e == "index":
-        target = await _eval(expr["object"], scope, run)
-        return index_of(target, await _eval(expr["index"], scope, run), True)
-    if e == "array":
-        return [await _eval(item, scope, run) for item in expr["items"]]
-    if e == "object":
-        return {f["name"]: await _eval(f["value"], scope, run) for f in expr["fields"]}
-    if e == "unary":
-        return apply_unary(expr["op"], await _eval(expr["operand"], scope, run), True)
-    if e == "binary":
-        left = await _eval(expr["left"], scope, run)
-        # Short-circuit: the right side (and any call in it) does not run.
-        if expr["op"] == "&&" and not truthy(left):
-            return False
-        if expr["op"] == "||" and truthy(left):
-            return True
-        return apply_binary(expr["op"], left, await _eval(expr["right"], scope, run), True)
-    if e == "call":
-        return await _call(expr, scope, run)
-    raise ExprError(f"unknown expression kind {e!r}")
+    """Strict evaluation by :func:`auwgent.runtime.expr.steps`, running its tool calls."""
+    evaluation = steps(expr, scope, run.ctx, True)
+    try:
+        request = next(evaluation)
+        while True:
+            call, args = request
+            request = evaluation.send(await _call(call, args, run))
+    except StopIteration as done:
+        return done.value
 
 
-async def _call(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
-    args: dict[str, Any] = {}
-    for arg in expr["args"]:
-        args[arg["name"]] = await _eval(arg["value"], scope, run)
+async def _call(expr: IRExpr, args: dict[str, Any], run: _Run) -> Any:
     loc = expr.get("loc") or [run.line or 0, 0]
     where = (int(loc[0]), int(loc[1]))
     try:

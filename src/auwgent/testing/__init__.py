@@ -15,6 +15,8 @@
 See ``docs/testing.md``.
 """
 
+from auwgent.runtime.providers.offline import OfflineModel, hashed_embedding
+from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.testing.cassette import Cassette, CassetteMiss
 from auwgent.testing.fake_servers import (
     Disconnect,
@@ -36,8 +38,6 @@ from auwgent.testing.fake_servers import (
     text,
     tool_calls,
 )
-from auwgent.testing.offline import OfflineModel, hashed_embedding
-from auwgent.testing.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 
 __all__ = [
     "Cassette",

@@ -26,7 +26,7 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.providers.base import TextDelta
 from auwgent.runtime.providers.openai import build_chat_body
-from auwgent.testing.scripted import NativeCall, Reply, ScriptedModel
+from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 

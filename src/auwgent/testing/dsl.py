@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from auwgent.runtime.protocol.native import function_name
+from auwgent.runtime.providers.offline import structured_reply
+from auwgent.runtime.providers.scripted import ScriptedModel, block_text
 from auwgent.runtime.schema import example_value
-from auwgent.testing.offline import structured_reply
-from auwgent.testing.scripted import ScriptedModel, block_text
 
 __all__ = ["TestOutcome", "run_command", "run_test", "run_tests"]
 
@@ -274,11 +274,11 @@ def run_command(
     """``auwgent test [PATH] [-k PATTERN] [--junit FILE]``; returns the exit code."""
     import asyncio
 
-    from auwgent.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
     from auwgent.compiler.diagnostics import render_all, use_color
     from auwgent.compiler.parser import parse
     from auwgent.compiler.pipeline import compile_project
     from auwgent.compiler.testspec import collect_tests
+    from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
     from auwgent.errors import ConfigError
     from auwgent.project import load_project
 

@@ -22,7 +22,7 @@ function of the :class:`RecordedRequest`, and the whole script may be one functi
 Streaming and non-streaming requests are both answered, in each API's own shapes (chunked
 SSE ending in ``data: [DONE]`` for OpenAI; ``alt=sse`` events whose last candidate carries a
 ``finishReason`` for Gemini). Embedding endpoints answer deterministically from the input
-(:func:`~auwgent.testing.offline.hashed_embedding`) and do not consume the script.
+(:func:`~auwgent.runtime.providers.scripted.hashed_embedding`) and do not consume the script.
 
 The servers run in a background thread, so sync and async tests can use them alike.
 """
@@ -40,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlsplit
 
-from auwgent.testing.offline import hashed_embedding
+from auwgent.runtime.providers.offline import hashed_embedding
 
 __all__ = [
     "Disconnect",

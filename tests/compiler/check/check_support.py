@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -11,10 +10,11 @@ import jsonschema
 
 from auwgent.compiler.pipeline import CompileResult, compile_sources
 from auwgent.ir import compute_hash, load_schema
+from golden import UPDATE as UPDATE
+from golden import assert_golden
 
 DATA = Path(__file__).parents[2] / "data"
 REPO = Path(__file__).parents[3]
-UPDATE = os.environ.get("AUWGENT_UPDATE_GOLDEN") == "1"
 
 
 def sources_of(folder: Path) -> dict[str, str]:
@@ -50,10 +50,5 @@ def assert_all_valid(result: CompileResult) -> None:
         assert_valid_ir(doc)
 
 
-def check_golden(path: Path, actual: str) -> None:
-    """Compare ``actual`` with the golden file, or rewrite it under AUWGENT_UPDATE_GOLDEN=1."""
-    if UPDATE:
-        path.write_text(actual, encoding="utf-8")
-        return
-    assert path.exists(), f"missing golden file {path}; run with AUWGENT_UPDATE_GOLDEN=1"
-    assert actual == path.read_text(encoding="utf-8"), f"{path.name} differs from the output"
+#: The suite's one golden comparison (tests/golden.py), under the name these tests use.
+check_golden = assert_golden

@@ -8,7 +8,7 @@ from check_support import DATA, assert_valid_ir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auwgent.compiler.checker_types import (
+from auwgent.compiler.checker.types import (
     BOOLEAN,
     NUMBER,
     STRING,
@@ -151,10 +151,10 @@ def test_seeds_exist() -> None:
 
 
 def test_the_built_in_intent_names_agree_across_checker_runtime_and_bindings() -> None:
-    # Three copies, kept apart so that `auwgent check` imports neither the runtime nor codegen;
-    # E2074 is only right while the checker refuses exactly the names the runtime emits.
+    # The checker and the runtime read auwgent.ir.vocabulary, the bindings' generator its own
+    # table; E2074 is only right while the checker refuses exactly the names the runtime emits.
     from auwgent.codegen.python import BUILTIN_INTENTS as BINDINGS
-    from auwgent.compiler.checker_agents import BUILTIN_INTENTS as CHECKER
+    from auwgent.compiler.checker.agents import BUILTIN_INTENTS as CHECKER
     from auwgent.runtime.intents import BUILTIN_INTENTS as RUNTIME
 
     assert CHECKER == set(RUNTIME) == {name for name, _, _ in BINDINGS}

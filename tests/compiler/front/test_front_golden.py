@@ -5,7 +5,6 @@ Regenerate with ``AUWGENT_UPDATE_GOLDEN=1`` and review the diff.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,10 @@ import pytest
 from auwgent.compiler.diagnostics import render_all
 from auwgent.compiler.parser import parse
 from auwgent.compiler.source import SourceFile
+from golden import assert_golden
 
 DATA = Path(__file__).parents[2] / "data" / "parse"
 CASES = sorted((DATA / "errors").glob("*.agent"))
-UPDATE = os.environ.get("AUWGENT_UPDATE_GOLDEN") == "1"
 
 
 def rendered(path: Path) -> str:
@@ -29,10 +28,7 @@ def rendered(path: Path) -> str:
 def test_golden_diagnostics(case: Path) -> None:
     expected_path = case.with_suffix(".txt")
     actual = rendered(case)
-    if UPDATE:
-        expected_path.write_text(actual, encoding="utf-8")
-    assert expected_path.exists(), f"missing {expected_path.name}; run with AUWGENT_UPDATE_GOLDEN=1"
-    assert actual == expected_path.read_text(encoding="utf-8")
+    assert_golden(expected_path, actual)
     assert actual.strip(), "an error case must produce at least one diagnostic"
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from auwgent import _names
 from auwgent.compiler import diagnostics
 from auwgent.compiler.diagnostics import MAX_PER_FILE, SNIPPET_WIDTH, edit_distance, render_all
 from auwgent.compiler.lexer import TokenKind, tokenize
@@ -145,19 +146,19 @@ def test_control_characters_are_not_sent_to_the_terminal() -> None:
 
 def test_did_you_mean_work_is_bounded_per_file(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = 0
-    real = diagnostics.edit_distance
+    real = _names.edit_distance
 
     def counting(a: str, b: str) -> int:
         nonlocal calls
         calls += 1
         return real(a, b)
 
-    monkeypatch.setattr(diagnostics, "edit_distance", counting)
+    monkeypatch.setattr(_names, "edit_distance", counting)
     text = "".join(f"type Tname{i:05d} {{ a: Uname{i:05d} }}\n" for i in range(2000))
     result = compile_sources({"main.agent": text})
     assert len(result.diagnostics) == MAX_PER_FILE + 1
     # Without the budget: one search through 2,000 similar names per misspelling (4 million).
-    assert calls <= diagnostics._WORK_PER_FILE // diagnostics._DISTANCE_COST
+    assert calls <= _names._WORK_PER_FILE // _names._DISTANCE_COST
     first = next(d for d in result.diagnostics if d.code == "E2010")
     assert first.help == "did you mean `Tname00000`?"
 

@@ -203,3 +203,31 @@ async def test_gemini_key_prefers_gemini_api_key_over_google_api_key(
         key = server.requests[0].headers.get("x-goog-api-key")
     assert rec.of("response_text") == [{"text": "hello"}]
     assert key == "gemini-key"
+
+
+class _NeedsArguments:
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+
+@pytest.mark.parametrize(
+    ("cfg", "where"),
+    [
+        ({"tools": _NeedsArguments}, "tools"),
+        ({"middleware": [_NeedsArguments]}, r"middleware\[0\]"),
+    ],
+)
+def test_a_class_that_cannot_be_instantiated_is_a_config_error(
+    cfg: dict[str, Any], where: str
+) -> None:
+    doc = document(agent(tools=[tool("get_weather", field("location"))]))
+    with pytest.raises(
+        ConfigError, match=where + r": could not instantiate _NeedsArguments without arguments"
+    ):
+        _create(doc, {"provider": ScriptedModel([]), **cfg})
+
+
+def test_a_handler_class_that_cannot_be_instantiated_is_a_config_error() -> None:
+    built = _create(document(agent()), {"provider": ScriptedModel([])})
+    with pytest.raises(ConfigError, match=r"on_intent: could not instantiate _NeedsArguments"):
+        built.on_intent(_NeedsArguments)

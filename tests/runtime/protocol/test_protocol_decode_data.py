@@ -5,8 +5,6 @@ rejections. ``AUWGENT_UPDATE_GOLDEN=1`` rewrites the ``.json`` files from the de
 
 from __future__ import annotations
 
-import json
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from auwgent.runtime.protocol.contract import (
     RejectedEvent,
 )
 from auwgent.runtime.providers.base import TextDelta
+from golden import assert_golden_json
 
 DATA = Path(__file__).parents[2] / "data" / "decode"
 CASES = sorted(p.stem for p in DATA.glob("*.txt"))
@@ -38,7 +37,6 @@ CASE_CONTRACT = {
     "union_unnamed": "union",
     "union_unknown_shape": "union",
 }
-UPDATE = os.environ.get("AUWGENT_UPDATE_GOLDEN") == "1"
 
 
 def decode(contract: Contract, chunks: list[str]) -> list[DecodeEvent]:
@@ -123,11 +121,7 @@ def test_decode_case(case: str) -> None:
         results.append(settled(events))
     assert all(r == results[0] for r in results), "results differ between chunkings"
     expected_file = DATA / f"{case}.json"
-    if UPDATE:
-        expected_file.write_text(
-            json.dumps(results[0], indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    assert results[0] == json.loads(expected_file.read_text(encoding="utf-8"))
+    assert_golden_json(expected_file, results[0])
 
 
 def test_every_stream_has_expectations() -> None:

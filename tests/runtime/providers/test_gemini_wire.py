@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from auwgent.errors import ProviderError
+from auwgent.ir.gemini_options import split_options
 from auwgent.runtime.providers import (
     Finish,
     FunctionSpec,
@@ -23,7 +24,6 @@ from auwgent.runtime.providers import (
     Usage,
 )
 from auwgent.runtime.providers.gemini import build_gemini_body
-from auwgent.runtime.providers.gemini_options import split_options
 
 Summarise = Callable[[Sequence[StreamEvent]], dict[str, Any]]
 

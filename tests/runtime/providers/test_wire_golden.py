@@ -8,8 +8,6 @@ events (or the error) are compared with ``<name>.events.json``. Regenerate the g
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +24,9 @@ from auwgent.runtime.providers import (
     OpenAIProvider,
     StreamEvent,
 )
+from golden import assert_golden_json
 
 WIRE = Path(__file__).resolve().parents[2] / "data" / "wire"
-UPDATE = os.environ.get("AUWGENT_UPDATE_GOLDEN") == "1"
 CASES = sorted(
     p
     for p in WIRE.iterdir()
@@ -76,7 +74,4 @@ async def _decode(path: Path) -> list[dict[str, Any]]:
 async def test_captured_response_decodes_to_its_golden_events(path: Path) -> None:
     golden = path.with_name(f"{path.stem}.events.json")
     events = await _decode(path)
-    if UPDATE:
-        golden.write_text(json.dumps(events, indent=2, ensure_ascii=False) + "\n")
-    assert golden.exists(), f"{golden.name} is missing; run with AUWGENT_UPDATE_GOLDEN=1"
-    assert events == json.loads(golden.read_text())
+    assert_golden_json(golden, events)

@@ -9,7 +9,6 @@ call list: every scripted call must happen, in order, and no other.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from auwgent.errors import ToolError, WorkflowError
 from auwgent.runtime.expr import json_equal
 from auwgent.runtime.workflows import run_workflow
+from golden import UPDATE
 
 CASES = sorted((Path(__file__).parents[2] / "data" / "workflows").glob("*.json"))
 
@@ -56,7 +56,7 @@ async def test_workflow_case(path: Path) -> None:
     except WorkflowError as exc:
         assert exc.file == case["workflow"]["source"]
         outcome = {"error": str(exc)}
-    if os.environ.get("AUWGENT_UPDATE_GOLDEN") == "1":
+    if UPDATE:
         # Only the outcome is regenerated; the script (calls and tool results) is the input.
         path.write_text(
             json.dumps({**case, "expect": outcome}, indent=2, ensure_ascii=False) + "\n",

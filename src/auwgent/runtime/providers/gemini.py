@@ -5,7 +5,7 @@ Chat goes to ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse``
 official SDK does). The key travels in the ``x-goog-api-key`` header, never in the URL.
 
 The manual writes Gemini options in snake_case (``max_output_tokens``, ``top_k``); the API's
-JSON names are lowerCamelCase. :mod:`auwgent.runtime.providers.gemini_options` holds the one
+JSON names are lowerCamelCase. :mod:`auwgent.ir.gemini_options` holds the one
 table of where each option goes (request-level fields such as ``safety_settings``,
 ``tool_config``, ``cached_content``, ``labels``, ``service_tier``, ``store`` at the top of the
 body, sampling and output settings inside ``generationConfig``); the compiler rejects the
@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from auwgent.errors import ProviderError
+from auwgent.ir.gemini_options import embedding_options, split_options
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -35,7 +36,6 @@ from auwgent.runtime.providers.base import (
     ToolCallDelta,
     Usage,
 )
-from auwgent.runtime.providers.gemini_options import embedding_options, split_options
 from auwgent.runtime.providers.http import (
     Call,
     Limits,

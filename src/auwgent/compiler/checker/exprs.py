@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from itertools import chain
 
-from . import nodes as n
-from .checker_types import (
+from .. import nodes as n
+from ..diagnostics import Note, did_you_mean, listing
+from ..records import record
+from ..source import Span
+from .types import (
     BOOLEAN,
     NULL,
     NUMBER,
@@ -38,9 +41,6 @@ from .checker_types import (
     union_of,
     widen,
 )
-from .diagnostics import Note, did_you_mean, listing
-from .records import record
-from .source import Span
 
 #: ``report(code, message, span, help=..., notes=...)`` adds an error in the current file.
 Report = Callable[..., None]

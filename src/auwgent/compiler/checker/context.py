@@ -1,35 +1,33 @@
-"""The checker: every rule a ``.agent`` project must satisfy before anything runs.
+"""The context every rule module of the checker works over.
 
-It walks the module graph file by file and collects diagnostics with stable codes
-(``E2xxx`` errors, ``W2xxx`` warnings; docs/checker.md lists them all with examples). Names are
-resolved in the scope of the file that wrote them, so a helper imported from another file is
-checked against its own imports. Agents and helpers are checked in ``checker_agents``, models
-and prompts in ``checker_prompts``, expressions and workflow bodies in ``checker_exprs``.
+:class:`Context` is the current file, reporting (errors and warnings with stable codes), name
+lookup in the file's scope, type resolution and the small checks several constructs share;
+:class:`CheckState` is what accumulates across files. The rule modules (``prompts``,
+``agents``, ``tests``) are functions of a context; none of them holds state of its own.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from . import nodes as n
-from .checker_exprs import Env, ExprChecker
-from .checker_types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
-from .diagnostics import (
+from ...ir.vocabulary import provider_arity
+from .. import nodes as n
+from ..diagnostics import (
     Diagnostic,
     Note,
     did_you_mean,
     error,
-    sort_key,
     suggest,
-    suggestion_budget,
     warning,
 )
-from .modules import FileScope, InFile, ModuleGraph, Symbol, is_exported, relative_spec
-from .source import SourceFile, Span
+from ..modules import FileScope, InFile, ModuleGraph, Symbol, is_exported, relative_spec
+from ..source import SourceFile, Span
+from .exprs import Env, ExprChecker
+from .types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
 
-PROVIDERS = {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
+PROVIDERS = provider_arity()
 
 #: Type names from other languages (lower-cased) and the built-in type the user meant:
 #: `String`, `int` or `bool` are not declared types, so E2010 suggests `string`, `number`...
@@ -75,8 +73,9 @@ class CheckState:
         self.custom_urls: dict[str, tuple[str, str]] = {}
 
 
-class Checker:
-    """Shared machinery: the current file, reporting, name lookup and type resolution."""
+class Context:
+    """The one context every rule module works over: the current file, reporting, name lookup
+    and type resolution, and the state accumulated across files (``state``)."""
 
     def __init__(self, state: CheckState) -> None:
         self.state = state
@@ -362,41 +361,6 @@ class Checker:
         return None
 
 
-def check(graph: ModuleGraph, skip: Collection[str] = ()) -> tuple[Diagnostic, ...]:
-    """Check every file of ``graph``; return the diagnostics sorted by file and position.
-
-    Files in ``skip`` (those with syntax errors) are not checked themselves: a half-parsed
-    block would only produce follow-on errors. Their declarations still resolve for others.
-    """
-    # Imported here: checker_agents builds on the Checker class defined in this module.
-    from .checker_agents import AgentChecker
-    from .checker_tests import check_test
-
-    state = CheckState(graph)
-    if not graph.scopes:
-        return ()
-    checker = AgentChecker(state)
-    checker.build_type_table()
-    for path in sorted(graph.scopes):
-        if path not in skip:
-            with checker.in_file(path), suggestion_budget(checker.source):
-                checker.check_file()
-    for path in sorted(graph.scopes):
-        if path not in skip:
-            with checker.in_file(path):
-                for decl in checker.scope.module.decls:
-                    if isinstance(decl, n.TestDecl):
-                        check_test(checker, decl)
-    checker.unused_warnings(skip)
-    # The expression checker reports through a bound method of the checker: a reference
-    # cycle that would keep every syntax tree alive until the next full garbage collection.
-    del checker.exprs
-    broken = {graph.scope(path).module.source.path for path in skip}
-    kept = [d for d in state.diagnostics if d.source.path not in broken]
-    unique = {(d.code, d.source.path, d.span, d.message): d for d in kept}
-    return tuple(sorted(unique.values(), key=sort_key))
-
-
 def _a(word: str) -> str:
     return ("an " if word[0] in "aeiou" else "a ") + word
 
@@ -406,4 +370,4 @@ def env_for_prompt(params: tuple[FieldTy, ...], ctx: dict[str, Ty] | None) -> En
     return Env([{p.name: p.ty for p in params}], ctx, tools=None, strict=False)
 
 
-__all__ = ["CheckState", "Checker", "check", "env_for_prompt", "is_exported"]
+__all__ = ["PROVIDERS", "CheckState", "Context", "env_for_prompt"]

@@ -8,14 +8,14 @@ helpers: the scripted model answers every model call of the run, a helper's incl
 
 from __future__ import annotations
 
-from . import nodes as n
-from .checker_agents import AgentChecker
-from .checker_exprs import Env
-from .checker_types import UNKNOWN, FieldTy, Ty, assignable
-from .diagnostics import did_you_mean
-from .members import agent_parts
-from .modules import Symbol
-from .source import Span
+from .. import nodes as n
+from ..diagnostics import did_you_mean
+from ..members import agent_parts
+from ..modules import Symbol
+from ..source import Span
+from .context import Context
+from .exprs import Env
+from .types import UNKNOWN, FieldTy, Ty, assignable
 
 __all__ = ["TEST_FIELDS", "check_test", "find_agent"]
 
@@ -47,7 +47,7 @@ class _Callable:
 class _Surface:
     """What a test may name in one agent and its helpers (types resolved in their files)."""
 
-    def __init__(self, ck: AgentChecker, symbol: Symbol) -> None:
+    def __init__(self, ck: Context, symbol: Symbol) -> None:
         self.callables: dict[str, _Callable] = {}
         self.tools: set[str] = set()
         self.configs: set[str] = set()
@@ -57,7 +57,7 @@ class _Surface:
         self.output: Ty = UNKNOWN
         self._walk(ck, symbol, root=True, seen=set())
 
-    def _walk(self, ck: AgentChecker, symbol: Symbol, *, root: bool, seen: set[str]) -> None:
+    def _walk(self, ck: Context, symbol: Symbol, *, root: bool, seen: set[str]) -> None:
         if symbol.key in seen or not isinstance(symbol.decl, n.AgentDecl):
             return
         seen.add(symbol.key)
@@ -89,7 +89,7 @@ class _Surface:
 
     def _add(
         self,
-        ck: AgentChecker,
+        ck: Context,
         kind: str,
         name: str,
         params: tuple[n.Field, ...],
@@ -100,7 +100,7 @@ class _Surface:
             self.callables[name] = _Callable(kind, ck.fields_of(params, "parameter"), ret)
 
 
-def find_agent(ck: AgentChecker, name: str) -> Symbol | None:
+def find_agent(ck: Context, name: str) -> Symbol | None:
     """The agent ``name``: declared in this file, else the root agent of another file."""
     local = ck.scope.local.get(name)
     if local is not None and isinstance(local.decl, n.AgentDecl):
@@ -116,7 +116,7 @@ def find_agent(ck: AgentChecker, name: str) -> Symbol | None:
     return None
 
 
-def check_test(ck: AgentChecker, decl: n.TestDecl) -> None:
+def check_test(ck: Context, decl: n.TestDecl) -> None:
     """Every rule for one ``test`` block."""
     label = f"test {decl.name.value!r}"
     seen: dict[str, Span] = {}
@@ -188,7 +188,7 @@ def check_test(ck: AgentChecker, decl: n.TestDecl) -> None:
         _expectation(ck, expect, surface)
 
 
-def _string_entry(ck: AgentChecker, decl: n.TestDecl, key: str) -> None:
+def _string_entry(ck: Context, decl: n.TestDecl, key: str) -> None:
     entry = decl.entry(key)
     if entry is None:
         return
@@ -197,7 +197,7 @@ def _string_entry(ck: AgentChecker, decl: n.TestDecl, key: str) -> None:
         ck.report("E2103", f"`{key}:` takes a string", entry.value.span)
 
 
-def _named_entry(ck: AgentChecker, decl: n.TestDecl, key: str, valid: set[str], what: str) -> None:
+def _named_entry(ck: Context, decl: n.TestDecl, key: str, valid: set[str], what: str) -> None:
     entry = decl.entry(key)
     if entry is None:
         return
@@ -208,7 +208,7 @@ def _named_entry(ck: AgentChecker, decl: n.TestDecl, key: str, valid: set[str], 
         _unknown(ck, n.Name(term.name, term.span), what, valid)
 
 
-def _context(ck: AgentChecker, decl: n.TestDecl, surface: _Surface) -> None:
+def _context(ck: Context, decl: n.TestDecl, surface: _Surface) -> None:
     entry = decl.entry("context")
     if entry is None:
         return
@@ -224,7 +224,7 @@ def _context(ck: AgentChecker, decl: n.TestDecl, surface: _Surface) -> None:
             _value(ck, item.value, ty, f"context `{item.key.text}`")
 
 
-def _reply(ck: AgentChecker, reply: n.TestReply, surface: _Surface) -> None:
+def _reply(ck: Context, reply: n.TestReply, surface: _Surface) -> None:
     if reply.kind == "call":
         assert reply.name is not None
         _call_args(ck, reply.name, reply.args, surface, complete=True)
@@ -232,7 +232,7 @@ def _reply(ck: AgentChecker, reply: n.TestReply, surface: _Surface) -> None:
         _value(ck, reply.value, surface.output, "the scripted output")
 
 
-def _expectation(ck: AgentChecker, expect: n.TestExpect, surface: _Surface) -> None:
+def _expectation(ck: Context, expect: n.TestExpect, surface: _Surface) -> None:
     if expect.kind in ("called", "not_called"):
         assert expect.name is not None
         _call_args(ck, expect.name, expect.args or (), surface, complete=False)
@@ -247,7 +247,7 @@ def _expectation(ck: AgentChecker, expect: n.TestExpect, surface: _Surface) -> N
 
 
 def _call_args(
-    ck: AgentChecker,
+    ck: Context,
     name: n.Name,
     args: tuple[n.ExampleArg, ...],
     surface: _Surface,
@@ -282,7 +282,7 @@ def _call_args(
         )
 
 
-def _value(ck: AgentChecker, expr: n.Expr, ty: Ty, what: str) -> None:
+def _value(ck: Context, expr: n.Expr, ty: Ty, what: str) -> None:
     before = len(ck.state.diagnostics)
     ck.constant(expr, f"{what} in a test")
     if len(ck.state.diagnostics) > before:
@@ -293,7 +293,7 @@ def _value(ck: AgentChecker, expr: n.Expr, ty: Ty, what: str) -> None:
 
 
 def _unknown(
-    ck: AgentChecker, name: n.Name, what: str, valid: set[str], owner: str = "the tested agent"
+    ck: Context, name: n.Name, what: str, valid: set[str], owner: str = "the tested agent"
 ) -> None:
     ck.report(
         "E2102",

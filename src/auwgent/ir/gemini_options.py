@@ -7,7 +7,7 @@ lowerCamelCase; the manual writes them in snake_case, and both spellings are acc
 The lists follow the Gemini Developer API's ``GenerateContentRequest``: the fields the
 official SDK (google-genai) sends at the top level, those it sends inside
 ``generationConfig``, and the Vertex-only ones it refuses for this API. This module imports
-nothing heavy, so the compiler can use it.
+nothing, and lives with the IR contract because the compiler and the runtime both read it.
 """
 
 from __future__ import annotations

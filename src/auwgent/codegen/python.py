@@ -28,39 +28,16 @@ from typing import Any
 from auwgent.codegen.writer import CodeWriter
 from auwgent.errors import CompileError
 from auwgent.ir import canonical_json
+from auwgent.ir.vocabulary import INTENTS, STREAMED_INTENTS, api_key_env, api_key_field
 
-__all__ = ["api_key_env_var", "api_key_field", "module_name", "render_python"]
+__all__ = ["module_name", "render_python"]
 
 IR = Mapping[str, Any]
 
-#: Built-in intents: (intent name, payload class, what fires it).
-BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = (
-    ("response_text", "ResponseTextIntent", "The model answered with text."),
-    ("response_schema", "ResponseSchemaIntent", "The model answered with structured output."),
-    ("tool_call", "ToolCallIntent", "The model asked for a tool (before it runs)."),
-    ("tool_result", "ToolResultIntent", "A tool ran and returned a result."),
-    ("tool_skipped", "ToolSkippedIntent", "A tool call was skipped before it ran."),
-    ("tool_error", "ToolErrorIntent", "A tool call failed or could not run."),
-    ("workflow_call", "WorkflowCallIntent", "The model asked for a workflow (before it runs)."),
-    ("workflow_result", "WorkflowResultIntent", "A workflow finished."),
-    ("helper_call", "HelperCallIntent", "The agent handed work to a helper (before it runs)."),
-    ("helper_result", "HelperResultIntent", "A helper finished and returned its result."),
-    (
-        "approval_request",
-        "ApprovalRequestIntent",
-        "A call marked @approval waits for the approver (before it runs).",
-    ),
-    ("approval_result", "ApprovalResultIntent", "The approver decided on a call (denied or not)."),
-    ("error", "ErrorIntent", "The run failed."),
-    (
-        "handoff_complete",
-        "HandoffCompleteIntent",
-        "A helper that was handed the conversation is done; control returns to its caller.",
-    ),
+#: Built-in intents: (intent name, payload class, what fires it), from the vocabulary.
+BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = tuple(
+    (intent.name, intent.class_name, intent.when) for intent in INTENTS
 )
-
-#: Intents the model streams, so that partial handlers may receive them.
-STREAMED_INTENTS = ("response_text", "response_schema", "tool_call", "workflow_call", "helper_call")
 
 #: What the module imports from the runtime's bindings under its own public names: the
 #: declarations that are the same for every agent.
@@ -140,31 +117,6 @@ def _pascal(name: str) -> str:
     joined = "".join(word[:1].upper() + word[1:] for word in _WORD.findall(name))
     # A class name cannot start with a digit (an intent named "_2fa" gives "_2faIntent").
     return "_" + joined if joined[:1].isdigit() else joined
-
-
-def _camel(name: str) -> str:
-    words: list[str] = _WORD.findall(name)
-    if not words:
-        return ""
-    first = words[0]
-    return first[:1].lower() + first[1:] + "".join(w[:1].upper() + w[1:] for w in words[1:])
-
-
-def api_key_field(model: IR) -> str:
-    """The ``apiKeys`` field of a model's provider (``custom("my-groq-api")`` → ``myGroqApiApiKey``)."""
-    provider = str(model["provider"])
-    if provider == "custom":
-        return _camel(str(model.get("id") or "custom")) + "ApiKey"
-    return provider + "ApiKey"
-
-
-def api_key_env_var(model: IR) -> str:
-    """The environment variable that may supply the key (``MY_GROQ_API_API_KEY``)."""
-    provider = str(model["provider"])
-    if provider == "custom":
-        words = _WORD.findall(str(model.get("id") or "custom"))
-        return "_".join(w.upper() for w in words) + "_API_KEY"
-    return provider.upper() + "_API_KEY"
 
 
 def _literal(values: Iterable[str], empty: str = "str") -> str:
@@ -672,8 +624,8 @@ class _Emitter:
 
     @staticmethod
     def _env(model: IR) -> str:
-        var = api_key_env_var(model)
-        return var + " (or GOOGLE_API_KEY)" if model["provider"] == "gemini" else var
+        first, *others = api_key_env(model)
+        return first + "".join(f" (or {var})" for var in others)
 
     def emit_config(self, w: CodeWriter) -> None:
         # Only the keys typed by this agent: the others are the runtime's RuntimeConfig.

@@ -28,6 +28,7 @@ from typing import Any
 from auwgent.codegen.writer import CodeWriter
 from auwgent.errors import CompileError
 from auwgent.ir import canonical_json
+from auwgent.ir import model as ir
 from auwgent.ir.vocabulary import INTENTS, STREAMED_INTENTS, api_key_env, api_key_field
 
 __all__ = ["module_name", "render_python"]
@@ -172,14 +173,14 @@ class _Field:
 class _Program:
     """Read-only views over one IR document that several sections need."""
 
-    def __init__(self, doc: IR) -> None:
+    def __init__(self, doc: ir.Document) -> None:
         self.doc = doc
         self.root: str = doc["root"]
-        self.agents: list[IR] = list(self._agents_in_order())
+        self.agents: list[ir.Agent] = list(self._agents_in_order())
 
-    def _agents_in_order(self) -> Iterator[IR]:
+    def _agents_in_order(self) -> Iterator[ir.Agent]:
         # Root first, then helpers breadth-first as they are used: the order a reader expects.
-        table: Mapping[str, IR] = self.doc["agents"]
+        table: Mapping[str, ir.Agent] = self.doc["agents"]
         seen: set[str] = set()
         queue = [self.root]
         while queue:
@@ -192,7 +193,7 @@ class _Program:
         for name in sorted(set(table) - seen):
             yield table[name]
 
-    def tools(self) -> Iterator[tuple[IR, str]]:
+    def tools(self) -> Iterator[tuple[ir.Tool, str]]:
         """Every declared tool with where it is declared (for its docstring)."""
         for agent in self.agents:
             for tool in agent.get("tools", []):
@@ -207,30 +208,31 @@ class _Program:
     def helpers(self) -> list[str]:
         return [a["name"] for a in self.agents if a.get("kind") == "helper"]
 
-    def custom_intents(self) -> list[IR]:
-        found: dict[str, IR] = {}
+    def custom_intents(self) -> list[ir.Intent]:
+        found: dict[str, ir.Intent] = {}
         for agent in self.agents:
             for intent in agent.get("intents", []):
                 found.setdefault(intent["name"], intent)
         return list(found.values())
 
-    def models(self) -> Iterator[IR]:
+    def models(self) -> Iterator[ir.Model]:
         for agent in self.agents:
             for config in agent["configs"].values():
                 yield config["model"]
-                if config.get("embedding"):
-                    yield config["embedding"]
+                embedding = config["embedding"]
+                if embedding:
+                    yield embedding
                 yield from config.get("fallback", ())
 
-    def providers(self) -> list[IR]:
+    def providers(self) -> list[ir.Model]:
         """One model per distinct API key field: gemini, openai, then custom ids in order."""
-        by_field: dict[str, IR] = {}
+        by_field: dict[str, ir.Model] = {}
         for model in self.models():
             by_field.setdefault(api_key_field(model), model)
         order = {"gemini": 0, "openai": 1, "custom": 2}
         return sorted(by_field.values(), key=lambda m: order.get(str(m["provider"]), 3))
 
-    def outputs(self) -> list[IR]:
+    def outputs(self) -> list[ir.Type]:
         return [a["output"] for a in self.agents if a["output"].get("kind") != "text"]
 
 
@@ -242,7 +244,7 @@ class _Types:
 
     def __init__(self, named: Iterable[str]) -> None:
         self.taken: set[str] = set(_FIXED_NAMES) | set(named)
-        self.pending: list[tuple[str, IR]] = []
+        self.pending: list[tuple[str, ir.ObjectType]] = []
         self.created: list[str] = []
 
     def fresh(self, hint: str) -> str:
@@ -254,35 +256,36 @@ class _Types:
         self.created.append(name)
         return name
 
-    def annotation(self, t: IR, hint: str) -> str:
-        kind = t["kind"]
-        if kind in ("text", "string"):
+    def annotation(self, t: ir.Type, hint: str) -> str:
+        # Each test reads t["kind"] itself, so that mypy narrows the IR type's variant.
+        if t["kind"] in ("text", "string"):
             return "str"
-        if kind == "number":
+        if t["kind"] == "number":
             return "float"
-        if kind == "boolean":
+        if t["kind"] == "boolean":
             return "bool"
-        if kind == "literal":
-            return f"Literal[{_string(str(t['value']))}]"
-        if kind == "array":
+        if t["kind"] == "literal":
+            return f"Literal[{_string(t['value'])}]"
+        if t["kind"] == "array":
             return f"list[{self.annotation(t['items'], hint + 'Item')}]"
-        if kind == "ref":
-            return str(t["name"])
-        if kind == "object":
+        if t["kind"] == "ref":
+            return t["name"]
+        if t["kind"] == "object":
             name = self.fresh(hint)
             self.pending.append((name, t))
             return name
-        if kind == "union":
+        if t["kind"] == "union":
             return self._union(t["variants"], hint)
-        raise CompileError(f"cannot generate Python for IR type kind {kind!r}")
+        raise CompileError(f"cannot generate Python for IR type kind {t['kind']!r}")
 
-    def _union(self, variants: Sequence[IR], hint: str) -> str:
-        if all(v["kind"] == "literal" for v in variants):
-            return _literal(str(v["value"]) for v in variants)
+    def _union(self, variants: Sequence[ir.Type], hint: str) -> str:
+        values = [v["value"] for v in variants if v["kind"] == "literal"]
+        if len(values) == len(variants):
+            return _literal(values)
         parts = [self.annotation(v, f"{hint}{i + 1}") for i, v in enumerate(variants)]
         return " | ".join(dict.fromkeys(parts))
 
-    def fields(self, fields: Sequence[IR], owner: str) -> list[_Field]:
+    def fields(self, fields: Sequence[ir.Field], owner: str) -> list[_Field]:
         return [
             _Field(
                 f["name"],
@@ -366,7 +369,7 @@ def _field_comment(w: CodeWriter, f: _Field) -> None:
 class _Emitter:
     """Writes the sections of one module; ``render`` assembles them in reading order."""
 
-    def __init__(self, doc: IR, ir_text: str) -> None:
+    def __init__(self, doc: ir.Document, ir_text: str) -> None:
         self.doc = doc
         self.ir_text = ir_text
         self.p = _Program(doc)
@@ -511,8 +514,7 @@ class _Emitter:
 
     def emit_named_types(self, w: CodeWriter) -> None:
         for name, t in sorted(self.doc.get("types", {}).items()):
-            fields = self.types.fields(t.get("fields", []), name)
-            _typed_dict(w, name, fields, t.get("description"))
+            _typed_dict(w, name, self.types.fields(t["fields"], name), None)
             self.drain_inline(w)
 
     def drain_inline(self, w: CodeWriter) -> None:
@@ -623,7 +625,7 @@ class _Emitter:
         _typed_dict(w, "AuwgentBaseUrls", urls, "Base URLs overriding the providers' own.")
 
     @staticmethod
-    def _env(model: IR) -> str:
+    def _env(model: ir.Model) -> str:
         first, *others = api_key_env(model)
         return first + "".join(f" (or {var})" for var in others)
 
@@ -656,7 +658,7 @@ class _Emitter:
     # ----- tools
 
     def emit_tools(self, w: CodeWriter) -> None:
-        tools: dict[str, list[tuple[IR, str]]] = {}
+        tools: dict[str, list[tuple[ir.Tool, str]]] = {}
         for tool, where in self.p.tools():
             tools.setdefault(tool["name"], []).append((tool, where))
         w.blank(2)
@@ -683,7 +685,7 @@ class _Emitter:
                 w.blank()
                 self.emit_tool(w, name, uses)
 
-    def emit_tool(self, w: CodeWriter, name: str, uses: list[tuple[IR, str]]) -> None:
+    def emit_tool(self, w: CodeWriter, name: str, uses: list[tuple[ir.Tool, str]]) -> None:
         tool = uses[0][0]
         signature = self.tool_signature(tool)
         differs = any(self.tool_signature(t) != signature for t, _ in uses[1:])
@@ -701,7 +703,7 @@ class _Emitter:
             w.lines("\n".join(_docstring(f"{doc}\n\nDeclared in {wheres}.")))
             w.fill("raise NotImplementedError")
 
-    def tool_signature(self, tool: IR) -> tuple[tuple[str, ...], str]:
+    def tool_signature(self, tool: ir.Tool) -> tuple[tuple[str, ...], str]:
         owner = _pascal(tool["name"])
         fields = self.types.fields(tool.get("params", []), owner)
         returns = self.types.annotation(tool["returns"], owner + "Result")
@@ -853,7 +855,7 @@ class _Emitter:
             w.fill(")")
 
 
-def render_python(doc: IR) -> str:
+def render_python(doc: ir.Document) -> str:
     """Return the source of the ``<stem>_types.py`` module for the IR document ``doc``.
 
     The IR is embedded as its canonical JSON without the ``hash`` field, the exact text the

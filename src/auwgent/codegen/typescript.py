@@ -21,6 +21,7 @@ from auwgent._version import IR_VERSION, __version__
 from auwgent.codegen.python import _Program
 from auwgent.codegen.writer import CodeWriter
 from auwgent.ir import dumps_ir
+from auwgent.ir import model as ir
 from auwgent.ir.vocabulary import INTENTS, STREAMED_INTENTS, api_key_field
 
 __all__ = ["RUNTIME_PACKAGE", "render_typescript"]
@@ -110,7 +111,7 @@ def _helper_args(helper: IR) -> str:
 
 
 class _Emitter:
-    def __init__(self, doc: IR, ir_text: str) -> None:
+    def __init__(self, doc: ir.Document, ir_text: str) -> None:
         self.doc = doc
         self.ir_text = ir_text
         self.p = _Program(doc)
@@ -156,8 +157,6 @@ class _Emitter:
         w = self.w
         for name, t in sorted(self.doc.get("types", {}).items()):
             w.blank()
-            if t.get("description"):
-                w.fill(f"/** {t['description']} */")
             if t["kind"] == "object":
                 w.fill(f"export interface {_type_name(name)} {{")
                 with w.indent():
@@ -467,6 +466,6 @@ class _Emitter:
         w.fill("}")
 
 
-def render_typescript(doc: IR, *, ir_text: str | None = None) -> str:
+def render_typescript(doc: ir.Document, *, ir_text: str | None = None) -> str:
     """The source of ``<stem>.agent.types.ts`` for one IR document."""
     return _Emitter(doc, ir_text if ir_text is not None else dumps_ir(dict(doc))).render()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
-from auwgent.runtime import schema
+from auwgent.runtime import origin, schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
@@ -139,6 +139,10 @@ class CallRunner:
         )
         if verdict is not None:
             return await self.decided(inv, kind, name, verdict, event.call_id)
+        if contract.code_api is not None:  # code mode: the one callable, execute_code
+            from auwgent.runtime.code_mode import execute
+
+            return await execute(self, inv, contract, str(args["code"]), event.call_id)
         return await self._execute(inv, kind, name, args, event.call_id)
 
     async def decided(
@@ -382,7 +386,8 @@ class CallRunner:
             handoff=use["handoff"],
             grant=use["tools"],
         )
-        result = await self.run.invoke(child)
+        with origin.outside():  # the helper's own calls are not the code's
+            result = await self.run.invoke(child)
         self.run.ctx["activeAgent"] = inv.name
         if result.status == "error":
             message = f"helper {name} failed: {result.error}"

@@ -14,7 +14,10 @@ default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (se
 :mod:`auwgent.runtime.loops`), ``budget`` (``{tokens, requests, conversationTokens,
 conversationRequests}``), ``tracing`` / ``tracerProvider`` (see :mod:`auwgent.runtime.tracing`),
 ``approver`` (a function deciding on calls marked ``@approval``) and ``approvals`` (``"ask"``,
-the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``).
+the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``),
+``codeMode`` (``True`` / ``False``: code mode for every agent, over the DSL's ``codeMode``)
+and ``codeLimits`` ``{timeout, memory, maxCalls, maxOutput}`` (see
+:mod:`auwgent.runtime.code_mode`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
+from auwgent.runtime.code_mode import CodeLimits, parse_code_limits
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
@@ -88,6 +92,8 @@ class RuntimeOptions:
     strict: bool = True
     approver: Any = None
     approvals: str = "ask"
+    code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
+    code_limits: CodeLimits = field(default_factory=CodeLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +231,9 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     approvals = config.get("approvals", "ask")
     if approvals not in ("ask", "defer"):
         raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
+    code_mode = config.get("codeMode")
+    if code_mode is not None and not isinstance(code_mode, bool):
+        raise ConfigError(f"codeMode: expected true or false, got {code_mode!r}")
     return RuntimeOptions(
         api_keys=config.get("apiKeys"),
         context=config.get("context"),
@@ -234,6 +243,8 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         provider=config.get("provider"),
         tracing=config.get("tracing"),
         tracer_provider=config.get("tracerProvider"),
+        code_mode=code_mode,
+        code_limits=parse_code_limits(config.get("codeLimits")),
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         approver=approver,

@@ -516,7 +516,7 @@ def describe_failure(pm: Any, error: Exception, limits: CodeLimits) -> str:
     """What the model reads of a failed execution: the error and its line."""
     if isinstance(error, pm.MontyTypingError):
         found = _TY_LOCATION.sub(r"line \1, column \2: ", error.display().strip())
-        return f"the code failed its type check against module api (nothing ran):\n{found}"
+        return f"the code failed its type check (nothing ran):\n{found}"
     if isinstance(error, (pm.MontyRuntimeError, pm.MontySyntaxError)):
         frames = error.traceback()
         message = str(error.display("type-msg"))

@@ -20,7 +20,6 @@ error with its line. Limits: ``"codeLimits"`` in the runtime config (:class:`Cod
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import json
 import keyword
@@ -33,11 +32,13 @@ from typing import TYPE_CHECKING, Any
 from auwgent.errors import ConfigError
 from auwgent.runtime import origin
 from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
-from auwgent.runtime.schema import referenced_types
 
 if TYPE_CHECKING:
     from auwgent.runtime.calls import CallRunner, Invocation
     from auwgent.runtime.config import RuntimeOptions
+
+# What only an execution needs (asyncio, the schema module, the sandbox) is imported on first
+# use: the runtime config and agent construction import this module and must stay light.
 
 __all__ = [
     "EXECUTE_CODE",
@@ -177,6 +178,8 @@ def api_stub(
 ) -> str:
     """The ``.pyi`` source of module ``api``: TypedDicts for the named types the callables
     use, then one function per callable with its description and ``@example`` calls."""
+    from auwgent.runtime.schema import referenced_types
+
     specs = [s for s in callables if _identifier(s.name)]
     named: list[str] = []
     for spec in specs:
@@ -195,7 +198,7 @@ def api_stub(
     for spec in specs:
         mine = [e for e in examples if e.get("target") == spec.name]
         lines += _function(spec, types, mine)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _identifier(name: str) -> bool:
@@ -254,12 +257,13 @@ def _function(
 ) -> list[str]:
     params = _signature_params(spec, types)
     returns = _py_type(spec.returns, types)
-    doc = [spec.description.strip()] if spec.description.strip() else []
+    first = _one_line(spec.description)
+    if spec.kind != "tool":  # "Refund an order (workflow)", "Analyses data (helper)"
+        first = f"{first} ({spec.kind})".strip()
+    doc = [first] if first else []
     notes = [
         f"{p['name']}: {_one_line(p['description'])}" for p in spec.params if p.get("description")
     ]
-    if spec.kind != "tool":
-        notes.append(f"(a {spec.kind})")
     if not spec.configured:
         notes.append("[NOT CONFIGURED]: not implemented, a call fails")
     if spec.approval is not None:
@@ -270,10 +274,9 @@ def _function(
     if notes:
         doc += ([""] if doc else []) + notes
     lines = [f"def {spec.name}({params}) -> {returns}:"]
-    if doc:
-        lines.append(f"    {_docstring(chr(10).join(doc), indent='    ')}")
-    lines.append("    ...")
-    return [*lines, ""]
+    # A docstring is a whole body in a stub; without one the body is `...`.
+    lines.append(f"    {_docstring(chr(10).join(doc))}" if doc else "    ...")
+    return lines
 
 
 def _signature_params(spec: CallableSpec, types: Mapping[str, Any]) -> str:
@@ -305,16 +308,21 @@ def positional_names(spec: CallableSpec) -> list[str]:
     return names if all(_identifier(n) for n in names) else []
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+def _one_line(text: str | None) -> str:
+    return " ".join(str(text or "").split())
 
 
 def _docstring(text: str, indent: str = "    ") -> str:
     safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    if "\n" not in safe:
-        return f'"""{safe}"""'
-    body = "\n".join((indent + line) if line else "" for line in safe.split("\n"))
-    return f'"""{body.lstrip()}\n{indent}"""'
+    lines = safe.split("\n")
+    if len(lines) == 2 and not lines[1]:
+        lines = lines[:1]
+    if len(lines) == 1:
+        return f'"""{lines[0]}"""'
+    if len(lines) == 3 and not lines[1] and len(lines[0]) + len(lines[2]) < 90:
+        return f'"""{lines[0]} ({lines[2]})"""'  # a description and one note
+    body = "\n".join((indent + line) if line else "" for line in lines[1:])
+    return f'"""{lines[0]}\n{body}\n{indent}"""'
 
 
 def _py_value(value: Any) -> str:
@@ -399,6 +407,8 @@ class _Execution:
 
     async def drive(self) -> tuple[bool, Any]:
         """``(True, report)`` when the code completed, else ``(False, error text)``."""
+        import asyncio
+
         import pydantic_monty as pm
 
         pool = await asyncio.to_thread(_pool)
@@ -436,6 +446,8 @@ class _Execution:
     async def _answer(self, pm: Any, snapshot: Any) -> Any:
         """Resume ``snapshot``: an ``api`` call through the checked path, anything else as
         Monty itself answers it (imports of ``api``, refusals of the rest)."""
+        import asyncio
+
         name = getattr(snapshot, "function_name", None)
         if (
             isinstance(snapshot, pm.FunctionSnapshot)

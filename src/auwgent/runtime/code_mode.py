@@ -384,6 +384,9 @@ class _Printed:
 class _Execution:
     """One ``execute_code`` call: a sandbox session, driven from suspension to suspension."""
 
+    # Most of an execution's time (bench/bench_code_mode.py turns it off to show how much).
+    type_check = True
+
     def __init__(
         self,
         runner: CallRunner,
@@ -423,7 +426,7 @@ class _Execution:
                 # that keeps calling after its calls were refused.
                 "max_suspensions": 2 * self.limits.max_calls + 20,
             },
-            type_check=True,
+            type_check=self.type_check,
             type_check_format="concise",
             external_modules={"api": module},
         )
@@ -521,7 +524,7 @@ class _Execution:
             note = self.printed.note()
             if note:
                 text += f"\n({note})"
-        return text[: self.limits.max_output * 2]
+        return text[: self.limits.max_output]
 
 
 def describe_failure(pm: Any, error: Exception, limits: CodeLimits) -> str:

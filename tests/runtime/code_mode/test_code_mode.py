@@ -62,6 +62,7 @@ agent Main {
     tool apply_discount(order_id: string, percent: number): string
     tool notify(customer_id: string, message: string): string
     tool wire_money(to: string, amount: number): string @approval
+    tool search(query?: string, limit: number): string[]
 
     workflow refund(order: string): string {
         description: "Refund an order"
@@ -121,6 +122,10 @@ class Tools:
     async def wire_money(self, to: str, amount: float) -> str:
         self._note("wire_money", to=to, amount=amount)
         return "wired"
+
+    async def search(self, limit: float, query: str | None = None) -> list[str]:
+        self._note("search", limit=limit, query=query)
+        return [f"{query or 'all'} {i}" for i in range(int(limit))]
 
     async def issue_refund(self, order: str) -> str:
         self._note("issue_refund", order=order)
@@ -196,6 +201,29 @@ async def test_the_model_is_offered_execute_code_and_a_typed_api_stub(bindings: 
     assert "# in cedis" in system  # field descriptions
     assert "issue_refund" not in system  # a scoped tool is never in the stub
     assert "import api" in system
+
+
+async def test_an_optional_parameter_before_a_required_one_makes_it_keyword_only(
+    bindings: ModuleType,
+) -> None:
+    run = await run_code(bindings, "import api\n[api.search(limit=2), api.search('x', limit=1)]")
+    assert "def search(query: str | None = None, *, limit: float) -> list[str]:" in (
+        run.model.requests[0].system
+    )
+    assert run.code_result()["value"] == [["all 0", "all 1"], ["x 0"]]
+    assert run.tools.ran == [
+        ("search", {"limit": 2, "query": None}),
+        ("search", {"limit": 1, "query": "x"}),
+    ]
+
+
+async def test_the_block_body_is_the_code_as_is(bindings: ModuleType) -> None:
+    # Unfenced and indented, with lines that would read as `name: value` or `name = value`.
+    body = "    import api\n    total: float = 0\n    label = 'a: b'\n    [total, label]"
+    run = await Run(bindings, [f"[tool_call: execute_code]\n{body}\n[/tool_call]", DONE]).go()
+    assert run.code_result()["value"] == [0, "a: b"]
+    (call,) = [v for v in run.named("tool_call") if v["type"] == "execute_code"]
+    assert call["args"]["code"] == "import api\ntotal: float = 0\nlabel = 'a: b'\n[total, label]"
 
 
 async def test_native_protocol_offers_one_function_with_a_code_argument(

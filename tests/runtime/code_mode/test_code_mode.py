@@ -599,6 +599,15 @@ async def test_concurrent_executions_stay_apart(bindings: ModuleType) -> None:
     assert "`x` used when not defined" in leak.code_error()
 
 
+async def test_the_offline_model_writes_code_that_calls_the_api(bindings: ModuleType) -> None:
+    tools = Tools()
+    agent = bindings.auwgent({"provider": "offline", "tools": tools})
+    session = await agent.run("go")
+    assert session["turns"][-1]["status"] == "complete"
+    assert "find_customer" in tools.names() and "notify" in tools.names()
+    assert "wire_money" not in tools.names()  # gated: denied without an approver
+
+
 # -- construction and configuration ----------------------------------------------------------
 
 

@@ -646,9 +646,9 @@ def test_code_mode_reaches_the_ir_and_the_generated_config_type(bindings: Module
     configs = ir["agents"]["Main"]["configs"]
     assert configs["default"]["codeMode"] is True
     assert "codeMode" not in configs["Plain"]  # only when the config sets it
-    hints = bindings.AuwgentConfig.__annotations__
+    hints = bindings.AuwgentConfig.__optional_keys__
     assert "codeMode" in hints and "codeLimits" in hints
-    assert set(bindings.AuwgentCodeLimits.__annotations__) == {
+    assert set(bindings.AuwgentCodeLimits.__optional_keys__) == {
         "timeout",
         "memory",
         "maxCalls",

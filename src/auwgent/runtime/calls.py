@@ -234,7 +234,7 @@ class CallRunner:
         is validated like an output.
         """
         types = self.run.core.doc["types"]
-        value = _parsed_result(result, returns, types)
+        value = schema.parsed_result(result, returns, types)
         errors = schema.validate(value, returns, types)
         if errors:
             expected = schema.describe(returns, types)
@@ -481,19 +481,3 @@ def _check_args(
 ) -> list[str]:
     obj = {"kind": "object", "fields": list(params)}
     return schema.validate(args, obj, types, path="$")
-
-
-def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
-    """A JSON-string result of a tool declared to return structured data, decoded for workflows."""
-    if not isinstance(result, str):
-        return result
-    try:
-        kind = schema.resolve(returns, types)["kind"]
-    except KeyError:
-        return result
-    if kind in ("object", "array", "union", "number", "boolean"):
-        try:
-            return json.loads(result)
-        except ValueError:
-            return result
-    return result

@@ -15,7 +15,7 @@ back into the code. Everything else the code asks of the host (imports of other 
 calls, unknown names) is answered by Monty's own refusals.
 
 The model gets back ``{"value": <last expression>, "printed": <output>}`` (JSON), or the
-error with its line. Limits: ``"codeLimits"`` in the runtime config (:class:`CodeLimits`).
+error with its line. Limits: ``"codeLimits"`` in the runtime config (:class:`.config.CodeLimits`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import keyword
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
@@ -35,7 +35,7 @@ from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi
 
 if TYPE_CHECKING:
     from auwgent.runtime.calls import CallRunner, Invocation
-    from auwgent.runtime.config import RuntimeOptions
+    from auwgent.runtime.config import CodeLimits, RuntimeOptions
 
 # What only an execution needs (asyncio, the schema module, the sandbox) is imported on first
 # use: the runtime config and agent construction import this module and must stay light.
@@ -43,12 +43,10 @@ if TYPE_CHECKING:
 __all__ = [
     "EXECUTE_CODE",
     "INSTALL_HINT",
-    "CodeLimits",
     "api_stub",
     "code_contract",
     "enabled",
     "execute",
-    "parse_code_limits",
     "require",
     "wanted",
 ]
@@ -59,54 +57,10 @@ INSTALL_HINT = (
     "code mode needs the Monty sandbox (pydantic-monty), the auwgent[code] extra: "
     'pip install "auwgent-sdk[code]"'
 )
-_LIMIT_KEYS = ("timeout", "memory", "maxCalls", "maxOutput")
 
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
-
-
-@dataclass(frozen=True, slots=True)
-class CodeLimits:
-    """``"codeLimits"``: per ``execute_code`` call.
-
-    ``timeout``: seconds the code itself may run (time spent in ``api`` calls, which have their
-    own limits, does not count; nor may sleeps add up to more); ``memory``: bytes of the
-    sandbox's heap; ``max_calls``: ``api`` calls; ``max_output``: characters of printed
-    output (and of the value and error) returned to the model. Monty's recursion limit (1000
-    frames) applies too.
-    """
-
-    timeout: float = 10.0
-    memory: int = 100_000_000
-    max_calls: int = 50
-    max_output: int = 20_000
-
-
-def parse_code_limits(value: Any) -> CodeLimits:
-    """The checked ``"codeLimits"`` object (defaults for what it leaves out)."""
-    if value is None:
-        return CodeLimits()
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"codeLimits: expected an object, got {type(value).__name__}")
-    from auwgent.runtime.config import _number, _unknown_key
-
-    for key in value:
-        if key not in _LIMIT_KEYS:
-            raise _unknown_key("codeLimits.", str(key), _LIMIT_KEYS)
-    default = CodeLimits()
-
-    def get(key: str, fallback: Any, integer: bool) -> Any:
-        minimum = 0.001 if key == "timeout" else 1
-        given = value.get(key, fallback)
-        return _number(f"codeLimits.{key}", given, integer=integer, minimum=minimum)
-
-    return CodeLimits(
-        timeout=float(get("timeout", default.timeout, False)),
-        memory=get("memory", default.memory, True),
-        max_calls=get("maxCalls", default.max_calls, True),
-        max_output=get("maxOutput", default.max_output, True),
-    )
 
 
 def enabled(options: RuntimeOptions, agent: Mapping[str, Any], config_name: str) -> bool:
@@ -485,9 +439,9 @@ class _Execution:
         with origin.via(VIA):
             outcome = await self.runner.call(self.inv, self.inner, event)
         if outcome.status == "ok":
-            from auwgent.runtime.calls import _parsed_result
+            from auwgent.runtime.schema import parsed_result
 
-            return {"return_value": _parsed_result(outcome.result, spec.returns, self.inner.types)}
+            return {"return_value": parsed_result(outcome.result, spec.returns, self.inner.types)}
         if outcome.status == "skipped":
             return _raise(RuntimeError(f"api.{spec.name}: the application skipped this call"))
         return _raise(RuntimeError(f"api.{spec.name}: {outcome.error or 'the call failed'}"))

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
-from auwgent.runtime.code_mode import CodeLimits, parse_code_limits
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
@@ -50,6 +49,50 @@ __all__ = [
 ]
 
 CONFIG_KEYS = RUNTIME_CONFIG_KEYS
+
+_CODE_LIMIT_KEYS = ("timeout", "memory", "maxCalls", "maxOutput")
+
+
+@dataclass(frozen=True, slots=True)
+class CodeLimits:
+    """``"codeLimits"``: per ``execute_code`` call.
+
+    ``timeout``: seconds the code itself may run (time spent in ``api`` calls, which have their
+    own limits, does not count; nor may sleeps add up to more); ``memory``: bytes of the
+    sandbox's heap; ``max_calls``: ``api`` calls; ``max_output``: characters of printed
+    output (and of the value and error) returned to the model. Monty's recursion limit (1000
+    frames) applies too.
+    """
+
+    timeout: float = 10.0
+    memory: int = 100_000_000
+    max_calls: int = 50
+    max_output: int = 20_000
+
+
+def parse_code_limits(value: Any) -> CodeLimits:
+    """The checked ``"codeLimits"`` object (defaults for what it leaves out)."""
+    if value is None:
+        return CodeLimits()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"codeLimits: expected an object, got {type(value).__name__}")
+    for key in value:
+        if key not in _CODE_LIMIT_KEYS:
+            raise _unknown_key("codeLimits.", str(key), _CODE_LIMIT_KEYS)
+    default = CodeLimits()
+
+    def get(key: str, fallback: Any, integer: bool) -> Any:
+        minimum = 0.001 if key == "timeout" else 1
+        given = value.get(key, fallback)
+        return _number(f"codeLimits.{key}", given, integer=integer, minimum=minimum)
+
+    return CodeLimits(
+        timeout=float(get("timeout", default.timeout, False)),
+        memory=get("memory", default.memory, True),
+        max_calls=get("maxCalls", default.max_calls, True),
+        max_output=get("maxOutput", default.max_output, True),
+    )
+
 
 DEFAULT_MAX_TOOL_LOOPS = 10
 DEFAULT_MAX_OUTPUT_RETRIES = 2

@@ -43,10 +43,10 @@ BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = tuple(
 #: What the module imports from the runtime's bindings under its own public names: the
 #: declarations that are the same for every agent.
 _SHARED = (
-    "ApprovalAnswer", "ApprovalDecision", "ApprovalResultIntent", "AuwgentLimits", "AuwgentRetry",
-    "AuwgentSession", "AuwgentTimeouts", "ErrorIntent", "HandoffCompleteIntent", "IntentControl",
-    "MaybeAwaitable", "MiddlewareContext", "PartialIntent", "ResponseTextIntent",
-    "ResponseTextPartialIntent", "ToolErrorIntent",
+    "ApprovalAnswer", "ApprovalDecision", "ApprovalResultIntent", "AuwgentCodeLimits",
+    "AuwgentLimits", "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "ErrorIntent",
+    "HandoffCompleteIntent", "IntentControl", "MaybeAwaitable", "MiddlewareContext",
+    "PartialIntent", "ResponseTextIntent", "ResponseTextPartialIntent", "ToolErrorIntent",
 )  # fmt: skip
 #: ... and what it imports under a private name: the base classes and the functions it calls.
 _RUNTIME = ("Middleware", "RuntimeConfig", "Tools", "TypedAgent", "create", "placeholders")

@@ -276,6 +276,9 @@ class _AgentLowering:
         if fallback is not None and isinstance(fallback.value.terms[0], n.ArrayExpr):
             elements = fallback.value.terms[0].items
             lowered["fallback"] = cast("list[m.Model]", [lower_model(low, e) for e in elements])
+        code_mode = config.entry("codeMode")
+        if code_mode is not None:  # only when given: configs without it keep their IR (and hash)
+            lowered["codeMode"] = _literal_term(code_mode.value) is True
         return lowered
 
     def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> m.Type:

@@ -320,6 +320,7 @@ class _Config(TypedDict):
 
 class Config(_Config, total=False):
     fallback: list[Model]
+    codeMode: bool
 
 
 class Approval(TypedDict):

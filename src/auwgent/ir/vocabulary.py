@@ -277,6 +277,7 @@ CONFIG_BLOCK_KEYS: tuple[str, ...] = (
     "description",
     "maxToolLoops",
     "protocol",
+    "codeMode",
 )
 
 #: The keys of the runtime config given to ``auwgent({...})`` (docs/runtime.md).
@@ -306,6 +307,8 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
     "strict",
     "approver",
     "approvals",
+    "codeMode",
+    "codeLimits",
 )
 
 # -- API keys ------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
+from auwgent.runtime import code_mode
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
     config_names,
@@ -103,6 +104,8 @@ class AgentCore:
         self.registry = ToolRegistry(options.tools, declared_tools(doc))
         self.middleware = MiddlewareChain(options.middleware)
         self.approver: Any = options.approver
+        if code_mode.wanted(options, doc):
+            code_mode.require()
         self.stores = _session_stores(options.middleware)
         self.handlers = HandlerSet()
         self.partial_handlers = HandlerSet()
@@ -220,7 +223,12 @@ class AgentCore:
     # -- what the model sees -----------------------------------------------------------------
 
     def contract(self, inv: Invocation) -> Contract:
-        key = (inv.name, tuple(t["name"] for t in inv.tools), inv.handoff == "user")
+        key = (
+            inv.name,
+            inv.config_name,
+            tuple(t["name"] for t in inv.tools),
+            inv.handoff == "user",
+        )
         found = self._contracts.get(key)
         if found is None:
             found = self._contracts[key] = self._build_contract(inv)
@@ -270,7 +278,7 @@ class AgentCore:
         intents: tuple[Mapping[str, Any], ...] = tuple(agent["intents"])
         if inv.handoff == "user":
             intents += (_COMPLETE_SPEC,)
-        return Contract(
+        contract = Contract(
             agent=agent["name"],
             callables=tuple(specs),
             intents=intents,
@@ -278,6 +286,9 @@ class AgentCore:
             types=types,
             examples=tuple(_declared_order(e, specs) for e in agent.get("examples", ())),
         )
+        if code_mode.enabled(self.options, agent, inv.config_name):
+            return code_mode.code_contract(contract)  # one callable: execute_code
+        return contract
 
     def request_parts(
         self, codec: Codec, contract: Contract

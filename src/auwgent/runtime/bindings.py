@@ -48,6 +48,7 @@ __all__ = [
     "ApprovalAnswer",
     "ApprovalDecision",
     "ApprovalResultIntent",
+    "AuwgentCodeLimits",
     "AuwgentLimits",
     "AuwgentRetry",
     "AuwgentSession",
@@ -206,6 +207,15 @@ class AuwgentLimits(TypedDict, total=False):
     responseBytes: int
 
 
+class AuwgentCodeLimits(TypedDict, total=False):
+    """Code mode's limits per execute_code call (seconds, bytes, calls, characters)."""
+
+    timeout: float
+    memory: int
+    maxCalls: int
+    maxOutput: int
+
+
 class RuntimeConfig(TypedDict, total=False):
     """The runtime config keys every agent accepts (docs/runtime.md); a generated
     ``AuwgentConfig`` adds the keys typed by its agent (apiKeys, context, tools, ...)."""
@@ -224,6 +234,9 @@ class RuntimeConfig(TypedDict, total=False):
     retry: AuwgentRetry
     timeouts: AuwgentTimeouts
     limits: AuwgentLimits
+    #: Code mode for every agent (docs/code-mode.md).
+    codeMode: bool
+    codeLimits: AuwgentCodeLimits
     httpClient: httpx.AsyncClient
     #: "defer": every gated call pauses the run for agent.resume().
     approvals: Literal["ask", "defer"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
-from auwgent.runtime import schema
+from auwgent.runtime import origin, schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
@@ -139,6 +139,10 @@ class CallRunner:
         )
         if verdict is not None:
             return await self.decided(inv, kind, name, verdict, event.call_id)
+        if contract.code_api is not None:  # code mode: the one callable, execute_code
+            from auwgent.runtime.code_mode import execute
+
+            return await execute(self, inv, contract, str(args["code"]), event.call_id)
         return await self._execute(inv, kind, name, args, event.call_id)
 
     async def decided(
@@ -230,7 +234,7 @@ class CallRunner:
         is validated like an output.
         """
         types = self.run.core.doc["types"]
-        value = _parsed_result(result, returns, types)
+        value = schema.parsed_result(result, returns, types)
         errors = schema.validate(value, returns, types)
         if errors:
             expected = schema.describe(returns, types)
@@ -382,7 +386,8 @@ class CallRunner:
             handoff=use["handoff"],
             grant=use["tools"],
         )
-        result = await self.run.invoke(child)
+        with origin.outside():  # the helper's own calls are not the code's
+            result = await self.run.invoke(child)
         self.run.ctx["activeAgent"] = inv.name
         if result.status == "error":
             message = f"helper {name} failed: {result.error}"
@@ -476,19 +481,3 @@ def _check_args(
 ) -> list[str]:
     obj = {"kind": "object", "fields": list(params)}
     return schema.validate(args, obj, types, path="$")
-
-
-def _parsed_result(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
-    """A JSON-string result of a tool declared to return structured data, decoded for workflows."""
-    if not isinstance(result, str):
-        return result
-    try:
-        kind = schema.resolve(returns, types)["kind"]
-    except KeyError:
-        return result
-    if kind in ("object", "array", "union", "number", "boolean"):
-        try:
-            return json.loads(result)
-        except ValueError:
-            return result
-    return result

@@ -14,7 +14,10 @@ default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (se
 :mod:`auwgent.runtime.loops`), ``budget`` (``{tokens, requests, conversationTokens,
 conversationRequests}``), ``tracing`` / ``tracerProvider`` (see :mod:`auwgent.runtime.tracing`),
 ``approver`` (a function deciding on calls marked ``@approval``) and ``approvals`` (``"ask"``,
-the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``).
+the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``),
+``codeMode`` (``True`` / ``False``: code mode for every agent, over the DSL's ``codeMode``)
+and ``codeLimits`` ``{timeout, memory, maxCalls, maxOutput}`` (see
+:mod:`auwgent.runtime.code_mode`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,50 @@ __all__ = [
 ]
 
 CONFIG_KEYS = RUNTIME_CONFIG_KEYS
+
+_CODE_LIMIT_KEYS = ("timeout", "memory", "maxCalls", "maxOutput")
+
+
+@dataclass(frozen=True, slots=True)
+class CodeLimits:
+    """``"codeLimits"``: per ``execute_code`` call.
+
+    ``timeout``: seconds the code itself may run (time spent in ``api`` calls, which have their
+    own limits, does not count; nor may sleeps add up to more); ``memory``: bytes of the
+    sandbox's heap; ``max_calls``: ``api`` calls; ``max_output``: characters of printed
+    output (and of the value and error) returned to the model. Monty's recursion limit (1000
+    frames) applies too.
+    """
+
+    timeout: float = 10.0
+    memory: int = 100_000_000
+    max_calls: int = 50
+    max_output: int = 20_000
+
+
+def parse_code_limits(value: Any) -> CodeLimits:
+    """The checked ``"codeLimits"`` object (defaults for what it leaves out)."""
+    if value is None:
+        return CodeLimits()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"codeLimits: expected an object, got {type(value).__name__}")
+    for key in value:
+        if key not in _CODE_LIMIT_KEYS:
+            raise _unknown_key("codeLimits.", str(key), _CODE_LIMIT_KEYS)
+    default = CodeLimits()
+
+    def get(key: str, fallback: Any, integer: bool) -> Any:
+        minimum = 0.001 if key == "timeout" else 1
+        given = value.get(key, fallback)
+        return _number(f"codeLimits.{key}", given, integer=integer, minimum=minimum)
+
+    return CodeLimits(
+        timeout=float(get("timeout", default.timeout, False)),
+        memory=get("memory", default.memory, True),
+        max_calls=get("maxCalls", default.max_calls, True),
+        max_output=get("maxOutput", default.max_output, True),
+    )
+
 
 DEFAULT_MAX_TOOL_LOOPS = 10
 DEFAULT_MAX_OUTPUT_RETRIES = 2
@@ -88,6 +135,8 @@ class RuntimeOptions:
     strict: bool = True
     approver: Any = None
     approvals: str = "ask"
+    code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
+    code_limits: CodeLimits = field(default_factory=CodeLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +274,9 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     approvals = config.get("approvals", "ask")
     if approvals not in ("ask", "defer"):
         raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
+    code_mode = config.get("codeMode")
+    if code_mode is not None and not isinstance(code_mode, bool):
+        raise ConfigError(f"codeMode: expected true or false, got {code_mode!r}")
     return RuntimeOptions(
         api_keys=config.get("apiKeys"),
         context=config.get("context"),
@@ -234,6 +286,8 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         provider=config.get("provider"),
         tracing=config.get("tracing"),
         tracer_provider=config.get("tracerProvider"),
+        code_mode=code_mode,
+        code_limits=parse_code_limits(config.get("codeLimits")),
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         approver=approver,

@@ -24,7 +24,7 @@ from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError
-from auwgent.runtime import approvals, schema
+from auwgent.runtime import approvals, origin, schema
 from auwgent.runtime.calls import (
     CALL_KINDS,
     AgentResult,
@@ -568,6 +568,7 @@ class Run:
         is a skip: a call is never run on an unfinished decision.
         """
         core = self.core
+        value = origin.mark(value)  # "via": "execute_code" for the calls of code mode
         if self.turn is not None:
             self.turn["intents"].append({"name": name, "value": value, "agent": agent_name})
         if self.trace is not None and isinstance(value, Mapping):

@@ -538,3 +538,20 @@ def _example(type_: IRType, types: Types, stack: tuple[str, ...]) -> Any:
 def _recurs(type_: IRType, types: Types, stack: tuple[str, ...]) -> bool:
     """Whether expanding ``type_`` would meet a named type already being expanded."""
     return any(name in stack for name in referenced_types(type_, types))
+
+
+def parsed_result(result: Any, returns: IRType, types: Types) -> Any:
+    """A JSON-string result of a callable declared to return structured data, decoded (for
+    workflows and code mode); anything else as it is."""
+    if not isinstance(result, str):
+        return result
+    try:
+        kind = resolve(returns, types)["kind"]
+    except KeyError:
+        return result
+    if kind in ("object", "array", "union", "number", "boolean"):
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+    return result

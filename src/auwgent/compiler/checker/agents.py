@@ -339,6 +339,8 @@ def check_config(cx: Context, config: n.ConfigBlock, env: Env) -> None:
             prompts.check_max_tool_loops(cx, entry)
         elif key == "protocol":
             prompts.check_protocol(cx, entry)
+        elif key == "codeMode":
+            prompts.check_code_mode(cx, entry)
         elif key == "description" and not config.is_default:
             cx.report(
                 "E2024",

@@ -290,6 +290,19 @@ def check_max_tool_loops(cx: Context, entry: n.ConfigEntry) -> None:
         )
 
 
+def check_code_mode(cx: Context, entry: n.ConfigEntry) -> None:
+    term = _single_term(cx, entry.value, "codeMode")
+    if term is None:
+        return
+    if not (isinstance(term, n.Literal) and isinstance(term.value, bool)):
+        cx.report(
+            "E2027",
+            "`codeMode` must be true or false",
+            term.span,
+            help="`codeMode: true` offers the model one `execute_code` tool (docs/code-mode.md)",
+        )
+
+
 def check_protocol(cx: Context, entry: n.ConfigEntry) -> None:
     term = _single_term(cx, entry.value, "protocol")
     if term is None:

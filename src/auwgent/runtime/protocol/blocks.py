@@ -15,6 +15,7 @@ partial after every chunk).
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -169,6 +170,7 @@ class _Target:
     fields: Sequence[IRField] = ()
     type_: IRType | None = None  # response_schema: the variant's type
     single: str | None = None  # a lone string parameter that may take the whole body
+    raw_body: bool = False  # the body is that parameter's value as it is (code mode)
 
 
 @dataclass(slots=True)
@@ -426,7 +428,9 @@ class BlocksDecoder:
             what = _CALL_KINDS[word].capitalize()
             return None, f"{what} not found: {name} (not available here; {self._allowed()})"
         kind = section.BLOCK_KIND[spec.kind]
-        return _Target(KINDS[kind], spec.name, spec.params, single=_single_string(spec)), None
+        single = _single_string(spec)
+        target = _Target(KINDS[kind], spec.name, spec.params, single=single, raw_body=spec.raw_body)
+        return target, None
 
     def _resolve_schema(self, name: str | None) -> tuple[_Target | None, str | None]:
         variants = section.output_variants(self.contract)
@@ -643,6 +647,17 @@ def _single_string(spec: CallableSpec) -> str | None:
     return None
 
 
+def raw_value(body: str) -> str:
+    """A raw body's value: without a surrounding code fence and common indentation."""
+    lines = body.strip("\r\n").splitlines()
+    if lines and lines[0].lstrip().startswith(("```", "~~~")):
+        fence = lines[0].lstrip()[:3]
+        lines = lines[1:]
+        if lines and lines[-1].strip().startswith(fence) and not lines[-1].strip().strip(fence[0]):
+            lines = lines[:-1]
+    return textwrap.dedent("\n".join(lines)).strip("\n").rstrip()
+
+
 def _label(target: _Target) -> str:
     word = {"response_schema": "schema", "custom": "custom"}.get(target.kind, target.kind)
     return f"[{word}: {target.name}]" if target.name else f"[{word}]"
@@ -686,6 +701,9 @@ def _args(
     here would hand the call text it never asked for)."""
     streaming = partial is not None
     single = target.single
+    if target.raw_body and single is not None:
+        # Code arrives whole: a partial would show lines the final (unfenced) value lacks.
+        return {} if streaming else {single: raw_value(body)}
     if single is not None and not looks_structured(body, single):
         if streaming and "\n" not in body.lstrip():
             return {}  # the first line is still being typed: it may yet read as `name: ...`

@@ -42,6 +42,19 @@ class CallableSpec:
     configured: bool = True  # False: no implementation; description gets "[NOT CONFIGURED]"
     examples: tuple[Mapping[str, Any], ...] = ()  # the tool's own @example argument objects
     approval: Mapping[str, Any] | None = None  # IR Approval ({"timeout"}) when @approval
+    # Its lone string parameter takes a block's body as it is (code mode's ``execute_code``):
+    # no field parsing; a surrounding code fence and common indentation are removed.
+    raw_body: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CodeApi:
+    """Code mode (docs/code-mode.md): the model's one callable is ``execute_code``; its code
+    calls ``callables`` as functions of a sandboxed module ``api``."""
+
+    callables: tuple[CallableSpec, ...]  # what the agent may call, as without code mode
+    stub: str  # the module's typed Python stub (.pyi source)
+    section: str  # the system prompt's part that teaches it (stub included)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,7 @@ class Contract:
     output: IRType  # {"kind": "text"} or a structured type
     types: Mapping[str, IRType]  # the IR document's named types
     examples: tuple[Mapping[str, Any], ...] = ()  # IR Example dicts, already selected
+    code_api: CodeApi | None = None  # set in code mode: ``callables`` is then execute_code
 
     def callable(self, kind: CallKind, name: str) -> CallableSpec | None:
         for spec in self.callables:

@@ -385,6 +385,8 @@ class NativeCodec:
     def system_section(self, contract: Contract) -> str:
         """A short note: how to answer a union output, and the selected examples."""
         parts: list[str] = []
+        if contract.code_api is not None:
+            parts.append(contract.code_api.section)
         if len(section.output_variants(contract)) > 1:
             names = ", ".join(
                 function_name("response_schema", n) for n, _ in section.output_variants(contract)

@@ -222,6 +222,8 @@ def blocks_section(contract: Contract) -> str:
     parts = [_INTRO]
     if contract.callables:
         parts.append(_calls_text(contract))
+    if contract.code_api is not None:
+        parts.append(contract.code_api.section)
     parts.append(_FRAMING)
     if contract.intents:
         lines = ["Intents: emit one as `[custom: Name]` with its fields as lines."]

@@ -34,6 +34,7 @@ import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from auwgent.runtime.code_mode import EXECUTE_CODE
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
 from auwgent.runtime.protocol.native import function_name, parse_function_name
 from auwgent.runtime.protocol.section import output_variants
@@ -174,6 +175,8 @@ def _tool_calls(
 
 
 def _example_args(spec: CallableSpec, contract: Contract) -> dict[str, Any]:
+    if spec.raw_body and contract.code_api is not None:
+        return {"code": _example_code(contract)}  # code mode's execute_code
     required = [p["name"] for p in spec.params if not p.get("optional", False)]
     for example in spec.examples:
         # The tool's own @example, when it gives every required argument (the checker has
@@ -188,8 +191,26 @@ def _example_args(spec: CallableSpec, contract: Contract) -> dict[str, Any]:
     return args
 
 
+def _example_code(contract: Contract) -> str:
+    """Code mode: a program calling each configured tool of ``api`` once."""
+    assert contract.code_api is not None
+    calls = []
+    for spec in contract.code_api.callables:
+        if spec.kind == "tool" and spec.configured:
+            args = ", ".join(f"{k}={v!r}" for k, v in _example_args(spec, contract).items())
+            calls.append(f"api.{spec.name}({args})")
+    return "import api\n[" + ", ".join(calls) + "]"
+
+
 def _call_blocks(calls: Sequence[NativeCall]) -> str:
-    return "\n\n".join(block_text("tool_call", call.name, call.arguments) for call in calls)
+    return "\n\n".join(_call_block(call) for call in calls)
+
+
+def _call_block(call: NativeCall) -> str:
+    arguments = call.arguments
+    if call.name == EXECUTE_CODE and isinstance(arguments, Mapping):
+        return f"[tool_call: {EXECUTE_CODE}]\n{arguments['code']}\n[/tool_call]"  # the code as is
+    return block_text("tool_call", call.name, arguments)
 
 
 # -- answering -------------------------------------------------------------------------------

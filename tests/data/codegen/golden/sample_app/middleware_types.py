@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypedDict, Union
 
 from auwgent.runtime.bindings import (
-    ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentLimits, AuwgentRetry,
-    AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent, IntentControl,
-    MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
+    ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentCodeLimits, AuwgentLimits,
+    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent,
+    IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
     ResponseTextPartialIntent, ToolErrorIntent,
 )
 from auwgent.runtime.bindings import (
@@ -28,14 +28,14 @@ __all__ = [
     "AgentName", "ApprovalAnswer", "ApprovalDecision", "ApprovalRequestIntent",
     "ApprovalResultIntent", "Approver", "AuwgentAgent", "AuwgentApiKeys",
     "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
-    "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware", "AuwgentRetry",
-    "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION", "ConfigName",
-    "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent", "HelperName", "HelperResultIntent",
-    "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl", "IntentName", "MaybeAwaitable",
-    "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName", "ROOT_AGENT",
-    "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent", "ToolCallIntent",
-    "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent",
-    "WorkflowName", "WorkflowResultIntent", "auwgent",
+    "AuwgentCodeLimits", "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware",
+    "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION",
+    "ConfigName", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent", "HelperName",
+    "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl", "IntentName",
+    "MaybeAwaitable", "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName",
+    "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent",
+    "ToolCallIntent", "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent",
+    "WorkflowCallIntent", "WorkflowName", "WorkflowResultIntent", "auwgent",
 ]
 
 

@@ -3,6 +3,7 @@
 // tools, middleware, named config); running never throws for what a model, a tool or a
 // handler does: failures become `error` / `tool_error` intents and the session is returned.
 
+import { createHash } from "node:crypto";
 import { BlocksCodec, type Codec } from "./blocks.js";
 import {
   closest,
@@ -113,19 +114,32 @@ class MiddlewareChain {
   }
 }
 
+/**
+ * Implementations by tool name, from the runtime config's `tools` object. Every one is checked
+ * against its declarations when the agent is created: unknown names (with the closest declared
+ * one), values that are not functions, and parameters a destructured args object takes that
+ * the declaration does not give (or gives and it does not take). All problems are reported in
+ * one ConfigError.
+ */
 class ToolRegistry {
   private impls = new Map<string, Fn>();
-  constructor(tools: unknown, declared: string[]) {
+  constructor(tools: unknown, declared: Map<string, Record<string, any>[]>) {
     if (tools == null) return;
     if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
+    const problems: string[] = [];
+    const names = [...declared.keys()];
     for (const [name, fn] of Object.entries(tools as Record<string, unknown>)) {
-      if (!declared.includes(name)) {
-        const hint = closest(name, declared);
-        throw new ConfigError(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
+      if (!declared.has(name)) {
+        const hint = closest(name, names);
+        problems.push(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
+      } else if (typeof fn !== "function") problems.push(`tools.${name}: expected a function, got ${fn === null ? "null" : typeof fn}`);
+      else {
+        this.impls.set(name, fn as Fn);
+        problems.push(...signatureProblems(name, fn as Fn, declared.get(name)!));
       }
-      if (typeof fn !== "function") throw new ConfigError(`tools.${name}: expected a function, got ${typeof fn}`);
-      this.impls.set(name, fn as Fn);
     }
+    if (problems.length === 1) throw new ConfigError(problems[0]!);
+    if (problems.length) throw new ConfigError(`tools: ${problems.length} problems with the tool implementations:\n` + problems.map((p) => `  - ${p}`).join("\n"));
   }
   has(name: string): boolean {
     return this.impls.has(name);
@@ -135,13 +149,93 @@ class ToolRegistry {
   }
 }
 
-function declaredToolNames(doc: Record<string, any>): string[] {
-  const names: string[] = [];
+/** Every declaration of every tool of the document, by name. */
+function declaredTools(doc: Record<string, any>): Map<string, Record<string, any>[]> {
+  const found = new Map<string, Record<string, any>[]>();
+  const add = (t: Record<string, any>) => found.set(t.name, [...(found.get(t.name) ?? []), t]);
   for (const agent of Object.values<any>(doc.agents)) {
-    for (const t of agent.tools) if (!names.includes(t.name)) names.push(t.name);
-    for (const w of agent.workflows) for (const t of w.tools) if (!names.includes(t.name)) names.push(t.name);
+    for (const t of agent.tools) add(t);
+    for (const w of agent.workflows) for (const t of w.tools) add(t);
   }
-  return names;
+  return found;
+}
+
+/** What keeps `fn` from reading the declared parameters from its args object. */
+function signatureProblems(name: string, fn: Fn, declarations: Record<string, any>[]): string[] {
+  if (fn.length > 1) return [`tools.${name}: the implementation takes ${fn.length} parameters; a tool takes one args object ({ ${declarations[0]!.params.map((p: any) => p.name).join(", ")} })`];
+  const takes = destructured(fn);
+  if (takes === null) return []; // (args) => ..., a rest element, or source it cannot read
+  const problems: string[] = [];
+  const shapes = new Set(declarations.map((d) => JSON.stringify(d.params.map((p: any) => p.name))));
+  for (const shape of shapes) {
+    const params: string[] = JSON.parse(shape);
+    const parts = params.filter((p) => !takes.has(p)).map((p) => `missing parameter '${p}'`);
+    parts.push(...[...takes].filter(([key, required]) => required && !params.includes(key)).map(([key]) => key).sort().map((p) => `unknown parameter '${p}'`));
+    if (parts.length) problems.push(`tools.${name}: the implementation does not match the declaration ${name}(${params.join(", ") || "no parameters"}): ` + parts.join("; "));
+  }
+  return problems;
+}
+
+/**
+ * The keys a function's first parameter destructures (`({ a, b = 1 }) => ...`), each with
+ * whether it is required (has no default); null when it takes its args object whole, has a
+ * rest element or a computed key, or its source cannot be read.
+ */
+function destructured(fn: Fn): Map<string, boolean> | null {
+  let source: string;
+  try {
+    source = Function.prototype.toString.call(fn);
+  } catch {
+    return null;
+  }
+  const open = source.indexOf("(");
+  // `args => ...` takes its object whole: a "(" after an arrow or a brace is the body's.
+  if (open < 0 || /=>|\{/.test(source.slice(0, open))) return null;
+  let i = open + 1;
+  while (/\s/.test(source[i] ?? "")) i++;
+  if (source[i] !== "{") return null;
+  // Split the pattern's top level by commas, skipping nested brackets and strings.
+  const entries: string[] = [];
+  let depth = 0;
+  let start = i + 1;
+  for (i = i + 1; i < source.length; i++) {
+    const ch = source[i]!;
+    if (ch === '"' || ch === "'" || ch === "`") {
+      for (i++; i < source.length && source[i] !== ch; i++) if (source[i] === "\\") i++;
+    } else if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) {
+      if (depth === 0) {
+        entries.push(source.slice(start, i));
+        break;
+      }
+      depth--;
+    } else if (ch === "," && depth === 0) {
+      entries.push(source.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (i >= source.length) return null;
+  const keys = new Map<string, boolean>();
+  for (const raw of entries) {
+    const entry = raw.trim();
+    if (!entry) continue;
+    const m = /^([A-Za-z_$][\w$]*)\s*([:=]?)/.exec(entry);
+    if (entry.startsWith("...") || !m) return null;
+    // `key = default` or `key: target = default` (a default at the top level of the entry).
+    keys.set(m[1]!, !topLevelDefault(entry));
+  }
+  return keys;
+}
+
+function topLevelDefault(entry: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < entry.length; i++) {
+    const ch = entry[i]!;
+    if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) depth--;
+    else if (ch === "=" && depth === 0 && entry[i + 1] !== ">" && entry[i + 1] !== "=" && entry[i - 1] !== "=") return true;
+  }
+  return false;
 }
 
 /**
@@ -264,7 +358,7 @@ export class AgentCore {
     this.providerOverride = override ?? null;
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
-    this.registry = new ToolRegistry(config.tools, declaredToolNames(doc));
+    this.registry = new ToolRegistry(config.tools, declaredTools(doc));
     this.middleware = new MiddlewareChain(config.middleware);
     this.wantsPartials = this.middleware.hasPartial;
     this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
@@ -299,7 +393,7 @@ export class AgentCore {
       const name = providerKey(model);
       const apiKey = this.apiKeys[name] ?? null;
       const base = resolveBaseUrl(model, this.options.baseUrls);
-      const http = { retry: this.options.retry, timeouts: this.options.timeouts };
+      const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits };
       if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
       else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http, this.options.strict);
       else if (model.provider === "custom") {
@@ -521,6 +615,63 @@ export interface IRMeta {
   irHash: string;
   compilerVersion: string;
   irVersion: number;
+  /** JSON pointers of the IR's whole-number floats (`1.0`), which a JavaScript value cannot
+   * tell from integers: the hash is taken over the IR as the compiler wrote it. */
+  floats?: readonly string[];
+}
+
+/** The IR's hash as the compiler computes it: SHA-256 over its canonical JSON (sorted keys,
+ * no spaces, Python's number forms) without the `hash` key. */
+export function irHash(doc: Record<string, any>, floats: readonly string[] = []): string {
+  const body = { ...doc };
+  delete body.hash;
+  return "sha256:" + createHash("sha256").update(canonicalJson(body, new Set(floats), "")).digest("hex");
+}
+
+function canonicalJson(value: unknown, floats: Set<string>, path: string): string {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "number") return floats.has(path) || !Number.isInteger(value) ? pyFloat(value) : BigInt(value).toString();
+  if (Array.isArray(value)) return "[" + value.map((v, i) => canonicalJson(v, floats, `${path}/${i}`)).join(",") + "]";
+  const object = value as Record<string, unknown>;
+  return (
+    "{" +
+    Object.keys(object)
+      .sort(byCodePoint)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(object[k], floats, `${path}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`)}`)
+      .join(",") +
+    "}"
+  );
+}
+
+function byCodePoint(a: string, b: string): number {
+  const x = [...a].map((c) => c.codePointAt(0)!);
+  const y = [...b].map((c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+/** Python's repr of a float: the shortest digits that read back, positional from 1e-4 to
+ * 1e16, else `d.dddde+XX`; whole numbers end in `.0`. */
+function pyFloat(value: number): string {
+  if (!Number.isFinite(value)) throw new ConfigError(`ir: ${value} is not a JSON number`);
+  const [mantissa, exp] = value.toExponential().split("e") as [string, string];
+  const exponent = Number(exp);
+  const negative = mantissa.startsWith("-");
+  const digits = mantissa.replace("-", "").replace(".", "");
+  let text: string;
+  if (exponent >= -5 + 1 && exponent < 16) {
+    if (exponent >= 0) {
+      const whole = digits.slice(0, exponent + 1).padEnd(exponent + 1, "0");
+      const fraction = digits.slice(exponent + 1);
+      text = `${whole}.${fraction || "0"}`;
+    } else text = `0.${"0".repeat(-exponent - 1)}${digits}`;
+  } else {
+    const rest = digits.slice(1);
+    text = `${digits[0]}${rest ? `.${rest}` : ""}e${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  }
+  return negative ? `-${text}` : text;
 }
 
 function versionTuple(text: string): number[] {
@@ -545,7 +696,8 @@ export function createAgent(ir: string | Record<string, any>, config: Record<str
   const regen = "regenerate the bindings with `auwgent generate`";
   if (meta.irVersion !== IR_VERSION || doc.ir_version !== IR_VERSION)
     throw new ConfigError(`ir_version: the generated module holds IR version ${doc.ir_version ?? meta.irVersion}, but this runtime reads version ${IR_VERSION}; ${regen}`);
-  if (doc.hash != null && doc.hash !== meta.irHash) throw new ConfigError(`ir_hash: the embedded IR does not match its hash; ${regen}`);
+  if (doc.hash !== meta.irHash || irHash(doc, meta.floats) !== meta.irHash)
+    throw new ConfigError(`ir_hash: the embedded IR does not match its hash (it was edited after it was generated, or the module was changed by hand); ${regen}`);
   const compiled = versionTuple(meta.compilerVersion);
   const runtime = versionTuple(RUNTIME_VERSION);
   if (compiled[0] !== runtime[0] || compiled[1]! > runtime[1]!)

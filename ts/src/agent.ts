@@ -247,7 +247,25 @@ export function nowLine(now = new Date(), zone: string | null = null): string {
   const second = Math.floor(now.getTime() / 1000);
   if (second === lastNow[0] && zone === lastNow[2]) return lastNow[1];
   const fields: Record<string, string> = {};
-  const format = new Intl.DateTimeFormat("en-US", {
+  const key = zone ?? "";
+  let format = FORMATS.get(key);
+  if (!format) FORMATS.set(key, (format = dateFormat(zone)));
+  for (const part of format.formatToParts(now)) fields[part.type] = part.value;
+  const [y, mo, d, h, mi, se] = [fields.year, fields.month, fields.day, fields.hour, fields.minute, fields.second].map(Number) as number[];
+  const p = (n: number) => String(n).padStart(2, "0");
+  const offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) - second * 1000) / 60000);
+  const sign = offset < 0 ? "-" : "+";
+  const iso = `${y}-${p(mo!)}-${p(d!)}T${p(h!)}:${p(mi!)}:${p(se!)}${sign}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
+  const line = `Current date and time: ${iso} (${fields.weekday}, ${p(d!)} ${MONTHS[mo! - 1]} ${y} ${p(h!)}:${p(mi!)} ${fields.timeZoneName})`;
+  lastNow = [second, line, zone];
+  return line;
+}
+
+// Making a formatter costs far more than using one (a quarter of a millisecond): one per zone.
+const FORMATS = new Map<string, Intl.DateTimeFormat>();
+
+function dateFormat(zone: string | null): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-US", {
     timeZone: zone ?? undefined,
     hourCycle: "h23",
     year: "numeric",
@@ -259,15 +277,6 @@ export function nowLine(now = new Date(), zone: string | null = null): string {
     weekday: "long",
     timeZoneName: "short",
   });
-  for (const part of format.formatToParts(now)) fields[part.type] = part.value;
-  const [y, mo, d, h, mi, se] = [fields.year, fields.month, fields.day, fields.hour, fields.minute, fields.second].map(Number) as number[];
-  const p = (n: number) => String(n).padStart(2, "0");
-  const offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) - second * 1000) / 60000);
-  const sign = offset < 0 ? "-" : "+";
-  const iso = `${y}-${p(mo!)}-${p(d!)}T${p(h!)}:${p(mi!)}:${p(se!)}${sign}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
-  const line = `Current date and time: ${iso} (${fields.weekday}, ${p(d!)} ${MONTHS[mo! - 1]} ${y} ${p(h!)}:${p(mi!)} ${fields.timeZoneName})`;
-  lastNow = [second, line, zone];
-  return line;
 }
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 // Formatting costs more than reading the clock: the line is made once per second (and zone).

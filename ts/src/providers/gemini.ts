@@ -275,16 +275,20 @@ export class GeminiProvider implements Provider {
     return retryUnstarted(() => this.once(request, body, call), call);
   }
 
-  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent> {
+  /** One attempt: its events, those of one network read together. */
+  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
     const decoder = new Decoder(this.name, this.signatures);
     const response = await this.post(request.model, request.stream ? "streamGenerateContent?alt=sse" : "generateContent", body, call);
     if (request.stream && isEventStream(response)) {
-      for await (const data of sse(response, call)) for (const event of decoder.feed(parseChunk(data, this.name))) yield event;
+      for await (const batch of sse(response, call)) {
+        const events = batch.flatMap((data) => decoder.feed(parseChunk(data, this.name)));
+        if (events.length) yield events;
+      }
     } else {
       const payload = await readJson(response, call);
-      for (const item of Array.isArray(payload) ? payload : [payload]) for (const event of decoder.feed(item)) yield event;
+      yield (Array.isArray(payload) ? payload : [payload]).flatMap((item) => decoder.feed(item));
     }
-    for (const event of decoder.close()) yield event;
+    yield decoder.close();
   }
 
   /**

@@ -174,13 +174,16 @@ export function retryInfoDelay(body: string): number | null {
   return null;
 }
 
-/** The `data:` payloads of a server-sent event stream, in order. */
-export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string> {
+/** The `data:` payloads of a server-sent event stream, in order, those of one network read
+ * together (every layer of async generators costs a resumption per item). */
+export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string[]> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   let data: string[] = [];
-  let size = 0; // bytes of the current event's data lines
+  // At most the bytes of the current event's data lines: counted exactly (a UTF-8 count) only
+  // when the bound passes the cap.
+  let size = 0;
   let left = s.limits.responseBytes;
   const cap = s.limits.eventBytes;
   // One timer for the whole stream, pushed back after every read: a stall cancels the read.
@@ -190,6 +193,8 @@ export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<
     stopped ??= why;
     reader.cancel().catch(() => undefined);
   };
+  // The event's data lines as received ("data: " included, about a byte each way).
+  const exact = () => (data.length ? Buffer.byteLength(data.join("\n")) + 6 * data.length : 0);
   const timer = setTimeout(() => stop("stalled"), s.timeouts.idle * 1000);
   const deadline = setTimeout(() => stop("late"), Math.max(0, s.deadline - performance.now()));
   try {
@@ -206,27 +211,31 @@ export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<
       left -= chunk.value.byteLength;
       if (left < 0) throw tooLarge(s, "the response", s.limits.responseBytes, "limits.responseBytes");
       buffer += decoder.decode(chunk.value, { stream: true });
+      const out: string[] = [];
       let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        let line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
+      let from = 0;
+      while ((nl = buffer.indexOf("\n", from)) >= 0) {
+        let line = buffer.slice(from, nl);
+        from = nl + 1;
         if (line.endsWith("\r")) line = line.slice(0, -1);
         if (line === "") {
-          if (data.length) yield data.join("\n");
+          if (data.length) out.push(data.length === 1 ? data[0]! : data.join("\n"));
           data = [];
           size = 0;
         } else if (line.startsWith("data:")) {
-          size += Buffer.byteLength(line);
-          if (size > cap) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
+          size += line.length * 3 + 1;
           data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+          if (size > cap && (size = exact()) > cap) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
         }
       }
+      buffer = from ? buffer.slice(from) : buffer;
       // The start of a line still arriving counts too.
-      if (overCap(buffer, cap - size)) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
+      if (overCap(buffer, cap - size) && overCap(buffer, cap - (size = exact()))) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
+      if (out.length) yield out;
     }
     if (stopped === "late") throw pastDeadline(s);
     if (stopped === "stalled") throw new ProviderError(s.provider, `the stream stalled for more than ${s.timeouts.idle} s`);
-    if (data.length) yield data.join("\n");
+    if (data.length) yield [data.join("\n")];
   } finally {
     clearTimeout(timer);
     clearTimeout(deadline);
@@ -283,18 +292,20 @@ export async function readJson(response: Response, s: HttpSettings): Promise<any
 }
 
 /**
- * Run `once` again when it fails before producing its first event with a retryable error
- * (a connection dropped right after the headers); once an event is out, nothing is retried.
+ * The items of `once` (which yields them in batches), run again when it fails before
+ * producing its first item with a retryable error (a connection dropped right after the
+ * headers); once an item is out, nothing is retried.
  */
-export async function* retryUnstarted<T>(once: () => AsyncGenerator<T>, s: HttpSettings): AsyncGenerator<T> {
+export async function* retryUnstarted<T>(once: () => AsyncGenerator<T[]>, s: HttpSettings): AsyncGenerator<T> {
   const retry = s.retry;
   for (let attempt = 1; ; attempt++) {
     let started = false;
     try {
-      for await (const item of once()) {
-        started = true;
-        yield item;
-      }
+      for await (const items of once())
+        for (const item of items) {
+          started = true;
+          yield item;
+        }
       return;
     } catch (error) {
       if (started || attempt >= retry.attempts || !(error instanceof ProviderError) || !error.retryable) throw error;

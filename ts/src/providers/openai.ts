@@ -226,7 +226,8 @@ export class OpenAIProvider implements Provider {
     return retryUnstarted(() => this.once(request, body, call), call);
   }
 
-  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent> {
+  /** One attempt: its events, those of one network read together. */
+  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
     const name = this.name;
     const response = await post(`${this.baseUrl}/chat/completions`, body, this.headers(), call);
     if (!(request.stream && isEventStream(response))) {
@@ -236,33 +237,37 @@ export class OpenAIProvider implements Provider {
       const calls = new CallIds(name, body);
       calls.responseId = String(payload.id ?? "");
       // A whole message reads as one delta holding everything; its calls are numbered in order.
-      for (const event of deltaEvents(name, "choices[0].message", choice.message, calls, true)) yield event;
+      const events = deltaEvents(name, "choices[0].message", choice.message, calls, true);
       const usage = usageOf(payload.usage, name);
-      if (usage) yield usage;
-      yield { type: "finish", reason: finishOf(name, choice) || "stop" };
+      if (usage) events.push(usage);
+      events.push({ type: "finish", reason: finishOf(name, choice) || "stop" });
+      yield events;
       return;
     }
     let finish: string | null = null;
     let usage: StreamEvent | null = null;
     let done = false;
     const calls = new CallIds(name, body);
-    for await (const data of sse(response, call)) {
-      if (done) continue;
-      if (data.trim() === "[DONE]") {
-        done = true;
-        continue;
+    for await (const batch of sse(response, call)) {
+      const events: StreamEvent[] = [];
+      for (const data of batch) {
+        if (done) continue;
+        if (data.trim() === "[DONE]") {
+          done = true;
+          continue;
+        }
+        const chunk = parseChunk(data, name);
+        const choice = firstChoice(chunk, name);
+        usage = usageOf(chunk.usage, name) ?? usage;
+        if (choice === null) continue;
+        calls.responseId ||= String(chunk.id ?? "");
+        for (const event of deltaEvents(name, "choices[0].delta", choice.delta, calls)) events.push(event);
+        finish = finishOf(name, choice) || finish;
       }
-      const chunk = parseChunk(data, name);
-      const choice = firstChoice(chunk, name);
-      usage = usageOf(chunk.usage, name) ?? usage;
-      if (choice === null) continue;
-      calls.responseId ||= String(chunk.id ?? "");
-      for (const event of deltaEvents(name, "choices[0].delta", choice.delta, calls)) yield event;
-      finish = finishOf(name, choice) || finish;
+      if (events.length) yield events;
     }
     if (!done) throw new ProviderError(this.name, "stream ended before completion (no [DONE] marker)");
-    if (usage) yield usage;
-    yield { type: "finish", reason: finish ?? "stop" };
+    yield usage ? [usage, { type: "finish", reason: finish ?? "stop" }] : [{ type: "finish", reason: finish ?? "stop" }];
   }
 
   /** Embed `texts` in one /embeddings call; the options (dimensions, user, ...) go into the

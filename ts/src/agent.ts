@@ -304,9 +304,16 @@ const FEATURES: Record<string, string> = {
   memory: "memory",
 };
 
+/** A feature key that asks for nothing (`"codeMode": false`; the document's `"mcp": {}`, no
+ * servers). Anything else, `"approval": {}` included, asks for the feature. */
+function off(kind: string, key: string, value: unknown): boolean {
+  if (value === false || value === null) return true;
+  return kind === "document" && key === "mcp" && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0;
+}
+
 function checkKnown(kind: string, value: Record<string, any>, path: string): void {
   for (const key of Object.keys(value ?? {})) {
-    if (KNOWN_KEYS[kind]!.includes(key)) continue;
+    if (KNOWN_KEYS[kind]!.includes(key) || (FEATURES[key] && off(kind, key, value[key]))) continue;
     const feature = FEATURES[key] ? `${FEATURES[key]}, which this TypeScript runtime does not run yet` : "a key this TypeScript runtime does not know (a newer compiler?)";
     throw new UnsupportedError(`ir: ${path} has '${key}': ${feature}; see ts/README.md`);
   }

@@ -238,3 +238,19 @@ test("a hand-edited session grants nothing: the helper's tools come from the IR"
   stranger.stack[1].agent = "Nobody";
   await assert.rejects(agent.run("hi", { session: stranger }), /session\.stack\[1\]\.agent: agent 'Nobody' is not part of this agent's IR/);
 });
+
+test("a feature key that asks for nothing is accepted; one that asks for a feature not here is refused", () => {
+  const with_ = (edit) => {
+    const ir = structuredClone(IR);
+    edit(ir);
+    ir.hash = irHash(ir);
+    return () => createAgent(ir, { apiKeys: keys }, { ...meta, irHash: ir.hash });
+  };
+  with_((ir) => (ir.agents.Main.configs.default.codeMode = false))();
+  with_((ir) => (ir.mcp = {}))();
+  assert.throws(with_((ir) => (ir.agents.Main.configs.default.codeMode = true)), /^UnsupportedError: ir: agents\.Main\.configs\.default has 'codeMode': code mode, which this TypeScript runtime does not run yet; see ts\/README\.md$/);
+  assert.throws(with_((ir) => (ir.mcp = { Files: { command: "files-server", args: [] } })), /ir: the document has 'mcp': MCP tools \(@mcp\)/);
+  assert.throws(with_((ir) => (ir.agents.Main.tools[0].mcp = "Files")), /ir: agents\.Main\.tools\[0\] \(lookup\) has 'mcp'/);
+  // A gated tool never runs un-gated: @approval in any form is refused.
+  assert.throws(with_((ir) => (ir.agents.Billing.tools = [{ ...ir.agents.Main.tools[0], approval: {} }])), /ir: agents\.Billing\.tools\[0\] \(lookup\) has 'approval': @approval/);
+});

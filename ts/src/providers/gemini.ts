@@ -49,6 +49,9 @@ const FINISH: Record<string, string> = {
   PROHIBITED_CONTENT: "content_filter",
   SPII: "content_filter",
   IMAGE_SAFETY: "content_filter",
+  IMAGE_PROHIBITED_CONTENT: "content_filter",
+  IMAGE_RECITATION: "content_filter",
+  MODEL_ARMOR: "content_filter",
   MALFORMED_FUNCTION_CALL: "malformed_function_call",
 };
 

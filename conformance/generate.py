@@ -423,6 +423,12 @@ SCENARIOS: list[dict[str, Any]] = [
      "replies": [tb("tool_call", "get_weather", "location: Ho"), tb("response_text", None, "I cannot check.")]},
     {"inputs": ["weather in Ho?"], "from": "billing", "tamper": {"parent": "Analyst"}, "replies": [ANSWER]},
     {"inputs": ["weather in Ho?"], "from": "billing", "tamper": {"agent": "Nobody"}, "replies": [ANSWER]},
+    # A handler that raises while deciding on a call: the call does not run (tool_skipped).
+    {"inputs": ["weather?"], "handler_raises": "tool_call", "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}},
+    {"inputs": ["purge"], "handler_raises": "workflow_call", "context": {"name": "Ama", "is_admin": True},
+     "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER], "tools": {"purge_db": {"return": "ok"}}},
+    {"inputs": ["hi"], "handler_raises": "response_text", "replies": [ANSWER]},
 ]  # fmt: skip
 
 

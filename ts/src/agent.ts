@@ -46,10 +46,17 @@ export const BUILTIN_INTENTS = [
 const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
 type Hook = (typeof HOOKS)[number];
 type Fn = (...args: any[]) => any;
-export type Handler = (name: string, value: any, agentName: string) => Promise<unknown>;
+/** An `onIntent` / `onIntentPartial` handler, with how messages name it. */
+export interface Handler {
+  label: string;
+  call: (name: string, value: any, agentName: string) => Promise<unknown>;
+}
+
+/** A handler or middleware that threw on an intent: who (as messages name it) and what. */
+export type HookFailure = [who: string, error: unknown];
 
 class MiddlewareChain {
-  private entries: { targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
+  private entries: { label: string; targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
   hasIntent = false;
   hasPartial = false;
 
@@ -70,7 +77,8 @@ class MiddlewareChain {
         if (typeof fn !== "function") throw new ConfigError(`middleware[${i}].${hook}: expected a function`);
         hooks[hook] = fn.bind(item);
       }
-      this.entries.push({ targets, hooks });
+      const label = typeof item.name === "string" && item.name ? item.name : `middleware[${i}]`;
+      this.entries.push({ label, targets, hooks });
     });
     this.hasIntent = this.entries.some((e) => e.hooks.onIntent);
     this.hasPartial = this.entries.some((e) => e.hooks.onIntentPartial);
@@ -95,11 +103,20 @@ class MiddlewareChain {
     }
     return prompt;
   }
-  intentHooks(active: string): Fn[] {
-    return this.for("onIntent", active);
-  }
-  async intentPartial(name: string, value: unknown, ctx: any): Promise<void> {
-    for (const fn of this.for("onIntentPartial", ctx.activeAgent)) await fn(name, value, ctx);
+  /** Every `hook` of the middleware that applies, each isolated: one that throws adds to
+   * `failures` and the others still run. Returns what they returned, in order. */
+  async each(hook: "onIntent" | "onIntentPartial", name: string, value: unknown, ctx: any, failures: HookFailure[]): Promise<unknown[]> {
+    const results: unknown[] = [];
+    for (const e of this.entries) {
+      const fn = e.hooks[hook];
+      if (!fn || (e.targets !== null && !e.targets.has(ctx.activeAgent))) continue;
+      try {
+        results.push(await fn(name, value, ctx));
+      } catch (error) {
+        failures.push([`middleware '${e.label}'`, error]);
+      }
+    }
+    return results;
   }
   async llmEnd(response: unknown, ctx: any): Promise<void> {
     for (const fn of this.for("onLLMEnd", ctx.activeAgent)) await fn(response, ctx);
@@ -562,12 +579,12 @@ export class Agent {
 
   onIntent(handler: (name: any, value: any, agentName: any) => unknown): void {
     if (typeof handler !== "function") throw new ConfigError("onIntent: expected a function (name, value, agentName) => ...");
-    this.core.handlers.push(async (n, v, a) => handler(n, v, a));
+    this.core.handlers.push({ label: handlerLabel(handler), call: async (n, v, a) => handler(n, v, a) });
   }
 
   onIntentPartial(handler: (name: any, value: any, agentName: any) => unknown): void {
     if (typeof handler !== "function") throw new ConfigError("onIntentPartial: expected a function (name, value, agentName) => ...");
-    this.core.partialHandlers.push(async (n, v, a) => handler(n, v, a));
+    this.core.partialHandlers.push({ label: handlerLabel(handler), call: async (n, v, a) => handler(n, v, a) });
     this.core.wantsPartials = true;
   }
 
@@ -618,6 +635,10 @@ export class Agent {
     this.lastSession = session;
     return session;
   }
+}
+
+function handlerLabel(handler: Function): string {
+  return handler.name || "handler";
 }
 
 function checkConfigName(doc: Record<string, any>, name: unknown, where: string): string {

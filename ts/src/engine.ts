@@ -6,7 +6,7 @@ import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type Reject
 import type { Repair } from "./values.js";
 import { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
-import type { AgentCore } from "./agent.js";
+import type { AgentCore, HookFailure } from "./agent.js";
 import type { FinishEvent, Message, ModelRequest, StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
@@ -15,7 +15,6 @@ import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
-const BLOCK_KIND_OF: Record<CallKind, string> = { tool: "tool_call", workflow: "workflow_call", helper: "helper_call" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
 export const COMPLETE_INTENT = "handoff_complete";
 export const COMPLETE_SPEC = {
@@ -30,8 +29,6 @@ const TEXT_INPUT_PARAM: IRField = { name: "input", type: { kind: "string" }, opt
 export interface Control {
   skip: boolean;
   result?: unknown;
-  /** A handler or middleware failed while deciding on the call: it must not run. */
-  refused?: boolean;
 }
 
 export function controlOf(value: unknown): Control | null {
@@ -85,6 +82,8 @@ interface Round {
   finish: FinishEvent | null;
   /** The text answer was cut by the output limit. */
   truncated: boolean;
+  /** Partial handlers that failed, by handler and segment (reported once). */
+  partialFailures: Set<string>;
 }
 
 export type IntentSink = (name: string, value: unknown, agentName: string, partial: boolean) => void;
@@ -330,8 +329,11 @@ export class Run {
 
   // -- failures
 
-  async fail(error: unknown, agentName: string, prefix = "", mark = true): Promise<string> {
-    const message = prefix + describeError(error);
+  /** Report a failure: onError, then an `error` intent unless a middleware handled it. The
+   * intent's message is `message` when given, else `prefix` and the error's own text;
+   * `details` join its payload. */
+  async fail(error: unknown, agentName: string, prefix = "", mark = true, given: string | null = null, details: Record<string, unknown> = {}): Promise<string> {
+    const message = given ?? prefix + describeError(error);
     if (mark && this.turn !== null && agentName === this.turn.agent) {
       this.turn.status = "error";
       this.turn.error = message;
@@ -343,7 +345,7 @@ export class Run {
     } catch {
       handled = false;
     }
-    if (!handled) await this.emit("error", { message }, agentName);
+    if (!handled) await this.emit("error", { message, ...details }, agentName);
     return message;
   }
 
@@ -356,36 +358,42 @@ export class Run {
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.sink) this.sink(name, value, agentName, false);
     let control: Control | null = null;
-    let failure: unknown = null;
+    const failures: HookFailure[] = [];
     // Every middleware and handler sees the intent whatever the others do; the first control wins.
     if (core.middleware.hasIntent) {
       this.ctx.activeAgent = active ?? agentName;
       this.ctx.rawBlock = raw;
       this.ctx.repairs = repairs.map((r) => ({ ...r }));
-      for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) {
-        try {
-          control = control ?? controlOf(await fn(name, value, this.ctx));
-        } catch (error) {
-          failure = failure ?? error;
-        }
-      }
+      for (const returned of await core.middleware.each("onIntent", name, value, this.ctx, failures)) control = control ?? controlOf(returned);
     }
     for (const handler of core.handlers) {
       try {
-        control = control ?? controlOf(await handler(name, value, agentName));
+        control = control ?? controlOf(await handler.call(name, value, agentName));
       } catch (error) {
-        failure = failure ?? error;
+        failures.push([`intent handler '${handler.label}'`, error]);
       }
     }
-    if (failure !== null && name !== "error") {
-      await this.fail(failure, agentName, `a handler of ${name} failed: `, false);
+    if (failures.length) {
       // Fail closed: a call whose handler failed while deciding on it does not run.
-      if (name in CALL_KINDS) return { skip: false, refused: true };
+      const call = name in CALL_KINDS;
+      for (const [who, error] of failures) await this.hookFailed(who, error, name, value, agentName, call);
+      if (call) return { skip: true };
     }
     return control;
   }
 
-  async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string): Promise<void> {
+  /** Report a handler or middleware that threw on `name`: an `error` intent naming it, the
+   * intent and (for a call) that the call was not run, with the stack trace. */
+  private async hookFailed(who: string, error: unknown, name: string, value: any, agentName: string, skipped: boolean): Promise<void> {
+    if (name === "error") return; // an error intent about an error intent would loop
+    let what = name;
+    if (skipped && value && typeof value === "object") what += ` ${value.type ?? "None"}`;
+    const message = `${who} failed on ${what}: ${describeError(error)}` + (skipped ? " (the call was not run)" : "");
+    const traceback = error instanceof Error && error.stack ? error.stack : String(error);
+    await this.fail(error, agentName, "", false, message, { handler: who, intent: name, traceback });
+  }
+
+  async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string, rnd: Round): Promise<void> {
     if (this.cancelled) return;
     const name = event.kind === "custom" && event.name ? event.name : event.kind;
     const value: Record<string, any> = {
@@ -398,14 +406,24 @@ export class Run {
     };
     if (event.delta !== undefined) value.delta = event.delta;
     if (this.sink) this.sink(name, value, agentName, true);
-    try {
-      if (this.core.middleware.hasPartial) {
-        this.ctx.activeAgent = agentName;
-        await this.core.middleware.intentPartial(name, value, this.ctx);
+    const failures: HookFailure[] = [];
+    if (this.core.middleware.hasPartial) {
+      this.ctx.activeAgent = agentName;
+      await this.core.middleware.each("onIntentPartial", name, value, this.ctx, failures);
+    }
+    for (const handler of this.core.partialHandlers) {
+      try {
+        await handler.call(name, value, agentName);
+      } catch (error) {
+        failures.push([`intent handler '${handler.label}'`, error]);
       }
-      for (const handler of this.core.partialHandlers) await handler(name, value, agentName);
-    } catch (error) {
-      await this.fail(error, agentName, `a partial handler of ${name} failed: `, false);
+    }
+    for (const [who, error] of failures) {
+      // One report per handler and segment, not one per streamed chunk.
+      const key = `${who}\u0000${event.segment}`;
+      if (rnd.partialFailures.has(key)) continue;
+      rnd.partialFailures.add(key);
+      await this.hookFailed(who, error, name, value, agentName, false);
     }
   }
 
@@ -515,7 +533,7 @@ export class Run {
     let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
-    const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false };
+    const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
     try {
       system = await core.middleware.llmStart(system, this.ctx);
     } catch (error) {
@@ -647,7 +665,7 @@ export class Run {
     const structured = contract.output.kind !== "text";
     if (event.type === "partial") {
       if (structured && event.kind === "response_text") return;
-      if (this.core.wantsPartials || this.sink !== null) await this.emitPartial(event, inv.name);
+      if (this.core.wantsPartials || this.sink !== null) await this.emitPartial(event, inv.name, rnd);
       return;
     }
     if (event.type === "rejected") return this.rejected(inv, rnd, event);
@@ -762,11 +780,6 @@ export class Run {
 
   private async controlled(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, control: Control | null, callId: string | null): Promise<CallOutcome | null> {
     if (control === null) return null;
-    if (control.refused) {
-      // What goes back to the model names no exception text.
-      const message = `the application could not approve this call (a handler of ${BLOCK_KIND_OF[kind]} failed); it did not run`;
-      return this.refuse(inv, kind, name, args, message, callId);
-    }
     if (control.skip) {
       await this.emit("tool_skipped", { type: name, args }, speaker(inv, kind, name), null, inv.name);
       return { kind, name, args, status: "skipped", callId };
@@ -826,7 +839,6 @@ export class Run {
     const tool = workflow.tools.find((t: any) => t.name === name) ?? inv.tools.find((t) => t.name === name);
     if (!tool) throw new ToolError(`workflow ${workflow.name} cannot call ${name}: no such tool`);
     const control = await this.emit("tool_call", { type: name, args }, inv.name);
-    if (control?.refused) throw new ToolError(`${name} did not run: a handler of tool_call failed`);
     if (control !== null) {
       await this.controlled(inv, "tool", name, args, control, null);
       return control.skip ? null : control.result;

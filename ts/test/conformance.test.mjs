@@ -16,7 +16,12 @@ const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, 
 
 const NOW = /Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)/g;
 const normal = (value) =>
-  JSON.parse(JSON.stringify(value).replace(NOW, "Current date and time: <now>").replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"'));
+  JSON.parse(
+    JSON.stringify(value)
+      .replace(NOW, "Current date and time: <now>")
+      .replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"')
+      .replace(/"traceback":"(?:[^"\\]|\\.)*"/g, '"traceback":"<traceback>"'), // the host language's own
+  );
 
 function contractOf(spec) {
   const callables = spec.callables.map((c) => ({ ...c, configured: true, examples: [] }));
@@ -89,6 +94,10 @@ async function scenario(ir, sc, chunk) {
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
+  if (sc.handler_raises)
+    agent.onIntent(function guard(name) {
+      if (name === sc.handler_raises) throw new ToolFailure("guard down");
+    });
   let session = sc.session ? structuredClone(sc.session) : null;
   // A stored session edited by hand: its top frame claims what the scenario says.
   if (session && sc.tamper) Object.assign(session.stack.at(-1), sc.tamper);

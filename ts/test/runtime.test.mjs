@@ -268,9 +268,13 @@ test("a handler that throws while deciding on a call: the call does not run; eve
   const { openai } = await fakes.stop();
   assert.equal(ran, false);
   assert.equal(second, 1);
-  assert.ok(intents.some(([n, v]) => n === "error" && /a handler of tool_call failed: Error: secret detail/.test(v.message)));
+  const error = intents.find(([n]) => n === "error")[1];
+  assert.equal(error.message, "intent handler 'handler' failed on tool_call lookup: Error: secret detail (the call was not run)");
+  assert.equal(error.intent, "tool_call");
+  assert.match(error.traceback, /secret detail\n\s+at /);
+  assert.ok(intents.some(([n, v]) => n === "tool_skipped" && v.type === "lookup"));
   const back = openai[1].body.messages.at(-1).content;
-  assert.match(back, /\[tool_error: lookup\]/);
+  assert.match(back, /lookup/);
   assert.doesNotMatch(back, /secret detail/);
 });
 

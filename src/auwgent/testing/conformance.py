@@ -36,6 +36,7 @@ GROUPS = ("schema", "expr", "prompts", "blocks", "engine")
 
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
+_TRACEBACK = re.compile(r'"traceback": "(?:[^"\\]|\\.)*"')
 
 
 class ToolFailure(Exception):
@@ -46,6 +47,7 @@ def normal(value: Any) -> Any:
     """``value`` with the date line and turn ids replaced, so that runs compare equal."""
     text = json.dumps(value, ensure_ascii=False)
     text = _NOW.sub("Current date and time: <now>", text)
+    text = _TRACEBACK.sub('"traceback": "<traceback>"', text)  # the host language's own
     return json.loads(_TURN_ID.sub('"id": "<id>"', text))
 
 
@@ -113,6 +115,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
+    if "handler_raises" in sc:
+        agent.on_intent(_Guard(sc["handler_raises"]))
     session = json.loads(json.dumps(sc["session"])) if "session" in sc else None
     if session is not None and "tamper" in sc:
         # A stored session edited by hand: its top frame claims what the scenario says.
@@ -130,6 +134,19 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     if sc.get("llm_end"):
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
     return out
+
+
+class _Guard:
+    """An intent handler named ``guard`` that raises on the intents named ``on``."""
+
+    name = "guard"
+
+    def __init__(self, on: str) -> None:
+        self.on = on
+
+    def __call__(self, name: str, value: Any, who: str) -> None:
+        if name == self.on:
+            raise ToolFailure("guard down")
 
 
 def run_vector(group: str, v: Mapping[str, Any]) -> Any:

@@ -257,7 +257,8 @@ export function parseChunk(text: string, provider: string): any {
 
 /** A whole (non-streaming) JSON body, read within the call's size cap and deadline. */
 export async function readJson(response: Response, s: HttpSettings): Promise<any> {
-  const reader = response.body!.getReader();
+  if (response.body === null) throw new ProviderError(s.provider, "the response is not JSON");
+  const reader = response.body.getReader();
   const pieces: Uint8Array[] = [];
   let size = 0;
   let late = false;

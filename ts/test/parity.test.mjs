@@ -254,3 +254,20 @@ test("a feature key that asks for nothing is accepted; one that asks for a featu
   // A gated tool never runs un-gated: @approval in any form is refused.
   assert.throws(with_((ir) => (ir.agents.Billing.tools = [{ ...ir.agents.Main.tools[0], approval: {} }])), /ir: agents\.Billing\.tools\[0\] \(lookup\) has 'approval': @approval/);
 });
+
+test("a Gemini call that comes without an id gets the stable id the Python runtime would make", async () => {
+  const call = { candidates: [{ content: { role: "model", parts: [{ functionCall: { name: "tool__lookup", args: { q: "x" } } }] }, finishReason: "STOP" }], responseId: "resp-1" };
+  const server = await rawServer([call]);
+  const agent = agentFor({ openai: server.url, gemini: server.url }, { config: "Gem", protocol: "native", maxToolLoops: 1, tools: { lookup: async () => "rows" } });
+  const session = await agent.run("find");
+  await server.close();
+  const id = session.turns[0].messages.find((m) => m.tool_calls?.length).tool_calls[0].id;
+  assert.match(id, /^auwgent_call_[0-9a-f]{24}$/);
+  const code = [
+    "import json, sys",
+    "from auwgent.runtime.providers.shape import digest_of, made_call_id",
+    "print(made_call_id(digest_of(json.load(sys.stdin))(), 'resp-1', 0))",
+  ].join("\n");
+  const expected = execFileSync(PYTHON, ["-c", code], { input: JSON.stringify(server.requests[0]), encoding: "utf8" }).trim();
+  assert.equal(id, expected);
+});

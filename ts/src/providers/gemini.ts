@@ -1,11 +1,10 @@
 // Google Gemini over its REST API (generateContent / streamGenerateContent?alt=sse,
 // embedContent / batchEmbedContents). The key travels in x-goog-api-key.
 
-import { randomUUID } from "node:crypto";
 import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
-import { field } from "./shape.js";
+import { field, MADE_ID_PREFIX, MadeIds } from "./shape.js";
 import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
 
 export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
@@ -39,7 +38,6 @@ const GENERATION_CONFIG = new Set([
 ]);
 const EMBEDDING = new Set(["taskType", "title", "outputDimensionality"]);
 const MESSAGE_VALUED = new Set(["thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "audioTranscriptionConfig"]);
-const MADE_ID = "auwgent_call_";
 const FINISH: Record<string, string> = {
   STOP: "stop",
   MAX_TOKENS: "length",
@@ -134,7 +132,7 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
     const response = value && typeof value === "object" && !Array.isArray(value) ? value : { result: value };
     const callId = m.tool_call_id ?? "";
     const part: Record<string, any> = { name: m.name ?? names.get(callId) ?? "", response };
-    if (callId && !callId.startsWith(MADE_ID)) part.id = callId;
+    if (callId && !callId.startsWith(MADE_ID_PREFIX)) part.id = callId;
     const last = contents[contents.length - 1];
     if (last && last.role === "user" && "functionResponse" in last.parts[0]) last.parts.push({ functionResponse: part });
     else contents.push({ role: "user", parts: [{ functionResponse: part }] });
@@ -150,7 +148,7 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
       }
       if (!args || typeof args !== "object" || Array.isArray(args)) args = { value: args };
       const fc: Record<string, any> = { name: call.name, args };
-      if (!call.id.startsWith(MADE_ID)) fc.id = call.id;
+      if (!call.id.startsWith(MADE_ID_PREFIX)) fc.id = call.id;
       const part: Record<string, any> = { functionCall: fc };
       const sig = signatures.get(call.id);
       if (sig) part.thoughtSignature = sig;
@@ -173,6 +171,7 @@ class Decoder {
   constructor(
     private provider: string,
     private signatures: Map<string, string>,
+    private made: MadeIds,
   ) {}
 
   feed(chunk: any): StreamEvent[] {
@@ -180,6 +179,7 @@ class Decoder {
     if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(provider, "unexpected response shape (not a JSON object)");
     const failure = errorInBody(chunk, provider);
     if (failure) throw failure;
+    this.made.responseId ||= String(chunk.responseId ?? "");
     this.noteUsage(field(provider, "usageMetadata", chunk.usageMetadata, "object"));
     const feedback = field(provider, "promptFeedback", chunk.promptFeedback, "object") ?? {};
     if (feedback.blockReason) {
@@ -224,7 +224,7 @@ class Decoder {
     const call = field(provider, where, part.functionCall, "object", false);
     const name = field(provider, where, call.name, "string", false, ".name");
     const args = field(provider, where, call.args, "object", true, ".args") ?? {};
-    const id = field(provider, where, call.id, "string", true, ".id") || `${MADE_ID}${randomUUID().replace(/-/g, "").slice(0, 16)}`;
+    const id = field(provider, where, call.id, "string", true, ".id") || this.made.id(this.calls);
     const signature = field(provider, "thoughtSignature", part.thoughtSignature, "string");
     if (signature) this.signatures.set(id, signature);
     return { type: "tool_call_delta", index: this.calls++, id, name, arguments: pyJson(args) };
@@ -280,7 +280,7 @@ export class GeminiProvider implements Provider {
 
   /** One attempt: its events, those of one network read together. */
   private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
-    const decoder = new Decoder(this.name, this.signatures);
+    const decoder = new Decoder(this.name, this.signatures, new MadeIds(body)); // fresh for every attempt
     const response = await this.post(request.model, request.stream ? "streamGenerateContent?alt=sse" : "generateContent", body, call);
     if (request.stream && isEventStream(response)) {
       for await (const batch of sse(response, call)) {

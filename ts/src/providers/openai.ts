@@ -1,10 +1,9 @@
 // OpenAI Chat Completions, for openai(...) and every custom(id, base_url, model).
 
-import { createHash } from "node:crypto";
 import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
-import { field } from "./shape.js";
+import { field, MadeIds } from "./shape.js";
 import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -89,35 +88,19 @@ export function buildChatBody(request: ModelRequest, { strict = true }: { strict
   return body;
 }
 
-// Ids made up for calls that came without one start with this (as in the Python runtime).
-export const MADE_ID_PREFIX = "auwgent_call_";
-
-/** Python's json.dumps(value, sort_keys=True): the text a request digest is taken of. */
-function sortedJson(value: unknown): string {
-  if (Array.isArray(value)) return "[" + value.map(sortedJson).join(", ") + "]";
-  if (value !== null && typeof value === "object")
-    return "{" + Object.keys(value).sort().map((k) => `${JSON.stringify(k)}: ${sortedJson((value as Record<string, unknown>)[k])}`).join(", ") + "}";
-  return pyJson(value);
-}
-
 /**
  * Numbers the calls of one response and gives an id to each that came without one (some
  * compatible endpoints send "" or no id at all). A made-up id depends only on the request, the
  * response's own id and the call's position, so it is stable however the response was chunked
  * and two rounds of one conversation never share one.
  */
-class CallIds {
-  responseId = "";
+class CallIds extends MadeIds {
   private ids = new Map<number, string>();
-  private digest: string | null = null;
   constructor(
     private provider: string,
-    private body: Record<string, any>,
-  ) {}
-
-  private made(index: number): string {
-    this.digest ??= createHash("sha256").update(sortedJson(this.body)).digest("hex");
-    return MADE_ID_PREFIX + createHash("sha256").update(`${this.digest}|${this.responseId}|${index}`).digest("hex").slice(0, 24);
+    body: Record<string, any>,
+  ) {
+    super(body);
   }
 
   events(where: string, fragments: unknown, whole: boolean): StreamEvent[] {
@@ -133,7 +116,7 @@ class CallIds {
       if (!this.ids.has(index)) {
         // Some compatible endpoints send "" or no id at all; a made-up stable one keeps the
         // history valid (each tool answer names the call it answers).
-        this.ids.set(index, id || this.made(index));
+        this.ids.set(index, id || this.id(index));
         id = this.ids.get(index)!;
       } else id = null;
       const name = field(provider, where, fn.name, "string", true, "[].function.name");

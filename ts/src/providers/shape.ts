@@ -3,7 +3,37 @@
 // provider and the field, never a TypeError from deep inside an adapter (as the Python
 // runtime's providers/shape.py).
 
+import { createHash } from "node:crypto";
 import { ProviderError } from "../errors.js";
+import { pyJson } from "../values.js";
+
+// Ids made up for calls that came without one start with this (as in the Python runtime).
+export const MADE_ID_PREFIX = "auwgent_call_";
+
+/** Python's json.dumps(value, sort_keys=True): the text a request digest is taken of. */
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return "[" + value.map(sortedJson).join(", ") + "]";
+  if (value !== null && typeof value === "object")
+    return "{" + Object.keys(value).sort().map((k) => `${JSON.stringify(k)}: ${sortedJson((value as Record<string, unknown>)[k])}`).join(", ") + "}";
+  return pyJson(value);
+}
+
+/**
+ * Made-up ids for the calls of one response that came without one. An id depends only on the
+ * request (whose history grows every round), the response's own id and the call's position,
+ * so a response gives the same ids however it was chunked and two rounds of one conversation
+ * never share one. The request's digest is taken on first use only.
+ */
+export class MadeIds {
+  responseId = "";
+  private digest: string | null = null;
+  constructor(private body: Record<string, any>) {}
+
+  id(index: number): string {
+    this.digest ??= createHash("sha256").update(sortedJson(this.body)).digest("hex");
+    return MADE_ID_PREFIX + createHash("sha256").update(`${this.digest}|${this.responseId}|${index}`).digest("hex").slice(0, 24);
+  }
+}
 
 export type Kind = "object" | "list" | "string" | "integer" | "boolean";
 

@@ -381,6 +381,54 @@ SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["bad args"], "protocol": "native",
      "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": 5}}]}, "Sorry."],
      "tools": {"get_weather": {"return": "x"}}},
+    # Finish reasons read fail-closed: a call cut by the output limit never runs, a cut text
+    # answer is delivered truncated, a refusal is an error naming the reason, nothing re-asked.
+    {"inputs": ["weather?"], "replies": [{"parts": ["[tool_call: get_weather]\nlocation: Ac"], "finish": "length"}, ANSWER],
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}},
+    {"inputs": ["tell me"], "replies": [{"parts": ["[response_text]\nOnce upon a ti"], "finish": "length"}],
+     "llm_end": True},
+    {"inputs": ["weather?"], "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}},
+     "replies": [{"parts": [tb("tool_call", "get_weather", "location: Accra") + "\n[response_text]\nChecking the"],
+                  "finish": "length"}, ANSWER]},
+    {"inputs": ["hi"], "replies": [{"parts": [], "finish": "length"}]},
+    {"inputs": ["hi"], "replies": [{"parts": [ANSWER], "finish": "content_filter"}, ANSWER]},
+    {"inputs": ["hi"], "replies": [{"parts": [], "finish": "safety"}]},
+    {"inputs": ["weather?"], "protocol": "native", "tools": {"get_weather": {"return": "hot"}},
+     "replies": [{"parts": [{"call": "tool__get_weather", "args": {"location": "Accra"}}], "finish": "length"}, "Hot."]},
+    {"inputs": ["weather?"], "protocol": "native", "replies": [{"parts": ["Let me"], "finish": "malformed_function_call"}, "x"]},
+    {"inputs": ["hi"], "protocol": "native", "replies": [{"parts": ["A long answ"], "finish": "length"}], "llm_end": True},
+    # Usage reaches the turn's model_calls, the session's totals and onLLMEnd.
+    {"inputs": ["weather?"], "llm_end": True, "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}},
+     "replies": [{"parts": [tb("tool_call", "get_weather", "location: Accra")], "usage": [12, 7]},
+                 {"parts": [ANSWER], "usage": [30, None]}]},
+    # Budgets: the model request that would pass a cap is never made.
+    {"inputs": ["weather?"], "config": {"budget": {"requests": 1}},
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}},
+     "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER]},
+    {"inputs": ["weather?"], "config": {"budget": {"tokens": 15}},
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}},
+     "replies": [{"parts": [tb("tool_call", "get_weather", "location: Accra")], "usage": [10, 5]}, ANSWER]},
+    {"inputs": ["one", "two"], "config": {"budget": {"conversationRequests": 1}},
+     "replies": [ANSWER, tb("response_text", None, "Again.")]},
+    {"inputs": ["one", "two"], "config": {"budget": {"conversationTokens": 20, "requests": 5}},
+     "replies": [{"parts": [ANSWER], "usage": [15, 5]}, tb("response_text", None, "Again.")]},
+    # A tool result that breaks the declared return type is a tool_error naming both types.
+    {"inputs": ["weather?"], "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+     "tools": {"get_weather": {"return": {"temperature": "hot"}}}},
+    {"inputs": ["weather?"], "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+     "tools": {"get_weather": {"return": "sunny and hot"}}},
+    # A stored session edited by hand grants nothing: the helper's tools come from the IR.
+    {"inputs": ["weather in Ho?"], "from": "billing", "tamper": {"tools": "all"},
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}},
+     "replies": [tb("tool_call", "get_weather", "location: Ho"), tb("response_text", None, "I cannot check.")]},
+    {"inputs": ["weather in Ho?"], "from": "billing", "tamper": {"parent": "Analyst"}, "replies": [ANSWER]},
+    {"inputs": ["weather in Ho?"], "from": "billing", "tamper": {"agent": "Nobody"}, "replies": [ANSWER]},
+    # A handler that raises while deciding on a call: the call does not run (tool_skipped).
+    {"inputs": ["weather?"], "handler_raises": "tool_call", "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}},
+    {"inputs": ["purge"], "handler_raises": "workflow_call", "context": {"name": "Ama", "is_admin": True},
+     "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER], "tools": {"purge_db": {"return": "ok"}}},
+    {"inputs": ["hi"], "handler_raises": "response_text", "replies": [ANSWER]},
 ]  # fmt: skip
 
 

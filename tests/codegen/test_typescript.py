@@ -92,3 +92,16 @@ def test_an_intent_payload_type_never_takes_a_declared_type_name() -> None:
     assert "export interface PlanningIntent {" in text
     assert "export type PlanningIntent_ = { step: string };" in text
     assert "    Planning: PlanningIntent_;" in text
+
+
+def test_whole_number_floats_are_listed_for_the_runtimes_hash() -> None:
+    source = (
+        'agent Main { default config { model: openai("gpt-4o", { temperature: 1.0, top_p: 0.5 })'
+        ' prompt: "Hi {{ 2 * 3 }}" } }'
+    )
+    result = compile_sources({"main.agent": source})
+    result.raise_for_errors()
+    text = render_typescript(result.documents["main.agent"])
+    assert 'floats: ["/agents/Main/configs/default/model/options/temperature"]' in text
+    # Without such floats the call is as before.
+    assert "floats:" not in _render()

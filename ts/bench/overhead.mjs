@@ -3,7 +3,7 @@
 // SSE endpoint on 127.0.0.1). Prints both medians and their ratio; the aim is at most 1.3x.
 //   node bench/overhead.mjs [runs]        (after `npx tsc -p .` in ts/)
 import { createServer } from "node:http";
-import { createAgent } from "../dist/index.js";
+import { createAgent, irHash } from "../dist/index.js";
 
 const RUNS = Number(process.argv[2] ?? 200);
 const CALL = "[tool_call: get_weather]\nlocation: Accra\n[/tool_call]";
@@ -30,10 +30,10 @@ const server = createServer((req, res) => {
 await new Promise((r) => server.listen(0, "127.0.0.1", r));
 const base = `http://127.0.0.1:${server.address().port}/v1`;
 
-const getWeather = async ({ location }) => ({ temperature: 30, condition: `sunny in ${location}` });
+const getWeather = async ({ location }) => JSON.stringify({ temperature: 30, condition: `sunny in ${location}` });
 
 const IR = {
-  ir_version: 1, compiler_version: "0.1.0", hash: "sha256:bench", source: "main.agent", root: "Main", types: {}, prompts: {},
+  ir_version: 1, compiler_version: "0.1.0", source: "main.agent", root: "Main", types: {}, prompts: {},
   agents: { Main: {
     name: "Main", kind: "agent", description: null, context: [], input: { kind: "text" }, output: { kind: "text" },
     configs: { default: { model: { provider: "openai", model: "gpt-4o", options: {}, id: null, base_url: null, name: null },
@@ -43,7 +43,8 @@ const IR = {
     workflows: [], helpers: [], intents: [], examples: [], dropped_examples: [],
   } },
 };
-const agent = createAgent(IR, { apiKeys: { openaiApiKey: "k" }, baseUrls: { openai: base }, tools: { get_weather: getWeather } }, { irHash: "sha256:bench", compilerVersion: "0.1.0", irVersion: 1 });
+IR.hash = irHash(IR); // as the compiler writes it
+const agent = createAgent(IR, { apiKeys: { openaiApiKey: "k" }, baseUrls: { openai: base }, tools: { get_weather: getWeather } }, { irHash: IR.hash, compilerVersion: "0.1.0", irVersion: 1 });
 
 async function readText(response) {
   const reader = response.body.getReader();
@@ -71,7 +72,7 @@ async function handWritten() {
   const post = (msgs) => fetch(`${base}/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify({ model: "gpt-4o", messages: msgs, stream: true }) });
   const first = await readText(await post(messages));
   const location = /location: (.*)/.exec(first)[1];
-  const result = JSON.stringify(await getWeather({ location }));
+  const result = await getWeather({ location });
   messages.push({ role: "assistant", content: first }, { role: "user", content: `[tool_result: get_weather]\nresult: ${result}\n[/tool_result]` });
   return readText(await post(messages));
 }

@@ -3,6 +3,7 @@
 // tools, middleware, named config); running never throws for what a model, a tool or a
 // handler does: failures become `error` / `tool_error` intents and the session is returned.
 
+import { createHash } from "node:crypto";
 import { BlocksCodec, type Codec } from "./blocks.js";
 import {
   closest,
@@ -45,10 +46,17 @@ export const BUILTIN_INTENTS = [
 const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
 type Hook = (typeof HOOKS)[number];
 type Fn = (...args: any[]) => any;
-export type Handler = (name: string, value: any, agentName: string) => Promise<unknown>;
+/** An `onIntent` / `onIntentPartial` handler, with how messages name it. */
+export interface Handler {
+  label: string;
+  call: (name: string, value: any, agentName: string) => Promise<unknown>;
+}
+
+/** A handler or middleware that threw on an intent: who (as messages name it) and what. */
+export type HookFailure = [who: string, error: unknown];
 
 class MiddlewareChain {
-  private entries: { targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
+  private entries: { label: string; targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
   hasIntent = false;
   hasPartial = false;
 
@@ -69,7 +77,8 @@ class MiddlewareChain {
         if (typeof fn !== "function") throw new ConfigError(`middleware[${i}].${hook}: expected a function`);
         hooks[hook] = fn.bind(item);
       }
-      this.entries.push({ targets, hooks });
+      const label = typeof item.name === "string" && item.name ? item.name : `middleware[${i}]`;
+      this.entries.push({ label, targets, hooks });
     });
     this.hasIntent = this.entries.some((e) => e.hooks.onIntent);
     this.hasPartial = this.entries.some((e) => e.hooks.onIntentPartial);
@@ -94,11 +103,20 @@ class MiddlewareChain {
     }
     return prompt;
   }
-  intentHooks(active: string): Fn[] {
-    return this.for("onIntent", active);
-  }
-  async intentPartial(name: string, value: unknown, ctx: any): Promise<void> {
-    for (const fn of this.for("onIntentPartial", ctx.activeAgent)) await fn(name, value, ctx);
+  /** Every `hook` of the middleware that applies, each isolated: one that throws adds to
+   * `failures` and the others still run. Returns what they returned, in order. */
+  async each(hook: "onIntent" | "onIntentPartial", name: string, value: unknown, ctx: any, failures: HookFailure[]): Promise<unknown[]> {
+    const results: unknown[] = [];
+    for (const e of this.entries) {
+      const fn = e.hooks[hook];
+      if (!fn || (e.targets !== null && !e.targets.has(ctx.activeAgent))) continue;
+      try {
+        results.push(await fn(name, value, ctx));
+      } catch (error) {
+        failures.push([`middleware '${e.label}'`, error]);
+      }
+    }
+    return results;
   }
   async llmEnd(response: unknown, ctx: any): Promise<void> {
     for (const fn of this.for("onLLMEnd", ctx.activeAgent)) await fn(response, ctx);
@@ -113,19 +131,32 @@ class MiddlewareChain {
   }
 }
 
+/**
+ * Implementations by tool name, from the runtime config's `tools` object. Every one is checked
+ * against its declarations when the agent is created: unknown names (with the closest declared
+ * one), values that are not functions, and parameters a destructured args object takes that
+ * the declaration does not give (or gives and it does not take). All problems are reported in
+ * one ConfigError.
+ */
 class ToolRegistry {
   private impls = new Map<string, Fn>();
-  constructor(tools: unknown, declared: string[]) {
+  constructor(tools: unknown, declared: Map<string, Record<string, any>[]>) {
     if (tools == null) return;
     if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
+    const problems: string[] = [];
+    const names = [...declared.keys()];
     for (const [name, fn] of Object.entries(tools as Record<string, unknown>)) {
-      if (!declared.includes(name)) {
-        const hint = closest(name, declared);
-        throw new ConfigError(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
+      if (!declared.has(name)) {
+        const hint = closest(name, names);
+        problems.push(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
+      } else if (typeof fn !== "function") problems.push(`tools.${name}: expected a function, got ${fn === null ? "null" : typeof fn}`);
+      else {
+        this.impls.set(name, fn as Fn);
+        problems.push(...signatureProblems(name, fn as Fn, declared.get(name)!));
       }
-      if (typeof fn !== "function") throw new ConfigError(`tools.${name}: expected a function, got ${typeof fn}`);
-      this.impls.set(name, fn as Fn);
     }
+    if (problems.length === 1) throw new ConfigError(problems[0]!);
+    if (problems.length) throw new ConfigError(`tools: ${problems.length} problems with the tool implementations:\n` + problems.map((p) => `  - ${p}`).join("\n"));
   }
   has(name: string): boolean {
     return this.impls.has(name);
@@ -135,13 +166,93 @@ class ToolRegistry {
   }
 }
 
-function declaredToolNames(doc: Record<string, any>): string[] {
-  const names: string[] = [];
+/** Every declaration of every tool of the document, by name. */
+function declaredTools(doc: Record<string, any>): Map<string, Record<string, any>[]> {
+  const found = new Map<string, Record<string, any>[]>();
+  const add = (t: Record<string, any>) => found.set(t.name, [...(found.get(t.name) ?? []), t]);
   for (const agent of Object.values<any>(doc.agents)) {
-    for (const t of agent.tools) if (!names.includes(t.name)) names.push(t.name);
-    for (const w of agent.workflows) for (const t of w.tools) if (!names.includes(t.name)) names.push(t.name);
+    for (const t of agent.tools) add(t);
+    for (const w of agent.workflows) for (const t of w.tools) add(t);
   }
-  return names;
+  return found;
+}
+
+/** What keeps `fn` from reading the declared parameters from its args object. */
+function signatureProblems(name: string, fn: Fn, declarations: Record<string, any>[]): string[] {
+  if (fn.length > 1) return [`tools.${name}: the implementation takes ${fn.length} parameters; a tool takes one args object ({ ${declarations[0]!.params.map((p: any) => p.name).join(", ")} })`];
+  const takes = destructured(fn);
+  if (takes === null) return []; // (args) => ..., a rest element, or source it cannot read
+  const problems: string[] = [];
+  const shapes = new Set(declarations.map((d) => JSON.stringify(d.params.map((p: any) => p.name))));
+  for (const shape of shapes) {
+    const params: string[] = JSON.parse(shape);
+    const parts = params.filter((p) => !takes.has(p)).map((p) => `missing parameter '${p}'`);
+    parts.push(...[...takes].filter(([key, required]) => required && !params.includes(key)).map(([key]) => key).sort().map((p) => `unknown parameter '${p}'`));
+    if (parts.length) problems.push(`tools.${name}: the implementation does not match the declaration ${name}(${params.join(", ") || "no parameters"}): ` + parts.join("; "));
+  }
+  return problems;
+}
+
+/**
+ * The keys a function's first parameter destructures (`({ a, b = 1 }) => ...`), each with
+ * whether it is required (has no default); null when it takes its args object whole, has a
+ * rest element or a computed key, or its source cannot be read.
+ */
+function destructured(fn: Fn): Map<string, boolean> | null {
+  let source: string;
+  try {
+    source = Function.prototype.toString.call(fn);
+  } catch {
+    return null;
+  }
+  const open = source.indexOf("(");
+  // `args => ...` takes its object whole: a "(" after an arrow or a brace is the body's.
+  if (open < 0 || /=>|\{/.test(source.slice(0, open))) return null;
+  let i = open + 1;
+  while (/\s/.test(source[i] ?? "")) i++;
+  if (source[i] !== "{") return null;
+  // Split the pattern's top level by commas, skipping nested brackets and strings.
+  const entries: string[] = [];
+  let depth = 0;
+  let start = i + 1;
+  for (i = i + 1; i < source.length; i++) {
+    const ch = source[i]!;
+    if (ch === '"' || ch === "'" || ch === "`") {
+      for (i++; i < source.length && source[i] !== ch; i++) if (source[i] === "\\") i++;
+    } else if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) {
+      if (depth === 0) {
+        entries.push(source.slice(start, i));
+        break;
+      }
+      depth--;
+    } else if (ch === "," && depth === 0) {
+      entries.push(source.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (i >= source.length) return null;
+  const keys = new Map<string, boolean>();
+  for (const raw of entries) {
+    const entry = raw.trim();
+    if (!entry) continue;
+    const m = /^([A-Za-z_$][\w$]*)\s*([:=]?)/.exec(entry);
+    if (entry.startsWith("...") || !m) return null;
+    // `key = default` or `key: target = default` (a default at the top level of the entry).
+    keys.set(m[1]!, !topLevelDefault(entry));
+  }
+  return keys;
+}
+
+function topLevelDefault(entry: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < entry.length; i++) {
+    const ch = entry[i]!;
+    if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) depth--;
+    else if (ch === "=" && depth === 0 && entry[i + 1] !== ">" && entry[i + 1] !== "=" && entry[i - 1] !== "=") return true;
+  }
+  return false;
 }
 
 /**
@@ -153,7 +264,25 @@ export function nowLine(now = new Date(), zone: string | null = null): string {
   const second = Math.floor(now.getTime() / 1000);
   if (second === lastNow[0] && zone === lastNow[2]) return lastNow[1];
   const fields: Record<string, string> = {};
-  const format = new Intl.DateTimeFormat("en-US", {
+  const key = zone ?? "";
+  let format = FORMATS.get(key);
+  if (!format) FORMATS.set(key, (format = dateFormat(zone)));
+  for (const part of format.formatToParts(now)) fields[part.type] = part.value;
+  const [y, mo, d, h, mi, se] = [fields.year, fields.month, fields.day, fields.hour, fields.minute, fields.second].map(Number) as number[];
+  const p = (n: number) => String(n).padStart(2, "0");
+  const offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) - second * 1000) / 60000);
+  const sign = offset < 0 ? "-" : "+";
+  const iso = `${y}-${p(mo!)}-${p(d!)}T${p(h!)}:${p(mi!)}:${p(se!)}${sign}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
+  const line = `Current date and time: ${iso} (${fields.weekday}, ${p(d!)} ${MONTHS[mo! - 1]} ${y} ${p(h!)}:${p(mi!)} ${fields.timeZoneName})`;
+  lastNow = [second, line, zone];
+  return line;
+}
+
+// Making a formatter costs far more than using one (a quarter of a millisecond): one per zone.
+const FORMATS = new Map<string, Intl.DateTimeFormat>();
+
+function dateFormat(zone: string | null): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-US", {
     timeZone: zone ?? undefined,
     hourCycle: "h23",
     year: "numeric",
@@ -165,15 +294,6 @@ export function nowLine(now = new Date(), zone: string | null = null): string {
     weekday: "long",
     timeZoneName: "short",
   });
-  for (const part of format.formatToParts(now)) fields[part.type] = part.value;
-  const [y, mo, d, h, mi, se] = [fields.year, fields.month, fields.day, fields.hour, fields.minute, fields.second].map(Number) as number[];
-  const p = (n: number) => String(n).padStart(2, "0");
-  const offset = Math.round((Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) - second * 1000) / 60000);
-  const sign = offset < 0 ? "-" : "+";
-  const iso = `${y}-${p(mo!)}-${p(d!)}T${p(h!)}:${p(mi!)}:${p(se!)}${sign}${p(Math.floor(Math.abs(offset) / 60))}:${p(Math.abs(offset) % 60)}`;
-  const line = `Current date and time: ${iso} (${fields.weekday}, ${p(d!)} ${MONTHS[mo! - 1]} ${y} ${p(h!)}:${p(mi!)} ${fields.timeZoneName})`;
-  lastNow = [second, line, zone];
-  return line;
 }
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 // Formatting costs more than reading the clock: the line is made once per second (and zone).
@@ -201,9 +321,16 @@ const FEATURES: Record<string, string> = {
   memory: "memory",
 };
 
+/** A feature key that asks for nothing (`"codeMode": false`; the document's `"mcp": {}`, no
+ * servers). Anything else, `"approval": {}` included, asks for the feature. */
+function off(kind: string, key: string, value: unknown): boolean {
+  if (value === false || value === null) return true;
+  return kind === "document" && key === "mcp" && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0;
+}
+
 function checkKnown(kind: string, value: Record<string, any>, path: string): void {
   for (const key of Object.keys(value ?? {})) {
-    if (KNOWN_KEYS[kind]!.includes(key)) continue;
+    if (KNOWN_KEYS[kind]!.includes(key) || (FEATURES[key] && off(kind, key, value[key]))) continue;
     const feature = FEATURES[key] ? `${FEATURES[key]}, which this TypeScript runtime does not run yet` : "a key this TypeScript runtime does not know (a newer compiler?)";
     throw new UnsupportedError(`ir: ${path} has '${key}': ${feature}; see ts/README.md`);
   }
@@ -264,7 +391,7 @@ export class AgentCore {
     this.providerOverride = override ?? null;
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
-    this.registry = new ToolRegistry(config.tools, declaredToolNames(doc));
+    this.registry = new ToolRegistry(config.tools, declaredTools(doc));
     this.middleware = new MiddlewareChain(config.middleware);
     this.wantsPartials = this.middleware.hasPartial;
     this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
@@ -299,7 +426,7 @@ export class AgentCore {
       const name = providerKey(model);
       const apiKey = this.apiKeys[name] ?? null;
       const base = resolveBaseUrl(model, this.options.baseUrls);
-      const http = { retry: this.options.retry, timeouts: this.options.timeouts };
+      const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits };
       if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
       else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http, this.options.strict);
       else if (model.provider === "custom") {
@@ -452,12 +579,12 @@ export class Agent {
 
   onIntent(handler: (name: any, value: any, agentName: any) => unknown): void {
     if (typeof handler !== "function") throw new ConfigError("onIntent: expected a function (name, value, agentName) => ...");
-    this.core.handlers.push(async (n, v, a) => handler(n, v, a));
+    this.core.handlers.push({ label: handlerLabel(handler), call: async (n, v, a) => handler(n, v, a) });
   }
 
   onIntentPartial(handler: (name: any, value: any, agentName: any) => unknown): void {
     if (typeof handler !== "function") throw new ConfigError("onIntentPartial: expected a function (name, value, agentName) => ...");
-    this.core.partialHandlers.push(async (n, v, a) => handler(n, v, a));
+    this.core.partialHandlers.push({ label: handlerLabel(handler), call: async (n, v, a) => handler(n, v, a) });
     this.core.wantsPartials = true;
   }
 
@@ -510,6 +637,10 @@ export class Agent {
   }
 }
 
+function handlerLabel(handler: Function): string {
+  return handler.name || "handler";
+}
+
 function checkConfigName(doc: Record<string, any>, name: unknown, where: string): string {
   const valid = configNames(doc);
   if (typeof name !== "string" || !valid.includes(name))
@@ -521,6 +652,63 @@ export interface IRMeta {
   irHash: string;
   compilerVersion: string;
   irVersion: number;
+  /** JSON pointers of the IR's whole-number floats (`1.0`), which a JavaScript value cannot
+   * tell from integers: the hash is taken over the IR as the compiler wrote it. */
+  floats?: readonly string[];
+}
+
+/** The IR's hash as the compiler computes it: SHA-256 over its canonical JSON (sorted keys,
+ * no spaces, Python's number forms) without the `hash` key. */
+export function irHash(doc: Record<string, any>, floats: readonly string[] = []): string {
+  const body = { ...doc };
+  delete body.hash;
+  return "sha256:" + createHash("sha256").update(canonicalJson(body, new Set(floats), "")).digest("hex");
+}
+
+function canonicalJson(value: unknown, floats: Set<string>, path: string): string {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "number") return floats.has(path) || !Number.isInteger(value) ? pyFloat(value) : BigInt(value).toString();
+  if (Array.isArray(value)) return "[" + value.map((v, i) => canonicalJson(v, floats, `${path}/${i}`)).join(",") + "]";
+  const object = value as Record<string, unknown>;
+  return (
+    "{" +
+    Object.keys(object)
+      .sort(byCodePoint)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(object[k], floats, `${path}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`)}`)
+      .join(",") +
+    "}"
+  );
+}
+
+function byCodePoint(a: string, b: string): number {
+  const x = [...a].map((c) => c.codePointAt(0)!);
+  const y = [...b].map((c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+/** Python's repr of a float: the shortest digits that read back, positional from 1e-4 to
+ * 1e16, else `d.dddde+XX`; whole numbers end in `.0`. */
+function pyFloat(value: number): string {
+  if (!Number.isFinite(value)) throw new ConfigError(`ir: ${value} is not a JSON number`);
+  const [mantissa, exp] = value.toExponential().split("e") as [string, string];
+  const exponent = Number(exp);
+  const negative = mantissa.startsWith("-");
+  const digits = mantissa.replace("-", "").replace(".", "");
+  let text: string;
+  if (exponent >= -5 + 1 && exponent < 16) {
+    if (exponent >= 0) {
+      const whole = digits.slice(0, exponent + 1).padEnd(exponent + 1, "0");
+      const fraction = digits.slice(exponent + 1);
+      text = `${whole}.${fraction || "0"}`;
+    } else text = `0.${"0".repeat(-exponent - 1)}${digits}`;
+  } else {
+    const rest = digits.slice(1);
+    text = `${digits[0]}${rest ? `.${rest}` : ""}e${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  }
+  return negative ? `-${text}` : text;
 }
 
 function versionTuple(text: string): number[] {
@@ -545,7 +733,8 @@ export function createAgent(ir: string | Record<string, any>, config: Record<str
   const regen = "regenerate the bindings with `auwgent generate`";
   if (meta.irVersion !== IR_VERSION || doc.ir_version !== IR_VERSION)
     throw new ConfigError(`ir_version: the generated module holds IR version ${doc.ir_version ?? meta.irVersion}, but this runtime reads version ${IR_VERSION}; ${regen}`);
-  if (doc.hash != null && doc.hash !== meta.irHash) throw new ConfigError(`ir_hash: the embedded IR does not match its hash; ${regen}`);
+  if (doc.hash !== meta.irHash || irHash(doc, meta.floats) !== meta.irHash)
+    throw new ConfigError(`ir_hash: the embedded IR does not match its hash (it was edited after it was generated, or the module was changed by hand); ${regen}`);
   const compiled = versionTuple(meta.compilerVersion);
   const runtime = versionTuple(RUNTIME_VERSION);
   if (compiled[0] !== runtime[0] || compiled[1]! > runtime[1]!)

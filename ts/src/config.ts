@@ -3,7 +3,7 @@
 
 import { ConfigError, ContextError } from "./errors.js";
 import { frame } from "./section.js";
-import { DEFAULT_RETRY, DEFAULT_TIMEOUTS, type RetryPolicy, type Timeouts } from "./providers/http.js";
+import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
 
@@ -19,6 +19,8 @@ export const CONFIG_KEYS = [
   "protocol",
   "retry",
   "timeouts",
+  "limits",
+  "budget",
   "provider",
   "loopDetection",
   "persona",
@@ -36,7 +38,10 @@ export interface RuntimeOptions {
   protocol: "blocks" | "native" | null;
   retry: RetryPolicy;
   timeouts: Timeouts;
+  limits: Limits;
   runTimeout: number | null;
+  /** Caps on model requests and tokens, per run and per conversation; null: none. */
+  budget: Budget | null;
   baseUrls: Record<string, string>;
   /** How many identical calls mean no progress; null: loop detection is off. */
   loopRepeats: number | null;
@@ -47,6 +52,22 @@ export interface RuntimeOptions {
   clock: (() => Date) | null;
   /** OpenAI-compatible native tools and structured output carry `strict: true`. */
   strict: boolean;
+}
+
+export interface Budget {
+  tokens: number | null;
+  requests: number | null;
+  conversationTokens: number | null;
+  conversationRequests: number | null;
+}
+
+const BUDGET_KEYS = ["tokens", "requests", "conversationTokens", "conversationRequests"] as const;
+
+function budgetOf(config: Record<string, any>): Budget | null {
+  if (config.budget == null) return null;
+  const given = sub(config, "budget", BUDGET_KEYS);
+  const value = (key: (typeof BUDGET_KEYS)[number]) => (given[key] == null ? null : num(`budget.${key}`, given[key], true, 1));
+  return { tokens: value("tokens"), requests: value("requests"), conversationTokens: value("conversationTokens"), conversationRequests: value("conversationRequests") };
 }
 
 function unknownKey(path: string, key: string, valid: readonly string[]): ConfigError {
@@ -105,7 +126,8 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
   if (protocol !== null && protocol !== "blocks" && protocol !== "native")
     throw new ConfigError(`protocol: expected 'blocks' or 'native', got ${JSON.stringify(protocol)}`);
   const r = sub(config, "retry", ["attempts", "baseDelay", "maxDelay"]);
-  const t = sub(config, "timeouts", ["connect", "firstByte", "idle", "run"]);
+  const t = sub(config, "timeouts", ["connect", "firstByte", "idle", "call", "run"]);
+  const l = sub(config, "limits", ["eventBytes", "responseBytes"]);
   const baseUrls = config.baseUrls ?? {};
   if (typeof baseUrls !== "object" || Array.isArray(baseUrls) || !Object.values(baseUrls).every((v) => typeof v === "string"))
     throw new ConfigError("baseUrls: expected an object of provider name → URL string");
@@ -124,7 +146,13 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
       connect: num("timeouts.connect", t.connect ?? DEFAULT_TIMEOUTS.connect),
       firstByte: num("timeouts.firstByte", t.firstByte ?? DEFAULT_TIMEOUTS.firstByte),
       idle: num("timeouts.idle", t.idle ?? DEFAULT_TIMEOUTS.idle),
+      call: num("timeouts.call", t.call ?? DEFAULT_TIMEOUTS.call),
     },
+    limits: {
+      eventBytes: num("limits.eventBytes", l.eventBytes ?? DEFAULT_LIMITS.eventBytes, true, 1),
+      responseBytes: num("limits.responseBytes", l.responseBytes ?? DEFAULT_LIMITS.responseBytes, true, 1),
+    },
+    budget: budgetOf(config),
     runTimeout: t.run === undefined || t.run === null ? null : num("timeouts.run", t.run),
     baseUrls: { ...baseUrls },
     loopRepeats: parseLoopDetection(config.loopDetection),

@@ -6,8 +6,8 @@ import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type Reject
 import type { Repair } from "./values.js";
 import { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
-import type { AgentCore } from "./agent.js";
-import type { Message, ModelRequest, StreamEvent } from "./providers/base.js";
+import type { AgentCore, HookFailure } from "./agent.js";
+import type { FinishEvent, Message, ModelRequest, StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
@@ -15,7 +15,6 @@ import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
-const BLOCK_KIND_OF: Record<CallKind, string> = { tool: "tool_call", workflow: "workflow_call", helper: "helper_call" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
 export const COMPLETE_INTENT = "handoff_complete";
 export const COMPLETE_SPEC = {
@@ -30,8 +29,6 @@ const TEXT_INPUT_PARAM: IRField = { name: "input", type: { kind: "string" }, opt
 export interface Control {
   skip: boolean;
   result?: unknown;
-  /** A handler or middleware failed while deciding on the call: it must not run. */
-  refused?: boolean;
 }
 
 export function controlOf(value: unknown): Control | null {
@@ -78,6 +75,15 @@ interface Round {
   problems: string[];
   customs: number;
   error: unknown;
+  /** "<provider>:<model>" that answered. */
+  model: string;
+  usage: Usage | null;
+  /** Why the model stopped, as the provider said. */
+  finish: FinishEvent | null;
+  /** The text answer was cut by the output limit. */
+  truncated: boolean;
+  /** Partial handlers that failed, by handler and segment (reported once). */
+  partialFailures: Set<string>;
 }
 
 export type IntentSink = (name: string, value: unknown, agentName: string, partial: boolean) => void;
@@ -105,6 +111,10 @@ export class Run {
   /** Set when the run's time is up: nothing more runs, nothing more reaches the session. */
   cancelled = false;
   private loops: LoopDetector | null;
+  /** This run's model calls (budgets). */
+  private spent = { requests: 0, tokens: 0 };
+  /** The conversation's model calls before this run. */
+  private earlier = { requests: 0, tokens: 0 };
   turn: Turn | null = null;
   session: SessionState;
   ctx: Record<string, any>;
@@ -158,7 +168,7 @@ export class Run {
 
   async execute(text: string, session: unknown): Promise<SessionState> {
     const root = this.core.root;
-    this.session = session == null ? newSession(root) : checkSession(session, root);
+    this.session = session == null ? newSession(root) : checkSession(session, root, this.core.doc.agents);
     let start = this.startAgent(this.session);
     this.turn = newTurn(text, start);
     if (this.session.status === AWAITING_APPROVAL) throw pausedError();
@@ -168,7 +178,7 @@ export class Run {
       try {
         const returned = await this.core.middleware.runStart(this.session, this.ctx);
         if (returned !== this.session) {
-          const loaded = checkSession(returned, root);
+          const loaded = checkSession(returned, root, this.core.doc.agents);
           start = this.startAgent(loaded);
           this.session = loaded;
           this.turn.agent = start;
@@ -179,6 +189,7 @@ export class Run {
         await this.fail(error, start, "onRunStart failed: ");
         return this.session;
       }
+      this.earlier = spentIn(this.session.turns.slice(0, -1));
       await this.driveWithTimeout(start);
     } finally {
       await this.finish(start);
@@ -268,17 +279,10 @@ export class Run {
   private async resume(stack: Frame[]): Promise<void> {
     const top = stack[stack.length - 1]!;
     const agent = this.core.doc.agents[top.agent];
+    const [tools, grant] = this.stackTools(stack);
     const record = [...(top.messages ?? [])];
     top.messages = record;
-    const inv = new Invocation(
-      agent,
-      this.core.configFor(agent, this.config),
-      record.map(messageFromJson),
-      this.stackTools(stack),
-      "user",
-      top.tools ?? "none",
-      record,
-    );
+    const inv = new Invocation(agent, this.core.configFor(agent, this.config), record.map(messageFromJson), tools, "user", grant, record);
     inv.add({ role: "user", content: this.turn!.input.text });
     this.settle(await this.invoke(inv, true));
     if (inv.completed) {
@@ -288,10 +292,30 @@ export class Run {
     }
   }
 
-  private stackTools(stack: Frame[]): Record<string, any>[] {
-    let tools = [...this.core.doc.agents[stack[0]!.agent].tools];
-    for (const frame of stack.slice(1)) tools = effectiveTools(this.core.doc.agents[frame.agent], frame.tools ?? "none", tools);
-    return tools;
+  /** The top frame's tools and grant, recomputed from the IR: a session only says which
+   * helper is answering, never what it may call (a stored grant is not trusted). */
+  private stackTools(stack: Frame[]): [Record<string, any>[], unknown] {
+    const agents = this.core.doc.agents;
+    let tools: Record<string, any>[] = [...agents[stack[0]!.agent].tools];
+    let grant: unknown = "none";
+    for (let i = 1; i < stack.length; i++) {
+      const below = stack[i - 1]!.agent;
+      const name = stack[i]!.agent;
+      // A helper called by a nested helper (handoff none) hands the conversation over from
+      // there: the IR path from the frame below to that parent gives its tools.
+      const parent = String(stack[i]!.parent || below);
+      const choices: [Record<string, any>[], unknown][] = [];
+      for (const via of pathsTools(agents, below, parent, tools, new Set()))
+        for (const use of agents[parent].helpers)
+          if (use.name === name && use.handoff === "user") choices.push([effectiveTools(agents[name], use.tools, via), use.tools]);
+      if (!choices.length)
+        throw new ConfigError(`session.stack[${i}]: ${parent} does not hand the conversation to ${name} in this agent's IR; the session does not belong to these bindings`);
+      // Several IR paths: only what every one of them grants (never the union).
+      const common = choices.map((c) => new Set(c[0].map((t) => t.name))).reduce((a, b) => new Set([...a].filter((n) => b.has(n))));
+      tools = choices[0]![0].filter((t) => common.has(t.name));
+      grant = choices.length === 1 ? choices[0]![1] : tools.map((t) => t.name);
+    }
+    return [tools, grant];
   }
 
   private noteCompletion(stack: Frame[], inv: Invocation): void {
@@ -305,8 +329,11 @@ export class Run {
 
   // -- failures
 
-  async fail(error: unknown, agentName: string, prefix = "", mark = true): Promise<string> {
-    const message = prefix + describeError(error);
+  /** Report a failure: onError, then an `error` intent unless a middleware handled it. The
+   * intent's message is `message` when given, else `prefix` and the error's own text;
+   * `details` join its payload. */
+  async fail(error: unknown, agentName: string, prefix = "", mark = true, given: string | null = null, details: Record<string, unknown> = {}): Promise<string> {
+    const message = given ?? prefix + describeError(error);
     if (mark && this.turn !== null && agentName === this.turn.agent) {
       this.turn.status = "error";
       this.turn.error = message;
@@ -318,7 +345,7 @@ export class Run {
     } catch {
       handled = false;
     }
-    if (!handled) await this.emit("error", { message }, agentName);
+    if (!handled) await this.emit("error", { message, ...details }, agentName);
     return message;
   }
 
@@ -331,36 +358,42 @@ export class Run {
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.sink) this.sink(name, value, agentName, false);
     let control: Control | null = null;
-    let failure: unknown = null;
+    const failures: HookFailure[] = [];
     // Every middleware and handler sees the intent whatever the others do; the first control wins.
     if (core.middleware.hasIntent) {
       this.ctx.activeAgent = active ?? agentName;
       this.ctx.rawBlock = raw;
       this.ctx.repairs = repairs.map((r) => ({ ...r }));
-      for (const fn of core.middleware.intentHooks(this.ctx.activeAgent)) {
-        try {
-          control = control ?? controlOf(await fn(name, value, this.ctx));
-        } catch (error) {
-          failure = failure ?? error;
-        }
-      }
+      for (const returned of await core.middleware.each("onIntent", name, value, this.ctx, failures)) control = control ?? controlOf(returned);
     }
     for (const handler of core.handlers) {
       try {
-        control = control ?? controlOf(await handler(name, value, agentName));
+        control = control ?? controlOf(await handler.call(name, value, agentName));
       } catch (error) {
-        failure = failure ?? error;
+        failures.push([`intent handler '${handler.label}'`, error]);
       }
     }
-    if (failure !== null && name !== "error") {
-      await this.fail(failure, agentName, `a handler of ${name} failed: `, false);
+    if (failures.length) {
       // Fail closed: a call whose handler failed while deciding on it does not run.
-      if (name in CALL_KINDS) return { skip: false, refused: true };
+      const call = name in CALL_KINDS;
+      for (const [who, error] of failures) await this.hookFailed(who, error, name, value, agentName, call);
+      if (call) return { skip: true };
     }
     return control;
   }
 
-  async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string): Promise<void> {
+  /** Report a handler or middleware that threw on `name`: an `error` intent naming it, the
+   * intent and (for a call) that the call was not run, with the stack trace. */
+  private async hookFailed(who: string, error: unknown, name: string, value: any, agentName: string, skipped: boolean): Promise<void> {
+    if (name === "error") return; // an error intent about an error intent would loop
+    let what = name;
+    if (skipped && value && typeof value === "object") what += ` ${value.type ?? "None"}`;
+    const message = `${who} failed on ${what}: ${describeError(error)}` + (skipped ? " (the call was not run)" : "");
+    const traceback = error instanceof Error && error.stack ? error.stack : String(error);
+    await this.fail(error, agentName, "", false, message, { handler: who, intent: name, traceback });
+  }
+
+  async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string, rnd: Round): Promise<void> {
     if (this.cancelled) return;
     const name = event.kind === "custom" && event.name ? event.name : event.kind;
     const value: Record<string, any> = {
@@ -373,14 +406,24 @@ export class Run {
     };
     if (event.delta !== undefined) value.delta = event.delta;
     if (this.sink) this.sink(name, value, agentName, true);
-    try {
-      if (this.core.middleware.hasPartial) {
-        this.ctx.activeAgent = agentName;
-        await this.core.middleware.intentPartial(name, value, this.ctx);
+    const failures: HookFailure[] = [];
+    if (this.core.middleware.hasPartial) {
+      this.ctx.activeAgent = agentName;
+      await this.core.middleware.each("onIntentPartial", name, value, this.ctx, failures);
+    }
+    for (const handler of this.core.partialHandlers) {
+      try {
+        await handler.call(name, value, agentName);
+      } catch (error) {
+        failures.push([`intent handler '${handler.label}'`, error]);
       }
-      for (const handler of this.core.partialHandlers) await handler(name, value, agentName);
-    } catch (error) {
-      await this.fail(error, agentName, `a partial handler of ${name} failed: `, false);
+    }
+    for (const [who, error] of failures) {
+      // One report per handler and segment, not one per streamed chunk.
+      const key = `${who}\u0000${event.segment}`;
+      if (rnd.partialFailures.has(key)) continue;
+      rnd.partialFailures.add(key);
+      await this.hookFailed(who, error, name, value, agentName, false);
     }
   }
 
@@ -463,7 +506,7 @@ export class Run {
   }
 
   private async terminal(inv: Invocation, rnd: Round): Promise<AgentResult> {
-    let response: unknown;
+    let response: Record<string, unknown>;
     let output: unknown;
     if (rnd.output !== null) {
       response = { ...rnd.output };
@@ -472,6 +515,9 @@ export class Run {
       output = rnd.texts.join("\n\n");
       response = { text: output };
     }
+    if (rnd.truncated) response.truncated = true;
+    response.finish_reason = rnd.finish?.reason ?? null;
+    response.usage = rnd.usage;
     this.ctx.activeAgent = inv.name;
     try {
       await this.core.middleware.llmEnd(response, this.ctx);
@@ -487,7 +533,7 @@ export class Run {
     let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
-    const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null };
+    const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
     try {
       system = await core.middleware.llmStart(system, this.ctx);
     } catch (error) {
@@ -507,28 +553,88 @@ export class Run {
       stream: true,
       contract,
     };
+    const over = this.overBudget();
+    if (over !== null) {
+      rnd.error = new AuwgentError(over);
+      return rnd;
+    }
+    this.spent.requests++; // counted before it starts: concurrent helpers see it
     const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
-    let finish: string | null = null;
-    let usage: Usage | null = null;
-    const answered = { model: "" };
     try {
       // Without fallback models the provider's stream is read directly (one generator less
-      // per event).
-      const events = cfg.fallback?.length ? this.stream(cfg, request, answered) : this.core.provider(cfg.model).stream(request);
-      answered.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
+      // per event). The fallback generator names the model that answers when it starts.
+      const events = cfg.fallback?.length ? this.stream(cfg, request, rnd) : this.core.provider(cfg.model).stream(request);
+      rnd.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
       for await (const event of events) {
         if (event.type === "text") rnd.chunks.push(event.text);
-        else if (event.type === "finish") finish = event.reason;
-        else if (event.type === "usage") usage = usageOf(event);
+        else if (event.type === "finish") rnd.finish = event;
+        else if (event.type === "usage") rnd.usage = usageOf(event);
+        else if (event.type === "part") {
+          this.contentPart(inv, event);
+          continue;
+        }
         for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
       }
-      for (const decoded of decoder.close()) await this.decoded(inv, contract, rnd, cutOff(decoded, finish));
+      await this.close(inv, contract, rnd, decoder.close());
     } catch (error) {
       rnd.error = error;
     }
-    if (this.turn !== null && !this.cancelled) this.turn.model_calls.push({ model: answered.model, finish_reason: finish, usage });
+    this.count(rnd);
     return rnd;
+  }
+
+  /** Keep a non-text part of the answer (an image, code the model ran) in the turn. */
+  private contentPart(inv: Invocation, part: Extract<StreamEvent, { type: "part" }>): void {
+    // An optional key of the turn (docs/sessions.md), present only when there are parts.
+    if (this.turn !== null) (this.turn.parts ??= []).push({ agent: inv.name, kind: part.kind, data: part.data });
+  }
+
+  /**
+   * What the decoder finishes at the end of the stream, read with the finish reason. After an
+   * output limit or a refusal, whatever the stream left open was cut off: it never runs and
+   * the round ends with an error. A cut text answer is delivered as `truncated`; a refusal is
+   * an error even when nothing was left open.
+   */
+  private async close(inv: Invocation, contract: Contract, rnd: Round, events: DecodeEvent[]): Promise<void> {
+    const stop = abnormal(rnd.finish);
+    for (const decoded of events) {
+      if (stop === null || decoded.type === "partial") await this.decoded(inv, contract, rnd, decoded);
+      else if (stop === "length" && decoded.type === "final" && decoded.kind === "response_text" && contract.output.kind === "text") {
+        rnd.truncated = true;
+        await this.decoded(inv, contract, rnd, decoded);
+      } else if (rnd.error === null) rnd.error = new AuwgentError(stopped(rnd.finish!, decoded));
+    }
+    if (stop === null || rnd.error !== null) return;
+    const produced = rnd.texts.length || rnd.tasks.length || rnd.customs || rnd.output !== null;
+    if (stop !== "length" || !produced) rnd.error = new AuwgentError(stopped(rnd.finish!, null));
+  }
+
+  // -- budgets
+
+  /** Record one model call in the turn and in the run's totals. */
+  private count(rnd: Round): void {
+    this.spent.tokens += rnd.usage?.total_tokens ?? 0;
+    if (this.turn !== null && !this.cancelled)
+      this.turn.model_calls.push({ model: rnd.model, finish_reason: rnd.finish?.reason ?? null, usage: rnd.usage });
+  }
+
+  /** Why the next model call must not be made, or null (the config's `budget`). */
+  private overBudget(): string | null {
+    const budget = this.core.options.budget;
+    if (budget === null) return null;
+    const limits: [string, number | null, number, string][] = [
+      ["requests", budget.requests, this.spent.requests, "run"],
+      ["tokens", budget.tokens, this.spent.tokens, "run"],
+      ["conversationRequests", budget.conversationRequests, this.earlier.requests + this.spent.requests, "conversation"],
+      ["conversationTokens", budget.conversationTokens, this.earlier.tokens + this.spent.tokens, "conversation"],
+    ];
+    for (const [key, limit, used, scope] of limits)
+      if (limit !== null && used >= limit) {
+        const what = key.includes("equests") ? "model requests" : "tokens";
+        return `budget exceeded: this ${scope} has used ${used} ${what} of its ${limit} (budget.${key}); no further model request is made`;
+      }
+    return null;
   }
 
   /**
@@ -536,7 +642,7 @@ export class Run {
    * that fails with a retryable error (after its own retries) before producing any event
    * hands the same request to the next one. Once an event is out, a failure passes through.
    */
-  private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: { model: string }): AsyncGenerator<StreamEvent> {
+  private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: Round): AsyncGenerator<StreamEvent> {
     const models = [cfg.model, ...(cfg.fallback ?? [])];
     for (let index = 0; index < models.length; index++) {
       const model = models[index];
@@ -559,7 +665,7 @@ export class Run {
     const structured = contract.output.kind !== "text";
     if (event.type === "partial") {
       if (structured && event.kind === "response_text") return;
-      if (this.core.wantsPartials || this.sink !== null) await this.emitPartial(event, inv.name);
+      if (this.core.wantsPartials || this.sink !== null) await this.emitPartial(event, inv.name, rnd);
       return;
     }
     if (event.type === "rejected") return this.rejected(inv, rnd, event);
@@ -571,7 +677,9 @@ export class Run {
       if (!structured) {
         const text = String(event.payload.text ?? "");
         rnd.texts.push(text);
-        await this.emit("response_text", { text }, inv.name, event.raw, null, event.repairs);
+        const value: Record<string, unknown> = { text };
+        if (rnd.truncated) value.truncated = true;
+        await this.emit("response_text", value, inv.name, event.raw, null, event.repairs);
       }
     } else if (kind === "response_schema") {
       if (event.callId != null) rnd.nativeCalls.push(event);
@@ -672,11 +780,6 @@ export class Run {
 
   private async controlled(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, control: Control | null, callId: string | null): Promise<CallOutcome | null> {
     if (control === null) return null;
-    if (control.refused) {
-      // What goes back to the model names no exception text.
-      const message = `the application could not approve this call (a handler of ${BLOCK_KIND_OF[kind]} failed); it did not run`;
-      return this.refuse(inv, kind, name, args, message, callId);
-    }
     if (control.skip) {
       await this.emit("tool_skipped", { type: name, args }, speaker(inv, kind, name), null, inv.name);
       return { kind, name, args, status: "skipped", callId };
@@ -736,7 +839,6 @@ export class Run {
     const tool = workflow.tools.find((t: any) => t.name === name) ?? inv.tools.find((t) => t.name === name);
     if (!tool) throw new ToolError(`workflow ${workflow.name} cannot call ${name}: no such tool`);
     const control = await this.emit("tool_call", { type: name, args }, inv.name);
-    if (control?.refused) throw new ToolError(`${name} did not run: a handler of tool_call failed`);
     if (control !== null) {
       await this.controlled(inv, "tool", name, args, control, null);
       return control.skip ? null : control.result;
@@ -822,10 +924,6 @@ export class Run {
   }
 }
 
-/**
- * A call still open when the stream ended is only recovered when the stream ended normally:
- * cut off at an output limit or for safety, it never runs (fail closed).
- */
 function pausedError(): ApprovalError {
   return new ApprovalError(
     "this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input " +
@@ -853,10 +951,50 @@ function usageOf(event: { inputTokens: number | null; outputTokens: number | nul
   return { input_tokens: event.inputTokens ?? 0, output_tokens: event.outputTokens ?? 0, total_tokens: given.reduce((a, b) => a + b, 0) };
 }
 
-function cutOff(event: DecodeEvent, finish: string | null): DecodeEvent {
-  if (event.type !== "final" || !(event.kind in CALL_KINDS) || finish === null || finish === "stop" || finish === "tool_calls") return event;
-  const message = `the response was cut off (finish reason ${finish}) before this call was complete; it did not run`;
-  return { type: "rejected", kind: event.kind, name: event.name, segment: event.segment, message, raw: event.raw, callId: event.callId ?? null };
+/** Finish reasons that mean the provider stopped the answer: never a success, never re-asked. */
+const REFUSED = new Set(["content_filter", "malformed_function_call", "safety", "recitation", "blocklist", "prohibited_content", "spii", "image_safety", "refusal"]);
+
+/** "length" for an answer cut by the output limit, the reason for a refused one, else null. */
+function abnormal(finish: FinishEvent | null): string | null {
+  if (finish === null) return null;
+  const reason = finish.reason.toLowerCase();
+  return reason === "length" || REFUSED.has(reason) ? reason : null;
+}
+
+/** Why a response could not be used, in the words the application sees. */
+function stopped(finish: FinishEvent, cut: DecodeEvent | null): string {
+  let reason = `finish_reason=${finish.reason}`;
+  if (finish.reason.toLowerCase() === "length") {
+    const what = cut !== null && cut.type !== "partial" ? `while writing ${cut.kind || "a call"} ${cut.name ?? ""}`.trimEnd() : "before it wrote an answer";
+    return `the model stopped at its output limit (${reason}) ${what}`;
+  }
+  if (finish.raw && finish.raw !== finish.reason) reason += `, ${finish.raw}`; // the provider's own word, e.g. Gemini's SAFETY
+  const said = finish.message ? `: ${finish.message}` : " (the provider gave no message)";
+  return `the provider stopped the model's answer (${reason})${said}`;
+}
+
+/** Model requests and tokens recorded in `turns` (a conversation's earlier ones). */
+function spentIn(turns: readonly Turn[]): { requests: number; tokens: number } {
+  let requests = 0;
+  let tokens = 0;
+  for (const turn of turns)
+    for (const call of turn.model_calls ?? []) {
+      if (!call || typeof call !== "object") continue;
+      requests++;
+      tokens += call.usage?.total_tokens ?? 0;
+    }
+  return { requests, tokens };
+}
+
+/** The tools `goal` has on each helper path from `start` (`tools`) in the IR. */
+function* pathsTools(agents: Record<string, any>, start: string, goal: string, tools: Record<string, any>[], seen: Set<string>): Generator<Record<string, any>[]> {
+  if (start === goal) {
+    yield tools;
+    return;
+  }
+  for (const use of agents[start].helpers)
+    if (!seen.has(use.name) && use.handoff !== "user")
+      yield* pathsTools(agents, use.name, goal, effectiveTools(agents[use.name], use.tools, tools), new Set([...seen, start]));
 }
 
 function speaker(inv: Invocation, kind: CallKind, name: string): string {

@@ -1,7 +1,7 @@
 // @snrraptopack/auwgent-sdk: the TypeScript runtime of Auwgent. Generated
 // `<stem>.agent.types.ts` files import it; applications mostly use what those files export.
 
-export { Agent, AgentCore, createAgent, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
+export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
 export { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";

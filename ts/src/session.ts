@@ -41,6 +41,8 @@ export interface Turn {
   output: any;
   /** One entry per model call of the turn: the model that answered, "<provider>:<model>". */
   model_calls: ModelCall[];
+  /** Non-text parts of the answer (images, code the model ran), present only when there are some. */
+  parts?: { agent: string; kind: string; data: unknown }[];
 }
 
 export interface SessionState {
@@ -70,7 +72,8 @@ export function newTurn(text: string, agent: string): Turn {
   return { id: randomUUID().replace(/-/g, ""), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null, model_calls: [] };
 }
 
-export function checkSession(value: any, root: string): SessionState {
+/** `value` checked as a session of agent `root`; with `agents`, every frame names one of them. */
+export function checkSession(value: any, root: string, agents: Record<string, unknown> | null = null): SessionState {
   if (!value || typeof value !== "object" || Array.isArray(value))
     throw new ConfigError(`session: expected a session object, got ${value === null ? "null" : typeof value}`);
   if (value.version !== SESSION_VERSION)
@@ -84,6 +87,8 @@ export function checkSession(value: any, root: string): SessionState {
   value.stack.forEach((frame: any, i: number) => {
     if (!frame || typeof frame !== "object") throw new ConfigError(`session.stack[${i}]: expected a frame object`);
     if (typeof frame.agent !== "string") throw new ConfigError(`session.stack[${i}].agent: expected an agent name`);
+    if (agents !== null && !Object.hasOwn(agents, frame.agent))
+      throw new ConfigError(`session.stack[${i}].agent: agent '${frame.agent}' is not part of this agent's IR`);
   });
   value.turns.forEach((turn: any, i: number) => {
     if (!turn || typeof turn !== "object" || Array.isArray(turn)) throw new ConfigError(`session.turns[${i}]: expected a turn object`);

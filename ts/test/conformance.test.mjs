@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine"];
@@ -16,7 +16,12 @@ const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, 
 
 const NOW = /Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)/g;
 const normal = (value) =>
-  JSON.parse(JSON.stringify(value).replace(NOW, "Current date and time: <now>").replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"'));
+  JSON.parse(
+    JSON.stringify(value)
+      .replace(NOW, "Current date and time: <now>")
+      .replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"')
+      .replace(/"traceback":"(?:[^"\\]|\\.)*"/g, '"traceback":"<traceback>"'), // the host language's own
+  );
 
 function contractOf(spec) {
   const callables = spec.callables.map((c) => ({ ...c, configured: true, examples: [] }));
@@ -58,7 +63,8 @@ function scripted(replies, chunk) {
           for (let i = chunk; i < args.length; i += chunk) yield { type: "tool_call_delta", index, arguments: args.slice(i, i + chunk) };
           index++;
         }
-        yield { type: "finish", reason: index ? "tool_calls" : "stop" };
+        if (reply.usage) yield { type: "usage", inputTokens: reply.usage[0], outputTokens: reply.usage[1] };
+        yield { type: "finish", reason: reply.finish ?? (index ? "tool_calls" : "stop") };
       },
       async embed() {
         return [];
@@ -82,13 +88,31 @@ async function scenario(ir, sc, chunk) {
       },
     ]),
   );
-  const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null };
+  const ends = [];
+  const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null, ...(sc.config ?? {}) };
+  if (sc.llm_end) config.middleware = [{ onLLMEnd: (response) => void ends.push(structuredClone(response)) }];
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
-  let session = sc.session ?? null;
-  for (const text of sc.inputs) session = await agent.run(text, { session });
-  return normal({ intents, requests: requests.map((request) => buildChatBody(request)), session });
+  if (sc.handler_raises)
+    agent.onIntent(function guard(name) {
+      if (name === sc.handler_raises) throw new ToolFailure("guard down");
+    });
+  let session = sc.session ? structuredClone(sc.session) : null;
+  // A stored session edited by hand: its top frame claims what the scenario says.
+  if (session && sc.tamper) Object.assign(session.stack.at(-1), sc.tamper);
+  let raised = null;
+  try {
+    for (const text of sc.inputs) session = await agent.run(text, { session });
+  } catch (error) {
+    // What run refuses before anything runs (a bad session).
+    if (!(error instanceof AuwgentError)) throw error;
+    raised = { error: error.name, message: error.message };
+  }
+  const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
+  if (raised) out.raised = raised;
+  if (sc.llm_end) out.llm_end = ends;
+  return normal(out);
 }
 
 async function run(group, v) {

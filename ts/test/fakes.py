@@ -3,7 +3,8 @@
 Usage: ``python fakes.py SCRIPT.json``. The script is ``{"openai": [reply, ...], "gemini":
 [reply, ...], "api_key": "..."}`` where a reply is ``{"text": "...", "chunk_size": 3}``,
 ``{"calls": [[name, args], ...], "text": "..."}``, ``{"status": 503, "retry_after": 0}``,
-``{"stall": seconds, "after_chunks": n}`` or ``{"disconnect": after_chunks}``.
+``{"stall": seconds, "after_chunks": n}`` or ``{"disconnect": after_chunks}``; text and call
+replies take ``finish_reason`` (OpenAI's words) and ``finish_message`` (Gemini's).
 Prints one JSON line with the base URLs, serves until its stdin closes, then prints one JSON
 line with the requests each server recorded (path and body) and exits.
 """
@@ -35,9 +36,18 @@ def reply(spec: dict[str, Any]) -> ServerReply:
         return status(int(spec["status"]), retry_after=spec.get("retry_after"))
     if "calls" in spec:
         calls = [(str(n), a) for n, a in spec["calls"]]
-        return tool_calls(calls, text=spec.get("text", ""), chunk_size=spec.get("chunk_size"))
+        return tool_calls(
+            calls,
+            text=spec.get("text", ""),
+            chunk_size=spec.get("chunk_size"),
+            finish_reason=spec.get("finish_reason"),
+            finish_message=spec.get("finish_message"),
+        )
     return text(
-        spec["text"], chunk_size=spec.get("chunk_size"), finish_reason=spec.get("finish_reason")
+        spec["text"],
+        chunk_size=spec.get("chunk_size"),
+        finish_reason=spec.get("finish_reason"),
+        finish_message=spec.get("finish_message"),
     )
 
 

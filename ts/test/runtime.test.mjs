@@ -2,7 +2,7 @@
 // real HTTP against the fake OpenAI and Gemini servers on 127.0.0.1.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConfigError, ContextError, UnsupportedError, createAgent } from "../dist/index.js";
+import { ConfigError, ContextError, UnsupportedError, createAgent, irHash } from "../dist/index.js";
 import { compileIr, startFakes } from "./fakes.mjs";
 
 const SOURCE = `
@@ -55,13 +55,15 @@ test("construction names the key path of every mistake", () => {
 test("what this runtime does not run yet is refused at construction, naming the feature", () => {
   const gated = structuredClone(IR);
   gated.agents.Main.tools[0].approval = { timeout: null };
+  gated.hash = irHash(gated); // as the compiler would hash it
   assert.throws(
     () => createAgent(gated, { apiKeys: keys }, { ...meta, irHash: gated.hash }),
     (e) => e instanceof UnsupportedError && e.message === "ir: agents.Main.tools[0] (lookup) has 'approval': @approval, which this TypeScript runtime does not run yet; see ts/README.md",
   );
   const newer = structuredClone(IR);
   newer.agents.Main.configs.default.reasoning = "deep";
-  assert.throws(() => createAgent(newer, { apiKeys: keys }, meta), /ir: agents\.Main\.configs\.default has 'reasoning': a key this TypeScript runtime does not know/);
+  newer.hash = irHash(newer);
+  assert.throws(() => createAgent(newer, { apiKeys: keys }, { ...meta, irHash: newer.hash }), /ir: agents\.Main\.configs\.default has 'reasoning': a key this TypeScript runtime does not know/);
 });
 
 test("a missing required context key ends the run with an error intent before any model call", async () => {
@@ -201,16 +203,19 @@ test("a session from one run continues in the next, and survives JSON", async ()
   assert.deepEqual(openai[1].body.messages.slice(1).map((m) => m.role), ["user", "assistant", "user"]);
 });
 
-test("a call left open by a stream cut off at the output limit never runs", async () => {
+test("a call left open by a stream cut off at the output limit never runs; the error names the cause", async () => {
   const fakes = await startFakes({ openai: [{ text: "[tool_call: lookup]\nq: drop tables", finish_reason: "length" }, answer("Sorry.")] });
   let ran = false;
   const agent = agentFor(fakes.urls, { tools: { lookup: async () => void (ran = true) } });
   const intents = collect(agent);
-  await agent.run("go");
-  await fakes.stop();
+  const session = await agent.run("go");
+  const { openai } = await fakes.stop();
   assert.equal(ran, false);
-  const refusal = intents.find((i) => i[0] === "tool_error");
-  assert.match(refusal[1].message, /cut off \(finish reason length\)/);
+  assert.equal(openai.length, 1); // not re-asked
+  assert.equal(session.turns[0].status, "error");
+  assert.equal(intents.at(-1)[0], "error");
+  assert.equal(intents.at(-1)[1].message, "the model stopped at its output limit (finish_reason=length) while writing tool_call lookup");
+  assert.ok(!intents.some((i) => i[0] === "tool_call"));
 });
 
 test("timeouts.run ends the run with an error; a call that arrives later never runs", async () => {
@@ -263,9 +268,13 @@ test("a handler that throws while deciding on a call: the call does not run; eve
   const { openai } = await fakes.stop();
   assert.equal(ran, false);
   assert.equal(second, 1);
-  assert.ok(intents.some(([n, v]) => n === "error" && /a handler of tool_call failed: Error: secret detail/.test(v.message)));
+  const error = intents.find(([n]) => n === "error")[1];
+  assert.equal(error.message, "intent handler 'handler' failed on tool_call lookup: Error: secret detail (the call was not run)");
+  assert.equal(error.intent, "tool_call");
+  assert.match(error.traceback, /secret detail\n\s+at /);
+  assert.ok(intents.some(([n, v]) => n === "tool_skipped" && v.type === "lookup"));
   const back = openai[1].body.messages.at(-1).content;
-  assert.match(back, /\[tool_error: lookup\]/);
+  assert.match(back, /lookup/);
   assert.doesNotMatch(back, /secret detail/);
 });
 

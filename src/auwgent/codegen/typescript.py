@@ -459,11 +459,32 @@ class _Emitter:
                 f"irHash: {_str(str(self.doc.get('hash', '')))}, "
                 f"compilerVersion: {_str(__version__)}, irVersion: {IR_VERSION}"
             )
+            floats = _whole_floats(ir, "")
+            if floats:
+                # JavaScript reads 1.0 as 1: the runtime needs them to recompute the hash.
+                meta += f", floats: {json.dumps(floats, ensure_ascii=False)}"
             w.fill(
                 "return createAgent(irDocument, config as unknown as Record<string, unknown>, "
                 f"{{ {meta} }}) as unknown as AuwgentAgent;"
             )
         w.fill("}")
+
+
+def _whole_floats(value: Any, path: str) -> list[str]:
+    """JSON pointers of the floats of ``value`` that are whole numbers (``1.0``)."""
+    if isinstance(value, float):
+        return [path] if value.is_integer() else []
+    if isinstance(value, dict):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return []
+    found: list[str] = []
+    for key, item in items:
+        step = str(key).replace("~", "~0").replace("/", "~1")
+        found.extend(_whole_floats(item, f"{path}/{step}"))
+    return found
 
 
 def render_typescript(doc: ir.Document, *, ir_text: str | None = None) -> str:

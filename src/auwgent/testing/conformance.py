@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from auwgent.errors import AuwgentError
 from auwgent.runtime import expr, prompts, schema
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.protocol.blocks import BlocksDecoder
@@ -24,7 +25,7 @@ from auwgent.runtime.protocol.contract import (
     FinalEvent,
     RejectedEvent,
 )
-from auwgent.runtime.providers.base import TextDelta
+from auwgent.runtime.providers.base import TextDelta, Usage
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
 
@@ -35,6 +36,7 @@ GROUPS = ("schema", "expr", "prompts", "blocks", "engine")
 
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
+_TRACEBACK = re.compile(r'"traceback": "(?:[^"\\]|\\.)*"')
 
 
 class ToolFailure(Exception):
@@ -45,6 +47,7 @@ def normal(value: Any) -> Any:
     """``value`` with the date line and turn ids replaced, so that runs compare equal."""
     text = json.dumps(value, ensure_ascii=False)
     text = _NOW.sub("Current date and time: <now>", text)
+    text = _TRACEBACK.sub('"traceback": "<traceback>"', text)  # the host language's own
     return json.loads(_TURN_ID.sub('"id": "<id>"', text))
 
 
@@ -85,11 +88,13 @@ def _tools(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _reply(spec: Any) -> str | Reply:
-    """A scenario reply: text, or ``{"parts": [text | {"call": name, "args": {...}}]}``."""
+    """A scenario reply: text, or ``{"parts": [text | {"call": name, "args": {...}}]}`` with
+    optional ``"finish"`` (the finish reason) and ``"usage"`` (``[input, output]`` tokens)."""
     if isinstance(spec, str):
         return spec
     parts = [p if isinstance(p, str) else NativeCall(p["call"], p["args"]) for p in spec["parts"]]
-    return Reply(tuple(parts))
+    usage = Usage(*spec["usage"]) if "usage" in spec else None
+    return Reply(tuple(parts), spec.get("finish"), usage)
 
 
 async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> dict[str, Any]:
@@ -102,15 +107,46 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         "protocol": sc.get("protocol", "blocks"),
         "persona": sc.get("persona"),
     }
+    config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
+    ends: list[Any] = []
+    if sc.get("llm_end"):
+        config["middleware"] = [{"onLLMEnd": lambda response, ctx: ends.append(dict(response))}]
     agent = agent_from_ir(ir, config)
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
-    session = sc.get("session")
-    for text in sc["inputs"]:
-        session = await agent.run(text, session=session)
+    if "handler_raises" in sc:
+        agent.on_intent(_Guard(sc["handler_raises"]))
+    session = json.loads(json.dumps(sc["session"])) if "session" in sc else None
+    if session is not None and "tamper" in sc:
+        # A stored session edited by hand: its top frame claims what the scenario says.
+        session["stack"][-1].update(sc["tamper"])
+    raised = None
+    try:
+        for text in sc["inputs"]:
+            session = await agent.run(text, session=session)
+    except AuwgentError as exc:  # what run refuses before anything runs (a bad session)
+        raised = {"error": type(exc).__name__, "message": str(exc)}
     requests = [build_chat_body(r) for r in model.requests]
-    return {"intents": intents, "requests": requests, "session": session}
+    out: dict[str, Any] = {"intents": intents, "requests": requests, "session": session}
+    if raised is not None:
+        out["raised"] = raised
+    if sc.get("llm_end"):
+        out["llm_end"] = ends  # what onLLMEnd was given, call by call
+    return out
+
+
+class _Guard:
+    """An intent handler named ``guard`` that raises on the intents named ``on``."""
+
+    name = "guard"
+
+    def __init__(self, on: str) -> None:
+        self.on = on
+
+    def __call__(self, name: str, value: Any, who: str) -> None:
+        if name == self.on:
+            raise ToolFailure("guard down")
 
 
 def run_vector(group: str, v: Mapping[str, Any]) -> Any:

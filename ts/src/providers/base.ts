@@ -36,7 +36,15 @@ export type StreamEvent =
   | { type: "text"; text: string }
   | { type: "tool_call_delta"; index: number; id?: string | null; name?: string | null; arguments: string }
   | { type: "usage"; inputTokens: number | null; outputTokens: number | null }
-  | { type: "finish"; reason: string };
+  /** Why the model stopped, in OpenAI's words ("stop", "tool_calls", "length",
+   * "content_filter", ...); `raw` the provider's own reason where it differs (Gemini's
+   * `SAFETY`), `message` any explanation the provider gave with it. */
+  | { type: "finish"; reason: string; raw?: string | null; message?: string | null }
+  /** A piece of the answer that is neither text nor a call (an image, code the model ran),
+   * as it came on the wire: kept in the turn's `parts`, never silently dropped. */
+  | { type: "part"; kind: string; data: unknown };
+
+export type FinishEvent = Extract<StreamEvent, { type: "finish" }>;
 
 export interface Provider {
   name: string;

@@ -1,11 +1,11 @@
 // Google Gemini over its REST API (generateContent / streamGenerateContent?alt=sse,
 // embedContent / batchEmbedContents). The key travels in x-goog-api-key.
 
-import { randomUUID } from "node:crypto";
 import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
-import { errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
+import { field, MADE_ID_PREFIX, MadeIds } from "./shape.js";
+import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
 
 export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
 // Where each option goes in a generateContent request (as the Python runtime's gemini_options):
@@ -38,7 +38,6 @@ const GENERATION_CONFIG = new Set([
 ]);
 const EMBEDDING = new Set(["taskType", "title", "outputDimensionality"]);
 const MESSAGE_VALUED = new Set(["thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "audioTranscriptionConfig"]);
-const MADE_ID = "auwgent_call_";
 const FINISH: Record<string, string> = {
   STOP: "stop",
   MAX_TOKENS: "length",
@@ -48,6 +47,9 @@ const FINISH: Record<string, string> = {
   PROHIBITED_CONTENT: "content_filter",
   SPII: "content_filter",
   IMAGE_SAFETY: "content_filter",
+  IMAGE_PROHIBITED_CONTENT: "content_filter",
+  IMAGE_RECITATION: "content_filter",
+  MODEL_ARMOR: "content_filter",
   MALFORMED_FUNCTION_CALL: "malformed_function_call",
 };
 
@@ -130,7 +132,7 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
     const response = value && typeof value === "object" && !Array.isArray(value) ? value : { result: value };
     const callId = m.tool_call_id ?? "";
     const part: Record<string, any> = { name: m.name ?? names.get(callId) ?? "", response };
-    if (callId && !callId.startsWith(MADE_ID)) part.id = callId;
+    if (callId && !callId.startsWith(MADE_ID_PREFIX)) part.id = callId;
     const last = contents[contents.length - 1];
     if (last && last.role === "user" && "functionResponse" in last.parts[0]) last.parts.push({ functionResponse: part });
     else contents.push({ role: "user", parts: [{ functionResponse: part }] });
@@ -146,7 +148,7 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
       }
       if (!args || typeof args !== "object" || Array.isArray(args)) args = { value: args };
       const fc: Record<string, any> = { name: call.name, args };
-      if (!call.id.startsWith(MADE_ID)) fc.id = call.id;
+      if (!call.id.startsWith(MADE_ID_PREFIX)) fc.id = call.id;
       const part: Record<string, any> = { functionCall: fc };
       const sig = signatures.get(call.id);
       if (sig) part.thoughtSignature = sig;
@@ -156,46 +158,91 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
   } else contents.push({ role: "user", parts: [{ text: m.content }] });
 }
 
+// Keys of a part that describe it rather than carry answer content.
+const PART_META = new Set(["thought", "thoughtSignature", "partMetadata", "videoMetadata"]);
+
+/** Turns GenerateContentResponse objects (one per SSE event, or one whole) into events. */
 class Decoder {
   calls = 0;
   usage: StreamEvent | null = null;
   finish: string | null = null;
+  raw: string | null = null;
+  message: string | null = null;
   constructor(
     private provider: string,
     private signatures: Map<string, string>,
+    private made: MadeIds,
   ) {}
 
   feed(chunk: any): StreamEvent[] {
-    if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(this.provider, "unexpected response shape (not a JSON object)");
-    const failure = errorInBody(chunk, this.provider);
+    const provider = this.provider;
+    if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(provider, "unexpected response shape (not a JSON object)");
+    const failure = errorInBody(chunk, provider);
     if (failure) throw failure;
-    const meta = chunk.usageMetadata;
-    if (meta && typeof meta === "object") {
-      let output = meta.candidatesTokenCount ?? null;
-      if (meta.thoughtsTokenCount != null) output = (output ?? 0) + meta.thoughtsTokenCount;
-      this.usage = { type: "usage", inputTokens: meta.promptTokenCount ?? null, outputTokens: output };
+    this.made.responseId ||= String(chunk.responseId ?? "");
+    this.noteUsage(field(provider, "usageMetadata", chunk.usageMetadata, "object"));
+    const feedback = field(provider, "promptFeedback", chunk.promptFeedback, "object") ?? {};
+    if (feedback.blockReason) {
+      this.finish = "content_filter";
+      this.raw = String(feedback.blockReason);
+      this.message = feedback.blockReasonMessage || this.message;
     }
-    if (chunk.promptFeedback?.blockReason) this.finish = "content_filter";
-    const candidate = (chunk.candidates ?? [])[0];
-    if (!candidate) return [];
+    const candidates = field(provider, "candidates", chunk.candidates, "list") ?? [];
+    if (!candidates.length) return [];
+    const candidate = field(provider, "candidates[0]", candidates[0], "object", false);
+    const content = field(provider, "candidates[0].content", candidate.content, "object") ?? {};
+    const parts = field(provider, "candidates[0].content.parts", content.parts, "list") ?? [];
     const events: StreamEvent[] = [];
-    for (const part of candidate.content?.parts ?? []) {
-      if (part.thought) continue;
-      if ("functionCall" in part) {
-        const call = part.functionCall;
-        const id = call.id || `${MADE_ID}${randomUUID().replace(/-/g, "").slice(0, 16)}`;
-        if (part.thoughtSignature) this.signatures.set(id, part.thoughtSignature);
-        events.push({ type: "tool_call_delta", index: this.calls++, id, name: call.name, arguments: pyJson(call.args ?? {}) });
-      } else if (part.text) events.push({ type: "text", text: part.text });
+    for (const part of parts) this.part(part, events);
+    const reason = field(provider, "candidates[0].finishReason", candidate.finishReason, "string");
+    if (reason) {
+      this.finish = FINISH[reason] ?? reason.toLowerCase();
+      this.raw = reason;
+      this.message = candidate.finishMessage || this.message;
     }
-    if (candidate.finishReason) this.finish = FINISH[candidate.finishReason] ?? String(candidate.finishReason).toLowerCase();
     return events;
+  }
+
+  private part(part: any, events: StreamEvent[]): void {
+    const where = "candidates[0].content.parts[]";
+    field(this.provider, where, part, "object", false);
+    if (part.thought) return; // thinking summaries are not the answer
+    if ("functionCall" in part) events.push(this.call(part));
+    else if ("text" in part) {
+      const text = field(this.provider, where, part.text, "string", true, ".text");
+      if (text) events.push({ type: "text", text });
+    } else {
+      // Anything else (inlineData, fileData, executableCode, codeExecutionResult, ...) is
+      // passed on as it came: never silently dropped.
+      for (const [kind, data] of Object.entries(part)) if (!PART_META.has(kind)) events.push({ type: "part", kind, data });
+    }
+  }
+
+  private call(part: any): StreamEvent {
+    const provider = this.provider;
+    const where = "candidates[0].content.parts[].functionCall";
+    const call = field(provider, where, part.functionCall, "object", false);
+    const name = field(provider, where, call.name, "string", false, ".name");
+    const args = field(provider, where, call.args, "object", true, ".args") ?? {};
+    const id = field(provider, where, call.id, "string", true, ".id") || this.made.id(this.calls);
+    const signature = field(provider, "thoughtSignature", part.thoughtSignature, "string");
+    if (signature) this.signatures.set(id, signature);
+    return { type: "tool_call_delta", index: this.calls++, id, name, arguments: pyJson(args) };
+  }
+
+  private noteUsage(meta: Record<string, any> | null): void {
+    if (meta === null) return;
+    const count = (name: string): number | null => field(this.provider, `usageMetadata.${name}`, meta[name], "integer");
+    let output = count("candidatesTokenCount");
+    const thoughts = count("thoughtsTokenCount");
+    if (thoughts !== null) output = (output ?? 0) + thoughts;
+    this.usage = { type: "usage", inputTokens: count("promptTokenCount"), outputTokens: output };
   }
 
   close(): StreamEvent[] {
     if (this.finish === null) throw new ProviderError(this.provider, "stream ended before completion (no finishReason received)");
     const reason = this.finish === "stop" && this.calls ? "tool_calls" : this.finish;
-    return [...(this.usage ? [this.usage] : []), { type: "finish", reason }];
+    return [...(this.usage ? [this.usage] : []), { type: "finish", reason, raw: this.raw, message: this.message }];
   }
 }
 
@@ -210,36 +257,41 @@ export class GeminiProvider implements Provider {
     public name: string,
     baseUrl: string,
     private apiKey: string | null,
-    private http: Omit<HttpSettings, "provider" | "secret">,
+    private http: Omit<HttpSettings, "provider" | "secret" | "deadline">,
   ) {
     const base = baseUrl.replace(/\/+$/, "");
     this.baseUrl = base.endsWith("/v1beta") || base.endsWith("/v1") ? base : `${base}/v1beta`;
   }
 
   private settings(): HttpSettings {
-    return { ...this.http, provider: this.name, secret: this.apiKey };
+    return callSettings(this.http, this.name, this.apiKey);
   }
 
-  private post(model: string, method: string, body: unknown): Promise<Response> {
+  private post(model: string, method: string, body: unknown, call: HttpSettings): Promise<Response> {
     const headers: Record<string, string> = this.apiKey ? { "x-goog-api-key": this.apiKey } : {};
-    return post(`${this.baseUrl}/${modelPath(model)}:${method}`, body, headers, this.settings());
+    return post(`${this.baseUrl}/${modelPath(model)}:${method}`, body, headers, call);
   }
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
     const body = buildGeminiBody(request, this.signatures);
-    return retryUnstarted(() => this.once(request, body), this.http.retry);
+    const call = this.settings();
+    return retryUnstarted(() => this.once(request, body, call), call);
   }
 
-  private async *once(request: ModelRequest, body: Record<string, any>): AsyncGenerator<StreamEvent> {
-    const decoder = new Decoder(this.name, this.signatures);
-    const response = await this.post(request.model, request.stream ? "streamGenerateContent?alt=sse" : "generateContent", body);
+  /** One attempt: its events, those of one network read together. */
+  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
+    const decoder = new Decoder(this.name, this.signatures, new MadeIds(body)); // fresh for every attempt
+    const response = await this.post(request.model, request.stream ? "streamGenerateContent?alt=sse" : "generateContent", body, call);
     if (request.stream && isEventStream(response)) {
-      for await (const data of sse(response, this.settings())) for (const event of decoder.feed(parseChunk(data, this.name))) yield event;
+      for await (const batch of sse(response, call)) {
+        const events = batch.flatMap((data) => decoder.feed(parseChunk(data, this.name)));
+        if (events.length) yield events;
+      }
     } else {
-      const payload = await readJson(response, this.name);
-      for (const item of Array.isArray(payload) ? payload : [payload]) for (const event of decoder.feed(item)) yield event;
+      const payload = await readJson(response, call);
+      yield (Array.isArray(payload) ? payload : [payload]).flatMap((item) => decoder.feed(item));
     }
-    for (const event of decoder.close()) yield event;
+    yield decoder.close();
   }
 
   /**
@@ -252,7 +304,8 @@ export class GeminiProvider implements Provider {
     const path = modelPath(model);
     const extra = embeddingOptions(options);
     const body = { requests: texts.map((text) => ({ ...extra, model: path, content: { parts: [{ text }], role: "user" } })) };
-    const payload = await readJson(await this.post(model, "batchEmbedContents", body), this.name);
+    const call = this.settings();
+    const payload = await readJson(await this.post(model, "batchEmbedContents", body, call), call);
     const rows = payload?.embeddings;
     if (!Array.isArray(rows) || rows.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");
     return rows.map((row) => {

@@ -1,6 +1,7 @@
 // HTTP plumbing shared by the adapters: retries with backoff (429 honouring Retry-After, 5xx,
 // connection errors, a body cut before its first event), timeouts (connect + first byte,
-// idle stream), SSE reading, provider error messages. Only the platform's fetch.
+// idle stream, the whole call), size caps (one event, one response), SSE reading, provider
+// error messages. Only the platform's fetch.
 
 import { ProviderError } from "../errors.js";
 
@@ -13,15 +14,49 @@ export interface Timeouts {
   connect: number; // seconds
   firstByte: number;
   idle: number;
+  /** The deadline of one model call, retries and their waits included. */
+  call: number;
+}
+/** Size caps, in bytes, on what a provider may send back: one server-sent event (or one line
+ * still arriving), one response body. */
+export interface Limits {
+  eventBytes: number;
+  responseBytes: number;
 }
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelay: 0.5, maxDelay: 20 };
-export const DEFAULT_TIMEOUTS: Timeouts = { connect: 10, firstByte: 60, idle: 30 };
+export const DEFAULT_TIMEOUTS: Timeouts = { connect: 10, firstByte: 25, idle: 30, call: 300 };
+export const DEFAULT_LIMITS: Limits = { eventBytes: 16 * 1024 * 1024, responseBytes: 64 * 1024 * 1024 };
 
+/** One provider call across all its attempts: who answers, how to retry, its bounds. */
 export interface HttpSettings {
   provider: string;
   retry: RetryPolicy;
   timeouts: Timeouts;
+  limits: Limits;
   secret: string | null;
+  /** When the call must be over (performance.now() milliseconds). */
+  deadline: number;
+}
+
+/** The settings of a new call (its deadline starts now). */
+export function callSettings(http: Omit<HttpSettings, "provider" | "secret" | "deadline">, provider: string, secret: string | null): HttpSettings {
+  return { ...http, provider, secret, deadline: performance.now() + http.timeouts.call * 1000 };
+}
+
+function pastDeadline(s: HttpSettings): ProviderError {
+  return new ProviderError(s.provider, `the call took longer than ${s.timeouts.call}s (timeouts.call)`);
+}
+
+function tooLarge(s: HttpSettings, what: string, limit: number, key: string): ProviderError {
+  return new ProviderError(s.provider, `${what} is larger than the limit of ${limit} bytes (${key})`);
+}
+
+/** The UTF-8 size of `text` when it may pass `cap` (a string's length bounds its size within
+ * a factor of three, so most checks need no counting). */
+function overCap(text: string, cap: number): boolean {
+  if (text.length > cap) return true;
+  if (!text.length) return false;
+  return text.length * 3 > cap && Buffer.byteLength(text) > cap;
 }
 
 function redact(text: string, secret: string | null): string {
@@ -75,15 +110,23 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   const data = JSON.stringify(body);
   let lastError: ProviderError | null = null;
   for (let attempt = 1; attempt <= s.retry.attempts; attempt++) {
-    if (attempt > 1) await sleep(delayFor(s.retry, attempt - 1, lastError && (lastError as any).after !== undefined ? (lastError as any).after : null));
+    if (attempt > 1) {
+      const delay = delayFor(s.retry, attempt - 1, lastError && (lastError as any).after !== undefined ? (lastError as any).after : null);
+      if (performance.now() + delay * 1000 >= s.deadline) throw pastDeadline(s);
+      await sleep(delay);
+    }
+    const left = s.deadline - performance.now();
+    if (left <= 0) throw pastDeadline(s);
     const controller = new AbortController();
     const limit = (s.timeouts.connect + s.timeouts.firstByte) * 1000;
-    const timer = setTimeout(() => controller.abort(), limit);
+    const late = left < limit;
+    const timer = setTimeout(() => controller.abort(), late ? left : limit);
     let response: Response;
     try {
       response = await fetch(url, { method: "POST", body: data, headers: { "content-type": "application/json", ...headers }, signal: controller.signal });
     } catch (error) {
       clearTimeout(timer);
+      if (controller.signal.aborted && late) throw pastDeadline(s);
       const what = controller.signal.aborted ? `no response within ${limit / 1000} s` : `connection failed: ${redact(String((error as any)?.cause?.message ?? error), s.secret)}`;
       lastError = new ProviderError(s.provider, what, null, true);
       continue;
@@ -131,45 +174,71 @@ export function retryInfoDelay(body: string): number | null {
   return null;
 }
 
-/** The `data:` payloads of a server-sent event stream, in order. */
-export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string> {
+/** The `data:` payloads of a server-sent event stream, in order, those of one network read
+ * together (every layer of async generators costs a resumption per item). */
+export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string[]> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   let data: string[] = [];
+  // At most the bytes of the current event's data lines: counted exactly (a UTF-8 count) only
+  // when the bound passes the cap.
+  let size = 0;
+  let left = s.limits.responseBytes;
+  const cap = s.limits.eventBytes;
   // One timer for the whole stream, pushed back after every read: a stall cancels the read.
-  let stalled = false;
-  const timer = setTimeout(() => {
-    stalled = true;
+  // A second one ends the stream at the call's deadline.
+  let stopped: "stalled" | "late" | null = null;
+  const stop = (why: "stalled" | "late") => {
+    stopped ??= why;
     reader.cancel().catch(() => undefined);
-  }, s.timeouts.idle * 1000);
+  };
+  // The event's data lines as received ("data: " included, about a byte each way).
+  const exact = () => (data.length ? Buffer.byteLength(data.join("\n")) + 6 * data.length : 0);
+  const timer = setTimeout(() => stop("stalled"), s.timeouts.idle * 1000);
+  const deadline = setTimeout(() => stop("late"), Math.max(0, s.deadline - performance.now()));
   try {
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
         chunk = await reader.read();
       } catch (error) {
-        if (stalled) break;
+        if (stopped) break;
         throw new ProviderError(s.provider, `the stream broke off: ${String((error as any)?.message ?? error)}`, null, true);
       }
-      if (stalled || chunk.done) break;
+      if (stopped || chunk.done) break;
       timer.refresh();
+      left -= chunk.value.byteLength;
+      if (left < 0) throw tooLarge(s, "the response", s.limits.responseBytes, "limits.responseBytes");
       buffer += decoder.decode(chunk.value, { stream: true });
+      const out: string[] = [];
       let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        let line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
+      let from = 0;
+      while ((nl = buffer.indexOf("\n", from)) >= 0) {
+        let line = buffer.slice(from, nl);
+        from = nl + 1;
         if (line.endsWith("\r")) line = line.slice(0, -1);
         if (line === "") {
-          if (data.length) yield data.join("\n");
+          if (data.length) out.push(data.length === 1 ? data[0]! : data.join("\n"));
           data = [];
-        } else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+          size = 0;
+        } else if (line.startsWith("data:")) {
+          size += line.length * 3 + 1;
+          data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+          if (size > cap && (size = exact()) > cap) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
+        }
       }
+      buffer = from ? buffer.slice(from) : buffer;
+      // The start of a line still arriving counts too.
+      if (overCap(buffer, cap - size) && overCap(buffer, cap - (size = exact()))) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
+      if (out.length) yield out;
     }
-    if (stalled) throw new ProviderError(s.provider, `the stream stalled for more than ${s.timeouts.idle} s`);
-    if (data.length) yield data.join("\n");
+    if (stopped === "late") throw pastDeadline(s);
+    if (stopped === "stalled") throw new ProviderError(s.provider, `the stream stalled for more than ${s.timeouts.idle} s`);
+    if (data.length) yield [data.join("\n")];
   } finally {
     clearTimeout(timer);
+    clearTimeout(deadline);
     reader.releaseLock();
   }
 }
@@ -186,31 +255,64 @@ export function parseChunk(text: string, provider: string): any {
   }
 }
 
-export async function readJson(response: Response, provider: string): Promise<any> {
-  const text = await response.text();
+/** A whole (non-streaming) JSON body, read within the call's size cap and deadline. */
+export async function readJson(response: Response, s: HttpSettings): Promise<any> {
+  if (response.body === null) throw new ProviderError(s.provider, "the response is not JSON");
+  const reader = response.body.getReader();
+  const pieces: Uint8Array[] = [];
+  let size = 0;
+  let late = false;
+  const deadline = setTimeout(() => {
+    late = true;
+    reader.cancel().catch(() => undefined);
+  }, Math.max(0, s.deadline - performance.now()));
   try {
-    return JSON.parse(text);
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        if (late) break;
+        throw new ProviderError(s.provider, `the response broke off: ${String((error as any)?.message ?? error)}`, null, true);
+      }
+      if (late || chunk.done) break;
+      size += chunk.value.byteLength;
+      if (size > s.limits.responseBytes) throw tooLarge(s, "the response", s.limits.responseBytes, "limits.responseBytes");
+      pieces.push(chunk.value);
+    }
+  } finally {
+    clearTimeout(deadline);
+    reader.releaseLock();
+  }
+  if (late) throw pastDeadline(s);
+  try {
+    return JSON.parse(Buffer.concat(pieces).toString("utf8"));
   } catch {
-    throw new ProviderError(provider, "the response is not JSON");
+    throw new ProviderError(s.provider, "the response is not JSON");
   }
 }
 
 /**
- * Run `once` again when it fails before producing its first event with a retryable error
- * (a connection dropped right after the headers); once an event is out, nothing is retried.
+ * The items of `once` (which yields them in batches), run again when it fails before
+ * producing its first item with a retryable error (a connection dropped right after the
+ * headers); once an item is out, nothing is retried.
  */
-export async function* retryUnstarted<T>(once: () => AsyncGenerator<T>, retry: RetryPolicy): AsyncGenerator<T> {
+export async function* retryUnstarted<T>(once: () => AsyncGenerator<T[]>, s: HttpSettings): AsyncGenerator<T> {
+  const retry = s.retry;
   for (let attempt = 1; ; attempt++) {
     let started = false;
     try {
-      for await (const item of once()) {
-        started = true;
-        yield item;
-      }
+      for await (const items of once())
+        for (const item of items) {
+          started = true;
+          yield item;
+        }
       return;
     } catch (error) {
       if (started || attempt >= retry.attempts || !(error instanceof ProviderError) || !error.retryable) throw error;
-      await sleep(delayFor(retry, attempt, null));
+      const delay = delayFor(retry, attempt, null);
+      if (performance.now() + delay * 1000 >= s.deadline) throw pastDeadline(s);
+      await sleep(delay);
     }
   }
 }

@@ -1,10 +1,10 @@
 // OpenAI Chat Completions, for openai(...) and every custom(id, base_url, model).
 
-import { createHash } from "node:crypto";
 import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
-import { errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
+import { field, MadeIds } from "./shape.js";
+import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 const OWNED = new Set(["model", "messages", "stream"]);
@@ -88,58 +88,74 @@ export function buildChatBody(request: ModelRequest, { strict = true }: { strict
   return body;
 }
 
-// Ids made up for calls that came without one start with this (as in the Python runtime).
-export const MADE_ID_PREFIX = "auwgent_call_";
-
-/** Python's json.dumps(value, sort_keys=True): the text a request digest is taken of. */
-function sortedJson(value: unknown): string {
-  if (Array.isArray(value)) return "[" + value.map(sortedJson).join(", ") + "]";
-  if (value !== null && typeof value === "object")
-    return "{" + Object.keys(value).sort().map((k) => `${JSON.stringify(k)}: ${sortedJson((value as Record<string, unknown>)[k])}`).join(", ") + "}";
-  return pyJson(value);
-}
-
 /**
  * Numbers the calls of one response and gives an id to each that came without one (some
  * compatible endpoints send "" or no id at all). A made-up id depends only on the request, the
  * response's own id and the call's position, so it is stable however the response was chunked
  * and two rounds of one conversation never share one.
  */
-class CallIds {
-  responseId = "";
+class CallIds extends MadeIds {
   private ids = new Map<number, string>();
-  private digest: string | null = null;
-  constructor(private body: Record<string, any>) {}
-
-  private made(index: number): string {
-    this.digest ??= createHash("sha256").update(sortedJson(this.body)).digest("hex");
-    return MADE_ID_PREFIX + createHash("sha256").update(`${this.digest}|${this.responseId}|${index}`).digest("hex").slice(0, 24);
+  constructor(
+    private provider: string,
+    body: Record<string, any>,
+  ) {
+    super(body);
   }
 
-  events(fragments: unknown, whole: boolean): StreamEvent[] {
+  events(where: string, fragments: unknown, whole: boolean): StreamEvent[] {
+    const provider = this.provider;
     const events: StreamEvent[] = [];
-    if (!Array.isArray(fragments)) return events;
-    fragments.forEach((f: any, position: number) => {
-      const fn = f?.function ?? {};
-      const index = whole || typeof f?.index !== "number" ? position : f.index;
-      let id: string | null = null;
+    const list: any[] = field(provider, where, fragments, "list") ?? [];
+    list.forEach((f: any, position: number) => {
+      field(provider, where, f, "object", false, "[]");
+      const given = field(provider, where, f.index, "integer", true, "[].index");
+      const index = whole || given === null ? position : given;
+      const fn = field(provider, where, f.function, "object", true, "[].function") ?? {};
+      let id: string | null = field(provider, where, f.id, "string", true, "[].id");
       if (!this.ids.has(index)) {
-        const given: string = (typeof f?.id === "string" && f.id) || this.made(index);
-        this.ids.set(index, given);
-        id = given;
-      }
-      events.push({ type: "tool_call_delta", index, id, name: fn.name ?? null, arguments: fn.arguments || "" });
+        // Some compatible endpoints send "" or no id at all; a made-up stable one keeps the
+        // history valid (each tool answer names the call it answers).
+        this.ids.set(index, id || this.id(index));
+        id = this.ids.get(index)!;
+      } else id = null;
+      const name = field(provider, where, fn.name, "string", true, "[].function.name");
+      const args = field(provider, where, fn.arguments, "string", true, "[].function.arguments") || "";
+      events.push({ type: "tool_call_delta", index, id, name, arguments: args });
     });
     return events;
   }
 }
 
-function deltaEvents(delta: Record<string, any>, calls: CallIds, whole = false): StreamEvent[] {
+// Parts of list-valued content that are reasoning, not the answer.
+const REASONING_PARTS = new Set(["thinking", "reasoning"]);
+
+function contentEvents(provider: string, where: string, content: unknown): StreamEvent[] {
+  if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
   const events: StreamEvent[] = [];
-  // A refusal (structured outputs) is the model's answer too: passed on as text.
-  const content = delta.content || delta.refusal;
-  if (content) events.push({ type: "text", text: content });
-  if (delta.tool_calls != null) events.push(...calls.events(delta.tool_calls, whole));
+  // Some vendors (Mistral's reasoning models) send a list of typed parts.
+  for (const part of field(provider, where, content, ["string", "list"]) ?? []) {
+    field(provider, where, part, "object", false, "[]");
+    const kind = part.type;
+    if (kind === "text") {
+      const text = field(provider, where, part.text, "string", true, "[].text");
+      if (text) events.push({ type: "text", text });
+    } else if (!REASONING_PARTS.has(kind)) events.push({ type: "part", kind: String(kind), data: part });
+  }
+  return events;
+}
+
+function deltaEvents(provider: string, where: string, delta: any, calls: CallIds, whole = false): StreamEvent[] {
+  field(provider, where, delta, "object");
+  if (!delta) return [];
+  // A refusal (structured outputs) is the model's answer too: passed on as text rather than
+  // an empty reply that would hide why.
+  const events = contentEvents(provider, `${where}.content`, delta.content);
+  if (!events.length) {
+    const refusal = field(provider, where, delta.refusal, "string", true, ".refusal");
+    if (refusal) events.push({ type: "text", text: refusal });
+  }
+  if (delta.tool_calls != null) events.push(...calls.events(`${where}.tool_calls`, delta.tool_calls, whole));
   return events;
 }
 
@@ -147,13 +163,24 @@ function firstChoice(chunk: any, provider: string): Record<string, any> | null {
   if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(provider, "unexpected response shape (not a JSON object)");
   const failure = errorInBody(chunk, provider);
   if (failure) throw failure;
-  for (const choice of chunk.choices ?? []) if (choice && typeof choice === "object" && (choice.index ?? 0) === 0) return choice;
+  for (const item of field(provider, "choices", chunk.choices, "list") ?? []) {
+    const choice = field(provider, "choices[]", item, "object", false);
+    if ((field(provider, "choices[].index", choice.index, "integer") ?? 0) === 0) return choice;
+  }
   return null;
 }
 
-function usageOf(payload: any): StreamEvent | null {
-  if (!payload || typeof payload !== "object") return null;
-  return { type: "usage", inputTokens: payload.prompt_tokens ?? null, outputTokens: payload.completion_tokens ?? null };
+function usageOf(payload: any, provider: string): StreamEvent | null {
+  if (!payload || typeof payload !== "object" || Array.isArray(payload)) return null;
+  return {
+    type: "usage",
+    inputTokens: field(provider, "usage.prompt_tokens", payload.prompt_tokens, "integer"),
+    outputTokens: field(provider, "usage.completion_tokens", payload.completion_tokens, "integer"),
+  };
+}
+
+function finishOf(provider: string, choice: Record<string, any>): string | null {
+  return field(provider, "choices[0].finish_reason", choice.finish_reason, "string");
 }
 
 export class OpenAIProvider implements Provider {
@@ -162,14 +189,14 @@ export class OpenAIProvider implements Provider {
     public name: string,
     baseUrl: string,
     private apiKey: string | null,
-    private http: Omit<HttpSettings, "provider" | "secret">,
+    private http: Omit<HttpSettings, "provider" | "secret" | "deadline">,
     private strict = true,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
   }
 
   private settings(): HttpSettings {
-    return { ...this.http, provider: this.name, secret: this.apiKey };
+    return callSettings(this.http, this.name, this.apiKey);
   }
 
   private headers(): Record<string, string> {
@@ -178,53 +205,61 @@ export class OpenAIProvider implements Provider {
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
     const body = buildChatBody(request, { strict: this.strict });
-    return retryUnstarted(() => this.once(request, body), this.http.retry);
+    const call = this.settings();
+    return retryUnstarted(() => this.once(request, body, call), call);
   }
 
-  private async *once(request: ModelRequest, body: Record<string, any>): AsyncGenerator<StreamEvent> {
-    const response = await post(`${this.baseUrl}/chat/completions`, body, this.headers(), this.settings());
+  /** One attempt: its events, those of one network read together. */
+  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
+    const name = this.name;
+    const response = await post(`${this.baseUrl}/chat/completions`, body, this.headers(), call);
     if (!(request.stream && isEventStream(response))) {
-      const payload = await readJson(response, this.name);
-      const choice = firstChoice(payload, this.name);
-      if (choice === null) throw new ProviderError(this.name, "response has no choices");
-      const calls = new CallIds(body);
+      const payload = await readJson(response, call);
+      const choice = firstChoice(payload, name);
+      if (choice === null) throw new ProviderError(name, "response has no choices");
+      const calls = new CallIds(name, body);
       calls.responseId = String(payload.id ?? "");
       // A whole message reads as one delta holding everything; its calls are numbered in order.
-      for (const event of deltaEvents(choice.message ?? {}, calls, true)) yield event;
-      const usage = usageOf(payload.usage);
-      if (usage) yield usage;
-      yield { type: "finish", reason: choice.finish_reason || "stop" };
+      const events = deltaEvents(name, "choices[0].message", choice.message, calls, true);
+      const usage = usageOf(payload.usage, name);
+      if (usage) events.push(usage);
+      events.push({ type: "finish", reason: finishOf(name, choice) || "stop" });
+      yield events;
       return;
     }
     let finish: string | null = null;
     let usage: StreamEvent | null = null;
     let done = false;
-    const calls = new CallIds(body);
-    for await (const data of sse(response, this.settings())) {
-      if (done) continue;
-      if (data.trim() === "[DONE]") {
-        done = true;
-        continue;
+    const calls = new CallIds(name, body);
+    for await (const batch of sse(response, call)) {
+      const events: StreamEvent[] = [];
+      for (const data of batch) {
+        if (done) continue;
+        if (data.trim() === "[DONE]") {
+          done = true;
+          continue;
+        }
+        const chunk = parseChunk(data, name);
+        const choice = firstChoice(chunk, name);
+        usage = usageOf(chunk.usage, name) ?? usage;
+        if (choice === null) continue;
+        calls.responseId ||= String(chunk.id ?? "");
+        for (const event of deltaEvents(name, "choices[0].delta", choice.delta, calls)) events.push(event);
+        finish = finishOf(name, choice) || finish;
       }
-      const chunk = parseChunk(data, this.name);
-      const choice = firstChoice(chunk, this.name);
-      usage = usageOf(chunk.usage) ?? usage;
-      if (choice === null) continue;
-      calls.responseId ||= String(chunk.id ?? "");
-      for (const event of deltaEvents(choice.delta ?? {}, calls)) yield event;
-      finish = choice.finish_reason || finish;
+      if (events.length) yield events;
     }
     if (!done) throw new ProviderError(this.name, "stream ended before completion (no [DONE] marker)");
-    if (usage) yield usage;
-    yield { type: "finish", reason: finish ?? "stop" };
+    yield usage ? [usage, { type: "finish", reason: finish ?? "stop" }] : [{ type: "finish", reason: finish ?? "stop" }];
   }
 
   /** Embed `texts` in one /embeddings call; the options (dimensions, user, ...) go into the
    * body as written. Vectors come back in input order. */
   async embed(texts: string[], model: string, options: Record<string, any> = {}): Promise<number[][]> {
     if (!texts.length) return [];
-    const response = await post(`${this.baseUrl}/embeddings`, { ...options, model, input: texts }, this.headers(), this.settings());
-    const payload = await readJson(response, this.name);
+    const call = this.settings();
+    const response = await post(`${this.baseUrl}/embeddings`, { ...options, model, input: texts }, this.headers(), call);
+    const payload = await readJson(response, call);
     const rows = payload && Array.isArray(payload.data) ? payload.data : null;
     if (rows === null || rows.length !== texts.length) throw new ProviderError(this.name, "embeddings response does not match the input count");
     if (!rows.every((r: any) => r && Array.isArray(r.embedding))) throw new ProviderError(this.name, "embeddings response has no values");

@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from . import nodes as n
 from .checker_exprs import Env, ToolSig, WorkflowChecker
+from .checker_mcp import McpChecker
 from .checker_prompts import PromptChecker
 from .checker_types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
 from .diagnostics import Note, did_you_mean, listing, suggestion_budget
@@ -67,7 +68,7 @@ class AgentScope:
     scoped: dict[str, tuple[ToolSig, Span]]
 
 
-class AgentChecker(PromptChecker):
+class AgentChecker(PromptChecker, McpChecker):
     """One ``check_<construct>`` method per construct of the language."""
 
     # -- project-wide passes -------------------------------------------------------------
@@ -133,6 +134,8 @@ class AgentChecker(PromptChecker):
             match decl:
                 case n.ModelDecl():
                     self.check_model_decl(decl)
+                case n.McpDecl():
+                    self.check_mcp_decl(decl)
                 case n.PromptDecl():
                     self.check_prompt_decl(decl)
                 case n.PersonaDecl():
@@ -402,6 +405,7 @@ class AgentChecker(PromptChecker):
         if tool.annotations:
             self.check_examples(tool.examples, params, f"tool `{tool.name.text}`")
             self.check_approval(tool.annotations, f"tool `{tool.name.text}`")
+            self.check_mcp_use(tool.annotations, f"tool `{tool.name.text}`")
         return ToolSig(tool.name.text, params, returns)
 
     def check_examples(
@@ -494,6 +498,8 @@ class AgentChecker(PromptChecker):
                 )
             elif isinstance(annotation, n.FlagAnnotation):
                 self.misplaced_flag(annotation, "workflow")
+            elif isinstance(annotation, n.McpAnnotation):
+                self.misplaced_mcp(annotation, "a workflow")
         params = self.fields_of(workflow.params, "parameter")
         returns = self.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
         if workflow.returns is None:
@@ -591,7 +597,9 @@ class AgentChecker(PromptChecker):
 
     def _helper_annotations(self, use: n.HelperUse) -> None:
         for annotation in use.annotations:
-            if not isinstance(annotation, n.ApprovalAnnotation):
+            if isinstance(annotation, n.McpAnnotation):
+                self.misplaced_mcp(annotation, "a helper")
+            elif not isinstance(annotation, n.ApprovalAnnotation):
                 word = {n.DescAnnotation: "@desc", n.ExampleAnnotation: "@example"}.get(
                     type(annotation), f"@{getattr(annotation, 'name', '')}"
                 )

@@ -138,6 +138,7 @@ class _Lowering:
         self.types: dict[str, JSON] = {}
         self.prompts: dict[str, JSON] = {}
         self.personas: dict[str, JSON] = {}
+        self.mcp: dict[str, JSON] = {}
         self.owners: dict[tuple[str, str], str] = {}  # (table, name) -> symbol key
         self.diagnostics: list[Diagnostic] = []
 
@@ -161,6 +162,8 @@ class _Lowering:
             "types": self.types,
             "prompts": self.prompts,
             "personas": self.personas,
+            # Only documents whose tools live on MCP servers have the key.
+            **({"mcp": self.mcp} if self.mcp else {}),
         }
 
     # -- names that meet in one document -------------------------------------------------
@@ -559,7 +562,36 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
         "examples": [example_args(e) for e in tool.examples],
         **({"repeatable": True} if tool.repeatable else {}),
     }
+    use = n.mcp_of(tool.annotations)
+    if use is not None and use.server is not None:
+        lowered["mcp"] = use.server.text
+        named_mcp(low, use.server.text, use.server.span)
     return with_approval(lowered, tool.annotations)
+
+
+def named_mcp(low: _Lowering, name: str, span: Span) -> None:
+    """Lower the ``mcp`` server ``name`` into the document's ``mcp`` table (once)."""
+    symbol = low.scope.lookup(name)
+    if symbol is None or not isinstance(symbol.decl, n.McpDecl):
+        return
+    if low.claim("mcp servers", name, symbol.key, span):
+        low.mcp[name] = lower_mcp_server(symbol.decl)
+
+
+def lower_mcp_server(decl: n.McpDecl) -> JSON:
+    """An IR ``McpServer``: ``{"url"}`` or ``{"command", "args", "env"}`` (checked literals)."""
+    values = {e.name.text: e.value.terms[0] for e in decl.entries}
+    url = values.get("url")
+    if isinstance(url, n.PromptText):
+        return {"url": url.string.value}
+    command = values.get("command")
+    args = values.get("args")
+    env = values.get("env")
+    return {
+        "command": command.string.value if isinstance(command, n.PromptText) else "",
+        "args": const_value(args) if isinstance(args, n.ArrayExpr) else [],
+        "env": const_value(env) if isinstance(env, n.ObjectExpr) else {},
+    }
 
 
 def lower_workflow(
@@ -819,6 +851,11 @@ class _Names:
         self.fields(tool.params)
         if tool.returns:
             self.type(tool.returns)
+        use = n.mcp_of(tool.annotations)
+        if use is not None and use.server is not None:
+            found = self.low.scope.lookup(use.server.text)
+            if found is not None and isinstance(found.decl, n.McpDecl):
+                self.low.claim("mcp servers", found.name, found.key, use.server.span)
 
     def fields(self, fields: Iterable[n.Field]) -> None:
         """``low_field`` for each field."""

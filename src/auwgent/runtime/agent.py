@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.mcp import McpServers
     from auwgent.runtime.memory import Ingestion
     from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
     from auwgent.runtime.providers.base import FunctionSpec, Provider
@@ -99,7 +100,13 @@ class AgentCore:
         if self.provider_override is None:
             self.api_keys = resolve_api_keys(doc, config.get("apiKeys"))
         self.context_schema = ContextSchema(doc)
-        self.registry = ToolRegistry(config.get("tools"), declared_tools(doc))
+        self.mcp: McpServers | None = None
+        if doc.get("mcp") or config.get("mcp") is not None:
+            from auwgent.runtime.mcp import McpServers
+
+            self.mcp = McpServers(doc, config.get("mcp"))
+        routed = self.mcp.implementations() if self.mcp is not None else None
+        self.registry = ToolRegistry(config.get("tools"), declared_tools(doc), routed)
         self.middleware = MiddlewareChain(config.get("middleware"))
         self.approver: Any = self.options.approver
         self.stores = _session_stores(config.get("middleware"))
@@ -194,6 +201,8 @@ class AgentCore:
         config's ``httpClient``. A client of another (finished) loop is only dropped."""
         import asyncio
 
+        if self.mcp is not None:
+            await self.mcp.aclose()
         client, loop = self._client, self._client_loop
         if client is None:
             return

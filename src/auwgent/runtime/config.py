@@ -14,7 +14,8 @@ default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (se
 :mod:`auwgent.runtime.loops`), ``budget`` (``{tokens, requests, conversationTokens,
 conversationRequests}``), ``tracing`` / ``tracerProvider`` (see :mod:`auwgent.runtime.tracing`),
 ``approver`` (a function deciding on calls marked ``@approval``) and ``approvals`` (``"ask"``,
-the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``).
+the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``) and ``mcp``
+(per MCP server ``{env, headers, timeout}``; see :mod:`auwgent.runtime.mcp`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ CONFIG_KEYS = (
     "strict",
     "approver",
     "approvals",
+    "mcp",
 )
 
 DEFAULT_MAX_TOOL_LOOPS = 10

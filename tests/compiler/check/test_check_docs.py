@@ -13,6 +13,7 @@ SOURCES = [
         "checker.py",
         "checker_agents.py",
         "checker_prompts.py",
+        "checker_mcp.py",
         "checker_exprs.py",
         "checker_tests.py",
         "lower.py",

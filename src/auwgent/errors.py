@@ -83,6 +83,7 @@ class McpError(ToolError):
 
     def __init__(self, server: str, message: str) -> None:
         self.server = server
+        self.detail = message
         super().__init__(f"MCP server {server}: {message}")
 
 

@@ -569,6 +569,13 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> JSON:
     return with_approval(lowered, tool.annotations)
 
 
+def lower_tool_in(graph: ModuleGraph, path: str, tool: n.ToolDecl) -> tuple[JSON, JSON]:
+    """One tool's IR and the named types it refers to, lowered in file ``path``'s scope: for
+    comparing a declaration with something outside the project (``auwgent check --mcp``)."""
+    low = _Lowering(graph, path)
+    return lower_tool(low, tool), low.types
+
+
 def named_mcp(low: _Lowering, name: str, span: Span) -> None:
     """Lower the ``mcp`` server ``name`` into the document's ``mcp`` table (once)."""
     symbol = low.scope.lookup(name)

@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from auwgent.errors import ConfigError, McpError
 from auwgent.runtime import schema
 
-__all__ = ["DEFAULT_TIMEOUT", "McpServers", "ServerOptions", "mcp_tools", "parse_mcp_options"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "McpConnection",
+    "McpServers",
+    "ServerOptions",
+    "mcp_tools",
+    "parse_mcp_options",
+]
 
 DEFAULT_TIMEOUT = 10.0
 _OPTION_KEYS = ("env", "headers", "timeout")
@@ -117,7 +124,7 @@ class McpServers:
         self.types: Mapping[str, Any] = doc["types"]
         if self.tools and not _sdk_installed():
             raise ConfigError(f"mcp: the agent has @mcp tools; install the MCP SDK: {_INSTALL}")
-        self._connections: dict[str, _Connection] = {}
+        self._connections: dict[str, McpConnection] = {}
 
     def implementations(self) -> dict[str, Callable[..., Awaitable[Any]]]:
         """One coroutine function per ``@mcp`` tool, called with the validated arguments."""
@@ -141,10 +148,10 @@ class McpServers:
             raise McpError(server, f"tool {tool} answered with an error: {_text(result) or '?'}")
         return _value(result, returns, self.types)
 
-    def connection(self, server: str) -> _Connection:
+    def connection(self, server: str) -> McpConnection:
         found = self._connections.get(server)
         if found is None:
-            found = self._connections[server] = _Connection(
+            found = self._connections[server] = McpConnection(
                 server, self.servers[server], self.options[server]
             )
         return found
@@ -156,7 +163,7 @@ class McpServers:
         await asyncio.gather(*(c.aclose() for c in connections))
 
 
-class _Connection:
+class McpConnection:
     """One server: the task holding the SDK client open, and the calls made through it."""
 
     def __init__(self, name: str, spec: Mapping[str, Any], options: ServerOptions) -> None:
@@ -170,24 +177,44 @@ class _Connection:
 
     async def call_tool(self, tool: str, args: dict[str, Any]) -> Any:
         """The SDK's ``CallToolResult``; ``McpError`` for every way the server can fail."""
+        return await self.request(f"tool {tool}", lambda client: client.call_tool(tool, args))
+
+    async def list_tools(self) -> list[Any]:
+        """Every tool the server lists (the SDK's ``Tool`` objects), page after page."""
+
+        async def pages(client: Any) -> list[Any]:
+            tools: list[Any] = []
+            cursor: str | None = None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    return tools
+
+        return await self.request("the tool list", pages)  # type: ignore[no-any-return]
+
+    async def request(self, what: str, send: Callable[[Any], Awaitable[Any]]) -> Any:
+        """``send(client)`` on the connected client, bounded by the server's timeout
+        (connecting included); ``McpError`` naming ``what`` when the server fails."""
         timeout = self.options.timeout
 
         async def attempt() -> Any:
             client = await self.client()
-            return await self._while_alive(client.call_tool(tool, args))
+            return await self._while_alive(send(client))
 
-        # A connection that failed under a call is left: the next call starts afresh.
+        # A connection that failed under a request is left: the next one starts afresh.
         try:
             return await asyncio.wait_for(attempt(), timeout)
         except asyncio.TimeoutError:
             self._discard()
-            raise McpError(self.name, f"no answer to {tool} within {timeout:g} s") from None
+            raise McpError(self.name, f"no answer for {what} within {timeout:g} s") from None
         except McpError:
             self._discard()
             raise
         except Exception as exc:
             self._discard()
-            raise McpError(self.name, f"tool {tool} failed: {_describe(exc)}") from exc
+            raise McpError(self.name, f"{what} failed: {_describe(exc)}") from exc
 
     def _discard(self) -> None:
         """Forget the connection; its task leaves the SDK client and ends on its own."""
@@ -213,7 +240,7 @@ class _Connection:
             return self._ready.result()
         raise McpError(self.name, f"could not connect: {_task_failure(task)}")
 
-    async def _while_alive(self, call: Coroutine[Any, Any, Any]) -> Any:
+    async def _while_alive(self, call: Awaitable[Any]) -> Any:
         """``call``'s result, or ``McpError`` as soon as the connection dies under it."""
         running = asyncio.ensure_future(call)
         task = self._task

@@ -5,17 +5,20 @@
 ``files`` is the server the test agents are declared against; ``drifted`` is the same server
 a release later (a renamed parameter, a new required one, a changed type, a removed tool, a
 changed output schema), for ``auwgent check --mcp``. Every call is appended as one JSON line
-``{"tool", "args"}`` to the file named by the environment variable ``MCP_LOG`` (when set), so
-a test can read what the server really received. Without ``--http`` it serves stdio.
+``{"tool", "args", "pid"}`` to the file named by the environment variable ``MCP_LOG`` (when
+set), after a first line ``{"tool": null, "pid"}`` at start, so a test can read what the server
+really received and which process received it. Without ``--http`` it serves stdio.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 
@@ -24,11 +27,11 @@ class Entry(BaseModel):
     size: int
 
 
-def _log(tool: str, **args: object) -> None:
+def _log(tool: str | None, **args: object) -> None:
     target = os.environ.get("MCP_LOG")
     if target:
         with open(target, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"tool": tool, "args": args}) + "\n")
+            out.write(json.dumps({"tool": tool, "args": args, "pid": os.getpid()}) + "\n")
 
 
 def files_server() -> MCPServer:
@@ -60,12 +63,18 @@ def files_server() -> MCPServer:
     @server.tool(description="Always fails")
     def broken(reason: str) -> str:
         _log("broken", reason=reason)
-        raise ValueError(f"broken on purpose: {reason}")
+        raise ToolError(f"broken on purpose: {reason}")
 
     @server.tool(description="Kills the server")
     def crash() -> str:
         _log("crash")
         os._exit(3)
+
+    @server.tool(description="Never answers in time")
+    async def slow() -> str:
+        _log("slow")
+        await asyncio.sleep(30)
+        return "late"
 
     @server.tool(name="tag-file", description="A name that is not an identifier")
     def tag_file(path: str, tags: list[str] | None = None) -> str:
@@ -95,6 +104,7 @@ def drifted_server() -> MCPServer:
 
 def main(argv: list[str]) -> None:
     server = {"files": files_server, "drifted": drifted_server}[argv[0]]()
+    _log(None)
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)

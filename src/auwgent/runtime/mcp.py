@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -308,11 +309,26 @@ class _Transport:
             args=[str(a) for a in self.spec.get("args", ())],
             env={**self.spec.get("env", {}), **self.options.env},
         )
-        return stdio_client(params)
+        return stdio_client(params, errlog=_errlog())
 
     async def __aexit__(self, *exc: object) -> None:
         if self.http is not None:
             await self.http.aclose()
+
+
+def _errlog() -> Any:
+    """Where a launched server's stderr goes: ours, when it is a real file (under pytest's
+    capture or in a notebook it is not, and the process needs a file descriptor)."""
+    import sys
+
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
 
 
 def _sdk_installed() -> bool:

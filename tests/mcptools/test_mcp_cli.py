@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import calls, stdio_server
 
 from auwgent.cli import main
 from auwgent.compiler.diagnostics import render_all
 from auwgent.compiler.pipeline import compile_sources
+from conftest import calls, stdio_server
 
 HEADER = """
 agent Main {

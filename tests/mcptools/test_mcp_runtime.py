@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import calls, stdio_server
 
 from auwgent.compiler.diagnostics import render_all
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.errors import ConfigError
 from auwgent.runtime.agent import Agent, agent_from_ir
 from auwgent.testing.scripted import ScriptedModel
+from conftest import calls, stdio_server
 
 AGENT = """
 type Entry {

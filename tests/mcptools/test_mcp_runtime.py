@@ -95,7 +95,8 @@ def call(tool: str, **args: Any) -> Any:
 async def test_calls_go_to_the_stdio_server_with_the_validated_arguments(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     script = [
-        call("list_dir", path="/data", limit=1),
+        # Two calls in one response, before any connection: one server serves both.
+        ScriptedModel.reply(call("list_dir", path="/data", limit=1), call("greet", name="Abena")),
         call("list_dir", limit=2),  # invalid (no path): refused before the server
         ScriptedModel.call("workflow__total", {"a": 41}),
         call("broken", reason="test"),
@@ -109,8 +110,12 @@ async def test_calls_go_to_the_stdio_server_with_the_validated_arguments(tmp_pat
         {"mcp": {"Files": {"env": {"MCP_LOG": str(log)}, "timeout": 60}}},
     )
     seen = await run(agent)
-    assert results(seen) == [
+    got = results(seen)
+    assert sorted(got[:2]) == [
+        ("greet", "Hello, Abena!"),
         ("list_dir", [{"path": "/data/a.txt", "size": 3}]),
+    ]
+    assert got[2:] == [
         ("add", 42),
         ("greet", "Hello, Ama!"),
     ]
@@ -124,8 +129,12 @@ async def test_calls_go_to_the_stdio_server_with_the_validated_arguments(tmp_pat
     assert problems[2][0] == "crash" and problems[2][1].startswith("MCP server Files: ")
     assert len(problems) == 3
     logged = calls(log)
-    assert [(c["tool"], c["args"]) for c in logged if c["tool"]] == [
+    received = [(c["tool"], c["args"]) for c in logged if c["tool"]]
+    assert sorted(received[:2]) == [
+        ("greet", {"name": "Abena", "mood": "calm"}),
         ("list_dir", {"path": "/data", "limit": 1}),
+    ]
+    assert received[2:] == [
         ("add", {"a": 41, "b": 1}),  # the server's own default for b
         ("broken", {"reason": "test"}),
         ("crash", {}),
@@ -133,7 +142,7 @@ async def test_calls_go_to_the_stdio_server_with_the_validated_arguments(tmp_pat
     ]
     starts = [c["pid"] for c in logged if c["tool"] is None]
     assert len(starts) == 2  # one connection reused until the crash, then one more
-    assert {c["pid"] for c in logged[:5]} == {starts[0]}
+    assert {c["pid"] for c in logged[:6]} == {starts[0]}
     assert alive(starts[1])
     await agent.aclose()
     deadline = time.monotonic() + 10

@@ -201,8 +201,8 @@ class McpConnection:
         timeout = self.options.timeout
 
         async def attempt() -> Any:
-            client = await self.client()
-            return await self._while_alive(send(client))
+            client, holder = await self.connected()
+            return await self._while_alive(send(client), holder)
 
         # A connection that failed under a request is left: the next one starts afresh.
         try:
@@ -223,8 +223,8 @@ class McpConnection:
             self._closing.set()
         self._task = None
 
-    async def client(self) -> Any:
-        """The connected SDK client, connecting first when needed."""
+    async def connected(self) -> tuple[Any, asyncio.Task[None]]:
+        """The connected SDK client and the task holding it, connecting first when needed."""
         loop = asyncio.get_running_loop()
         if self._task is not None and (self._task.done() or self._loop is not loop):
             self._task = None  # it died (the next call starts the server again) or is stale
@@ -234,18 +234,17 @@ class McpConnection:
             self._closing = asyncio.Event()
             self._task = loop.create_task(self._hold(self._ready, self._closing))
             self._task.add_done_callback(_retrieved)
-        assert self._ready is not None
-        task = self._task
-        await asyncio.wait({self._ready, task}, return_when=asyncio.FIRST_COMPLETED)
-        if self._ready.done() and not self._ready.cancelled():
-            return self._ready.result()
+        ready, task = self._ready, self._task
+        assert ready is not None
+        await asyncio.wait({ready, task}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.done() and not ready.cancelled():
+            return ready.result(), task
         raise McpError(self.name, f"could not connect: {_task_failure(task)}")
 
-    async def _while_alive(self, call: Awaitable[Any]) -> Any:
-        """``call``'s result, or ``McpError`` as soon as the connection dies under it."""
+    async def _while_alive(self, call: Awaitable[Any], task: asyncio.Task[None]) -> Any:
+        """``call``'s result, or ``McpError`` as soon as the connection (held by ``task``)
+        dies under it."""
         running = asyncio.ensure_future(call)
-        task = self._task
-        assert task is not None
         try:
             await asyncio.wait({running, task}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:

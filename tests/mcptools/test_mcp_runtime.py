@@ -198,13 +198,13 @@ async def test_http_server_calls_and_a_timeout(http_server: tuple[str, Path]) ->
     agent = make_agent(
         f'mcp Files {{ url: "{url}" }}\n',
         [call("greet", name="Esi"), call("slow"), call("greet", name="Yaw")],
-        {"mcp": {"Files": {"timeout": 2, "headers": {"Authorization": "Bearer t"}}}},
+        {"mcp": {"Files": {"timeout": 3, "headers": {"Authorization": "Bearer t"}}}},
     )
     started = time.monotonic()
     seen = await run(agent)
     assert time.monotonic() - started < 20
     assert results(seen) == [("greet", "Hello, Esi!"), ("greet", "Hello, Yaw!")]
-    assert errors(seen) == [("slow", "MCP server Files: no answer for tool slow within 2 s")]
+    assert errors(seen) == [("slow", "MCP server Files: no answer for tool slow within 3 s")]
     logged = [(c["tool"], c["args"]) for c in calls(log)[before:]]
     assert logged == [
         ("greet", {"name": "Esi", "mood": "calm"}),
@@ -216,7 +216,8 @@ async def test_http_server_calls_and_a_timeout(http_server: tuple[str, Path]) ->
 
 def test_run_sync_closes_its_connection(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
-    agent = make_agent(stdio_server("Files", log=log), [call("greet", name="Ama")], {})
+    config = {"mcp": {"Files": {"timeout": 60}}}  # a loaded machine starts Python slowly
+    agent = make_agent(stdio_server("Files", log=log), [call("greet", name="Ama")], config)
     agent.run_sync("go")
     [start] = [c["pid"] for c in calls(log) if c["tool"] is None]
     deadline = time.monotonic() + 10
@@ -257,3 +258,9 @@ def test_env_on_a_url_server_is_refused() -> None:
 def test_an_mcp_tool_takes_no_implementation() -> None:
     with pytest.raises(ConfigError, match="tools.greet: 'greet' is an @mcp tool"):
         make_agent(stdio_server("Files"), [], {"tools": {"greet": lambda name: name}})
+
+
+def test_mcp_tools_without_the_sdk_are_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("auwgent.runtime.mcp._sdk_installed", lambda: False)
+    with pytest.raises(ConfigError, match=r"^mcp: the agent has @mcp tools; install the MCP SDK"):
+        make_agent(stdio_server("Files"), [], {})

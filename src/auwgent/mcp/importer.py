@@ -4,7 +4,9 @@ MCP servers really offer.
 Both compile the project first (a project with errors is reported and goes no further), then
 connect to servers declared in it with the runtime's own connection
 (:class:`auwgent.runtime.mcp.McpConnection`: the declaration's ``command`` / ``args`` / ``env``
-or ``url``, the SDK's default environment, a 10 s timeout) and list their tools. ``import``
+or ``url``, the SDK's default environment) and list their tools, each server given
+``LIST_TIMEOUT`` seconds: at development time a server may first have to be downloaded
+(``npx -y ...``), which the run-time default of 10 s does not allow for. ``import``
 prints one ``tool`` declaration per tool; ``check --mcp`` reports every ``@mcp`` tool that no
 longer matches its server as ``E2113`` at the declaration, in the format of every other
 diagnostic. Plain ``auwgent check`` never starts a server.
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["declaration_text", "run_check_mcp", "run_import"]
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+LIST_TIMEOUT = 60.0
 _INSTALL = "pip install 'auwgent-sdk[mcp]'"
 
 
@@ -115,7 +118,8 @@ def _list_tools(servers: Mapping[str, n.McpDecl]) -> dict[str, list[Any] | str]:
     from auwgent.runtime.mcp import McpConnection, ServerOptions
 
     async def one(decl: n.McpDecl) -> list[Any] | str:
-        connection = McpConnection(decl.name.text, lower_mcp_server(decl), ServerOptions())
+        options = ServerOptions(timeout=LIST_TIMEOUT)
+        connection = McpConnection(decl.name.text, lower_mcp_server(decl), options)
         try:
             return await connection.list_tools()
         except McpError as exc:

@@ -18,44 +18,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from auwgent.console import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, display_path, plural
+from auwgent.console import (
+    EXIT_ERRORS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    check_project,
+    summary,
+)
 
 if TYPE_CHECKING:
     import argparse
-
-    from auwgent.compiler.pipeline import CompileResult
-    from auwgent.project import Project
-
-
-def check_project(project: Project, *, jobs: int | None = None) -> CompileResult:
-    """Run the whole compiler over ``project``: parse, modules, checker and lowering.
-
-    ``jobs`` is how many processes a large project may be checked in (default: one per
-    usable CPU); the report is the same for any value.
-    """
-    from auwgent.compiler.pipeline import compile_project
-
-    # Nothing is written, so no IR is built (only the lowering's own checks run).
-    return compile_project(
-        project.files,
-        project.source_root,
-        display=display_path,
-        documents=False,
-        jobs=jobs,
-    )
-
-
-def summary(report: CompileResult, elapsed_ms: float) -> str:
-    """``checked 3 files (1 agent) in 4 ms``, plus the error and warning counts if any."""
-    line = (
-        f"checked {plural(report.files, 'file')} ({plural(report.agents, 'agent')}) "
-        f"in {elapsed_ms:.0f} ms"
-    )
-    errors, warnings = len(report.errors), len(report.warnings)
-    counts = [plural(errors, "error")] if errors else []
-    if warnings:
-        counts.append(plural(warnings, "warning"))
-    return line + (": " + ", ".join(counts) if counts else "")
 
 
 def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) -> int:
@@ -101,8 +74,17 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _add_path(parser)
     _add_jobs(parser)
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also connect to the MCP servers and report @mcp tools that no longer match them",
+    )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        if args.mcp:
+            from auwgent.mcp.importer import run_check_mcp
+
+            return run_check_mcp(args.path, out=out, err=err)
         return run_check(args.path, out=out, err=err, jobs=args.jobs)
 
     parser.set_defaults(run=run)
@@ -196,6 +178,75 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         )
 
     parser.set_defaults(run=run)
+
+
+def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "mcp",
+        help="use MCP servers: import their tools, serve an agent (needs auwgent-sdk[mcp])",
+        description="Model Context Protocol tooling. See docs/mcp.md.",
+    )
+    actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION")
+    importing = actions.add_parser(
+        "import",
+        help="print a declared server's tools as `tool` declarations",
+        description="Connect to an MCP server declared in the project (`mcp Name { ... }`), "
+        "list its tools and print one `tool` declaration per tool, with @mcp(Name).",
+    )
+    importing.add_argument("server", metavar="SERVER", help="the name of an `mcp` declaration")
+    importing.add_argument(
+        "--project",
+        dest="path",
+        default=Path("."),
+        type=Path,
+        help="the project: an .agent file, a folder or an auwgent.yml (default: the current "
+        "folder)",
+    )
+    importing.add_argument("--only", metavar="A,B", help="only these tools (comma-separated names)")
+    importing.add_argument("--out", type=Path, metavar="FILE", help="write to FILE, not stdout")
+
+    def run_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.mcp.importer import run_import
+
+        only = (
+            [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
+        )
+        return run_import(args.path, args.server, only=only, out_file=args.out, out=out, err=err)
+
+    importing.set_defaults(run=run_import)
+    serving = actions.add_parser(
+        "serve",
+        help="expose an agent to MCP clients (stdio, or streamable HTTP with --http)",
+        description="Serve one agent as an MCP server: a tool `run` (input: string) that runs "
+        "it, and one tool per workflow. Progress notifications carry the intents.",
+    )
+    _add_path(serving)
+    serving.add_argument("--agent", required=True, metavar="NAME", help="the agent to serve")
+    serving.add_argument(
+        "--app",
+        required=True,
+        metavar="MODULE:ATTR",
+        help="a function called with the agent's name that returns its runtime config",
+    )
+    serving.add_argument(
+        "--http",
+        type=_positive_int,
+        metavar="PORT",
+        help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio",
+    )
+
+    def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.mcp.serve import serve_command
+
+        return serve_command(args.path, agent=args.agent, app=args.app, port=args.http, err=err)
+
+    serving.set_defaults(run=run_serve)
+
+    def usage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        parser.print_help(err)
+        return EXIT_USAGE
+
+    parser.set_defaults(run=usage)
 
 
 def _add_fmt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -299,6 +350,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     _add_generate,
     _add_test,
     _add_serve,
+    _add_mcp,
     _add_fmt,
     _add_lsp,
 ]

@@ -9,6 +9,7 @@
     ├── IngestionError      background memory ingestion failed (reported, never raised by run)
     ├── ProviderError       a model provider failed after its retries
     ├── ToolError           a tool implementation failed or broke its contract
+    │   └── McpError        an MCP server failed to start, died, timed out or answered an error
     └── WorkflowError       a workflow failed while running (names the .agent file and line)
 
 Nothing a model, a tool or a handler does escapes ``Agent.run``: those failures become
@@ -74,6 +75,16 @@ class IngestionError(AuwgentError):
 
 class ToolError(AuwgentError):
     """A tool call failed: missing implementation, invalid arguments, or an exception."""
+
+
+class McpError(ToolError):
+    """An ``@mcp`` tool's server failed: it did not start, died, timed out or answered with an
+    error. The message begins with the server's name."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        self.detail = message
+        super().__init__(f"MCP server {server}: {message}")
 
 
 class WorkflowError(AuwgentError):

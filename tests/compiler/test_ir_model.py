@@ -32,6 +32,8 @@ PAIRS: dict[str, Any] = {
     "/$defs/Model": m.Model,
     "/$defs/Tool": m.Tool,
     "/$defs/Approval": m.Approval,
+    "/$defs/McpServer/oneOf/0": m.McpStdioServer,
+    "/$defs/McpServer/oneOf/1": m.McpHttpServer,
     "/$defs/Workflow": m.Workflow,
     "/$defs/HelperUse": m.HelperUse,
     "/$defs/Intent": m.Intent,

@@ -42,6 +42,8 @@ def test_every_reference_has_its_definition(path: Path) -> None:
             assert node.span in spans, node
         elif isinstance(node, n.HelperUse):
             assert node.name.span in spans, node
+        elif isinstance(node, n.McpAnnotation) and node.server is not None:
+            assert node.server.span in spans, node  # @mcp(Files) leads to the server
 
 
 def test_names_across_the_multi_file_example() -> None:

@@ -660,7 +660,8 @@ class _Emitter:
     def emit_tools(self, w: CodeWriter) -> None:
         tools: dict[str, list[tuple[ir.Tool, str]]] = {}
         for tool, where in self.p.tools():
-            tools.setdefault(tool["name"], []).append((tool, where))
+            if "mcp" not in tool:  # an @mcp tool runs on its server: nothing to implement
+                tools.setdefault(tool["name"], []).append((tool, where))
         w.blank(2)
         w.fill("@_placeholders")
         w.fill("class AuwgentTools(_Tools):")

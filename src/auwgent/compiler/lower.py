@@ -144,6 +144,7 @@ class _Lowering:
         self.types: dict[str, m.ObjectType] = {}
         self.prompts: dict[str, m.NamedPrompt] = {}
         self.personas: dict[str, m.Persona] = {}
+        self.mcp: dict[str, m.McpServer] = {}
         self.owners: dict[tuple[str, str], str] = {}  # (table, name) -> symbol key
         self.diagnostics: list[Diagnostic] = []
 
@@ -157,7 +158,7 @@ class _Lowering:
 
     def document(self, root: n.AgentDecl) -> m.Document:
         self.agent(root, Symbol(root.name.text, root, self.path))
-        return {
+        doc: m.Document = {
             "ir_version": _version.IR_VERSION,
             "compiler_version": _version.__version__,
             "hash": "",
@@ -168,6 +169,9 @@ class _Lowering:
             "prompts": self.prompts,
             "personas": self.personas,
         }
+        if self.mcp:  # only documents whose tools live on MCP servers have the key
+            doc["mcp"] = self.mcp
+        return doc
 
     # -- names that meet in one document -------------------------------------------------
 
@@ -574,7 +578,45 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> m.Tool:
     }
     if tool.repeatable:
         lowered["repeatable"] = True
+    use = n.mcp_of(tool.annotations)
+    if use is not None and use.server is not None:
+        lowered["mcp"] = use.server.text
+        named_mcp(low, use.server.text, use.server.span)
     return with_approval(lowered, tool.annotations)
+
+
+def lower_tool_in(
+    graph: ModuleGraph, path: str, tool: n.ToolDecl
+) -> tuple[m.Tool, dict[str, m.ObjectType]]:
+    """One tool's IR and the named types it refers to, lowered in file ``path``'s scope: for
+    comparing a declaration with something outside the project (``auwgent check --mcp``)."""
+    low = _Lowering(graph, path)
+    return lower_tool(low, tool), low.types
+
+
+def named_mcp(low: _Lowering, name: str, span: Span) -> None:
+    """Lower the ``mcp`` server ``name`` into the document's ``mcp`` table (once)."""
+    symbol = low.scope.lookup(name)
+    if symbol is None or not isinstance(symbol.decl, n.McpDecl):
+        return
+    if low.claim("mcp servers", name, symbol.key, span):
+        low.mcp[name] = lower_mcp_server(symbol.decl)
+
+
+def lower_mcp_server(decl: n.McpDecl) -> m.McpServer:
+    """An IR ``McpServer``: ``{"url"}`` or ``{"command", "args", "env"}`` (checked literals)."""
+    values = {e.name.text: e.value.terms[0] for e in decl.entries}
+    url = values.get("url")
+    if isinstance(url, n.PromptText):
+        return {"url": url.string.value}
+    command = values.get("command")
+    args = values.get("args")
+    env = values.get("env")
+    return {
+        "command": command.string.value if isinstance(command, n.PromptText) else "",
+        "args": const_value(args) if isinstance(args, n.ArrayExpr) else [],
+        "env": const_value(env) if isinstance(env, n.ObjectExpr) else {},
+    }
 
 
 def lower_workflow(
@@ -834,6 +876,11 @@ class _Names:
         self.fields(tool.params)
         if tool.returns:
             self.type(tool.returns)
+        use = n.mcp_of(tool.annotations)
+        if use is not None and use.server is not None:
+            found = self.low.scope.lookup(use.server.text)
+            if found is not None and isinstance(found.decl, n.McpDecl):
+                self.low.claim("mcp servers", found.name, found.key, use.server.span)
 
     def fields(self, fields: Iterable[n.Field]) -> None:
         """``low_field`` for each field."""

@@ -2,9 +2,9 @@
 
 Every ``.agent`` file is a module keyed by its path relative to the source root
 (``"helpers/data.agent"``, always ``/``-separated). ``import { A } from "./x"`` resolves
-relative to the importing file, with or without the ``.agent`` suffix. Only ``model``,
-``prompt``, ``persona``, ``type``, ``helper`` and ``intent`` declarations can be exported; tools and
-workflows live with their agent.
+relative to the importing file, with or without the ``.agent`` suffix. Only ``model``, ``mcp``,
+``prompt``, ``persona``, ``type``, ``helper`` and ``intent`` declarations can be exported; tools
+and workflows live with their agent.
 
 Diagnostics (``E1xxx``) point at the import or the export that is wrong. A name whose import
 failed is simply absent from the importing file's scope, and the checker is told not to
@@ -23,12 +23,15 @@ from .records import record
 from .source import SourceFile
 
 #: Declarations that have a name in a file's top-level scope.
-NamedDecl = n.ModelDecl | n.TypeDecl | n.PromptDecl | n.PersonaDecl | n.IntentDecl | n.AgentDecl
+NamedDecl = (
+    n.ModelDecl | n.McpDecl | n.TypeDecl | n.PromptDecl | n.PersonaDecl | n.IntentDecl | n.AgentDecl
+)
 
 SUFFIX = ".agent"
 
 KIND_WORDS: dict[type, str] = {
     n.ModelDecl: "model",
+    n.McpDecl: "mcp",
     n.TypeDecl: "type",
     n.PromptDecl: "prompt",
     n.PersonaDecl: "persona",

@@ -179,6 +179,25 @@ class ApprovalAnnotation:
     span: Span
 
 
+@record
+class McpAnnotation:
+    """``@mcp(Server)``: the tool's calls go to the MCP server declared as ``Server``.
+
+    ``server`` is ``None`` when the parentheses were left empty (the checker reports it).
+    """
+
+    server: Name | None
+    span: Span
+
+
+def mcp_of(annotations: tuple[Annotation, ...]) -> McpAnnotation | None:
+    """The first ``@mcp`` among ``annotations`` (the checker reports duplicates)."""
+    for annotation in annotations:
+        if isinstance(annotation, McpAnnotation):
+            return annotation
+    return None
+
+
 def approval_of(annotations: tuple[Annotation, ...]) -> ApprovalAnnotation | None:
     """The first ``@approval`` among ``annotations`` (the checker reports duplicates)."""
     for annotation in annotations:
@@ -683,6 +702,20 @@ class ModelDecl:
 
 
 @record
+class McpDecl:
+    """``mcp Name { command: "...", args: [...], env: {...} }`` or ``mcp Name { url: "..." }``."""
+
+    name: Name
+    entries: tuple[ConfigEntry, ...]
+    span: Span
+    export_span: Span | None = None
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        """The first entry named ``key``."""
+        return next((e for e in self.entries if e.name.text == key), None)
+
+
+@record
 class TypeDecl:
     """``type Name { field: T ... }``."""
 
@@ -815,7 +848,9 @@ TypeExpr: TypeAlias = (
     TextType | PrimitiveType | NamedType | LiteralType | ArrayType | ObjectType | UnionType
 )
 
-Annotation: TypeAlias = DescAnnotation | ExampleAnnotation | FlagAnnotation | ApprovalAnnotation
+Annotation: TypeAlias = (
+    DescAnnotation | ExampleAnnotation | FlagAnnotation | ApprovalAnnotation | McpAnnotation
+)
 
 Expr: TypeAlias = (
     Literal | NameRef | CtxRef | Member | Index | ArrayExpr | ObjectExpr | Unary | Binary | Call
@@ -855,6 +890,7 @@ AgentMember: TypeAlias = (
 Decl: TypeAlias = (
     ImportDecl
     | ModelDecl
+    | McpDecl
     | TypeDecl
     | PromptDecl
     | PersonaDecl

@@ -4,10 +4,11 @@ Grammar (words in quotes are contextual keywords; ``*`` repeats, ``[]`` is optio
 between list entries are optional wherever entries may also be separated by line breaks)::
 
     module       := decl*
-    decl         := import | ["export"] (model | type | prompt | persona | intent | agent
-                                          | tool | tools | workflow) | test
+    decl         := import | ["export"] (model | mcp | type | prompt | persona | intent
+                                          | agent | tool | tools | workflow) | test
     import       := "import" "{" IDENT ("," IDENT)* "}" "from" STRING
     model        := "model" IDENT "{" entry* "}"
+    mcp          := "mcp" IDENT "{" entry* "}"
     entry        := IDENT ":" value
     value        := term ("+" term)*
     term         := STRING | "{" prompt_item* "}" | "{" IDENT ":" ... "}" (object)
@@ -22,6 +23,7 @@ between list entries are optional wherever entries may also be separated by line
     annotation   := "@desc" STRING | "@example" "(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"
                   | "@repeatable"
                   | "@approval" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
+                  | "@mcp" "(" IDENT ")"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     test         := "test" STRING "{" test_item* "}"
@@ -141,6 +143,7 @@ _DECL_WORDS = (
     "import",
     "export",
     "model",
+    "mcp",
     "type",
     "prompt",
     "persona",
@@ -164,7 +167,7 @@ _MEMBER_WORDS = (
     "description",
 )
 _PRIMITIVES = ("string", "number", "boolean")
-_ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval")
+_ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval", "@mcp")
 _ANNOTATION_LIST = ", ".join(f"`{a}`" for a in _ANNOTATIONS[:-1]) + f" or `{_ANNOTATIONS[-1]}`"
 # Tokens after a word that make a type or an expression more than that word.
 _TYPE_CONTINUES = frozenset((PIPE, LBRACKET))
@@ -554,7 +557,7 @@ class _Parser:
         text = self.texts[pos]
         if text in ("agent", "helper", "import", "export", "type", "prompt", "persona"):
             return self.kind(1) is IDENT or text in ("import", "export")
-        if text in ("model", "intent"):
+        if text in ("model", "mcp", "intent"):
             return self.kind(1) is IDENT and self.kind(2) is LBRACE
         if text == "test":
             return self.kind(1) is STRING and self.kind(2) is LBRACE
@@ -614,7 +617,7 @@ class _Parser:
             if word == "import" and export:
                 raise self.fail("a declaration after `export`", help="imports cannot be exported")
             raise self.fail(
-                "a declaration (`agent`, `helper`, `model`, `type`, `prompt`, `persona`, "
+                "a declaration (`agent`, `helper`, `model`, `mcp`, `type`, `prompt`, `persona`, "
                 "`intent`, `tool`, `tools`, `workflow` or `import`)",
                 code="E0102",
                 help=did_you_mean(word, _ALL_DECL_WORDS) if word else None,
@@ -641,6 +644,14 @@ class _Parser:
             f"`model {name.text}`", keyword, self.parse_entry, stop=self.starts_declaration
         )
         return n.ModelDecl(name, tuple(entries), self.with_export(export, span), export)
+
+    def parse_mcp(self, export: Span | None) -> n.McpDecl:
+        keyword = self.advance_span()
+        name = self.expect_name("a server name after `mcp`")
+        entries, span = self.block(
+            f"`mcp {name.text}`", keyword, self.parse_entry, stop=self.starts_declaration
+        )
+        return n.McpDecl(name, tuple(entries), self.with_export(export, span), export)
 
     def with_export(self, export: Span | None, span: Span) -> Span:
         return Span(export.start, span.end) if export else span
@@ -1037,14 +1048,26 @@ class _Parser:
                 if self.at(LPAREN) and not self.newlines[self.pos]:
                     args = self.parse_named_args("@approval")
                 annotations.append(n.ApprovalAnnotation(args, self.since(at)))
+            elif word == "mcp":
+                self.pos += 1
+                annotations.append(self.parse_mcp_annotation(at))
             else:
                 self.unknown_annotation(self.tokens.token(self.pos - 1), self.peek())
         return tuple(annotations)
 
+    def parse_mcp_annotation(self, at: Span) -> n.McpAnnotation:
+        """``@mcp(Server)``; ``@mcp()`` parses (the checker says what is missing)."""
+        self.expect(LPAREN, "`(` and a server name after `@mcp`, e.g. @mcp(Files)")
+        server = None if self.at(RPAREN) else self.expect_name("the name of an `mcp` server")
+        self.expect(RPAREN, "`)` after the server name")
+        return n.McpAnnotation(server, self.since(at))
+
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
-            raise self.fail("`desc`, `example`, `repeatable` or `approval` after `@`", code="E0105")
+            raise self.fail(
+                "`desc`, `example`, `repeatable`, `approval` or `mcp` after `@`", code="E0105"
+            )
         self.skip()
         self.report(
             "E0105",
@@ -1556,6 +1579,7 @@ _STATEMENT_WORDS = frozenset(("let", "return", "if", "else"))
 
 _DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
     "model": _Parser.parse_model,
+    "mcp": _Parser.parse_mcp,
     "type": _Parser.parse_type_decl,
     "prompt": _Parser.parse_prompt,
     "persona": _Parser.parse_persona,

@@ -38,6 +38,9 @@ __all__ = [
     "IndexExpr",
     "Intent",
     "LitExpr",
+    "McpHttpServer",
+    "McpServer",
+    "McpStdioServer",
     "LiteralType",
     "Loc",
     "MemberExpr",
@@ -339,6 +342,25 @@ class _Tool(TypedDict):
 class Tool(_Tool, total=False):
     repeatable: Literal[True]
     approval: Approval
+    #: ``@mcp(Name)``: the server (a key of the document's ``mcp``) that runs this tool.
+    mcp: str
+
+
+class McpStdioServer(TypedDict):
+    """``mcp Name { command, args, env }``: a server launched over stdio."""
+
+    command: str
+    args: list[str]
+    env: dict[str, str]
+
+
+class McpHttpServer(TypedDict):
+    """``mcp Name { url }``: a server reached over streamable HTTP."""
+
+    url: str
+
+
+McpServer = McpStdioServer | McpHttpServer
 
 
 class _Workflow(TypedDict):
@@ -396,7 +418,7 @@ class Agent(TypedDict):
     dropped_examples: list[Example]
 
 
-class Document(TypedDict):
+class _Document(TypedDict):
     """One agent file's IR: the agent, its helpers and everything they use."""
 
     ir_version: Literal[1]
@@ -408,3 +430,8 @@ class Document(TypedDict):
     types: dict[str, ObjectType]
     prompts: dict[str, NamedPrompt]
     personas: dict[str, Persona]
+
+
+class Document(_Document, total=False):
+    #: The MCP servers of the document's ``@mcp`` tools (present only when there are some).
+    mcp: dict[str, McpServer]

@@ -309,6 +309,7 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
     "approvals",
     "codeMode",
     "codeLimits",
+    "mcp",
 )
 
 # -- API keys ------------------------------------------------------------------------------------

@@ -264,6 +264,9 @@ class _Indexer:
         for annotation in tool.examples:
             for arg in annotation.args:
                 self.refer(f"{key}({arg.name.text})", arg.name.span)
+        use = n.mcp_of(tool.annotations)
+        if use is not None and use.server is not None:
+            self.refer(self.top(use.server.text), use.server.span)  # @mcp(Files) -> its server
         return key
 
     def member(

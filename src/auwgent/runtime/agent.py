@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from auwgent.ir.model import Document as IRDocument
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.mcp import McpServers
     from auwgent.runtime.memory import Ingestion
     from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
     from auwgent.runtime.providers.base import FunctionSpec, Provider
@@ -101,7 +102,13 @@ class AgentCore:
         if self.provider_override is None:
             self.api_keys = resolve_api_keys(doc, options.api_keys)
         self.context_schema = ContextSchema(doc)
-        self.registry = ToolRegistry(options.tools, declared_tools(doc))
+        self.mcp: McpServers | None = None
+        if doc.get("mcp") or options.mcp is not None:
+            from auwgent.runtime.mcp import McpServers
+
+            self.mcp = McpServers(doc, options.mcp)
+        routed = self.mcp.implementations() if self.mcp is not None else None
+        self.registry = ToolRegistry(options.tools, declared_tools(doc), routed)
         self.middleware = MiddlewareChain(options.middleware)
         self.approver: Any = options.approver
         if code_mode.wanted(options, doc):
@@ -198,6 +205,8 @@ class AgentCore:
         config's ``httpClient``. A client of another (finished) loop is only dropped."""
         import asyncio
 
+        if self.mcp is not None:
+            await self.mcp.aclose()
         client, loop = self._client, self._client_loop
         if client is None:
             return

@@ -15,9 +15,10 @@ default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (se
 conversationRequests}``), ``tracing`` / ``tracerProvider`` (see :mod:`auwgent.runtime.tracing`),
 ``approver`` (a function deciding on calls marked ``@approval``) and ``approvals`` (``"ask"``,
 the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``),
-``codeMode`` (``True`` / ``False``: code mode for every agent, over the DSL's ``codeMode``)
-and ``codeLimits`` ``{timeout, memory, maxCalls, maxOutput}`` (see
-:mod:`auwgent.runtime.code_mode`).
+``codeMode`` (``True`` / ``False``: code mode for every agent, over the DSL's ``codeMode``),
+``codeLimits`` ``{timeout, memory, maxCalls, maxOutput}`` (see
+:mod:`auwgent.runtime.code_mode`) and ``mcp`` (per MCP server ``{env, headers, timeout}``; see
+:mod:`auwgent.runtime.mcp`).
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class RuntimeOptions:
     approvals: str = "ask"
     code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
     code_limits: CodeLimits = field(default_factory=CodeLimits)
+    mcp: Any = None  # "mcp": per-server {env, headers, timeout}, checked by runtime.mcp
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +290,7 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         tracer_provider=config.get("tracerProvider"),
         code_mode=code_mode,
         code_limits=parse_code_limits(config.get("codeLimits")),
+        mcp=config.get("mcp"),
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         approver=approver,

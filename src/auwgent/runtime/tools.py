@@ -49,10 +49,20 @@ class ToolRegistry:
     missing or unknown parameters (unless it takes ``**kwargs``), values that are not callable,
     and (for classes and instances) methods whose name is a near miss of a declared tool that
     has no implementation. All problems are reported in one ``ConfigError``.
+
+    ``routed`` holds the implementations the runtime supplies itself (``@mcp`` tools, see
+    :mod:`auwgent.runtime.mcp`): the application implements none of them.
     """
 
-    def __init__(self, tools: Any, declared: Mapping[str, list[Mapping[str, Any]]]) -> None:
-        self._impls: dict[str, Callable[..., Any]] = {}
+    def __init__(
+        self,
+        tools: Any,
+        declared: Mapping[str, list[Mapping[str, Any]]],
+        routed: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        self._impls: dict[str, Callable[..., Any]] = dict(routed or {})
+        if routed:
+            declared = {k: v for k, v in declared.items() if k not in routed}
         if tools is None:
             return
         tools = instance_of(tools, "tools")
@@ -62,7 +72,8 @@ class ToolRegistry:
         else:
             self._from_object(tools, declared, problems)
         for name, fn in self._impls.items():
-            problems.extend(_signature_problems(name, fn, declared[name]))
+            if name in declared:
+                problems.extend(_signature_problems(name, fn, declared[name]))
         if len(problems) == 1:
             raise ConfigError(problems[0])
         if problems:
@@ -78,7 +89,12 @@ class ToolRegistry:
         problems: list[str],
     ) -> None:
         for name, fn in tools.items():
-            if name not in declared:
+            if name in self._impls:
+                problems.append(
+                    f"tools.{name}: {name!r} is an @mcp tool: its MCP server runs it, so it "
+                    "takes no implementation"
+                )
+            elif name not in declared:
                 problems.append(
                     f"tools.{name}: no tool named {name!r} is declared{_tip(name, declared)}"
                 )

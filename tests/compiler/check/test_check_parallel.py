@@ -7,12 +7,14 @@ through it, and spy on the merge to know which path produced each result.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,6 +62,12 @@ def merges(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
         return merged
 
     monkeypatch.setattr(parallel, "_merge", spy)
+    # Request threads of earlier tests' fake servers wait on keep-alive connections until
+    # their unreferenced clients are collected: collect them, and give the threads a moment.
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while threading.active_count() > 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert threading.active_count() == 1, "a thread left by another test keeps this serial"
     yield used
 

@@ -19,7 +19,7 @@ from ..members import AgentParts, agent_parts
 from ..modules import is_exported, kind_word
 from ..records import record
 from ..source import Span
-from . import prompts
+from . import mcp, prompts
 from .context import Context
 from .exprs import Env, ToolSig, WorkflowChecker
 from .types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
@@ -113,6 +113,8 @@ def check_file(cx: Context) -> None:
         match decl:
             case n.ModelDecl():
                 prompts.check_model_decl(cx, decl)
+            case n.McpDecl():
+                mcp.check_mcp_decl(cx, decl)
             case n.PromptDecl():
                 prompts.check_prompt_decl(cx, decl)
             case n.PersonaDecl():
@@ -400,6 +402,7 @@ def tool_sig(cx: Context, tool: n.ToolDecl) -> ToolSig:
     if tool.annotations:
         check_examples(cx, tool.examples, params, f"tool `{tool.name.text}`")
         cx.check_approval(tool.annotations, f"tool `{tool.name.text}`")
+        mcp.check_mcp_use(cx, tool.annotations, f"tool `{tool.name.text}`")
     return ToolSig(tool.name.text, params, returns)
 
 
@@ -496,6 +499,8 @@ def check_workflow(cx: Context, workflow: n.WorkflowDecl, agent: AgentScope) -> 
             )
         elif isinstance(annotation, n.FlagAnnotation):
             cx.misplaced_flag(annotation, "workflow")
+        elif isinstance(annotation, n.McpAnnotation):
+            cx.misplaced_mcp(annotation, "a workflow")
     params = cx.fields_of(workflow.params, "parameter")
     returns = cx.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
     if workflow.returns is None:
@@ -600,7 +605,9 @@ def check_helpers(
 
 def _helper_annotations(cx: Context, use: n.HelperUse) -> None:
     for annotation in use.annotations:
-        if not isinstance(annotation, n.ApprovalAnnotation):
+        if isinstance(annotation, n.McpAnnotation):
+            cx.misplaced_mcp(annotation, "a helper")
+        elif not isinstance(annotation, n.ApprovalAnnotation):
             word = {n.DescAnnotation: "@desc", n.ExampleAnnotation: "@example"}.get(
                 type(annotation), f"@{getattr(annotation, 'name', '')}"
             )

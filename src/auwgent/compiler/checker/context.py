@@ -41,6 +41,7 @@ _BUILTIN_ALIASES = {
 #: Human words for the kind a reference must have, keyed by the declaring keyword.
 KIND_CODES = {
     "model": "E2011",
+    "mcp": "E2111",
     "prompt": "E2012",
     "helper": "E2013",
     "intent": "E2014",
@@ -156,7 +157,7 @@ class Context:
             return None
         self.report(
             KIND_CODES.get(kind, "E2016"),
-            f"unknown {kind} `{name}`",
+            f"unknown {_KIND_LABELS.get(kind, kind)} `{name}`",
             span,
             help=hint or self._import_help(name, kind) or self._kind_help(kind),
         )
@@ -242,6 +243,8 @@ class Context:
                         )
                     elif isinstance(annotation, n.FlagAnnotation):
                         self.misplaced_flag(annotation, what)
+                    elif isinstance(annotation, n.McpAnnotation):
+                        self.misplaced_mcp(annotation, f"a {what}")
                     elif isinstance(annotation, n.ApprovalAnnotation):
                         self.report(
                             "E2034",
@@ -273,6 +276,15 @@ class Context:
             help="rename or remove one of them",
         )
         return True
+
+    def misplaced_mcp(self, annotation: n.McpAnnotation, what: str) -> None:
+        """``@mcp`` anywhere but on a tool."""
+        self.report(
+            "E2112",
+            f"`@mcp` does not apply to {what}",
+            annotation.span,
+            help="only a tool can live on an MCP server: put `@mcp(Name)` on a `tool`",
+        )
 
     def misplaced_flag(self, annotation: n.FlagAnnotation, what: str) -> None:
         self.report(
@@ -361,8 +373,12 @@ class Context:
         return None
 
 
+_KIND_LABELS = {"mcp": "MCP server"}
+
+
 def _a(word: str) -> str:
-    return ("an " if word[0] in "aeiou" else "a ") + word
+    word = _KIND_LABELS.get(word, word)
+    return ("an " if word[0] in "aeiouM" else "a ") + word
 
 
 def env_for_prompt(params: tuple[FieldTy, ...], ctx: dict[str, Ty] | None) -> Env:

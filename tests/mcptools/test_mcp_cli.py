@@ -1,0 +1,185 @@
+"""``auwgent mcp import`` and ``auwgent check --mcp`` through the command's entry point, against
+the real test server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auwgent.cli import main
+from auwgent.compiler.diagnostics import render_all
+from auwgent.compiler.pipeline import compile_sources
+from conftest import calls, stdio_server
+
+HEADER = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "Help."
+    }
+"""
+
+
+def agent_with(tools: str, imports: str = "") -> str:
+    body = "\n".join("    " + line for line in tools.splitlines() if line.startswith("tool "))
+    return imports + HEADER + body + "\n}\n"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_import_writes_declarations_that_compile_and_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "servers.agent").write_text("export " + stdio_server("Files"), encoding="utf-8")
+    code, out, err = cli(capsys, "mcp", "import", "Files", "--project", str(tmp_path))
+    assert (code, err) == (0, "")
+    assert (
+        "tool list_dir(path: string, limit?: number): { path: string, size: number }[] "
+        '@desc "List the entries of a folder" @mcp(Files)'
+    ) in out
+    assert 'tool add(a: number, b?: number): number @desc "Add two numbers" @mcp(Files)' in out
+    assert "// left out `tag-file`: its name is not an identifier" in out
+    main_agent = agent_with(out, 'import { Files } from "./servers"\n')
+    result = compile_sources(
+        {"servers.agent": "export " + stdio_server("Files"), "main.agent": main_agent}
+    )
+    assert result.ok, render_all(result.diagnostics, color=False)
+    tools = result.documents["main.agent"]["agents"]["Main"]["tools"]
+    assert [t["name"] for t in tools] == [
+        "list_dir", "add", "delete_file", "greet", "broken", "crash", "slow"
+    ]  # fmt: skip
+    assert all(t["mcp"] == "Files" for t in tools)
+    (tmp_path / "main.agent").write_text(main_agent, encoding="utf-8")
+    code, out, err = cli(capsys, "check", "--mcp", str(tmp_path))
+    assert (code, err) == (0, ""), err
+    assert out.startswith("checked 2 files (1 agent)")
+
+
+def test_import_over_http_with_only_and_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], http_server: tuple[str, Path]
+) -> None:
+    url, _ = http_server
+    (tmp_path / "main.agent").write_text(f'mcp Web {{ url: "{url}" }}\n', encoding="utf-8")
+    target = tmp_path / "tools.agent.txt"
+    code, out, err = cli(
+        capsys, "mcp", "import", "Web", "--project", str(tmp_path), "--only", "greet,add",
+        "--out", str(target),
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out == f"wrote 2 tools of Web to {target}\n"
+    lines = [
+        line for line in target.read_text(encoding="utf-8").splitlines() if line.startswith("tool")
+    ]
+    assert lines == [
+        'tool add(a: number, b?: number): number @desc "Add two numbers" @mcp(Web)',
+        'tool greet(name: string, mood?: string): string @desc "Greet someone." @mcp(Web)',
+    ]
+
+
+def test_import_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "main.agent").write_text(
+        stdio_server("Files") + 'mcp Gone { command: "/nonexistent/mcp" }\n', encoding="utf-8"
+    )
+    project = str(tmp_path)
+    code, _, err = cli(capsys, "mcp", "import", "Fils", "--project", project)
+    assert code == 2
+    assert (
+        err == f"error: no `mcp Fils {{ ... }}` is declared in {project}; did you mean `Files`?\n"
+    )
+    code, _, err = cli(capsys, "mcp", "import", "Gone", "--project", project)
+    assert code == 2
+    assert err.startswith("error: MCP server Gone: could not connect: FileNotFoundError")
+    assert "Traceback" not in err
+
+
+DRIFTED = """
+type Entry {
+    path: string
+    size: number
+}
+
+agent Legacy {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "Help."
+    }
+
+    tool list_dir(path: string, limit?: number): Entry[] @mcp(Old)
+    tool delete_file(path: string): boolean @mcp(Old)
+    tool greet(name: string, mood?: string): string @mcp(Old)
+
+    workflow bump(a: number): number {
+        description: "Add one."
+        tool add(a: number, b?: number): number @mcp(Old)
+        return add(a)
+    }
+}
+"""
+
+
+def test_check_mcp_reports_drift_at_the_declarations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    (tmp_path / "legacy.agent").write_text(
+        stdio_server("Old", "drifted", log) + DRIFTED, encoding="utf-8"
+    )
+    code, out, err = cli(capsys, "check", str(tmp_path))
+    assert (code, err) == (0, "")
+    assert calls(log) == []  # without --mcp, check never starts a server
+    code, out, err = cli(capsys, "check", "--mcp", str(tmp_path))
+    assert code == 1
+    assert out.startswith("checked 1 file (1 agent) in ") and out.endswith(": 6 errors\n")
+    shown = [line for line in err.splitlines() if line.startswith(("error", " -->", "  -->"))]
+    where = str(tmp_path / "legacy.agent")
+    assert [
+        line.split("--> ")[-1].replace(where, "F") if "-->" in line else line for line in shown
+    ] == [
+        "error[E2113]: MCP server `Old` requires parameter `folder` of `list_dir`, which the "
+        "declaration lacks",
+        "F:14:10",
+        "error[E2113]: MCP server `Old` no longer takes parameter `path` of `list_dir`",
+        "F:14:19",
+        "error[E2113]: MCP server `Old` has no tool `delete_file` (any more)",
+        "F:15:10",
+        "error[E2113]: MCP server `Old` requires parameter `language` of `greet`, which the "
+        "declaration lacks",
+        "F:16:10",
+        "error[E2113]: parameter `b` of `add` is string on MCP server `Old`",
+        "F:20:29",
+        "error[E2113]: `add` returns string on MCP server `Old`",
+        "F:20:42",
+    ]
+    assert "= help: declare `folder: string`" in err
+    assert len([c for c in calls(log) if c["tool"] is None]) == 1  # listed once
+
+
+def test_check_mcp_reports_an_unreachable_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = 'mcp Gone { command: "/nonexistent/mcp" }\n' + HEADER
+    source += "    tool ping(): string @mcp(Gone)\n}\n"
+    (tmp_path / "main.agent").write_text(source, encoding="utf-8")
+    code, _, err = cli(capsys, "check", "--mcp", str(tmp_path))
+    assert code == 1
+    assert err.startswith(
+        "error[E2113]: cannot list the tools of MCP server `Gone`: could not connect: "
+        "FileNotFoundError"
+    )
+    assert "main.agent:1:5" in err
+
+
+def test_check_mcp_on_a_project_with_errors_stops_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "main.agent").write_text(
+        HEADER + "    tool ping(): string @mcp(Nope)\n}\n", encoding="utf-8"
+    )
+    code, _, err = cli(capsys, "check", "--mcp", str(tmp_path))
+    assert code == 1
+    assert "error[E2111]: unknown MCP server `Nope`" in err

@@ -497,6 +497,8 @@ export class Run {
     this.ctx.systemPrompt = system;
     if (top) this.session.system_prompt = system;
     const [functions, responseSchema] = core.requestParts(codec, contract);
+    // Streamed on the wire only for someone to see the partials (as the Python runtime).
+    const partials = core.wantsPartials || this.sink !== null;
     const request: ModelRequest = {
       model: String(cfg.model.model),
       system,
@@ -504,10 +506,9 @@ export class Run {
       functions,
       responseSchema,
       options: cfg.model.options ?? {},
-      stream: true,
+      stream: partials,
       contract,
     };
-    const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
     let finish: string | null = null;
     let usage: Usage | null = null;

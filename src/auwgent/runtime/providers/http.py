@@ -107,11 +107,12 @@ class Timeouts:
     idle: float = 30.0
     call: float = 300.0
 
-    def for_httpx(self) -> httpx.Timeout:
-        """The httpx timeout used as a backstop under our own first-byte and idle clocks."""
+    def for_httpx(self, *, whole: bool = False) -> httpx.Timeout:
+        """The httpx timeout used as a backstop under our own clocks (first-byte and idle;
+        for an answer that comes ``whole``, the call's deadline: see :class:`Call`)."""
         import httpx
 
-        read = max(self.first_byte, self.idle) + 1.0
+        read = (self.call if whole else max(self.first_byte, self.idle)) + 1.0
         return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
 
 
@@ -139,7 +140,7 @@ class Call:
     call (for headers, for body pieces, between attempts) ends at it at the latest.
     """
 
-    __slots__ = ("deadline", "limits", "provider", "retry", "secret", "timeouts")
+    __slots__ = ("deadline", "limits", "provider", "retry", "secret", "timeouts", "whole")
 
     def __init__(
         self,
@@ -149,8 +150,13 @@ class Call:
         timeouts: Timeouts | None = None,
         limits: Limits | None = None,
         secret: str | None = None,
+        whole: bool = False,
     ) -> None:
         self.provider = provider
+        # A model call answered in one piece (not streamed): the server sends its headers
+        # only once the whole answer is written, so ``first_byte`` does not bound that wait;
+        # the call's deadline does.
+        self.whole = whole
         self.retry = retry or RetryPolicy()
         self.timeouts = timeouts or Timeouts()
         self.limits = limits or Limits()
@@ -318,11 +324,11 @@ async def _send_once(
     import httpx
 
     first_byte = call.timeouts.first_byte
-    wait = min(first_byte, call.remaining())
+    wait = call.remaining() if call.whole else min(first_byte, call.remaining())
     try:
         return await _within(wait, client.send(request, stream=True))
     except (asyncio.TimeoutError, TimeoutError) as exc:
-        if wait < first_byte:
+        if call.whole or wait < first_byte:
             raise call.past_deadline() from None
         raise httpx.ReadTimeout("no response before the first-byte timeout") from exc
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
@@ -51,13 +51,13 @@ DEFAULT_MAX_TOOL_LOOPS = 10
 DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeOptions:
+class RuntimeOptions(NamedTuple):
     """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
     the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
 
     The values the agent checks against its IR at construction (``apiKeys``, ``context``,
     ``config``, ``tools``, ``middleware``, ``provider``, ``tracing``) are kept as given.
+    A named tuple, not a dataclass: see :mod:`auwgent.runtime.providers.http` (import time).
     """
 
     api_keys: Any = None
@@ -72,11 +72,11 @@ class RuntimeOptions:
     max_tool_loops: int | None = None
     max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
     protocol: str | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    limits: Limits = field(default_factory=Limits)
+    retry: RetryPolicy = RetryPolicy()
+    timeouts: Timeouts = Timeouts()
+    limits: Limits = Limits()
     run_timeout: float | None = None
-    base_urls: Mapping[str, str] = field(default_factory=dict)
+    base_urls: Mapping[str, str] = MappingProxyType({})
     http_client: Any = None
     persona: str | None = None
     timezone: tzinfo | None = None  # None: the machine's local zone, read at each call
@@ -90,8 +90,7 @@ class RuntimeOptions:
     approvals: str = "ask"
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
+class Budget(NamedTuple):
     """``"budget"``: caps on model requests and tokens, per run and per conversation."""
 
     tokens: int | None = None

@@ -805,9 +805,20 @@ class Run:
             span = self.trace.chat_start(inv.name, provider_key(model), str(model["model"]))
         try:
             # The agent keeps its providers and HTTP client across runs (connections are reused).
-            async for event in self._stream(cfg, request, rnd):
+            # Without fallback models the provider's events are read directly: one async
+            # generator less to resume per event.
+            if cfg.get("fallback"):
+                events = self._stream(cfg, request, rnd)
+            else:
+                rnd.model = f"{provider_key(cfg['model'])}:{cfg['model']['model']}"
+                events = core.provider(cfg["model"]).stream(request)
+            async for event in events:
                 if isinstance(event, TextDelta):
                     rnd.chunks.append(event.text)
+                elif isinstance(event, Usage):
+                    rnd.usage = _usage(event)
+                elif isinstance(event, Finish):
+                    rnd.finish = event
                 elif isinstance(event, ContentPart):
                     self._content_part(inv, event)
                 for decoded in decoder.feed(event):
@@ -853,10 +864,6 @@ class Run:
             try:
                 async for event in self.core.provider(model).stream(request):
                     started = True
-                    if isinstance(event, Usage):
-                        rnd.usage = _usage(event)
-                    elif isinstance(event, Finish):
-                        rnd.finish = event
                     yield event
             except ProviderError as exc:
                 if started or not exc.retryable or index == len(models) - 1:

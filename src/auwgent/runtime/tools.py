@@ -14,7 +14,6 @@ event loop itself, without the thread hop (about 0.3 ms and several context swit
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -139,6 +138,8 @@ class ToolRegistry:
 
         Raises ``ToolError`` when there is none; the implementation's own exceptions propagate.
         """
+        import inspect  # not at the top: building an agent seldom needs it
+
         fn = self._impls.get(name)
         if fn is None:
             raise ToolError(not_configured(name))
@@ -159,6 +160,8 @@ class ToolRegistry:
 
 
 def _mode(fn: Callable[..., Any]) -> str:
+    import inspect  # not at the top: building an agent seldom needs it
+
     if inspect.iscoroutinefunction(fn):
         return "async"
     return "inline" if getattr(fn, "__auwgent_inline__", False) else "thread"
@@ -175,6 +178,8 @@ def _signature_problems(
     name: str, fn: Callable[..., Any], declarations: list[Mapping[str, Any]]
 ) -> list[str]:
     """What keeps ``fn`` from being called with the declared parameters as keywords."""
+    import inspect  # not at the top: building an agent seldom needs it
+
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -67,7 +67,6 @@ from typing import Any
 
 import httpx
 
-from auwgent import inline_tool
 from auwgent.testing.fake_servers import (
     FakeGeminiServer,
     FakeOpenAIServer,
@@ -331,13 +330,14 @@ def _get_weather_sync(location: str) -> str:
     return f"sunny in {location}"
 
 
-TOOLS = {
-    # An async tool, as the manual writes them.
-    "async": _get_weather,
-    # A sync one runs in a worker thread, unless it is marked cheap with inline_tool.
-    "sync": _get_weather_sync,
-    "inline": inline_tool(functools.partial(_get_weather_sync)),
-}
+def _tool(kind: str) -> Callable[..., Any]:
+    """An async tool, as the manual writes them, or a sync one: it runs in a worker thread
+    unless it is marked cheap with ``inline_tool``."""
+    if kind == "inline":
+        from auwgent import inline_tool  # here: --against may run a checkout without it
+
+        return inline_tool(functools.partial(_get_weather_sync))
+    return _get_weather if kind == "async" else _get_weather_sync
 
 
 def make_agent(
@@ -352,7 +352,7 @@ def make_agent(
         "apiKeys": {f"{provider}ApiKey": api_key},
         "baseUrls": {provider: base},
         "protocol": "native",
-        "tools": {"get_weather": TOOLS[tool]},
+        "tools": {"get_weather": _tool(tool)},
     }
     if client is not None:
         config["httpClient"] = client

@@ -576,7 +576,7 @@ def peak_rss_growth(
 async def rss_child(args: argparse.Namespace) -> None:
     """Child process of :func:`peak_rss_growth`: prints the growth in MB."""
     sys.path.insert(0, args.module_dir)
-    client = httpx.AsyncClient()
+    client = httpx.AsyncClient(timeout=httpx.Timeout(5.0, pool=60.0))  # as in main()
     if args.rss == "auwgent":
         module = importlib.import_module("bench_openai_agent")
         runner = AgentRunner(make_agent(module, "openai", args.base, None, "sk-bench-rss"))
@@ -584,12 +584,22 @@ async def rss_child(args: argparse.Namespace) -> None:
     else:
         run = lambda: raw_openai_loop(client, args.base, "sk-bench-rss-raw", False)  # noqa: E731
     await run()  # imports and first connection
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_rss_kb()
     for _ in range(args.repeats):
         await asyncio.gather(*(run() for _ in range(args.concurrency)))
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = _peak_rss_kb()
     await client.aclose()
     print((after - before) / 1024)
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak RSS in KB: ``VmHWM`` on Linux (``ru_maxrss`` is inherited from the
+    parent across fork and exec, so a small child would report the parent's peak)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
 
 def import_times(module_dir: Path, repeats: int) -> dict[str, float]:
@@ -730,7 +740,10 @@ async def main(args: argparse.Namespace) -> None:
         if http2_client is not None:
             await http2_client.aclose()
         base = bases["openai"]
-        default_client = httpx.AsyncClient()  # the raw loop's default settings
+        # The raw loop's default settings, but for the wait for a pooled connection: the fake
+        # server answers 200 runs at once slowly on a loaded machine, and httpx's default 5 s
+        # pool timeout (the agent's is timeouts.connect, 10 s) would fail runs, not time them.
+        default_client = httpx.AsyncClient(timeout=httpx.Timeout(5.0, pool=60.0))
         ours = AgentRunner(make_agent(modules["openai"], "openai", base, None, "sk-concurrent"))
         concurrent: dict[str, Runner] = {
             "auwgent run()": variant("sk-concurrent", ours.run),

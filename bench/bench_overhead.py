@@ -53,6 +53,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -779,7 +780,10 @@ async def main(args: argparse.Namespace) -> None:
     finally:
         tally = stop_servers(child)
     verify_tally(tally, checked)
-    times = import_times(workdir, args.import_repeats)
+    try:
+        times = import_times(workdir, args.import_repeats)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     floor = times["python -c pass"]
     print(f"\nimport time, whole fresh interpreters (median of {args.import_repeats}):")
     for name, ms in times.items():
@@ -816,6 +820,7 @@ async def worker(args: argparse.Namespace) -> None:
             make_agent(module, "openai", bases["openai"], client, f"sk-{tag}-stream")
         ).stream,
     }
+    shutil.rmtree(workdir, ignore_errors=True)  # the module is imported: its file can go
     loop = asyncio.get_running_loop()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
         name, n = line.split()

@@ -13,6 +13,8 @@ Run: ``.venv/bin/python bench/bench_decode.py``
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import time
 from typing import Any
 
@@ -67,27 +69,32 @@ def payload(size: int) -> str:
     return text
 
 
-def stream(body: str, chunk: int) -> tuple[float, int, float]:
-    """Seconds to decode, partial count, and seconds to the first partial."""
+def stream(body: str, chunk: int) -> tuple[float, int, float, int]:
+    """Seconds to decode, partial count, seconds to the first partial, and the longest stretch
+    of the stream (in characters) without a partial: before the first, between two, or after
+    the last."""
     text = f"[schema: Report]\n{body}\n[/schema]\n"
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
     decoder = BlocksCodec().decoder(CONTRACT)
     partials, first = 0, 0.0
     finals: list[DecodeEvent] = []
+    fed = last = stretch = 0
     start = time.perf_counter()
     for piece in chunks:
+        fed += len(piece)
         for event in decoder.feed(TextDelta(piece)):
             if isinstance(event, PartialEvent):
                 if partials == 0:
                     first = time.perf_counter() - start
                 partials += 1
+                stretch, last = max(stretch, fed - last), fed
             else:
                 finals.append(event)
     finals += decoder.close()
     elapsed = time.perf_counter() - start
     assert isinstance(finals[-1], FinalEvent)
     assert finals[-1].payload["response"]["title"] == "inventory"
-    return elapsed, partials, first
+    return elapsed, partials, first, max(stretch, len(text) - last)
 
 
 def best(fn: Any, repeat: int = 3) -> Any:
@@ -99,19 +106,24 @@ def main() -> None:
     loads = best(lambda: _timed(lambda: json.loads(body)), 5)
     print(f"(a) {len(body) / 1000:.0f} KB structured block; one json.loads = {loads * 1e3:.2f} ms")
     for chunk in (1, 8, 64):
-        elapsed, partials, _ = best(lambda c=chunk: stream(body, c), 1 if chunk == 1 else 3)
+        elapsed, partials, _, gap = best(lambda c=chunk: stream(body, c), 1 if chunk == 1 else 3)
         print(
             f"    {chunk:>2}-byte chunks: {elapsed * 1e3:8.1f} ms  ({elapsed / loads:6.0f}x"
-            f" json.loads)  {len(body) // chunk + 1:>7} chunks, {partials} partials"
+            f" json.loads)  {len(body) // chunk + 1:>7} chunks, {partials} partials, longest"
+            f" stretch without one {gap / 1000:.1f} KB (target <= 8 KB)"
         )
-    print("(b) growth, 8-byte chunks (per-KB cost should stay flat):")
+    print("(b) growth, 8-byte chunks (per-KB cost should stay flat; slope 1.0 is linear):")
+    points = []
     for size in (50_000, 100_000, 200_000, 400_000, 800_000):
         data = payload(size)
-        elapsed, partials, _ = best(lambda d=data: stream(d, 8), 2)
+        elapsed, partials, _, gap = best(lambda d=data: stream(d, 8), 2)
+        points.append((len(data), elapsed))
         print(
             f"    {len(data) / 1000:6.0f} KB: {elapsed * 1e3:8.1f} ms"
-            f"  {elapsed * 1e6 / (len(data) / 1000):7.1f} us/KB  {partials} partials"
+            f"  {elapsed * 1e6 / (len(data) / 1000):7.1f} us/KB  {partials} partials,"
+            f" longest stretch without one {gap / 1000:.1f} KB"
         )
+    print(f"    log-log slope of time against size: {_slope(points):.2f}")
     small = payload(2000)
     first = min(stream(small, 16)[2] for _ in range(20))
     print(f"(c) time to first partial: {first * 1e6:.1f} us")
@@ -190,6 +202,16 @@ def recovery() -> None:
     print(
         f"(d) recovered exactly: {exact}/{total}; ambiguous rejected: {rejected}/"
         f"{len(ambiguous)}; byte-by-byte identical to whole: {same}/{total}"
+    )
+
+
+def _slope(points: list[tuple[int, float]]) -> float:
+    """The least-squares slope of log(time) against log(size)."""
+    xs = [math.log(size) for size, _ in points]
+    ys = [math.log(seconds) for _, seconds in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
     )
 
 

@@ -1,23 +1,38 @@
-"""Provider and agent overhead against a raw httpx loop, on the fake OpenAI server.
+"""Our agent against a raw httpx loop on the same fake servers, in one process run.
 
 Run it from the repository root::
 
-    .venv/bin/python bench/bench_overhead.py            # full run
+    .venv/bin/python bench/bench_overhead.py            # full run (a few minutes)
     .venv/bin/python bench/bench_overhead.py --quick    # a smoke run in a few seconds
+    .venv/bin/python bench/bench_overhead.py --against ../other-checkout   # two revisions
 
-The fake server runs in a child process, so the CPU time measured here is the client's only.
-The variants of each measurement run interleaved (round robin, the order rotating each round)
-so drift hits all alike:
+The fake servers (OpenAI Chat Completions and Gemini) run in a child process, so the CPU
+time measured here is the client's only. The variants of each measurement run interleaved:
+every round runs each variant once, in an order shuffled per round (a fixed seed), so drift
+hits all alike. Medians of CPU (``process_time``) and wall time per run.
 
-1. one chat request, streaming and not: ``OpenAIProvider.stream`` vs raw httpx + json;
-2. a two-round tool loop (call a tool, answer), streaming and not: a generated agent
-   (compiled from a ``.agent`` source, bindings rendered and imported, native protocol) vs a
-   raw httpx loop sending the same two requests, and, when they are installed, PydanticAI and
-   the OpenAI Agents SDK running the same tool against the same script;
-3. the streaming tool loop, 200 runs at once;
-4. import time of ``auwgent.runtime``, of the runtime plus a generated module, and of that
-   plus building the agent (``auwgent(config)``), each in fresh interpreters (and of the
-   frameworks, when installed).
+1. A two-round tool loop (the model calls ``get_weather``, the tool runs, the model
+   answers), for both wire protocols (OpenAI, Gemini):
+   - not streamed: ``agent.run()`` with a final-intent handler only (nobody consumes
+     partials, so the request is not streamed) against a raw httpx loop sending the same
+     two requests without streaming;
+   - streamed: ``agent.stream()`` consumed to the end (every partial) against a raw loop
+     that streams, drains each body to its end and so keeps its connection;
+   and, when installed, PydanticAI and the OpenAI Agents SDK on the OpenAI tables.
+2. 200 tool loops at once (OpenAI, not streamed), each side with its default client settings
+   (the agent's own client; ``httpx.AsyncClient()`` for the raw loop): CPU and wall per run,
+   and the peak RSS growth of a fresh process running the batches.
+3. Import time, in fresh interpreters, as the whole process's wall time above
+   ``python -c pass``: ``import auwgent.runtime``, and runtime + generated bindings +
+   ``auwgent(config)``.
+
+``--against PATH`` runs the tool loops of (1), OpenAI, in two worker processes, one on this
+checkout's ``src`` and one on ``PATH/src``, rounds interleaved, and prints the ratio: how a
+change moved the overhead.
+
+Every tool-loop variant uses an API key of its own; the fake servers tally the requests per
+key, and the run fails unless each variant made exactly its two requests (a tool call, then
+the answer) per run and returned the scripted answer.
 
 The frameworks are optional extras, installed only for the benchmark, in a virtualenv of
 their own (never the test venv)::
@@ -25,12 +40,6 @@ their own (never the test venv)::
     python3.11 -m venv /tmp/bench-venv
     /tmp/bench-venv/bin/pip install -e . -r bench/frameworks.txt
     /tmp/bench-venv/bin/python bench/bench_overhead.py
-
-Every tool-loop variant uses an API key of its own; the fake server tallies the requests per
-key, and the run fails unless each variant made exactly its two requests (a tool call, then
-the answer) per run and returned the scripted answer.
-
-Reported: per-run wall and CPU medians (ms) and ratios to raw httpx and to ours.
 """
 
 from __future__ import annotations
@@ -40,8 +49,11 @@ import asyncio
 import functools
 import importlib
 import importlib.util
-import itertools
 import json
+import os
+import random
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,51 +62,53 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from auwgent.runtime.providers import Message, ModelRequest, OpenAIProvider, RetryPolicy, Timeouts
-from auwgent.testing.fake_servers import FakeOpenAIServer, RecordedRequest, Turn, text, tool_calls
+from auwgent.testing.fake_servers import (
+    FakeGeminiServer,
+    FakeOpenAIServer,
+    RecordedRequest,
+    Turn,
+    text,
+    tool_calls,
+)
 
-AGENT_SOURCE = """
-model Brain {
-    provider: openai("gpt-4o", { temperature: 0 })
-}
-agent Main {
-    default config {
+SOURCE = """
+model Brain {{
+    provider: {provider}
+}}
+agent Main {{
+    default config {{
         model: Brain
         prompt: "You are a weather assistant. Use your tools."
-    }
+    }}
     tool get_weather(location: string): string @desc "Gets the current weather for a location"
-}
+}}
 """
+PROVIDERS = {
+    "openai": 'openai("gpt-4o", { temperature: 0 })',
+    "gemini": 'gemini("gemini-2.0-flash", { temperature: 0 })',
+}
 PROMPT = "You are a weather assistant. Use your tools."
 QUESTION = "What is the weather in Accra?"
 ANSWER = "It is sunny in Accra, 31 degrees, with a light breeze from the south-west."
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "tool__get_weather",
-            "description": "Gets the current weather for a location",
-            "parameters": {
-                "type": "object",
-                "properties": {"location": {"type": "string"}},
-                "required": ["location"],
-                "additionalProperties": False,
-            },
-        },
-    }
-]
+DESCRIPTION = "Gets the current weather for a location"
+PARAMETERS = {
+    "type": "object",
+    "properties": {"location": {"type": "string"}},
+    "required": ["location"],
+    "additionalProperties": False,
+}
 INSTALL_HINT = (
     "python3.11 -m venv /tmp/bench-venv && "
     "/tmp/bench-venv/bin/pip install -e . -r bench/frameworks.txt"
 )
 
-# -- the fake server (child process) ----------------------------------------------------------
+# -- the fake servers (child process) ---------------------------------------------------------
 
 # Requests per API key and round, counted in the child: ("sk-bench-raw", "tool_call") -> n.
 _tally: Counter[tuple[str, str]] = Counter()
@@ -108,42 +122,60 @@ def _reply(request: RecordedRequest) -> Turn:
     it names the tool (ours prefixes it with ``tool__``).
     """
     body = request.body or {}
-    messages = body.get("messages") or []
-    key = request.headers.get("authorization", "").removeprefix("Bearer ")
-    if body.get("tools") and not any(m.get("role") == "tool" for m in messages):
-        with _tally_lock:
-            _tally[key, "tool_call"] += 1
-        return tool_calls([(body["tools"][0]["function"]["name"], {"location": "Accra"})])
+    if "contents" in body:  # Gemini
+        key = request.headers.get("x-goog-api-key", "")
+        offered = [d["name"] for t in body.get("tools") or () for d in t["functionDeclarations"]]
+        parts = [p for c in body["contents"] for p in c.get("parts") or ()]
+        answered = any("functionResponse" in p for p in parts)
+    else:
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        offered = [t["function"]["name"] for t in body.get("tools") or ()]
+        answered = any(m.get("role") == "tool" for m in body.get("messages") or ())
+    round_ = "tool_call" if offered and not answered else "answer"
     with _tally_lock:
-        _tally[key, "answer"] += 1
+        _tally[key, round_] += 1
+    if round_ == "tool_call":
+        return tool_calls([(offered[0], {"location": "Accra"})])
     return text(ANSWER)
 
 
 def serve(chunk_size: int) -> None:
-    """Child process: run the fake server until stdin closes, then print the tally."""
-    with FakeOpenAIServer(_reply, chunk_size=chunk_size) as server:
+    """Child process: run both fake servers until stdin closes, then print the tally."""
+    with (
+        FakeOpenAIServer(_reply, chunk_size=chunk_size) as openai_server,
+        FakeGeminiServer(_reply, chunk_size=chunk_size) as gemini_server,
+    ):
 
         def forget() -> None:
             # The tally is all the bench checks; tens of thousands of recorded requests would
-            # only grow the server's heap, and its garbage collections slow the later phases.
+            # only grow the servers' heaps, and their garbage collections slow later phases.
             while True:
                 time.sleep(0.5)
-                server.requests.clear()
+                openai_server.requests.clear()
+                gemini_server.requests.clear()
 
         threading.Thread(target=forget, daemon=True).start()
-        print(server.base_url, flush=True)
+        print(json.dumps({"openai": openai_server.base_url, "gemini": gemini_server.base_url}))
+        sys.stdout.flush()
         sys.stdin.read()
     print(json.dumps([[key, round_, n] for (key, round_), n in _tally.items()]), flush=True)
 
 
-# -- the raw httpx baseline -------------------------------------------------------------------
+# -- the raw httpx baselines ------------------------------------------------------------------
 
 
-async def raw_request(
-    client: Any, base: str, body: dict[str, Any], api_key: str = "sk-bench"
+def _system() -> str:
+    """The agent's system prompt: the config prompt and its date line."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    return f"{PROMPT}\n\nCurrent date and time: {now.isoformat()} ({now:%A, %d %B %Y %H:%M} UTC)"
+
+
+async def raw_openai_request(
+    client: Any, base: str, body: dict[str, Any], api_key: str
 ) -> dict[str, Any]:
     """One Chat Completions request; returns {"text", "calls"} like a careful hand-written loop.
 
+    Streaming, it reads every line to the end of the body (so the connection is reused).
     ``client`` is an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (same API).
     """
     url = f"{base}/chat/completions"
@@ -177,82 +209,116 @@ async def raw_request(
     return {"text": "".join(parts), "calls": [tuple(calls[i]) for i in sorted(calls)]}
 
 
-async def raw_tool_loop(client: Any, base: str, api_key: str, stream: bool) -> str:
+async def raw_openai_loop(client: Any, base: str, api_key: str, stream: bool) -> str:
     """Two rounds: the model calls get_weather, we run it, the model answers.
 
     The requests are the agent's, byte for byte in size: the same system prompt with its date
     line, the same tool schema, an API key header of the same shape.
     """
-    now = datetime.now(timezone.utc).replace(microsecond=0)
-    system = f"{PROMPT}\n\nCurrent date and time: {now.isoformat()} ({now:%A, %d %B %Y %H:%M} UTC)"
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system},
+        {"role": "system", "content": _system()},
         {"role": "user", "content": QUESTION},
     ]
-    common: dict[str, Any] = {"model": "gpt-4o", "temperature": 0, "tools": TOOLS}
+    function = {
+        "name": "tool__get_weather",
+        "description": DESCRIPTION,
+        "parameters": PARAMETERS,
+        "strict": True,
+    }
+    common: dict[str, Any] = {
+        "model": "gpt-4o",
+        "tools": [{"type": "function", "function": function}],
+        "temperature": 0,
+    }
     if stream:
         common |= {"stream": True, "stream_options": {"include_usage": True}}
-    first = await raw_request(client, base, {**common, "messages": messages}, api_key)
+    first = await raw_openai_request(client, base, {**common, "messages": messages}, api_key)
     call_id, name, arguments = first["calls"][0]
     result = await _get_weather(**json.loads(arguments))
-    messages.append(
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": name, "arguments": arguments},
-                }
-            ],
-        }
-    )
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
     messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
-    second = await raw_request(client, base, {**common, "messages": messages}, api_key)
+    second = await raw_openai_request(client, base, {**common, "messages": messages}, api_key)
     return str(second["text"])
+
+
+async def raw_gemini_request(
+    client: Any, base: str, body: dict[str, Any], api_key: str, stream: bool
+) -> tuple[str, list[dict[str, Any]]]:
+    """One generateContent request: the text and the function calls of the answer."""
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    url = f"{base}/v1beta/models/gemini-2.0-flash:{method}"
+    headers = {"x-goog-api-key": api_key}
+    chunks: list[Any] = []
+    if stream:
+        async with client.stream("POST", url, json=body, headers=headers) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    chunks.append(json.loads(line[6:]))
+    else:
+        response = await client.post(url, json=body, headers=headers)
+        response.raise_for_status()
+        chunks.append(response.json())
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for chunk in chunks:
+        for part in chunk["candidates"][0].get("content", {}).get("parts") or ():
+            if "text" in part:
+                texts.append(part["text"])
+            if "functionCall" in part:
+                calls.append(part["functionCall"])
+    return "".join(texts), calls
+
+
+async def raw_gemini_loop(client: Any, base: str, api_key: str, stream: bool) -> str:
+    """The same two rounds against the Gemini API."""
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": QUESTION}]}]
+    declaration = {
+        "name": "tool__get_weather",
+        "description": DESCRIPTION,
+        "parametersJsonSchema": PARAMETERS,
+    }
+    common: dict[str, Any] = {
+        "systemInstruction": {"parts": [{"text": _system()}], "role": "user"},
+        "tools": [{"functionDeclarations": [declaration]}],
+        "generationConfig": {"temperature": 0},
+    }
+    _, calls = await raw_gemini_request(
+        client, base, {"contents": contents, **common}, api_key, stream
+    )
+    call = calls[0]
+    result = await _get_weather(**call["args"])
+    contents.append({"role": "model", "parts": [{"functionCall": call}]})
+    answer = {"name": call["name"], "response": {"result": result}}
+    contents.append({"role": "user", "parts": [{"functionResponse": answer}]})
+    reply, _ = await raw_gemini_request(
+        client, base, {"contents": contents, **common}, api_key, stream
+    )
+    return reply
+
+
+RAW_LOOPS = {"openai": raw_openai_loop, "gemini": raw_gemini_loop}
 
 
 # -- ours -------------------------------------------------------------------------------------
 
 
-async def provider_request(provider: OpenAIProvider, stream: bool) -> str:
-    request = ModelRequest(
-        model="gpt-4o",
-        system="You are a weather assistant.",
-        messages=(Message("user", QUESTION),),
-        options={"temperature": 0},
-        stream=stream,
-    )
-    parts = [e.text async for e in provider.stream(request) if hasattr(e, "text")]
-    return "".join(parts)
-
-
-def load_generated_module(workdir: Path) -> Any:
-    """Compile AGENT_SOURCE, render its Python bindings into ``workdir`` and import them."""
+def load_generated_modules(workdir: Path) -> dict[str, Any]:
+    """Compile the agent for each provider, render its bindings into ``workdir``, import them."""
     from auwgent.codegen.python import render_python
     from auwgent.compiler.pipeline import compile_sources
 
-    result = compile_sources({"main.agent": AGENT_SOURCE})
-    if not result.ok:
-        raise SystemExit("\n".join(str(d) for d in result.diagnostics))
-    (workdir / "bench_main_agent.py").write_text(render_python(result.documents["main.agent"]))
     sys.path.insert(0, str(workdir))
-    return importlib.import_module("bench_main_agent")
-
-
-def make_agent(module: Any, base: str, client: httpx.AsyncClient, api_key: str = "sk-bench") -> Any:
-    return module.auwgent(
-        {
-            "apiKeys": {"openaiApiKey": api_key},
-            "baseUrls": {"openai": base},
-            "httpClient": client,
-            "protocol": "native",
-            # An async tool, as the manual writes them; a sync tool would run in a worker
-            # thread (so that several calls of one round run together), which costs ~0.2 ms.
-            "tools": {"get_weather": _get_weather},
-        }
-    )
+    modules = {}
+    for provider, spec in PROVIDERS.items():
+        result = compile_sources({"main.agent": SOURCE.format(provider=spec)})
+        if not result.ok:
+            raise SystemExit("\n".join(str(d) for d in result.diagnostics))
+        name = f"bench_{provider}_agent"
+        (workdir / f"{name}.py").write_text(render_python(result.documents["main.agent"]))
+        modules[provider] = importlib.import_module(name)
+    return modules
 
 
 async def _get_weather(location: str) -> str:
@@ -260,24 +326,72 @@ async def _get_weather(location: str) -> str:
     return f"sunny in {location}"
 
 
+def _get_weather_sync(location: str) -> str:
+    """Gets the current weather for a location"""
+    return f"sunny in {location}"
+
+
+def _tool(kind: str) -> Callable[..., Any]:
+    """An async tool, as the manual writes them, or a sync one: it runs in a worker thread
+    unless it is marked cheap with ``inline_tool``."""
+    if kind == "inline":
+        from auwgent import inline_tool  # here: --against may run a checkout without it
+
+        return inline_tool(functools.partial(_get_weather_sync))
+    return _get_weather if kind == "async" else _get_weather_sync
+
+
+def make_agent(
+    module: Any,
+    provider: str,
+    base: str,
+    client: httpx.AsyncClient | None,
+    api_key: str,
+    tool: str = "async",
+) -> Any:
+    config: dict[str, Any] = {
+        "apiKeys": {f"{provider}ApiKey": api_key},
+        "baseUrls": {provider: base},
+        "protocol": "native",
+        "tools": {"get_weather": _tool(tool)},
+    }
+    if client is not None:
+        config["httpClient"] = client
+    return module.auwgent(config)
+
+
 class AgentRunner:
     """One agent, built once like an application would, run as often as asked."""
 
-    def __init__(self, module: Any, base: str, client: httpx.AsyncClient, api_key: str) -> None:
-        self.agent = make_agent(module, base, client, api_key)
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
         self.answers: list[str] = []
-        self.agent.on_intent(self._on_intent)
+        agent.on_intent(self._on_intent)
 
     def _on_intent(self, name: str, value: Any, agent_name: str) -> None:
         if name == "response_text":
             self.answers.append(value["text"])
 
     async def run(self) -> str:
+        """``agent.run()``: nobody consumes partials."""
         before = len(self.answers)
         session = await self.agent.run(QUESTION)
         if len(self.answers) == before:
             raise RuntimeError(f"agent run failed: {json.dumps(session)[:500]}")
         return self.answers[-1]
+
+    async def stream(self) -> str:
+        """``agent.stream()`` read to the end: every partial and final intent."""
+        answer = ""
+        partials = 0
+        async for event in self.agent.stream(QUESTION):
+            if event.partial:
+                partials += 1
+            elif event.name == "response_text":
+                answer = event.value["text"]
+        if not partials:
+            raise RuntimeError("agent.stream() yielded no partials")
+        return answer
 
 
 # -- the frameworks (optional: installed only in the bench venv) ------------------------------
@@ -373,15 +487,20 @@ class Checked:
             raise RuntimeError(f"{self.key}: wrong answer {answer!r}")
 
 
+def _orders(names: list[str], rounds: int, seed: int) -> list[list[str]]:
+    """``rounds`` shuffled orders of ``names`` (the same for every run of the bench)."""
+    rng = random.Random(seed)
+    return [rng.sample(names, len(names)) for _ in range(rounds)]
+
+
 async def measure(variants: dict[str, Runner], runs: int, warmup: int) -> Samples:
-    """Round robin over the variants, starting each round one variant later."""
+    """Interleaved rounds over the variants, in a shuffled order each round."""
     names = list(variants)
-    for _, name in itertools.product(range(warmup), names):
+    for name in names * warmup:
         await variants[name]()
     samples: Samples = {name: {"wall": [], "cpu": []} for name in names}
-    for i in range(runs):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
+    for order in _orders(names, runs, seed=len(names) * runs):
+        for name in order:
             wall, cpu = time.perf_counter(), time.process_time()
             await variants[name]()
             samples[name]["wall"].append(time.perf_counter() - wall)
@@ -390,18 +509,16 @@ async def measure(variants: dict[str, Runner], runs: int, warmup: int) -> Sample
 
 
 async def measure_concurrent(variants: dict[str, Runner], n: int, repeats: int) -> Samples:
-    """``n`` runs of one variant at once, per-run time = batch time / n.
+    """``n`` runs of one variant at once, per-run time = batch time / n (shuffled rounds).
 
-    An untimed batch of each variant first fills its connection pool, so no timed batch pays
-    for opening ``n`` connections (the pools keep them: see ``keepalive_expiry`` in main).
+    An untimed batch of each variant first warms it up (imports, caches, first connections).
     """
     names = list(variants)
     for name in names:
         await asyncio.gather(*(variants[name]() for _ in range(n)))
     samples: Samples = {name: {"wall": [], "cpu": []} for name in names}
-    for i in range(repeats):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
+    for order in _orders(names, repeats, seed=n * repeats):
+        for name in order:
             wall, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(variants[name]() for _ in range(n)))
             samples[name]["wall"].append((time.perf_counter() - wall) / n)
@@ -409,39 +526,104 @@ async def measure_concurrent(variants: dict[str, Runner], n: int, repeats: int) 
     return samples
 
 
-def report(title: str, samples: Samples, raw: str = "raw httpx", ours: str = "auwgent") -> None:
-    """Medians in ms per variant, with ratios to the raw loop and to ours."""
-    med = {
+def medians(samples: Samples) -> dict[str, dict[str, float]]:
+    return {
         name: {k: statistics.median(v) * 1000 for k, v in s.items()} for name, s in samples.items()
     }
-    print(
-        f"{title}\n  {'':<32}{'wall ms':>9}{'cpu ms':>9}"
-        f"{'wall/raw':>10}{'cpu/raw':>9}{'wall/ours':>11}{'cpu/ours':>10}"
-    )
+
+
+def report(
+    title: str, samples: Samples, raw: str, extra: dict[str, str] | None = None
+) -> dict[str, dict[str, float]]:
+    """Medians in ms per variant, with ratios to the raw loop; returns the medians."""
+    med = medians(samples)
+    print(f"{title}\n  {'':<34}{'wall ms':>9}{'cpu ms':>9}{'wall/raw':>10}{'cpu/raw':>9}  {''}")
     for name, m in med.items():
         print(
-            f"  {name:<32}{m['wall']:9.3f}{m['cpu']:9.3f}"
+            f"  {name:<34}{m['wall']:9.3f}{m['cpu']:9.3f}"
             f"{m['wall'] / med[raw]['wall']:9.2f}x{m['cpu'] / med[raw]['cpu']:8.2f}x"
-            f"{m['wall'] / med[ours]['wall']:10.2f}x{m['cpu'] / med[ours]['cpu']:9.2f}x"
+            f"  {(extra or {}).get(name, '')}"
         )
     print()
+    return med
 
 
-def import_time(statement: str, env_path: str | None, repeats: int) -> float:
-    code = (
-        "import sys, time\n"
-        + (f"sys.path.insert(0, {env_path!r})\n" if env_path else "")
-        + "t = time.perf_counter()\n"
-        + statement
-        + "\nprint(time.perf_counter() - t)"
+def peak_rss_growth(
+    variant: str, base: str, module_dir: Path, concurrency: int, repeats: int
+) -> float:
+    """MB of peak RSS a fresh process gains running ``repeats`` batches of ``variant``."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--rss",
+            variant,
+            "--base",
+            base,
+            "--module-dir",
+            str(module_dir),
+            "--concurrency",
+            str(concurrency),
+            "--repeats",
+            str(repeats),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    times = []
-    for _ in range(repeats):
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        )
-        times.append(float(out.stdout.strip()))
-    return statistics.median(times) * 1000
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+async def rss_child(args: argparse.Namespace) -> None:
+    """Child process of :func:`peak_rss_growth`: prints the growth in MB."""
+    sys.path.insert(0, args.module_dir)
+    client = httpx.AsyncClient(timeout=httpx.Timeout(5.0, pool=60.0))  # as in main()
+    if args.rss == "auwgent":
+        module = importlib.import_module("bench_openai_agent")
+        runner = AgentRunner(make_agent(module, "openai", args.base, None, "sk-bench-rss"))
+        run: Runner = runner.run
+    else:
+        run = lambda: raw_openai_loop(client, args.base, "sk-bench-rss-raw", False)  # noqa: E731
+    await run()  # imports and first connection
+    before = _peak_rss_kb()
+    for _ in range(args.repeats):
+        await asyncio.gather(*(run() for _ in range(args.concurrency)))
+    after = _peak_rss_kb()
+    await client.aclose()
+    print((after - before) / 1024)
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak RSS in KB: ``VmHWM`` on Linux (``ru_maxrss`` is inherited from the
+    parent across fork and exec, so a small child would report the parent's peak)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+
+def import_times(module_dir: Path, repeats: int) -> dict[str, float]:
+    """Wall ms of whole fresh interpreters, interleaved in shuffled order; medians."""
+    statements = {
+        "python -c pass": "pass",
+        "import auwgent.runtime": "import auwgent.runtime",
+        "runtime + bindings + auwgent(config)": (
+            "import bench_openai_agent as m; m.auwgent({'apiKeys': {'openaiApiKey': 'sk-bench'}})"
+        ),
+    }
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), *sys.path[1:]])}
+    # As installed code runs: from its bytecode caches (written by the untimed first runs).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for statement in statements.values():
+        subprocess.run([sys.executable, "-c", statement], env=env, check=True)
+    times: dict[str, list[float]] = {name: [] for name in statements}
+    for order in _orders(list(statements), repeats, seed=repeats):
+        for name in order:
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", statements[name]], env=env, check=True)
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(t) * 1000 for name, t in times.items()}
 
 
 def verify_tally(line: str, variants: list[Checked]) -> None:
@@ -462,160 +644,254 @@ def verify_tally(line: str, variants: list[Checked]) -> None:
     )
 
 
-async def main(args: argparse.Namespace) -> None:
+def start_servers(chunk_size: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--chunk-size", str(args.chunk_size)],
+        [sys.executable, __file__, "--serve", "--chunk-size", str(chunk_size)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert child.stdout is not None and child.stdin is not None
-    base = child.stdout.readline().strip()
-    # Idle connections stay pooled for the whole run: with httpx's default 5 s expiry, a
-    # variant's 200 connections expire while the other variants run their batches, and the
-    # variant that follows the longest gap pays for reopening them all (CPU 4x the raw loop's).
-    limits = httpx.Limits(
-        max_connections=args.concurrency + 16,
-        max_keepalive_connections=args.concurrency + 16,
-        keepalive_expiry=600,
-    )
+    assert child.stdout is not None
+    return child, json.loads(child.stdout.readline())
+
+
+def stop_servers(child: subprocess.Popen[str]) -> str:
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.close()
+    tally = child.stdout.read()
+    child.wait(timeout=10)
+    return tally
+
+
+async def main(args: argparse.Namespace) -> None:
+    child, bases = start_servers(args.chunk_size)
     workdir = Path(tempfile.mkdtemp(prefix="auwgent-bench-"))
     frameworks = [m for m in ("pydantic_ai", "agents") if _installed(m)]
     checked: list[Checked] = []
+    rows: list[tuple[str, str, str]] = []
+
+    def variant(key: str, run: Callable[[], Awaitable[str]]) -> Checked:
+        checked.append(Checked(key, run))
+        return checked[-1]
+
     try:
-        async with httpx.AsyncClient(limits=limits) as client:
-            provider = OpenAIProvider(
-                client=client,
-                api_key="sk-bench",
-                base_url=base,
-                retry=RetryPolicy(attempts=1),
-                timeouts=Timeouts(),
-            )
-            module = load_generated_module(workdir)
-            print(
-                f"fake server {base}, chunk size {args.chunk_size}, {args.runs} runs per variant\n"
-            )
-            if not frameworks:
-                print(
-                    "PydanticAI and the OpenAI Agents SDK are not installed here; to compare "
-                    f"with them: {INSTALL_HINT}\n"
-                )
-            for stream in (True, False):
-                body: dict[str, Any] = {
-                    "model": "gpt-4o",
-                    "temperature": 0,
-                    "stream": stream,
-                    "messages": [
-                        {"role": "system", "content": "You are a weather assistant."},
-                        {"role": "user", "content": QUESTION},
-                    ],
-                }
-                if stream:
-                    body["stream_options"] = {"include_usage": True}
-                samples = await measure(
-                    {
-                        "auwgent": functools.partial(provider_request, provider, stream),
-                        "raw httpx": functools.partial(raw_request, client, base, body),
-                    },
-                    args.runs,
-                    args.warmup,
-                )
-                report(f"one request, {'streaming' if stream else 'non-streaming'}", samples)
-
-            def variant(key: str, run: Callable[[], Awaitable[str]]) -> Checked:
-                checked.append(Checked(key, run))
-                return checked[-1]
-
-            runner = AgentRunner(module, base, client, "sk-bench-ours")
-            ours = variant("sk-bench-ours", runner.run)
-            streaming: dict[str, Runner] = {
-                "auwgent": ours,
-                "raw httpx": variant(
-                    "sk-bench-raw", lambda: raw_tool_loop(client, base, "sk-bench-raw", True)
-                ),
-            }
-            unstreamed: dict[str, Runner] = {
-                "auwgent (it always streams)": ours,
-                "raw httpx": variant(
-                    "sk-bench-raw-unstreamed",
-                    lambda: raw_tool_loop(client, base, "sk-bench-raw-unstreamed", False),
-                ),
-            }
-            http2_client = None
-            if frameworks:
-                # Both frameworks sit on the OpenAI SDK, which uses httpx2 (not httpx): the raw
-                # loop on httpx2 tells the HTTP client's share from the framework's. The
-                # frameworks get the SDK's default client with our connection limits.
-                import httpx2
-                from openai import DefaultAsyncHttpx2Client
-
-                http2_client = DefaultAsyncHttpx2Client(
-                    limits=httpx2.Limits(
-                        max_connections=limits.max_connections,
-                        max_keepalive_connections=limits.max_keepalive_connections,
-                        keepalive_expiry=limits.keepalive_expiry,
-                    )
-                )
-                for stream, table in ((True, streaming), (False, unstreamed)):
-                    key = f"sk-bench-raw2-{stream}"
-                    table["raw httpx2"] = variant(
-                        key,
-                        functools.partial(raw_tool_loop, http2_client, base, key, stream),
-                    )
-            for name, label, build in (
-                ("pydantic_ai", "PydanticAI", pydantic_ai_runner),
-                ("agents", "OpenAI Agents SDK", openai_agents_runner),
-            ):
-                if name not in frameworks:
-                    continue
-                for stream, table in ((True, streaming), (False, unstreamed)):
-                    # A key (and so an agent) per mode, so the tally checks each mode's runs.
-                    key = f"sk-bench-{name}-{stream}"
-                    table[label] = variant(key, build(base, http2_client, key, stream))
-            samples = await measure(streaming, args.runs, args.warmup)
-            report("two-round tool loop, streaming", samples)
-            samples = await measure(unstreamed, args.runs, args.warmup)
-            report(
-                "two-round tool loop, non-streaming", samples, ours="auwgent (it always streams)"
-            )
-            samples = await measure_concurrent(streaming, args.concurrency, args.repeats)
-            report(f"{args.concurrency} concurrent streaming tool loops (per run)", samples)
-            started = time.perf_counter()
-            for _ in range(args.runs):
-                make_agent(module, base, client)
-            per_agent = (time.perf_counter() - started) / args.runs * 1000
-            print(f"building the agent (auwgent(config)), once per application: {per_agent:.3f} ms")
-            if http2_client is not None:
-                await http2_client.aclose()
-    finally:
-        child.stdin.close()
-        tally = child.stdout.read()
-        child.wait(timeout=10)
-    verify_tally(tally, checked)
-    runtime = import_time("import auwgent.runtime", None, args.import_repeats)
-    generated = import_time("import bench_main_agent", str(workdir), args.import_repeats)
-    built = import_time(
-        "import bench_main_agent\n"
-        "bench_main_agent.auwgent({'apiKeys': {'openaiApiKey': 'sk-bench'}})",
-        str(workdir),
-        args.import_repeats,
-    )
-    print(
-        f"\nimport auwgent.runtime: {runtime:.1f} ms (median of {args.import_repeats} fresh interpreters)"
-    )
-    print(f"import runtime + generated module: {generated:.1f} ms")
-    print(f"import runtime + generated module + auwgent(config): {built:.1f} ms (target 120 ms)")
-    if "pydantic_ai" in frameworks:
-        statement = (
-            "from pydantic_ai import Agent\n"
-            "from pydantic_ai.models.openai import OpenAIChatModel\n"
-            "from pydantic_ai.providers.openai import OpenAIProvider"
+        client = httpx.AsyncClient()
+        modules = load_generated_modules(workdir)
+        print(
+            f"fake servers {bases['openai']} and {bases['gemini']}, chunk size "
+            f"{args.chunk_size}, {args.runs} runs per variant, {date.today()}\n"
         )
-        pa = import_time(statement, None, args.import_repeats)
-        print(f"import PydanticAI (Agent, OpenAIChatModel, OpenAIProvider): {pa:.1f} ms")
-    if "agents" in frameworks:
-        oa = import_time("import agents", None, args.import_repeats)
-        print(f"import agents (the OpenAI Agents SDK): {oa:.1f} ms")
+        if not frameworks:
+            print(
+                "PydanticAI and the OpenAI Agents SDK are not installed here; to compare "
+                f"with them: {INSTALL_HINT}\n"
+            )
+        http2_client = None
+        if frameworks:
+            # Both frameworks sit on the OpenAI SDK, which uses httpx2 (not httpx): the raw
+            # loop on httpx2 tells the HTTP client's share from the framework's.
+            from openai import DefaultAsyncHttpx2Client
+
+            http2_client = DefaultAsyncHttpx2Client()
+        for provider in PROVIDERS:
+            base, raw_loop = bases[provider], RAW_LOOPS[provider]
+            for stream in (False, True):
+                mode = "stream" if stream else "run"
+                ours = AgentRunner(
+                    make_agent(modules[provider], provider, base, client, f"sk-{provider}-{mode}")
+                )
+                label = "auwgent stream()" if stream else "auwgent run()"
+                raw = "raw httpx, streamed" if stream else "raw httpx"
+                key = f"sk-{provider}-raw-{mode}"
+                table: dict[str, Runner] = {
+                    label: variant(f"sk-{provider}-{mode}", ours.stream if stream else ours.run),
+                    raw: variant(key, functools.partial(raw_loop, client, base, key, stream)),
+                }
+                if provider == "openai" and not stream:
+                    for tool, title in (("sync", "sync tool"), ("inline", "@inline_tool")):
+                        tkey = f"sk-openai-run-{tool}"
+                        agent = make_agent(modules[provider], provider, base, client, tkey, tool)
+                        table[f"auwgent run(), {title}"] = variant(tkey, AgentRunner(agent).run)
+                if provider == "openai" and http2_client is not None:
+                    key2 = f"sk-raw2-{mode}"
+                    table["raw httpx2"] = variant(
+                        key2, functools.partial(raw_openai_loop, http2_client, base, key2, stream)
+                    )
+                    for name, title, build in (
+                        ("pydantic_ai", "PydanticAI", pydantic_ai_runner),
+                        ("agents", "OpenAI Agents SDK", openai_agents_runner),
+                    ):
+                        if name in frameworks:
+                            fkey = f"sk-{name}-{mode}"
+                            table[title] = variant(fkey, build(base, http2_client, fkey, stream))
+                samples = await measure(table, args.runs, args.warmup)
+                what = "streamed" if stream else "not streamed"
+                med = report(f"two-round tool loop, {provider}, {what}", samples, raw)
+                ratio = med[label]["cpu"] / med[raw]["cpu"]
+                wall = med[label]["wall"] / med[raw]["wall"]
+                rows.append(
+                    (
+                        f"tool loop, {provider}, {what} (`{label}` vs {raw})",
+                        f"{ratio:.2f}× CPU, {wall:.2f}× wall "
+                        f"({med[label]['cpu']:.2f} / {med[raw]['cpu']:.2f} ms)",
+                        "≤ 1.10× CPU",
+                    )
+                )
+        await client.aclose()
+        if http2_client is not None:
+            await http2_client.aclose()
+        base = bases["openai"]
+        # The raw loop's default settings, but for the wait for a pooled connection: the fake
+        # server answers 200 runs at once slowly on a loaded machine, and httpx's default 5 s
+        # pool timeout (the agent's is timeouts.connect, 10 s) would fail runs, not time them.
+        default_client = httpx.AsyncClient(timeout=httpx.Timeout(5.0, pool=60.0))
+        ours = AgentRunner(make_agent(modules["openai"], "openai", base, None, "sk-concurrent"))
+        concurrent: dict[str, Runner] = {
+            "auwgent run()": variant("sk-concurrent", ours.run),
+            "raw httpx": variant(
+                "sk-concurrent-raw",
+                lambda: raw_openai_loop(default_client, base, "sk-concurrent-raw", False),
+            ),
+        }
+        samples = await measure_concurrent(concurrent, args.concurrency, args.repeats)
+        rss = {
+            "auwgent run()": peak_rss_growth(
+                "auwgent", base, workdir, args.concurrency, args.repeats
+            ),
+            "raw httpx": peak_rss_growth("raw", base, workdir, args.concurrency, args.repeats),
+        }
+        med = report(
+            f"{args.concurrency} concurrent tool loops, openai, not streamed (per run)",
+            samples,
+            "raw httpx",
+            {name: f"peak RSS +{mb:.1f} MB" for name, mb in rss.items()},
+        )
+        await ours.agent.aclose()
+        await default_client.aclose()
+        m, r = med["auwgent run()"], med["raw httpx"]
+        rows.append(
+            (
+                f"{args.concurrency} concurrent tool loops, openai, not streamed, default clients",
+                f"{m['cpu'] / r['cpu']:.2f}× CPU, {m['wall'] / r['wall']:.2f}× wall; peak RSS "
+                f"+{rss['auwgent run()']:.1f} MB vs +{rss['raw httpx']:.1f} MB",
+                "≤ 1.15× CPU",
+            )
+        )
+    finally:
+        tally = stop_servers(child)
+    verify_tally(tally, checked)
+    try:
+        times = import_times(workdir, args.import_repeats)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    floor = times["python -c pass"]
+    print(f"\nimport time, whole fresh interpreters (median of {args.import_repeats}):")
+    for name, ms in times.items():
+        print(f"  {name:<40}{ms:7.1f} ms  (+{ms - floor:.1f} ms over python -c pass)")
+    built = times["runtime + bindings + auwgent(config)"] - floor
+    rows.append(
+        (
+            "import runtime + bindings + `auwgent(config)`, above `python -c pass`",
+            f"+{built:.0f} ms",
+            "≤ 60 ms",
+        )
+    )
+    print(f"\nREADME rows ({date.today()}, `.venv/bin/python bench/bench_overhead.py`):\n")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+# -- two revisions side by side ---------------------------------------------------------------
+
+
+async def worker(args: argparse.Namespace) -> None:
+    """``--worker``: tool loops on demand; each stdin line "<variant> <n>" answers CPU and wall
+    seconds of each of ``n`` runs, as JSON."""
+    bases = json.loads(args.bases)
+    workdir = Path(tempfile.mkdtemp(prefix="auwgent-bench-"))
+    module = load_generated_modules(workdir)["openai"]
+    client = httpx.AsyncClient()
+    tag = args.tag
+    runs = {
+        "run": AgentRunner(
+            make_agent(module, "openai", bases["openai"], client, f"sk-{tag}-run")
+        ).run,
+        "stream": AgentRunner(
+            make_agent(module, "openai", bases["openai"], client, f"sk-{tag}-stream")
+        ).stream,
+    }
+    shutil.rmtree(workdir, ignore_errors=True)  # the module is imported: its file can go
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        name, n = line.split()
+        out = []
+        for _ in range(int(n)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            answer = await runs[name]()
+            out.append((time.process_time() - cpu, time.perf_counter() - wall))
+            if answer != ANSWER:
+                raise SystemExit(f"wrong answer {answer!r}")
+        print(json.dumps(out), flush=True)
+
+
+def against(args: argparse.Namespace) -> None:
+    """Tool loops of this checkout and of ``args.against``, in two workers, interleaved."""
+    child, bases = start_servers(args.chunk_size)
+    here = Path(__file__).resolve().parent.parent
+    trees = {"this checkout": here, str(args.against): Path(args.against).resolve()}
+    workers = {}
+    try:
+        for tag, (label, tree) in enumerate(trees.items()):
+            env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+            workers[label] = subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    "--bases",
+                    json.dumps(bases),
+                    "--tag",
+                    f"w{tag}",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=tree,
+            )
+        samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        batch = 10
+        jobs = [(label, name) for label in workers for name in ("run", "stream")]
+        rounds = _orders(jobs, max(1, args.runs // batch), seed=7)
+        for label, name in jobs:  # warm-up
+            _ask(workers[label], name, args.warmup)
+        for order in rounds:
+            for label, name in order:
+                samples.setdefault((label, name), []).extend(_ask(workers[label], name, batch))
+    finally:
+        for proc in workers.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=30)
+        stop_servers(child)
+    print(f"tool loop, openai, {args.runs} runs each, interleaved in batches of {batch}:")
+    first, second = trees
+    for name in ("run", "stream"):
+        a = statistics.median(c for c, _ in samples[first, name]) * 1000
+        b = statistics.median(c for c, _ in samples[second, name]) * 1000
+        aw = statistics.median(w for _, w in samples[first, name]) * 1000
+        bw = statistics.median(w for _, w in samples[second, name]) * 1000
+        print(
+            f"  agent.{name}(): {first} {a:.3f} ms CPU ({aw:.3f} wall), {second} {b:.3f} ms CPU "
+            f"({bw:.3f} wall): {a / b:.3f}x CPU, {aw / bw:.3f}x wall"
+        )
+
+
+def _ask(proc: subprocess.Popen[str], name: str, n: int) -> list[tuple[float, float]]:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(f"{name} {n}\n")
+    proc.stdin.flush()
+    return [tuple(x) for x in json.loads(proc.stdout.readline())]  # type: ignore[misc]
 
 
 def parse_args() -> argparse.Namespace:
@@ -624,19 +900,22 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5, help="repeats of the concurrent batch")
-    parser.add_argument("--import-repeats", type=int, default=7)
+    parser.add_argument("--import-repeats", type=int, default=11)
     parser.add_argument("--chunk-size", type=int, default=16)
     parser.add_argument("--quick", action="store_true", help="few runs, for a smoke test")
+    parser.add_argument("--against", help="another checkout to compare this one with")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tag", help=argparse.SUPPRESS)
+    parser.add_argument("--bases", help=argparse.SUPPRESS)
+    parser.add_argument("--rss", help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    parser.add_argument("--module-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.runs, args.warmup, args.concurrency, args.repeats, args.import_repeats = (
-            20,
-            3,
-            50,
-            2,
-            3,
-        )
+            20, 3, 50, 2, 3,
+        )  # fmt: skip
     return args
 
 
@@ -644,5 +923,11 @@ if __name__ == "__main__":
     arguments = parse_args()
     if arguments.serve:
         serve(arguments.chunk_size)
+    elif arguments.worker:
+        asyncio.run(worker(arguments))
+    elif arguments.rss:
+        asyncio.run(rss_child(arguments))
+    elif arguments.against:
+        against(arguments)
     else:
         asyncio.run(main(arguments))

@@ -28,6 +28,7 @@ def test_public_api_is_pinned() -> None:
             "WorkflowError",
             "__version__",
             "auwgent",
+            "inline_tool",
         ]
     )
     for name in auwgent.__all__:

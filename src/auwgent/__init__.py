@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         SessionStoreMiddleware,
         SQLiteSessionStore,
     )
+    from auwgent.runtime.tools import inline_tool
 
 _LAZY = {
     "Agent": "auwgent.runtime.agent",
@@ -40,6 +41,7 @@ _LAZY = {
     "Session": "auwgent.runtime.session",
     "SessionStore": "auwgent.runtime.stores",
     "SessionStoreMiddleware": "auwgent.runtime.stores",
+    "inline_tool": "auwgent.runtime.tools",
     "SQLiteSessionStore": "auwgent.runtime.stores",
     "JSONFileSessionStore": "auwgent.runtime.stores",
     "MemorySessionStore": "auwgent.runtime.stores",
@@ -91,4 +93,5 @@ __all__ = [
     "WorkflowError",
     "__version__",
     "auwgent",
+    "inline_tool",
 ]

@@ -543,6 +543,8 @@ export class Run {
     this.ctx.systemPrompt = system;
     if (top) this.session.system_prompt = system;
     const [functions, responseSchema] = core.requestParts(codec, contract);
+    // Streamed on the wire only for someone to see the partials (as the Python runtime).
+    const partials = core.wantsPartials || this.sink !== null;
     const request: ModelRequest = {
       model: String(cfg.model.model),
       system,
@@ -550,7 +552,7 @@ export class Run {
       functions,
       responseSchema,
       options: cfg.model.options ?? {},
-      stream: true,
+      stream: partials,
       contract,
     };
     const over = this.overBudget();
@@ -559,7 +561,6 @@ export class Run {
       return rnd;
     }
     this.spent.requests++; // counted before it starts: concurrent helpers see it
-    const partials = core.wantsPartials || this.sink !== null;
     const decoder = codec.decoder(contract, partials);
     try {
       // Without fallback models the provider's stream is read directly (one generator less

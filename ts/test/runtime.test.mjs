@@ -99,6 +99,7 @@ test("retries a 503 then answers; an API key error becomes an error intent namin
 test("a stream that stalls longer than timeouts.idle fails the run with a clear error", async () => {
   const fakes = await startFakes({ openai: [{ stall: 3, after_chunks: 1 }] });
   const agent = agentFor(fakes.urls, { timeouts: { idle: 0.3 }, retry: { attempts: 1 } });
+  agent.onIntentPartial(() => {}); // partials are read, so the answer is streamed
   const intents = collect(agent);
   const started = Date.now();
   await agent.run("hi");

@@ -7,7 +7,6 @@ it without arguments), an instance, or (tools and middleware) a dict of function
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,7 +21,7 @@ def instance_of(value: Any, where: str) -> Any:
     A constructor that fails is the application's configuration mistake: a
     :class:`~auwgent.errors.ConfigError` naming ``where`` and the class.
     """
-    if not inspect.isclass(value):
+    if not isinstance(value, type):  # inspect.isclass, without importing inspect
         return value
     try:
         return value()

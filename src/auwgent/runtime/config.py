@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
@@ -54,8 +54,7 @@ CONFIG_KEYS = RUNTIME_CONFIG_KEYS
 _CODE_LIMIT_KEYS = ("timeout", "memory", "maxCalls", "maxOutput")
 
 
-@dataclass(frozen=True, slots=True)
-class CodeLimits:
+class CodeLimits(NamedTuple):
     """``"codeLimits"``: per ``execute_code`` call.
 
     ``timeout``: seconds the code itself may run (time spent in ``api`` calls, which have their
@@ -99,13 +98,13 @@ DEFAULT_MAX_TOOL_LOOPS = 10
 DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeOptions:
+class RuntimeOptions(NamedTuple):
     """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
     the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
 
     The values the agent checks against its IR at construction (``apiKeys``, ``context``,
     ``config``, ``tools``, ``middleware``, ``provider``, ``tracing``) are kept as given.
+    A named tuple, not a dataclass: see :mod:`auwgent.runtime.providers.http` (import time).
     """
 
     api_keys: Any = None
@@ -120,11 +119,11 @@ class RuntimeOptions:
     max_tool_loops: int | None = None
     max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
     protocol: str | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    limits: Limits = field(default_factory=Limits)
+    retry: RetryPolicy = RetryPolicy()
+    timeouts: Timeouts = Timeouts()
+    limits: Limits = Limits()
     run_timeout: float | None = None
-    base_urls: Mapping[str, str] = field(default_factory=dict)
+    base_urls: Mapping[str, str] = MappingProxyType({})
     http_client: Any = None
     persona: str | None = None
     timezone: tzinfo | None = None  # None: the machine's local zone, read at each call
@@ -137,12 +136,11 @@ class RuntimeOptions:
     approver: Any = None
     approvals: str = "ask"
     code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
-    code_limits: CodeLimits = field(default_factory=CodeLimits)
+    code_limits: CodeLimits = CodeLimits()
     mcp: Any = None  # "mcp": per-server {env, headers, timeout}, checked by runtime.mcp
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
+class Budget(NamedTuple):
     """``"budget"``: caps on model requests and tokens, per run and per conversation."""
 
     tokens: int | None = None

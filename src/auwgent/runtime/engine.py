@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
@@ -88,8 +88,15 @@ SKIP = Control(skip=True)
 class _Round:
     """What one model response produced."""
 
+    streamed: bool = True
     chunks: list[str] = field(default_factory=list)
-    tasks: list[asyncio.Task[CallOutcome]] = field(default_factory=list)
+    # The calls of the response, in order: tasks started as each call closed when the answer
+    # streams; in an answer that came whole, coroutines started when the response is read
+    # (one call runs inline: a task would cost trips through the event loop, for nothing).
+    calls: list[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]] = field(
+        default_factory=list
+    )
+    outcomes: list[CallOutcome] = field(default_factory=list)
     native_calls: list[FinalEvent] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     output: Mapping[str, Any] | None = None
@@ -101,6 +108,10 @@ class _Round:
     finish: Finish | None = None  # why the model stopped, as the provider said
     partial_failures: set[tuple[str, int]] = field(default_factory=set)
     truncated: bool = False  # the text answer was cut by the output limit
+
+    def start(self, call: Coroutine[Any, Any, CallOutcome]) -> None:
+        """Start a decoded call now (streamed answer) or once the answer is read (whole)."""
+        self.calls.append(asyncio.ensure_future(call) if self.streamed else call)
 
 
 class Run:
@@ -641,7 +652,7 @@ class Run:
         for _ in range(limit):
             rnd = await self._round(inv, codec, contract, top)
             self._remember(inv, codec, rnd)
-            outcomes = [t.result() for t in rnd.tasks]
+            outcomes = rnd.outcomes
             if rnd.error is not None:
                 msg = await self.fail(rnd.error, inv.name)
                 return AgentResult("error", error=msg)
@@ -769,6 +780,10 @@ class Run:
         if top:
             self.session["system_prompt"] = system
         functions, response_schema = core.request_parts(codec, contract)
+        # Partials are built, and the answer streamed on the wire, only for someone to see
+        # them: a partial handler or middleware hook, or a consumer of agent.stream().
+        partials = core.wants_partials or self.sink is not None
+        rnd.streamed = partials
         request = ModelRequest(
             model=str(cfg["model"]["model"]),
             system=system,
@@ -776,6 +791,7 @@ class Run:
             functions=functions,
             response_schema=response_schema,
             options=cfg["model"].get("options") or {},
+            stream=partials,
             contract=contract,
         )
         over = self._over_budget()
@@ -783,17 +799,27 @@ class Run:
             rnd.error = AuwgentError(over)
             return rnd
         self.spent["requests"] += 1  # counted before it starts: concurrent helpers see it
-        # Partial snapshots cost more than the finals; build them only for someone to see.
-        decoder = codec.decoder(contract, partials=core.wants_partials or self.sink is not None)
+        decoder = codec.decoder(contract, partials=partials)
         span = None
         if self.trace is not None:
             model = cfg["model"]
             span = self.trace.chat_start(inv.name, provider_key(model), str(model["model"]))
         try:
             # The agent keeps its providers and HTTP client across runs (connections are reused).
-            async for event in self._stream(cfg, request, rnd):
+            # Without fallback models the provider's events are read directly: one async
+            # generator less to resume per event.
+            if cfg.get("fallback"):
+                events = self._stream(cfg, request, rnd)
+            else:
+                rnd.model = f"{provider_key(cfg['model'])}:{cfg['model']['model']}"
+                events = core.provider(cfg["model"]).stream(request)
+            async for event in events:
                 if isinstance(event, TextDelta):
                     rnd.chunks.append(event.text)
+                elif isinstance(event, Usage):
+                    rnd.usage = _usage(event)
+                elif isinstance(event, Finish):
+                    rnd.finish = event
                 elif isinstance(event, ContentPart):
                     self._content_part(inv, event)
                 for decoded in decoder.feed(event):
@@ -802,8 +828,7 @@ class Run:
         except Exception as exc:
             rnd.error = exc
         except asyncio.CancelledError:
-            for task in rnd.tasks:  # the run was cancelled (timeout): leave nothing behind
-                task.cancel()
+            _drop(rnd.calls)  # the run was cancelled (timeout): leave nothing behind
             raise
         if span is not None:
             assert self.trace is not None
@@ -811,16 +836,11 @@ class Run:
             usage = cast("Mapping[str, int] | None", rnd.usage)
             self.trace.chat_end(span, rnd.model, usage, finish, rnd.error)
         self._count(rnd)
-        # Calls that already finished need no waiting: asyncio.wait would still cost two
-        # trips through the event loop (a done-callback per task, then the wake-up).
-        pending = [task for task in rnd.tasks if not task.done()]
-        if pending:
-            try:
-                await asyncio.wait(pending)
-            except asyncio.CancelledError:
-                for task in rnd.tasks:
-                    task.cancel()
-                raise
+        try:
+            rnd.outcomes = await _outcomes(rnd.calls)
+        except asyncio.CancelledError:
+            _drop(rnd.calls)
+            raise
         return rnd
 
     async def _stream(
@@ -845,10 +865,6 @@ class Run:
             try:
                 async for event in self.core.provider(model).stream(request):
                     started = True
-                    if isinstance(event, Usage):
-                        rnd.usage = _usage(event)
-                    elif isinstance(event, Finish):
-                        rnd.finish = event
                     yield event
             except ProviderError as exc:
                 if started or not exc.retryable or index == len(models) - 1:
@@ -922,7 +938,7 @@ class Run:
                 rnd.error = AuwgentError(_stopped(rnd.finish, decoded))
         if stop is None or rnd.error is not None:
             return
-        produced = rnd.texts or rnd.tasks or rnd.customs or rnd.output is not None
+        produced = rnd.texts or rnd.calls or rnd.customs or rnd.output is not None
         if stop != "length" or not produced:
             rnd.error = AuwgentError(_stopped(rnd.finish, None))
 
@@ -947,7 +963,7 @@ class Run:
         if kind in CALL_KINDS:
             if event.call_id is not None:
                 rnd.native_calls.append(event)
-            rnd.tasks.append(asyncio.ensure_future(self.calls.call(inv, contract, event)))
+            rnd.start(self.calls.call(inv, contract, event))
         elif kind == "response_text":
             if not structured:
                 text = str(event.payload.get("text", ""))
@@ -985,11 +1001,7 @@ class Run:
                         event.call_id,
                     )
                 )
-            rnd.tasks.append(
-                asyncio.ensure_future(
-                    self.calls.refuse(inv, kind, name, {}, event.message, event.call_id)
-                )
-            )
+            rnd.start(self.calls.refuse(inv, kind, name, {}, event.message, event.call_id))
             return
         rnd.problems.append(event.message)
 
@@ -1040,6 +1052,30 @@ class Run:
 
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
+
+
+async def _outcomes(
+    calls: Sequence[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]],
+) -> list[CallOutcome]:
+    """The outcomes of a round's calls, in order, once all have run."""
+    if len(calls) == 1 and not isinstance(calls[0], asyncio.Task):
+        return [await calls[0]]
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    # Calls that already finished need no waiting: asyncio.wait would still cost two
+    # trips through the event loop (a done-callback per task, then the wake-up).
+    pending = [task for task in tasks if not task.done()]
+    if pending:
+        await asyncio.wait(pending)
+    return [task.result() for task in tasks]
+
+
+def _drop(calls: Sequence[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]]) -> None:
+    """Cancel a round's started calls and discard the ones not started."""
+    for call in calls:
+        if isinstance(call, asyncio.Task):
+            call.cancel()
+        else:
+            call.close()
 
 
 def _paused_error() -> ApprovalError:

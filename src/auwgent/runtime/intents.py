@@ -14,12 +14,10 @@ Either may be sync or async. A handler of a final ``tool_call``, ``workflow_call
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from auwgent.ir import vocabulary
 from auwgent.runtime.adapters import instance_of
@@ -57,8 +55,10 @@ _COMPLETE_SPEC: Mapping[str, Any] = {
 _NOT_SANITARY = re.compile(r"[^0-9a-zA-Z_]+")
 
 
-@dataclass(frozen=True, slots=True)
-class IntentEvent:
+# Named tuples rather than dataclasses: see auwgent.runtime.providers.http (import time).
+
+
+class IntentEvent(NamedTuple):
     """One intent as yielded by ``agent.stream()``: final (``partial=False``) or partial."""
 
     name: str
@@ -67,16 +67,14 @@ class IntentEvent:
     partial: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Control:
+class Control(NamedTuple):
     """What a handler asked for a call: skip it, or use ``result`` instead of running it."""
 
     skip: bool = False
     result: Any = None  # used when not skipping (it may itself be None)
 
 
-@dataclass(frozen=True, slots=True)
-class HookFailure:
+class HookFailure(NamedTuple):
     """A handler or middleware that raised: ``who`` names it (``intent handler 'Guard'``)."""
 
     who: str
@@ -86,6 +84,8 @@ class HookFailure:
 def label_of(obj: Any, fallback: str) -> str:
     """How an application object is named in messages: its ``name`` if it is a non-empty
     string, else its class (or function) name, else ``fallback``."""
+    import inspect  # not at the top: building an agent seldom needs it
+
     name = obj.get("name") if isinstance(obj, Mapping) else getattr(obj, "name", None)
     if isinstance(name, str) and name:
         return name
@@ -114,6 +114,8 @@ def control_of(value: Any) -> Control | None:
 
 async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     """Call ``fn`` and await its result when it is awaitable."""
+    import inspect  # not at the top: building an agent seldom needs it
+
     result = fn(*args)
     # Most hooks and handlers return None; skip isawaitable's ABC check for them.
     if result is not None and inspect.isawaitable(result):
@@ -130,7 +132,7 @@ class _Handler:
     __slots__ = ("_function", "_instance", "_methods", "label")
 
     def __init__(self, handler: Any) -> None:
-        if not (inspect.isclass(handler) or callable(handler) or _is_instance(handler)):
+        if not (isinstance(handler, type) or callable(handler) or _is_instance(handler)):
             raise TypeError(
                 "on_intent: expected a handler class, an instance of one, or a function "
                 f"(name, value, agent_name), got {type(handler).__name__} {handler!r:.60}"
@@ -162,6 +164,8 @@ class _Handler:
             return found
 
     async def __call__(self, name: str, value: Any, agent_name: str) -> Any:
+        import inspect  # not at the top: building an agent seldom needs it
+
         # call_maybe_async written out: one coroutine less for every intent dispatched.
         if self._function is not None:
             result = self._function(name, value, agent_name)
@@ -191,6 +195,8 @@ def _is_instance(handler: Any) -> bool:
 
 
 def _is_function_like(handler: Any) -> bool:
+    import inspect  # not at the top: building an agent seldom needs it
+
     # Functions, partials and objects whose class defines __call__ are function handlers;
     # any other object is looked up by intent name.
     if inspect.isroutine(handler) or isinstance(handler, functools.partial):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from auwgent.errors import ConfigError
@@ -55,14 +54,20 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-@dataclass(slots=True)
 class LoopDetector:
-    """Watches the steps of one run; ``observe`` says when to warn and when to stop."""
+    """Watches the steps of one run; ``observe`` says when to warn and when to stop.
 
-    repeats: int
-    counts: Counter[tuple[str, ...]] = field(default_factory=Counter)
-    recent: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
-    warned: bool = False
+    A plain class: the module is imported when an agent is built, and a dataclass costs more
+    to define than the rest of the module (bench/bench_overhead.py, import time).
+    """
+
+    __slots__ = ("counts", "recent", "repeats", "warned")
+
+    def __init__(self, repeats: int) -> None:
+        self.repeats = repeats
+        self.counts: Counter[tuple[str, ...]] = Counter()
+        self.recent: dict[str, list[tuple[str, ...]]] = {}
+        self.warned = False
 
     def observe(
         self, agent: str, steps: Sequence[tuple[str, str, Mapping[str, Any], Any]]

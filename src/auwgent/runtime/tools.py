@@ -5,19 +5,35 @@ instance, or a dict of callables. Implementations may be sync or async and recei
 arguments. A method that carries ``__auwgent_unimplemented__ = True`` (the generated
 ``AuwgentTools`` base class marks every method so) counts as not implemented: the tool reaches
 the model with ``[NOT CONFIGURED]`` and a call to it yields ``tool_error``.
+
+A sync implementation runs in a worker thread, so that it never stalls the event loop (other
+runs, the stream being read) and several calls of one response run together. One marked with
+:func:`inline_tool` is declared cheap by the application (no I/O, microseconds): it runs on the
+event loop itself, without the thread hop (about 0.3 ms and several context switches a call).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from auwgent.errors import ConfigError, ToolError
 from auwgent.runtime.adapters import instance_of
 
-__all__ = ["ToolRegistry", "declared_tools", "not_configured", "result_text"]
+__all__ = ["ToolRegistry", "declared_tools", "inline_tool", "not_configured", "result_text"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def inline_tool(fn: F) -> F:
+    """Mark a sync tool implementation as cheap: it runs on the event loop, not in a thread.
+
+    Only for functions that return at once (no I/O, no sleeping, no heavy computation): while
+    one runs, nothing else in the event loop does.
+    """
+    fn.__auwgent_inline__ = True  # type: ignore[attr-defined]
+    return fn
 
 
 def declared_tools(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
@@ -63,6 +79,8 @@ class ToolRegistry:
         self._impls: dict[str, Callable[..., Any]] = dict(routed or {})
         if routed:
             declared = {k: v for k, v in declared.items() if k not in routed}
+        # How each runs, decided once: awaited, called on the loop (inline_tool), or in a thread.
+        self._modes: dict[str, str] = {}
         if tools is None:
             return
         tools = instance_of(tools, "tools")
@@ -74,6 +92,7 @@ class ToolRegistry:
         for name, fn in self._impls.items():
             if name in declared:
                 problems.extend(_signature_problems(name, fn, declared[name]))
+            self._modes[name] = _mode(fn)
         if len(problems) == 1:
             raise ConfigError(problems[0])
         if problems:
@@ -135,19 +154,33 @@ class ToolRegistry:
 
         Raises ``ToolError`` when there is none; the implementation's own exceptions propagate.
         """
+        import inspect  # not at the top: building an agent seldom needs it
+
         fn = self._impls.get(name)
         if fn is None:
             raise ToolError(not_configured(name))
-        if inspect.iscoroutinefunction(fn):
+        mode = self._modes.get(name) or _mode(fn)
+        if mode == "async":
             return await fn(**args)
-        # Sync implementations run in a worker thread so that several calls of one response
-        # really run concurrently and a slow tool never stalls the stream.
-        import asyncio  # here, not at the top: building an agent does not need the event loop
+        if mode == "inline":
+            result = fn(**args)
+        else:
+            # Sync implementations run in a worker thread so that several calls of one
+            # response really run concurrently and a slow tool never stalls the stream.
+            import asyncio  # here, not at the top: building an agent needs no event loop
 
-        result = await asyncio.to_thread(fn, **args)
+            result = await asyncio.to_thread(fn, **args)
         if inspect.isawaitable(result):
             return await result
         return result
+
+
+def _mode(fn: Callable[..., Any]) -> str:
+    import inspect  # not at the top: building an agent seldom needs it
+
+    if inspect.iscoroutinefunction(fn):
+        return "async"
+    return "inline" if getattr(fn, "__auwgent_inline__", False) else "thread"
 
 
 def _tip(name: str, known: Iterable[str]) -> str:
@@ -161,6 +194,8 @@ def _signature_problems(
     name: str, fn: Callable[..., Any], declarations: list[Mapping[str, Any]]
 ) -> list[str]:
     """What keeps ``fn`` from being called with the declared parameters as keywords."""
+    import inspect  # not at the top: building an agent seldom needs it
+
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -146,11 +146,11 @@ async def test_rag_in_on_run_start(project: dict[str, ModuleType]) -> None:
     assert paths == [
         "/v1beta/models/gemini-embedding-001:batchEmbedContents",
         "/v1beta/models/gemini-embedding-001:batchEmbedContents",
-        "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        "/v1beta/models/gemini-2.5-flash:generateContent",
     ] or paths == [
         "/v1beta/models/gemini-embedding-001:batchEmbedContents",
         "/v1beta/models/gemini-embedding-001:embedContent",
-        "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        "/v1beta/models/gemini-2.5-flash:generateContent",
     ]
     assert vectors[DOCS[0]] == pytest.approx(hashed_embedding(DOCS[0]))
     assert math.isclose(sum(v * v for v in vectors[DOCS[1]]), 1.0, rel_tol=1e-6)

@@ -290,5 +290,5 @@ async def test_a_gemini_base_url_with_or_without_the_version(main: ModuleType, s
         agent = main.auwgent(
             {"apiKeys": {"geminiApiKey": "k"}, "baseUrls": {"gemini": server.origin + suffix}}
         )
-        await agent.run("hello")
-    assert server.requests[0].path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+        await agent.run("hello")  # nobody reads partials: the answer comes whole
+    assert server.requests[0].path == "/v1beta/models/gemini-2.5-flash:generateContent"

@@ -279,10 +279,55 @@ async def test_a_first_byte_timeout(modules: dict[str, ModuleType]) -> None:
             }
         )
         agent.on_intent(seen)
+        agent.on_intent_partial(lambda name, value, who: None)  # a streamed answer
         started = time.monotonic()
         await agent.run("hello")
     assert time.monotonic() - started < 2.5
     assert seen.names == ["error"]
+
+
+async def test_an_answer_that_comes_whole_may_take_longer_than_the_first_byte_timeout(
+    modules: dict[str, ModuleType],
+) -> None:
+    # Nobody reads partials, so the request is not streamed: the server sends its headers only
+    # once the whole answer is written, and only the call's deadline bounds that wait.
+    main = modules["main"]
+    seen = Recorder()
+    with FakeOpenAIServer([stall(0.8, reply=text("Hello."))]) as server:
+        agent = main.auwgent(
+            {
+                "apiKeys": {"openaiApiKey": "k"},
+                "baseUrls": {"openai": server.base_url},
+                "retry": {"attempts": 1},
+                "timeouts": {"firstByte": 0.3},
+            }
+        )
+        agent.on_intent(seen)
+        await agent.run("hello")
+    assert not server.requests[0].stream
+    assert seen.names == ["response_text"]
+
+
+async def test_an_answer_that_comes_whole_ends_at_the_call_deadline(
+    modules: dict[str, ModuleType],
+) -> None:
+    main = modules["main"]
+    seen = Recorder()
+    with FakeOpenAIServer([stall(3), stall(3)]) as server:
+        agent = main.auwgent(
+            {
+                "apiKeys": {"openaiApiKey": "k"},
+                "baseUrls": {"openai": server.base_url},
+                "timeouts": {"firstByte": 0.2, "call": 0.6},
+            }
+        )
+        agent.on_intent(seen)
+        started = time.monotonic()
+        await agent.run("hello")
+    assert time.monotonic() - started < 2.5
+    assert seen.names == ["error"]
+    assert "timeouts.call" in seen.payloads("error")[0]["message"]
+    assert len(server.requests) == 1  # the deadline is not retried
 
 
 async def test_a_named_config_applies_to_every_agent_that_has_it(tmp_path: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from auwgent import inline_tool
 from auwgent.testing import FakeOpenAIServer, stall, status, text
 
 from ._project import Recorder, generate
@@ -91,6 +92,31 @@ async def test_sync_tools_run_in_worker_threads_concurrently(main: ModuleType) -
     assert sorted(r["result"] for r in seen.payloads("tool_result")) == ["a", "b"]
 
 
+async def test_a_sync_tool_marked_inline_runs_on_the_event_loop_others_in_threads(
+    main: ModuleType,
+) -> None:
+    threads: dict[str, int] = {}
+
+    class Tools:
+        @inline_tool
+        def slow_a(self, x: str) -> str:
+            threads["a"] = threading.get_ident()
+            return "a"
+
+        def slow_b(self, x: str) -> str:
+            threads["b"] = threading.get_ident()
+            return "b"
+
+    seen = Recorder()
+    with FakeOpenAIServer([text(CALLS), text("Both done.")]) as server:
+        agent = main.auwgent(config(server, Tools))
+        agent.on_intent(seen)
+        await agent.run("Run both")
+    assert sorted(r["result"] for r in seen.payloads("tool_result")) == ["a", "b"]
+    assert threads["a"] == threading.get_ident()  # the loop's own thread
+    assert threads["b"] != threading.get_ident()
+
+
 async def test_a_tool_starts_while_the_model_is_still_writing(main: ModuleType) -> None:
     ran_at: list[float] = []
 
@@ -102,6 +128,7 @@ async def test_a_tool_starts_while_the_model_is_still_writing(main: ModuleType) 
     script = [stall(1.5, after_chunks=7, reply=reply), text("Done.")]
     with FakeOpenAIServer(script, chunk_size=8) as server:
         agent = main.auwgent(config(server, {"slow_a": slow_a}))
+        agent.on_intent_partial(lambda name, value, who: None)  # streamed: partials are read
         started = time.monotonic()
         await agent.run("Go")
     assert ran_at and ran_at[0] - started < 1.0

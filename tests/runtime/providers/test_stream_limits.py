@@ -249,6 +249,7 @@ async def test_an_agent_run_ends_with_an_error_intent_at_the_configured_limit(
         agent.on_intent(
             lambda name, value, _: errors.append(value["message"]) if name == "error" else None
         )
+        agent.on_intent_partial(lambda name, value, who: None)  # so the answer is streamed
         session = await agent.run("Tell me everything.")
         await agent.aclose()
     assert session["turns"][-1]["status"] == "error"

@@ -133,6 +133,9 @@ async def test_recorded_tool_calls_run_through_an_agent(path: Path, protocol: st
             compiler_version=__version__,
             ir_version=doc["ir_version"],
         )
+        if ref.is_stream(record):
+            # A recorded stream is what the agent asks for once partials are consumed.
+            agent.on_intent_partial(lambda name, value, who: None)
         session = await agent.run("Please help.")
     turn = session["turns"][-1]
     assert turn["status"] in ("complete", "error"), turn

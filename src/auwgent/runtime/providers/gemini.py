@@ -310,7 +310,8 @@ class GeminiProvider:
         self._retry = retry or RetryPolicy()
         self._timeouts = timeouts or Timeouts()
         self._limits = limits or Limits()
-        self._httpx_timeout = self._timeouts.for_httpx()  # built once, not per request
+        # Built once, not per request.
+        self._httpx_timeouts = (self._timeouts.for_httpx(), self._timeouts.for_httpx(whole=True))
         self._signatures: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -332,7 +333,7 @@ class GeminiProvider:
             f"{self.base_url}/{_model_path(model)}:{method}",
             json=body,
             headers=headers,
-            timeout=self._httpx_timeout,
+            timeout=self._httpx_timeouts[call.whole],
         )
         return open_response(self._client, request, call)
 
@@ -340,6 +341,7 @@ class GeminiProvider:
         """Send ``request`` and yield its events (deltas, then usage, then finish)."""
         body = build_gemini_body(request, self._signatures)
         call = self._call()
+        call.whole = not request.stream
         return retry_unstarted(lambda: self._stream_once(request, body, call), call)
 
     async def _stream_once(

@@ -30,8 +30,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from auwgent.errors import ProviderError
 
@@ -66,8 +65,19 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+# The value classes of this module are named tuples, not dataclasses: they are built when an
+# agent is, and importing ``dataclasses`` plus making a frozen dataclass costs more than the
+# rest of the import of the runtime (bench/bench_overhead.py, import time).
+
+
+class _RetryFields(NamedTuple):
+    attempts: int
+    base_delay: float
+    max_delay: float
+    jitter: bool
+
+
+class RetryPolicy(_RetryFields):
     """How often and how patiently a failed request is retried.
 
     ``attempts`` counts every try, the first one included. The wait before retry ``n`` (1-based)
@@ -76,20 +86,23 @@ class RetryPolicy:
     wait, capped by ``max_delay``.
     """
 
-    attempts: int = 4
-    base_delay: float = 0.5
-    max_delay: float = 20.0
-    jitter: bool = True
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
+    def __new__(
+        cls,
+        attempts: int = 4,
+        base_delay: float = 0.5,
+        max_delay: float = 20.0,
+        jitter: bool = True,
+    ) -> RetryPolicy:
+        if attempts < 1:
             raise ValueError("RetryPolicy.attempts must be at least 1")
-        if self.base_delay < 0 or self.max_delay < 0:
+        if base_delay < 0 or max_delay < 0:
             raise ValueError("RetryPolicy delays must not be negative")
+        return super().__new__(cls, attempts, base_delay, max_delay, jitter)
 
 
-@dataclass(frozen=True, slots=True)
-class Timeouts:
+class Timeouts(NamedTuple):
     """Time limits of provider calls, in seconds.
 
     ``connect``: opening the connection. ``first_byte``: from sending the request to receiving
@@ -107,16 +120,21 @@ class Timeouts:
     idle: float = 30.0
     call: float = 300.0
 
-    def for_httpx(self) -> httpx.Timeout:
-        """The httpx timeout used as a backstop under our own first-byte and idle clocks."""
+    def for_httpx(self, *, whole: bool = False) -> httpx.Timeout:
+        """The httpx timeout used as a backstop under our own clocks (first-byte and idle;
+        for an answer that comes ``whole``, the call's deadline: see :class:`Call`)."""
         import httpx
 
-        read = max(self.first_byte, self.idle) + 1.0
+        read = (self.call if whole else max(self.first_byte, self.idle)) + 1.0
         return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class _LimitFields(NamedTuple):
+    event_bytes: int
+    response_bytes: int
+
+
+class Limits(_LimitFields):
     """Size caps, in bytes, on what a provider may send back.
 
     ``event_bytes``: one server-sent event as received (its ``data:`` lines together, field
@@ -124,12 +142,14 @@ class Limits:
     streamed or not.
     """
 
-    event_bytes: int = 16 * 1024 * 1024
-    response_bytes: int = 64 * 1024 * 1024
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if self.event_bytes < 1 or self.response_bytes < 1:
+    def __new__(
+        cls, event_bytes: int = 16 * 1024 * 1024, response_bytes: int = 64 * 1024 * 1024
+    ) -> Limits:
+        if event_bytes < 1 or response_bytes < 1:
             raise ValueError("Limits must be at least 1 byte")
+        return super().__new__(cls, event_bytes, response_bytes)
 
 
 class Call:
@@ -139,7 +159,16 @@ class Call:
     call (for headers, for body pieces, between attempts) ends at it at the latest.
     """
 
-    __slots__ = ("deadline", "limits", "provider", "retry", "secret", "timeouts")
+    __slots__ = (
+        "deadline",
+        "limits",
+        "provider",
+        "retry",
+        "secret",
+        "timeouts",
+        "watchdog",
+        "whole",
+    )
 
     def __init__(
         self,
@@ -149,8 +178,14 @@ class Call:
         timeouts: Timeouts | None = None,
         limits: Limits | None = None,
         secret: str | None = None,
+        whole: bool = False,
     ) -> None:
         self.provider = provider
+        # A model call answered in one piece (not streamed): the server sends its headers
+        # only once the whole answer is written, so ``first_byte`` does not bound that wait;
+        # the call's deadline does.
+        self.whole = whole
+        self.watchdog: _Watchdog | None = None  # the timer of the attempt under way
         self.retry = retry or RetryPolicy()
         self.timeouts = timeouts or Timeouts()
         self.limits = limits or Limits()
@@ -294,37 +329,26 @@ def _is_retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-if sys.version_info >= (3, 11):
-
-    async def _within(seconds: float, awaitable: Awaitable[T]) -> T:
-        import asyncio
-
-        async with asyncio.timeout(seconds):
-            return await awaitable
-
-else:  # pragma: no cover - exercised on 3.10 only
-
-    async def _within(seconds: float, awaitable: Awaitable[T]) -> T:
-        import asyncio
-
-        return await asyncio.wait_for(awaitable, seconds)
-
-
 async def _send_once(
-    client: httpx.AsyncClient, request: httpx.Request, call: Call
+    client: httpx.AsyncClient, request: httpx.Request, call: Call, watchdog: _Watchdog
 ) -> httpx.Response:
     import asyncio
 
     import httpx
 
     first_byte = call.timeouts.first_byte
-    wait = min(first_byte, call.remaining())
+    wait = call.remaining() if call.whole else min(first_byte, call.remaining())
+    watchdog.arm(wait)
     try:
-        return await _within(wait, client.send(request, stream=True))
-    except (asyncio.TimeoutError, TimeoutError) as exc:
-        if wait < first_byte:
+        return await client.send(request, stream=True)
+    except asyncio.CancelledError:
+        if not watchdog.settle():
+            raise
+        if call.whole or wait < first_byte:
             raise call.past_deadline() from None
-        raise httpx.ReadTimeout("no response before the first-byte timeout") from exc
+        raise httpx.ReadTimeout("no response before the first-byte timeout") from None
+    finally:
+        watchdog.disarm()
 
 
 async def _failure_of(response: httpx.Response, call: Call) -> tuple[ProviderError, float | None]:
@@ -416,33 +440,39 @@ async def open_response(
         sleep = asyncio.sleep
     retry = call.retry
     failure: ProviderError | None = None
-    for attempt in range(1, retry.attempts + 1):
-        retry_after: float | None = None
-        try:
-            response = await _send_once(client, request, call)
-        except httpx.TransportError as exc:
-            detail = _redact(f"{type(exc).__name__}: {exc}".rstrip(": "), call.secret)
-            failure = ProviderError(call.provider, f"request failed ({detail})", retryable=True)
-        else:
-            if response.status_code < 400:
-                try:
-                    yield response
-                finally:
-                    await response.aclose()
-                return
-            retry_after = _retry_after(response.headers)
-            failure, hinted = await _failure_of(response, call)
-            retry_after = hinted if retry_after is None else retry_after
-            if not failure.retryable:
-                raise failure
-        if attempt < retry.attempts:
-            delay = retry_delay(retry, attempt, retry_after)
-            why = _no_time_for(call, delay)
-            if why:
-                raise _gave_up(failure, attempt, why)
-            await sleep(delay)
-    assert failure is not None
-    raise _gave_up(failure, retry.attempts)
+    # One timer for every wait of the attempts and of the body (see _Watchdog).
+    watchdog = call.watchdog = _Watchdog()
+    try:
+        for attempt in range(1, retry.attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = await _send_once(client, request, call, watchdog)
+            except httpx.TransportError as exc:
+                detail = _redact(f"{type(exc).__name__}: {exc}".rstrip(": "), call.secret)
+                failure = ProviderError(call.provider, f"request failed ({detail})", retryable=True)
+            else:
+                if response.status_code < 400:
+                    try:
+                        yield response
+                    finally:
+                        await response.aclose()
+                    return
+                retry_after = _retry_after(response.headers)
+                failure, hinted = await _failure_of(response, call)
+                retry_after = hinted if retry_after is None else retry_after
+                if not failure.retryable:
+                    raise failure
+            if attempt < retry.attempts:
+                delay = retry_delay(retry, attempt, retry_after)
+                why = _no_time_for(call, delay)
+                if why:
+                    raise _gave_up(failure, attempt, why)
+                await sleep(delay)
+        assert failure is not None
+        raise _gave_up(failure, retry.attempts)
+    finally:
+        call.watchdog = None
+        watchdog.close()
 
 
 class StreamInterrupted(ProviderError):
@@ -520,12 +550,13 @@ class _RetryUnstarted(AsyncIterator[T]):
 
 
 class _Watchdog:
-    """Cancels the reading task when one read waits longer than its limit.
+    """Cancels the reading task when one wait for the network lasts longer than its limit.
 
-    A fresh timer per body piece (``asyncio.timeout``) costs more than the parsing; this one
-    timer is re-armed by writing a deadline, and only reschedules itself when it fires early.
-    It is armed only while the task awaits the network, never while the consumer of the
-    stream runs (same task, between two pieces).
+    One per :func:`open_response`, for the response headers of every attempt and every piece
+    of the body. A fresh timer per wait (``asyncio.timeout``) costs more than the parsing; this
+    one timer is re-armed by writing a deadline, and only reschedules itself when it fires
+    early. It is armed only while the task awaits the network, never while the consumer of
+    the stream runs (same task, between two pieces).
     """
 
     def __init__(self) -> None:
@@ -558,11 +589,20 @@ class _Watchdog:
         else:
             self._handle = self._loop.call_at(self._deadline, self._check)
 
+    def settle(self) -> bool:
+        """After a ``CancelledError``: whether the watchdog caused it (then it is taken back,
+        to be replaced by a timeout error; any other cancellation passes through)."""
+        if not self.fired:
+            return False
+        self.fired = False
+        if sys.version_info >= (3, 11) and self._task is not None:
+            self._task.uncancel()  # leave no cancellation pending
+        return True
+
     def close(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
-        if self.fired and sys.version_info >= (3, 11) and self._task is not None:
-            self._task.uncancel()  # our cancel became a ProviderError; leave none pending
+            self._handle = None
 
 
 class _Body:
@@ -588,7 +628,8 @@ class _Body:
         self._idle = call.timeouts.idle
         self._limit = max(call.timeouts.first_byte, self._idle)
         self._left = call.limits.response_bytes
-        self._watchdog = _Watchdog()
+        self._own = call.watchdog is None  # read outside open_response: a timer of its own
+        self._watchdog = _Watchdog() if call.watchdog is None else call.watchdog
 
     async def read(self) -> bytes | None:
         """The next piece, or ``None`` at the end of the body."""
@@ -605,7 +646,7 @@ class _Body:
         except StopAsyncIteration:
             return None
         except self._cancelled:
-            if not watchdog.fired:
+            if not watchdog.settle():
                 raise
             if at_deadline:
                 raise call.past_deadline() from None
@@ -626,7 +667,8 @@ class _Body:
         return chunk
 
     def close(self) -> None:
-        self._watchdog.close()
+        if self._own:
+            self._watchdog.close()
 
 
 def is_event_stream(response: httpx.Response) -> bool:

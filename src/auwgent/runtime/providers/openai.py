@@ -302,7 +302,7 @@ class OpenAIProvider:
         self._timeouts = timeouts or Timeouts()
         self._limits = limits or Limits()
         # Built once: an httpx.Timeout per request was a measurable part of our overhead.
-        self._httpx_timeout = self._timeouts.for_httpx()
+        self._httpx_timeouts = (self._timeouts.for_httpx(), self._timeouts.for_httpx(whole=True))
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
@@ -316,23 +316,24 @@ class OpenAIProvider:
             secret=self._api_key,
         )
 
-    def _request(self, path: str, body: Mapping[str, Any]) -> httpx.Request:
+    def _request(self, path: str, body: Mapping[str, Any], call: Call) -> httpx.Request:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         return self._client.build_request(
             "POST",
             f"{self.base_url}{path}",
             json=body,
             headers=headers,
-            timeout=self._httpx_timeout,
+            timeout=self._httpx_timeouts[call.whole],
         )
 
     def _open(self, path: str, body: Mapping[str, Any], call: Call) -> Any:
-        return open_response(self._client, self._request(path, body), call)
+        return open_response(self._client, self._request(path, body, call), call)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
         body = build_chat_body(request, strict=self.strict)
         call = self._call()
+        call.whole = not request.stream
         return retry_unstarted(lambda: self._stream_once(request, body, call), call)
 
     async def _stream_once(

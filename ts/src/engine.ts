@@ -67,8 +67,13 @@ interface AgentResult {
 }
 
 interface Round {
+  /** The answer streams on the wire (someone reads partials) rather than coming whole. */
+  streamed: boolean;
   chunks: string[];
-  tasks: Promise<CallOutcome>[];
+  /** The calls of the answer, in order: started as each call closes when the answer streams;
+   * in an answer that came whole, started once it is read (as the Python runtime). */
+  calls: (Promise<CallOutcome> | (() => Promise<CallOutcome>))[];
+  outcomes: CallOutcome[];
   nativeCalls: FinalEvent[];
   texts: string[];
   output: Record<string, any> | null;
@@ -84,6 +89,11 @@ interface Round {
   truncated: boolean;
   /** Partial handlers that failed, by handler and segment (reported once). */
   partialFailures: Set<string>;
+}
+
+/** Start a decoded call now (streamed answer) or once the answer is read (whole). */
+function start(rnd: Round, call: () => Promise<CallOutcome>): void {
+  rnd.calls.push(rnd.streamed ? call() : call);
 }
 
 export type IntentSink = (name: string, value: unknown, agentName: string, partial: boolean) => void;
@@ -445,7 +455,7 @@ export class Run {
       const rnd = await this.round(inv, codec, contract, top);
       const text = rnd.chunks.join("");
       if (text || rnd.nativeCalls.length) inv.add(codec.assistantMessage({ text, calls: rnd.nativeCalls }));
-      const outcomes = await Promise.all(rnd.tasks);
+      const outcomes = rnd.outcomes;
       if (rnd.error !== null) {
         const msg = await this.fail(rnd.error, inv.name);
         return { status: "error", error: msg };
@@ -533,7 +543,9 @@ export class Run {
     let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
-    const rnd: Round = { chunks: [], tasks: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
+    // Streamed on the wire only for someone to see the partials (as the Python runtime).
+    const partials = core.wantsPartials || this.sink !== null;
+    const rnd: Round = { streamed: partials, chunks: [], calls: [], outcomes: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
     try {
       system = await core.middleware.llmStart(system, this.ctx);
     } catch (error) {
@@ -543,8 +555,6 @@ export class Run {
     this.ctx.systemPrompt = system;
     if (top) this.session.system_prompt = system;
     const [functions, responseSchema] = core.requestParts(codec, contract);
-    // Streamed on the wire only for someone to see the partials (as the Python runtime).
-    const partials = core.wantsPartials || this.sink !== null;
     const request: ModelRequest = {
       model: String(cfg.model.model),
       system,
@@ -582,6 +592,7 @@ export class Run {
       rnd.error = error;
     }
     this.count(rnd);
+    rnd.outcomes = await Promise.all(rnd.calls.map((call) => (typeof call === "function" ? call() : call)));
     return rnd;
   }
 
@@ -607,7 +618,7 @@ export class Run {
       } else if (rnd.error === null) rnd.error = new AuwgentError(stopped(rnd.finish!, decoded));
     }
     if (stop === null || rnd.error !== null) return;
-    const produced = rnd.texts.length || rnd.tasks.length || rnd.customs || rnd.output !== null;
+    const produced = rnd.texts.length || rnd.calls.length || rnd.customs || rnd.output !== null;
     if (stop !== "length" || !produced) rnd.error = new AuwgentError(stopped(rnd.finish!, null));
   }
 
@@ -673,7 +684,7 @@ export class Run {
     const kind = event.kind;
     if (kind in CALL_KINDS) {
       if (event.callId != null) rnd.nativeCalls.push(event);
-      rnd.tasks.push(this.call(inv, contract, event));
+      start(rnd, () => this.call(inv, contract, event));
     } else if (kind === "response_text") {
       if (!structured) {
         const text = String(event.payload.text ?? "");
@@ -697,7 +708,7 @@ export class Run {
       const name = event.name ?? "unknown";
       if (event.callId != null)
         rnd.nativeCalls.push({ type: "final", kind: event.kind ?? "tool_call", name, segment: event.segment, payload: { type: name, args: {} }, raw: event.raw, callId: event.callId });
-      rnd.tasks.push(this.refuse(inv, kind, name, {}, event.message, event.callId ?? null));
+      start(rnd, () => this.refuse(inv, kind, name, {}, event.message, event.callId ?? null));
       return;
     }
     rnd.problems.push(event.message);

@@ -37,14 +37,28 @@ function collect(agent) {
   return intents;
 }
 
-/** A server on 127.0.0.1 answering every POST with `body` (SSE when it is a list of events). */
-async function rawServer(body) {
+/** `agent`, reading partials when `streamed`: the runtime asks for a streamed answer only then. */
+function reading(agent, streamed) {
+  if (streamed) agent.onIntentPartial(() => {});
+  return agent;
+}
+
+/** A server on 127.0.0.1 answering every POST with `body` (SSE when it is a list of events),
+ * its headers `delay` seconds after the request; `requests` are the bodies it got, `streamed`
+ * whether each asked for a streamed answer. */
+async function rawServer(body, delay = 0) {
   const requests = [];
+  const streamed = [];
   const server = createServer((req, res) => {
     let data = "";
     req.on("data", (c) => (data += c));
     req.on("end", () => {
-      requests.push(JSON.parse(data || "null"));
+      const request = JSON.parse(data || "null");
+      requests.push(request);
+      streamed.push(req.url.includes(":streamGenerateContent") || request?.stream === true);
+      setTimeout(answer, delay * 1000);
+    });
+    const answer = () => {
       if (Array.isArray(body)) {
         res.writeHead(200, { "content-type": "text/event-stream" });
         for (const event of body) res.write(`data: ${typeof event === "string" ? event : JSON.stringify(event)}\n\n`);
@@ -53,13 +67,14 @@ async function rawServer(body) {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(body));
       }
-    });
+    };
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${server.address().port}`;
   return {
     url,
     requests,
+    streamed,
     close: () => new Promise((r) => {
       server.close(r);
       server.closeAllConnections(); // the client keeps its connections alive
@@ -109,17 +124,27 @@ test("budget.requests: the request that would pass the cap is never made", async
 
 test("limits.eventBytes and limits.responseBytes end a call whose answer is too large", async () => {
   const big = "x".repeat(4000);
-  const fakes = await startFakes({ openai: [{ text: block("response_text", null, big), chunk_size: 5000 }, { text: block("response_text", null, big) }] });
-  const agent = agentFor(fakes.urls, { limits: { eventBytes: 1000 }, retry: { attempts: 1 } });
+  const reply = { text: block("response_text", null, big) };
+  const fakes = await startFakes({ openai: [{ ...reply, chunk_size: 5000 }, reply, reply] });
+  // An event exists only in a streamed answer: partials are read, so the answer streams.
+  const agent = reading(agentFor(fakes.urls, { limits: { eventBytes: 1000 }, retry: { attempts: 1 } }), true);
   const intents = collect(agent);
   await agent.run("hi");
-  const whole = agentFor(fakes.urls, { limits: { responseBytes: 2000 }, retry: { attempts: 1 } });
-  const more = collect(whole);
-  await whole.run("hi");
-  await fakes.stop();
+  // The size of the whole response is capped in both paths: an answer read whole, then streamed.
+  const bodies = [];
+  for (const streamed of [false, true]) {
+    const whole = reading(agentFor(fakes.urls, { limits: { responseBytes: 2000 }, retry: { attempts: 1 } }), streamed);
+    bodies.push(collect(whole));
+    await whole.run("hi");
+  }
+  const { openai } = await fakes.stop();
+  assert.deepEqual(openai.map((r) => r.body.stream ?? false), [true, false, true]);
   assert.equal(intents.at(-1)[0], "error");
   assert.match(intents.at(-1)[1].message, /an event of the stream is larger than the limit of 1000 bytes \(limits\.eventBytes\)/);
-  assert.match(more.at(-1)[1].message, /the response is larger than the limit of 2000 bytes \(limits\.responseBytes\)/);
+  for (const more of bodies) {
+    assert.equal(more.at(-1)[0], "error");
+    assert.match(more.at(-1)[1].message, /the response is larger than the limit of 2000 bytes \(limits\.responseBytes\)/);
+  }
   assert.throws(() => agentFor(fakes.urls, { limits: { eventBytes: 0.5 } }), /limits\.eventBytes: expected an integer, got 0\.5/);
 });
 
@@ -134,44 +159,75 @@ test("timeouts.call ends a call at its deadline, retries and their waits include
   assert.match(intents.at(-1)[1].message, /the call took longer than 0\.4s \(timeouts\.call\)/);
 });
 
+test("a whole answer's headers may take longer than timeouts.firstByte: the call's deadline bounds them", async () => {
+  const reply = (text) => ({ choices: [{ index: 0, message: { content: block("response_text", null, text) }, finish_reason: "stop" }] });
+  const server = await rawServer(reply("Slow but whole."), 0.5);
+  const timeouts = { connect: 0.1, firstByte: 0.1 };
+  const agent = agentFor({ openai: server.url, gemini: server.url }, { timeouts, retry: { attempts: 1 } });
+  const session = await agent.run("hi");
+  // The same wait for a streamed answer is past its first-byte timeout.
+  const streamed = reading(agentFor({ openai: server.url, gemini: server.url }, { timeouts, retry: { attempts: 1 } }), true);
+  const intents = collect(streamed);
+  await streamed.run("hi");
+  await server.close();
+  assert.deepEqual(server.streamed, [false, true]);
+  assert.equal(session.turns[0].output, "Slow but whole.");
+  assert.equal(intents.at(-1)[0], "error");
+  assert.match(intents.at(-1)[1].message, /no response within 0\.2 s/);
+});
+
 test("a response of the wrong shape is a ProviderError naming the provider and the field", async () => {
+  // Each case as a stream (read with partials) and as a whole answer (read without).
+  const shape = "OpenAI API error: unexpected response shape: ";
   const cases = [
-    [[{ choices: "none" }, "[DONE]"], /OpenAI API error: unexpected response shape: choices is a string, expected a list/],
-    [[{ choices: [{ index: 0, delta: { content: { text: "hi" } } }] }, "[DONE]"], /choices\[0\]\.delta\.content is an object, expected a string or a list/],
-    [[{ choices: [{ index: 0, delta: { tool_calls: [{ index: "0", function: { name: "lookup" } }] } }] }, "[DONE]"], /choices\[0\]\.delta\.tool_calls\[\]\.index is a string, expected an integer/],
-    [[{ choices: [{ index: 0, delta: { content: "hi" } }], usage: { prompt_tokens: "3" } }, "[DONE]"], /usage\.prompt_tokens is a string, expected an integer/],
+    [[{ choices: "none" }, "[DONE]"], { choices: "none" }, `${shape}choices is a string, expected a list`],
+    [[{ choices: [{ index: 0, delta: { content: { text: "hi" } } }] }, "[DONE]"], { choices: [{ index: 0, message: { content: { text: "hi" } } }] }, `${shape}choices[0].{}.content is an object, expected a string or a list`],
+    [
+      [{ choices: [{ index: 0, delta: { tool_calls: [{ index: "0", function: { name: "lookup" } }] } }] }, "[DONE]"],
+      { choices: [{ index: 0, message: { tool_calls: [{ index: "0", function: { name: "lookup" } }] } }] },
+      `${shape}choices[0].{}.tool_calls[].index is a string, expected an integer`,
+    ],
+    [[{ choices: [{ index: 0, delta: { content: "hi" } }], usage: { prompt_tokens: "3" } }, "[DONE]"], { choices: [{ index: 0, message: { content: "hi" } }], usage: { prompt_tokens: "3" } }, `${shape}usage.prompt_tokens is a string, expected an integer`],
   ];
-  for (const [events, pattern] of cases) {
-    const server = await rawServer(events);
-    const agent = agentFor({ openai: server.url, gemini: server.url }, { retry: { attempts: 1 } });
-    const intents = collect(agent);
-    await agent.run("hi");
-    await server.close();
-    assert.equal(intents.at(-1)[0], "error");
-    assert.match(intents.at(-1)[1].message, pattern);
-  }
-  const gemini = await rawServer([{ candidates: [{ content: { parts: [{ functionCall: { name: 7 } }] }, finishReason: "STOP" }] }]);
-  const agent = agentFor({ openai: gemini.url, gemini: gemini.url }, { config: "Gem", retry: { attempts: 1 } });
-  const intents = collect(agent);
-  await agent.run("hi");
-  await gemini.close();
-  assert.match(intents.at(-1)[1].message, /Gemini API error: unexpected response shape: candidates\[0\]\.content\.parts\[\]\.functionCall\.name is an integer, expected a string/);
+  const gemini = { candidates: [{ content: { parts: [{ functionCall: { name: 7 } }] }, finishReason: "STOP" }] };
+  cases.push([[gemini], gemini, "Gemini API error: unexpected response shape: candidates[0].content.parts[].functionCall.name is an integer, expected a string", "Gem"]);
+  for (const [events, whole, message, config] of cases)
+    for (const streamed of [true, false]) {
+      const server = await rawServer(streamed ? events : whole);
+      const agent = reading(agentFor({ openai: server.url, gemini: server.url }, { retry: { attempts: 1 }, ...(config ? { config } : {}) }), streamed);
+      const intents = collect(agent);
+      await agent.run("hi");
+      await server.close();
+      assert.deepEqual(server.streamed, [streamed]);
+      assert.equal(intents.at(-1)[0], "error");
+      assert.equal(intents.at(-1)[1].message, message.replace("{}", streamed ? "delta" : "message"));
+    }
 });
 
 test("non-text parts of an answer (an image, code the model ran) are kept in turn.parts", async () => {
   const image = { mimeType: "image/png", data: "iVBORw0KGgo=" };
-  const server = await rawServer([
-    { candidates: [{ content: { role: "model", parts: [{ inlineData: image }, { executableCode: { language: "PYTHON", code: "print(1)" } }] } }] },
-    { candidates: [{ content: { role: "model", parts: [{ text: block("response_text", null, "Here it is.") }] }, finishReason: "STOP" }] },
-  ]);
-  const agent = agentFor({ openai: server.url, gemini: server.url }, { config: "Gem" });
-  const session = await agent.run("draw");
-  await server.close();
-  assert.equal(session.turns[0].output, "Here it is.");
-  assert.deepEqual(session.turns[0].parts, [
-    { agent: "Main", kind: "inlineData", data: image },
-    { agent: "Main", kind: "executableCode", data: { language: "PYTHON", code: "print(1)" } },
-  ]);
+  const parts = [{ inlineData: image }, { executableCode: { language: "PYTHON", code: "print(1)" } }];
+  const text = { text: block("response_text", null, "Here it is.") };
+  // Streamed over two events (read with partials), then as one whole answer.
+  const answers = [
+    [
+      { candidates: [{ content: { role: "model", parts } }] },
+      { candidates: [{ content: { role: "model", parts: [text] }, finishReason: "STOP" }] },
+    ],
+    { candidates: [{ content: { role: "model", parts: [...parts, text] }, finishReason: "STOP" }] },
+  ];
+  for (const body of answers) {
+    const server = await rawServer(body);
+    const agent = reading(agentFor({ openai: server.url, gemini: server.url }, { config: "Gem" }), Array.isArray(body));
+    const session = await agent.run("draw");
+    await server.close();
+    assert.deepEqual(server.streamed, [Array.isArray(body)]);
+    assert.equal(session.turns[0].output, "Here it is.");
+    assert.deepEqual(session.turns[0].parts, [
+      { agent: "Main", kind: "inlineData", data: image },
+      { agent: "Main", kind: "executableCode", data: { language: "PYTHON", code: "print(1)" } },
+    ]);
+  }
 });
 
 test("the IR hash is recomputed: an IR edited after generation is refused with the way out", () => {
@@ -257,17 +313,21 @@ test("a feature key that asks for nothing is accepted; one that asks for a featu
 
 test("a Gemini call that comes without an id gets the stable id the Python runtime would make", async () => {
   const call = { candidates: [{ content: { role: "model", parts: [{ functionCall: { name: "tool__lookup", args: { q: "x" } } }] }, finishReason: "STOP" }], responseId: "resp-1" };
-  const server = await rawServer([call]);
-  const agent = agentFor({ openai: server.url, gemini: server.url }, { config: "Gem", protocol: "native", maxToolLoops: 1, tools: { lookup: async () => "rows" } });
-  const session = await agent.run("find");
-  await server.close();
-  const id = session.turns[0].messages.find((m) => m.tool_calls?.length).tool_calls[0].id;
-  assert.match(id, /^auwgent_call_[0-9a-f]{24}$/);
   const code = [
     "import json, sys",
     "from auwgent.runtime.providers.shape import digest_of, made_call_id",
     "print(made_call_id(digest_of(json.load(sys.stdin))(), 'resp-1', 0))",
   ].join("\n");
-  const expected = execFileSync(PYTHON, ["-c", code], { input: JSON.stringify(server.requests[0]), encoding: "utf8" }).trim();
-  assert.equal(id, expected);
+  // The call comes in a stream (read with partials), then in a whole answer.
+  for (const streamed of [true, false]) {
+    const server = await rawServer(streamed ? [call] : call);
+    const agent = reading(agentFor({ openai: server.url, gemini: server.url }, { config: "Gem", protocol: "native", maxToolLoops: 1, tools: { lookup: async () => "rows" } }), streamed);
+    const session = await agent.run("find");
+    await server.close();
+    assert.deepEqual(server.streamed, [streamed]);
+    const id = session.turns[0].messages.find((m) => m.tool_calls?.length).tool_calls[0].id;
+    assert.match(id, /^auwgent_call_[0-9a-f]{24}$/);
+    const expected = execFileSync(PYTHON, ["-c", code], { input: JSON.stringify(server.requests[0]), encoding: "utf8" }).trim();
+    assert.equal(id, expected);
+  }
 });

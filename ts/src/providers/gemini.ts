@@ -257,14 +257,15 @@ export class GeminiProvider implements Provider {
     public name: string,
     baseUrl: string,
     private apiKey: string | null,
-    private http: Omit<HttpSettings, "provider" | "secret" | "deadline">,
+    private http: Omit<HttpSettings, "provider" | "secret" | "deadline" | "whole">,
   ) {
     const base = baseUrl.replace(/\/+$/, "");
     this.baseUrl = base.endsWith("/v1beta") || base.endsWith("/v1") ? base : `${base}/v1beta`;
   }
 
-  private settings(): HttpSettings {
-    return callSettings(this.http, this.name, this.apiKey);
+  /** The settings of a new call; `whole` for a model call not streamed. */
+  private settings(whole = false): HttpSettings {
+    return callSettings(this.http, this.name, this.apiKey, whole);
   }
 
   private post(model: string, method: string, body: unknown, call: HttpSettings): Promise<Response> {
@@ -274,7 +275,7 @@ export class GeminiProvider implements Provider {
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
     const body = buildGeminiBody(request, this.signatures);
-    const call = this.settings();
+    const call = this.settings(!request.stream);
     return retryUnstarted(() => this.once(request, body, call), call);
   }
 

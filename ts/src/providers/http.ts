@@ -36,11 +36,15 @@ export interface HttpSettings {
   secret: string | null;
   /** When the call must be over (performance.now() milliseconds). */
   deadline: number;
+  /** A model call answered in one piece (not streamed): the server sends its headers only
+   * once the whole answer is written, so `firstByte` does not bound that wait; the call's
+   * deadline does (as the Python runtime). */
+  whole: boolean;
 }
 
 /** The settings of a new call (its deadline starts now). */
-export function callSettings(http: Omit<HttpSettings, "provider" | "secret" | "deadline">, provider: string, secret: string | null): HttpSettings {
-  return { ...http, provider, secret, deadline: performance.now() + http.timeouts.call * 1000 };
+export function callSettings(http: Omit<HttpSettings, "provider" | "secret" | "deadline" | "whole">, provider: string, secret: string | null, whole = false): HttpSettings {
+  return { ...http, provider, secret, whole, deadline: performance.now() + http.timeouts.call * 1000 };
 }
 
 function pastDeadline(s: HttpSettings): ProviderError {
@@ -118,7 +122,7 @@ export async function post(url: string, body: unknown, headers: Record<string, s
     const left = s.deadline - performance.now();
     if (left <= 0) throw pastDeadline(s);
     const controller = new AbortController();
-    const limit = (s.timeouts.connect + s.timeouts.firstByte) * 1000;
+    const limit = s.whole ? Infinity : (s.timeouts.connect + s.timeouts.firstByte) * 1000;
     const late = left < limit;
     const timer = setTimeout(() => controller.abort(), late ? left : limit);
     let response: Response;

@@ -189,14 +189,15 @@ export class OpenAIProvider implements Provider {
     public name: string,
     baseUrl: string,
     private apiKey: string | null,
-    private http: Omit<HttpSettings, "provider" | "secret" | "deadline">,
+    private http: Omit<HttpSettings, "provider" | "secret" | "deadline" | "whole">,
     private strict = true,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
   }
 
-  private settings(): HttpSettings {
-    return callSettings(this.http, this.name, this.apiKey);
+  /** The settings of a new call; `whole` for a model call not streamed. */
+  private settings(whole = false): HttpSettings {
+    return callSettings(this.http, this.name, this.apiKey, whole);
   }
 
   private headers(): Record<string, string> {
@@ -205,7 +206,7 @@ export class OpenAIProvider implements Provider {
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
     const body = buildChatBody(request, { strict: this.strict });
-    const call = this.settings();
+    const call = this.settings(!request.stream);
     return retryUnstarted(() => this.once(request, body, call), call);
   }
 

@@ -423,3 +423,27 @@ test("a 429 whose body carries Google's RetryInfo waits the delay it asks for, t
   assert.equal(times.length, 2);
   assert.ok(times[1] - times[0] >= 280, `waited ${times[1] - times[0]} ms`);
 });
+
+test("a redirect is not followed: the run ends with an error naming it, after one request", async () => {
+  const { createServer } = await import("node:http");
+  let hits = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      hits++;
+      res.writeHead(307, { location: "http://127.0.0.1:9/elsewhere" });
+      res.end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const agent = agentFor({ openai: url, gemini: url }, { retry: { baseDelay: 0.001, maxDelay: 0.01 } });
+    const session = await agent.run("hi");
+    assert.equal(session.turns[0].status, "error");
+    assert.match(String(session.turns[0].error), /redirect/);
+  } finally {
+    server.close();
+  }
+  assert.equal(hits, 1);
+});

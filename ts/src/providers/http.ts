@@ -44,7 +44,7 @@ export interface HttpSettings {
 
 /** The settings of a new call (its deadline starts now). */
 export function callSettings(http: Omit<HttpSettings, "provider" | "secret" | "deadline" | "whole">, provider: string, secret: string | null, whole = false): HttpSettings {
-  return { ...http, provider, secret, whole, deadline: performance.now() + http.timeouts.call * 1000 };
+  return { retry: http.retry, timeouts: http.timeouts, limits: http.limits, provider, secret, whole, deadline: performance.now() + http.timeouts.call * 1000 };
 }
 
 function pastDeadline(s: HttpSettings): ProviderError {
@@ -127,10 +127,13 @@ export async function post(url: string, body: unknown, headers: Record<string, s
     const timer = setTimeout(() => controller.abort(), late ? left : limit);
     let response: Response;
     try {
-      response = await fetch(url, { method: "POST", body: data, headers: { "content-type": "application/json", ...headers }, signal: controller.signal });
+      // Redirects are not followed (as the Python runtime); asking fetch to refuse them also
+      // spares it a copy of the request (body included) kept for following one.
+      response = await fetch(url, { method: "POST", body: data, headers: { "content-type": "application/json", ...headers }, signal: controller.signal, redirect: "error", window: null });
     } catch (error) {
       clearTimeout(timer);
       if (controller.signal.aborted && late) throw pastDeadline(s);
+      if ((error as any)?.cause?.message === "unexpected redirect") throw new ProviderError(s.provider, "the server answered with a redirect (redirects are not followed)");
       const what = controller.signal.aborted ? `no response within ${limit / 1000} s` : `connection failed: ${redact(String((error as any)?.cause?.message ?? error), s.secret)}`;
       lastError = new ProviderError(s.provider, what, null, true);
       continue;

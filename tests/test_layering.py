@@ -10,7 +10,7 @@ its parent package's ``__init__`` (Python runs it, but nothing in it is used).
 The layers (docs/architecture.md), lowest first; a module may import its own package and any
 lower layer, never a higher one and never a sibling on its own layer:
 
-0. ``auwgent._version``, ``auwgent._names``, ``auwgent.errors``
+0. ``auwgent._version``, ``auwgent._names``, ``auwgent._records``, ``auwgent.errors``
 1. ``auwgent.ir``: the IR contract and the product's vocabulary
 2. ``auwgent.compiler``, ``auwgent.codegen``, ``auwgent.runtime`` (siblings: none imports
    another)
@@ -32,6 +32,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 LAYERS: dict[str, int] = {
     "auwgent._names": 0,
+    "auwgent._records": 0,
     "auwgent._version": 0,
     "auwgent.errors": 0,
     "auwgent.ir": 1,

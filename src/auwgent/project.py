@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from auwgent.compiler.records import record
+from auwgent._records import record
 from auwgent.errors import ConfigError
 
 CONFIG_NAMES = ("auwgent.yml", "auwgent.yaml")

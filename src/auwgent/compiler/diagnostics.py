@@ -24,7 +24,7 @@ from typing import TypeVar
 from .._names import edit_distance as edit_distance  # re-exported: the compiler says it from here
 from .._names import suggest as suggest
 from .._names import suggestion_budget as suggestion_budget
-from .records import record
+from .._records import record
 from .source import SourceFile, Span
 
 T = TypeVar("T")

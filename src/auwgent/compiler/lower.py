@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .. import _version
+from .._records import record
 from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
 from .diagnostics import Diagnostic, error
 from .members import agent_parts
 from .modules import FileScope, InFile, ModuleGraph, Symbol
-from .records import record
 from .source import SourceFile, Span
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from . import nodes as n
 class AgentParts:
     """The members of one agent or helper block, grouped by kind (source order kept)."""
 
-    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    # A plain class: `auwgent check` never imports dataclasses (see auwgent/_records.py).
     __slots__ = (
         "configs",
         "contexts",

@@ -17,9 +17,9 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
+from .._records import record
 from . import nodes as n
 from .diagnostics import Diagnostic, Note, did_you_mean, error, listing, suggest, suggestion_budget
-from .records import record
 from .source import SourceFile
 
 #: Declarations that have a name in a file's top-level scope.
@@ -82,7 +82,7 @@ class FileScope:
     reported, which the checker must not report again as unknown.
     """
 
-    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    # A plain class: `auwgent check` never imports dataclasses (see auwgent/_records.py).
     __slots__ = ("path", "module", "local", "imported", "failed")
 
     def __init__(self, path: str, module: n.Module) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Literal as L
 from typing import TypeAlias
 
-from .records import is_record, record, record_fields
+from .._records import is_record, record, record_fields
 from .source import SourceFile, Span
 
 # --------------------------------------------------------------------------------------------

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..ir.model import Document
 
+from .._records import record
 from .diagnostics import Diagnostic, Note, Severity
 from .modules import normalize_import
-from .records import record
 from .source import SourceFile, Span
 
 #: Below this many characters of source (about 2,000 lines) a fork costs more than it saves.

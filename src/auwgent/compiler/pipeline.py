@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from .._records import record
 from ..errors import CompileError
 from . import nodes as n
 from .checker import check
@@ -25,7 +26,6 @@ from .lower import lower_file, name_clashes
 from .modules import resolve_modules
 from .parallel import Outcome, compile_split, default_jobs
 from .parser import parse
-from .records import record
 from .source import SourceFile, Span
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import NamedTuple
 
-from .records import frozen_delattr, frozen_setattr
+from .._records import frozen_delattr, frozen_setattr
 
 
 class Span(NamedTuple):
@@ -43,7 +43,7 @@ class SourceFile:
 
     Frozen; equal, hashed and shown by ``path`` and ``text`` (the line table is derived). A
     hand-written class rather than a dataclass: ``auwgent check`` never imports dataclasses
-    (see records.py), and a record cannot hold the derived line table.
+    (see auwgent/_records.py), and a record cannot hold the derived line table.
     """
 
     __slots__ = ("path", "text", "_line_starts")

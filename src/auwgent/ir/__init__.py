@@ -31,11 +31,23 @@ def canonical_json(doc: Any) -> str:
 
 def compute_hash(doc: Mapping[str, Any]) -> str:
     """Return ``"sha256:<hex>"`` over the canonical JSON of ``doc`` without its ``hash`` key."""
-    import hashlib
-
     body = {key: value for key, value in doc.items() if key != "hash"}
-    digest = hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    digest: str = _sha256()(canonical_json(body).encode("utf-8")).hexdigest()
     return HASH_PREFIX + digest
+
+
+@lru_cache(maxsize=1)
+def _sha256() -> Any:
+    """SHA-256 from CPython's built-in module when there is one: ``hashlib`` loads OpenSSL
+    first (about a tenth of ``import`` + ``auwgent(config)``, which checks the IR's hash)."""
+    try:  # the module's name since Python 3.12, then before
+        from _sha2 import sha256  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found]
+        except ImportError:
+            from hashlib import sha256
+    return sha256
 
 
 _Doc = TypeVar("_Doc", bound=Mapping[str, Any])

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from .._records import record_fields
 from ..compiler import nodes as n
 from ..compiler.modules import FileScope, kind_word
-from ..compiler.records import record_fields
 from ..compiler.source import SourceFile, Span
 
 __all__ = ["PROMPT_CONTEXT", "Definition", "FileIndex", "Reference", "index_file"]

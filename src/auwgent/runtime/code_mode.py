@@ -20,15 +20,15 @@ error with its line. Limits: ``"codeLimits"`` in the runtime config (:class:`.co
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import json
 import keyword
 import re
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from auwgent._records import replace
 from auwgent.errors import ConfigError
 from auwgent.runtime import origin
 from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
@@ -544,7 +544,7 @@ def _never(*args: Any, **kwargs: Any) -> Any:
 # The worker pool (one per process, started on first use)
 
 _POOL: Any = None
-_POOL_LOCK = threading.Lock()
+_POOL_LOCK = _thread.allocate_lock()  # threading.Lock, without importing threading
 
 
 def _pool() -> Any:

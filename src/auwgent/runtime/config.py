@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime, tzinfo
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,6 +33,8 @@ from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_fiel
 from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
+    from datetime import datetime, tzinfo
+
     from auwgent.runtime.memory import MemoryOptions
 
 __all__ = [

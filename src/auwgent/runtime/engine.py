@@ -19,10 +19,11 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
+from auwgent._records import replace
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError
 from auwgent.runtime import approvals, origin, schema
 from auwgent.runtime.calls import (

@@ -1,8 +1,9 @@
 """Importing generated bindings and building the agent load none of what only a run needs.
 
 The run-time machinery (the event loop, httpx and TLS, the engine, the codecs, the prompt
-renderer) is imported on the first run; this keeps ``import <bindings>`` + ``auwgent(config)``
-well under the 120 ms budget. A new top-level import of one of these modules fails here.
+renderer) is imported on the first run, and the value classes on the way are records and named
+tuples, not dataclasses; this keeps ``import <bindings>`` + ``auwgent(config)`` well under the
+60 ms budget (issue 20). A new top-level import of one of these modules fails here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ RUN_ONLY = (
     "ssl",
     "difflib",
     "uuid",
+    "dataclasses",
+    "inspect",
+    "hashlib",
+    "threading",
     "auwgent.runtime.engine",
     "auwgent.runtime.calls",
     "auwgent.runtime.prompts",

@@ -7,7 +7,6 @@ events (or the error) are compared with ``<name>.events.json``. Regenerate the g
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from auwgent._records import record_fields
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers import (
     Finish,
@@ -37,7 +37,7 @@ CASES = sorted(
 
 
 def _event_json(event: StreamEvent) -> dict[str, Any]:
-    fields = dataclasses.asdict(event)
+    fields = {name: getattr(event, name) for name in record_fields(event)}
     if isinstance(event, Finish):  # the provider's own reason and message, when it gave them
         fields = {k: v for k, v in fields.items() if v is not None}
     if isinstance(fields.get("id"), str) and fields["id"].startswith("auwgent_call_"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Collection
 
+from ..._records import record
 from ...ir import vocabulary
 from ...ir.vocabulary import CONFIG_BLOCK_KEYS
 from .. import nodes as n
@@ -17,7 +18,6 @@ from ..diagnostics import Note, did_you_mean, listing, suggestion_budget
 from ..lower import example_candidates, select_examples
 from ..members import AgentParts, agent_parts
 from ..modules import is_exported, kind_word
-from ..records import record
 from ..source import Span
 from . import mcp, prompts
 from .context import Context

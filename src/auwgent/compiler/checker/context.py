@@ -53,7 +53,7 @@ KIND_CODES = {
 class CheckState:
     """Everything the checker accumulates across files."""
 
-    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    # A plain class: `auwgent check` never imports dataclasses (see auwgent/_records.py).
     __slots__ = (
         "graph",
         "diagnostics",

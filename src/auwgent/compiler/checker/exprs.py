@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from itertools import chain
 
+from ..._records import record
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean, listing
-from ..records import record
 from ..source import Span
 from .types import (
     BOOLEAN,
@@ -63,7 +63,7 @@ class Env:
     things that look callable but are not tools here (workflows, helpers), with a reason.
     """
 
-    # A plain class: `auwgent check` never imports dataclasses (see records.py).
+    # A plain class: `auwgent check` never imports dataclasses (see auwgent/_records.py).
     __slots__ = ("scopes", "ctx", "tools", "strict", "not_callable", "ctx_owner")
 
     def __init__(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from ..._records import record
 from ..diagnostics import listing
-from ..records import record
 
 PrimName = Literal["string", "number", "boolean", "null", "text", "unknown"]
 

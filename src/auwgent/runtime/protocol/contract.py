@@ -12,9 +12,9 @@ All IR values here (types, fields, intents) are the plain JSON dicts of ``docs/i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from auwgent._records import record
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent
 
 CallKind = Literal["tool", "workflow", "helper"]
@@ -26,7 +26,7 @@ IRType = Mapping[str, Any]
 IRField = Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CallableSpec:
     """Something the model may call. ``params`` are IR Fields in declaration order.
 
@@ -47,7 +47,7 @@ class CallableSpec:
     raw_body: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CodeApi:
     """Code mode (docs/code-mode.md): the model's one callable is ``execute_code``; its code
     calls ``callables`` as functions of a sandboxed module ``api``."""
@@ -57,7 +57,7 @@ class CodeApi:
     section: str  # the system prompt's part that teaches it (stub included)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Contract:
     agent: str
     callables: tuple[CallableSpec, ...]
@@ -74,7 +74,7 @@ class Contract:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PartialEvent:
     """A block (or native call) still streaming.
 
@@ -91,7 +91,7 @@ class PartialEvent:
     delta: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FinalEvent:
     """A complete block. ``payload`` is the final intent payload:
 
@@ -114,7 +114,7 @@ class FinalEvent:
     repairs: tuple[Mapping[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RejectedEvent:
     """A block the decoder could not turn into a payload without guessing (ambiguous duplicate
     keys, unknown block kind or name, unparseable body). The engine reports it back to the
@@ -141,7 +141,7 @@ class Decoder(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CallOutcome:
     """What happened to one call in a round, fed back to the model.
 
@@ -159,12 +159,12 @@ class CallOutcome:
     request_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AssistantTurn:
     """What the model said in one response, kept in history."""
 
     text: str  # the raw text of the response (blocks) or its free text (native)
-    calls: tuple[FinalEvent, ...] = field(default=())  # native calls, with their call_id
+    calls: tuple[FinalEvent, ...] = ()  # native calls, with their call_id
 
 
 class Codec(Protocol):

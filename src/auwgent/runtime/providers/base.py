@@ -9,13 +9,15 @@ configured retries is raised as :class:`auwgent.errors.ProviderError`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
+
+from auwgent._records import record
 
 Role = Literal["user", "assistant", "tool"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCall:
     """A native function call made by the model (or replayed from history)."""
 
@@ -24,7 +26,7 @@ class ToolCall:
     arguments: str  # JSON text, exactly as the model produced it
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Message:
     """One history message. ``tool`` messages answer the ``ToolCall`` named by ``tool_call_id``."""
 
@@ -35,7 +37,7 @@ class Message:
     name: str | None = None  # the function name, for ``tool`` messages
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FunctionSpec:
     """A function offered to the model (native codec only)."""
 
@@ -44,7 +46,7 @@ class FunctionSpec:
     parameters: Mapping[str, Any]  # JSON Schema object
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelRequest:
     model: str
     system: str
@@ -53,19 +55,19 @@ class ModelRequest:
     # Native structured output: {"name": str, "schema": JSON Schema}; None for free text.
     response_schema: Mapping[str, Any] | None = None
     # The provider option object from the DSL, passed to the API untouched.
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = MappingProxyType({})
     stream: bool = True
     # The protocol contract (auwgent.runtime.protocol.contract.Contract). Network providers
     # ignore it; in-process models (offline, scripted) read it to answer in kind.
     contract: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCallDelta:
     """A fragment of a native tool call. ``id``/``name`` arrive on the first fragment of an
     ``index``; ``arguments`` fragments concatenate to the call's JSON arguments."""
@@ -76,13 +78,13 @@ class ToolCallDelta:
     arguments: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finish:
     """Why the model stopped: ``reason`` in OpenAI's words ("stop", "tool_calls", "length",
     "content_filter", ...); ``raw`` the provider's own reason where it differs (Gemini's
@@ -90,11 +92,19 @@ class Finish:
     ``reason`` alone."""
 
     reason: str
-    raw: str | None = field(default=None, compare=False)
-    message: str | None = field(default=None, compare=False)
+    raw: str | None = None
+    message: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is Finish:
+            return self.reason == other.reason
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.reason)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContentPart:
     """A piece of the answer that is neither text nor a call, passed on rather than dropped.
 

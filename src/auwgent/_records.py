@@ -8,10 +8,14 @@ importing ``nodes.py`` the largest part of the start-up of ``auwgent check``.
 ``record`` gives a class the same behaviour -- ``__init__`` (fields with defaults last),
 ``__repr__``, ``__eq__`` and ``__hash__`` over the fields in order, ``__match_args__``,
 ``__slots__``, and ``FrozenInstanceError`` on assignment -- compiling only ``__init__``; the
-other methods are closures; a ``__repr__`` the class defines itself is kept. Type checkers see
-a frozen dataclass (``dataclass_transform``).
-What it does not do: inheritance between records, ``field(...)`` specifiers,
-``dataclasses.fields()`` (use ``record_fields``).
+other methods are closures; a ``__repr__``, ``__eq__`` or ``__hash__`` the class defines itself
+is kept (to compare by some fields only, say). Type checkers see a frozen dataclass
+(``dataclass_transform``); ``replace`` is ``dataclasses.replace`` for records.
+What it does not do: inheritance between records, ``field(...)`` specifiers (a default must be
+immutable: it is shared), ``dataclasses.fields()`` (use ``record_fields``).
+
+The compiler's syntax tree and the runtime's records (the provider events, the codec contract)
+are records: importing the runtime then needs neither ``dataclasses`` nor ``inspect``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,14 @@ else:
         return lambda decorated: decorated
 
 
-__all__ = ["frozen_delattr", "frozen_setattr", "is_record", "record", "record_fields"]
+__all__ = [
+    "frozen_delattr",
+    "frozen_setattr",
+    "is_record",
+    "record",
+    "record_fields",
+    "replace",
+]
 
 T = TypeVar("T")
 
@@ -64,9 +75,11 @@ def record(cls: type[T]) -> type[T]:
         for key, value in cls.__dict__.items()
         if key not in defaults and key not in ("__dict__", "__weakref__")
     }
-    methods = _value_methods(names)
-    if "__repr__" in cls.__dict__:  # the class's own (to leave a bulky field out, say)
-        del methods["__repr__"]
+    methods = {
+        key: method  # the class's own methods win (to leave a bulky field out, say)
+        for key, method in _value_methods(names).items()
+        if key not in cls.__dict__
+    }
     namespace.update(
         __slots__=names,
         __match_args__=names,
@@ -141,3 +154,16 @@ def record_fields(value: object) -> tuple[str, ...]:
     """The field names of a record instance or class, in order."""
     fields: tuple[str, ...] = getattr(value, _FIELDS)
     return fields
+
+
+def replace(value: T, **changes: Any) -> T:
+    """A copy of the record (or dataclass) ``value`` with ``changes`` to some of its fields."""
+    if not is_record(value):
+        import dataclasses  # a dataclass: only then is the module needed
+
+        return dataclasses.replace(value, **changes)  # type: ignore[type-var]
+    unknown = set(changes) - set(record_fields(value))
+    if unknown:
+        raise TypeError(f"{type(value).__name__} has no field {sorted(unknown)[0]!r}")
+    kept = {name: getattr(value, name) for name in record_fields(value)}
+    return type(value)(**{**kept, **changes})

@@ -1,4 +1,5 @@
-"""``records.record`` behaves like ``@dataclass(frozen=True, slots=True)`` for the syntax tree."""
+"""``auwgent._records.record`` behaves like ``@dataclass(frozen=True, slots=True)``, for the
+syntax tree and for the runtime's events and contract."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import dataclasses
 
 import pytest
 
+from auwgent._records import is_record, record, record_fields, replace
 from auwgent.compiler import nodes as n
-from auwgent.compiler.records import is_record, record, record_fields
 from auwgent.compiler.source import Span
 
 
@@ -69,3 +70,31 @@ def test_nodes_are_records_with_the_same_methods() -> None:
     assert repr(name) == "Name(text='x', span=Span(start=0, end=1))"
     assert n.Name.__init__.__qualname__ == "Name.__init__"
     assert n.Name.__doc__ and "identifier" in n.Name.__doc__
+
+
+def test_replace_copies_with_changes_records_and_dataclasses() -> None:
+    pair = Pair(1, "a", note="x")
+    assert replace(pair, right="b") == Pair(1, "b", note="x")
+    assert pair == Pair(1, "a", note="x")  # the original is untouched
+    assert replace(DataPair(1, "a"), left=2) == DataPair(2, "a")
+    with pytest.raises(TypeError, match="no field 'middle'"):
+        replace(pair, middle=3)
+
+
+@record
+class ByKey:
+    key: str
+    extra: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ByKey) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def test_methods_the_class_defines_are_kept() -> None:
+    assert ByKey("a", "x") == ByKey("a", "y")
+    assert len({ByKey("a", "x"), ByKey("a", "y")}) == 1
+    assert repr(ByKey("a")) == "ByKey(key='a', extra=None)"
+

@@ -97,4 +97,3 @@ def test_methods_the_class_defines_are_kept() -> None:
     assert ByKey("a", "x") == ByKey("a", "y")
     assert len({ByKey("a", "x"), ByKey("a", "y")}) == 1
     assert repr(ByKey("a")) == "ByKey(key='a', extra=None)"
-

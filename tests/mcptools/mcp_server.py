@@ -78,7 +78,8 @@ def files_server() -> MCPServer:
 
     @server.tool(name="tag-file", description="A name that is not an identifier")
     def tag_file(path: str, tags: list[str] | None = None) -> str:
-        return path
+        _log("tag-file", path=path, tags=tags)
+        return f"{path}: {', '.join(tags or [])}"
 
     return server
 

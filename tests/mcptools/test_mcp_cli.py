@@ -43,7 +43,11 @@ def test_import_writes_declarations_that_compile_and_match(
         '@desc "List the entries of a folder" @mcp(Files)'
     ) in out
     assert 'tool add(a: number, b?: number): number @desc "Add two numbers" @mcp(Files)' in out
-    assert "// left out `tag-file`: its name is not an identifier" in out
+    # A server name that is not an identifier: declared under one made of it.
+    assert (
+        'tool tag_file(path: string, tags?: string[]): string @desc "A name that is not an '
+        'identifier" @mcp(Files, "tag-file")'
+    ) in out
     main_agent = agent_with(out, 'import { Files } from "./servers"\n')
     result = compile_sources(
         {"servers.agent": "export " + stdio_server("Files"), "main.agent": main_agent}
@@ -51,9 +55,10 @@ def test_import_writes_declarations_that_compile_and_match(
     assert result.ok, render_all(result.diagnostics, color=False)
     tools = result.documents["main.agent"]["agents"]["Main"]["tools"]
     assert [t["name"] for t in tools] == [
-        "list_dir", "add", "delete_file", "greet", "broken", "crash", "slow"
+        "list_dir", "add", "delete_file", "greet", "broken", "crash", "slow", "tag_file"
     ]  # fmt: skip
     assert all(t["mcp"] == "Files" for t in tools)
+    assert [t.get("mcpTool") for t in tools if "mcpTool" in t] == ["tag-file"]
     (tmp_path / "main.agent").write_text(main_agent, encoding="utf-8")
     code, out, err = cli(capsys, "check", "--mcp", str(tmp_path))
     assert (code, err) == (0, ""), err
@@ -183,3 +188,20 @@ def test_check_mcp_on_a_project_with_errors_stops_there(
     code, _, err = cli(capsys, "check", "--mcp", str(tmp_path))
     assert code == 1
     assert "error[E2111]: unknown MCP server `Nope`" in err
+
+
+def test_check_mcp_follows_the_servers_own_name_of_a_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``@mcp(Files, "tag-file")``: the declaration is compared with the server's `tag-file`."""
+    source = stdio_server("Files") + HEADER
+    source += '    tool tag(path: string, tags?: string[]): string @mcp(Files, "tag-file")\n'
+    source += '    tool label(path: string): string @mcp(Files, "tag-fil")\n}\n'
+    (tmp_path / "main.agent").write_text(source, encoding="utf-8")
+    code, _, err = cli(capsys, "check", "--mcp", str(tmp_path))
+    assert code == 1
+    shown = [line for line in err.splitlines() if line.startswith(("error", "  = help"))]
+    assert shown == [
+        "error[E2113]: MCP server `Files` has no tool `tag-fil` (any more)",
+        "  = help: did you mean `tag-file`?",
+    ]

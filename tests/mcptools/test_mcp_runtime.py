@@ -40,6 +40,7 @@ agent Main {
     tool crash(): string @mcp(Files)
     tool slow(): string @mcp(Files)
     tool delete_file(path: string): boolean @mcp(Files) @approval
+    tool tag_file(path: string, tags?: string[]): string @mcp(Files, "tag-file")
     tool note(text: string): string
 
     workflow total(a: number): number {
@@ -149,6 +150,21 @@ async def test_calls_go_to_the_stdio_server_with_the_validated_arguments(tmp_pat
     while alive(starts[1]) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not alive(starts[1]), "aclose() must stop the server"
+
+
+async def test_a_tool_goes_to_the_servers_own_name_for_it(tmp_path: Path) -> None:
+    """``@mcp(Files, "tag-file")``: the model calls `tag_file`, the server gets `tag-file`."""
+    log = tmp_path / "calls.jsonl"
+    script = [call("tag_file", path="/a.txt", tags=["x", "y"])]
+    agent = make_agent(
+        stdio_server("Files"), script, {"mcp": {"Files": {"env": {"MCP_LOG": str(log)}}}}
+    )
+    seen = await run(agent)
+    await agent.aclose()
+    assert results(seen) == [("tag_file", "/a.txt: x, y")]
+    assert [(c["tool"], c["args"]) for c in calls(log) if c["tool"]] == [
+        ("tag-file", {"path": "/a.txt", "tags": ["x", "y"]})
+    ]
 
 
 async def test_a_gated_mcp_tool_is_denied_without_an_approver(tmp_path: Path) -> None:

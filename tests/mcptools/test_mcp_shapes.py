@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from auwgent.codegen.python import render_python
-from auwgent.mcp.shapes import canonical, from_json_schema, params_of, returns_of, source_type
+from auwgent.mcp.importer import declaration_text
+from auwgent.mcp.shapes import (
+    canonical,
+    from_json_schema,
+    identifier_for,
+    params_of,
+    returns_of,
+    source_type,
+)
 from auwgent.runtime.mcp import _value
 
 IR = Path(__file__).parents[1] / "data" / "ir" / "mcp_servers" / "main.agent.json"
@@ -125,3 +133,30 @@ def test_generated_tools_class_has_no_mcp_tools() -> None:
     for name in ("list_dir", "delete_file", "compress", "search"):
         assert f"def {name}(" not in code
         assert f'"{name}"' in code  # still a tool name the intents can carry
+
+
+@pytest.mark.parametrize(
+    ("name", "made"),
+    [("tag-file", "tag_file"), ("files.read", "files_read"), ("2fa code", "tool_2fa_code"),
+     ("--x--", "x"), ("émoji-só", "moji_s"), ("***", "")],
+)  # fmt: skip
+def test_identifier_for_a_server_name(name: str, made: str) -> None:
+    assert identifier_for(name) == made
+
+
+def test_import_declares_other_names_under_identifiers_and_never_twice() -> None:
+    def tool(name: str) -> Any:
+        schema = {"type": "object", "properties": {"p": {"type": "string"}}, "required": ["p"]}
+        return SimpleNamespace(name=name, input_schema=schema, output_schema=None, description="")
+
+    text = declaration_text("Files", "servers.agent", [tool("read-file"), tool("read_file")])
+    assert text.splitlines()[2:] == [
+        "// left out `read-file`: its name is not an identifier (`read_file` is taken)",
+        "tool read_file(p: string): string @mcp(Files)",
+    ]
+    text = declaration_text("Files", "servers.agent", [tool("a.b"), tool("a-b"), tool("!")])
+    assert text.splitlines()[2:] == [
+        'tool a_b(p: string): string @mcp(Files, "a.b")',
+        "// left out `a-b`: its name is not an identifier (`a_b` is taken)",
+        "// left out `!`: its name is not an identifier (no identifier can be made of it)",
+    ]

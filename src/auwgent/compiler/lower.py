@@ -581,6 +581,8 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> m.Tool:
     use = n.mcp_of(tool.annotations)
     if use is not None and use.server is not None:
         lowered["mcp"] = use.server.text
+        if use.remote is not None and use.remote.value != tool.name.text:
+            lowered["mcpTool"] = use.remote.value
         named_mcp(low, use.server.text, use.server.span)
     return with_approval(lowered, tool.annotations)
 

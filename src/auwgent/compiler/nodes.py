@@ -184,10 +184,13 @@ class McpAnnotation:
     """``@mcp(Server)``: the tool's calls go to the MCP server declared as ``Server``.
 
     ``server`` is ``None`` when the parentheses were left empty (the checker reports it).
+    ``remote`` is the tool's name on the server, when it is not the declared name
+    (``@mcp(Files, "read-file")``: names that are not identifiers).
     """
 
     server: Name | None
     span: Span
+    remote: StringLit | None = None
 
 
 def mcp_of(annotations: tuple[Annotation, ...]) -> McpAnnotation | None:

@@ -23,7 +23,7 @@ between list entries are optional wherever entries may also be separated by line
     annotation   := "@desc" STRING | "@example" "(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"
                   | "@repeatable"
                   | "@approval" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
-                  | "@mcp" "(" IDENT ")"
+                  | "@mcp" "(" IDENT ["," STRING] ")"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     test         := "test" STRING "{" test_item* "}"
@@ -1056,11 +1056,18 @@ class _Parser:
         return tuple(annotations)
 
     def parse_mcp_annotation(self, at: Span) -> n.McpAnnotation:
-        """``@mcp(Server)``; ``@mcp()`` parses (the checker says what is missing)."""
+        """``@mcp(Server)`` or ``@mcp(Server, "tool-name")``; ``@mcp()`` parses (the checker
+        says what is missing)."""
         self.expect(LPAREN, "`(` and a server name after `@mcp`, e.g. @mcp(Files)")
         server = None if self.at(RPAREN) else self.expect_name("the name of an `mcp` server")
+        remote = None
+        if server is not None and self.at(COMMA):
+            self.pos += 1
+            remote = self.expect_string(
+                'the tool\'s name on the server after the comma, e.g. @mcp(Files, "read-file")'
+            )
         self.expect(RPAREN, "`)` after the server name")
-        return n.McpAnnotation(server, self.since(at))
+        return n.McpAnnotation(server, self.since(at), remote)
 
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""

@@ -344,6 +344,8 @@ class Tool(_Tool, total=False):
     approval: Approval
     #: ``@mcp(Name)``: the server (a key of the document's ``mcp``) that runs this tool.
     mcp: str
+    #: ``@mcp(Name, "tool-name")``: the tool's name on that server, when it is not ``name``.
+    mcpTool: str
 
 
 class McpStdioServer(TypedDict):

@@ -26,6 +26,7 @@ from auwgent.compiler.members import agent_parts
 from auwgent.compiler.source import SourceFile
 from auwgent.mcp.shapes import (
     canonical,
+    identifier_for,
     is_identifier,
     params_of,
     returns_of,
@@ -197,15 +198,24 @@ def declaration_text(server: str, declared_in: str, tools: Sequence[Any]) -> str
         f"// The tools of MCP server {server} (declared in {declared_in}), written by",
         "// `auwgent mcp import`: paste them into an agent, a helper or a workflow.",
     ]
+    # A name that is not an identifier is declared under one derived from it, the server's
+    # own name in @mcp; the server's identifiers come first so that they keep their names.
+    taken = {tool.name for tool in tools if is_identifier(tool.name)}
     for tool in tools:
-        declaration, problem = _declaration(server, tool)
+        local = tool.name
+        if not is_identifier(local):
+            local = identifier_for(local)
+            if not local or local in taken:
+                why = f"`{local}` is taken" if local else "no identifier can be made of it"
+                lines.append(f"// left out `{tool.name}`: its name is not an identifier ({why})")
+                continue
+            taken.add(local)
+        declaration, problem = _declaration(server, tool, local)
         lines.append(declaration if problem is None else f"// left out `{tool.name}`: {problem}")
     return "\n".join(lines) + "\n"
 
 
-def _declaration(server: str, tool: Any) -> tuple[str, str | None]:
-    if not is_identifier(tool.name):
-        return "", "its name is not an identifier the language accepts"
+def _declaration(server: str, tool: Any, local: str) -> tuple[str, str | None]:
     params = params_of(tool.input_schema)
     if params is None:
         return "", "a parameter has a type the language cannot express"
@@ -213,11 +223,12 @@ def _declaration(server: str, tool: Any) -> tuple[str, str | None]:
         if not is_identifier(param["name"]):
             return "", f"parameter {param['name']!r} is not an identifier the language accepts"
     returns = returns_of(tool.output_schema) or {"kind": "string"}
-    signature = f"tool {tool.name}({', '.join(source_field(p) for p in params)}): "
+    signature = f"tool {local}({', '.join(source_field(p) for p in params)}): "
     signature += source_type(returns)
     if tool.description:
         signature += f" @desc {source_string(tool.description)}"
-    return f"{signature} @mcp({server})", None
+    remote = "" if local == tool.name else f", {source_string(tool.name)}"
+    return f"{signature} @mcp({server}{remote})", None
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +295,8 @@ def _tool_drift(
     from auwgent.compiler.lower import lower_tool_in
 
     source = project.source(path)
-    name = tool.name.text
+    use = n.mcp_of(tool.annotations)
+    name = use.remote.value if use is not None and use.remote is not None else tool.name.text
     remote = next((t for t in offered if t.name == name), None)
     if remote is None:
         names = sorted(t.name for t in offered)

@@ -202,3 +202,12 @@ def source_string(text: str) -> str:
 def is_identifier(name: str) -> bool:
     """Whether ``name`` can be a tool or parameter name in ``.agent`` source."""
     return name.isascii() and name.replace("_", "a").isalnum() and not name[0].isdigit()
+
+
+def identifier_for(name: str) -> str:
+    """An identifier for the tool name ``name``: each run of other characters (``-``, ``.``,
+    ``/``, spaces) becomes ``_``; ``tool_`` goes before a leading digit; ``""`` when nothing
+    of it is ASCII letters or digits."""
+    words = "".join(c if c.isascii() and c.isalnum() else " " for c in name).split()
+    joined = "_".join(words)
+    return f"tool_{joined}" if joined[:1].isdigit() else joined

@@ -133,9 +133,10 @@ class McpServers:
 
     def _caller(self, name: str, tool: Mapping[str, Any]) -> Callable[..., Awaitable[Any]]:
         server, returns = str(tool["mcp"]), tool["returns"]
+        remote = str(tool.get("mcpTool") or name)  # the server's own name for it
 
         async def call(**args: Any) -> Any:
-            return await self.call(server, name, args, returns)
+            return await self.call(server, remote, args, returns)
 
         return call
 

@@ -94,7 +94,8 @@ def _server_value(cx: Context, entry: n.ConfigEntry) -> None:
 
 
 def check_mcp_use(cx: Context, annotations: tuple[n.Annotation, ...], what: str) -> None:
-    """``@mcp(Name)`` on a tool: once, naming a declared ``mcp`` server."""
+    """``@mcp(Name)`` or ``@mcp(Name, "tool-name")`` on a tool: once, naming a declared
+    ``mcp`` server, and a tool name that is not empty."""
     uses = [a for a in annotations if isinstance(a, n.McpAnnotation)]
     for extra in uses[1:]:
         cx.report(
@@ -116,6 +117,15 @@ def check_mcp_use(cx: Context, annotations: tuple[n.Annotation, ...], what: str)
         )
         return
     cx.lookup_kind(server.text, server.span, "mcp")
+    remote = uses[0].remote
+    if remote is not None and not remote.value.strip():
+        cx.report(
+            "E2112",
+            "the tool's name on the MCP server is empty",
+            uses[0].span,
+            help=f'write `@mcp({server.text}, "tool-name")` with the name the server lists, '
+            f"or `@mcp({server.text})` when it is the declared name",
+        )
 
 
 def _plain_string(term: n.ConfigTerm | None) -> str:

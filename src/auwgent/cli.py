@@ -79,12 +79,16 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="also connect to the MCP servers and report @mcp tools that no longer match them",
     )
+    _add_mcp_config(parser)
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.mcp:
             from auwgent.mcp.importer import run_check_mcp
 
-            return run_check_mcp(args.path, out=out, err=err)
+            return run_check_mcp(args.path, out=out, err=err, mcp_config=args.mcp_config)
+        if args.mcp_config is not None:
+            print("error: --mcp-config goes with --mcp (plain check starts no server)", file=err)
+            return EXIT_USAGE
         return run_check(args.path, out=out, err=err, jobs=args.jobs)
 
     parser.set_defaults(run=run)
@@ -180,6 +184,16 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=run)
 
 
+def _add_mcp_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help="the servers' secrets: a JSON file shaped like the runtime config's \"mcp\" "
+        '(e.g. {"Search": {"headers": {"Authorization": "Bearer ..."}}})',
+    )
+
+
 def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "mcp",
@@ -204,6 +218,7 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     importing.add_argument("--only", metavar="A,B", help="only these tools (comma-separated names)")
     importing.add_argument("--out", type=Path, metavar="FILE", help="write to FILE, not stdout")
+    _add_mcp_config(importing)
 
     def run_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent.mcp.importer import run_import
@@ -211,7 +226,15 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         only = (
             [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
         )
-        return run_import(args.path, args.server, only=only, out_file=args.out, out=out, err=err)
+        return run_import(
+            args.path,
+            args.server,
+            only=only,
+            out_file=args.out,
+            out=out,
+            err=err,
+            mcp_config=args.mcp_config,
+        )
 
     importing.set_defaults(run=run_import)
     serving = actions.add_parser(

@@ -3,6 +3,7 @@ the real test server."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,41 @@ def test_check_mcp_follows_the_servers_own_name_of_a_tool(
         "error[E2113]: MCP server `Files` has no tool `tag-fil` (any more)",
         "  = help: did you mean `tag-file`?",
     ]
+
+
+def test_mcp_config_gives_the_servers_secrets_to_import_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--mcp-config FILE``: the runtime config's ``"mcp"`` shape; its env reaches the server."""
+    log = tmp_path / "calls.jsonl"
+    secrets = tmp_path / "secrets.json"
+    secrets.write_text(json.dumps({"Files": {"env": {"MCP_LOG": str(log)}}}), encoding="utf-8")
+    source = (
+        stdio_server("Files") + HEADER + "    tool greet(name: string): string @mcp(Files)\n}\n"
+    )
+    (tmp_path / "main.agent").write_text(source, encoding="utf-8")
+    code, out, err = cli(
+        capsys, "mcp", "import", "Files", "--project", str(tmp_path), "--mcp-config", str(secrets)
+    )
+    assert (code, err) == (0, "")
+    assert "tool greet(" in out
+    code, out, err = cli(capsys, "check", "--mcp", str(tmp_path), "--mcp-config", str(secrets))
+    assert (code, err) == (0, ""), err
+    assert len([c for c in calls(log) if c["tool"] is None]) == 2  # each command started it
+
+    secrets.write_text(json.dumps({"Files": {"headers": {"A": "b"}}}), encoding="utf-8")
+    code, _, err = cli(capsys, "check", "--mcp", str(tmp_path), "--mcp-config", str(secrets))
+    assert code == 2
+    assert err == (
+        f"error: --mcp-config {secrets}: mcp.Files.headers: the server is launched by command; "
+        "use env instead\n"
+    )
+    secrets.write_text(json.dumps({"Filez": {}}), encoding="utf-8")
+    code, _, err = cli(capsys, "mcp", "import", "Files", "--project", str(tmp_path),
+                       "--mcp-config", str(secrets))  # fmt: skip
+    assert code == 2 and "mcp.Filez: no MCP server named 'Filez' is declared" in err
+    code, _, err = cli(capsys, "check", str(tmp_path), "--mcp-config", str(secrets))
+    assert (code, err) == (
+        2,
+        "error: --mcp-config goes with --mcp (plain check starts no server)\n",
+    )

@@ -10,6 +10,10 @@ or ``url``, the SDK's default environment) and list their tools, each server giv
 prints one ``tool`` declaration per tool; ``check --mcp`` reports every ``@mcp`` tool that no
 longer matches its server as ``E2113`` at the declaration, in the format of every other
 diagnostic. Plain ``auwgent check`` never starts a server.
+
+A server that needs a secret even to list its tools gets it from ``--mcp-config FILE``: a JSON
+file holding what the runtime config's ``"mcp"`` key holds (``env`` and ``headers`` per server),
+checked by the same rules.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from auwgent.compiler import nodes as n
 from auwgent.compiler.diagnostics import Diagnostic, did_you_mean, error, listing
 from auwgent.compiler.members import agent_parts
 from auwgent.compiler.source import SourceFile
+from auwgent.errors import ConfigError
 from auwgent.mcp.shapes import (
     canonical,
     identifier_for,
@@ -66,6 +71,10 @@ class _Project:
                 if isinstance(decl, n.McpDecl):
                     self.servers.setdefault(decl.name.text, (path, decl))
 
+    def declarations(self) -> dict[str, n.McpDecl]:
+        """Every declared server by name."""
+        return {name: decl for name, (_, decl) in self.servers.items()}
+
     def source(self, path: str) -> SourceFile:
         return self.graph.scope(path).module.source
 
@@ -92,7 +101,6 @@ def _compile(path: Path, err: TextIO) -> tuple[_Project | None, int]:
     """The checked project, or ``None`` and the exit code once the problem is reported."""
     from auwgent.compiler.diagnostics import render_all, use_color
     from auwgent.console import check_project
-    from auwgent.errors import ConfigError
     from auwgent.project import load_project
 
     if not _sdk_installed():
@@ -111,16 +119,45 @@ def _compile(path: Path, err: TextIO) -> tuple[_Project | None, int]:
     return _Project(result), EXIT_OK
 
 
-def _list_tools(servers: Mapping[str, n.McpDecl]) -> dict[str, list[Any] | str]:
+def load_mcp_config(file: Path | None, servers: Mapping[str, n.McpDecl]) -> dict[str, Any]:
+    """``--mcp-config FILE``: each declared server's ``ServerOptions`` (``env``, ``headers``),
+    listing given ``LIST_TIMEOUT``. Raises ``ConfigError`` naming the file and the key path."""
+    import json
+
+    from auwgent.compiler.lower import lower_mcp_server
+    from auwgent.runtime.mcp import ServerOptions, parse_mcp_options
+
+    value = None
+    if file is not None:
+        try:
+            value = json.loads(file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"--mcp-config: cannot read {file}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"--mcp-config: {file} is not JSON: {exc}") from None
+    specs = {name: lower_mcp_server(decl) for name, decl in servers.items()}
+    try:
+        parsed = parse_mcp_options(value, specs)
+    except ConfigError as exc:
+        raise ConfigError(f"--mcp-config {file}: {exc}") from None
+    return {
+        name: ServerOptions(found.env, found.headers, LIST_TIMEOUT)
+        for name, found in parsed.items()
+    }
+
+
+def _list_tools(
+    servers: Mapping[str, n.McpDecl], options: Mapping[str, Any]
+) -> dict[str, list[Any] | str]:
     """Each server's tools (keyed as given), or the message saying why they could not be
-    listed (without the server's name)."""
+    listed (without the server's name). ``options`` are by server name."""
     from auwgent.compiler.lower import lower_mcp_server
     from auwgent.errors import McpError
-    from auwgent.runtime.mcp import McpConnection, ServerOptions
+    from auwgent.runtime.mcp import McpConnection
 
     async def one(decl: n.McpDecl) -> list[Any] | str:
-        options = ServerOptions(timeout=LIST_TIMEOUT)
-        connection = McpConnection(decl.name.text, lower_mcp_server(decl), options)
+        name = decl.name.text
+        connection = McpConnection(name, lower_mcp_server(decl), options[name])
         try:
             return await connection.list_tools()
         except McpError as exc:
@@ -152,8 +189,9 @@ def run_import(
     out_file: Path | None,
     out: TextIO,
     err: TextIO,
+    mcp_config: Path | None = None,
 ) -> int:
-    """``auwgent mcp import SERVER [--only a,b] [--out FILE]``."""
+    """``auwgent mcp import SERVER [--only a,b] [--out FILE] [--mcp-config FILE]``."""
     project, code = _compile(path, err)
     if project is None:
         return code
@@ -163,7 +201,12 @@ def run_import(
         hint = did_you_mean(server, project.servers) or f"the project declares: {known}"
         print(f"error: no `mcp {server} {{ ... }}` is declared in {path}; {hint}", file=err)
         return EXIT_USAGE
-    listed = _list_tools({server: found[1]})[server]
+    try:
+        options = load_mcp_config(mcp_config, project.declarations())
+    except ConfigError as exc:
+        print(f"error: {exc}", file=err)
+        return EXIT_USAGE
+    listed = _list_tools({server: found[1]}, options)[server]
     if isinstance(listed, str):
         print(f"error: MCP server {server}: {listed}", file=err)
         return EXIT_USAGE
@@ -235,8 +278,9 @@ def _declaration(server: str, tool: Any, local: str) -> tuple[str, str | None]:
 # auwgent check --mcp
 
 
-def run_check_mcp(path: Path, *, out: TextIO, err: TextIO) -> int:
-    """``auwgent check --mcp``: the project's diagnostics plus its ``@mcp`` tools' drift."""
+def run_check_mcp(path: Path, *, out: TextIO, err: TextIO, mcp_config: Path | None = None) -> int:
+    """``auwgent check --mcp [--mcp-config FILE]``: the project's diagnostics plus its ``@mcp``
+    tools' drift."""
     from auwgent.compiler.diagnostics import render_all, sort_key, use_color
     from auwgent.compiler.pipeline import CompileResult
     from auwgent.console import summary
@@ -245,7 +289,12 @@ def run_check_mcp(path: Path, *, out: TextIO, err: TextIO) -> int:
     project, code = _compile(path, err)
     if project is None:
         return code
-    drift = drift_diagnostics(project)
+    try:
+        options = load_mcp_config(mcp_config, project.declarations())
+    except ConfigError as exc:
+        print(f"error: {exc}", file=err)
+        return EXIT_USAGE
+    drift = drift_diagnostics(project, options)
     result = project.result
     diagnostics = tuple(sorted((*result.diagnostics, *drift), key=sort_key))
     report = CompileResult(result.documents, diagnostics, result.files, result.agents)
@@ -256,7 +305,7 @@ def run_check_mcp(path: Path, *, out: TextIO, err: TextIO) -> int:
     return EXIT_OK if report.ok else EXIT_ERRORS
 
 
-def drift_diagnostics(project: _Project) -> list[Diagnostic]:
+def drift_diagnostics(project: _Project, options: Mapping[str, Any]) -> list[Diagnostic]:
     """E2113 for every ``@mcp`` tool that its server contradicts (and every unreachable server)."""
     uses = list(project.mcp_tools())
     by_key: dict[str, n.McpDecl] = {}  # "file::name" -> the declaration, each server once
@@ -264,7 +313,7 @@ def drift_diagnostics(project: _Project) -> list[Diagnostic]:
         found = project.server_spec(name, path)
         if found is not None:
             by_key.setdefault(f"{found[0]}::{name}", found[1])
-    listed = _list_tools(by_key)
+    listed = _list_tools(by_key, options)
     diags: list[Diagnostic] = []
     for key, tools in listed.items():
         if isinstance(tools, str):

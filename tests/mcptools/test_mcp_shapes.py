@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from auwgent.codegen.python import render_python
+from auwgent.codegen.typescript import render_typescript
 from auwgent.mcp.importer import declaration_text
 from auwgent.mcp.shapes import (
     canonical,
@@ -130,9 +131,13 @@ def test_generated_tools_class_has_no_mcp_tools() -> None:
     doc = json.loads(IR.read_text(encoding="utf-8"))
     code = render_python(doc)
     assert "def note(" in code
-    for name in ("list_dir", "delete_file", "compress", "search"):
+    for name in ("list_dir", "delete_file", "compress", "search", "tag_file"):
         assert f"def {name}(" not in code
         assert f'"{name}"' in code  # still a tool name the intents can carry
+    # The TypeScript bindings likewise: no function to implement for an @mcp tool.
+    tools = render_typescript(doc).split("export interface AuwgentTools {")[1].split("\n}")[0]
+    assert "note?: (args:" in tools
+    assert not any(f"{name}?:" in tools for name in ("list_dir", "delete_file", "tag_file"))
 
 
 @pytest.mark.parametrize(

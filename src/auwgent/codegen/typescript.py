@@ -341,7 +341,7 @@ class _Emitter:
         with w.indent():
             done: set[str] = set()
             for tool, where in p.tools():
-                if tool["name"] in done:
+                if tool["name"] in done or "mcp" in tool:  # an @mcp tool runs on its server
                     continue
                 done.add(tool["name"])
                 ret = ts_type(tool["returns"])

@@ -184,7 +184,7 @@ function delayFor(policy: RetryPolicy, retry: number, after: number | null): num
 const sleep = (seconds: number) => new Promise((r) => setTimeout(r, seconds * 1000));
 
 function retryable(status: number): boolean {
-  return status === 429 || status === 408 || status >= 500;
+  return status === 429 || status >= 500; // as the Python runtime
 }
 
 /** POST `body` as JSON; retried as the policy says. Returns a response with a 2xx status. */

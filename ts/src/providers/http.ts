@@ -292,6 +292,7 @@ class Body {
   private reader: ReadableStreamDefaultReader<Uint8Array>;
   private limit: number;
   private left: number;
+  private ended = false;
   private readonly stop = () => void this.reader.cancel().catch(() => undefined);
 
   constructor(
@@ -326,14 +327,20 @@ class Body {
       if (atDeadline) throw pastDeadline(s);
       throw new ProviderError(s.provider, `stream stalled: no data for ${g(limit / 1000)}s (idle timeout)`);
     }
-    if (chunk.done) return null;
+    if (chunk.done) {
+      this.ended = true;
+      return null;
+    }
     if ((this.left -= chunk.value.byteLength) < 0) throw tooLarge(s, "the response", s.limits.responseBytes, "limits.responseBytes");
     return chunk.value;
   }
 
-  /** The end of the body (read to its end or not): the reader and the call's timer let go. */
+  /** The end of the body: the call's timer and the reader let go, and a body left before its
+   * end (a size cap, a bad event, a consumer that stopped) cancelled, which frees its
+   * connection. */
   close(): void {
     this.s.watch.close();
+    if (!this.ended) this.stop();
     this.reader.releaseLock();
   }
 }

@@ -403,7 +403,9 @@ export class Run {
     await this.fail(error, agentName, "", false, message, { handler: who, intent: name, traceback });
   }
 
-  async emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string, rnd: Round): Promise<void> {
+  /** A partial intent to the sink, then to partial handlers and middleware; returns a promise
+   * only when some of those are there to wait for (a promise per streamed chunk costs). */
+  emitPartial(event: Extract<DecodeEvent, { type: "partial" }>, agentName: string, rnd: Round): Promise<void> | void {
     if (this.cancelled) return;
     const name = event.kind === "custom" && event.name ? event.name : event.kind;
     const value: Record<string, any> = {
@@ -416,6 +418,10 @@ export class Run {
     };
     if (event.delta !== undefined) value.delta = event.delta;
     if (this.sink) this.sink(name, value, agentName, true);
+    if (this.core.middleware.hasPartial || this.core.partialHandlers.length) return this.partialHooks(event, name, value, agentName, rnd);
+  }
+
+  private async partialHooks(event: Extract<DecodeEvent, { type: "partial" }>, name: string, value: Record<string, any>, agentName: string, rnd: Round): Promise<void> {
     const failures: HookFailure[] = [];
     if (this.core.middleware.hasPartial) {
       this.ctx.activeAgent = agentName;
@@ -585,7 +591,10 @@ export class Run {
           this.contentPart(inv, event);
           continue;
         }
-        for (const decoded of decoder.feed(event)) await this.decoded(inv, contract, rnd, decoded);
+        for (const decoded of decoder.feed(event)) {
+          const pending = this.decoded(inv, contract, rnd, decoded);
+          if (pending) await pending;
+        }
       }
       await this.close(inv, contract, rnd, decoder.close());
     } catch (error) {
@@ -673,13 +682,18 @@ export class Run {
     }
   }
 
-  private async decoded(inv: Invocation, contract: Contract, rnd: Round, event: DecodeEvent): Promise<void> {
-    const structured = contract.output.kind !== "text";
+  /** One decoded event; a promise only when there is something to wait for (see emitPartial). */
+  private decoded(inv: Invocation, contract: Contract, rnd: Round, event: DecodeEvent): Promise<void> | void {
     if (event.type === "partial") {
-      if (structured && event.kind === "response_text") return;
-      if (this.core.wantsPartials || this.sink !== null) await this.emitPartial(event, inv.name, rnd);
+      if (contract.output.kind !== "text" && event.kind === "response_text") return;
+      if (this.core.wantsPartials || this.sink !== null) return this.emitPartial(event, inv.name, rnd);
       return;
     }
+    return this.finalEvent(inv, contract, rnd, event);
+  }
+
+  private async finalEvent(inv: Invocation, contract: Contract, rnd: Round, event: Exclude<DecodeEvent, { type: "partial" }>): Promise<void> {
+    const structured = contract.output.kind !== "text";
     if (event.type === "rejected") return this.rejected(inv, rnd, event);
     const kind = event.kind;
     if (kind in CALL_KINDS) {

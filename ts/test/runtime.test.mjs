@@ -105,7 +105,7 @@ test("a stream that stalls longer than timeouts.idle fails the run with a clear 
   await agent.run("hi");
   await fakes.stop();
   assert.ok(Date.now() - started < 2500);
-  assert.match(intents.at(-1)[1].message, /OpenAI API error: the stream stalled for more than 0\.3 s/);
+  assert.match(intents.at(-1)[1].message, /OpenAI API error: stream stalled: no data for 0\.3s \(idle timeout\)/);
 });
 
 test("named configs: run({config}) and useConfig switch model and prompt", async () => {

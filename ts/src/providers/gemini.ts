@@ -5,7 +5,7 @@ import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field, MADE_ID_PREFIX, MadeIds } from "./shape.js";
-import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
+import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpConfig, type HttpSettings } from "./http.js";
 
 export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
 // Where each option goes in a generateContent request (as the Python runtime's gemini_options):
@@ -257,7 +257,7 @@ export class GeminiProvider implements Provider {
     public name: string,
     baseUrl: string,
     private apiKey: string | null,
-    private http: Omit<HttpSettings, "provider" | "secret" | "deadline" | "whole">,
+    private http: HttpConfig,
   ) {
     const base = baseUrl.replace(/\/+$/, "");
     this.baseUrl = base.endsWith("/v1beta") || base.endsWith("/v1") ? base : `${base}/v1beta`;

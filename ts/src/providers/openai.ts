@@ -4,7 +4,7 @@ import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field, MadeIds } from "./shape.js";
-import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpSettings } from "./http.js";
+import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpConfig, type HttpSettings } from "./http.js";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 const OWNED = new Set(["model", "messages", "stream"]);
@@ -189,7 +189,7 @@ export class OpenAIProvider implements Provider {
     public name: string,
     baseUrl: string,
     private apiKey: string | null,
-    private http: Omit<HttpSettings, "provider" | "secret" | "deadline" | "whole">,
+    private http: HttpConfig,
     private strict = true,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");

@@ -6,10 +6,11 @@ The model answers in plain text made of blocks (``[kind: Name]`` ... ``[/kind]``
 
 The decoder is a small state machine over the characters of the stream. Outside a block it
 only watches line starts for a header; inside a block it only looks for the block's closer, so
-each character is examined a bounded number of times. Partial snapshots are rebuilt from the
-block's body, which costs time proportional to the body; a :class:`PartialBudget` spaces them
-out as a block grows so that their total cost stays linear in the stream (small blocks get a
-partial after every chunk).
+each character is examined a bounded number of times. A JSON body's partial snapshots are
+built incrementally (:class:`~auwgent.runtime.protocol.values.JsonSnapshot`); other bodies
+are read whole, which costs time proportional to the body. A :class:`PartialBudget` decides
+when a partial comes: after every chunk while the block is small, at least every 4 KB however
+large it grows, and whole reads spaced so that their total cost stays linear in the stream.
 """
 
 from __future__ import annotations
@@ -107,11 +108,13 @@ class PartialBudget:
 
     def allow(self, size: int, consumed: int) -> bool:
         """Whether a partial is built now (``size`` is spent when it is within budget)."""
-        self.fresh = self.spent + size <= self.factor * consumed + self.floor
-        if self.fresh:
+        if self.spent + size <= self.factor * consumed + self.floor:
             self.spent += size
+            self.fresh = True
         elif consumed - self.last < self.every:
             return False
+        else:
+            self.fresh = False
         self.last = consumed
         return True
 

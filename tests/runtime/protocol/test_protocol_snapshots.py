@@ -249,3 +249,18 @@ def test_line_bodies_keep_the_cadence_with_the_last_snapshot() -> None:
     assert longest_gap([e.raw for e in partials], len(body) + 1) <= 8192
     final = (events + decoder.close())[-1]
     assert isinstance(final, FinalEvent) and final.payload["response"]["count"] == 3
+
+
+def test_native_structured_answer_partial_every_8_kb() -> None:
+    body = big_body()
+    decoder = NativeCodec().decoder(SCHEMA)
+    events = []
+    for i in range(0, len(body), 64):
+        events += decoder.feed(TextDelta(body[i : i + 64]))
+    events += decoder.close()
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    assert longest_gap([e.raw for e in partials], len(body)) <= 8192
+    shown = partials[-1].snapshot["response"]["items"]
+    assert len(shown) > 4900 and shown[:-1] == json.loads(body)["items"][: len(shown) - 1]
+    final = events[-1]
+    assert isinstance(final, FinalEvent) and final.payload["response"] == json.loads(body)

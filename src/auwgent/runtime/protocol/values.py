@@ -227,6 +227,7 @@ def loads_loose(text: str, *, partial: bool = False) -> Any:
 
 
 _STRING_BODY = re.compile(r'[^"\\]*')
+_STRUCTURAL = re.compile(r'["{}\[\],:]')
 
 
 class JsonPrefix:
@@ -255,6 +256,10 @@ class JsonPrefix:
             if self._in_string:
                 i = self._string(piece, i, base)
                 continue
+            structural = _STRUCTURAL.search(piece, i)  # skip what changes nothing
+            if structural is None:
+                break
+            i = structural.start()
             char = piece[i]
             i += 1
             if char == '"':

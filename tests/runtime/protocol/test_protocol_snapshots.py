@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from protocol_contracts import STRING, fld
 
-from auwgent.runtime.protocol import BlocksCodec, NativeCodec
+from auwgent.runtime.protocol import BlocksCodec, NativeCodec, values
 from auwgent.runtime.protocol.contract import CallableSpec, Contract, FinalEvent, PartialEvent
 from auwgent.runtime.protocol.values import (
     BodyError,
@@ -264,3 +264,42 @@ def test_native_structured_answer_partial_every_8_kb() -> None:
     assert len(shown) > 4900 and shown[:-1] == json.loads(body)["items"][: len(shown) - 1]
     final = events[-1]
     assert isinstance(final, FinalEvent) and final.payload["response"] == json.loads(body)
+
+
+@settings(max_examples=150, deadline=None)
+@given(documents, st.randoms(use_true_random=False))
+def test_values_kept_as_parsed_read_as_the_general_reader_does(
+    doc: dict[str, Any], rng: random.Random
+) -> None:
+    """The shortcut for values already aligned gives what aligning and coercing them gives,
+    finals (with their repairs and errors) and partials alike."""
+    text = json.dumps(doc)
+    cut = rng.randint(0, len(text))
+
+    def read(prefix: str) -> Any:
+        repairs: list[dict[str, str]] = []
+        try:
+            final: Any = parse_body(prefix, FIELDS, TYPES, repairs=repairs)
+        except BodyError as error:
+            final = str(error)
+        return final, repairs, whole(prefix[:cut])
+
+    fast = read(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(values._Reader, "plain", lambda self, type_: values._never)
+        assert read(text) == fast
+
+
+@pytest.mark.parametrize("text", ALL)
+def test_listed_bodies_read_as_the_general_reader_does(text: str) -> None:
+    def read() -> Any:
+        repairs: list[dict[str, str]] = []
+        try:
+            return parse_body(text, FIELDS, TYPES, repairs=repairs), repairs
+        except BodyError as error:
+            return str(error)
+
+    fast = read()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(values._Reader, "plain", lambda self, type_: values._never)
+        assert read() == fast

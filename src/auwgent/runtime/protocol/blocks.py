@@ -6,10 +6,11 @@ The model answers in plain text made of blocks (``[kind: Name]`` ... ``[/kind]``
 
 The decoder is a small state machine over the characters of the stream. Outside a block it
 only watches line starts for a header; inside a block it only looks for the block's closer, so
-each character is examined a bounded number of times. Partial snapshots are rebuilt from the
-block's body, which costs time proportional to the body; a :class:`PartialBudget` spaces them
-out as a block grows so that their total cost stays linear in the stream (small blocks get a
-partial after every chunk).
+each character is examined a bounded number of times. A JSON body's partial snapshots are
+built incrementally (:class:`~auwgent.runtime.protocol.values.JsonSnapshot`); other bodies
+are read whole, which costs time proportional to the body. A :class:`PartialBudget` decides
+when a partial comes: after every chunk while the block is small, at least every 4 KB however
+large it grows, and whole reads spaced so that their total cost stays linear in the stream.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.protocol.values import (
     BodyError,
-    JsonPrefix,
+    JsonSnapshot,
     Repair,
+    Stale,
     embedded_object,
     looks_structured,
     parse_body,
@@ -85,23 +87,35 @@ _NEXT_HEADER_PREFIX = re.compile(r"\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?")
 
 @dataclass(slots=True)
 class PartialBudget:
-    """Decides whether a partial snapshot may be built now.
+    """Decides whether a partial snapshot is built now.
 
-    A snapshot of a block of ``size`` characters costs about ``size``. One is allowed while the
-    total spent on this block stays within ``factor`` times the characters consumed plus a
-    fixed ``floor``: small blocks get one per chunk, large ones at geometrically spaced sizes,
-    and the total stays linear in the stream.
+    Rebuilding a snapshot from the whole body costs about its ``size``. That is *within budget*
+    while the total spent on this block stays within ``factor`` times the characters consumed
+    plus a fixed ``floor``: small blocks get one per chunk, large ones at geometrically spaced
+    sizes, and the total stays linear in the stream. Beside that, a partial is *due* once
+    ``every`` characters arrived since the last one, whatever the budget: a structured
+    snapshot is then built incrementally where the body allows (see
+    :class:`~auwgent.runtime.protocol.values.JsonSnapshot`), and otherwise the last one is
+    shown again. ``fresh`` says which of the two the last allowed partial was.
     """
 
     factor: int
     floor: int
+    every: int = 4096
     spent: int = 0
+    last: int = 0  # characters consumed at the last partial
+    fresh: bool = True
 
     def allow(self, size: int, consumed: int) -> bool:
-        """Spend ``size`` on a snapshot if the budget for ``consumed`` characters allows."""
-        if self.spent + size > self.factor * consumed + self.floor:
+        """Whether a partial is built now (``size`` is spent when it is within budget)."""
+        if self.spent + size <= self.factor * consumed + self.floor:
+            self.spent += size
+            self.fresh = True
+        elif consumed - self.last < self.every:
             return False
-        self.spent += size
+        else:
+            self.fresh = False
+        self.last = consumed
         return True
 
 
@@ -111,7 +125,8 @@ def text_budget() -> PartialBudget:
 
 
 def structured_budget() -> PartialBudget:
-    """Structured snapshots re-parse the body: dearer, so they thin out sooner."""
+    """Structured snapshots read whole re-parse the body: dearer, so they thin out sooner
+    (JSON bodies are read incrementally and keep the 4 KB cadence)."""
     return PartialBudget(factor=2, floor=1 << 16)
 
 
@@ -187,7 +202,7 @@ class _Block:
     pending: str = ""  # a possible closer (or next header) still arriving
     line_start: bool = False  # the body so far ends at the start of a line
     text: TextStream | None = None
-    json: JsonPrefix = field(default_factory=JsonPrefix)  # for partials of JSON bodies
+    json: JsonSnapshot = field(default_factory=JsonSnapshot)  # for partials of JSON bodies
     budget: PartialBudget = field(default_factory=structured_budget)
     dirty: bool = True  # something new since the last partial
     snapshot: Mapping[str, Any] = field(default_factory=dict)
@@ -510,8 +525,6 @@ class BlocksDecoder:
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)
-        elif self._want_partials:  # the JSON tracker only serves partial snapshots
-            block.json.feed(piece)
 
     def _finish(self, block: _Block, closer: str) -> None:
         """Finish ``block``; an empty ``closer`` means it never came (end of stream, or the
@@ -569,9 +582,10 @@ class BlocksDecoder:
         if not block.budget.allow(block.size, block.size):
             return
         body = block.body()
+        block.json.fresh = block.budget.fresh
         try:
             block.snapshot = _payload(target, body, self.contract, partial=block.json)
-        except (BodyError, KeyError):
+        except (BodyError, KeyError, Stale):
             pass  # keep the previous snapshot; the final will say what is wrong
         self._events.append(
             PartialEvent(target.kind, target.name, block.segment, block.snapshot, body)
@@ -668,10 +682,10 @@ def _payload(
     body: str,
     contract: Contract,
     *,
-    partial: JsonPrefix | None,
+    partial: JsonSnapshot | None,
     repairs: list[Repair] | None = None,
 ) -> dict[str, Any]:
-    """The payload of a block; ``partial`` is the body's JSON tracker while it streams."""
+    """The payload of a block; ``partial`` is the body's snapshot builder while it streams."""
     types = contract.types
     streaming = partial is not None
     if target.kind == "response_text":
@@ -679,12 +693,12 @@ def _payload(
     if target.kind == "response_schema":
         assert target.type_ is not None
         response = parse_value(
-            body, target.type_, types, partial=streaming, json_prefix=partial, repairs=repairs
+            body, target.type_, types, partial=streaming, stream=partial, repairs=repairs
         )
         return {"type": target.name, "response": response}
     if target.kind == "custom":
         return parse_body(
-            body, target.fields, types, partial=streaming, json_prefix=partial, repairs=repairs
+            body, target.fields, types, partial=streaming, stream=partial, repairs=repairs
         )
     return {"type": target.name, "args": _args(target, body, contract, partial, repairs)}
 
@@ -693,7 +707,7 @@ def _args(
     target: _Target,
     body: str,
     contract: Contract,
-    partial: JsonPrefix | None,
+    partial: JsonSnapshot | None,
     repairs: list[Repair] | None,
 ) -> dict[str, Any]:
     """Call arguments. A lone string parameter takes the whole body as its value only when
@@ -714,7 +728,7 @@ def _args(
             target.fields,
             contract.types,
             partial=streaming,
-            json_prefix=partial,
+            stream=partial,
             repairs=repairs,
         )
     hint = f"write `{single}: <value>` (or, for text, a body whose first line is not `name: ...`)"
@@ -724,7 +738,7 @@ def _args(
             target.fields,
             contract.types,
             partial=streaming,
-            json_prefix=partial,
+            stream=partial,
             repairs=repairs,
         )
     except BodyError as error:

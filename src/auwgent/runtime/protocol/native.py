@@ -37,8 +37,9 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.protocol.values import (
     BodyError,
-    JsonPrefix,
+    JsonSnapshot,
     Repair,
+    Stale,
     embedded_object,
     object_type,
     parse_body,
@@ -142,7 +143,7 @@ class _Call:
     dirty: bool = True
     budget: PartialBudget = field(default_factory=structured_budget)
     snapshot: Mapping[str, Any] = field(default_factory=dict)
-    json: JsonPrefix = field(default_factory=JsonPrefix)
+    json: JsonSnapshot = field(default_factory=JsonSnapshot)
 
     def arguments(self) -> str:
         joined = "".join(self.parts)
@@ -180,8 +181,9 @@ class NativeDecoder:
         self._text_parts: list[str] = []
         self._text_size = 0
         self._text_budget = text_budget()
-        self._text_json = JsonPrefix()
+        self._text_json = JsonSnapshot()
         self._schema_budget = structured_budget()
+        self._schema_snapshot: Mapping[str, Any] | None = None
         self._events: list[DecodeEvent] = []
 
     def feed(self, event: StreamEvent) -> list[DecodeEvent]:
@@ -213,8 +215,6 @@ class NativeDecoder:
             call.parts.append(delta.arguments)
             call.size += len(delta.arguments)
             call.dirty = True
-            if self._partials:  # the tracker only serves partial snapshots
-                call.json.feed(delta.arguments)
         # A call is final only when the stream ends (close): fragments may still follow its
         # first balanced `}` (a duplicate key, trailing text), and how the provider cut the
         # arguments into fragments must not change what runs.
@@ -226,9 +226,10 @@ class NativeDecoder:
         if target is None or not call.dirty or not call.budget.allow(call.size, call.size):
             return
         text = call.arguments()
+        call.json.fresh = call.budget.fresh
         try:
             call.snapshot = _payload(target, text, self.contract, partial=call.json)
-        except (BodyError, KeyError):
+        except (BodyError, KeyError, Stale):
             pass
         self._events.append(
             PartialEvent(target.kind, target.name, call.segment, call.snapshot, text)
@@ -274,7 +275,6 @@ class NativeDecoder:
             if self._text.has_delta():
                 self._text.take_delta()  # keep the pending list from growing
             return
-        self._text_json.feed(text)
         if self._text_segment is None or not self._text.has_delta():
             return
         if len(self._variants) == 1:
@@ -298,14 +298,20 @@ class NativeDecoder:
         name, type_ = self._variants[0]
         raw = "".join(self._text_parts)
         self._text_parts = [raw]
+        self._text_json.fresh = self._schema_budget.fresh
         try:
             response = parse_value(
-                raw, type_, self.contract.types, partial=True, json_prefix=self._text_json
+                raw, type_, self.contract.types, partial=True, stream=self._text_json
             )
+            self._schema_snapshot = {"type": name, "response": response}
         except (BodyError, KeyError):
             return
-        snapshot = {"type": name, "response": response}
-        self._events.append(PartialEvent("response_schema", name, segment, snapshot, raw))
+        except Stale:  # too dear to read whole now: the last snapshot again
+            pass
+        if self._schema_snapshot is not None:
+            self._events.append(
+                PartialEvent("response_schema", name, segment, self._schema_snapshot, raw)
+            )
 
     def _finish_text(self) -> None:
         text = self._text.text()
@@ -346,12 +352,13 @@ def _payload(
     text: str,
     contract: Contract,
     *,
-    partial: JsonPrefix | None,
+    partial: JsonSnapshot | None,
     repairs: list[Repair] | None = None,
 ) -> dict[str, Any]:
-    """A call's payload; ``partial`` is its JSON tracker while the arguments stream."""
+    """A call's payload; ``partial`` is its snapshot builder while the arguments stream."""
     types = contract.types
     streaming = partial is not None
+    stream = partial if text else None  # no text yet: not the start of the arguments
     if target.kind == "response_schema":
         assert target.type_ is not None
         response = parse_value(
@@ -359,15 +366,13 @@ def _payload(
             target.type_,
             types,
             partial=streaming,
-            json_prefix=partial,
+            stream=stream,
             repairs=repairs,
         )
         return {"type": target.name, "response": response}
     if text.strip() == "null":  # some providers send null for a call without arguments
         text = ""
-    args = parse_body(
-        text, target.fields, types, partial=streaming, json_prefix=partial, repairs=repairs
-    )
+    args = parse_body(text, target.fields, types, partial=streaming, stream=stream, repairs=repairs)
     if target.kind == "custom":
         return args
     return {"type": target.name, "args": args}

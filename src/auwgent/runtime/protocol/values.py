@@ -28,14 +28,16 @@ long to read. Every repair the reader made on the way (a JS-style object read le
 alias resolved, a value coerced to its declared type) is appended to the ``repairs`` list the
 caller passes, as :data:`Repair` dicts.
 
-Everything here is pure and costs time linear in the text it reads.
+Everything here is pure and costs time linear in the text it reads, except
+:class:`JsonSnapshot`, which keeps what it read of a streaming JSON body so that each partial
+snapshot only reads what arrived since the last.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,8 @@ __all__ = [
     "BodyError",
     "Repair",
     "JsonPrefix",
+    "JsonSnapshot",
+    "Stale",
     "embedded_object",
     "loads_loose",
     "looks_structured",
@@ -86,20 +90,28 @@ def parse_body(
     types: Types,
     *,
     partial: bool = False,
-    json_prefix: JsonPrefix | None = None,
+    stream: JsonSnapshot | None = None,
     repairs: list[Repair] | None = None,
 ) -> dict[str, Any]:
     """Read a block body into a dict aligned to ``fields``.
 
     With ``partial=True`` (a body still streaming) nothing raises: only what is certain is
     read (the line still being typed is left out unless it is plain text for a text field),
-    and conflicting duplicates keep the later value. ``json_prefix``, the body's
-    :class:`JsonPrefix` tracker, lets a streaming JSON body be read at C speed. ``repairs``
-    collects what the reader repaired (final reads only).
+    and conflicting duplicates keep the later value. ``stream``, the body's
+    :class:`JsonSnapshot`, reads a streaming JSON body incrementally (it may raise
+    :class:`Stale`, see there). ``repairs`` collects what the reader repaired (final reads
+    only).
     """
     if partial:
+        if stream is not None and len(text) <= MAX_BODY_CHARS:
+            snapshot = stream.read(text, fields, types)
+            if snapshot is not None:
+                return snapshot
+            if not stream.fresh:
+                raise Stale
+        prefix = stream.prefix(text) if stream is not None else None
         try:
-            read = _guarded(_parse_body, text, fields, types, True, json_prefix, None)
+            read = _guarded(_parse_body, text, fields, types, True, prefix, None)
         except BodyError:
             return {}  # too broken to show yet; the final read will say why
     else:
@@ -138,6 +150,8 @@ def _parse_body(
         value = reader.loose(body, target) if value is None else value
         if not isinstance(value, dict):
             raise BodyError("the body must be an object: `name: value` lines or a JSON object")
+        if reader.plain(target)(value, 1):
+            return value  # already what aligning and coercing would make of it
         result = reader.align(list(value.items()), target)
     else:
         open_tail = partial and not text.endswith("\n")
@@ -151,19 +165,14 @@ def parse_value(
     types: Types,
     *,
     partial: bool = False,
-    json_prefix: JsonPrefix | None = None,
+    stream: JsonSnapshot | None = None,
     repairs: list[Repair] | None = None,
 ) -> Any:
     """Read a body holding one value of ``type_`` (an object type reads as in ``parse_body``)."""
     resolved = resolve(type_, types)
     if resolved["kind"] == "object":
         return parse_body(
-            text,
-            resolved["fields"],
-            types,
-            partial=partial,
-            json_prefix=json_prefix,
-            repairs=repairs,
+            text, resolved["fields"], types, partial=partial, stream=stream, repairs=repairs
         )
     return _guarded(_parse_scalar, text, type_, types, partial, repairs)
 
@@ -218,6 +227,7 @@ def loads_loose(text: str, *, partial: bool = False) -> Any:
 
 
 _STRING_BODY = re.compile(r'[^"\\]*')
+_STRUCTURAL = re.compile(r'["{}\[\],:]')
 
 
 class JsonPrefix:
@@ -246,6 +256,10 @@ class JsonPrefix:
             if self._in_string:
                 i = self._string(piece, i, base)
                 continue
+            structural = _STRUCTURAL.search(piece, i)  # skip what changes nothing
+            if structural is None:
+                break
+            i = structural.start()
             char = piece[i]
             i += 1
             if char == '"':
@@ -333,6 +347,375 @@ def _mark_open(node: Any) -> bool:
             return True
         node = value
     return False
+
+
+class Stale(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a partial read that would have to re-read the whole body (it is not JSON, or
+    its open part cannot be read piece by piece) while :attr:`JsonSnapshot.fresh` is False:
+    the caller shows the previous snapshot again."""
+
+
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_JSON_TOKEN = re.compile(r'[^\s,\]}"\[{:]*')
+_SEPARATOR = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+_MARKS = re.compile(r'[{}\[\],"]')  # after the value, these would change a whole read
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # one JSON value at a position, as ``json.loads`` reads it
+_ABSENT = object()  # a field a whole read leaves out (``null``)
+
+
+@dataclass(slots=True)
+class _Level:
+    """One open object or list on the path to where the text ends."""
+
+    start: int  # where its bracket is
+    array: bool
+    declared: IRType | None  # the type its place declares (None: read without one)
+    fields: dict[str, IRField] | None  # an object's declared fields (None: untyped)
+    items: IRType | None  # a list's declared item type
+    atomic: bool  # in a union: read whole once complete, never piece by piece
+    done: Any  # the values read so far: a list, or a dict by key (``_ABSENT``: left out)
+    key: str = ""  # an object's key whose value is being read
+    plain: bool = True  # every key names itself (no dotted or underscore path)
+    holes: bool = False  # ``done`` holds an ``_ABSENT``
+
+
+class JsonSnapshot:
+    """The partial snapshot of one streaming JSON body, built as the text grows.
+
+    :meth:`read` parses only the text added since the last call: every value completed since
+    (an item of a list, a field of an object, at any depth) is parsed by ``json``'s scanner
+    and aligned and coerced once; what is still open (the path of objects and lists down to
+    where the text ends, and an open string at its end) is assembled afresh from those values,
+    so a snapshot costs what arrived plus a copy of each open object and list. Completed
+    values are shared by successive snapshots and never changed afterwards; the open path is
+    new in each.
+
+    The result is exactly what a whole partial read of the same text gives. Whenever that
+    cannot be shown piece by piece (the body is not strict JSON, a key is a dotted or
+    underscore path, a union is still open, the nesting is too deep), :meth:`read` answers
+    None and the caller reads the whole text (with :meth:`prefix`); the body stays on that
+    path once its text is not JSON. ``fresh`` (set by the caller) says whether such a whole
+    read is affordable now; when it is not the read raises :class:`Stale`.
+    """
+
+    def __init__(self) -> None:
+        self.fresh = True
+        self.values_read = 0  # completed values aligned so far (each once)
+        self._prefix = JsonPrefix()
+        self._fed = 0
+        self._fields: Sequence[IRField] | None = None
+        self._reader: _Reader | None = None
+        self._stack: list[_Level] = []
+        self._pos = 0
+        self._expect = "start"
+        self._first = False  # the innermost level has no value yet
+        self._broken = False
+        self._top: dict[str, Any] | None = None  # the finished top-level object
+        self._base = 0  # where the text read by this call starts in the body
+        self._full = ""  # the body (for a closed level read whole again)
+        self._stop = 0  # where the step that stopped began
+        self._open_at: int | None = None
+
+    def prefix(self, text: str) -> JsonPrefix:
+        """The :class:`JsonPrefix` of ``text`` for a whole read, caught up lazily."""
+        self._prefix.feed(text[self._fed :])
+        self._fed = len(text)
+        return self._prefix
+
+    def read(self, text: str, fields: Sequence[IRField], types: Types) -> dict[str, Any] | None:
+        """The partial snapshot of ``text`` (the whole body so far) read as ``fields``, or
+        None when only a whole read can give it."""
+        if self._broken:
+            return None
+        if self._reader is None or fields is not self._fields:
+            self._fields, self._reader = fields, _Reader(types, True)
+            self._stack, self._pos, self._expect, self._top = [], 0, "start", None
+        reader = self._reader
+        try:
+            base = self._pos  # parsed before: only the rest is read (and copied) again
+            tail = text[base:]
+            open_string = self._advance(tail, base, text, reader, object_type(fields))
+        except (BodyError, ValueError, StopIteration, RecursionError):
+            self._broken = True  # not JSON (or a value a whole read refuses): read whole
+            return None
+        if self._broken:
+            return None
+        if self._top is not None:
+            return dict(self._top)
+        if not self._stack or any(level.atomic or not level.plain for level in self._stack):
+            return None
+        try:
+            return self._assemble(tail, open_string, reader)  # type: ignore[no-any-return]
+        except BodyError:  # the open string reads as a broken list: a whole read says {}
+            return None
+
+    # -- parsing ------------------------------------------------------------------------------
+
+    def _advance(
+        self, text: str, base: int, full: str, reader: _Reader, target: IRType
+    ) -> int | None:
+        """Parse ``text``, what follows ``base`` in ``full`` (where the last call stopped);
+        the start of an open string value at its end, if there is one."""
+        self._base, self._full, self._open_at = base, full, None
+        pos: int | None = 0
+        if self._expect == "start":
+            pos = self._start(text, target, reader)
+        n = len(text)
+        while pos is not None:
+            pos = _JSON_WS.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= n:
+                break
+            if self._expect == "end":  # after the object: text with brackets is not JSON
+                self._broken = self._broken or _MARKS.search(text, pos) is not None
+                pos = n
+                break
+            self._stop = pos
+            if self._expect == "sep":
+                pos = self._separator(text, pos, reader)
+            elif self._expect == "key":
+                pos = self._key(text, pos, reader)
+            elif self._expect == "colon":
+                pos = self._colon(text, pos)
+            else:
+                pos = self._value(text, pos, reader)
+        self._pos = base + (self._stop if pos is None else pos)
+        return self._open_at
+
+    def _start(self, text: str, target: IRType, reader: _Reader) -> int | None:
+        opening = _OPEN_FENCE.match(text)
+        pos = _JSON_WS.match(text, opening.end() if opening else 0).end()  # type: ignore[union-attr]
+        self._stop = 0
+        if pos >= len(text) or (opening is None and text[pos] == "`" and "\n" not in text):
+            return None  # nothing yet, or a code fence's first line still arriving
+        if text[pos] != "{":
+            return self._broke()
+        self._push(pos, False, target, reader)
+        self._expect = "key"
+        return pos + 1
+
+    def _broke(self) -> int | None:
+        """The text is not JSON: from here on only a whole read gives the snapshot."""
+        self._broken = True
+        return None
+
+    def _separator(self, text: str, pos: int, reader: _Reader) -> int | None:
+        level = self._stack[-1]
+        separator = _SEPARATOR.match(text, pos)
+        if separator is not None:
+            self._expect, self._first = "value" if level.array else "key", False
+            return separator.end()
+        if text[pos] != ("]" if level.array else "}"):
+            return self._broke()
+        return self._close(pos, reader)
+
+    def _key(self, text: str, pos: int, reader: _Reader) -> int | None:
+        level = self._stack[-1]
+        if text[pos] == "}" and self._first:
+            return self._close(pos, reader)
+        if text[pos] != '"':
+            return self._broke()
+        match = _JSON_STRING.match(text, pos)
+        if match is None:
+            return None  # a key still being typed
+        level.key = _SCAN(text, pos)[0]
+        if level.fields is not None and level.key not in level.fields:
+            path = reader.path_of(level.key, level.declared) if level.declared else None
+            level.plain = level.plain and path is None  # a dotted or underscore path
+        self._expect = "colon"
+        return match.end()
+
+    def _colon(self, text: str, pos: int) -> int | None:
+        if text[pos] != ":":
+            return self._broke()
+        self._expect = "value"
+        return pos + 1
+
+    def _value(self, text: str, pos: int, reader: _Reader) -> int | None:
+        level, char = self._stack[-1], text[pos]
+        if level.array and not level.atomic:
+            after = self._items(text, pos, level, reader)
+            if after != pos:
+                return after
+        if char == "]" and self._first and level.array:
+            return self._close(pos, reader)
+        if char in "{[":
+            try:
+                value, end = _SCAN(text, pos)
+            except (StopIteration, ValueError):  # still open (or broken inside: found below)
+                if len(self._stack) >= MAX_DEPTH:
+                    return self._broke()
+                self._push(pos, char == "[", self._child_type(level), reader)
+                self._expect = "value" if char == "[" else "key"
+                return pos + 1
+        elif char == '"':
+            match = _JSON_STRING.match(text, pos)
+            if match is None:
+                self._open_at = pos
+                return None
+            value, end = _SCAN(text, pos)[0], match.end()
+        else:
+            token = _JSON_TOKEN.match(text, pos).end()  # type: ignore[union-attr]
+            if token >= len(text):
+                return None  # a number or word still being typed
+            value, end = _SCAN(text, pos)
+            after = _JSON_WS.match(text, end).end()  # type: ignore[union-attr]
+            if end != token or (after < len(text) and text[after] not in ",]}"):
+                return self._broke()
+            if after >= len(text):
+                return None  # complete only once a comma or bracket follows
+        self._add(level, value, reader)
+        self._expect = "sep"
+        return end  # type: ignore[no-any-return]
+
+    def _items(self, text: str, pos: int, level: _Level, reader: _Reader) -> int:
+        """Read the items from ``pos`` on that a comma follows, in one tight loop (the bulk of
+        a long list); where the next item starts."""
+        check = reader.plain(level.items)
+        depth = len(self._stack)
+        done = level.done
+        start = pos
+        while True:
+            try:
+                value, end = _SCAN(text, pos)
+            except (StopIteration, ValueError):  # still open, or broken: the general path says
+                break
+            separator = _SEPARATOR.match(text, end)
+            if separator is None:
+                break
+            if check(value, depth + 1):
+                done.append(value)
+            else:
+                reader.depth = depth
+                done.append(reader.read(value, level.items))
+            self.values_read += 1
+            pos = separator.end()
+        if pos != start:
+            self._first = False
+        return pos
+
+    def _push(self, pos: int, array: bool, declared: IRType | None, reader: _Reader) -> None:
+        resolved = resolve(declared, reader.types) if declared is not None else None
+        kind = resolved["kind"] if resolved is not None else None
+        parent = self._stack[-1] if self._stack else None
+        self._stack.append(
+            _Level(
+                start=self._base + pos,
+                array=array,
+                declared=declared,
+                fields=reader.fields(resolved)
+                if resolved is not None and kind == "object" and not array
+                else None,
+                items=resolved["items"]
+                if resolved is not None and kind == "array" and array
+                else None,
+                atomic=kind == "union" or (parent is not None and parent.atomic),
+                done=[] if array else {},
+            )
+        )
+        self._first = True
+
+    def _child_type(self, level: _Level) -> IRType | None:
+        """The declared type of the value ``level`` is reading now (None: untyped)."""
+        if level.array:
+            return level.items
+        if level.fields is None or level.key is None:
+            return None
+        field = level.fields.get(level.key)
+        return field["type"] if field is not None else None
+
+    def _add(self, level: _Level, value: Any, reader: _Reader) -> None:
+        """A value completed inside ``level``: aligned and coerced now, once."""
+        if level.atomic or not level.plain:
+            return  # the level is read whole once it closes
+        self.values_read += 1
+        reader.depth = len(self._stack)  # as deep as a whole read would be here
+        if level.array:
+            level.done.append(reader.read(value, level.items))
+        elif value is None:
+            level.done[level.key] = _ABSENT  # `null`: not given
+            level.holes = True
+        else:
+            level.done[level.key] = reader.read(value, self._child_type(level))
+
+    def _close(self, pos: int, reader: _Reader) -> int:
+        """The innermost level's closing bracket at ``pos``; where reading goes on."""
+        level = self._stack.pop()
+        self._first = False
+        parent = self._stack[-1] if self._stack else None
+        self._expect = "sep" if parent is not None else "end"
+        if parent is not None and (parent.atomic or not parent.plain):
+            return pos + 1
+        if level.plain and not level.atomic:
+            value: Any = _present(level) if level.holes else level.done  # no longer grows
+        else:
+            self.values_read += 1
+            reader.depth = len(self._stack)
+            value = reader.read(_SCAN(self._full, level.start)[0], level.declared)
+        if parent is None:
+            self._top = value
+        elif parent.array:
+            parent.done.append(value)
+        else:
+            parent.done[parent.key] = value
+        return pos + 1
+
+    # -- the snapshot -------------------------------------------------------------------------
+
+    def _assemble(self, text: str, open_string: int | None, reader: _Reader) -> Any:
+        """The open path, innermost first: each level's values so far (copied) plus the level
+        below it, and at the bottom the open string where a whole read would show it."""
+        stack = self._stack
+        child: Any = _NOTHING
+        if open_string is not None and all(_last(level) for level in stack):
+            child = self._open_string(text[open_string + 1 :], stack[-1], reader)
+        for level in reversed(stack):
+            if level.array:
+                value: Any = list(level.done)
+                if child is not _NOTHING and child is not _OPEN:
+                    value.append(child)
+            else:
+                value = dict(level.done)
+                if child is _OPEN:
+                    value.pop(level.key, None)  # its earlier value too, as in a whole read
+                elif child is not _NOTHING:
+                    value[level.key] = child
+                if level.holes:
+                    value = {k: v for k, v in value.items() if v is not _ABSENT}
+            child = value
+        return child
+
+    def _open_string(self, body: str, level: _Level, reader: _Reader) -> Any:
+        """The string value still being typed at the end; ``_NOTHING`` when its text is not
+        readable yet (an escape cut in two), ``_OPEN`` when it is not shown."""
+        run = len(body) - len(body.rstrip("\\"))
+        if run % 2:
+            body = body[:-1]  # an escape whose second half has not arrived
+        try:
+            text = _SCAN('"' + body + '"', 0)[0]
+        except ValueError:
+            return _NOTHING
+        type_ = self._child_type(level)
+        reader.depth = len(self._stack)
+        value = reader.interpret(_Raw(text, open=True), type_)
+        if value is _OPEN or type_ is None:
+            return value
+        return reader.coerce(value, type_)
+
+
+_NOTHING = object()  # no value below this level yet
+
+
+def _last(level: _Level) -> bool:
+    """Whether the value ``level`` is reading comes last in it (a key given twice keeps its
+    first place): a whole read shows an open string only there."""
+    if level.array or level.key not in level.done:
+        return True
+    return bool(next(reversed(level.done)) == level.key)
+
+
+def _present(level: _Level) -> dict[str, Any]:
+    return {k: v for k, v in level.done.items() if v is not _ABSENT}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,6 +935,18 @@ def _json_decoder(partial: bool) -> json.JSONDecoder:
             object_pairs_hook=lambda pairs: _pairs_to_dict(pairs, partial=partial)
         )
     return decoder
+
+
+def _pairs_to_dict(pairs: list[tuple[str, Any]], *, partial: bool = False) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out  # no key given twice (the common case, read at C speed)
+    out = {}
+    for key, value in pairs:
+        if key in out and _plain(out[key]) != _plain(value) and not partial:
+            raise _duplicate(key, out[key], value)
+        out[key] = value
+    return out
 
 
 _SPLIT = re.compile(r"[ \t]+([A-Za-z_$][\w$.\-]*)[ \t]*[:=]")
@@ -777,15 +1172,6 @@ def _unescape(body: str) -> str:
         return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
 
 
-def _pairs_to_dict(pairs: list[tuple[str, Any]], *, partial: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out and _plain(out[key]) != _plain(value) and not partial:
-            raise _duplicate(key, out[key], value)
-        out[key] = value
-    return out
-
-
 def _duplicate(key: str, first: Any, second: Any) -> BodyError:
     return BodyError(
         f"`{key}` is given twice with different values ({_show(first)} and {_show(second)});"
@@ -813,6 +1199,111 @@ _STRINGY = ("string", "text", "literal")
 _OPEN = object()  # a streaming value not certain yet: left out of the snapshot
 _MAX_REPAIRS = 100
 
+Check = Callable[[Any, int], bool]  # (value, its depth if it is an object or list)
+_SCALARS = (str, int, float, bool)
+_NUMBERS = (int, float, bool)
+_CHECKED_KINDS = ("string", "text", "literal", "number", "boolean", "object", "array")
+_KEPT: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "text": (str,),
+    "literal": (str,),
+    "number": _NUMBERS,
+    "boolean": (bool, float),
+}
+_Checks = dict[int, tuple["IRType | None", Check]]
+
+
+def _check(type_: IRType | None, types: Types, cache: _Checks) -> Check:
+    """The :meth:`_Reader.plain` test of ``type_``, built from its parts' tests.
+
+    A value that ``interpret`` and ``coerce`` would change, or that only the general reader
+    can judge (a union, a key with a dot or an underscore that is not a field, nesting deeper
+    than :data:`MAX_DEPTH`), fails it.
+    """
+    if type_ is None:
+        return _untyped
+    resolved = resolve(type_, types)
+    kind = resolved["kind"]
+    if kind not in _CHECKED_KINDS:
+        return _never
+    if kind in ("string", "text", "literal"):
+        return lambda v, d: type(v) is str or _untyped_container(v, d)
+    if kind == "number":
+        return lambda v, d: type(v) in _NUMBERS or _untyped_container(v, d)
+    if kind == "boolean":
+        return lambda v, d: type(v) is bool or type(v) is float or _untyped_container(v, d)
+    if kind == "array":
+        items: list[Check] = []  # filled below: a recursive type refers to itself
+
+        def array(v: Any, d: int) -> bool:
+            if type(v) is list:
+                check = items[0]
+                return d <= MAX_DEPTH and all(x is None or check(x, d + 1) for x in v)
+            return type(v) is dict and _untyped(v, d) or type(v) in _SCALARS
+
+        cache[id(type_)] = (type_, array)
+        items.append(_cached_check(resolved["items"], types, cache))
+        return array
+    checks: dict[str, Check] = {}
+    exact: dict[str, tuple[type, ...]] = {  # the scalar types a field keeps as they are
+        f["name"]: _KEPT[k]
+        for f in resolved["fields"]
+        if (k := resolve(f["type"], types)["kind"]) in _KEPT
+    }
+
+    def obj(v: Any, d: int) -> bool:
+        if type(v) is not dict:
+            return type(v) is list and _untyped(v, d) or type(v) in _SCALARS
+        if d > MAX_DEPTH:
+            return False
+        for key, x in v.items():
+            if type(x) in exact.get(key, ()):
+                continue
+            check = checks.get(key)
+            if x is None:
+                return False
+            if check is None:
+                if "." in key or "_" in key or not _untyped(x, d + 1):
+                    return False
+            elif not check(x, d + 1):
+                return False
+        return True
+
+    cache[id(type_)] = (type_, obj)
+    for f in resolved["fields"]:
+        checks[f["name"]] = _cached_check(f["type"], types, cache)
+    return obj
+
+
+def _cached_check(type_: IRType, types: Types, cache: _Checks) -> Check:
+    found = cache.get(id(type_))
+    if found is not None and found[0] is type_:
+        return found[1]
+    check = _check(type_, types, cache)
+    cache[id(type_)] = (type_, check)
+    return check
+
+
+def _never(value: Any, depth: int) -> bool:
+    return False
+
+
+def _untyped(value: Any, depth: int) -> bool:
+    """A value read without a declared type is kept as parsed, but a ``null`` field is
+    dropped."""
+    kind = type(value)
+    if kind is dict:
+        return depth <= MAX_DEPTH and all(
+            x is not None and _untyped(x, depth + 1) for x in value.values()
+        )
+    if kind is list:
+        return depth <= MAX_DEPTH and all(x is None or _untyped(x, depth + 1) for x in value)
+    return kind in _SCALARS
+
+
+def _untyped_container(value: Any, depth: int) -> bool:
+    return type(value) in (dict, list) and _untyped(value, depth)
+
 
 class _Reader:
     def __init__(self, types: Types, partial: bool, repairs: list[Repair] | None = None) -> None:
@@ -820,8 +1311,9 @@ class _Reader:
         self.partial = partial
         self.repairs = repairs
         self._noted: set[tuple[str, str]] = set()
-        self._depth = 0
+        self.depth = 0
         self._field_maps: dict[int, tuple[IRType, dict[str, IRField]]] = {}
+        self._checks: _Checks = {}
 
     def note(self, kind: str, path: str, detail: str, *, once: bool = False) -> None:
         """Record a repair (``once``: only the first of this kind in the body)."""
@@ -841,6 +1333,24 @@ class _Reader:
 
     def loose(self, text: str, type_: IRType | None = None) -> Any:
         return _Loose(text, self.partial, self, type_).document()
+
+    def read(self, raw: Any, type_: IRType | None) -> Any:
+        """A parsed JSON value (complete) interpreted and coerced as ``type_`` (None: a key
+        the type does not declare, kept as interpreted), exactly as a whole read does."""
+        if self.plain(type_)(raw, self.depth + 1):
+            return raw
+        value = self.interpret(raw, type_)
+        return value if type_ is None else self.coerce(value, type_)
+
+    def plain(self, type_: IRType | None) -> Check:
+        """A test that a parsed JSON value is already what aligning and coercing it as
+        ``type_`` gives (every key a declared field or untyped, no ``null`` field, nothing to
+        convert); values that fail it take the general path. Built once per type and read."""
+        key = id(type_)
+        found = self._checks.get(key)
+        if found is None or found[0] is not type_:
+            found = self._checks[key] = (type_, _check(type_, self.types, self._checks))
+        return found[1]
 
     def coerce(self, value: Any, type_: IRType) -> Any:
         """:func:`~auwgent.runtime.schema.coerce`, each change listed as a repair."""
@@ -887,7 +1397,7 @@ class _Reader:
                     continue
             given[where] = value
             self._put(out, names, value, key, type_)
-        self._depth -= 1
+        self.depth -= 1
         return out
 
     def _null_is_absent(self, type_: IRType | None) -> bool:
@@ -993,7 +1503,7 @@ class _Reader:
             items = resolved["items"] if resolved is not None and kind == "array" else None
             self._enter()
             values = [self.interpret(item, items) for item in raw]
-            self._depth -= 1
+            self.depth -= 1
             return [v for v in values if v is not _OPEN]
         if isinstance(raw, Mapping):
             return self.align(list(raw.items()), resolved if kind == "object" else None)
@@ -1001,8 +1511,8 @@ class _Reader:
 
     def _enter(self) -> None:
         """One level deeper into objects and lists (left again by the caller)."""
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
             raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
 
     def _open_value(self, text: str, type_: IRType | None) -> Any:
@@ -1033,11 +1543,11 @@ class _Reader:
                 raise BodyError(_TOO_LONG) from None
         if text[0] not in "[{\"'":
             return _bare(text)
-        depth = self._depth
+        depth = self.depth
         try:
             return self.interpret(self.loose(text, type_), type_)
         except BodyError:
-            self._depth = depth
+            self.depth = depth
             if kind in ("object", "array") and not self.partial:
                 raise
             return text  # a union or an unknown key: validation says what is wrong

@@ -57,6 +57,7 @@ export type HookFailure = [who: string, error: unknown];
 
 class MiddlewareChain {
   private entries: { label: string; targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
+  private hooks = new Set<Hook>();
   hasIntent = false;
   hasPartial = false;
 
@@ -80,8 +81,15 @@ class MiddlewareChain {
       const label = typeof item.name === "string" && item.name ? item.name : `middleware[${i}]`;
       this.entries.push({ label, targets, hooks });
     });
-    this.hasIntent = this.entries.some((e) => e.hooks.onIntent);
-    this.hasPartial = this.entries.some((e) => e.hooks.onIntentPartial);
+    for (const e of this.entries) for (const hook in e.hooks) this.hooks.add(hook as Hook);
+    this.hasIntent = this.hooks.has("onIntent");
+    this.hasPartial = this.hooks.has("onIntentPartial");
+  }
+
+  /** Whether some middleware has `hook` (the engine skips a hook point, and its promise, when
+   * none does). */
+  has(hook: Hook): boolean {
+    return this.hooks.has(hook);
   }
 
   private for(hook: Hook, active: string): Fn[] {

@@ -186,7 +186,7 @@ export class Run {
     this.ctx.activeAgent = start;
     try {
       try {
-        const returned = await this.core.middleware.runStart(this.session, this.ctx);
+        const returned = this.core.middleware.has("onRunStart") ? await this.core.middleware.runStart(this.session, this.ctx) : this.session;
         if (returned !== this.session) {
           const loaded = checkSession(returned, root, this.core.doc.agents);
           start = this.startAgent(loaded);
@@ -242,7 +242,7 @@ export class Run {
     this.ctx.rawBlock = null;
     this.ctx.repairs = [];
     try {
-      await this.core.middleware.runComplete(this.session, this.ctx);
+      if (this.core.middleware.has("onRunComplete")) await this.core.middleware.runComplete(this.session, this.ctx);
     } catch (error) {
       await this.fail(error, start, "onRunComplete failed: ", false);
     }
@@ -351,7 +351,7 @@ export class Run {
     this.ctx.activeAgent = agentName;
     let handled = false;
     try {
-      handled = await this.core.middleware.error(error, this.session, this.ctx);
+      handled = this.core.middleware.has("onError") && (await this.core.middleware.error(error, this.session, this.ctx));
     } catch {
       handled = false;
     }
@@ -536,7 +536,7 @@ export class Run {
     response.usage = rnd.usage;
     this.ctx.activeAgent = inv.name;
     try {
-      await this.core.middleware.llmEnd(response, this.ctx);
+      if (this.core.middleware.has("onLLMEnd")) await this.core.middleware.llmEnd(response, this.ctx);
     } catch (error) {
       await this.fail(error, inv.name, "onLLMEnd failed: ", false);
     }
@@ -553,7 +553,7 @@ export class Run {
     const partials = core.wantsPartials || this.sink !== null;
     const rnd: Round = { streamed: partials, chunks: [], calls: [], outcomes: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
     try {
-      system = await core.middleware.llmStart(system, this.ctx);
+      if (core.middleware.has("onLLMStart")) system = await core.middleware.llmStart(system, this.ctx);
     } catch (error) {
       rnd.error = error;
       return rnd;
@@ -835,7 +835,7 @@ export class Run {
     this.ctx.activeAgent = inv.name;
     let handled = false;
     try {
-      handled = await this.core.middleware.error(new ToolError(`${name}: ${message}`), this.session, this.ctx);
+      handled = this.core.middleware.has("onError") && (await this.core.middleware.error(new ToolError(`${name}: ${message}`), this.session, this.ctx));
     } catch {
       handled = false;
     }

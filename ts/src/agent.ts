@@ -612,25 +612,8 @@ export class Agent {
    * Run one input, yielding every intent (partials included) as it happens; the session is in
    * `lastSession` once the iteration ends.
    */
-  async *stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
-    const queue: IntentEvent[] = [];
-    let wake: (() => void) | null = null;
-    let done = false;
-    const sink: IntentSink = (name, value, agentName, partial) => {
-      queue.push({ name, value, agentName, partial });
-      wake?.();
-    };
-    const running = this.execute(text, options, sink).finally(() => {
-      done = true;
-      wake?.();
-    });
-    for (;;) {
-      while (queue.length) yield queue.shift()!;
-      if (done) break;
-      await new Promise<void>((resolve) => (wake = resolve));
-      wake = null;
-    }
-    await running;
+  stream(text: string, options: RunOptions = {}): AsyncIterableIterator<IntentEvent> {
+    return new IntentChannel((sink) => this.execute(text, options, sink));
   }
 
   private async execute(text: string, options: RunOptions, sink: IntentSink | null): Promise<SessionState> {
@@ -642,6 +625,81 @@ export class Agent {
     const session = await run.execute(text, options.session ?? null);
     this.lastSession = session;
     return session;
+  }
+}
+
+/**
+ * The intents of one run as an async iterator (what `agent.stream()` returns): the run starts
+ * at the first `next()`; an intent already there is handed out at once, otherwise `next()`
+ * waits for the next one or the run's end (whose error, if any, it throws). Lighter than an
+ * async generator over a queue: no generator resumption and no wake-up promise per intent.
+ */
+class IntentChannel implements AsyncIterableIterator<IntentEvent> {
+  private queue: IntentEvent[] = [];
+  private at = 0;
+  private started = false;
+  /** The run has ended: with `failure` when it threw. */
+  private ended = false;
+  private failure: { error: unknown } | null = null;
+  /** Nothing more is handed out (the end was handed out, or the consumer stopped). */
+  private closed = false;
+  private waiting: { resolve: (step: IteratorResult<IntentEvent>) => void; reject: (error: unknown) => void } | null = null;
+
+  constructor(private start: (sink: IntentSink) => Promise<unknown>) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private readonly sink: IntentSink = (name, value, agentName, partial) => {
+    if (this.closed) return;
+    const event = { name, value, agentName, partial };
+    const waiting = this.waiting;
+    if (waiting === null) this.queue.push(event);
+    else {
+      this.waiting = null;
+      waiting.resolve({ value: event, done: false });
+    }
+  };
+
+  private finish(failure: { error: unknown } | null): void {
+    this.ended = true;
+    this.failure = failure;
+    const waiting = this.waiting;
+    if (waiting === null) return;
+    this.waiting = null;
+    this.closed = true;
+    if (failure) waiting.reject(failure.error);
+    else waiting.resolve({ value: undefined, done: true });
+  }
+
+  next(): Promise<IteratorResult<IntentEvent>> {
+    if (!this.started) {
+      this.started = true;
+      this.start(this.sink).then(
+        () => this.finish(null),
+        (error: unknown) => this.finish({ error }),
+      );
+    }
+    if (this.at < this.queue.length) {
+      const value = this.queue[this.at++]!;
+      if (this.at === this.queue.length) this.queue.length = this.at = 0;
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    if (this.ended) {
+      this.closed = true;
+      return this.failure ? Promise.reject(this.failure.error) : Promise.resolve({ value: undefined, done: true });
+    }
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+
+  /** The consumer stopped early (a `break` out of `for await`): nothing more is handed out;
+   * the run itself goes on to its end, as with any run. */
+  return(): Promise<IteratorResult<IntentEvent>> {
+    this.closed = true;
+    this.queue.length = this.at = 0;
+    return Promise.resolve({ value: undefined, done: true });
   }
 }
 

@@ -383,7 +383,9 @@ export class AgentCore {
   // request parts are built once per codec, not for every model call.
   private sections = new WeakMap<Contract, Map<string, string>>();
   private parts = new WeakMap<Contract, Map<string, [FunctionSpec[], Record<string, any> | null]>>();
-  private referenced = new Map<string, Set<string>>();
+  // Per agent and config: the context keys its prompt reads, and the prompt itself when it
+  // reads none (then it is the same for every run).
+  private prompts = new Map<string, { referenced: Set<string>; fixed: string | null }>();
 
   constructor(
     public doc: Record<string, any>,
@@ -503,18 +505,23 @@ export class AgentCore {
   systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>, persona: string | null = null): string {
     const cfg = inv.agent.configs[inv.configName];
     const key = `${inv.name}\u0000${inv.configName}`;
-    let referenced = this.referenced.get(key);
-    if (!referenced) this.referenced.set(key, (referenced = referencedContextKeys(this.doc, cfg)));
+    let found = this.prompts.get(key);
+    if (!found) {
+      const referenced = referencedContextKeys(this.doc, cfg);
+      // A prompt that reads no context renders the same for every run: rendered once.
+      this.prompts.set(key, (found = { referenced, fixed: referenced.size ? null : renderPrompt(this.doc, inv.agent, cfg, {}) }));
+    }
     const section = cached(this.sections, contract, codec.name, () => codec.systemSection(contract));
-    return [
-      renderPrompt(this.doc, inv.agent, cfg, context),
+    const parts = [
+      found.fixed ?? renderPrompt(this.doc, inv.agent, cfg, context),
       section,
-      this.personaSection(inv.agent, persona, context),
-      this.contextSchema.section(context, referenced),
+      persona === null ? "" : this.personaSection(inv.agent, persona, context),
+      this.contextSchema.section(context, found.referenced),
       nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
-    ]
-      .filter((p) => p)
-      .join("\n\n");
+    ];
+    let system = "";
+    for (const part of parts) if (part) system = system ? `${system}\n\n${part}` : part;
+    return system;
   }
 }
 

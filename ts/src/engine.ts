@@ -91,6 +91,11 @@ interface Round {
   partialFailures: Set<string>;
 }
 
+/** A call of the answer, started if it was not yet (see Round.calls). */
+function started(call: Promise<CallOutcome> | (() => Promise<CallOutcome>)): Promise<CallOutcome> {
+  return typeof call === "function" ? call() : call;
+}
+
 /** Start a decoded call now (streamed answer) or once the answer is read (whole). */
 function start(rnd: Round, call: () => Promise<CallOutcome>): void {
   rnd.calls.push(rnd.streamed ? call() : call);
@@ -601,7 +606,10 @@ export class Run {
       rnd.error = error;
     }
     this.count(rnd);
-    rnd.outcomes = await Promise.all(rnd.calls.map((call) => (typeof call === "function" ? call() : call)));
+    // Most rounds have no call or one: no Promise.all for those.
+    const calls = rnd.calls;
+    if (calls.length === 1) rnd.outcomes = [await started(calls[0]!)];
+    else if (calls.length) rnd.outcomes = await Promise.all(calls.map(started));
     return rnd;
   }
 

@@ -619,7 +619,7 @@ export class Agent {
    * Run one input, yielding every intent (partials included) as it happens; the session is in
    * `lastSession` once the iteration ends.
    */
-  stream(text: string, options: RunOptions = {}): AsyncIterableIterator<IntentEvent> {
+  stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
     return new IntentChannel((sink) => this.execute(text, options, sink));
   }
 
@@ -641,7 +641,7 @@ export class Agent {
  * waits for the next one or the run's end (whose error, if any, it throws). Lighter than an
  * async generator over a queue: no generator resumption and no wake-up promise per intent.
  */
-class IntentChannel implements AsyncIterableIterator<IntentEvent> {
+class IntentChannel implements AsyncGenerator<IntentEvent> {
   private queue: IntentEvent[] = [];
   private at = 0;
   private started = false;
@@ -707,6 +707,12 @@ class IntentChannel implements AsyncIterableIterator<IntentEvent> {
     this.closed = true;
     this.queue.length = this.at = 0;
     return Promise.resolve({ value: undefined, done: true });
+  }
+
+  /** As a generator's `throw()`: the iteration ends with `error`. */
+  throw(error: unknown): Promise<IteratorResult<IntentEvent>> {
+    void this.return();
+    return Promise.reject(error);
   }
 }
 

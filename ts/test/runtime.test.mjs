@@ -310,6 +310,7 @@ test("agent.stream starts the run at the first next(), throws the run's error at
   const bad = agent.stream(42);
   await assert.rejects(bad.next(), /run\(\) takes the user's text as a string, got number/);
   assert.deepEqual(await bad.next(), { value: undefined, done: true });
+  await assert.rejects(agent.stream("thrown into").throw(new Error("stop")), /^Error: stop$/);
   let seen = 0;
   for await (const _ of agent.stream("go")) if (++seen === 2) break;
   assert.equal(seen, 2);

@@ -57,6 +57,7 @@ export type HookFailure = [who: string, error: unknown];
 
 class MiddlewareChain {
   private entries: { label: string; targets: Set<string> | null; hooks: Partial<Record<Hook, Fn>> }[] = [];
+  private hooks = new Set<Hook>();
   hasIntent = false;
   hasPartial = false;
 
@@ -80,8 +81,15 @@ class MiddlewareChain {
       const label = typeof item.name === "string" && item.name ? item.name : `middleware[${i}]`;
       this.entries.push({ label, targets, hooks });
     });
-    this.hasIntent = this.entries.some((e) => e.hooks.onIntent);
-    this.hasPartial = this.entries.some((e) => e.hooks.onIntentPartial);
+    for (const e of this.entries) for (const hook in e.hooks) this.hooks.add(hook as Hook);
+    this.hasIntent = this.hooks.has("onIntent");
+    this.hasPartial = this.hooks.has("onIntentPartial");
+  }
+
+  /** Whether some middleware has `hook` (the engine skips a hook point, and its promise, when
+   * none does). */
+  has(hook: Hook): boolean {
+    return this.hooks.has(hook);
   }
 
   private for(hook: Hook, active: string): Fn[] {
@@ -375,7 +383,9 @@ export class AgentCore {
   // request parts are built once per codec, not for every model call.
   private sections = new WeakMap<Contract, Map<string, string>>();
   private parts = new WeakMap<Contract, Map<string, [FunctionSpec[], Record<string, any> | null]>>();
-  private referenced = new Map<string, Set<string>>();
+  // Per agent and config: the context keys its prompt reads, and the prompt itself when it
+  // reads none (then it is the same for every run).
+  private prompts = new Map<string, { referenced: Set<string>; fixed: string | null }>();
 
   constructor(
     public doc: Record<string, any>,
@@ -495,18 +505,23 @@ export class AgentCore {
   systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>, persona: string | null = null): string {
     const cfg = inv.agent.configs[inv.configName];
     const key = `${inv.name}\u0000${inv.configName}`;
-    let referenced = this.referenced.get(key);
-    if (!referenced) this.referenced.set(key, (referenced = referencedContextKeys(this.doc, cfg)));
+    let found = this.prompts.get(key);
+    if (!found) {
+      const referenced = referencedContextKeys(this.doc, cfg);
+      // A prompt that reads no context renders the same for every run: rendered once.
+      this.prompts.set(key, (found = { referenced, fixed: referenced.size ? null : renderPrompt(this.doc, inv.agent, cfg, {}) }));
+    }
     const section = cached(this.sections, contract, codec.name, () => codec.systemSection(contract));
-    return [
-      renderPrompt(this.doc, inv.agent, cfg, context),
+    const parts = [
+      found.fixed ?? renderPrompt(this.doc, inv.agent, cfg, context),
       section,
-      this.personaSection(inv.agent, persona, context),
-      this.contextSchema.section(context, referenced),
+      persona === null ? "" : this.personaSection(inv.agent, persona, context),
+      this.contextSchema.section(context, found.referenced),
       nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
-    ]
-      .filter((p) => p)
-      .join("\n\n");
+    ];
+    let system = "";
+    for (const part of parts) if (part) system = system ? `${system}\n\n${part}` : part;
+    return system;
   }
 }
 
@@ -604,25 +619,8 @@ export class Agent {
    * Run one input, yielding every intent (partials included) as it happens; the session is in
    * `lastSession` once the iteration ends.
    */
-  async *stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
-    const queue: IntentEvent[] = [];
-    let wake: (() => void) | null = null;
-    let done = false;
-    const sink: IntentSink = (name, value, agentName, partial) => {
-      queue.push({ name, value, agentName, partial });
-      wake?.();
-    };
-    const running = this.execute(text, options, sink).finally(() => {
-      done = true;
-      wake?.();
-    });
-    for (;;) {
-      while (queue.length) yield queue.shift()!;
-      if (done) break;
-      await new Promise<void>((resolve) => (wake = resolve));
-      wake = null;
-    }
-    await running;
+  stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
+    return new IntentChannel((sink) => this.execute(text, options, sink));
   }
 
   private async execute(text: string, options: RunOptions, sink: IntentSink | null): Promise<SessionState> {
@@ -634,6 +632,87 @@ export class Agent {
     const session = await run.execute(text, options.session ?? null);
     this.lastSession = session;
     return session;
+  }
+}
+
+/**
+ * The intents of one run as an async iterator (what `agent.stream()` returns): the run starts
+ * at the first `next()`; an intent already there is handed out at once, otherwise `next()`
+ * waits for the next one or the run's end (whose error, if any, it throws). Lighter than an
+ * async generator over a queue: no generator resumption and no wake-up promise per intent.
+ */
+class IntentChannel implements AsyncGenerator<IntentEvent> {
+  private queue: IntentEvent[] = [];
+  private at = 0;
+  private started = false;
+  /** The run has ended: with `failure` when it threw. */
+  private ended = false;
+  private failure: { error: unknown } | null = null;
+  /** Nothing more is handed out (the end was handed out, or the consumer stopped). */
+  private closed = false;
+  private waiting: { resolve: (step: IteratorResult<IntentEvent>) => void; reject: (error: unknown) => void } | null = null;
+
+  constructor(private start: (sink: IntentSink) => Promise<unknown>) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private readonly sink: IntentSink = (name, value, agentName, partial) => {
+    if (this.closed) return;
+    const event = { name, value, agentName, partial };
+    const waiting = this.waiting;
+    if (waiting === null) this.queue.push(event);
+    else {
+      this.waiting = null;
+      waiting.resolve({ value: event, done: false });
+    }
+  };
+
+  private finish(failure: { error: unknown } | null): void {
+    this.ended = true;
+    this.failure = failure;
+    const waiting = this.waiting;
+    if (waiting === null) return;
+    this.waiting = null;
+    this.closed = true;
+    if (failure) waiting.reject(failure.error);
+    else waiting.resolve({ value: undefined, done: true });
+  }
+
+  next(): Promise<IteratorResult<IntentEvent>> {
+    if (!this.started) {
+      this.started = true;
+      this.start(this.sink).then(
+        () => this.finish(null),
+        (error: unknown) => this.finish({ error }),
+      );
+    }
+    if (this.at < this.queue.length) {
+      const value = this.queue[this.at++]!;
+      if (this.at === this.queue.length) this.queue.length = this.at = 0;
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    if (this.ended) {
+      this.closed = true;
+      return this.failure ? Promise.reject(this.failure.error) : Promise.resolve({ value: undefined, done: true });
+    }
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+
+  /** The consumer stopped early (a `break` out of `for await`): nothing more is handed out;
+   * the run itself goes on to its end, as with any run. */
+  return(): Promise<IteratorResult<IntentEvent>> {
+    this.closed = true;
+    this.queue.length = this.at = 0;
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  /** As a generator's `throw()`: the iteration ends with `error`. */
+  throw(error: unknown): Promise<IteratorResult<IntentEvent>> {
+    void this.return();
+    return Promise.reject(error);
   }
 }
 

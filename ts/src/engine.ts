@@ -91,6 +91,11 @@ interface Round {
   partialFailures: Set<string>;
 }
 
+/** A call of the answer, started if it was not yet (see Round.calls). */
+function started(call: Promise<CallOutcome> | (() => Promise<CallOutcome>)): Promise<CallOutcome> {
+  return typeof call === "function" ? call() : call;
+}
+
 /** Start a decoded call now (streamed answer) or once the answer is read (whole). */
 function start(rnd: Round, call: () => Promise<CallOutcome>): void {
   rnd.calls.push(rnd.streamed ? call() : call);
@@ -186,7 +191,7 @@ export class Run {
     this.ctx.activeAgent = start;
     try {
       try {
-        const returned = await this.core.middleware.runStart(this.session, this.ctx);
+        const returned = this.core.middleware.has("onRunStart") ? await this.core.middleware.runStart(this.session, this.ctx) : this.session;
         if (returned !== this.session) {
           const loaded = checkSession(returned, root, this.core.doc.agents);
           start = this.startAgent(loaded);
@@ -242,7 +247,7 @@ export class Run {
     this.ctx.rawBlock = null;
     this.ctx.repairs = [];
     try {
-      await this.core.middleware.runComplete(this.session, this.ctx);
+      if (this.core.middleware.has("onRunComplete")) await this.core.middleware.runComplete(this.session, this.ctx);
     } catch (error) {
       await this.fail(error, start, "onRunComplete failed: ", false);
     }
@@ -351,7 +356,7 @@ export class Run {
     this.ctx.activeAgent = agentName;
     let handled = false;
     try {
-      handled = await this.core.middleware.error(error, this.session, this.ctx);
+      handled = this.core.middleware.has("onError") && (await this.core.middleware.error(error, this.session, this.ctx));
     } catch {
       handled = false;
     }
@@ -536,7 +541,7 @@ export class Run {
     response.usage = rnd.usage;
     this.ctx.activeAgent = inv.name;
     try {
-      await this.core.middleware.llmEnd(response, this.ctx);
+      if (this.core.middleware.has("onLLMEnd")) await this.core.middleware.llmEnd(response, this.ctx);
     } catch (error) {
       await this.fail(error, inv.name, "onLLMEnd failed: ", false);
     }
@@ -553,7 +558,7 @@ export class Run {
     const partials = core.wantsPartials || this.sink !== null;
     const rnd: Round = { streamed: partials, chunks: [], calls: [], outcomes: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
     try {
-      system = await core.middleware.llmStart(system, this.ctx);
+      if (core.middleware.has("onLLMStart")) system = await core.middleware.llmStart(system, this.ctx);
     } catch (error) {
       rnd.error = error;
       return rnd;
@@ -601,7 +606,10 @@ export class Run {
       rnd.error = error;
     }
     this.count(rnd);
-    rnd.outcomes = await Promise.all(rnd.calls.map((call) => (typeof call === "function" ? call() : call)));
+    // Most rounds have no call or one: no Promise.all for those.
+    const calls = rnd.calls;
+    if (calls.length === 1) rnd.outcomes = [await started(calls[0]!)];
+    else if (calls.length) rnd.outcomes = await Promise.all(calls.map(started));
     return rnd;
   }
 
@@ -835,7 +843,7 @@ export class Run {
     this.ctx.activeAgent = inv.name;
     let handled = false;
     try {
-      handled = await this.core.middleware.error(new ToolError(`${name}: ${message}`), this.session, this.ctx);
+      handled = this.core.middleware.has("onError") && (await this.core.middleware.error(new ToolError(`${name}: ${message}`), this.session, this.ctx));
     } catch {
       handled = false;
     }

@@ -302,6 +302,26 @@ test("agent.stream yields partials and finals as they happen, then lastSession h
   assert.equal(agent.lastSession.turns[0].output, "Streaming works.");
 });
 
+test("agent.stream starts the run at the first next(), throws the run's error at the end, and stops on break", async () => {
+  const fakes = await startFakes({ openai: [{ text: block("response_text", null, "One two three."), chunk_size: 3 }, { text: block("response_text", null, "Again."), chunk_size: 3 }] });
+  const agent = agentFor(fakes.urls);
+  const idle = agent.stream("never iterated");
+  await new Promise((r) => setTimeout(r, 50));
+  const bad = agent.stream(42);
+  await assert.rejects(bad.next(), /run\(\) takes the user's text as a string, got number/);
+  assert.deepEqual(await bad.next(), { value: undefined, done: true });
+  await assert.rejects(agent.stream("thrown into").throw(new Error("stop")), /^Error: stop$/);
+  let seen = 0;
+  for await (const _ of agent.stream("go")) if (++seen === 2) break;
+  assert.equal(seen, 2);
+  const events = [];
+  for await (const event of agent.stream("again")) events.push(event);
+  const { openai } = await fakes.stop();
+  assert.equal(openai.length, 2); // the stream never iterated made no request
+  assert.deepEqual(events.at(-1), { name: "response_text", value: { text: "Again." }, agentName: "Main", partial: false });
+  void idle;
+});
+
 test("untrusted text is framed, repairs reach middleware, model calls record finish reason and usage", async () => {
   const call = "[tool_call: lookup]\nq: stock";
   const fakes = await startFakes({ openai: [{ text: call }, answer("Done.")] });

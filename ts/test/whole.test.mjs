@@ -22,6 +22,7 @@ const EVENTS = [{ content: "[response_text]\nHel" }, { content: "lo.\n[/response
   .map((delta) => `data: ${JSON.stringify({ id: "c", choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`)
   .join("") + `data: ${JSON.stringify({ id: "c", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`;
 // Short limits so that every case ends in well under a second; jitter-free retries.
+const KEY = "sk-test-0123456789";
 const CONFIG = { timeouts: { idle: 0.3, firstByte: 0.3 }, retry: { attempts: 3, baseDelay: 0.01, maxDelay: 0.01 } };
 
 /**
@@ -30,7 +31,9 @@ const CONFIG = { timeouts: { idle: 0.3, firstByte: 0.3 }, retry: { attempts: 3, 
  * silence), `cut` (half of a body whose length was announced, then the connection closed),
  * `close` (a body framed by the closing of the connection, cut half-way), `big` (a body over
  * the size cap); for a streamed request, `empty` (an event stream ending before its first
- * event) and `events` (the answer as events). `requests` counts what it was asked.
+ * event) and `events` (the answer as events); `plain` (the events under `content-type:
+ * text/plain`), `silent` (no answer at all), `denied` (a 401 whose message quotes the key and
+ * the key inside a longer word). `requests` counts what it was asked.
  */
 async function scriptedServer(script) {
   const server = { requests: 0 };
@@ -61,8 +64,13 @@ async function scriptedServer(script) {
     else if (how === "close") socket.end(head("connection: close\r\n") + half);
     else if (how === "empty") socket.write(sse(""));
     else if (how === "events") socket.write(sse(EVENTS));
+    else if (how === "plain") socket.write(sse(EVENTS, "text/plain"));
+    else if (how === "denied") {
+      const body = JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}. Not x${KEY} either.` } });
+      socket.write(`HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    }
   };
-  const sse = (body) => `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  const sse = (body, type = "text/event-stream") => `HTTP/1.1 200 OK\r\ncontent-type: ${type}\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
   await new Promise((r) => tcp.listen(0, "127.0.0.1", r));
   server.url = `http://127.0.0.1:${tcp.address().port}/v1`;
   server.close = () =>
@@ -172,4 +180,33 @@ test("a streamed body that ends before its first event is retried the same way",
   const again = await both(["empty"], {}, true);
   assert.deepEqual(again.ts.intents, [["error", { message: "OpenAI API error: the stream ended before its first event (gave up after 3 attempts)" }]]);
   assert.deepEqual(again.ts, again.py);
+});
+
+test("a streamed request answered with a whole JSON body is read whole; any type without json is a stream", async () => {
+  for (const how of ["good", "plain"]) {
+    const { ts, py } = await both([how], {}, true);
+    assert.deepEqual(ts.intents, [["response_text", { text: "Hello." }]], how);
+    assert.deepEqual(ts, py, how);
+    assert.equal(ts.requests, 1, how);
+  }
+});
+
+test("an API key in an error message is written *** where it stands alone, and only a key of 8+ characters", async () => {
+  const { ts, py } = await both(["denied"], { apiKeys: { openaiApiKey: KEY } });
+  assert.deepEqual(ts.intents, [["error", { message: `OpenAI API error (401): Incorrect API key provided: ***. Not x${KEY} either.` }]]);
+  assert.deepEqual(ts, py);
+  const short = await both(["denied"], { apiKeys: { openaiApiKey: "sk-1234" } });
+  assert.deepEqual(short.ts.intents, [["error", { message: `OpenAI API error (401): Incorrect API key provided: ${KEY}. Not x${KEY} either.` }]]);
+  assert.deepEqual(short.ts, short.py);
+});
+
+test("no answer within timeouts.firstByte: Python's message, retried", async () => {
+  for (const streamed of [true, false]) {
+    // A whole answer's headers wait for the call's deadline instead.
+    const extra = streamed ? { retry: { attempts: 2, baseDelay: 0.01, maxDelay: 0.01 } } : { timeouts: { idle: 0.3, firstByte: 0.3, call: 0.5 } };
+    const { ts, py } = await both(["silent"], extra, streamed);
+    const message = streamed ? "request failed (ReadTimeout: no response before the first-byte timeout) (gave up after 2 attempts)" : "the call took longer than 0.5s (timeouts.call)";
+    assert.deepEqual(ts.intents, [["error", { message: `OpenAI API error: ${message}` }]], String(streamed));
+    assert.deepEqual(ts, py, String(streamed));
+  }
 });

@@ -1,5 +1,5 @@
 // HTTP plumbing shared by the adapters: retries with backoff (429 honouring Retry-After, 5xx,
-// connection errors, a body cut before its first event), timeouts (connect + first byte,
+// connection errors, a body cut before its first event), timeouts (first byte,
 // idle between body pieces, the whole call), size caps (one event, one response), SSE and
 // whole JSON bodies read by one body reader, provider error messages. Only the platform's
 // fetch. The rules and the error wording are the Python runtime's
@@ -119,8 +119,10 @@ function pastDeadline(s: HttpSettings): ProviderError {
   return new ProviderError(s.provider, `the call took longer than ${g(s.timeouts.call)}s (timeouts.call)`);
 }
 
-/** `failure` as the final error of a call that made `attempts` tries. */
+/** `failure` as the final error of a call that made `attempts` tries (unchanged after one
+ * attempt with nothing more to say, as in Python). */
 function gaveUp(failure: ProviderError, attempts: number, why = ""): ProviderError {
+  if (attempts === 1 && !why) return failure;
   return new ProviderError(failure.provider, `${failure.providerMessage} (gave up after ${attempts} attempts${why})`, failure.status, true);
 }
 
@@ -141,8 +143,14 @@ function overCap(text: string, cap: number): boolean {
   return text.length * 3 > cap && Buffer.byteLength(text) > cap;
 }
 
+/** `text` with every whole occurrence of the API key replaced by `***`, as the Python runtime:
+ * only keys of 8 or more characters are looked for (a short test key such as "k" would mangle
+ * every word it occurs in), and only where the key stands alone, not inside a longer run of
+ * key characters. */
 function redact(text: string, secret: string | null): string {
-  return secret ? text.split(secret).join("[redacted]") : text;
+  if (!secret || [...secret].length < 8 || !text.includes(secret)) return text;
+  const key = secret.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return text.replace(new RegExp(`(?<![A-Za-z0-9_\\-])${key}(?![A-Za-z0-9_\\-])`, "g"), "***");
 }
 
 export function messageIn(payload: any, fallback: string): string {
@@ -200,7 +208,8 @@ export async function post(url: string, body: unknown, headers: Record<string, s
     window: null,
   };
   const watch = s.watch;
-  const limit = s.whole ? Infinity : (s.timeouts.connect + s.timeouts.firstByte) * 1000;
+  // The wait for the headers (connecting included) is bounded by firstByte, as in Python.
+  const limit = s.whole ? Infinity : s.timeouts.firstByte * 1000;
   for (let attempt = 1; ; attempt++) {
     const left = s.deadline - performance.now();
     if (left <= 0) throw pastDeadline(s);
@@ -238,7 +247,7 @@ export async function post(url: string, body: unknown, headers: Record<string, s
         watch.close();
         throw new ProviderError(s.provider, "the server answered with a redirect (redirects are not followed)");
       }
-      const what = watch.fired ? `no response within ${g(limit / 1000)} s` : `connection failed: ${redact(String((error as any)?.cause?.message ?? error), s.secret)}`;
+      const what = watch.fired ? "request failed (ReadTimeout: no response before the first-byte timeout)" : `connection failed: ${redact(String((error as any)?.cause?.message ?? error), s.secret)}`;
       failure = new ProviderError(s.provider, what, null, true);
     }
     if (attempt >= s.retry.attempts) {
@@ -412,8 +421,10 @@ export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<
   if (data.length) yield [data.join("\n")];
 }
 
+/** Whether a streamed request's answer is really an event stream: any content type without
+ * "json" in it, as the Python runtime decides (a gateway may answer plain JSON). */
 export function isEventStream(response: Response): boolean {
-  return (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  return !(response.headers.get("content-type") ?? "").includes("json");
 }
 
 /** One JSON document from the provider (an event's data, a whole body), or a ProviderError. */

@@ -210,3 +210,14 @@ test("no answer within timeouts.firstByte: Python's message, retried", async () 
     assert.deepEqual(ts, py, String(streamed));
   }
 });
+
+test("a refused connection: 'request failed (ConnectError: ...)' after the retries, as in Python", async () => {
+  const closed = await scriptedServer(["good"]);
+  const url = closed.url;
+  await closed.close(); // nothing listens on its port any more
+  const extra = { retry: { attempts: 2, baseDelay: 0.01, maxDelay: 0.01 } };
+  for (const intents of [await runTs(url, extra), await runPython(url, extra)]) {
+    assert.equal(intents.length, 1);
+    assert.match(intents[0][1].message, /^OpenAI API error: request failed \(ConnectError: .+\) \(gave up after 2 attempts\)$/);
+  }
+});

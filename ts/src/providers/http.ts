@@ -247,7 +247,7 @@ export async function post(url: string, body: unknown, headers: Record<string, s
         watch.close();
         throw new ProviderError(s.provider, "the server answered with a redirect (redirects are not followed)");
       }
-      const what = watch.fired ? "request failed (ReadTimeout: no response before the first-byte timeout)" : `connection failed: ${redact(String((error as any)?.cause?.message ?? error), s.secret)}`;
+      const what = watch.fired ? "request failed (ReadTimeout: no response before the first-byte timeout)" : `request failed (${redact(transportDetail(error), s.secret)})`;
       failure = new ProviderError(s.provider, what, null, true);
     }
     if (attempt >= s.retry.attempts) {
@@ -546,4 +546,14 @@ class RetryUnstarted<T> implements AsyncIterableIterator<T> {
     await this.current?.return(undefined);
     return { value: undefined, done: true };
   }
+}
+
+/** A transport failure in the words of the Python runtime: `ConnectError: <cause>` when no
+ * connection was made (refused, unknown host), else the failure's own name. */
+function transportDetail(error: unknown): string {
+  const cause = (error as any)?.cause ?? error;
+  const message = String(cause?.message ?? cause);
+  const code = String(cause?.code ?? "");
+  const connect = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/.test(code);
+  return `${connect ? "ConnectError" : String(cause?.name ?? "TransportError")}: ${message}`;
 }

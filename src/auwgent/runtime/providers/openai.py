@@ -88,6 +88,21 @@ def _tool(function: FunctionSpec, strict: bool) -> dict[str, Any]:
     return {"type": "function", "function": spec}
 
 
+_TOOLS: dict[tuple[int, bool], tuple[tuple[FunctionSpec, ...], list[dict[str, Any]]]] = {}
+
+
+def _tools(functions: tuple[FunctionSpec, ...], strict: bool) -> list[dict[str, Any]]:
+    """The ``tools`` of a request, made once per tuple of specs: the engine keeps one tuple per
+    contract for the agent's lifetime, and the strict form of a schema is a deep copy. Keyed
+    by identity (the tuple is held, so its id cannot be reused); read-only for the callers."""
+    found = _TOOLS.get((id(functions), strict))
+    if found is None or found[0] is not functions:
+        if len(_TOOLS) >= 256:  # requests made by hand (tests) come and go; keep it small
+            _TOOLS.clear()
+        found = _TOOLS[id(functions), strict] = (functions, [_tool(f, strict) for f in functions])
+    return found[1]
+
+
 def _response_format(schema: Mapping[str, Any], strict: bool) -> dict[str, Any]:
     json_schema: dict[str, Any] = {"name": schema["name"], "schema": schema["schema"]}
     if strict:
@@ -151,7 +166,7 @@ def build_chat_body(request: ModelRequest, *, strict: bool = True) -> dict[str, 
     messages.extend(_message_json(m) for m in request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.functions:
-        body["tools"] = [_tool(f, strict) for f in request.functions]
+        body["tools"] = list(_tools(request.functions, strict))
     if request.response_schema is not None:
         body["response_format"] = _response_format(request.response_schema, strict)
     body.update((k, v) for k, v in request.options.items() if k not in _OWNED)

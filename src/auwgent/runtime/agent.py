@@ -132,7 +132,9 @@ class AgentCore:
             self.ingestion = Ingestion(self.options.memory)
         self._contracts: dict[Any, Contract] = {}
         self._sections: dict[Any, str] = {}
-        self._referenced: dict[Any, set[str]] = {}
+        # Per (agent, config): the context keys its prompt reads, and the prompt itself when
+        # it reads none (then it is the same for every run).
+        self._prompts: dict[Any, tuple[set[str], str | None]] = {}
         self._codecs: dict[str, Codec] = {}
         self._request_parts: dict[Any, tuple[tuple[FunctionSpec, ...], Any]] = {}
         # The HTTP client the agent creates when the config gives none, and the event loop it
@@ -329,30 +331,38 @@ class AgentCore:
         the config prompt and the protocol section, the active persona (when ``inv``'s agent
         lists it), the Memory section, the context section, then the date-and-time line.
         """
-        from auwgent.runtime import prompts
-        from auwgent.runtime.engine import assemble_system, now_line
+        from auwgent.runtime.engine import now_line
 
-        cfg = inv.agent["configs"][inv.config_name]
         rkey = (inv.name, inv.config_name)
-        referenced = self._referenced.get(rkey)
-        if referenced is None:
+        found = self._prompts.get(rkey)
+        if found is None:
+            from auwgent.runtime import prompts
+
+            cfg = inv.agent["configs"][inv.config_name]
             referenced = prompts.referenced_context_keys(self.doc, inv.agent, cfg)
-            self._referenced[rkey] = referenced
+            # A prompt that reads no context renders the same for every run: rendered once.
+            fixed = None if referenced else prompts.render_prompt(self.doc, inv.agent, cfg, {})
+            found = self._prompts[rkey] = (referenced, fixed)
+        referenced, rendered = found
+        if rendered is None:
+            from auwgent.runtime import prompts
+
+            cfg = inv.agent["configs"][inv.config_name]
+            rendered = prompts.render_prompt(self.doc, inv.agent, cfg, context)
         skey = (id(contract), codec.name)
         section = self._sections.get(skey)
         if section is None:
             section = self._sections[skey] = codec.system_section(contract)
         options = self.options
-        return assemble_system(
-            [
-                prompts.render_prompt(self.doc, inv.agent, cfg, context),
-                section,
-                self.persona_section(inv.agent, persona, context),
-                memory,
-                self.context_schema.section(context, referenced),
-                now_line(options.timezone, options.clock),
-            ]
-        )
+        parts = [
+            rendered,
+            section,
+            self.persona_section(inv.agent, persona, context) if persona is not None else "",
+            memory,
+            self.context_schema.section(context, referenced) if context else "",
+            now_line(options.timezone, options.clock),
+        ]
+        return "\n\n".join(filter(None, parts))
 
     def persona_section(
         self, agent: IRAgent, persona: str | None, context: Mapping[str, Any]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,30 +85,50 @@ log = logging.getLogger("auwgent")
 SKIP = Control(skip=True)
 
 
-@dataclass(slots=True)
 class _Round:
     """What one model response produced."""
 
-    streamed: bool = True
-    chunks: list[str] = field(default_factory=list)
-    # The calls of the response, in order: tasks started as each call closed when the answer
-    # streams; in an answer that came whole, coroutines started when the response is read
-    # (one call runs inline: a task would cost trips through the event loop, for nothing).
-    calls: list[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]] = field(
-        default_factory=list
+    # A plain class: made for every model call, and a dataclass's generated __init__ (with a
+    # default factory per list) costs twice these assignments.
+    __slots__ = (
+        "calls",
+        "chunks",
+        "customs",
+        "error",
+        "finish",
+        "model",
+        "native_calls",
+        "outcomes",
+        "output",
+        "partial_failures",
+        "problems",
+        "streamed",
+        "texts",
+        "truncated",
+        "usage",
     )
-    outcomes: list[CallOutcome] = field(default_factory=list)
-    native_calls: list[FinalEvent] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    output: Mapping[str, Any] | None = None
-    problems: list[str] = field(default_factory=list)
-    customs: int = 0
-    error: BaseException | None = None
-    model: str = ""  # "<provider>:<model>" that answered
-    usage: TokenUsage | None = None  # the provider's token counts, when it sent them
-    finish: Finish | None = None  # why the model stopped, as the provider said
-    partial_failures: set[tuple[str, int]] = field(default_factory=set)
-    truncated: bool = False  # the text answer was cut by the output limit
+
+    def __init__(self, streamed: bool) -> None:
+        self.streamed = streamed
+        self.chunks: list[str] = []
+        # The calls of the response, in order: tasks started as each call closed when the
+        # answer streams; in an answer that came whole, coroutines started when the response
+        # is read (one call runs inline: a task would cost trips through the event loop, for
+        # nothing).
+        self.calls: list[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]] = []
+        self.outcomes: list[CallOutcome] = []
+        self.native_calls: list[FinalEvent] = []
+        self.texts: list[str] = []
+        self.output: Mapping[str, Any] | None = None
+        self.problems: list[str] = []
+        self.customs = 0
+        self.error: BaseException | None = None
+        self.model = ""  # "<provider>:<model>" that answered
+        self.usage: TokenUsage | None = None  # the provider's token counts, when it sent them
+        self.finish: Finish | None = None  # why the model stopped, as the provider said
+        # (handler, segment) of the partial handlers that failed, reported once each.
+        self.partial_failures: set[tuple[str, int]] = set()
+        self.truncated = False  # the text answer was cut by the output limit
 
     def start(self, call: Coroutine[Any, Any, CallOutcome]) -> None:
         """Start a decoded call now (streamed answer) or once the answer is read (whole)."""
@@ -366,8 +386,7 @@ class Run:
             turn["status"] = "handoff" if len(self.session["stack"]) > 1 else "complete"
         self.session["usage"] = _total_usage(self.session["turns"])
         # Tool results may be any Python value; the session must stay JSON. One check per run.
-        turn["intents"] = _jsonable(turn["intents"])
-        turn["output"] = _jsonable(turn["output"])
+        turn["intents"], turn["output"] = _jsonable([turn["intents"], turn["output"]])
         self.ctx["activeAgent"] = start
         self.ctx["rawBlock"] = None
         self.ctx["repairs"] = []
@@ -580,7 +599,8 @@ class Run:
         is a skip: a call is never run on an unfinished decision.
         """
         core = self.core
-        value = origin.mark(value)  # "via": "execute_code" for the calls of code mode
+        if origin.VIA.get() is not None:
+            value = origin.mark(value)  # "via": "execute_code" for the calls of code mode
         if self.turn is not None:
             self.turn["intents"].append({"name": name, "value": value, "agent": agent_name})
         if self.trace is not None and isinstance(value, Mapping):
@@ -597,7 +617,8 @@ class Run:
                 control = control or control_of(returned)
         if core.handlers:
             for returned in await core.handlers.dispatch(name, value, agent_name, failures):
-                control = control or control_of(returned)
+                if returned is not None:
+                    control = control or control_of(returned)
         if failures:
             call = name in CALL_KINDS
             for failure in failures:
@@ -771,7 +792,10 @@ class Run:
         )
         self.ctx["activeAgent"] = inv.name
         self.ctx["systemPrompt"] = system
-        rnd = _Round()
+        # Partials are built, and the answer streamed on the wire, only for someone to see
+        # them: a partial handler or middleware hook, or a consumer of agent.stream().
+        partials = core.wants_partials or self.sink is not None
+        rnd = _Round(partials)
         try:
             system = await core.middleware.llm_start(system, self.ctx)
         except Exception as exc:
@@ -781,10 +805,6 @@ class Run:
         if top:
             self.session["system_prompt"] = system
         functions, response_schema = core.request_parts(codec, contract)
-        # Partials are built, and the answer streamed on the wire, only for someone to see
-        # them: a partial handler or middleware hook, or a consumer of agent.stream().
-        partials = core.wants_partials or self.sink is not None
-        rnd.streamed = partials
         request = ModelRequest(
             model=str(cfg["model"]["model"]),
             system=system,
@@ -1120,11 +1140,18 @@ def _total_usage(turns: Sequence[Mapping[str, Any]]) -> TokenUsage:
     total: TokenUsage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
     for turn in turns:
         for call in turn.get("model_calls") or ():
-            usage = call.get("usage") or {}
-            for key in ("input_tokens", "output_tokens", "total_tokens"):
-                count = usage.get(key)
-                if isinstance(count, int):
-                    total[key] += count
+            usage = call.get("usage")
+            if not usage:
+                continue
+            count = usage.get("input_tokens")
+            if isinstance(count, int):
+                total["input_tokens"] += count
+            count = usage.get("output_tokens")
+            if isinstance(count, int):
+                total["output_tokens"] += count
+            count = usage.get("total_tokens")
+            if isinstance(count, int):
+                total["total_tokens"] += count
     return total
 
 
@@ -1227,7 +1254,7 @@ def _feedback(problems: Sequence[str]) -> str:
     return "Your last response could not be used:\n- " + "\n- ".join(problems)
 
 
-_now_cache: list[Any] = [None, ""]  # [the whole second it was made for, the line]
+_now_cache: list[Any] = [None, ""]  # [(the whole second, the zone) it was made for, the line]
 
 
 def now_line(zone: tzinfo | None = None, clock: Callable[[], datetime] | None = None) -> str:
@@ -1236,23 +1263,24 @@ def now_line(zone: tzinfo | None = None, clock: Callable[[], datetime] | None = 
     ISO 8601 with the UTC offset, then a human-readable form with the zone's abbreviation:
     ``Current date and time: 2026-12-01T10:30:00+00:00 (Tuesday, 01 December 2026 10:30 GMT)``.
     ``clock`` (the config's) replaces the system clock; a naive time it returns is read in
-    ``zone``.
+    ``zone``. On the system clock the line is made once per second and zone (formatting it
+    costs more than the rest of the prompt).
     """
-    now = clock() if clock is not None else datetime.now(timezone.utc)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=zone) if zone is not None else now.astimezone()
-    now = now.astimezone(zone) if zone is not None else now.astimezone()
-    second = now.replace(microsecond=0)
-    if _now_cache[0] != second or _now_cache[0].tzinfo is not second.tzinfo:
-        # Formatting costs more than the clock: once per second (and zone).
-        _now_cache[1] = (
-            f"Current date and time: {second.isoformat()} "
-            f"({second:%A, %d %B %Y %H:%M} {second.tzname() or second.strftime('%z')})"
-        )
-        _now_cache[0] = second
-    return str(_now_cache[1])
-
-
-def assemble_system(parts: Sequence[str]) -> str:
-    """Join prompt parts with blank lines, skipping empty ones."""
-    return "\n\n".join(p for p in parts if p)
+    key = None
+    if clock is None:
+        key = (int(time.time()), zone)
+        if _now_cache[0] == key:
+            return str(_now_cache[1])
+        now = datetime.fromtimestamp(key[0], timezone.utc)
+    else:
+        now = clock()
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=zone) if zone is not None else now.astimezone()
+    now = (now.astimezone(zone) if zone is not None else now.astimezone()).replace(microsecond=0)
+    line = (
+        f"Current date and time: {now.isoformat()} "
+        f"({now:%A, %d %B %Y %H:%M} {now.tzname() or now.strftime('%z')})"
+    )
+    if key is not None:
+        _now_cache[:] = [key, line]
+    return line

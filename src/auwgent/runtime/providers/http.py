@@ -26,6 +26,7 @@ redacted from anything that could reach a message.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -567,10 +568,14 @@ class _Watchdog:
     def __init__(self, tick: float) -> None:
         import asyncio
 
-        self._loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
+        # asyncio's own loops keep time with time.monotonic: read it directly (loop.time() is
+        # one more Python call per wait).
+        self._clock = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
         self._task = asyncio.current_task()
         self._deadline: float | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._due = math.inf  # when the timer fires (no timer: never)
         # The timer first fires no later than ``tick`` seconds out (the per-piece limit of a
         # body), so that the waits after the first (each piece of the body) find it due before
         # their own deadline and keep it: one timer per call, not one per wait. (Every new
@@ -579,27 +584,28 @@ class _Watchdog:
         self.fired = False
 
     def arm(self, seconds: float) -> None:
-        now = self._loop.time()
+        now = self._clock()
         deadline = self._deadline = now + seconds
-        handle = self._handle
-        if handle is not None and handle.when() > deadline:
-            handle.cancel()  # a shorter limit than the one the timer waits for
-            handle = None
-        if handle is None:
-            self._handle = self._loop.call_at(min(deadline, now + self._tick), self._check)
+        if deadline < self._due:  # no timer, or one that would fire too late for this limit
+            if self._handle is not None:
+                self._handle.cancel()
+            self._due = min(deadline, now + self._tick)
+            self._handle = self._loop.call_at(self._due, self._check)
 
     def disarm(self) -> None:
         self._deadline = None
 
     def _check(self) -> None:
         self._handle = None
+        self._due = math.inf
         if self._deadline is None or self._task is None:
             return
-        if self._loop.time() >= self._deadline:
+        if self._clock() >= self._deadline:
             self.fired = True
             self._task.cancel()
         else:
-            self._handle = self._loop.call_at(self._deadline, self._check)
+            self._due = self._deadline
+            self._handle = self._loop.call_at(self._due, self._check)
 
     def settle(self) -> bool:
         """After a ``CancelledError``: whether the watchdog caused it (then it is taken back,
@@ -615,6 +621,7 @@ class _Watchdog:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+            self._due = math.inf
 
 
 class _Body:

@@ -40,6 +40,7 @@ from auwgent.runtime.intents import (
     Control,
     HookFailure,
     IntentEvent,
+    Sink,
     control_of,
 )
 from auwgent.runtime.protocol.contract import (
@@ -145,7 +146,7 @@ class Run:
         context: dict[str, Any],
         config: str | Mapping[str, str] | None,
         conversation_id: str | None,
-        sink: asyncio.Queue[IntentEvent | None] | None,
+        sink: Sink | None,
         persona: str | None = None,
     ) -> None:
         self.core = core
@@ -236,7 +237,9 @@ class Run:
         self.ctx["activeAgent"] = start
         try:
             try:
-                returned = await self.core.middleware.run_start(self.session, self.ctx)
+                returned = self.session
+                if self.core.middleware:
+                    returned = await self.core.middleware.run_start(self.session, self.ctx)
                 if returned is not self.session:
                     loaded = check_session(returned, root, agents)
                     start = self._start_agent(loaded)
@@ -391,7 +394,8 @@ class Run:
         self.ctx["rawBlock"] = None
         self.ctx["repairs"] = []
         try:
-            await self.core.middleware.run_complete(self.session, self.ctx)
+            if self.core.middleware:
+                await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
             await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
         if self.trace is not None:
@@ -627,7 +631,18 @@ class Run:
                 return SKIP
         return control
 
-    async def emit_partial(self, event: PartialEvent, agent_name: str, rnd: _Round) -> None:
+    def partial(
+        self, inv: Invocation, contract: Contract, rnd: _Round, event: PartialEvent
+    ) -> Coroutine[Any, Any, None] | None:
+        """A partial intent: to the stream's consumer at once; the coroutine that gives it to
+        partial middleware and handlers, when there are any (``None`` otherwise: a partial is
+        sent per chunk, and a coroutine for nobody costs more than building it)."""
+        if event.kind == "response_text" and contract.output["kind"] != "text":
+            return None  # free text is not the output of a structured agent
+        core = self.core
+        hooked = core.middleware.has_partial or bool(core.partial_handlers)
+        if self.sink is None and not hooked:
+            return None
         name = str(event.name if event.kind == "custom" and event.name else event.kind)
         value: dict[str, Any] = {
             "partial": True,
@@ -640,7 +655,14 @@ class Run:
         if event.delta is not None:
             value["delta"] = event.delta
         if self.sink is not None:
-            self.sink.put_nowait(IntentEvent(name, value, agent_name, True))
+            self.sink.put_nowait(IntentEvent(name, value, inv.name, True))
+        if hooked:
+            return self._partial_hooks(name, value, inv.name, event.segment, rnd)
+        return None
+
+    async def _partial_hooks(
+        self, name: str, value: dict[str, Any], agent_name: str, segment: int, rnd: _Round
+    ) -> None:
         core = self.core
         failures: list[HookFailure] = []
         if core.middleware.has_partial:
@@ -650,7 +672,7 @@ class Run:
             await core.partial_handlers.dispatch(name, value, agent_name, failures)
         for failure in failures:
             # One report per handler and segment, not one per streamed chunk.
-            key = (failure.who, event.segment)
+            key = (failure.who, segment)
             if key not in rnd.partial_failures:
                 rnd.partial_failures.add(key)
                 await self._hook_failed(failure, name, value, agent_name, skipped=False)
@@ -765,7 +787,8 @@ class Run:
         response["usage"] = rnd.usage
         self.ctx["activeAgent"] = inv.name
         try:
-            await self.core.middleware.llm_end(response, self.ctx)
+            if self.core.middleware:
+                await self.core.middleware.llm_end(response, self.ctx)
         except Exception as exc:
             await self.fail(exc, inv.name, prefix="onLLMEnd failed: ", mark=False)
         return AgentResult("complete", output=output)
@@ -797,7 +820,8 @@ class Run:
         partials = core.wants_partials or self.sink is not None
         rnd = _Round(partials)
         try:
-            system = await core.middleware.llm_start(system, self.ctx)
+            if core.middleware:
+                system = await core.middleware.llm_start(system, self.ctx)
         except Exception as exc:
             rnd.error = exc
             return rnd
@@ -844,7 +868,12 @@ class Run:
                 elif isinstance(event, ContentPart):
                     self._content_part(inv, event)
                 for decoded in decoder.feed(event):
-                    await self._decoded(inv, contract, rnd, decoded)
+                    if type(decoded) is PartialEvent:  # per chunk: no coroutine when no hook
+                        hooks = self.partial(inv, contract, rnd, decoded)
+                        if hooks is not None:
+                            await hooks
+                    else:
+                        await self._decoded(inv, contract, rnd, decoded)
             await self._close(inv, contract, rnd, decoder.close())
         except Exception as exc:
             rnd.error = exc
@@ -970,13 +999,12 @@ class Run:
         rnd: _Round,
         event: PartialEvent | FinalEvent | RejectedEvent,
     ) -> None:
-        structured = contract.output["kind"] != "text"
         if isinstance(event, PartialEvent):
-            if structured and event.kind == "response_text":
-                return  # free text is not the output of a structured agent
-            if self.core.wants_partials or self.sink is not None:
-                await self.emit_partial(event, inv.name, rnd)
+            hooks = self.partial(inv, contract, rnd, event)
+            if hooks is not None:
+                await hooks
             return
+        structured = contract.output["kind"] != "text"
         if isinstance(event, RejectedEvent):
             await self._rejected(inv, rnd, event)
             return

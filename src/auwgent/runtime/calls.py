@@ -11,13 +11,12 @@ the engine.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
-from auwgent.runtime import origin, schema
+from auwgent.runtime import jsontext, origin, schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
@@ -377,7 +376,7 @@ class CallRunner:
         if helper["input"]["kind"] == "text":
             text = str(args.get("input", ""))
         else:
-            text = json.dumps(args, ensure_ascii=False)
+            text = jsontext.text(args)
         child = Invocation(
             agent=helper,
             config_name=core.config_for(helper, self.run.config),

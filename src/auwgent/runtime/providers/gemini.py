@@ -26,6 +26,7 @@ import httpx
 
 from auwgent.errors import ProviderError
 from auwgent.ir.gemini_options import embedding_options, split_options
+from auwgent.runtime import jsontext
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -246,7 +247,7 @@ class _Decoder:
             index=self._calls,
             id=call_id,
             name=name,
-            arguments=json.dumps(args, ensure_ascii=False),
+            arguments=jsontext.text(args),
         )
         self._calls += 1
         return event

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
@@ -62,10 +62,10 @@ class Invocation:
     record: list[dict[str, Any]] | None = None  # where new history messages are also stored
     completed: bool = False  # a handed-off helper emitted COMPLETE_INTENT
     summary: str | None = None
+    name: str = field(init=False)  # the agent's name (read at every step of the loop)
 
-    @property
-    def name(self) -> str:
-        return str(self.agent["name"])
+    def __post_init__(self) -> None:
+        self.name = str(self.agent["name"])
 
     def add(self, message: Message) -> None:
         self.history.append(message)

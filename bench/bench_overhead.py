@@ -26,6 +26,15 @@ hits all alike. Medians of CPU (``process_time``) and wall time per run.
    ``python -c pass``: ``import auwgent.runtime``, and runtime + generated bindings +
    ``auwgent(config)``.
 
+``--profile VARIANT`` runs one tool-loop variant (``openai-run``, ``openai-stream``,
+``gemini-run``, ``gemini-stream``; ``-raw`` at the end for the raw loop) ``--runs`` times after
+``--warmup`` runs, and nothing else, for a profiler: ``--cprofile FILE`` writes a cProfile of
+the timed runs; under ``valgrind --tool=callgrind`` the difference between two run counts is
+the instruction count of those runs::
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        .venv/bin/python bench/bench_overhead.py --profile openai-run --runs 60
+
 ``--against PATH`` runs the tool loops of (1), OpenAI, in two worker processes, one on this
 checkout's ``src`` and one on ``PATH/src``, rounds interleaved, and prints the ratio: how a
 change moved the overhead.
@@ -887,6 +896,47 @@ def against(args: argparse.Namespace) -> None:
         )
 
 
+async def profile(args: argparse.Namespace) -> None:
+    """``--profile VARIANT``: ``--runs`` runs of one variant after ``--warmup`` untimed ones."""
+    provider, mode, *raw = args.profile.split("-")
+    stream = mode == "stream"
+    child, bases = start_servers(args.chunk_size)
+    workdir = Path(tempfile.mkdtemp(prefix="auwgent-bench-"))
+    key = f"sk-profile-{args.profile}"
+    try:
+        client = httpx.AsyncClient()
+        if raw:
+            run: Runner = functools.partial(
+                RAW_LOOPS[provider], client, bases[provider], key, stream
+            )
+        else:
+            module = load_generated_modules(workdir)[provider]
+            runner = AgentRunner(make_agent(module, provider, bases[provider], client, key))
+            run = runner.stream if stream else runner.run
+        variant = Checked(key, run)
+        for _ in range(args.warmup):
+            await variant()
+        profiler = None
+        if args.cprofile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        started = time.process_time()
+        for _ in range(args.runs):
+            await variant()
+        cpu = time.process_time() - started
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.cprofile)
+        await client.aclose()
+    finally:
+        tally = stop_servers(child)
+        shutil.rmtree(workdir, ignore_errors=True)
+    verify_tally(tally, [variant])
+    print(f"{args.profile}: {args.runs} runs, {cpu / max(args.runs, 1) * 1000:.3f} ms CPU per run")
+
+
 def _ask(proc: subprocess.Popen[str], name: str, n: int) -> list[tuple[float, float]]:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(f"{name} {n}\n")
@@ -904,6 +954,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--chunk-size", type=int, default=16)
     parser.add_argument("--quick", action="store_true", help="few runs, for a smoke test")
     parser.add_argument("--against", help="another checkout to compare this one with")
+    parser.add_argument("--profile", help="run one tool-loop variant only (for a profiler)")
+    parser.add_argument("--cprofile", help="with --profile: write a cProfile of the runs here")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tag", help=argparse.SUPPRESS)
@@ -927,6 +979,8 @@ if __name__ == "__main__":
         asyncio.run(worker(arguments))
     elif arguments.rss:
         asyncio.run(rss_child(arguments))
+    elif arguments.profile:
+        asyncio.run(profile(arguments))
     elif arguments.against:
         against(arguments)
     else:

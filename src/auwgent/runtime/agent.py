@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from auwgent.ir.model import Agent as IRAgent
     from auwgent.ir.model import Document as IRDocument
     from auwgent.runtime.calls import Invocation
-    from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.intents import IntentEvent, Sink
     from auwgent.runtime.mcp import McpServers
     from auwgent.runtime.memory import Ingestion
     from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
@@ -132,7 +132,9 @@ class AgentCore:
             self.ingestion = Ingestion(self.options.memory)
         self._contracts: dict[Any, Contract] = {}
         self._sections: dict[Any, str] = {}
-        self._referenced: dict[Any, set[str]] = {}
+        # Per (agent, config): the context keys its prompt reads, and the prompt itself when
+        # it reads none (then it is the same for every run).
+        self._prompts: dict[Any, tuple[set[str], str | None]] = {}
         self._codecs: dict[str, Codec] = {}
         self._request_parts: dict[Any, tuple[tuple[FunctionSpec, ...], Any]] = {}
         # The HTTP client the agent creates when the config gives none, and the event loop it
@@ -329,30 +331,38 @@ class AgentCore:
         the config prompt and the protocol section, the active persona (when ``inv``'s agent
         lists it), the Memory section, the context section, then the date-and-time line.
         """
-        from auwgent.runtime import prompts
-        from auwgent.runtime.engine import assemble_system, now_line
+        from auwgent.runtime.engine import now_line
 
-        cfg = inv.agent["configs"][inv.config_name]
         rkey = (inv.name, inv.config_name)
-        referenced = self._referenced.get(rkey)
-        if referenced is None:
+        found = self._prompts.get(rkey)
+        if found is None:
+            from auwgent.runtime import prompts
+
+            cfg = inv.agent["configs"][inv.config_name]
             referenced = prompts.referenced_context_keys(self.doc, inv.agent, cfg)
-            self._referenced[rkey] = referenced
+            # A prompt that reads no context renders the same for every run: rendered once.
+            fixed = None if referenced else prompts.render_prompt(self.doc, inv.agent, cfg, {})
+            found = self._prompts[rkey] = (referenced, fixed)
+        referenced, rendered = found
+        if rendered is None:
+            from auwgent.runtime import prompts
+
+            cfg = inv.agent["configs"][inv.config_name]
+            rendered = prompts.render_prompt(self.doc, inv.agent, cfg, context)
         skey = (id(contract), codec.name)
         section = self._sections.get(skey)
         if section is None:
             section = self._sections[skey] = codec.system_section(contract)
         options = self.options
-        return assemble_system(
-            [
-                prompts.render_prompt(self.doc, inv.agent, cfg, context),
-                section,
-                self.persona_section(inv.agent, persona, context),
-                memory,
-                self.context_schema.section(context, referenced),
-                now_line(options.timezone, options.clock),
-            ]
-        )
+        parts = [
+            rendered,
+            section,
+            self.persona_section(inv.agent, persona, context) if persona is not None else "",
+            memory,
+            self.context_schema.section(context, referenced) if context else "",
+            now_line(options.timezone, options.clock),
+        ]
+        return "\n\n".join(filter(None, parts))
 
     def persona_section(
         self, agent: IRAgent, persona: str | None, context: Mapping[str, Any]
@@ -502,7 +512,7 @@ class Agent:
         decisions: Mapping[str, Any],
         config: str | None,
         conversation_id: str | None,
-        sink: asyncio.Queue[IntentEvent | None] | None,
+        sink: Sink | None,
     ) -> Session:
         import copy
 
@@ -625,23 +635,27 @@ class Agent:
             yield event
 
     async def _streamed(
-        self, run: Callable[[asyncio.Queue[IntentEvent | None]], Awaitable[Session]]
+        self, run: Callable[[Sink], Awaitable[Session]]
     ) -> AsyncIterator[IntentEvent]:
         """The intents of ``run(sink)`` as they are put in the sink, until it returns."""
         import asyncio
 
-        queue: asyncio.Queue[IntentEvent | None] = asyncio.Queue()
+        channel = _Channel(asyncio.get_running_loop())
+        items = channel.items
 
         async def produce() -> None:
             try:
-                await run(queue)
+                await run(channel)
             finally:
-                queue.put_nowait(None)
+                channel.put_nowait(None)
 
         task = asyncio.ensure_future(produce())
         try:
             while True:
-                event = await queue.get()
+                if not items:
+                    await channel.wait()
+                    continue
+                event = items.popleft()
                 if event is None:
                     break
                 yield event
@@ -656,7 +670,7 @@ class Agent:
         session: Any,
         config: str | None,
         conversation_id: str | None,
-        sink: asyncio.Queue[IntentEvent | None] | None,
+        sink: Sink | None,
         persona: str | None = None,
         decisions: Mapping[str, Any] | None = None,
     ) -> Session:
@@ -686,6 +700,37 @@ class Agent:
         if result.get("status") != "awaiting_approval":  # learn from the turn once, when whole
             run.start_ingestion()
         return result
+
+
+class _Channel:
+    """The sink of :meth:`Agent.stream`: a run puts its intents, the consumer takes them.
+
+    An ``asyncio.Queue`` without what the stream does not use (a size bound, task counts),
+    which cost more per intent than the rest of dispatching it.
+    """
+
+    __slots__ = ("_loop", "_waiter", "items")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        from collections import deque
+
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+        self.items: deque[IntentEvent | None] = deque()
+
+    def put_nowait(self, item: IntentEvent | None) -> None:
+        self.items.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until something is put (return at once if something is there)."""
+        if not self.items:
+            self._waiter = self._loop.create_future()
+            await self._waiter
 
 
 def _check_config_name(doc: Mapping[str, Any], name: Any, where: str) -> str:

@@ -11,13 +11,12 @@ the engine.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
-from auwgent.runtime import origin, schema
+from auwgent.runtime import jsontext, origin, schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
@@ -63,10 +62,10 @@ class Invocation:
     record: list[dict[str, Any]] | None = None  # where new history messages are also stored
     completed: bool = False  # a handed-off helper emitted COMPLETE_INTENT
     summary: str | None = None
+    name: str = field(init=False)  # the agent's name (read at every step of the loop)
 
-    @property
-    def name(self) -> str:
-        return str(self.agent["name"])
+    def __post_init__(self) -> None:
+        self.name = str(self.agent["name"])
 
     def add(self, message: Message) -> None:
         self.history.append(message)
@@ -377,7 +376,7 @@ class CallRunner:
         if helper["input"]["kind"] == "text":
             text = str(args.get("input", ""))
         else:
-            text = json.dumps(args, ensure_ascii=False)
+            text = jsontext.text(args)
         child = Invocation(
             agent=helper,
             config_name=core.config_for(helper, self.run.config),

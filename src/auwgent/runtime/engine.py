@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
@@ -40,6 +40,7 @@ from auwgent.runtime.intents import (
     Control,
     HookFailure,
     IntentEvent,
+    Sink,
     control_of,
 )
 from auwgent.runtime.protocol.contract import (
@@ -85,30 +86,50 @@ log = logging.getLogger("auwgent")
 SKIP = Control(skip=True)
 
 
-@dataclass(slots=True)
 class _Round:
     """What one model response produced."""
 
-    streamed: bool = True
-    chunks: list[str] = field(default_factory=list)
-    # The calls of the response, in order: tasks started as each call closed when the answer
-    # streams; in an answer that came whole, coroutines started when the response is read
-    # (one call runs inline: a task would cost trips through the event loop, for nothing).
-    calls: list[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]] = field(
-        default_factory=list
+    # A plain class: made for every model call, and a dataclass's generated __init__ (with a
+    # default factory per list) costs twice these assignments.
+    __slots__ = (
+        "calls",
+        "chunks",
+        "customs",
+        "error",
+        "finish",
+        "model",
+        "native_calls",
+        "outcomes",
+        "output",
+        "partial_failures",
+        "problems",
+        "streamed",
+        "texts",
+        "truncated",
+        "usage",
     )
-    outcomes: list[CallOutcome] = field(default_factory=list)
-    native_calls: list[FinalEvent] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    output: Mapping[str, Any] | None = None
-    problems: list[str] = field(default_factory=list)
-    customs: int = 0
-    error: BaseException | None = None
-    model: str = ""  # "<provider>:<model>" that answered
-    usage: TokenUsage | None = None  # the provider's token counts, when it sent them
-    finish: Finish | None = None  # why the model stopped, as the provider said
-    partial_failures: set[tuple[str, int]] = field(default_factory=set)
-    truncated: bool = False  # the text answer was cut by the output limit
+
+    def __init__(self, streamed: bool) -> None:
+        self.streamed = streamed
+        self.chunks: list[str] = []
+        # The calls of the response, in order: tasks started as each call closed when the
+        # answer streams; in an answer that came whole, coroutines started when the response
+        # is read (one call runs inline: a task would cost trips through the event loop, for
+        # nothing).
+        self.calls: list[Coroutine[Any, Any, CallOutcome] | asyncio.Task[CallOutcome]] = []
+        self.outcomes: list[CallOutcome] = []
+        self.native_calls: list[FinalEvent] = []
+        self.texts: list[str] = []
+        self.output: Mapping[str, Any] | None = None
+        self.problems: list[str] = []
+        self.customs = 0
+        self.error: BaseException | None = None
+        self.model = ""  # "<provider>:<model>" that answered
+        self.usage: TokenUsage | None = None  # the provider's token counts, when it sent them
+        self.finish: Finish | None = None  # why the model stopped, as the provider said
+        # (handler, segment) of the partial handlers that failed, reported once each.
+        self.partial_failures: set[tuple[str, int]] = set()
+        self.truncated = False  # the text answer was cut by the output limit
 
     def start(self, call: Coroutine[Any, Any, CallOutcome]) -> None:
         """Start a decoded call now (streamed answer) or once the answer is read (whole)."""
@@ -125,7 +146,7 @@ class Run:
         context: dict[str, Any],
         config: str | Mapping[str, str] | None,
         conversation_id: str | None,
-        sink: asyncio.Queue[IntentEvent | None] | None,
+        sink: Sink | None,
         persona: str | None = None,
     ) -> None:
         self.core = core
@@ -216,7 +237,9 @@ class Run:
         self.ctx["activeAgent"] = start
         try:
             try:
-                returned = await self.core.middleware.run_start(self.session, self.ctx)
+                returned = self.session
+                if self.core.middleware:
+                    returned = await self.core.middleware.run_start(self.session, self.ctx)
                 if returned is not self.session:
                     loaded = check_session(returned, root, agents)
                     start = self._start_agent(loaded)
@@ -366,13 +389,13 @@ class Run:
             turn["status"] = "handoff" if len(self.session["stack"]) > 1 else "complete"
         self.session["usage"] = _total_usage(self.session["turns"])
         # Tool results may be any Python value; the session must stay JSON. One check per run.
-        turn["intents"] = _jsonable(turn["intents"])
-        turn["output"] = _jsonable(turn["output"])
+        turn["intents"], turn["output"] = _jsonable([turn["intents"], turn["output"]])
         self.ctx["activeAgent"] = start
         self.ctx["rawBlock"] = None
         self.ctx["repairs"] = []
         try:
-            await self.core.middleware.run_complete(self.session, self.ctx)
+            if self.core.middleware:
+                await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
             await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
         if self.trace is not None:
@@ -580,7 +603,8 @@ class Run:
         is a skip: a call is never run on an unfinished decision.
         """
         core = self.core
-        value = origin.mark(value)  # "via": "execute_code" for the calls of code mode
+        if origin.VIA.get() is not None:
+            value = origin.mark(value)  # "via": "execute_code" for the calls of code mode
         if self.turn is not None:
             self.turn["intents"].append({"name": name, "value": value, "agent": agent_name})
         if self.trace is not None and isinstance(value, Mapping):
@@ -597,7 +621,8 @@ class Run:
                 control = control or control_of(returned)
         if core.handlers:
             for returned in await core.handlers.dispatch(name, value, agent_name, failures):
-                control = control or control_of(returned)
+                if returned is not None:
+                    control = control or control_of(returned)
         if failures:
             call = name in CALL_KINDS
             for failure in failures:
@@ -606,7 +631,18 @@ class Run:
                 return SKIP
         return control
 
-    async def emit_partial(self, event: PartialEvent, agent_name: str, rnd: _Round) -> None:
+    def partial(
+        self, inv: Invocation, contract: Contract, rnd: _Round, event: PartialEvent
+    ) -> Coroutine[Any, Any, None] | None:
+        """A partial intent: to the stream's consumer at once; the coroutine that gives it to
+        partial middleware and handlers, when there are any (``None`` otherwise: a partial is
+        sent per chunk, and a coroutine for nobody costs more than building it)."""
+        if event.kind == "response_text" and contract.output["kind"] != "text":
+            return None  # free text is not the output of a structured agent
+        core = self.core
+        hooked = core.middleware.has_partial or bool(core.partial_handlers)
+        if self.sink is None and not hooked:
+            return None
         name = str(event.name if event.kind == "custom" and event.name else event.kind)
         value: dict[str, Any] = {
             "partial": True,
@@ -619,7 +655,14 @@ class Run:
         if event.delta is not None:
             value["delta"] = event.delta
         if self.sink is not None:
-            self.sink.put_nowait(IntentEvent(name, value, agent_name, True))
+            self.sink.put_nowait(IntentEvent(name, value, inv.name, True))
+        if hooked:
+            return self._partial_hooks(name, value, inv.name, event.segment, rnd)
+        return None
+
+    async def _partial_hooks(
+        self, name: str, value: dict[str, Any], agent_name: str, segment: int, rnd: _Round
+    ) -> None:
         core = self.core
         failures: list[HookFailure] = []
         if core.middleware.has_partial:
@@ -629,7 +672,7 @@ class Run:
             await core.partial_handlers.dispatch(name, value, agent_name, failures)
         for failure in failures:
             # One report per handler and segment, not one per streamed chunk.
-            key = (failure.who, event.segment)
+            key = (failure.who, segment)
             if key not in rnd.partial_failures:
                 rnd.partial_failures.add(key)
                 await self._hook_failed(failure, name, value, agent_name, skipped=False)
@@ -744,7 +787,8 @@ class Run:
         response["usage"] = rnd.usage
         self.ctx["activeAgent"] = inv.name
         try:
-            await self.core.middleware.llm_end(response, self.ctx)
+            if self.core.middleware:
+                await self.core.middleware.llm_end(response, self.ctx)
         except Exception as exc:
             await self.fail(exc, inv.name, prefix="onLLMEnd failed: ", mark=False)
         return AgentResult("complete", output=output)
@@ -771,9 +815,13 @@ class Run:
         )
         self.ctx["activeAgent"] = inv.name
         self.ctx["systemPrompt"] = system
-        rnd = _Round()
+        # Partials are built, and the answer streamed on the wire, only for someone to see
+        # them: a partial handler or middleware hook, or a consumer of agent.stream().
+        partials = core.wants_partials or self.sink is not None
+        rnd = _Round(partials)
         try:
-            system = await core.middleware.llm_start(system, self.ctx)
+            if core.middleware:
+                system = await core.middleware.llm_start(system, self.ctx)
         except Exception as exc:
             rnd.error = exc
             return rnd
@@ -781,10 +829,6 @@ class Run:
         if top:
             self.session["system_prompt"] = system
         functions, response_schema = core.request_parts(codec, contract)
-        # Partials are built, and the answer streamed on the wire, only for someone to see
-        # them: a partial handler or middleware hook, or a consumer of agent.stream().
-        partials = core.wants_partials or self.sink is not None
-        rnd.streamed = partials
         request = ModelRequest(
             model=str(cfg["model"]["model"]),
             system=system,
@@ -824,7 +868,12 @@ class Run:
                 elif isinstance(event, ContentPart):
                     self._content_part(inv, event)
                 for decoded in decoder.feed(event):
-                    await self._decoded(inv, contract, rnd, decoded)
+                    if type(decoded) is PartialEvent:  # per chunk: no coroutine when no hook
+                        hooks = self.partial(inv, contract, rnd, decoded)
+                        if hooks is not None:
+                            await hooks
+                    else:
+                        await self._decoded(inv, contract, rnd, decoded)
             await self._close(inv, contract, rnd, decoder.close())
         except Exception as exc:
             rnd.error = exc
@@ -950,13 +999,12 @@ class Run:
         rnd: _Round,
         event: PartialEvent | FinalEvent | RejectedEvent,
     ) -> None:
-        structured = contract.output["kind"] != "text"
         if isinstance(event, PartialEvent):
-            if structured and event.kind == "response_text":
-                return  # free text is not the output of a structured agent
-            if self.core.wants_partials or self.sink is not None:
-                await self.emit_partial(event, inv.name, rnd)
+            hooks = self.partial(inv, contract, rnd, event)
+            if hooks is not None:
+                await hooks
             return
+        structured = contract.output["kind"] != "text"
         if isinstance(event, RejectedEvent):
             await self._rejected(inv, rnd, event)
             return
@@ -1120,11 +1168,18 @@ def _total_usage(turns: Sequence[Mapping[str, Any]]) -> TokenUsage:
     total: TokenUsage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
     for turn in turns:
         for call in turn.get("model_calls") or ():
-            usage = call.get("usage") or {}
-            for key in ("input_tokens", "output_tokens", "total_tokens"):
-                count = usage.get(key)
-                if isinstance(count, int):
-                    total[key] += count
+            usage = call.get("usage")
+            if not usage:
+                continue
+            count = usage.get("input_tokens")
+            if isinstance(count, int):
+                total["input_tokens"] += count
+            count = usage.get("output_tokens")
+            if isinstance(count, int):
+                total["output_tokens"] += count
+            count = usage.get("total_tokens")
+            if isinstance(count, int):
+                total["total_tokens"] += count
     return total
 
 
@@ -1227,7 +1282,7 @@ def _feedback(problems: Sequence[str]) -> str:
     return "Your last response could not be used:\n- " + "\n- ".join(problems)
 
 
-_now_cache: list[Any] = [None, ""]  # [the whole second it was made for, the line]
+_now_cache: list[Any] = [None, ""]  # [(the whole second, the zone) it was made for, the line]
 
 
 def now_line(zone: tzinfo | None = None, clock: Callable[[], datetime] | None = None) -> str:
@@ -1236,23 +1291,24 @@ def now_line(zone: tzinfo | None = None, clock: Callable[[], datetime] | None = 
     ISO 8601 with the UTC offset, then a human-readable form with the zone's abbreviation:
     ``Current date and time: 2026-12-01T10:30:00+00:00 (Tuesday, 01 December 2026 10:30 GMT)``.
     ``clock`` (the config's) replaces the system clock; a naive time it returns is read in
-    ``zone``.
+    ``zone``. On the system clock the line is made once per second and zone (formatting it
+    costs more than the rest of the prompt).
     """
-    now = clock() if clock is not None else datetime.now(timezone.utc)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=zone) if zone is not None else now.astimezone()
-    now = now.astimezone(zone) if zone is not None else now.astimezone()
-    second = now.replace(microsecond=0)
-    if _now_cache[0] != second or _now_cache[0].tzinfo is not second.tzinfo:
-        # Formatting costs more than the clock: once per second (and zone).
-        _now_cache[1] = (
-            f"Current date and time: {second.isoformat()} "
-            f"({second:%A, %d %B %Y %H:%M} {second.tzname() or second.strftime('%z')})"
-        )
-        _now_cache[0] = second
-    return str(_now_cache[1])
-
-
-def assemble_system(parts: Sequence[str]) -> str:
-    """Join prompt parts with blank lines, skipping empty ones."""
-    return "\n\n".join(p for p in parts if p)
+    key = None
+    if clock is None:
+        key = (int(time.time()), zone)
+        if _now_cache[0] == key:
+            return str(_now_cache[1])
+        now = datetime.fromtimestamp(key[0], timezone.utc)
+    else:
+        now = clock()
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=zone) if zone is not None else now.astimezone()
+    now = (now.astimezone(zone) if zone is not None else now.astimezone()).replace(microsecond=0)
+    line = (
+        f"Current date and time: {now.isoformat()} "
+        f"({now:%A, %d %B %Y %H:%M} {now.tzname() or now.strftime('%z')})"
+    )
+    if key is not None:
+        _now_cache[:] = [key, line]
+    return line

@@ -17,7 +17,7 @@ import functools
 import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from auwgent.ir import vocabulary
 from auwgent.runtime.adapters import instance_of
@@ -28,6 +28,7 @@ __all__ = [
     "HandlerSet",
     "HookFailure",
     "IntentEvent",
+    "Sink",
     "sanitise",
 ]
 
@@ -65,6 +66,13 @@ class IntentEvent(NamedTuple):
     value: Any
     agent_name: str
     partial: bool = False
+
+
+class Sink(Protocol):
+    """Where a run puts its intents for a stream consumer (an ``asyncio.Queue`` will do);
+    ``None`` ends the stream."""
+
+    def put_nowait(self, item: IntentEvent | None) -> None: ...
 
 
 class Control(NamedTuple):

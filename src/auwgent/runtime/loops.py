@@ -50,8 +50,7 @@ def parse_loop_detection(value: Any) -> int | None:
     return int(repeats)
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
 
 
 class LoopDetector:

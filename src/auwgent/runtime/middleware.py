@@ -92,6 +92,10 @@ class MiddlewareChain:
         self.has_partial = any("onIntentPartial" in e.hooks for e in entries)
         self.has_intent = any("onIntent" in e.hooks for e in entries)
 
+    def __bool__(self) -> bool:
+        """Whether any middleware is registered (without, the engine skips its hook points)."""
+        return bool(self._entries)
+
     def _for(self, hook: str, active: str) -> Sequence[Callable[..., Any]]:
         if not self._entries:
             return ()  # the usual case: no middleware, no list to build at every hook point

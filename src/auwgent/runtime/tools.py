@@ -14,11 +14,11 @@ event loop itself, without the thread hop (about 0.3 ms and several context swit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from auwgent.errors import ConfigError, ToolError
+from auwgent.runtime import jsontext
 from auwgent.runtime.adapters import instance_of
 
 __all__ = ["ToolRegistry", "declared_tools", "inline_tool", "not_configured", "result_text"]
@@ -226,6 +226,6 @@ def result_text(result: Any) -> str:
     if isinstance(result, str):
         return result
     try:
-        return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+        return jsontext.compact(result)
     except (TypeError, ValueError):
         return str(result)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auwgent.runtime import jsontext
 from auwgent.runtime.protocol import section
 from auwgent.runtime.protocol.blocks import (
     PartialBudget,
@@ -444,7 +445,7 @@ class NativeCodec:
         notes: list[str] = []
         for event in turn.calls:
             if event.kind in _CALL_KINDS and event.name is not None:
-                args = json.dumps(dict(event.payload.get("args", {})), ensure_ascii=False)
+                args = jsontext.text(dict(event.payload.get("args", {})))
                 function = _called_name(event)
                 calls.append(ToolCall(event.call_id or f"call_{event.segment}", function, args))
             elif event.name is not None:

@@ -26,6 +26,7 @@ import httpx
 
 from auwgent.errors import ProviderError
 from auwgent.ir.gemini_options import embedding_options, split_options
+from auwgent.runtime import jsontext
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -197,20 +198,37 @@ class _Decoder:
         if failure is not None:
             raise failure
         self._response_id = self._response_id or str(chunk.get("responseId") or "")
-        self._note_usage(field(provider, "usageMetadata", chunk.get("usageMetadata"), dict))
-        feedback = field(provider, "promptFeedback", chunk.get("promptFeedback"), dict) or {}
-        if feedback.get("blockReason"):
-            self.finish = "content_filter"
-            self.raw = str(feedback["blockReason"])
-            self.message = feedback.get("blockReasonMessage") or self.message
-        candidates = field(provider, "candidates", chunk.get("candidates"), list) or []
+        # Per streamed chunk: values of exactly the expected type skip the call to field().
+        meta = chunk.get("usageMetadata")
+        if meta is not None:
+            self._note_usage(
+                meta if type(meta) is dict else field(provider, "usageMetadata", meta, dict)
+            )
+        feedback = chunk.get("promptFeedback")
+        if feedback is not None:
+            feedback = field(provider, "promptFeedback", feedback, dict)
+            if feedback.get("blockReason"):
+                self.finish = "content_filter"
+                self.raw = str(feedback["blockReason"])
+                self.message = feedback.get("blockReasonMessage") or self.message
+        candidates = chunk.get("candidates")
+        if type(candidates) is not list:
+            candidates = field(provider, "candidates", candidates, list)
         if not candidates:
             return []
-        candidate = field(provider, "candidates[0]", candidates[0], dict, optional=False)
-        content = field(provider, "candidates[0].content", candidate.get("content"), dict) or {}
-        parts = field(provider, "candidates[0].content.parts", content.get("parts"), list) or ()
+        candidate = candidates[0]
+        if type(candidate) is not dict:
+            field(provider, "candidates[0]", candidate, dict, optional=False)
+        content = candidate.get("content")
+        if type(content) is not dict:
+            content = field(provider, "candidates[0].content", content, dict) or {}
+        parts = content.get("parts")
+        if type(parts) is not list:
+            parts = field(provider, "candidates[0].content.parts", parts, list) or ()
         events = [e for part in parts for e in self._part(part)]
-        reason = field(provider, "candidates[0].finishReason", candidate.get("finishReason"), str)
+        reason = candidate.get("finishReason")
+        if reason is not None and type(reason) is not str:
+            reason = field(provider, "candidates[0].finishReason", reason, str)
         if reason:
             self.finish = _FINISH.get(reason, reason.lower())
             self.raw = reason
@@ -219,13 +237,16 @@ class _Decoder:
 
     def _part(self, part: Any) -> list[StreamEvent]:
         where = "candidates[0].content.parts[]"
-        field(self._provider, where, part, dict, optional=False)
+        if type(part) is not dict:
+            field(self._provider, where, part, dict, optional=False)
         if part.get("thought"):
             return []  # thinking summaries are not the answer
         if "functionCall" in part:
             return [self._call(part)]
         if "text" in part:
-            text = field(self._provider, where, part["text"], str, at=".text")
+            text = part["text"]
+            if type(text) is not str:
+                text = field(self._provider, where, text, str, at=".text")
             return [TextDelta(text)] if text else []
         # Anything else (inlineData, fileData, executableCode, codeExecutionResult, ...) is
         # passed on as it came: never silently dropped.
@@ -246,7 +267,7 @@ class _Decoder:
             index=self._calls,
             id=call_id,
             name=name,
-            arguments=json.dumps(args, ensure_ascii=False),
+            arguments=jsontext.text(args),
         )
         self._calls += 1
         return event
@@ -262,15 +283,17 @@ class _Decoder:
         if meta is None:
             return
 
-        def count(name: str) -> int | None:
-            value: int | None = field(self._provider, f"usageMetadata.{name}", meta.get(name), int)
-            return value
-
-        output = count("candidatesTokenCount")
-        thoughts = count("thoughtsTokenCount")
+        provider = self._provider
+        counts: list[int | None] = []
+        for name in ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"):
+            value = meta.get(name)
+            if value is not None and type(value) is not int:
+                value = field(provider, f"usageMetadata.{name}", value, int)
+            counts.append(value)
+        prompt, output, thoughts = counts
         if thoughts is not None:
             output = (output or 0) + thoughts
-        self.usage = Usage(input_tokens=count("promptTokenCount"), output_tokens=output)
+        self.usage = Usage(input_tokens=prompt, output_tokens=output)
 
     def close(self) -> list[StreamEvent]:
         if self.finish is None:

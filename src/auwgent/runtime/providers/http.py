@@ -26,6 +26,7 @@ redacted from anything that could reach a message.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -120,12 +121,17 @@ class Timeouts(NamedTuple):
     idle: float = 30.0
     call: float = 300.0
 
+    @property
+    def piece(self) -> float:
+        """The longest wait for one piece of a response body (the first or a later one)."""
+        return max(self.first_byte, self.idle)
+
     def for_httpx(self, *, whole: bool = False) -> httpx.Timeout:
         """The httpx timeout used as a backstop under our own clocks (first-byte and idle;
         for an answer that comes ``whole``, the call's deadline: see :class:`Call`)."""
         import httpx
 
-        read = (self.call if whole else max(self.first_byte, self.idle)) + 1.0
+        read = (self.call if whole else self.piece) + 1.0
         return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
 
 
@@ -441,7 +447,7 @@ async def open_response(
     retry = call.retry
     failure: ProviderError | None = None
     # One timer for every wait of the attempts and of the body (see _Watchdog).
-    watchdog = call.watchdog = _Watchdog()
+    watchdog = call.watchdog = _Watchdog(call.timeouts.piece)
     try:
         for attempt in range(1, retry.attempts + 1):
             retry_after: float | None = None
@@ -559,35 +565,47 @@ class _Watchdog:
     the stream runs (same task, between two pieces).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tick: float) -> None:
         import asyncio
 
-        self._loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
+        # asyncio's own loops keep time with time.monotonic: read it directly (loop.time() is
+        # one more Python call per wait).
+        self._clock = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
         self._task = asyncio.current_task()
         self._deadline: float | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._due = math.inf  # when the timer fires (no timer: never)
+        # The timer first fires no later than ``tick`` seconds out (the per-piece limit of a
+        # body), so that the waits after the first (each piece of the body) find it due before
+        # their own deadline and keep it: one timer per call, not one per wait. (Every new
+        # timer is also a push into the event loop's heap, and the cancelled ones stay there.)
+        self._tick = tick
         self.fired = False
 
     def arm(self, seconds: float) -> None:
-        self._deadline = self._loop.time() + seconds
-        if self._handle is not None and self._handle.when() > self._deadline:
-            self._handle.cancel()  # a shorter limit than the one the timer waits for
-            self._handle = None
-        if self._handle is None:
-            self._handle = self._loop.call_at(self._deadline, self._check)
+        now = self._clock()
+        deadline = self._deadline = now + seconds
+        if deadline < self._due:  # no timer, or one that would fire too late for this limit
+            if self._handle is not None:
+                self._handle.cancel()
+            self._due = min(deadline, now + self._tick)
+            self._handle = self._loop.call_at(self._due, self._check)
 
     def disarm(self) -> None:
         self._deadline = None
 
     def _check(self) -> None:
         self._handle = None
+        self._due = math.inf
         if self._deadline is None or self._task is None:
             return
-        if self._loop.time() >= self._deadline:
+        if self._clock() >= self._deadline:
             self.fired = True
             self._task.cancel()
         else:
-            self._handle = self._loop.call_at(self._deadline, self._check)
+            self._due = self._deadline
+            self._handle = self._loop.call_at(self._due, self._check)
 
     def settle(self) -> bool:
         """After a ``CancelledError``: whether the watchdog caused it (then it is taken back,
@@ -603,6 +621,7 @@ class _Watchdog:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+            self._due = math.inf
 
 
 class _Body:
@@ -626,10 +645,10 @@ class _Body:
         self._stream = response.aiter_bytes().__aiter__()
         self._call = call
         self._idle = call.timeouts.idle
-        self._limit = max(call.timeouts.first_byte, self._idle)
+        self._limit = call.timeouts.piece
         self._left = call.limits.response_bytes
         self._own = call.watchdog is None  # read outside open_response: a timer of its own
-        self._watchdog = _Watchdog() if call.watchdog is None else call.watchdog
+        self._watchdog = _Watchdog(self._limit) if call.watchdog is None else call.watchdog
 
     async def read(self) -> bytes | None:
         """The next piece, or ``None`` at the end of the body."""

@@ -88,6 +88,21 @@ def _tool(function: FunctionSpec, strict: bool) -> dict[str, Any]:
     return {"type": "function", "function": spec}
 
 
+_TOOLS: dict[tuple[int, bool], tuple[tuple[FunctionSpec, ...], list[dict[str, Any]]]] = {}
+
+
+def _tools(functions: tuple[FunctionSpec, ...], strict: bool) -> list[dict[str, Any]]:
+    """The ``tools`` of a request, made once per tuple of specs: the engine keeps one tuple per
+    contract for the agent's lifetime, and the strict form of a schema is a deep copy. Keyed
+    by identity (the tuple is held, so its id cannot be reused); read-only for the callers."""
+    found = _TOOLS.get((id(functions), strict))
+    if found is None or found[0] is not functions:
+        if len(_TOOLS) >= 256:  # requests made by hand (tests) come and go; keep it small
+            _TOOLS.clear()
+        found = _TOOLS[id(functions), strict] = (functions, [_tool(f, strict) for f in functions])
+    return found[1]
+
+
 def _response_format(schema: Mapping[str, Any], strict: bool) -> dict[str, Any]:
     json_schema: dict[str, Any] = {"name": schema["name"], "schema": schema["schema"]}
     if strict:
@@ -151,7 +166,7 @@ def build_chat_body(request: ModelRequest, *, strict: bool = True) -> dict[str, 
     messages.extend(_message_json(m) for m in request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.functions:
-        body["tools"] = [_tool(f, strict) for f in request.functions]
+        body["tools"] = list(_tools(request.functions, strict))
     if request.response_schema is not None:
         body["response_format"] = _response_format(request.response_schema, strict)
     body.update((k, v) for k, v in request.options.items() if k not in _OWNED)
@@ -175,15 +190,24 @@ def _usage(payload: Any, provider: str) -> Usage | None:
 
 
 def _first_choice(chunk: Any, provider: str) -> dict[str, Any] | None:
+    # Runs per streamed chunk: values of exactly the expected type skip the call to field().
     if not isinstance(chunk, dict):
         raise ProviderError(provider, "unexpected response shape (not a JSON object)")
-    failure = error_in_body(chunk, provider)
-    if failure is not None:
-        raise failure
-    for item in field(provider, "choices", chunk.get("choices"), list) or ():
-        choice: dict[str, Any] = field(provider, "choices[]", item, dict, optional=False)
-        if field(provider, "choices[].index", choice.get("index"), int) in (0, None):
-            return choice
+    if "error" in chunk:
+        failure = error_in_body(chunk, provider)
+        if failure is not None:
+            raise failure
+    choices = chunk.get("choices")
+    if type(choices) is not list:
+        choices = field(provider, "choices", choices, list) or ()
+    for item in choices:
+        if type(item) is not dict:
+            field(provider, "choices[]", item, dict, optional=False)
+        index = item.get("index")
+        if index is not None and type(index) is not int:
+            index = field(provider, "choices[].index", index, int)
+        if not index:
+            return item  # type: ignore[no-any-return]
     return None
 
 
@@ -252,12 +276,17 @@ def _content_events(provider: str, where: str, content: Any) -> list[StreamEvent
 def _delta_events(
     provider: str, where: str, delta: Any, calls: _Calls, *, whole: bool = False
 ) -> list[StreamEvent]:
-    field(provider, where, delta, dict)
+    if type(delta) is not dict:
+        field(provider, where, delta, dict)
     if not delta:
         return []
     # A refusal (structured outputs) is the model's answer too: pass it on as text rather
     # than an empty reply that would hide why.
-    events = _content_events(provider, f"{where}.content", delta.get("content"))
+    content = delta.get("content")
+    if type(content) is str:  # the common case, per streamed chunk
+        events: list[StreamEvent] = [TextDelta(content)] if content else []
+    else:
+        events = _content_events(provider, f"{where}.content", content)
     if not events:
         refusal = field(provider, where, delta.get("refusal"), str, at=".refusal")
         if refusal:
@@ -268,10 +297,11 @@ def _delta_events(
 
 
 def _finish_reason(provider: str, choice: Mapping[str, Any]) -> str | None:
-    reason: str | None = field(
-        provider, "choices[0].finish_reason", choice.get("finish_reason"), str
-    )
-    return reason
+    reason = choice.get("finish_reason")
+    if reason is None or type(reason) is str:
+        return reason
+    checked: str | None = field(provider, "choices[0].finish_reason", reason, str)
+    return checked
 
 
 class OpenAIProvider:
@@ -361,7 +391,8 @@ class OpenAIProvider:
                     continue
                 chunk = parse_json_chunk(data, provider=self.name)
                 choice = _first_choice(chunk, self.name)
-                usage = _usage(chunk.get("usage"), self.name) or usage
+                if chunk.get("usage") is not None:
+                    usage = _usage(chunk["usage"], self.name) or usage
                 if choice is None:
                     continue
                 calls.response_id = calls.response_id or str(chunk.get("id") or "")

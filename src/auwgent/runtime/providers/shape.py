@@ -51,9 +51,11 @@ def field(
     """``value`` when it is of ``kind`` (or absent/None and ``optional``), else the error.
 
     The field's path is ``where + at``, joined only for the error (this runs per event).
+    Hot paths may test ``type(value) is kind`` themselves and call this only otherwise: a
+    value of exactly that type always passes.
     """
-    if value is None and optional:
-        return None
+    if type(value) is kind or (value is None and optional):
+        return value
     if isinstance(value, kind) and not (isinstance(value, bool) and bool not in _as_tuple(kind)):
         return value
     expected = " or ".join(_NAMES[k] for k in _as_tuple(kind))

@@ -1,0 +1,18 @@
+"""JSON writers that the runtime uses for every call, each made once.
+
+``json.dumps`` with any option builds a new ``JSONEncoder`` per call, which costs more than
+encoding a small value; an encoder keeps no state between calls, so these are shared.
+"""
+
+from __future__ import annotations
+
+import json
+
+__all__ = ["compact", "text"]
+
+#: JSON text with non-ASCII characters kept as they are (tool-call arguments, helper input).
+text = json.JSONEncoder(ensure_ascii=False).encode
+
+#: Tool results as the model sees them: no spaces after separators (fewer tokens), objects
+#: JSON does not know written as their ``str()``.
+compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode

@@ -31,14 +31,15 @@ from typing import TYPE_CHECKING, Any
 from auwgent._records import replace
 from auwgent.errors import ConfigError
 from auwgent.runtime import origin
-from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
 
 if TYPE_CHECKING:
     from auwgent.runtime.calls import CallRunner, Invocation
     from auwgent.runtime.config import CodeLimits, RuntimeOptions
+    from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
 
-# What only an execution needs (asyncio, the schema module, the sandbox) is imported on first
-# use: the runtime config and agent construction import this module and must stay light.
+# What only a run needs (the codec contract, asyncio, the schema module, the sandbox) is
+# imported on first use: the runtime config and agent construction import this module and
+# must stay light.
 
 __all__ = [
     "EXECUTE_CODE",
@@ -116,6 +117,8 @@ _INTRO = (
 
 def code_contract(contract: Contract) -> Contract:
     """``contract`` as code mode offers it: ``execute_code`` only, the ``api`` stub beside."""
+    from auwgent.runtime.protocol.contract import CallableSpec, CodeApi
+
     stub = api_stub(contract.callables, contract.types, contract.examples)
     section = f"{_INTRO}\n\n```python\n{stub}```"
     spec = CallableSpec(
@@ -291,6 +294,8 @@ async def execute(
     runner: CallRunner, inv: Invocation, contract: Contract, code: str, call_id: str | None
 ) -> CallOutcome:
     """Run one ``execute_code`` call; its ``tool_result`` or ``tool_error`` is emitted here."""
+    from auwgent.runtime.protocol.contract import CallOutcome
+
     assert contract.code_api is not None
     limits = runner.run.core.options.code_limits
     inner = replace(contract, callables=contract.code_api.callables, code_api=None)

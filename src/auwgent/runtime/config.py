@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
-from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
+from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
     from datetime import datetime, tzinfo

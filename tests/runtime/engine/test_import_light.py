@@ -30,6 +30,9 @@ RUN_ONLY = (
     "auwgent.runtime.protocol.blocks",
     "auwgent.runtime.protocol.native",
     "auwgent.runtime.providers.openai",
+    "auwgent.runtime.providers.http",
+    "auwgent.runtime.providers.base",
+    "auwgent.runtime.protocol.contract",
     "auwgent.runtime.providers.gemini",
 )
 CODE = """

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
         Usage,
     )
     from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
-    from auwgent.runtime.providers.http import Limits, RetryPolicy, Timeouts
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
+    from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 __all__ = [
     "ContentPart",
@@ -77,9 +77,9 @@ _LAZY = {
         ),
         "base",
     ),
-    "Limits": "http",
-    "RetryPolicy": "http",
-    "Timeouts": "http",
+    "Limits": "policy",
+    "RetryPolicy": "policy",
+    "Timeouts": "policy",
     "GeminiProvider": "gemini",
     "DEFAULT_GEMINI_BASE_URL": "gemini",
     "OpenAIProvider": "openai",

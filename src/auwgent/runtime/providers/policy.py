@@ -1,0 +1,106 @@
+"""The policies of provider calls the runtime config sets: retries, time limits, size caps.
+
+Their own module, so that parsing the runtime config (when an agent is built) does not load the
+HTTP machinery of :mod:`auwgent.runtime.providers.http`, which re-exports them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["Limits", "RetryPolicy", "Timeouts"]
+
+
+# The value classes here are named tuples, not dataclasses: they are built when an
+# agent is, and importing ``dataclasses`` plus making a frozen dataclass costs more than the
+# rest of the import of the runtime (bench/bench_overhead.py, import time).
+
+
+class _RetryFields(NamedTuple):
+    attempts: int
+    base_delay: float
+    max_delay: float
+    jitter: bool
+
+
+class RetryPolicy(_RetryFields):
+    """How often and how patiently a failed request is retried.
+
+    ``attempts`` counts every try, the first one included. The wait before retry ``n`` (1-based)
+    is a random value in ``[0, min(max_delay, base_delay * 2**(n-1))]`` ("full jitter"), or the
+    upper bound itself when ``jitter`` is off. A ``Retry-After`` header replaces the computed
+    wait, capped by ``max_delay``.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        attempts: int = 4,
+        base_delay: float = 0.5,
+        max_delay: float = 20.0,
+        jitter: bool = True,
+    ) -> RetryPolicy:
+        if attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be at least 1")
+        if base_delay < 0 or max_delay < 0:
+            raise ValueError("RetryPolicy delays must not be negative")
+        return super().__new__(cls, attempts, base_delay, max_delay, jitter)
+
+
+class Timeouts(NamedTuple):
+    """Time limits of provider calls, in seconds.
+
+    ``connect``: opening the connection. ``first_byte``: from sending the request to receiving
+    the response headers, and again from the headers to the first piece of the body.
+    ``idle``: the longest silence allowed between two later pieces of a response body.
+    ``call``: the deadline of one model call, from its first attempt to the end of its
+    response, retries and their waits included. The limit on a whole run belongs to the engine.
+
+    With the default retry policy, a server that never answers is given up after at most
+    4 x 25 s plus 3.5 s of backoff (103.5 s); an endless stream ends at ``call``.
+    """
+
+    connect: float = 10.0
+    first_byte: float = 25.0
+    idle: float = 30.0
+    call: float = 300.0
+
+    @property
+    def piece(self) -> float:
+        """The longest wait for one piece of a response body (the first or a later one)."""
+        return max(self.first_byte, self.idle)
+
+    def for_httpx(self, *, whole: bool = False) -> httpx.Timeout:
+        """The httpx timeout used as a backstop under our own clocks (first-byte and idle;
+        for an answer that comes ``whole``, the call's deadline: see :class:`Call`)."""
+        import httpx
+
+        read = (self.call if whole else self.piece) + 1.0
+        return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
+
+
+class _LimitFields(NamedTuple):
+    event_bytes: int
+    response_bytes: int
+
+
+class Limits(_LimitFields):
+    """Size caps, in bytes, on what a provider may send back.
+
+    ``event_bytes``: one server-sent event as received (its ``data:`` lines together, field
+    names included), or one line still arriving. ``response_bytes``: one response body,
+    streamed or not.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls, event_bytes: int = 16 * 1024 * 1024, response_bytes: int = 64 * 1024 * 1024
+    ) -> Limits:
+        if event_bytes < 1 or response_bytes < 1:
+            raise ValueError("Limits must be at least 1 byte")
+        return super().__new__(cls, event_bytes, response_bytes)

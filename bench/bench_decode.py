@@ -148,10 +148,17 @@ def main() -> None:
         )
     print("(b) growth, 8-byte chunks (per-KB cost should stay flat; slope 1.0 is linear):")
     points = []
-    for size in (50_000, 100_000, 200_000, 400_000, 800_000):
-        data = payload(size)
-        repeat = max(3, 2_000_000 // size)  # small sizes are noisier: sampled more often
-        elapsed, partials, _, gap = best(lambda d=data: stream(d, 8), repeat)
+    sizes = (50_000, 100_000, 200_000, 400_000, 800_000)
+    datas = {size: payload(size) for size in sizes}
+    runs: dict[int, list[tuple[float, int, float, int]]] = {size: [] for size in sizes}
+    # Interleaved rounds, every size in each (small ones several times), the best kept: the
+    # machine's slow spells then fall on all sizes alike instead of bending the slope.
+    for _ in range(7):
+        for size in sizes:
+            runs[size] += [stream(datas[size], 8) for _ in range(max(1, 400_000 // size))]
+    for size in sizes:
+        data = datas[size]
+        elapsed, partials, _, gap = min(runs[size], key=lambda r: r[0])
         points.append((len(data), elapsed))
         print(
             f"    {len(data) / 1000:6.0f} KB: {elapsed * 1e3:8.1f} ms"

@@ -97,3 +97,16 @@ def test_methods_the_class_defines_are_kept() -> None:
     assert ByKey("a", "x") == ByKey("a", "y")
     assert len({ByKey("a", "x"), ByKey("a", "y")}) == 1
     assert repr(ByKey("a")) == "ByKey(key='a', extra=None)"
+
+
+def test_pickle_and_copy_rebuild_a_record() -> None:
+    import copy
+    import pickle
+
+    from auwgent.runtime.providers.base import Finish, Message, ToolCall
+
+    message = Message("assistant", "hi", (ToolCall("1", "f", "{}"),))
+    assert pickle.loads(pickle.dumps(message)) == message
+    assert copy.deepcopy(message) == message and copy.copy(message) == message
+    finish = pickle.loads(pickle.dumps(Finish("stop", raw="STOP", message="done")))
+    assert (finish.raw, finish.message) == ("STOP", "done")

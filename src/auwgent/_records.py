@@ -7,9 +7,9 @@ importing ``nodes.py`` the largest part of the start-up of ``auwgent check``.
 
 ``record`` gives a class the same behaviour -- ``__init__`` (fields with defaults last),
 ``__repr__``, ``__eq__`` and ``__hash__`` over the fields in order, ``__match_args__``,
-``__slots__``, and ``FrozenInstanceError`` on assignment -- compiling only ``__init__``; the
-other methods are closures; a ``__repr__``, ``__eq__`` or ``__hash__`` the class defines itself
-is kept (to compare by some fields only, say). Type checkers see a frozen dataclass
+``__slots__``, pickling and copying, and ``FrozenInstanceError`` on assignment -- compiling
+only ``__init__``; the other methods are closures; a ``__repr__``, ``__eq__`` or ``__hash__``
+the class defines itself is kept (to compare by some fields only, say). Type checkers see a frozen dataclass
 (``dataclass_transform``); ``replace`` is ``dataclasses.replace`` for records.
 What it does not do: inheritance between records, ``field(...)`` specifiers (a default must be
 immutable: it is shared), ``dataclasses.fields()`` (use ``record_fields``).
@@ -142,7 +142,11 @@ def _value_methods(names: tuple[str, ...]) -> dict[str, Any]:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__qualname__}({shown})"
 
-    return {"__eq__": __eq__, "__hash__": __hash__, "__repr__": __repr__}
+    def __reduce__(self: object) -> tuple[type, tuple[object, ...]]:
+        # pickle and copy rebuild it through __init__ (setting slots would be refused)
+        return self.__class__, tuple(getattr(self, name) for name in names)
+
+    return {"__eq__": __eq__, "__hash__": __hash__, "__repr__": __repr__, "__reduce__": __reduce__}
 
 
 def is_record(value: object) -> bool:

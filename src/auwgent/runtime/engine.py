@@ -1168,18 +1168,11 @@ def _total_usage(turns: Sequence[Mapping[str, Any]]) -> TokenUsage:
     total: TokenUsage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
     for turn in turns:
         for call in turn.get("model_calls") or ():
-            usage = call.get("usage")
-            if not usage:
-                continue
-            count = usage.get("input_tokens")
-            if isinstance(count, int):
-                total["input_tokens"] += count
-            count = usage.get("output_tokens")
-            if isinstance(count, int):
-                total["output_tokens"] += count
-            count = usage.get("total_tokens")
-            if isinstance(count, int):
-                total["total_tokens"] += count
+            usage = call.get("usage") or {}
+            for key in ("input_tokens", "output_tokens", "total_tokens"):
+                count = usage.get(key)
+                if isinstance(count, int):
+                    total[key] += count
     return total
 
 

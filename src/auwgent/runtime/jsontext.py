@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["compact", "text"]
+__all__ = ["canonical", "compact", "text"]
 
 #: JSON text with non-ASCII characters kept as they are (tool-call arguments, helper input).
 text = json.JSONEncoder(ensure_ascii=False).encode
@@ -16,3 +16,6 @@ text = json.JSONEncoder(ensure_ascii=False).encode
 #: Tool results as the model sees them: no spaces after separators (fewer tokens), objects
 #: JSON does not know written as their ``str()``.
 compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+#: One text per value whatever its key order (the loop detector compares calls by it).
+canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode

@@ -17,12 +17,12 @@ detection off.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from auwgent.errors import ConfigError
+from auwgent.runtime import jsontext
 
 __all__ = ["DEFAULT_REPEATS", "LoopDetector", "Verdict", "parse_loop_detection"]
 
@@ -50,9 +50,6 @@ def parse_loop_detection(value: Any) -> int | None:
     return int(repeats)
 
 
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
-
-
 class LoopDetector:
     """Watches the steps of one run; ``observe`` says when to warn and when to stop.
 
@@ -75,7 +72,7 @@ class LoopDetector:
         found: str | None = None
         history = self.recent.setdefault(agent, [])
         for kind, name, args, outcome in steps:
-            step = (agent, kind, name, _canonical(args), _canonical(outcome))
+            step = (agent, kind, name, jsontext.canonical(args), jsontext.canonical(outcome))
             self.counts[step] += 1
             history.append(step)
             del history[:-4]

@@ -18,6 +18,9 @@ hits all alike. Medians of CPU (``process_time``) and wall time per run.
      two requests without streaming;
    - streamed: ``agent.stream()`` consumed to the end (every partial) against a raw loop
      that streams, drains each body to its end and so keeps its connection;
+   - the agent is built as an application builds it, with its own connections (no
+     ``httpClient``: a connection pool without httpx's client layer, docs/runtime.md), and
+     again with the raw loop's ``httpx.AsyncClient`` as its ``httpClient`` (", httpClient");
    and, when installed, PydanticAI and the OpenAI Agents SDK on the OpenAI tables.
 2. 200 tool loops at once (OpenAI, not streamed), each side with its default client settings
    (the agent's own client; ``httpx.AsyncClient()`` for the raw loop): CPU and wall per run,
@@ -706,20 +709,27 @@ async def main(args: argparse.Namespace) -> None:
             base, raw_loop = bases[provider], RAW_LOOPS[provider]
             for stream in (False, True):
                 mode = "stream" if stream else "run"
+                # The agent with its own connections (no httpClient in the config), as an
+                # application builds it; and with the raw loop's httpx client as httpClient.
                 ours = AgentRunner(
-                    make_agent(modules[provider], provider, base, client, f"sk-{provider}-{mode}")
+                    make_agent(modules[provider], provider, base, None, f"sk-{provider}-{mode}")
                 )
+                gkey = f"sk-{provider}-{mode}-httpx"
+                given = AgentRunner(make_agent(modules[provider], provider, base, client, gkey))
+                agents = [ours.agent, given.agent]
                 label = "auwgent stream()" if stream else "auwgent run()"
                 raw = "raw httpx, streamed" if stream else "raw httpx"
                 key = f"sk-{provider}-raw-{mode}"
                 table: dict[str, Runner] = {
                     label: variant(f"sk-{provider}-{mode}", ours.stream if stream else ours.run),
+                    f"{label}, httpClient": variant(gkey, given.stream if stream else given.run),
                     raw: variant(key, functools.partial(raw_loop, client, base, key, stream)),
                 }
                 if provider == "openai" and not stream:
                     for tool, title in (("sync", "sync tool"), ("inline", "@inline_tool")):
                         tkey = f"sk-openai-run-{tool}"
-                        agent = make_agent(modules[provider], provider, base, client, tkey, tool)
+                        agent = make_agent(modules[provider], provider, base, None, tkey, tool)
+                        agents.append(agent)
                         table[f"auwgent run(), {title}"] = variant(tkey, AgentRunner(agent).run)
                 if provider == "openai" and http2_client is not None:
                     key2 = f"sk-raw2-{mode}"
@@ -734,6 +744,8 @@ async def main(args: argparse.Namespace) -> None:
                             fkey = f"sk-{name}-{mode}"
                             table[title] = variant(fkey, build(base, http2_client, fkey, stream))
                 samples = await measure(table, args.runs, args.warmup)
+                for agent in agents:
+                    await agent.aclose()
                 what = "streamed" if stream else "not streamed"
                 med = report(f"two-round tool loop, {provider}, {what}", samples, raw)
                 ratio = med[label]["cpu"] / med[raw]["cpu"]
@@ -819,14 +831,13 @@ async def worker(args: argparse.Namespace) -> None:
     bases = json.loads(args.bases)
     workdir = Path(tempfile.mkdtemp(prefix="auwgent-bench-"))
     module = load_generated_modules(workdir)["openai"]
-    client = httpx.AsyncClient()
     tag = args.tag
     runs = {
         "run": AgentRunner(
-            make_agent(module, "openai", bases["openai"], client, f"sk-{tag}-run")
+            make_agent(module, "openai", bases["openai"], None, f"sk-{tag}-run")
         ).run,
         "stream": AgentRunner(
-            make_agent(module, "openai", bases["openai"], client, f"sk-{tag}-stream")
+            make_agent(module, "openai", bases["openai"], None, f"sk-{tag}-stream")
         ).stream,
     }
     shutil.rmtree(workdir, ignore_errors=True)  # the module is imported: its file can go
@@ -911,7 +922,7 @@ async def profile(args: argparse.Namespace) -> None:
             )
         else:
             module = load_generated_modules(workdir)[provider]
-            runner = AgentRunner(make_agent(module, provider, bases[provider], client, key))
+            runner = AgentRunner(make_agent(module, provider, bases[provider], None, key))
             run = runner.stream if stream else runner.run
         variant = Checked(key, run)
         for _ in range(args.warmup):

@@ -195,9 +195,9 @@ class AgentCore:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            import httpx
+            from auwgent.runtime.providers.wire import default_wire
 
-            self._client = httpx.AsyncClient()
+            self._client = default_wire()
             self._client_loop = loop
             self._providers.clear()  # they hold the previous client
         return self._client

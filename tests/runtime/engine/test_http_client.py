@@ -1,4 +1,6 @@
-"""The agent's HTTP client: one per agent and event loop, reused by runs, released on request."""
+"""The agent's HTTP client: one per agent and event loop, reused by runs, released on request.
+
+Its own is a connection pool (``PoolWire``), or an httpx client when a proxy is configured."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import httpx
 
 from auwgent import __version__
 from auwgent.runtime.agent import Agent, create_agent
+from auwgent.runtime.providers.wire import HttpxWire, PoolWire
 from auwgent.testing.fake_servers import FakeOpenAIServer, text
 
 from .irkit import agent, document
@@ -30,7 +33,7 @@ async def test_runs_of_one_agent_share_a_client_and_its_connection() -> None:
         bot = _agent(server.base_url)
         await bot.run("a")
         client = bot._core._client
-        assert isinstance(client, httpx.AsyncClient)
+        assert isinstance(client, PoolWire)
         await bot.run("b")
         await bot.run("c")
         assert bot._core._client is client and not client.is_closed
@@ -97,4 +100,16 @@ async def test_concurrent_runs_share_one_client() -> None:
         async with _agent(server.base_url) as bot:
             sessions = await asyncio.gather(*(bot.run(str(i)) for i in range(5)))
             assert [s["turns"][-1]["output"] for s in sessions] == ["same"] * 5
-            assert isinstance(bot._core._client, httpx.AsyncClient)
+            assert isinstance(bot._core._client, PoolWire)
+
+
+async def test_with_a_proxy_in_the_environment_the_agent_uses_httpx(monkeypatch: Any) -> None:
+    """httpx honours the proxy variables (and NO_PROXY); the pool would not."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with FakeOpenAIServer([text("one")]) as server:
+        async with _agent(server.base_url) as bot:
+            assert (await bot.run("a"))["turns"][-1]["output"] == "one"
+            client = bot._core._client
+            assert isinstance(client, HttpxWire) and isinstance(client.client, httpx.AsyncClient)
+        assert client.is_closed

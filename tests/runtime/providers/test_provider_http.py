@@ -27,6 +27,7 @@ from auwgent.runtime.providers.http import (
     parse_retry_after,
     retry_delay,
 )
+from auwgent.runtime.providers.wire import HttpxWire
 
 WIRE = Path(__file__).resolve().parents[2] / "data" / "wire"
 
@@ -89,9 +90,10 @@ async def _call(client: httpx.AsyncClient, policy: RetryPolicy, slept: list[floa
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    request = client.build_request("POST", "https://api.test/v1/x", json={})
+    wire = HttpxWire(client)
+    request = wire.prepare("https://api.test/v1/x", {}, b"{}", None)
     call = Call("openai", retry=policy, secret="sk-secret-123")
-    async with open_response(client, request, call, sleep=sleep) as response:
+    async with open_response(wire, request, call, sleep=sleep) as response:
         return await response.aread()
 
 

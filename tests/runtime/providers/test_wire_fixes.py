@@ -26,6 +26,7 @@ from auwgent.runtime.providers import (
     ToolCallDelta,
 )
 from auwgent.runtime.providers.http import Call, open_response, retry_info_delay
+from auwgent.runtime.providers.wire import HttpxWire
 from auwgent.testing.fake_servers import FakeGeminiServer, status, text
 
 REQUEST = ModelRequest(model="m", system="", messages=(Message("user", "hi"),), stream=True)
@@ -240,9 +241,10 @@ async def test_retry_info_replaces_the_backoff_like_retry_after(
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         policy = RetryPolicy(attempts=2, base_delay=0.01, max_delay=max_delay)
-        request = client.build_request("POST", "https://x.test/")
+        wire = HttpxWire(client)
+        request = wire.prepare("https://x.test/", {}, b"{}", None)
         call = Call("gemini", retry=policy, timeouts=Timeouts())
-        async with open_response(client, request, call, sleep=sleep) as response:
+        async with open_response(wire, request, call, sleep=sleep) as response:
             assert response.status_code == 200
     assert sleeps == [pytest.approx(waited)]
 

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ProviderError
 from auwgent.ir.gemini_options import embedding_options, split_options
@@ -57,6 +55,12 @@ from auwgent.runtime.providers.shape import (
     made_call_id,
     wrong_shape,
 )
+from auwgent.runtime.providers.wire import as_wire
+
+if TYPE_CHECKING:
+    import httpx
+
+    from auwgent.runtime.providers.wire import Wire
 
 __all__ = ["DEFAULT_GEMINI_BASE_URL", "GeminiProvider", "build_gemini_body"]
 
@@ -317,7 +321,7 @@ class GeminiProvider:
     def __init__(
         self,
         *,
-        client: httpx.AsyncClient,
+        client: httpx.AsyncClient | Wire,
         api_key: str | None = None,
         base_url: str = DEFAULT_GEMINI_BASE_URL,
         name: str = "gemini",
@@ -328,13 +332,16 @@ class GeminiProvider:
         self.name = name
         base = base_url.rstrip("/")
         self.base_url = base if base.endswith(("/v1beta", "/v1")) else f"{base}/v1beta"
-        self._client = client
+        self._wire = wire = as_wire(client)
         self._api_key = api_key
         self._retry = retry or RetryPolicy()
-        self._timeouts = timeouts or Timeouts()
+        self._timeouts = timeouts = timeouts or Timeouts()
         self._limits = limits or Limits()
         # Built once, not per request.
-        self._httpx_timeouts = (self._timeouts.for_httpx(), self._timeouts.for_httpx(whole=True))
+        self._wire_timeouts = (
+            wire.timeout(timeouts, whole=False),
+            wire.timeout(timeouts, whole=True),
+        )
         self._signatures: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -351,14 +358,14 @@ class GeminiProvider:
 
     def _open(self, model: str, method: str, body: Mapping[str, Any], call: Call) -> Any:
         headers = {"x-goog-api-key": self._api_key} if self._api_key else {}
-        request = self._client.build_request(
-            "POST",
+        wire = self._wire
+        request = wire.prepare(
             f"{self.base_url}/{_model_path(model)}:{method}",
-            json=body,
-            headers=headers,
-            timeout=self._httpx_timeouts[call.whole],
+            headers,
+            jsontext.request_body(body),
+            self._wire_timeouts[call.whole],
         )
-        return open_response(self._client, request, call)
+        return open_response(wire, request, call)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (deltas, then usage, then finish)."""

@@ -39,7 +39,7 @@ from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 if TYPE_CHECKING:
     import asyncio
 
-    import httpx
+    from auwgent.runtime.providers.wire import Reply, Wire
 
 # httpx and asyncio are imported inside the functions that need them at run time, and the
 # config parser finds RetryPolicy, Timeouts and Limits in the small ``policy`` module: importing
@@ -244,9 +244,7 @@ def _is_retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-async def _send_once(
-    client: httpx.AsyncClient, request: httpx.Request, call: Call, watchdog: _Watchdog
-) -> httpx.Response:
+async def _send_once(wire: Wire, request: Any, call: Call, watchdog: _Watchdog) -> Reply:
     import asyncio
 
     import httpx
@@ -255,7 +253,7 @@ async def _send_once(
     wait = call.remaining() if call.whole else min(first_byte, call.remaining())
     watchdog.arm(wait)
     try:
-        return await client.send(request, stream=True)
+        return await wire.send(request)
     except asyncio.CancelledError:
         if not watchdog.settle():
             raise
@@ -266,13 +264,13 @@ async def _send_once(
         watchdog.disarm()
 
 
-async def _failure_of(response: httpx.Response, call: Call) -> tuple[ProviderError, float | None]:
+async def _failure_of(response: Reply, call: Call) -> tuple[ProviderError, float | None]:
     """The error a failed response stands for, and the wait its body asks for (if any)."""
-    import httpx
+    from auwgent.runtime.providers.wire import transport_errors
 
     try:
         body = await response.aread()
-    except httpx.HTTPError:
+    except transport_errors():
         body = b""
     finally:
         await response.aclose()
@@ -334,13 +332,14 @@ def _no_time_for(call: Call, delay: float) -> str:
 
 @asynccontextmanager
 async def open_response(
-    client: httpx.AsyncClient,
-    request: httpx.Request,
+    wire: Wire,
+    request: Any,
     call: Call,
     *,
     sleep: Callable[[float], Awaitable[None]] | None = None,
-) -> AsyncIterator[httpx.Response]:
-    """Send ``request`` with the retries of ``call`` and yield the successful response.
+) -> AsyncIterator[Reply]:
+    """Send ``request`` (prepared by ``wire``) with the retries of ``call`` and yield the
+    successful response.
 
     The body is unread; the response is closed when the block exits. Raises
     :class:`ProviderError` once the attempts are spent, on a non-retryable status, or when
@@ -349,10 +348,11 @@ async def open_response(
     """
     import asyncio
 
-    import httpx
+    from auwgent.runtime.providers.wire import transport_errors
 
     if sleep is None:
         sleep = asyncio.sleep
+    failed_to_send = transport_errors()
     retry = call.retry
     failure: ProviderError | None = None
     # One timer for every wait of the attempts and of the body (see _Watchdog).
@@ -361,8 +361,8 @@ async def open_response(
         for attempt in range(1, retry.attempts + 1):
             retry_after: float | None = None
             try:
-                response = await _send_once(client, request, call, watchdog)
-            except httpx.TransportError as exc:
+                response = await _send_once(wire, request, call, watchdog)
+            except failed_to_send as exc:
                 detail = _redact(f"{type(exc).__name__}: {exc}".rstrip(": "), call.secret)
                 failure = ProviderError(call.provider, f"request failed ({detail})", retryable=True)
             else:
@@ -543,14 +543,14 @@ class _Body:
     SSE parser reads it without one more resumption per piece.
     """
 
-    def __init__(self, response: httpx.Response, call: Call) -> None:
+    def __init__(self, response: Reply, call: Call) -> None:
         import asyncio
 
-        import httpx
+        from auwgent.runtime.providers.wire import transport_errors
 
         # Looked up once here: an import statement in read() would run for every piece.
         self._cancelled: type[BaseException] = asyncio.CancelledError
-        self._http_error: type[Exception] = httpx.HTTPError
+        self._http_error = transport_errors()
         self._stream = response.aiter_bytes().__aiter__()
         self._call = call
         self._idle = call.timeouts.idle
@@ -599,12 +599,12 @@ class _Body:
             self._watchdog.close()
 
 
-def is_event_stream(response: httpx.Response) -> bool:
+def is_event_stream(response: Reply) -> bool:
     """Whether the response is really an SSE stream (a gateway may answer plain JSON)."""
     return "json" not in response.headers.get("content-type", "")
 
 
-async def iter_sse(response: httpx.Response, call: Call) -> AsyncIterator[str]:
+async def iter_sse(response: Reply, call: Call) -> AsyncIterator[str]:
     """The ``data`` payloads of a server-sent event stream, one string per event.
 
     Comments, ``event:``/``id:`` fields and keep-alives are skipped; multi-line ``data`` is
@@ -684,7 +684,7 @@ def parse_json_chunk(text: str | bytes, *, provider: str) -> Any:
         raise ProviderError(provider, f"malformed JSON from the API: {excerpt!r}") from None
 
 
-async def read_json(response: httpx.Response, call: Call) -> Any:
+async def read_json(response: Reply, call: Call) -> Any:
     """Read a whole (non-streaming) JSON body within the bounds of ``call``.
 
     A body delimited by the closing of the connection (no length, not chunked) that does not

@@ -15,11 +15,10 @@ import array
 import base64
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ProviderError
+from auwgent.runtime import jsontext
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -45,6 +44,12 @@ from auwgent.runtime.providers.http import (
     retry_unstarted,
 )
 from auwgent.runtime.providers.shape import digest_of, field, made_call_id, wrong_shape
+from auwgent.runtime.providers.wire import as_wire
+
+if TYPE_CHECKING:
+    import httpx
+
+    from auwgent.runtime.providers.wire import Wire
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "build_chat_body", "strict_schema"]
 
@@ -314,7 +319,7 @@ class OpenAIProvider:
     def __init__(
         self,
         *,
-        client: httpx.AsyncClient,
+        client: httpx.AsyncClient | Wire,
         api_key: str | None = None,
         base_url: str = DEFAULT_OPENAI_BASE_URL,
         name: str = "openai",
@@ -326,13 +331,16 @@ class OpenAIProvider:
         self.name = name
         self.strict = strict
         self.base_url = base_url.rstrip("/")
-        self._client = client
+        self._wire = wire = as_wire(client)
         self._api_key = api_key
         self._retry = retry or RetryPolicy()
-        self._timeouts = timeouts or Timeouts()
+        self._timeouts = timeouts = timeouts or Timeouts()
         self._limits = limits or Limits()
-        # Built once: an httpx.Timeout per request was a measurable part of our overhead.
-        self._httpx_timeouts = (self._timeouts.for_httpx(), self._timeouts.for_httpx(whole=True))
+        # Built once: a timeout object per request was a measurable part of our overhead.
+        self._wire_timeouts = (
+            wire.timeout(timeouts, whole=False),
+            wire.timeout(timeouts, whole=True),
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
@@ -346,18 +354,16 @@ class OpenAIProvider:
             secret=self._api_key,
         )
 
-    def _request(self, path: str, body: Mapping[str, Any], call: Call) -> httpx.Request:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        return self._client.build_request(
-            "POST",
-            f"{self.base_url}{path}",
-            json=body,
-            headers=headers,
-            timeout=self._httpx_timeouts[call.whole],
-        )
-
     def _open(self, path: str, body: Mapping[str, Any], call: Call) -> Any:
-        return open_response(self._client, self._request(path, body, call), call)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        wire = self._wire
+        request = wire.prepare(
+            f"{self.base_url}{path}",
+            headers,
+            jsontext.request_body(body),
+            self._wire_timeouts[call.whole],
+        )
+        return open_response(wire, request, call)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""

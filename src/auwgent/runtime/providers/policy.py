@@ -6,10 +6,7 @@ HTTP machinery of :mod:`auwgent.runtime.providers.http`, which re-exports them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    import httpx
+from typing import NamedTuple
 
 __all__ = ["Limits", "RetryPolicy", "Timeouts"]
 
@@ -73,14 +70,6 @@ class Timeouts(NamedTuple):
     def piece(self) -> float:
         """The longest wait for one piece of a response body (the first or a later one)."""
         return max(self.first_byte, self.idle)
-
-    def for_httpx(self, *, whole: bool = False) -> httpx.Timeout:
-        """The httpx timeout used as a backstop under our own clocks (first-byte and idle;
-        for an answer that comes ``whole``, the call's deadline: see :class:`Call`)."""
-        import httpx
-
-        read = (self.call if whole else self.piece) + 1.0
-        return httpx.Timeout(connect=self.connect, read=read, write=read, pool=self.connect)
 
 
 class _LimitFields(NamedTuple):

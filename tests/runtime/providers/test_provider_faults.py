@@ -22,6 +22,7 @@ from auwgent.runtime.providers import (
     TextDelta,
     Timeouts,
 )
+from auwgent.runtime.providers.wire import PoolWire
 from auwgent.testing.fake_servers import (
     FakeGeminiServer,
     FakeOpenAIServer,
@@ -42,10 +43,14 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as c:
-        yield c
+@pytest.fixture(params=["pool", "httpx"])
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """Both wires: the agent's own connection pool and a given httpx client."""
+    wire: Any = PoolWire() if request.param == "pool" else httpx.AsyncClient()
+    try:
+        yield wire
+    finally:
+        await wire.aclose()
 
 
 class Setup:

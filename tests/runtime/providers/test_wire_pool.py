@@ -1,0 +1,185 @@
+"""The agent's own connection pool (``PoolWire``) against raw HTTP servers on 127.0.0.1.
+
+What the pool does in place of httpx's client layer: the request's bytes and headers, the
+reading of replies (duplicate headers, reason phrases, compressed bodies a gateway sends
+anyway), and the errors of a failed connection, each the same as through an httpx client.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from auwgent.errors import ProviderError
+from auwgent.runtime.providers import (
+    Finish,
+    Message,
+    ModelRequest,
+    OpenAIProvider,
+    RetryPolicy,
+    TextDelta,
+    Timeouts,
+)
+from auwgent.runtime.providers.wire import HttpxWire, PoolWire, as_wire
+from auwgent.testing.fake_servers import FakeOpenAIServer, text
+
+REQUEST = ModelRequest(
+    model="gpt-4o", system="Be brief.", messages=(Message("user", "héllo"),), stream=False
+)
+WHOLE = {
+    "id": "c1",
+    "choices": [{"index": 0, "message": {"content": "hi there"}, "finish_reason": "stop"}],
+}
+
+
+class _Raw(BaseHTTPRequestHandler):
+    """Answers every POST with the server's ``reply`` (status, headers, body)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        code, headers, body = self.server.reply  # type: ignore[attr-defined]
+        self.send_response(code)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def raw() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _base(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+async def _answer(base: str, client: Any = None, **settings: Any) -> list[Any]:
+    wire = client if client is not None else PoolWire()
+    try:
+        provider = OpenAIProvider(
+            client=wire, api_key="sk-pool-test-0123456789", base_url=base, **settings
+        )
+        return [event async for event in provider.stream(REQUEST)]
+    finally:
+        if client is None:
+            await wire.aclose()
+
+
+async def test_both_wires_send_the_same_body_and_the_needed_headers() -> None:
+    with FakeOpenAIServer([text("one"), text("two")]) as server:
+        await _answer(server.base_url)
+        async with httpx.AsyncClient() as client:
+            await _answer(server.base_url, client)
+        host = server.origin.split("/")[2]
+    pool, via_httpx = server.requests
+    # Equal documents of equal length: the same compact UTF-8 JSON, non-ASCII kept.
+    assert pool.body == via_httpx.body and pool.body["messages"][-1]["content"] == "héllo"
+    for name in ("content-type", "content-length", "authorization"):
+        assert pool.headers[name] == via_httpx.headers[name]
+    assert pool.headers["host"] == via_httpx.headers["host"] == host
+    assert pool.headers["accept-encoding"] == "identity"
+
+
+@pytest.mark.parametrize(
+    "coding, encode",
+    [("gzip", gzip.compress), ("deflate", zlib.compress)],
+)
+async def test_a_body_compressed_anyway_is_decoded(
+    raw: ThreadingHTTPServer, coding: str, encode: Any
+) -> None:
+    body = encode(json.dumps(WHOLE).encode())
+    raw.reply = (200, [("Content-Type", "application/json"), ("Content-Encoding", coding)], body)  # type: ignore[attr-defined]
+    events = await _answer(_base(raw))
+    assert [e for e in events if isinstance(e, TextDelta)] == [TextDelta("hi there")]
+    assert events[-1] == Finish("stop")
+
+
+async def test_an_unknown_content_encoding_fails_the_call(raw: ThreadingHTTPServer) -> None:
+    raw.reply = (
+        200,
+        [("Content-Type", "application/json"), ("Content-Encoding", "br")],
+        b"\x0b\x02",
+    )  # type: ignore[attr-defined]
+    with pytest.raises(ProviderError) as caught:
+        await _answer(_base(raw), retry=RetryPolicy(attempts=1))
+    assert "DecodingError: unsupported content-encoding 'br'" in str(caught.value)
+
+
+async def test_a_plain_error_body_is_named_by_the_reason_phrase(raw: ThreadingHTTPServer) -> None:
+    raw.reply = (404, [("Content-Type", "text/plain")], b"")  # type: ignore[attr-defined]
+    with pytest.raises(ProviderError) as caught:
+        await _answer(_base(raw))
+    assert caught.value.status == 404 and "Not Found" in str(caught.value)
+
+
+async def test_repeated_headers_are_joined(raw: ThreadingHTTPServer) -> None:
+    wire = PoolWire()
+    raw.reply = (200, [("X-Seen", "a"), ("x-seen", "b")], b"{}")  # type: ignore[attr-defined]
+    request = wire.prepare(_base(raw), {}, b"{}", wire.timeout(Timeouts(), whole=True))
+    reply = await wire.send(request)
+    try:
+        assert reply.headers["x-seen"] == "a, b" and reply.status_code == 200
+        assert reply.reason_phrase == "OK" and await reply.aread() == b"{}"
+    finally:
+        await reply.aclose()
+        await wire.aclose()
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_refused_connection_fails_alike_on_both_wires() -> None:
+    base = f"http://127.0.0.1:{_closed_port()}/v1"
+    messages = []
+    for client in (None, httpx.AsyncClient()):
+        with pytest.raises(ProviderError) as caught:
+            await _answer(base, client, retry=RetryPolicy(attempts=2, base_delay=0.01))
+        messages.append(str(caught.value))
+        if client is not None:
+            await client.aclose()
+    assert messages[0] == messages[1]
+    assert (
+        "request failed (ConnectError:" in messages[0] and "gave up after 2 attempts" in messages[0]
+    )
+
+
+async def test_a_closed_pool_is_not_reopened() -> None:
+    wire = PoolWire()
+    await wire.aclose()
+    assert wire.is_closed
+    with pytest.raises(RuntimeError, match="closed"):
+        await wire.send(wire.prepare("http://127.0.0.1:9/", {}, b"{}", None))
+
+
+def test_as_wire_wraps_an_httpx_client_and_keeps_a_wire() -> None:
+    pool = PoolWire()
+    assert as_wire(pool) is pool
+    client = httpx.AsyncClient()
+    wrapped = as_wire(client)
+    assert isinstance(wrapped, HttpxWire) and wrapped.client is client

@@ -7,10 +7,12 @@ anyway), and the errors of a failed connection, each the same as through an http
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import socket
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +31,7 @@ from auwgent.runtime.providers import (
     TextDelta,
     Timeouts,
 )
+from auwgent.runtime.providers import wire as wire_module
 from auwgent.runtime.providers.wire import HttpxWire, PoolWire, as_wire
 from auwgent.testing.fake_servers import FakeOpenAIServer, text
 
@@ -42,13 +45,23 @@ WHOLE = {
 
 
 class _Raw(BaseHTTPRequestHandler):
-    """Answers every POST with the server's ``reply`` (status, headers, body)."""
+    """Answers every POST with the server's ``reply`` (status, headers, body), after its
+    ``delay``; with ``hang_up`` set it closes each connection after its answer, unannounced."""
 
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        code, headers, body = self.server.reply  # type: ignore[attr-defined]
+        server: Any = self.server
+        with server.lock:
+            server.ports.append(self.client_address[1])
+            server.active += 1
+            server.most = max(server.most, server.active)
+        time.sleep(server.delay)
+        with server.lock:
+            server.active -= 1
+        self.close_connection = server.hang_up
+        code, headers, body = server.reply
         self.send_response(code)
         for name, value in headers:
             self.send_header(name, value)
@@ -62,8 +75,11 @@ class _Raw(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def raw() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
     server.daemon_threads = True
+    server.lock, server.ports, server.active, server.most = threading.Lock(), [], 0, 0
+    server.delay, server.hang_up = 0.0, False
+    server.reply = (200, [("Content-Type", "application/json")], json.dumps(WHOLE).encode())
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield server
@@ -183,3 +199,35 @@ def test_as_wire_wraps_an_httpx_client_and_keeps_a_wire() -> None:
     client = httpx.AsyncClient()
     wrapped = as_wire(client)
     assert isinstance(wrapped, HttpxWire) and wrapped.client is client
+
+
+async def test_requests_past_the_limit_wait_for_a_connection(
+    raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wire_module, "CONNECTIONS", 2)
+    raw.delay = 0.1
+    wire = PoolWire()
+    try:
+        provider = OpenAIProvider(client=wire, api_key="sk-pool-test", base_url=_base(raw))
+        answers = await asyncio.gather(*(_collect(provider) for _ in range(6)))
+    finally:
+        await wire.aclose()
+    assert all(events[-1] == Finish("stop") for events in answers)
+    assert raw.most == 2 and len(set(raw.ports)) == 2  # two connections, each used three times
+
+
+async def _collect(provider: OpenAIProvider) -> list[Any]:
+    return [event async for event in provider.stream(REQUEST)]
+
+
+async def test_a_connection_the_server_closed_is_not_reused(raw: Any) -> None:
+    raw.hang_up = True  # no "Connection: close": the pool finds out from the socket
+    wire = PoolWire()
+    try:
+        provider = OpenAIProvider(client=wire, api_key="sk-pool-test", base_url=_base(raw))
+        for _ in range(3):
+            assert (await _collect(provider))[-1] == Finish("stop")
+            await asyncio.sleep(0.05)  # the server's close reaches the client
+    finally:
+        await wire.aclose()
+    assert len(set(raw.ports)) == 3

@@ -551,6 +551,7 @@ class _Body:
         # Looked up once here: an import statement in read() would run for every piece.
         self._cancelled: type[BaseException] = asyncio.CancelledError
         self._http_error = transport_errors()
+        self._response = response
         self._stream = response.aiter_bytes().__aiter__()
         self._call = call
         self._idle = call.timeouts.idle
@@ -572,6 +573,9 @@ class _Body:
         try:
             chunk: bytes = await self._stream.__anext__()
         except StopAsyncIteration:
+            # The connection goes back to the pool now, not once the caller is done with
+            # the events (with many runs at once, held connections make the others wait).
+            await self._response.aclose()
             return None
         except self._cancelled:
             if not watchdog.settle():

@@ -20,13 +20,21 @@ application/json``. Transport failures of either are in :data:`TRANSPORT_ERRORS`
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
+    import ssl
+
     import httpcore
     import httpx
 
     from auwgent.runtime.providers.policy import Timeouts
+
+#: The most requests the agent's own connections carry at once (httpx's default limit too).
+CONNECTIONS = 100
+#: Seconds an idle connection is kept for the next request (httpx's default too).
+KEEPALIVE = 5.0
 
 __all__ = ["HttpxWire", "PoolWire", "Reply", "Wire", "as_wire", "default_wire", "transport_errors"]
 
@@ -103,9 +111,21 @@ class HttpxWire:
 
 
 class PoolWire:
-    """The agent's own connections: an ``httpcore.AsyncConnectionPool`` with httpx's default
-    limits (100 connections, 20 kept alive for 5 s) and httpx's TLS settings (certifi, or
-    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), made on the first request."""
+    """The agent's own connections: httpcore's HTTP/1.1 connections, kept per origin.
+
+    Up to :data:`CONNECTIONS` requests are in flight at once; more wait for one to finish (an
+    ``asyncio.Semaphore``; the call's own clocks bound the wait). A connection whose response
+    has been read and closed goes back to the idle list of its origin and is taken again by
+    the next request there (the most recent first); one that expired (5 s idle) or that the
+    server closed is dropped when it is taken. TLS as httpx sets it up (certifi, or
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), made on the first request.
+
+    Why not ``httpcore.AsyncConnectionPool``: it looks over every connection and every
+    waiting request whenever a request comes or goes, which made 200 runs at once cost twice
+    as much CPU per run as one; and with httpx's limits it closes any connection that goes
+    idle while it holds more than 20, so under load connections were reopened all the time.
+    Here taking and giving back a connection costs the same however many there are.
+    """
 
     # Sent with every request; the body's length and the provider's own headers follow.
     _HEADERS = (
@@ -117,74 +137,141 @@ class PoolWire:
     )
 
     def __init__(self) -> None:
-        self._pool: httpcore.AsyncConnectionPool | None = None
         self.is_closed = False
-        self._urls: dict[str, tuple[httpcore.URL, bytes]] = {}  # parsed once each (a provider has a few)
+        self._slots: asyncio.Semaphore | None = None  # made in the event loop, on first use
+        self._tls: ssl.SSLContext | None = None
+        self._idle: dict[_Origin, list[httpcore.AsyncHTTPConnection]] = {}
+        self._open: set[httpcore.AsyncHTTPConnection] = set()  # idle or in use, for aclose
+        self._urls: dict[str, _Target] = {}  # parsed once each
 
     def timeout(self, timeouts: Timeouts, *, whole: bool) -> dict[str, float]:
         connect, read = _backstop(timeouts, whole)
-        return {"connect": connect, "read": read, "write": read, "pool": connect}
+        return {"connect": connect, "read": read, "write": read}
 
     def prepare(
         self, url: str, headers: Mapping[str, str], body: bytes, timeout: Any
-    ) -> httpcore.Request:
+    ) -> tuple[httpcore.Request, _Target]:
         import httpcore
 
-        known = self._urls.get(url)
-        if known is None:
+        target = self._urls.get(url)
+        if target is None:
             if len(self._urls) >= 256:
                 self._urls.clear()
-            known = self._urls[url] = _target(url)
-        parsed, host = known
+            target = self._urls[url] = _target(url)
         fields = [
-            (b"Host", host),
+            (b"Host", target.host),
             *self._HEADERS,
             (b"Content-Length", b"%d" % len(body)),
             *((name.encode("ascii"), value.encode("utf-8")) for name, value in headers.items()),
         ]
-        return httpcore.Request(
-            b"POST", parsed, headers=fields, content=body, extensions={"timeout": timeout}
+        request = httpcore.Request(
+            b"POST", target.url, headers=fields, content=body, extensions={"timeout": timeout}
         )
+        return request, target
 
     async def send(self, prepared: Any) -> Reply:
-        pool = self._pool
-        if pool is None:
-            if self.is_closed:
-                raise RuntimeError("this connection pool has been closed")
-            import httpcore
+        if self.is_closed:
+            raise RuntimeError("this connection pool has been closed")
+        slots = self._slots
+        if slots is None:
+            import asyncio
+
             import httpx
 
-            pool = self._pool = httpcore.AsyncConnectionPool(
-                ssl_context=httpx.create_ssl_context(),
-                max_connections=100,
-                max_keepalive_connections=20,
-                keepalive_expiry=5.0,
-            )
-        return _PoolReply(await pool.handle_async_request(prepared))
+            slots = self._slots = asyncio.Semaphore(CONNECTIONS)
+            self._tls = httpx.create_ssl_context()
+        request, target = prepared
+        await slots.acquire()
+        connection = None
+        try:
+            connection = await self._take(target)
+            response = await connection.handle_async_request(request)
+        except BaseException:
+            slots.release()
+            if connection is not None:
+                self._open.discard(connection)
+                await connection.aclose()
+            raise
+        return _PoolReply(response, self, connection, target.origin)
+
+    async def _take(self, target: _Target) -> httpcore.AsyncHTTPConnection:
+        idle = self._idle.get(target.origin)
+        while idle:
+            connection = idle.pop()
+            if connection.is_available() and not connection.has_expired():
+                return connection
+            self._open.discard(connection)
+            await connection.aclose()
+        import httpcore
+
+        connection = httpcore.AsyncHTTPConnection(
+            target.url.origin, ssl_context=self._tls, keepalive_expiry=KEEPALIVE
+        )
+        self._open.add(connection)
+        return connection
+
+    def _give_back(self, connection: httpcore.AsyncHTTPConnection, origin: _Origin) -> None:
+        """After its response is closed: the connection is idle again, or closed."""
+        assert self._slots is not None
+        self._slots.release()
+        if connection.is_available() and not self.is_closed:
+            self._idle.setdefault(origin, []).append(connection)
+        else:
+            self._open.discard(connection)
 
     async def aclose(self) -> None:
         self.is_closed = True
-        if self._pool is not None:
-            await self._pool.aclose()
+        self._idle.clear()
+        connections, self._open = self._open, set()
+        for connection in connections:
+            await connection.aclose()
 
 
-def _target(url: str) -> tuple[httpcore.URL, bytes]:
-    """``url`` parsed, and its ``Host`` header (the port only when it is not the default)."""
+_Origin = tuple[bytes, bytes, int]  # scheme, host, port: the key of a connection's origin
+
+
+class _Target(NamedTuple):
+    url: httpcore.URL
+    host: bytes  # the Host header: the port only when it is not the scheme's default
+    origin: _Origin
+
+
+def _target(url: str) -> _Target:
     import httpcore
 
     parsed = httpcore.URL(url)
+    origin = parsed.origin
+    key = (origin.scheme, origin.host, origin.port)
     default = 443 if parsed.scheme == b"https" else 80
-    port = parsed.port
-    return parsed, parsed.host if port in (None, default) else b"%b:%d" % (parsed.host, port)
+    if parsed.port is None or parsed.port == default:
+        return _Target(parsed, parsed.host, key)
+    return _Target(parsed, b"%b:%d" % (parsed.host, parsed.port), key)
 
 
 class _PoolReply:
     """An httpcore response read as a :class:`Reply`."""
 
-    __slots__ = ("_response", "headers", "reason_phrase", "status_code")
+    __slots__ = (
+        "_connection",
+        "_origin",
+        "_response",
+        "_wire",
+        "headers",
+        "reason_phrase",
+        "status_code",
+    )
 
-    def __init__(self, response: httpcore.Response) -> None:
+    def __init__(
+        self,
+        response: httpcore.Response,
+        wire: PoolWire,
+        connection: httpcore.AsyncHTTPConnection,
+        origin: _Origin,
+    ) -> None:
         self._response = response
+        self._wire: PoolWire | None = wire
+        self._connection = connection
+        self._origin = origin
         self.status_code = response.status
         headers: dict[str, str] = {}
         for raw_name, raw_value in response.headers:
@@ -206,7 +293,12 @@ class _PoolReply:
         return b"".join([piece async for piece in self.aiter_bytes()])
 
     async def aclose(self) -> None:
-        await self._response.aclose()
+        wire, self._wire = self._wire, None
+        try:
+            await self._response.aclose()
+        finally:
+            if wire is not None:  # once, however often the reply is closed
+                wire._give_back(self._connection, self._origin)
 
 
 def _phrase(status: int) -> str:

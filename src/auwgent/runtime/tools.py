@@ -15,6 +15,7 @@ event loop itself, without the thread hop (about 0.3 ms and several context swit
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from types import FunctionType, MethodType
 from typing import Any, TypeVar
 
 from auwgent.errors import ConfigError, ToolError
@@ -175,12 +176,74 @@ class ToolRegistry:
         return result
 
 
-def _mode(fn: Callable[..., Any]) -> str:
-    import inspect  # not at the top: building an agent seldom needs it
+# Reading a plain function's code object answers what ``inspect`` would, without importing it:
+# ``inspect`` brings ``ast``, ``dis`` and ``tokenize``, about 25 ms of building an agent.
+_CO_VARKEYWORDS = 0x08
+_CO_COROUTINE = 0x80
 
-    if inspect.iscoroutinefunction(fn):
+
+def _plain(fn: Callable[..., Any]) -> tuple[Any, int] | None:
+    """``(function, leading parameters already bound)`` for a Python function or method
+    whose code object tells its signature; ``None`` for anything else (partials, callable
+    objects, builtins, wrapped or marked functions), which ``inspect`` reads."""
+    skip = 0
+    if isinstance(fn, MethodType):
+        fn, skip = fn.__func__, 1
+    if not isinstance(fn, FunctionType):
+        return None
+    extra = ("__wrapped__", "__signature__", "_is_coroutine_marker")
+    if any(hasattr(fn, name) for name in extra):
+        return None
+    return fn, skip
+
+
+def _mode(fn: Callable[..., Any]) -> str:
+    plain = _plain(fn)
+    if plain is not None:
+        is_async = bool(plain[0].__code__.co_flags & _CO_COROUTINE)
+    else:
+        import inspect  # not at the top: see _plain
+
+        is_async = inspect.iscoroutinefunction(fn)
+    if is_async:
         return "async"
     return "inline" if getattr(fn, "__auwgent_inline__", False) else "thread"
+
+
+def _parameters(fn: Callable[..., Any]) -> tuple[set[str], set[str]] | None:
+    """The names a keyword may set and the names that need a value; ``None`` when ``fn``
+    takes any keyword (``**kwargs``) or has no signature to read (some builtins)."""
+    plain = _plain(fn)
+    if plain is None:
+        import inspect  # not at the top: see _plain
+
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return None
+        params = signature.parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
+        kinds = inspect.Parameter
+        keyword = (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)
+        takes = {p.name for p in params if p.kind in keyword}
+        required = {
+            p.name for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL
+        }
+        return takes, required
+    function, skip = plain
+    code = function.__code__
+    if code.co_flags & _CO_VARKEYWORDS:
+        return None
+    count, only = code.co_argcount, code.co_posonlyargcount
+    positional = code.co_varnames[:count]
+    named = code.co_varnames[count : count + code.co_kwonlyargcount]
+    defaults = len(function.__defaults__ or ())
+    given = function.__kwdefaults__ or {}
+    takes = {positional[i] for i in range(max(skip, only), count)} | set(named)
+    required = {positional[i] for i in range(skip, count - defaults)}
+    required |= {name for name in named if name not in given}
+    return takes, required
 
 
 def _tip(name: str, known: Iterable[str]) -> str:
@@ -194,17 +257,10 @@ def _signature_problems(
     name: str, fn: Callable[..., Any], declarations: list[Mapping[str, Any]]
 ) -> list[str]:
     """What keeps ``fn`` from being called with the declared parameters as keywords."""
-    import inspect  # not at the top: building an agent seldom needs it
-
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return []  # no signature to read (some builtins): the call itself will tell
-    params = signature.parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return []
-    takes = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    required = {p.name for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL}
+    found = _parameters(fn)
+    if found is None:
+        return []  # any keyword goes, or no signature to read: the call itself will tell
+    takes, required = found
     problems = []
     for params_of in {tuple(p["name"] for p in d["params"]) for d in declarations}:
         missing = [p for p in params_of if p not in takes]

@@ -45,7 +45,44 @@ print(",".join(name for name in {names!r} if name in sys.modules))
 """
 
 
+WITH_TOOLS = """
+import functools, sys
+sys.path.insert(0, {golden!r})
+import weather_types as bindings
+from auwgent import inline_tool
+
+async def get_weather(location): return "sunny"
+def get_forecast(*, location, days=3): return "rain"
+
+class Tools(bindings.AuwgentTools):
+    async def get_weather(self, *, location): return "sunny"
+    def get_humidity(self, location, unit="%"): return "40"
+
+for tools in (
+    {{"get_weather": get_weather, "get_forecast": get_forecast,
+      "get_humidity": inline_tool(lambda location: "40")}},
+    Tools,
+    Tools(),
+):
+    agent = bindings.auwgent({{"apiKeys": {{"geminiApiKey": "k"}}, "tools": tools}})
+print(",".join(name for name in {names!r} if name in sys.modules))
+"""
+
+
+def _loaded(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code.format(golden=str(GOLDEN), names=RUN_ONLY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
 def test_bindings_import_and_agent_construction_load_no_run_time_module() -> None:
-    code = CODE.format(golden=str(GOLDEN), names=RUN_ONLY)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    assert _loaded(CODE) == ""
+
+
+def test_tools_as_functions_methods_and_classes_load_none_either() -> None:
+    """Their signatures and whether they are async are read without ``inspect``."""
+    assert _loaded(WITH_TOOLS) == ""

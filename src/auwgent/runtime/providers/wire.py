@@ -6,7 +6,7 @@ open_response` sends it, again on every retry (``send``). What comes back is a :
 the status, the headers (lower-case names), the reason phrase and the body piece by piece.
 
 * :class:`PoolWire`, the agent's own when the config has no ``httpClient``: httpcore's
-  connection pool (the transport under httpx) spoken to directly. It does what the agent
+  HTTP/1.1 connections (the transport under httpx) spoken to directly. It does what the agent
   needs from HTTP and nothing else: no cookies, redirects, auth flows or request and response
   models rebuilt per request, which were a third of the CPU of a tool loop.
 * :class:`HttpxWire`, around a given ``httpx.AsyncClient`` (the config's ``httpClient``, a

@@ -620,8 +620,11 @@ def import_times(module_dir: Path, repeats: int) -> dict[str, float]:
     statements = {
         "python -c pass": "pass",
         "import auwgent.runtime": "import auwgent.runtime",
+        # As an application builds it: with its tool.
         "runtime + bindings + auwgent(config)": (
-            "import bench_openai_agent as m; m.auwgent({'apiKeys': {'openaiApiKey': 'sk-bench'}})"
+            "import bench_openai_agent as m\n"
+            "async def get_weather(location): return 'sunny'\n"
+            "m.auwgent({'apiKeys': {'openaiApiKey': 'sk-bench'}, 'tools': {'get_weather': get_weather}})"
         ),
     }
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(module_dir), *sys.path[1:]])}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
@@ -89,17 +90,29 @@ class HookFailure(NamedTuple):
     error: Exception
 
 
+# What inspect.isroutine() accepts (importing inspect costs more than building an agent), and
+# partials.
+_ROUTINES = (
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    functools.partial,
+)
+
+
 def label_of(obj: Any, fallback: str) -> str:
     """How an application object is named in messages: its ``name`` if it is a non-empty
     string, else its class (or function) name, else ``fallback``."""
-    import inspect  # not at the top: building an agent seldom needs it
-
     name = obj.get("name") if isinstance(obj, Mapping) else getattr(obj, "name", None)
     if isinstance(name, str) and name:
         return name
     if isinstance(obj, Mapping):
         return fallback
-    if inspect.isroutine(obj) or isinstance(obj, functools.partial):
+    if isinstance(obj, _ROUTINES):
         return str(getattr(obj, "__qualname__", None) or fallback)
     return type(obj).__name__
 
@@ -203,11 +216,9 @@ def _is_instance(handler: Any) -> bool:
 
 
 def _is_function_like(handler: Any) -> bool:
-    import inspect  # not at the top: building an agent seldom needs it
-
     # Functions, partials and objects whose class defines __call__ are function handlers;
     # any other object is looked up by intent name.
-    if inspect.isroutine(handler) or isinstance(handler, functools.partial):
+    if isinstance(handler, _ROUTINES):
         return True
     return any("__call__" in vars(klass) for klass in type(handler).__mro__[:-1])
 

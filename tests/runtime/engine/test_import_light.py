@@ -58,13 +58,22 @@ class Tools(bindings.AuwgentTools):
     async def get_weather(self, *, location): return "sunny"
     def get_humidity(self, location, unit="%"): return "40"
 
+class Log:
+    async def on_llm_start(self, prompt, ctx): return prompt
+
+class Handlers:
+    def response_text(self, value, agent_name): pass
+
 for tools in (
     {{"get_weather": get_weather, "get_forecast": get_forecast,
       "get_humidity": inline_tool(lambda location: "40")}},
     Tools,
     Tools(),
 ):
-    agent = bindings.auwgent({{"apiKeys": {{"geminiApiKey": "k"}}, "tools": tools}})
+    config = {{"apiKeys": {{"geminiApiKey": "k"}}, "tools": tools, "middleware": [Log()]}}
+    agent = bindings.auwgent(config)
+    agent.on_intent(lambda name, value, agent_name: None)
+    agent.on_intent(Handlers())
 print(",".join(name for name in {names!r} if name in sys.modules))
 """
 
@@ -83,6 +92,7 @@ def test_bindings_import_and_agent_construction_load_no_run_time_module() -> Non
     assert _loaded(CODE) == ""
 
 
-def test_tools_as_functions_methods_and_classes_load_none_either() -> None:
-    """Their signatures and whether they are async are read without ``inspect``."""
+def test_tools_middleware_and_handlers_load_none_either() -> None:
+    """Tools' signatures and whether they are async, and what kind of object a middleware or
+    handler is, are read without ``inspect``."""
     assert _loaded(WITH_TOOLS) == ""

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent._records import replace
 from auwgent.errors import ConfigError
-from auwgent.runtime import origin
 
 if TYPE_CHECKING:
     from auwgent.runtime.calls import CallRunner, Invocation
@@ -441,6 +440,8 @@ class _Execution:
         event = FinalEvent(
             BLOCK_KIND[spec.kind], spec.name, 0, {"type": spec.name, "args": args}, raw
         )
+        from auwgent.runtime import origin
+
         with origin.via(VIA):
             outcome = await self.runner.call(self.inv, self.inner, event)
         if outcome.status == "ok":
@@ -489,7 +490,7 @@ class _Execution:
 def describe_failure(pm: Any, error: Exception, limits: CodeLimits) -> str:
     """What the model reads of a failed execution: the error and its line."""
     if isinstance(error, pm.MontyTypingError):
-        found = _TY_LOCATION.sub(r"line \1, column \2: ", error.display().strip())
+        found = re.sub(_TY_LOCATION, r"line \1, column \2: ", error.display().strip(), flags=re.M)
         return f"the code failed its type check (nothing ran):\n{found}"
     if isinstance(error, (pm.MontyRuntimeError, pm.MontySyntaxError)):
         frames = error.traceback()
@@ -501,7 +502,7 @@ def describe_failure(pm: Any, error: Exception, limits: CodeLimits) -> str:
     return f"the code could not run: {error}"
 
 
-_TY_LOCATION = re.compile(r"^[^\s:]+\.py:(\d+):(\d+): ", re.M)
+_TY_LOCATION = r"^[^\s:]+\.py:(\d+):(\d+): "  # compiled on first use (re caches it)
 
 
 def _hint(message: str, limits: CodeLimits) -> str:

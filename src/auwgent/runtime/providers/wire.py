@@ -1,5 +1,5 @@
-"""How a provider request reaches the network: the agent's own connection pool, or a given
-httpx client.
+"""How a provider request reaches the network: the agent's own connections, or a given httpx
+client.
 
 A provider prepares its request once (``prepare``) and :func:`~auwgent.runtime.providers.http.
 open_response` sends it, again on every retry (``send``). What comes back is a :class:`Reply`:
@@ -14,7 +14,8 @@ the status, the headers (lower-case names), the reason phrase and the body piece
   a proxy (``HTTPS_PROXY`` and the like: httpx honours them and ``NO_PROXY``).
 
 Both send the same bytes: the body as compact UTF-8 JSON with ``Content-Type:
-application/json``. Transport failures of either are in :data:`TRANSPORT_ERRORS`.
+application/json``. What either raises when sending fails, or reading a body, is in
+:func:`transport_errors`.
 """
 
 from __future__ import annotations
@@ -333,20 +334,26 @@ async def _decoded(stream: AsyncIterator[bytes], coding: str) -> AsyncIterator[b
         yield rest
 
 
+_ERRORS: tuple[type[Exception], ...] = ()
+
+
 def transport_errors() -> tuple[type[Exception], ...]:
     """What a failure to send, or to read a body, raises on either wire (httpx's and
     httpcore's classes have the same names and messages)."""
-    import httpcore
-    import httpx
+    global _ERRORS
+    if not _ERRORS:
+        import httpcore
+        import httpx
 
-    return (
-        httpx.HTTPError,
-        httpcore.TimeoutException,
-        httpcore.NetworkError,
-        httpcore.ProtocolError,
-        httpcore.UnsupportedProtocol,
-        httpcore.ProxyError,
-    )
+        _ERRORS = (
+            httpx.HTTPError,
+            httpcore.TimeoutException,
+            httpcore.NetworkError,
+            httpcore.ProtocolError,
+            httpcore.UnsupportedProtocol,
+            httpcore.ProxyError,
+        )
+    return _ERRORS
 
 
 def as_wire(client: Any) -> Wire:

@@ -73,10 +73,16 @@ class _Raw(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that gave up (its timeout) hung up: expected here
+
+
 @pytest.fixture
 def raw() -> Iterator[ThreadingHTTPServer]:
-    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
-    server.daemon_threads = True
+    server: Any = _Server(("127.0.0.1", 0), _Raw)
     server.lock, server.ports, server.active, server.most = threading.Lock(), [], 0, 0
     server.delay, server.hang_up = 0.0, False
     server.reply = (200, [("Content-Type", "application/json")], json.dumps(WHOLE).encode())
@@ -231,3 +237,30 @@ async def test_a_connection_the_server_closed_is_not_reused(raw: Any) -> None:
     finally:
         await wire.aclose()
     assert len(set(raw.ports)) == 3
+
+
+async def test_a_request_that_timed_out_gives_its_place_back(
+    raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one place, a call cut off by its first-byte timeout must not keep it."""
+    monkeypatch.setattr(wire_module, "CONNECTIONS", 1)
+    wire = PoolWire()
+    streamed = ModelRequest(
+        model="gpt-4o", system="", messages=(Message("user", "hi"),), stream=True
+    )
+    try:
+        provider = OpenAIProvider(
+            client=wire,
+            api_key="sk-pool-test",
+            base_url=_base(raw),
+            retry=RetryPolicy(attempts=1),
+            timeouts=Timeouts(first_byte=0.2),
+        )
+        raw.delay = 1.0
+        with pytest.raises(ProviderError, match="first-byte"):
+            [event async for event in provider.stream(streamed)]
+        raw.delay = 0.0
+        events = await asyncio.wait_for(_collect(provider), timeout=5)
+    finally:
+        await wire.aclose()
+    assert events[-1] == Finish("stop")

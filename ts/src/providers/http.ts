@@ -32,7 +32,7 @@ export const DEFAULT_LIMITS: Limits = { eventBytes: 16 * 1024 * 1024, responseBy
 
 /** One provider call across all its attempts: who answers, how to retry, its bounds. */
 export interface HttpSettings {
-  /** The one timer of the call's waits for the network (see Watchdog). */
+  /** What stops the call's waits for the network (see Watchdog). */
   watch: Watchdog;
   provider: string;
   retry: RetryPolicy;
@@ -58,15 +58,14 @@ export function callSettings(http: HttpConfig, provider: string, secret: string 
 /**
  * Stops the wait for the network under way (by calling its `stop`) when it lasts longer than
  * its limit. One per call, for the response headers of every attempt and every piece of the
- * body: a timer per wait (or one pushed back per read) costs more than the parsing; this one
- * is re-armed by writing a time, and reschedules itself only when it fires early. It is armed
- * only while the call waits for the network, never while the consumer of the stream runs.
+ * body, armed by writing a time: a timer per wait (or one pushed back per read) costs more
+ * than the parsing. It is armed only while the call waits for the network, never while the
+ * consumer of the stream runs. The watchdogs of all calls share one timer (Clock).
  */
 export class Watchdog {
-  private due = 0; // performance.now() milliseconds
+  /** When the wait under way must end (performance.now() milliseconds). */
+  due = 0;
   private stop: (() => void) | null = null;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private at = 0; // when the timer fires
   /** Whether the last wait was stopped by this watchdog. */
   fired = false;
 
@@ -74,37 +73,67 @@ export class Watchdog {
     this.due = performance.now() + ms;
     this.stop = stop;
     this.fired = false;
-    if (this.timer !== null && this.at > this.due + 1) this.close(); // a shorter limit than the timer waits for
-    if (this.timer === null) this.schedule(ms);
+    clock.watch(this);
   }
 
   disarm(): void {
     this.stop = null;
+    clock.forget(this);
   }
 
-  /** The end of the call: no timer left behind. */
-  close(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-  }
-
-  private schedule(ms: number): void {
-    this.at = this.due;
-    this.timer = setTimeout(this.check, ms);
-    this.timer.unref?.(); // a call still waiting keeps the process alive by its socket
-  }
-
-  private check = (): void => {
-    this.timer = null;
+  /** The clock's check: past its time, the wait is stopped. */
+  check(now: number): boolean {
     const stop = this.stop;
-    if (stop === null) return;
-    const left = this.due - performance.now();
-    if (left > 0) return this.schedule(left);
+    if (stop === null) return true;
+    if (this.due > now) return false;
     this.stop = null;
     this.fired = true;
     stop();
+    return true;
+  }
+}
+
+/**
+ * The one timer of the armed watchdogs, due at the earliest of their times: arming one whose
+ * time is not earlier than the timer's costs no timer (calls one after another reuse it), and
+ * a timer that finds nothing due goes back to sleep until the next one. Unref'd: a call still
+ * waiting keeps the process alive by its socket.
+ */
+class Clock {
+  private armed = new Set<Watchdog>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private at = Infinity; // when the timer fires
+
+  watch(dog: Watchdog): void {
+    this.armed.add(dog);
+    if (this.timer === null || this.at > dog.due + 1) this.schedule(dog.due);
+  }
+
+  forget(dog: Watchdog): void {
+    this.armed.delete(dog);
+  }
+
+  private schedule(due: number): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.at = due;
+    this.timer = setTimeout(this.tick, Math.max(0, due - performance.now()));
+    this.timer.unref?.();
+  }
+
+  private readonly tick = (): void => {
+    this.timer = null;
+    this.at = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const dog of this.armed) {
+      if (dog.check(now)) this.armed.delete(dog);
+      else if (dog.due < next) next = dog.due;
+    }
+    if (next < Infinity) this.schedule(next);
   };
 }
+
+const clock = new Clock();
 
 /** A number as Python's `{x:g}` writes it in messages (6 significant digits, no trailing zeros). */
 function g(x: number): string {
@@ -235,31 +264,17 @@ export async function post(url: string, body: unknown, headers: Record<string, s
       if (!failure.retryable) throw failure;
     } catch (error) {
       watch.disarm();
-      if (error instanceof ProviderError) {
-        watch.close();
-        throw error;
-      }
-      if (watch.fired && late) {
-        watch.close();
-        throw pastDeadline(s);
-      }
-      if ((error as any)?.cause?.message === "unexpected redirect") {
-        watch.close();
+      if (error instanceof ProviderError) throw error;
+      if (watch.fired && late) throw pastDeadline(s);
+      if ((error as any)?.cause?.message === "unexpected redirect")
         throw new ProviderError(s.provider, "the server answered with a redirect (redirects are not followed)");
-      }
       const what = watch.fired ? "request failed (ReadTimeout: no response before the first-byte timeout)" : `request failed (${redact(transportDetail(error), s.secret)})`;
       failure = new ProviderError(s.provider, what, null, true);
     }
-    if (attempt >= s.retry.attempts) {
-      watch.close();
-      throw gaveUp(failure, attempt);
-    }
+    if (attempt >= s.retry.attempts) throw gaveUp(failure, attempt);
     const delay = delayFor(s.retry, attempt, after);
     const why = noTimeFor(s, delay);
-    if (why) {
-      watch.close();
-      throw gaveUp(failure, attempt, why);
-    }
+    if (why) throw gaveUp(failure, attempt, why);
     await sleep(delay);
   }
 }
@@ -355,13 +370,13 @@ class Body {
     throw new ProviderError(s.provider, `stream stalled: no data for ${g(this.waited / 1000)}s (idle timeout)`);
   }
 
-  /** The end of the body: the call's timer and the reader let go, and a body left before its
-   * end (a size cap, a bad event, a consumer that stopped) cancelled, which frees its
-   * connection. */
+  /** The end of the body: the watchdog let go, and a body left before its end (a size cap, a
+   * bad event, a consumer that stopped) cancelled, which frees its connection. (The reader is
+   * not released: releasing makes an error for its `closed` promise, and nothing reads the
+   * body after it.) */
   close(): void {
-    this.s.watch.close();
+    this.s.watch.disarm();
     if (!this.ended) this.stop();
-    this.reader.releaseLock();
   }
 }
 
@@ -479,7 +494,7 @@ export async function readJson(response: Response, s: HttpSettings): Promise<any
     } finally {
       body.close();
     }
-  } else s.watch.close();
+  }
   const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
   let failure: ProviderError;
   try {

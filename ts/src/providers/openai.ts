@@ -3,7 +3,7 @@
 import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
-import { field, MadeIds } from "./shape.js";
+import { field, MadeIds, type Kind } from "./shape.js";
 import { callSettings, errorInBody, modelStream, parseChunk, post, readJson, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -130,15 +130,18 @@ class CallIds extends MadeIds {
 // Parts of list-valued content that are reasoning, not the answer.
 const REASONING_PARTS = new Set(["thinking", "reasoning"]);
 
+const TEXT_OR_PARTS: Kind[] = ["string", "list"];
+
+/** The events of a message's or delta's `content` (`where` names the message or delta). */
 function contentEvents(provider: string, where: string, content: unknown): StreamEvent[] {
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
   const events: StreamEvent[] = [];
   // Some vendors (Mistral's reasoning models) send a list of typed parts.
-  for (const part of field(provider, where, content, ["string", "list"]) ?? []) {
-    field(provider, where, part, "object", false, "[]");
+  for (const part of field(provider, where, content, TEXT_OR_PARTS, true, ".content") ?? []) {
+    field(provider, where, part, "object", false, ".content[]");
     const kind = part.type;
     if (kind === "text") {
-      const text = field(provider, where, part.text, "string", true, "[].text");
+      const text = field(provider, where, part.text, "string", true, ".content[].text");
       if (text) events.push({ type: "text", text });
     } else if (!REASONING_PARTS.has(kind)) events.push({ type: "part", kind: String(kind), data: part });
   }
@@ -150,7 +153,7 @@ function deltaEvents(provider: string, where: string, delta: any, calls: CallIds
   if (!delta) return [];
   // A refusal (structured outputs) is the model's answer too: passed on as text rather than
   // an empty reply that would hide why.
-  const events = contentEvents(provider, `${where}.content`, delta.content);
+  const events = contentEvents(provider, where, delta.content);
   if (!events.length) {
     const refusal = field(provider, where, delta.refusal, "string", true, ".refusal");
     if (refusal) events.push({ type: "text", text: refusal });

@@ -565,6 +565,12 @@ class ModelStream<T> implements AsyncIterableIterator<T> {
     return this.started ? this.pull() : this.first();
   }
 
+  /** The next event already read, without a promise; undefined when the next one needs the
+   * network (or the end is next): then `next()`. */
+  take(): T | undefined {
+    return this.at < this.batch.length ? this.batch[this.at++] : undefined;
+  }
+
   /** The first event, the attempt made again as long as it is cut before one. */
   private async first(): Promise<IteratorResult<T>> {
     const retry = this.s.retry;

@@ -75,15 +75,21 @@ export interface Codec {
 
 const NO_EVENTS: DecodeEvent[] = [];
 
-export const KINDS: Record<string, IntentKind> = {
-  response_text: "response_text",
-  tool_call: "tool_call",
-  workflow_call: "workflow_call",
-  helper_call: "helper_call",
-  custom: "custom",
-  schema: "response_schema",
-};
-const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
+// Maps, not objects: a header's word is the model's text (`[constructor: x]` names no kind),
+// and a lookup by a string made at run time costs no interning.
+const KINDS = new Map<string, IntentKind>([
+  ["response_text", "response_text"],
+  ["tool_call", "tool_call"],
+  ["workflow_call", "workflow_call"],
+  ["helper_call", "helper_call"],
+  ["custom", "custom"],
+  ["schema", "response_schema"],
+]);
+const CALL_KINDS = new Map<string, CallKind>([
+  ["tool_call", "tool"],
+  ["workflow_call", "workflow"],
+  ["helper_call", "helper"],
+]);
 const PROTOCOLISH = /^[a-z_]*(?:call|tool|function|intent|schema|response|result|output)/;
 const MAX_HEADER = 200;
 const MAX_CLOSER = 40;
@@ -361,12 +367,12 @@ export class BlocksDecoder implements Decoder {
     const m = HEADER.exec(candidate);
     if (m === null) return false;
     const word = m.groups!.kind!.toLowerCase();
-    if (this.midline && !(word in KINDS)) return false;
+    const kind = KINDS.get(word) ?? null;
+    if (this.midline && kind === null) return false;
     const [ok, name] = cleanName(m.groups!.name);
-    if (!ok || (!(word in KINDS) && !(name && PROTOCOLISH.test(m.groups!.kind!)))) return false;
+    if (!ok || (kind === null && !(name && PROTOCOLISH.test(m.groups!.kind!)))) return false;
     this.blocksSeen = true;
-    const kind = KINDS[word] ?? null;
-    const [target, error] = this.resolveTarget(word, name);
+    const [target, error] = this.resolveTarget(word, kind, name);
     const block: Block = {
       segment: this.nextSegment(),
       header: headerRaw,
@@ -390,9 +396,8 @@ export class BlocksDecoder implements Decoder {
     return true;
   }
 
-  private resolveTarget(word: string, name: string | null): [Target | null, string | null] {
-    const kind = KINDS[word];
-    if (kind === undefined) return [null, `unknown block [${word}: ${name ?? "None"}]; ${this.allowed()}`];
+  private resolveTarget(word: string, kind: IntentKind | null, name: string | null): [Target | null, string | null] {
+    if (kind === null) return [null, `unknown block [${word}: ${name ?? "None"}]; ${this.allowed()}`];
     if (kind === "response_text") {
       if (this.textOutput) return [{ kind: "response_text", name: null, fields: [] }, null];
       return [null, `this agent answers with ${this.schemaHint()}, not [response_text]`];
@@ -404,16 +409,16 @@ export class BlocksDecoder implements Decoder {
         if (intent.name === name) return [{ kind: "custom", name, fields: intent.fields }, null];
       return [null, `unknown intent '${name}'; ${this.allowed()}`];
     }
-    let spec: CallableSpec | undefined = findCallable(this.contract, CALL_KINDS[word]!, name);
+    const callKind = CALL_KINDS.get(word)!;
+    let spec: CallableSpec | undefined = findCallable(this.contract, callKind, name);
     if (spec === undefined) {
       const same = this.contract.callables.filter((c) => c.name === name);
       spec = same.length === 1 ? same[0] : undefined;
     }
     if (spec === undefined) {
-      const what = CALL_KINDS[word]!;
-      return [null, `${what[0]!.toUpperCase() + what.slice(1)} not found: ${name} (not available here; ${this.allowed()})`];
+      return [null, `${callKind[0]!.toUpperCase() + callKind.slice(1)} not found: ${name} (not available here; ${this.allowed()})`];
     }
-    return [{ kind: KINDS[BLOCK_KIND[spec.kind]]!, name: spec.name, fields: spec.params, single: singleString(spec) }, null];
+    return [{ kind: KINDS.get(BLOCK_KIND[spec.kind])!, name: spec.name, fields: spec.params, single: singleString(spec) }, null];
   }
 
   private resolveSchema(name: string | null): [Target | null, string | null] {

@@ -588,17 +588,28 @@ export class Run {
       // per event). The fallback generator names the model that answers when it starts.
       const events = cfg.fallback?.length ? this.stream(cfg, request, rnd) : this.core.provider(cfg.model).stream(request);
       rnd.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
-      for await (const event of events) {
-        if (event.type === "text") rnd.chunks.push(event.text);
-        else if (event.type === "finish") rnd.finish = event;
-        else if (event.type === "usage") rnd.usage = usageOf(event);
-        else if (event.type === "part") {
-          this.contentPart(inv, event);
-          continue;
-        }
-        for (const decoded of decoder.feed(event)) {
-          const pending = this.decoded(inv, contract, rnd, decoded);
-          if (pending) await pending;
+      // The events a network read brought come out of `take()` (modelStream) without an
+      // await each; a `for await` otherwise, with its `return()` when the loop is left early.
+      const it: AsyncIterator<StreamEvent> & { take?(): StreamEvent | undefined } = events[Symbol.asyncIterator]();
+      for (let step = await it.next(); !step.done; step = await it.next()) {
+        let event: StreamEvent | undefined = step.value;
+        try {
+          for (; event !== undefined; event = it.take?.()) {
+            if (event.type === "text") rnd.chunks.push(event.text);
+            else if (event.type === "finish") rnd.finish = event;
+            else if (event.type === "usage") rnd.usage = usageOf(event);
+            else if (event.type === "part") {
+              this.contentPart(inv, event);
+              continue;
+            }
+            for (const decoded of decoder.feed(event)) {
+              const pending = this.decoded(inv, contract, rnd, decoded);
+              if (pending) await pending;
+            }
+          }
+        } catch (error) {
+          await it.return?.();
+          throw error;
         }
       }
       await this.close(inv, contract, rnd, decoder.close());

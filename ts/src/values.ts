@@ -77,7 +77,7 @@ function parseBodyInner(
   jsonPrefix: JsonPrefix | null,
 ): Record<string, any> {
   const target = objectType(fields);
-  const body = stripFence(text.split("\r\n").join("\n")).trim();
+  const body = stripFence(lf(text)).trim();
   if (!body) return {};
   const reader = new Reader(types, partial, repairs);
   let result: Record<string, any>;
@@ -106,7 +106,7 @@ export function parseValue(
   if (resolved.kind === "object") return parseBody(text, resolved.fields, types, partial, repairs, jsonPrefix);
   return guarded(() => {
     const reader = new Reader(types, partial, repairs);
-    const body = stripFence(text.split("\r\n").join("\n")).trim();
+    const body = stripFence(lf(text)).trim();
     return reader.coerce(reader.interpret(new Raw(body), type), type);
   }, text);
 }
@@ -117,7 +117,7 @@ export function parseValue(
  * itself. A lone string parameter takes a body as its raw value only when this is false.
  */
 export function looksStructured(text: string, name: string): boolean {
-  const body = stripFence(text.split("\r\n").join("\n")).trim();
+  const body = stripFence(lf(text)).trim();
   if (body[0] === "{" || body[0] === "[") return true;
   const cut = body.indexOf("\n");
   const first = cut < 0 ? body : body.slice(0, cut);
@@ -128,6 +128,11 @@ export function looksStructured(text: string, name: string): boolean {
     if (match && unquoteKey(match.groups!.key!) === name) return true;
   }
   return false;
+}
+
+/** `text` with CRLF line ends as LF (most bodies have none: no copy then). */
+function lf(text: string): string {
+  return text.includes("\r\n") ? text.split("\r\n").join("\n") : text;
 }
 
 const ANY_FENCE = /```[\w-]*[ \t\r]*\n([\s\S]*?)\n?[ \t\r]*```/;

@@ -331,3 +331,30 @@ test("a Gemini call that comes without an id gets the stable id the Python runti
     assert.equal(id, expected);
   }
 });
+
+test("a header whose word is an Object property name ([constructor: x], [__proto__: x]) is text, as in Python", async () => {
+  const { BlocksDecoder } = await import("../dist/index.js");
+  const text = (word) => `[${word}: x]\nhello\n[/${word}]\n[response_text]\nhi\n[/response_text]`;
+  const words = ["constructor", "__proto__", "hasOwnProperty", "tool_call"];
+  const code = [
+    "import json, sys",
+    "from auwgent.runtime.protocol.blocks import BlocksDecoder",
+    "from auwgent.runtime.protocol.contract import Contract",
+    "from auwgent.runtime.providers.base import TextDelta",
+    "c = Contract(agent='A', callables=(), intents=(), output={'kind': 'text'}, types={})",
+    "out = []",
+    "for text in json.load(sys.stdin):",
+    "    d = BlocksDecoder(c, partials=False)",
+    "    out.append([[type(e).__name__, e.kind, e.segment] for e in d.feed(TextDelta(text=text)) + d.close()])",
+    "print(json.dumps(out))",
+  ].join("\n");
+  const python = JSON.parse(execFileSync(PYTHON, ["-c", code], { input: JSON.stringify(words.map(text)), encoding: "utf8" }));
+  const contract = { output: { kind: "text" }, callables: [], intents: [], types: {} };
+  const names = { final: "FinalEvent", rejected: "RejectedEvent", partial: "PartialEvent" };
+  const ts = words.map((word) => {
+    const decoder = new BlocksDecoder(contract, false);
+    return [...decoder.feed({ type: "text", text: text(word) }), ...decoder.close()].map((e) => [names[e.type], e.kind, e.segment]);
+  });
+  assert.deepEqual(ts, python);
+  assert.deepEqual(ts[0], [["FinalEvent", "response_text", 1]]);
+});

@@ -5,7 +5,7 @@ import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field, MADE_ID_PREFIX, MadeIds } from "./shape.js";
-import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpConfig, type HttpSettings } from "./http.js";
+import { callSettings, errorInBody, modelStream, parseChunk, post, readJson, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
 // Where each option goes in a generateContent request (as the Python runtime's gemini_options):
@@ -161,8 +161,9 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
 // Keys of a part that describe it rather than carry answer content.
 const PART_META = new Set(["thought", "thoughtSignature", "partMetadata", "videoMetadata"]);
 
-/** Turns GenerateContentResponse objects (one per SSE event, or one whole) into events. */
-class Decoder {
+/** Turns GenerateContentResponse objects (one per SSE event, or one whole) into events; a new
+ * one for every attempt (see modelStream). */
+class Decoder implements Reading<StreamEvent> {
   calls = 0;
   usage: StreamEvent | null = null;
   finish: string | null = null;
@@ -174,7 +175,15 @@ class Decoder {
     private made: MadeIds,
   ) {}
 
-  feed(chunk: any): StreamEvent[] {
+  whole(payload: any): StreamEvent[] {
+    return (Array.isArray(payload) ? payload : [payload]).flatMap((item) => this.feed(item));
+  }
+
+  events(payloads: string[]): StreamEvent[] {
+    return payloads.flatMap((data) => this.feed(parseChunk(data, this.provider)));
+  }
+
+  private feed(chunk: any): StreamEvent[] {
     const provider = this.provider;
     if (!chunk || typeof chunk !== "object" || Array.isArray(chunk)) throw new ProviderError(provider, "unexpected response shape (not a JSON object)");
     const failure = errorInBody(chunk, provider);
@@ -239,7 +248,7 @@ class Decoder {
     this.usage = { type: "usage", inputTokens: count("promptTokenCount"), outputTokens: output };
   }
 
-  close(): StreamEvent[] {
+  end(): StreamEvent[] {
     if (this.finish === null) throw new ProviderError(this.provider, "stream ended before completion (no finishReason received)");
     const reason = this.finish === "stop" && this.calls ? "tool_calls" : this.finish;
     return [...(this.usage ? [this.usage] : []), { type: "finish", reason, raw: this.raw, message: this.message }];
@@ -276,23 +285,13 @@ export class GeminiProvider implements Provider {
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
     const body = buildGeminiBody(request, this.signatures);
     const call = this.settings(!request.stream);
-    return retryUnstarted(() => this.once(request, body, call), call);
-  }
-
-  /** One attempt: its events, those of one network read together. */
-  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
-    const decoder = new Decoder(this.name, this.signatures, new MadeIds(body)); // fresh for every attempt
-    const response = await this.post(request.model, request.stream ? "streamGenerateContent?alt=sse" : "generateContent", body, call);
-    if (request.stream && isEventStream(response)) {
-      for await (const batch of sse(response, call)) {
-        const events = batch.flatMap((data) => decoder.feed(parseChunk(data, this.name)));
-        if (events.length) yield events;
-      }
-    } else {
-      const payload = await readJson(response, call);
-      yield (Array.isArray(payload) ? payload : [payload]).flatMap((item) => decoder.feed(item));
-    }
-    yield decoder.close();
+    const method = request.stream ? "streamGenerateContent?alt=sse" : "generateContent";
+    return modelStream(
+      call,
+      request.stream,
+      () => this.post(request.model, method, body, call),
+      () => new Decoder(this.name, this.signatures, new MadeIds(body)),
+    );
   }
 
   /**

@@ -32,7 +32,7 @@ export const DEFAULT_LIMITS: Limits = { eventBytes: 16 * 1024 * 1024, responseBy
 
 /** One provider call across all its attempts: who answers, how to retry, its bounds. */
 export interface HttpSettings {
-  /** The one timer of the call's waits for the network (see Watchdog). */
+  /** What stops the call's waits for the network (see Watchdog). */
   watch: Watchdog;
   provider: string;
   retry: RetryPolicy;
@@ -58,15 +58,14 @@ export function callSettings(http: HttpConfig, provider: string, secret: string 
 /**
  * Stops the wait for the network under way (by calling its `stop`) when it lasts longer than
  * its limit. One per call, for the response headers of every attempt and every piece of the
- * body: a timer per wait (or one pushed back per read) costs more than the parsing; this one
- * is re-armed by writing a time, and reschedules itself only when it fires early. It is armed
- * only while the call waits for the network, never while the consumer of the stream runs.
+ * body, armed by writing a time: a timer per wait (or one pushed back per read) costs more
+ * than the parsing. It is armed only while the call waits for the network, never while the
+ * consumer of the stream runs. The watchdogs of all calls share one timer (Clock).
  */
 export class Watchdog {
-  private due = 0; // performance.now() milliseconds
+  /** When the wait under way must end (performance.now() milliseconds). */
+  due = 0;
   private stop: (() => void) | null = null;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private at = 0; // when the timer fires
   /** Whether the last wait was stopped by this watchdog. */
   fired = false;
 
@@ -74,37 +73,67 @@ export class Watchdog {
     this.due = performance.now() + ms;
     this.stop = stop;
     this.fired = false;
-    if (this.timer !== null && this.at > this.due + 1) this.close(); // a shorter limit than the timer waits for
-    if (this.timer === null) this.schedule(ms);
+    clock.watch(this);
   }
 
   disarm(): void {
     this.stop = null;
+    clock.forget(this);
   }
 
-  /** The end of the call: no timer left behind. */
-  close(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-  }
-
-  private schedule(ms: number): void {
-    this.at = this.due;
-    this.timer = setTimeout(this.check, ms);
-    this.timer.unref?.(); // a call still waiting keeps the process alive by its socket
-  }
-
-  private check = (): void => {
-    this.timer = null;
+  /** The clock's check: past its time, the wait is stopped. */
+  check(now: number): boolean {
     const stop = this.stop;
-    if (stop === null) return;
-    const left = this.due - performance.now();
-    if (left > 0) return this.schedule(left);
+    if (stop === null) return true;
+    if (this.due > now) return false;
     this.stop = null;
     this.fired = true;
     stop();
+    return true;
+  }
+}
+
+/**
+ * The one timer of the armed watchdogs, due at the earliest of their times: arming one whose
+ * time is not earlier than the timer's costs no timer (calls one after another reuse it), and
+ * a timer that finds nothing due goes back to sleep until the next one. Unref'd: a call still
+ * waiting keeps the process alive by its socket.
+ */
+class Clock {
+  private armed = new Set<Watchdog>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private at = Infinity; // when the timer fires
+
+  watch(dog: Watchdog): void {
+    this.armed.add(dog);
+    if (this.timer === null || this.at > dog.due + 1) this.schedule(dog.due);
+  }
+
+  forget(dog: Watchdog): void {
+    this.armed.delete(dog);
+  }
+
+  private schedule(due: number): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.at = due;
+    this.timer = setTimeout(this.tick, Math.max(0, due - performance.now()));
+    this.timer.unref?.();
+  }
+
+  private readonly tick = (): void => {
+    this.timer = null;
+    this.at = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const dog of this.armed) {
+      if (dog.check(now)) this.armed.delete(dog);
+      else if (dog.due < next) next = dog.due;
+    }
+    if (next < Infinity) this.schedule(next);
   };
 }
+
+const clock = new Clock();
 
 /** A number as Python's `{x:g}` writes it in messages (6 significant digits, no trailing zeros). */
 function g(x: number): string {
@@ -235,31 +264,17 @@ export async function post(url: string, body: unknown, headers: Record<string, s
       if (!failure.retryable) throw failure;
     } catch (error) {
       watch.disarm();
-      if (error instanceof ProviderError) {
-        watch.close();
-        throw error;
-      }
-      if (watch.fired && late) {
-        watch.close();
-        throw pastDeadline(s);
-      }
-      if ((error as any)?.cause?.message === "unexpected redirect") {
-        watch.close();
+      if (error instanceof ProviderError) throw error;
+      if (watch.fired && late) throw pastDeadline(s);
+      if ((error as any)?.cause?.message === "unexpected redirect")
         throw new ProviderError(s.provider, "the server answered with a redirect (redirects are not followed)");
-      }
       const what = watch.fired ? "request failed (ReadTimeout: no response before the first-byte timeout)" : `request failed (${redact(transportDetail(error), s.secret)})`;
       failure = new ProviderError(s.provider, what, null, true);
     }
-    if (attempt >= s.retry.attempts) {
-      watch.close();
-      throw gaveUp(failure, attempt);
-    }
+    if (attempt >= s.retry.attempts) throw gaveUp(failure, attempt);
     const delay = delayFor(s.retry, attempt, after);
     const why = noTimeFor(s, delay);
-    if (why) {
-      watch.close();
-      throw gaveUp(failure, attempt, why);
-    }
+    if (why) throw gaveUp(failure, attempt, why);
     await sleep(delay);
   }
 }
@@ -302,6 +317,9 @@ class Body {
   private limit: number;
   private left: number;
   private ended = false;
+  /** The limit of the wait under way, and whether it is the call's deadline. */
+  private waited = 0;
+  private atDeadline = false;
   private readonly stop = () => void this.reader.cancel().catch(() => undefined);
 
   constructor(
@@ -313,44 +331,52 @@ class Body {
     this.left = s.limits.responseBytes;
   }
 
-  /** The next piece, or null at the end of the body. */
-  async read(): Promise<Uint8Array | null> {
+  /** The next piece, or null at the end of the body. (Not an async function: the piece comes
+   * through one promise, the reader's own with its outcome read by `got` and `lost`.) */
+  read(): Promise<Uint8Array | null> {
     const s = this.s;
-    const limit = this.limit;
     const remaining = s.deadline - performance.now();
-    if (remaining <= 0) throw pastDeadline(s);
-    const atDeadline = remaining < limit;
-    const watch = s.watch;
-    watch.arm(atDeadline ? remaining : limit, this.stop);
-    let chunk: ReadableStreamReadResult<Uint8Array>;
-    try {
-      chunk = await this.reader.read();
-    } catch (error) {
-      if (!watch.fired) throw new StreamInterrupted(s.provider, `stream interrupted (${describe(error)})`);
-      chunk = { done: true, value: undefined };
-    } finally {
-      watch.disarm();
-      this.limit = s.timeouts.idle * 1000;
-    }
-    if (watch.fired) {
-      if (atDeadline) throw pastDeadline(s);
-      throw new ProviderError(s.provider, `stream stalled: no data for ${g(limit / 1000)}s (idle timeout)`);
-    }
+    if (remaining <= 0) return Promise.reject(pastDeadline(s));
+    this.waited = this.limit;
+    this.atDeadline = remaining < this.limit;
+    s.watch.arm(this.atDeadline ? remaining : this.limit, this.stop);
+    return this.reader.read().then(this.got, this.lost);
+  }
+
+  private readonly got = (chunk: ReadableStreamReadResult<Uint8Array>): Uint8Array | null => {
+    const s = this.s;
+    this.waitOver();
     if (chunk.done) {
       this.ended = true;
       return null;
     }
     if ((this.left -= chunk.value.byteLength) < 0) throw tooLarge(s, "the response", s.limits.responseBytes, "limits.responseBytes");
     return chunk.value;
+  };
+
+  /** A read that failed: the connection broke off, unless the watchdog stopped the wait. */
+  private readonly lost = (error: unknown): never => {
+    this.waitOver();
+    throw new StreamInterrupted(this.s.provider, `stream interrupted (${describe(error)})`);
+  };
+
+  /** The wait is over: the watchdog let go; a wait it stopped is the timeout's error. */
+  private waitOver(): void {
+    const s = this.s;
+    s.watch.disarm();
+    this.limit = s.timeouts.idle * 1000;
+    if (!s.watch.fired) return;
+    if (this.atDeadline) throw pastDeadline(s);
+    throw new ProviderError(s.provider, `stream stalled: no data for ${g(this.waited / 1000)}s (idle timeout)`);
   }
 
-  /** The end of the body: the call's timer and the reader let go, and a body left before its
-   * end (a size cap, a bad event, a consumer that stopped) cancelled, which frees its
-   * connection. */
+  /** The end of the body: the watchdog let go, and a body left before its end (a size cap, a
+   * bad event, a consumer that stopped) cancelled, which frees its connection. (The reader is
+   * not released: releasing makes an error for its `closed` promise, and nothing reads the
+   * body after it.) */
   close(): void {
-    this.s.watch.close();
+    this.s.watch.disarm();
     if (!this.ended) this.stop();
-    this.reader.releaseLock();
   }
 }
 
@@ -362,68 +388,79 @@ function describe(error: unknown): string {
 }
 
 /**
- * The `data:` payloads of a server-sent event stream, in order, those of one network read
- * together (every layer of async generators costs a resumption per item). Comments, other
- * fields and keep-alives are skipped; multi-line data is joined with newlines. An event larger
- * than `limits.eventBytes` ends the call; so does a body that ends before its first complete
- * event, as a StreamInterrupted (whatever the framing, a cut connection looks like that), so
- * that the call is retried.
+ * The framing of a server-sent event stream: `feed` takes the pieces of the body in order and
+ * returns the `data:` payloads completed in each. Comments, other fields and keep-alives are
+ * skipped; multi-line data is joined with newlines. An event larger than `limits.eventBytes`
+ * ends the call; so does a body that ends before its first complete event (`end`), as a
+ * StreamInterrupted (whatever the framing, a cut connection looks like that), so that the call
+ * is retried.
  */
-export async function* sse(response: Response, s: HttpSettings): AsyncGenerator<string[]> {
-  const body = new Body(response, s);
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let data: string[] = [];
-  let started = false;
+class EventLines {
+  private decoder = new TextDecoder();
+  private buffer = "";
+  private data: string[] = [];
+  private started = false;
   // At most the bytes of the current event's data lines: counted exactly (a UTF-8 count) only
   // when the bound passes the cap.
-  let size = 0;
-  const cap = s.limits.eventBytes;
-  // The event's data lines as received ("data: " included, about a byte each way).
-  const exact = () => (data.length ? Buffer.byteLength(data.join("\n")) + 6 * data.length : 0);
-  try {
-    let piece: Uint8Array | null;
-    while ((piece = await body.read()) !== null) {
-      buffer += decoder.decode(piece, { stream: true });
-      const out: string[] = [];
-      let nl: number;
-      let from = 0;
-      while ((nl = buffer.indexOf("\n", from)) >= 0) {
-        let line = buffer.slice(from, nl);
-        from = nl + 1;
-        if (line.endsWith("\r")) line = line.slice(0, -1);
-        if (line === "") {
-          if (data.length) out.push(data.length === 1 ? data[0]! : data.join("\n"));
-          data = [];
-          size = 0;
-        } else if (line.startsWith("data:")) {
-          size += line.length * 3 + 1;
-          data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
-          if (size > cap && (size = exact()) > cap) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
+  private size = 0;
+  private cap: number;
+
+  constructor(private s: HttpSettings) {
+    this.cap = s.limits.eventBytes;
+  }
+
+  /** The event's data lines as received ("data: " included, about a byte each way). */
+  private exact(): number {
+    const data = this.data;
+    return data.length ? Buffer.byteLength(data.join("\n")) + 6 * data.length : 0;
+  }
+
+  feed(piece: Uint8Array): string[] {
+    const cap = this.cap;
+    const buffer = this.buffer + this.decoder.decode(piece, STREAM);
+    const out: string[] = [];
+    let nl: number;
+    let from = 0;
+    while ((nl = buffer.indexOf("\n", from)) >= 0) {
+      let line = buffer.slice(from, nl);
+      from = nl + 1;
+      if (line.endsWith("\r")) line = line.slice(0, -1);
+      if (line === "") {
+        const data = this.data;
+        if (data.length) {
+          out.push(data.length === 1 ? data[0]! : data.join("\n"));
+          this.data = [];
         }
-      }
-      buffer = from ? buffer.slice(from) : buffer;
-      // The start of a line still arriving counts too.
-      if (overCap(buffer, cap - size) && overCap(buffer, cap - (size = exact()))) throw tooLarge(s, "an event of the stream", cap, "limits.eventBytes");
-      if (out.length) {
-        started = true;
-        yield out;
+        this.size = 0;
+      } else if (line.startsWith("data:")) {
+        this.size += line.length * 3 + 1;
+        this.data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+        if (this.size > cap && (this.size = this.exact()) > cap) throw tooLarge(this.s, "an event of the stream", cap, "limits.eventBytes");
       }
     }
-  } finally {
-    body.close();
+    this.buffer = from ? buffer.slice(from) : buffer;
+    // The start of a line still arriving counts too.
+    if (overCap(this.buffer, cap - this.size) && overCap(this.buffer, cap - (this.size = this.exact()))) throw tooLarge(this.s, "an event of the stream", cap, "limits.eventBytes");
+    if (out.length) this.started = true;
+    return out;
   }
-  // The last event without its blank line: kept, as servers that end abruptly after a
-  // complete last line are common.
-  const last = (buffer + decoder.decode()).trim();
-  if (last.startsWith("data:")) data.push(last.slice(last.startsWith("data: ") ? 6 : 5));
-  if (!started) throw new StreamInterrupted(s.provider, "the stream ended before its first event");
-  if (data.length) yield [data.join("\n")];
+
+  /** The payload of a last event without its blank line, if any: kept, as servers that end
+   * abruptly after a complete last line are common. */
+  end(): string[] {
+    const data = this.data;
+    const last = (this.buffer + this.decoder.decode()).trim();
+    if (last.startsWith("data:")) data.push(last.slice(last.startsWith("data: ") ? 6 : 5));
+    if (!this.started) throw new StreamInterrupted(this.s.provider, "the stream ended before its first event");
+    return data.length ? [data.join("\n")] : [];
+  }
 }
+
+const STREAM = { stream: true };
 
 /** Whether a streamed request's answer is really an event stream: any content type without
  * "json" in it, as the Python runtime decides (a gateway may answer plain JSON). */
-export function isEventStream(response: Response): boolean {
+function isEventStream(response: Response): boolean {
   return !(response.headers.get("content-type") ?? "").includes("json");
 }
 
@@ -457,7 +494,7 @@ export async function readJson(response: Response, s: HttpSettings): Promise<any
     } finally {
       body.close();
     }
-  } else s.watch.close();
+  }
   const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
   let failure: ProviderError;
   try {
@@ -471,27 +508,52 @@ export async function readJson(response: Response, s: HttpSettings): Promise<any
   throw new StreamInterrupted(s.provider, `the response ended before its JSON was complete (${failure.providerMessage})`);
 }
 
-/**
- * The items of `once` (which yields them in batches), run again when its connection breaks off
- * (StreamInterrupted) before it produced an item: wait as for a failed connection and call it
- * again, up to `retry.attempts` calls within the call's deadline. Once an item is out, errors
- * pass through unchanged (the caller may already have acted on it); so do other failures
- * (post has retried them). An iterator rather than an async generator: it hands out the items
- * of a batch without one more resumption per item.
- */
-export function retryUnstarted<T>(once: () => AsyncGenerator<T[]>, s: HttpSettings): AsyncIterableIterator<T> {
-  return new RetryUnstarted(once, s);
+/** What an adapter makes of the answer to one attempt of a model call (a new one for every
+ * attempt). Its methods may throw a ProviderError (a bad shape, an error event). */
+export interface Reading<T> {
+  /** The events of an answer in one JSON body. */
+  whole(payload: any): T[];
+  /** The events of the `data` payloads of one network read of an event stream. */
+  events(payloads: string[]): T[];
+  /** The last events, once the answer has been read (or the error of an incomplete one). */
+  end(): T[];
 }
 
-class RetryUnstarted<T> implements AsyncIterableIterator<T> {
-  private current: AsyncGenerator<T[]> | null = null;
+/**
+ * The events of a model call: `open()` posts the request; the answer is read as an event
+ * stream when `streamed` asked for one and the server sent one (isEventStream), else as one
+ * JSON body, and `reading()` (called for every attempt) makes the events of it. An attempt
+ * whose connection breaks off (StreamInterrupted) before an event was handed out is made
+ * again after a wait as for a failed connection, up to `retry.attempts` within the call's
+ * deadline. Once an event is out, errors pass through unchanged (the caller may already have
+ * acted on it); so do other failures (post has retried them).
+ *
+ * One iterator from the network read to the consumer, rather than a body reader, an SSE
+ * generator, the adapter's generator and the retry around them: every async-generator layer
+ * costs promises and a resumption per item. The events of one read are handed out from an
+ * array; a read costs the reader's promise and that of the `next()` that waits for it.
+ */
+export function modelStream<T>(s: HttpSettings, streamed: boolean, open: () => Promise<Response>, reading: () => Reading<T>): AsyncIterableIterator<T> {
+  return new ModelStream(s, streamed, open, reading);
+}
+
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
+
+class ModelStream<T> implements AsyncIterableIterator<T> {
   private batch: T[] = [];
   private at = 0;
+  /** An event was handed out: no retry any more. */
   private started = false;
+  /** The attempt under way: its reading (null once its end is out), its body while streamed. */
+  private current: Reading<T> | null = null;
+  private body: Body | null = null;
+  private lines: EventLines | null = null;
 
   constructor(
-    private once: () => AsyncGenerator<T[]>,
     private s: HttpSettings,
+    private streamed: boolean,
+    private open: () => Promise<Response>,
+    private reading: () => Reading<T>,
   ) {}
 
   [Symbol.asyncIterator](): this {
@@ -500,35 +562,24 @@ class RetryUnstarted<T> implements AsyncIterableIterator<T> {
 
   next(): Promise<IteratorResult<T>> {
     if (this.at < this.batch.length) return Promise.resolve({ value: this.batch[this.at++]!, done: false });
-    return this.pull();
+    return this.started ? this.pull() : this.first();
   }
 
-  private async pull(): Promise<IteratorResult<T>> {
-    if (!this.started) return this.first();
-    for (;;) {
-      const step = await this.current!.next();
-      if (step.done) return { value: undefined, done: true };
-      if (step.value.length) return this.hand(step.value);
-    }
+  /** The next event already read, without a promise; undefined when the next one needs the
+   * network (or the end is next): then `next()`. */
+  take(): T | undefined {
+    return this.at < this.batch.length ? this.batch[this.at++] : undefined;
   }
 
-  private hand(batch: T[]): IteratorResult<T> {
-    this.started = true;
-    this.batch = batch;
-    this.at = 1;
-    return { value: batch[0]!, done: false };
-  }
-
+  /** The first event, the attempt made again as long as it is cut before one. */
   private async first(): Promise<IteratorResult<T>> {
     const retry = this.s.retry;
     for (let attempt = 1; ; attempt++) {
-      this.current = this.once();
       try {
-        for (;;) {
-          const step = await this.current.next();
-          if (step.done) return { value: undefined, done: true };
-          if (step.value.length) return this.hand(step.value);
-        }
+        await this.attempt();
+        const step = await this.pull();
+        this.started = true;
+        return step;
       } catch (failure) {
         if (!(failure instanceof StreamInterrupted)) throw failure;
         if (attempt >= retry.attempts) throw gaveUp(failure, attempt);
@@ -540,11 +591,64 @@ class RetryUnstarted<T> implements AsyncIterableIterator<T> {
     }
   }
 
-  /** Closes the attempt under way (as leaving a `for await` closes a generator). */
-  async return(): Promise<IteratorResult<T>> {
+  private async attempt(): Promise<void> {
+    const reading = this.reading();
+    const response = await this.open();
+    this.current = reading;
     this.batch = [];
-    await this.current?.return(undefined);
-    return { value: undefined, done: true };
+    this.at = 0;
+    if (this.streamed && isEventStream(response)) {
+      this.body = new Body(response, this.s);
+      this.lines = new EventLines(this.s);
+    } else this.batch = reading.whole(await readJson(response, this.s));
+  }
+
+  /** The next event of the attempt under way (reading the network as needed), or the end. */
+  private async pull(): Promise<IteratorResult<T>> {
+    try {
+      for (;;) {
+        if (this.at < this.batch.length) return { value: this.batch[this.at++]!, done: false };
+        const current = this.current;
+        if (current === null) return DONE;
+        const body = this.body;
+        this.at = 0;
+        if (body === null) {
+          this.current = null;
+          this.batch = current.end();
+          continue;
+        }
+        const piece = await body.read();
+        if (piece !== null) {
+          const payloads = this.lines!.feed(piece);
+          this.batch = payloads.length ? current.events(payloads) : [];
+          continue;
+        }
+        this.closeBody();
+        const payloads = this.lines!.end();
+        this.batch = payloads.length ? current.events(payloads) : [];
+      }
+    } catch (error) {
+      this.current = null;
+      this.batch = [];
+      this.closeBody();
+      throw error;
+    }
+  }
+
+  private closeBody(): void {
+    const body = this.body;
+    if (body === null) return;
+    this.body = null;
+    body.close();
+  }
+
+  /** The consumer stopped (as leaving a `for await` closes a generator): the body is let go. */
+  return(): Promise<IteratorResult<T>> {
+    this.current = null;
+    this.batch = [];
+    this.at = 0;
+    this.closeBody();
+    return Promise.resolve(DONE);
   }
 }
 

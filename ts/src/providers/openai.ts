@@ -3,8 +3,8 @@
 import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
-import { field, MadeIds } from "./shape.js";
-import { callSettings, errorInBody, isEventStream, parseChunk, post, readJson, retryUnstarted, sse, type HttpConfig, type HttpSettings } from "./http.js";
+import { field, MadeIds, type Kind } from "./shape.js";
+import { callSettings, errorInBody, modelStream, parseChunk, post, readJson, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 const OWNED = new Set(["model", "messages", "stream"]);
@@ -130,15 +130,18 @@ class CallIds extends MadeIds {
 // Parts of list-valued content that are reasoning, not the answer.
 const REASONING_PARTS = new Set(["thinking", "reasoning"]);
 
+const TEXT_OR_PARTS: Kind[] = ["string", "list"];
+
+/** The events of a message's or delta's `content` (`where` names the message or delta). */
 function contentEvents(provider: string, where: string, content: unknown): StreamEvent[] {
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
   const events: StreamEvent[] = [];
   // Some vendors (Mistral's reasoning models) send a list of typed parts.
-  for (const part of field(provider, where, content, ["string", "list"]) ?? []) {
-    field(provider, where, part, "object", false, "[]");
+  for (const part of field(provider, where, content, TEXT_OR_PARTS, true, ".content") ?? []) {
+    field(provider, where, part, "object", false, ".content[]");
     const kind = part.type;
     if (kind === "text") {
-      const text = field(provider, where, part.text, "string", true, "[].text");
+      const text = field(provider, where, part.text, "string", true, ".content[].text");
       if (text) events.push({ type: "text", text });
     } else if (!REASONING_PARTS.has(kind)) events.push({ type: "part", kind: String(kind), data: part });
   }
@@ -150,7 +153,7 @@ function deltaEvents(provider: string, where: string, delta: any, calls: CallIds
   if (!delta) return [];
   // A refusal (structured outputs) is the model's answer too: passed on as text rather than
   // an empty reply that would hide why.
-  const events = contentEvents(provider, `${where}.content`, delta.content);
+  const events = contentEvents(provider, where, delta.content);
   if (!events.length) {
     const refusal = field(provider, where, delta.refusal, "string", true, ".refusal");
     if (refusal) events.push({ type: "text", text: refusal });
@@ -183,6 +186,61 @@ function finishOf(provider: string, choice: Record<string, any>): string | null 
   return field(provider, "choices[0].finish_reason", choice.finish_reason, "string");
 }
 
+/** The events of one answer of Chat Completions, whole or streamed (see modelStream). */
+class ChatReading implements Reading<StreamEvent> {
+  private finish: string | null = null;
+  private usage: StreamEvent | null = null;
+  /** The stream's [DONE] marker came (a whole answer is done by itself). */
+  private done = false;
+  private calls: CallIds;
+
+  constructor(
+    private name: string,
+    body: Record<string, any>,
+  ) {
+    this.calls = new CallIds(name, body);
+  }
+
+  whole(payload: any): StreamEvent[] {
+    const name = this.name;
+    const choice = firstChoice(payload, name);
+    if (choice === null) throw new ProviderError(name, "response has no choices");
+    this.calls.responseId = String(payload.id ?? "");
+    // A whole message reads as one delta holding everything; its calls are numbered in order.
+    const events = deltaEvents(name, "choices[0].message", choice.message, this.calls, true);
+    this.usage = usageOf(payload.usage, name);
+    this.finish = finishOf(name, choice) || "stop";
+    this.done = true;
+    return events;
+  }
+
+  events(payloads: string[]): StreamEvent[] {
+    const name = this.name;
+    const events: StreamEvent[] = [];
+    for (const data of payloads) {
+      if (this.done) continue;
+      if (data.trim() === "[DONE]") {
+        this.done = true;
+        continue;
+      }
+      const chunk = parseChunk(data, name);
+      const choice = firstChoice(chunk, name);
+      this.usage = usageOf(chunk.usage, name) ?? this.usage;
+      if (choice === null) continue;
+      this.calls.responseId ||= String(chunk.id ?? "");
+      for (const event of deltaEvents(name, "choices[0].delta", choice.delta, this.calls)) events.push(event);
+      this.finish = finishOf(name, choice) || this.finish;
+    }
+    return events;
+  }
+
+  end(): StreamEvent[] {
+    if (!this.done) throw new ProviderError(this.name, "stream ended before completion (no [DONE] marker)");
+    const finish: StreamEvent = { type: "finish", reason: this.finish ?? "stop" };
+    return this.usage ? [this.usage, finish] : [finish];
+  }
+}
+
 export class OpenAIProvider implements Provider {
   baseUrl: string;
   constructor(
@@ -207,51 +265,8 @@ export class OpenAIProvider implements Provider {
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
     const body = buildChatBody(request, { strict: this.strict });
     const call = this.settings(!request.stream);
-    return retryUnstarted(() => this.once(request, body, call), call);
-  }
-
-  /** One attempt: its events, those of one network read together. */
-  private async *once(request: ModelRequest, body: Record<string, any>, call: HttpSettings): AsyncGenerator<StreamEvent[]> {
-    const name = this.name;
-    const response = await post(`${this.baseUrl}/chat/completions`, body, this.headers(), call);
-    if (!(request.stream && isEventStream(response))) {
-      const payload = await readJson(response, call);
-      const choice = firstChoice(payload, name);
-      if (choice === null) throw new ProviderError(name, "response has no choices");
-      const calls = new CallIds(name, body);
-      calls.responseId = String(payload.id ?? "");
-      // A whole message reads as one delta holding everything; its calls are numbered in order.
-      const events = deltaEvents(name, "choices[0].message", choice.message, calls, true);
-      const usage = usageOf(payload.usage, name);
-      if (usage) events.push(usage);
-      events.push({ type: "finish", reason: finishOf(name, choice) || "stop" });
-      yield events;
-      return;
-    }
-    let finish: string | null = null;
-    let usage: StreamEvent | null = null;
-    let done = false;
-    const calls = new CallIds(name, body);
-    for await (const batch of sse(response, call)) {
-      const events: StreamEvent[] = [];
-      for (const data of batch) {
-        if (done) continue;
-        if (data.trim() === "[DONE]") {
-          done = true;
-          continue;
-        }
-        const chunk = parseChunk(data, name);
-        const choice = firstChoice(chunk, name);
-        usage = usageOf(chunk.usage, name) ?? usage;
-        if (choice === null) continue;
-        calls.responseId ||= String(chunk.id ?? "");
-        for (const event of deltaEvents(name, "choices[0].delta", choice.delta, calls)) events.push(event);
-        finish = finishOf(name, choice) || finish;
-      }
-      if (events.length) yield events;
-    }
-    if (!done) throw new ProviderError(this.name, "stream ended before completion (no [DONE] marker)");
-    yield usage ? [usage, { type: "finish", reason: finish ?? "stop" }] : [{ type: "finish", reason: finish ?? "stop" }];
+    const url = `${this.baseUrl}/chat/completions`;
+    return modelStream(call, request.stream, () => post(url, body, this.headers(), call), () => new ChatReading(this.name, body));
   }
 
   /** Embed `texts` in one /embeddings call; the options (dimensions, user, ...) go into the

@@ -69,8 +69,8 @@ function is(value: unknown, kind: Kind): boolean {
  */
 export function field(provider: string, where: string, value: any, kinds: Kind | Kind[], optional = true, at = ""): any {
   if (value == null && optional) return null;
+  if (typeof kinds === "string" ? is(value, kinds) : kinds.some((kind) => is(value, kind))) return value;
   const list = typeof kinds === "string" ? [kinds] : kinds;
-  for (const kind of list) if (is(value, kind)) return value;
   const expected = list.map((k) => NAMES[k]).join(" or ");
   throw new ProviderError(provider, `unexpected response shape: ${where}${at} is ${kindOf(value)}, expected ${expected}`);
 }

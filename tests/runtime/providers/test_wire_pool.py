@@ -55,6 +55,7 @@ class _Raw(BaseHTTPRequestHandler):
         server: Any = self.server
         with server.lock:
             server.ports.append(self.client_address[1])
+            server.hosts.append(self.headers.get("Host"))
             server.active += 1
             server.most = max(server.most, server.active)
         time.sleep(server.delay)
@@ -80,13 +81,24 @@ class _Server(ThreadingHTTPServer):
         pass  # a client that gave up (its timeout) hung up: expected here
 
 
-@pytest.fixture
-def raw() -> Iterator[ThreadingHTTPServer]:
-    server: Any = _Server(("127.0.0.1", 0), _Raw)
-    server.lock, server.ports, server.active, server.most = threading.Lock(), [], 0, 0
+def _started(server: Any) -> Any:
+    """``server`` serving in a thread, answering ``WHOLE`` at once until told otherwise."""
+    server.lock, server.ports, server.hosts, server.active, server.most = (
+        threading.Lock(),
+        [],
+        [],
+        0,
+        0,
+    )
     server.delay, server.hang_up = 0.0, False
     server.reply = (200, [("Content-Type", "application/json")], json.dumps(WHOLE).encode())
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def raw() -> Iterator[ThreadingHTTPServer]:
+    server = _started(_Server(("127.0.0.1", 0), _Raw))
     try:
         yield server
     finally:
@@ -264,3 +276,22 @@ async def test_a_request_that_timed_out_gives_its_place_back(
     finally:
         await wire.aclose()
     assert events[-1] == Finish("stop")
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+async def test_an_ipv6_host_is_bracketed_in_the_host_header() -> None:
+    try:
+        server = _started(_Server6(("::1", 0), _Raw))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    port = server.server_address[1]
+    try:
+        events = await _answer(f"http://[::1]:{port}/v1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert events[-1] == Finish("stop")
+    assert server.hosts == [f"[::1]:{port}"]

@@ -243,10 +243,11 @@ def _target(url: str) -> _Target:
     parsed = httpcore.URL(url)
     origin = parsed.origin
     key = (origin.scheme, origin.host, origin.port)
+    host = b"[%b]" % parsed.host if b":" in parsed.host else parsed.host  # IPv6
     default = 443 if parsed.scheme == b"https" else 80
     if parsed.port is None or parsed.port == default:
-        return _Target(parsed, parsed.host, key)
-    return _Target(parsed, b"%b:%d" % (parsed.host, parsed.port), key)
+        return _Target(parsed, host, key)
+    return _Target(parsed, b"%b:%d" % (host, parsed.port), key)
 
 
 class _PoolReply:

@@ -46,6 +46,11 @@ _KEY_VARS = (
     "GOOGLE_API_KEY",
     "OPENAI_BASE_URL",
     "GEMINI_BASE_URL",
+    # A proxy set for the machine (package downloads, say) would make the agent's own
+    # connections an httpx client and route the fake servers' traffic through it; a test of
+    # proxies sets them itself.
+    *(f"{scheme}_proxy" for scheme in ("http", "https", "all")),
+    *(f"{scheme}_PROXY" for scheme in ("HTTP", "HTTPS", "ALL")),
 )
 
 

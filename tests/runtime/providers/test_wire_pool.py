@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 import zlib
@@ -295,3 +298,67 @@ async def test_an_ipv6_host_is_bracketed_in_the_host_header() -> None:
         server.server_close()
     assert events[-1] == Finish("stop")
     assert server.hosts == [f"[::1]:{port}"]
+
+
+@pytest.fixture
+def tls_server(tmp_path: Any) -> Iterator[tuple[Any, str]]:
+    """An HTTPS server on 127.0.0.1 with a self-signed certificate, and that certificate."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server: Any = _Server(("127.0.0.1", 0), _Raw)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    _started(server)
+    try:
+        yield server, str(cert)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_https_with_a_trusted_certificate(
+    tls_server: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TLS context is httpx's: SSL_CERT_FILE names the certificates to trust."""
+    server, cert = tls_server
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    monkeypatch.setattr(wire_module, "_TLS", [])  # made again, with this variable
+    events = await _answer(f"https://127.0.0.1:{server.server_address[1]}/v1")
+    assert events[-1] == Finish("stop")
+
+
+async def test_https_with_an_untrusted_certificate_fails_closed(
+    tls_server: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = tls_server
+    monkeypatch.setattr(wire_module, "_TLS", [])
+    with pytest.raises(ProviderError) as caught:
+        await _answer(
+            f"https://127.0.0.1:{server.server_address[1]}/v1", retry=RetryPolicy(attempts=1)
+        )
+    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert server.ports == []  # no request reached the server

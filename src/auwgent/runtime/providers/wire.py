@@ -119,7 +119,7 @@ class PoolWire:
     has been read and closed goes back to the idle list of its origin and is taken again by
     the next request there (the most recent first); one that expired (5 s idle) or that the
     server closed is dropped when it is taken. TLS as httpx sets it up (certifi, or
-    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), made on the first request.
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), made on the first HTTPS connection of the process.
 
     Why not ``httpcore.AsyncConnectionPool``: it looks over every connection and every
     waiting request whenever a request comes or goes, which made 200 runs at once cost twice
@@ -140,7 +140,6 @@ class PoolWire:
     def __init__(self) -> None:
         self.is_closed = False
         self._slots: asyncio.Semaphore | None = None  # made in the event loop, on first use
-        self._tls: ssl.SSLContext | None = None
         self._idle: dict[_Origin, list[httpcore.AsyncHTTPConnection]] = {}
         self._open: set[httpcore.AsyncHTTPConnection] = set()  # idle or in use, for aclose
         self._urls: dict[str, _Target] = {}  # parsed once each
@@ -177,10 +176,7 @@ class PoolWire:
         if slots is None:
             import asyncio
 
-            import httpx
-
             slots = self._slots = asyncio.Semaphore(CONNECTIONS)
-            self._tls = httpx.create_ssl_context()
         request, target = prepared
         await slots.acquire()
         connection = None
@@ -206,7 +202,9 @@ class PoolWire:
         import httpcore
 
         connection = httpcore.AsyncHTTPConnection(
-            target.url.origin, ssl_context=self._tls, keepalive_expiry=KEEPALIVE
+            target.url.origin,
+            ssl_context=_tls() if target.origin[0] == b"https" else None,
+            keepalive_expiry=KEEPALIVE,
         )
         self._open.add(connection)
         return connection
@@ -226,6 +224,20 @@ class PoolWire:
         connections, self._open = self._open, set()
         for connection in connections:
             await connection.aclose()
+
+
+_TLS: list[ssl.SSLContext] = []
+
+
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context, made once per process: loading the CA bundle takes tens of
+    milliseconds, and a context serves any number of connections, loops and threads (each
+    ``run_sync`` has a loop, and so its own connections, of its own)."""
+    if not _TLS:
+        import httpx
+
+        _TLS.append(httpx.create_ssl_context())
+    return _TLS[0]
 
 
 _Origin = tuple[bytes, bytes, int]  # scheme, host, port: the key of a connection's origin

@@ -25,6 +25,7 @@ redacted from anything that could reach a message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -575,7 +576,9 @@ class _Body:
         except StopAsyncIteration:
             # The connection goes back to the pool now, not once the caller is done with
             # the events (with many runs at once, held connections make the others wait).
-            await self._response.aclose()
+            # The body is whole: a failure to close its connection loses nothing.
+            with contextlib.suppress(*self._http_error):
+                await self._response.aclose()
             return None
         except self._cancelled:
             if not watchdog.settle():

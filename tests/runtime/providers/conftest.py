@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from auwgent.runtime.providers import (
@@ -17,6 +18,7 @@ from auwgent.runtime.providers import (
     ToolCallDelta,
     Usage,
 )
+from auwgent.runtime.providers.wire import PoolWire
 
 WIRE = Path(__file__).resolve().parents[2] / "data" / "wire"
 
@@ -54,6 +56,17 @@ def wire() -> Callable[[str], bytes]:
 def summarise() -> Callable[[Sequence[StreamEvent]], dict[str, Any]]:
     """Coalesce events into what they mean (see :func:`_summarise`)."""
     return _summarise
+
+
+@pytest.fixture(params=["pool", "httpx"])
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """What a provider sends through, both ways: the agent's own connections, and a given
+    httpx client (the fault and size-limit tests run on each)."""
+    wire: Any = PoolWire() if request.param == "pool" else httpx.AsyncClient()
+    try:
+        yield wire
+    finally:
+        await wire.aclose()
 
 
 @pytest.fixture

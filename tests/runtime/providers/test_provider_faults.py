@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -22,7 +22,6 @@ from auwgent.runtime.providers import (
     TextDelta,
     Timeouts,
 )
-from auwgent.runtime.providers.wire import PoolWire
 from auwgent.testing.fake_servers import (
     FakeGeminiServer,
     FakeOpenAIServer,
@@ -41,16 +40,6 @@ Summarise = Callable[[Sequence[StreamEvent]], dict[str, Any]]
 @pytest.fixture(params=["openai", "gemini"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture(params=["pool", "httpx"])
-async def client(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    """Both wires: the agent's own connection pool and a given httpx client."""
-    wire: Any = PoolWire() if request.param == "pool" else httpx.AsyncClient()
-    try:
-        yield wire
-    finally:
-        await wire.aclose()
 
 
 class Setup:

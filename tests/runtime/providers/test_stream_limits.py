@@ -7,7 +7,6 @@ takes a fraction of a second; ``test_the_defaults_bound_every_call`` pins the de
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -31,7 +30,6 @@ from auwgent.runtime.providers import (
     Timeouts,
 )
 from auwgent.runtime.providers.http import retry_delay
-from auwgent.runtime.providers.wire import PoolWire
 from auwgent.testing.fake_servers import (
     FakeGeminiServer,
     FakeOpenAIServer,
@@ -49,16 +47,6 @@ QUICK = Timeouts(connect=2.0, first_byte=2.0, idle=1.0, call=10.0)
 @pytest.fixture(params=["openai", "gemini"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture(params=["pool", "httpx"])
-async def client(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    """Both wires: the agent's own connection pool and a given httpx client."""
-    wire: Any = PoolWire() if request.param == "pool" else httpx.AsyncClient()
-    try:
-        yield wire
-    finally:
-        await wire.aclose()
 
 
 def _server(kind: str, script: Any) -> FakeOpenAIServer | FakeGeminiServer:

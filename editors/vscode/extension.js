@@ -43,7 +43,7 @@ async function start() {
     const shown = [settings.command, ...settings.args].join(" ");
     vscode.window.showErrorMessage(
       `Auwgent: could not start the language server (${shown}): ${error.message}. ` +
-        "Install it with pip install 'auwgent-sdk[lsp]', or set auwgent.server.path " +
+        "Install it with pip install 'auwgent[lsp]', or set auwgent.server.path " +
         "to the auwgent command of your virtual environment.",
     );
   }

@@ -1,7 +1,7 @@
 // The weather agent (../weather/main.agent) from TypeScript, as the manual's TypeScript tabs
 // wire it. With GEMINI_API_KEY set it talks to Gemini; without it, a stand-in model below
 // answers (a tool call, then a sentence), so the demo runs anywhere.
-import type { ModelRequest, Provider, StreamEvent } from "@snrraptopack/auwgent-sdk"
+import type { ModelRequest, Provider, StreamEvent } from "auwgent"
 import { auwgent, AuwgentConfig } from "./generated/main.agent.types"
 
 const standIn: Provider = {

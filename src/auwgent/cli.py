@@ -144,7 +144,7 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "serve",
-        help="serve the project's agents over HTTP (needs auwgent-sdk[serve])",
+        help="serve the project's agents over HTTP (needs auwgent[serve])",
         description="Serve every agent of a project over HTTP: runs stream their intents as "
         "Server-Sent Events, conversations live in a shared store. See docs/serve.md.",
     )
@@ -197,7 +197,7 @@ def _add_mcp_config(parser: argparse.ArgumentParser) -> None:
 def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "mcp",
-        help="use MCP servers: import their tools, serve an agent (needs auwgent-sdk[mcp])",
+        help="use MCP servers: import their tools, serve an agent (needs auwgent[mcp])",
         description="Model Context Protocol tooling. See docs/mcp.md.",
     )
     actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION")
@@ -314,7 +314,7 @@ def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         missing = [m for m in ("pygls", "lsprotocol") if not _installed(m)]
         if missing:
             print(
-                f"error: `auwgent lsp` needs {' and '.join(missing)}: pip install 'auwgent-sdk[lsp]'",
+                f"error: `auwgent lsp` needs {' and '.join(missing)}: pip install 'auwgent[lsp]'",
                 file=err,
             )
             return EXIT_USAGE

@@ -1,6 +1,6 @@
 """``auwgent serve``: every agent of a project over HTTP, as an ASGI application (Starlette).
 
-Install with ``pip install "auwgent-sdk[serve]"`` (plus ``[redis]`` or ``[postgres]`` for a
+Install with ``pip install "auwgent[serve]"`` (plus ``[redis]`` or ``[postgres]`` for a
 shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 
 - ``POST /v1/agents/{agent}/runs`` with ``{input, conversation_id?, context?, config?,
@@ -538,7 +538,7 @@ def serve_command(
         import starlette  # noqa: F401
         import uvicorn
     except ImportError:
-        print('error: auwgent serve needs the serve extra: pip install "auwgent-sdk[serve]"',
+        print('error: auwgent serve needs the serve extra: pip install "auwgent[serve]"',
               file=err)  # fmt: skip
         return EXIT_USAGE
     try:

@@ -16,7 +16,7 @@ def test_without_the_extra_it_says_what_to_install(
     monkeypatch.setitem(sys.modules, "pygls", None)
     assert main(["lsp"]) == 2
     err = capsys.readouterr().err
-    assert "`auwgent lsp` needs pygls: pip install 'auwgent-sdk[lsp]'" in err
+    assert "`auwgent lsp` needs pygls: pip install 'auwgent[lsp]'" in err
 
 
 def test_it_stops_when_its_input_ends() -> None:

@@ -1,4 +1,4 @@
-// @snrraptopack/auwgent-sdk: the TypeScript runtime of Auwgent. Generated
+// auwgent: the TypeScript runtime of Auwgent. Generated
 // `<stem>.agent.types.ts` files import it; applications mostly use what those files export.
 
 export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";

@@ -7,5 +7,5 @@
 - :mod:`.serve`: ``auwgent mcp serve`` (an agent as an MCP server).
 
 Calls to ``@mcp`` tools at run time live in :mod:`auwgent.runtime.mcp`. Everything here needs
-the MCP SDK (``pip install 'auwgent-sdk[mcp]'``).
+the MCP SDK (``pip install 'auwgent[mcp]'``).
 """

@@ -48,7 +48,7 @@ __all__ = ["declaration_text", "run_check_mcp", "run_import"]
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 LIST_TIMEOUT = 60.0
-_INSTALL = "pip install 'auwgent-sdk[mcp]'"
+_INSTALL = "pip install 'auwgent[mcp]'"
 
 
 # --------------------------------------------------------------------------------------------

@@ -207,9 +207,7 @@ def serve_command(path: Path, *, agent: str, app: str, port: int | None, err: Te
     from auwgent.serve import ServeError, load_factory
 
     if find_spec("mcp") is None:
-        print(
-            "error: auwgent mcp serve needs the MCP SDK: pip install 'auwgent-sdk[mcp]'", file=err
-        )
+        print("error: auwgent mcp serve needs the MCP SDK: pip install 'auwgent[mcp]'", file=err)
         return EXIT_USAGE
     try:
         project = load_project(path)

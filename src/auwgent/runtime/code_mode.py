@@ -55,7 +55,7 @@ EXECUTE_CODE = "execute_code"
 VIA = "execute_code"
 INSTALL_HINT = (
     "code mode needs the Monty sandbox (pydantic-monty), the auwgent[code] extra: "
-    'pip install "auwgent-sdk[code]"'
+    'pip install "auwgent[code]"'
 )
 
 

@@ -5,7 +5,7 @@ handlers and middleware, argument validation, the approval gate, the result inte
 last step, running the implementation, comes here instead of the application's ``Tools``
 class: :meth:`McpServers.implementations` gives the tool registry one coroutine per ``@mcp``
 tool, which sends the validated arguments to the server with the official ``mcp`` SDK
-(``pip install 'auwgent-sdk[mcp]'``).
+(``pip install 'auwgent[mcp]'``).
 
 A connection lives in a task of its own, because the SDK's transports must be entered and left
 by the same task, while calls come from any task of the run. It is opened by the first call,
@@ -45,7 +45,7 @@ __all__ = [
 DEFAULT_TIMEOUT = 10.0
 _OPTION_KEYS = ("env", "headers", "timeout")
 _CLOSE_GRACE = 5.0  # seconds a closing connection gets before its task is cancelled
-_INSTALL = "pip install 'auwgent-sdk[mcp]'"
+_INSTALL = "pip install 'auwgent[mcp]'"
 
 
 @dataclass(frozen=True, slots=True)

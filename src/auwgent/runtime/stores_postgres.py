@@ -1,4 +1,4 @@
-"""Sessions in PostgreSQL (``pip install "auwgent-sdk[postgres]"``), with psycopg 3.
+"""Sessions in PostgreSQL (``pip install "auwgent[postgres]"``), with psycopg 3.
 
 One row per conversation in ``auwgent_sessions`` (created on first use): the session JSON, its
 revision, the update time and, with ``ttl``, when it expires. A save is one statement that
@@ -159,7 +159,7 @@ class PostgresSessionStore:
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise SessionStoreError(
-                'PostgresSessionStore needs the postgres extra: pip install "auwgent-sdk[postgres]"'
+                'PostgresSessionStore needs the postgres extra: pip install "auwgent[postgres]"'
             ) from exc
         pool = AsyncConnectionPool(
             self.dsn, min_size=1, max_size=self.max_connections, open=False,

@@ -1,4 +1,4 @@
-"""Sessions in Redis (``pip install "auwgent-sdk[redis]"``), for workers on several machines.
+"""Sessions in Redis (``pip install "auwgent[redis]"``), for workers on several machines.
 
 Each conversation is one hash, ``<prefix>session:<key>``, holding the session JSON and its
 revision; each save is one Lua script that compares the revision and writes, atomically, so
@@ -73,7 +73,7 @@ class RedisSessionStore:
                 import redis.asyncio as redis
             except ImportError as exc:  # pragma: no cover - depends on the installation
                 raise SessionStoreError(
-                    'RedisSessionStore needs the redis extra: pip install "auwgent-sdk[redis]"'
+                    'RedisSessionStore needs the redis extra: pip install "auwgent[redis]"'
                 ) from exc
             client = redis.Redis.from_url(url)
         if ttl is not None and ttl <= 0:

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces of runs (``pip install "auwgent-sdk[otel]"``), off unless configured.
+"""OpenTelemetry traces of runs (``pip install "auwgent[otel]"``), off unless configured.
 
 ``"tracing": True`` in the runtime config uses the global tracer provider;
 ``"tracerProvider": provider`` uses that one. Spans follow the OpenTelemetry semantic
@@ -41,7 +41,7 @@ def make_tracer(options: RuntimeOptions) -> Any:
         from opentelemetry import trace
     except ImportError as exc:
         raise ConfigError(
-            'tracing: OpenTelemetry is not installed; pip install "auwgent-sdk[otel]"'
+            'tracing: OpenTelemetry is not installed; pip install "auwgent[otel]"'
         ) from exc
     if provider is not None and not callable(getattr(provider, "get_tracer", None)):
         raise ConfigError(

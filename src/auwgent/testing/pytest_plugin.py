@@ -1,4 +1,4 @@
-"""The ``cassette`` pytest fixture (registered when ``auwgent-sdk`` is installed).
+"""The ``cassette`` pytest fixture (registered when ``auwgent`` is installed).
 
 ```python
 async def test_weather(cassette):

@@ -617,7 +617,7 @@ def test_code_mode_without_the_extra_fails_at_construction(
     monkeypatch.setitem(sys.modules, "pydantic_monty", None)  # the import now fails
     with pytest.raises(ConfigError) as caught:
         bindings.auwgent({"provider": ScriptedModel([DONE]), "tools": Tools()})
-    assert 'pip install "auwgent-sdk[code]"' in str(caught.value)
+    assert 'pip install "auwgent[code]"' in str(caught.value)
     assert "auwgent[code]" in str(caught.value)
     # Off in the runtime config: the sandbox is not needed.
     bindings.auwgent({"provider": ScriptedModel([DONE]), "tools": Tools(), "codeMode": False})

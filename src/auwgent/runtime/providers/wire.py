@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from auwgent._version import __version__
+
 if TYPE_CHECKING:
     import asyncio
     import ssl
@@ -134,7 +136,7 @@ class PoolWire:
         # Bodies are read as they come (a compressed event stream would be held back).
         (b"Accept-Encoding", b"identity"),
         (b"Content-Type", b"application/json"),
-        (b"User-Agent", b"auwgent-sdk"),
+        (b"User-Agent", f"auwgent/{__version__}".encode()),
     )
 
     def __init__(self) -> None:

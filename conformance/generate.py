@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auwgent.compiler.pipeline import compile_sources
+from auwgent.ir import vocabulary
 from auwgent.testing.conformance import GROUPS, run_vector
 
 HERE = Path(__file__).parent
@@ -470,7 +471,15 @@ def main() -> None:
         path.write_text(json.dumps(vectors, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         manifest[name] = [v["id"] for v in vectors]
     (HERE / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {sum(len(v) for v in manifest.values())} vectors")
+    write_vocabulary()
+    print(f"wrote {sum(len(v) for v in manifest.values())} vectors and vocabulary.json")
+
+
+def write_vocabulary() -> None:
+    """``vocabulary.json``: the product's names from ``auwgent.ir.vocabulary``, which the
+    TypeScript tests compare with that runtime's own lists."""
+    text = json.dumps(vocabulary.document(), indent=1) + "\n"
+    (HERE / "vocabulary.json").write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

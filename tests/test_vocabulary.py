@@ -4,6 +4,7 @@ API-key rule: the compiler, the generators and the runtime say what it says."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -84,3 +85,16 @@ def test_the_api_key_rule(model: dict[str, Any], field: str, env: tuple[str, ...
     assert python.api_key_field is v.api_key_field
     assert v.api_key_field(model) == field
     assert v.api_key_env(model) == env
+
+
+def test_conformance_vocabulary_json_is_generated_from_the_tables() -> None:
+    # conformance/vocabulary.json is what the TypeScript tests compare with; a new intent,
+    # hook, provider or config key here must reach it (python conformance/generate.py).
+    path = Path(__file__).parents[1] / "conformance" / "vocabulary.json"
+    assert json.loads(path.read_text(encoding="utf-8")) == v.document()
+
+
+def test_not_yet_in_typescript_names_only_what_the_tables_hold() -> None:
+    lists = v.document()
+    for name, missing in v.NOT_YET_IN_TYPESCRIPT.items():
+        assert set(missing) <= set(lists[name]), name

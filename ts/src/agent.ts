@@ -43,7 +43,7 @@ export const BUILTIN_INTENTS = [
   "error",
 ] as const;
 
-const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
+export const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
 type Hook = (typeof HOOKS)[number];
 type Fn = (...args: any[]) => any;
 /** An `onIntent` / `onIntentPartial` handler, with how messages name it. */

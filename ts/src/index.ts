@@ -1,7 +1,8 @@
 // auwgent: the TypeScript runtime of Auwgent. Generated
 // `<stem>.agent.types.ts` files import it; applications mostly use what those files export.
 
-export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
+export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, HOOKS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
+export { CONFIG_KEYS } from "./config.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
 export { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";

@@ -18,6 +18,7 @@ __all__ = [
     "CONFIG_BLOCK_KEYS",
     "HOOKS",
     "INTENTS",
+    "NOT_YET_IN_TYPESCRIPT",
     "PROVIDERS",
     "RUNTIME_CONFIG_KEYS",
     "STREAMED_INTENTS",
@@ -27,6 +28,7 @@ __all__ = [
     "Provider",
     "api_key_env",
     "api_key_field",
+    "document",
     "provider_arity",
     "provider_key",
 ]
@@ -311,6 +313,37 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
     "codeLimits",
     "mcp",
 )
+
+#: What the TypeScript runtime does not have yet, by list of :func:`document`. Its tests
+#: check that its lists equal these tables minus this; each entry goes when TypeScript gains it.
+NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
+    "builtin_intents": ("approval_request", "approval_result", "handoff_complete"),
+    "runtime_config_keys": (
+        "httpClient",
+        "memory",
+        "tracing",
+        "tracerProvider",
+        "approver",
+        "approvals",
+        "codeMode",
+        "codeLimits",
+        "mcp",
+    ),
+}
+
+
+def document() -> dict[str, Any]:
+    """The vocabulary as JSON (``conformance/vocabulary.json``), for the other runtime's tests."""
+    return {
+        "builtin_intents": list(BUILTIN_INTENTS),
+        "streamed_intents": list(STREAMED_INTENTS),
+        "hooks": [{"name": hook.name, "alias": hook.alias} for hook in HOOKS],
+        "providers": [{"name": p.name, "args": list(p.args)} for p in PROVIDERS],
+        "config_block_keys": list(CONFIG_BLOCK_KEYS),
+        "runtime_config_keys": list(RUNTIME_CONFIG_KEYS),
+        "not_yet_in_typescript": {k: list(v) for k, v in NOT_YET_IN_TYPESCRIPT.items()},
+    }
+
 
 # -- API keys ------------------------------------------------------------------------------------
 

@@ -117,6 +117,11 @@ export function helperParams(helper: Record<string, any>, types: Types): IRField
   return resolve(helper.input, types).fields ?? [];
 }
 
+/** The warning for an `error` intent that no handler or middleware takes. */
+export function unheardError(agentName: string, message: string): string {
+  return `error intent of ${agentName} (no handler or middleware takes it): ${message}`;
+}
+
 export function notConfigured(name: string): string {
   return `Tool not configured: ${name} has no implementation`;
 }
@@ -346,7 +351,8 @@ export class Run {
 
   /** Report a failure: onError, then an `error` intent unless a middleware handled it. The
    * intent's message is `message` when given, else `prefix` and the error's own text;
-   * `details` join its payload. */
+   * `details` join its payload. An intent that reaches nobody (no handler, no onError or
+   * onIntent middleware, no stream consumer) is written to `console.warn`. */
   async fail(error: unknown, agentName: string, prefix = "", mark = true, given: string | null = null, details: Record<string, unknown> = {}): Promise<string> {
     const message = given ?? prefix + describeError(error);
     if (mark && this.turn !== null && agentName === this.turn.agent) {
@@ -360,7 +366,11 @@ export class Run {
     } catch {
       handled = false;
     }
-    if (!handled) await this.emit("error", { message, ...details }, agentName);
+    if (!handled) {
+      await this.emit("error", { message, ...details }, agentName);
+      const heard = this.sink !== null || this.core.handlers.length > 0 || this.core.middleware.hearsErrors(agentName);
+      if (!heard) console.warn(unheardError(agentName, message));
+    }
     return message;
   }
 

@@ -96,6 +96,28 @@ test("retries a 503 then answers; an API key error becomes an error intent namin
   assert.doesNotMatch(errors[0][1].message, /wrong/);
 });
 
+test("an error intent nobody takes is written to console.warn; one a handler takes is not", async () => {
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...args) => void warned.push(args.join(" "));
+  try {
+    const locked = await startFakes({ api_key: "right", openai: [answer("x"), answer("x")] });
+    const unheard = agentFor(locked.urls, { apiKeys: { ...keys, openaiApiKey: "wrong" } });
+    const session = await unheard.run("hi");
+    assert.deepEqual(warned, [`error intent of Main (no handler or middleware takes it): ${session.turns[0].error}`]);
+    assert.match(warned[0], /OpenAI API error \(401\)/);
+    warned.length = 0;
+    const heard = agentFor(locked.urls, { apiKeys: { ...keys, openaiApiKey: "wrong" } });
+    const errors = collect(heard);
+    await heard.run("hi");
+    await locked.stop();
+    assert.equal(errors[0][0], "error");
+    assert.deepEqual(warned, []);
+  } finally {
+    console.warn = warn;
+  }
+});
+
 test("a stream that stalls longer than timeouts.idle fails the run with a clear error", async () => {
   const fakes = await startFakes({ openai: [{ stall: 3, after_chunks: 1 }] });
   const agent = agentFor(fakes.urls, { timeouts: { idle: 0.3 }, retry: { attempts: 1 } });

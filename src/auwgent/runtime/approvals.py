@@ -179,7 +179,9 @@ class ApprovalGate:
         log.error("%s", message, exc_info=exc)
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         details = {"approval_id": request["id"], "traceback": tb}
-        await self.run.fail(exc, str(request["agent"]), mark=False, message=message, details=details)
+        await self.run.fail(
+            exc, str(request["agent"]), mark=False, message=message, details=details, logged=True
+        )
 
 
 def _new_id() -> str:

@@ -86,6 +86,11 @@ log = logging.getLogger("auwgent")
 SKIP = Control(skip=True)
 
 
+def unheard_error(agent_name: str, message: str) -> str:
+    """The warning logged for an ``error`` intent that no handler or middleware takes."""
+    return f"error intent of {agent_name} (no handler or middleware takes it): {message}"
+
+
 class _Round:
     """What one model response produced."""
 
@@ -541,11 +546,14 @@ class Run:
         mark: bool = True,
         message: str | None = None,
         details: Mapping[str, Any] | None = None,
+        logged: bool = False,
     ) -> str:
         """Report a failure: ``onError``, then an ``error`` intent unless a middleware handled it.
 
         The intent's message is ``message`` when given, else ``prefix`` and the error's own
-        text; ``details`` are added to its payload.
+        text; ``details`` are added to its payload. An intent that reaches nobody (no handler
+        of ``error``, no ``onError`` or ``onIntent`` middleware, no stream consumer) is logged
+        on the ``auwgent`` logger as a warning, unless the caller ``logged`` it already.
         """
         message = message or prefix + describe_error(error)
         if mark and self.turn is not None and agent_name == self.turn["agent"]:
@@ -558,7 +566,17 @@ class Run:
             handled = False  # a failing error hook must not hide the original error
         if not handled:
             await self.emit("error", {"message": message, **(details or {})}, agent_name)
+            if not logged and not self._heard_errors(agent_name):
+                log.warning("%s", unheard_error(agent_name, message))
         return message
+
+    def _heard_errors(self, agent_name: str) -> bool:
+        core = self.core
+        return (
+            self.sink is not None
+            or core.handlers.takes("error")
+            or core.middleware.hears_errors(agent_name)
+        )
 
     async def _hook_failed(
         self, failure: HookFailure, name: str, value: Any, agent_name: str, *, skipped: bool
@@ -579,7 +597,9 @@ class Run:
             return  # the log has it; an error intent about an error intent would loop
         tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         details = {"handler": failure.who, "intent": name, "traceback": tb}
-        await self.fail(error, agent_name, mark=False, message=message, details=details)
+        await self.fail(
+            error, agent_name, mark=False, message=message, details=details, logged=True
+        )
 
     # -- dispatching intents -----------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
 import type { Repair } from "./values.js";
-import { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
 import type { FinishEvent, Message, ModelRequest, StreamEvent } from "./providers/base.js";
@@ -596,8 +596,8 @@ export class Run {
     try {
       // Without fallback models the provider's stream is read directly (one generator less
       // per event). The fallback generator names the model that answers when it starts.
+      rnd.model = this.answering(cfg.model);
       const events = cfg.fallback?.length ? this.stream(cfg, request, rnd) : this.core.provider(cfg.model).stream(request);
-      rnd.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
       // The events a network read brought come out of `take()` (modelStream) without an
       // await each; a `for await` otherwise, with its `return()` when the loop is left early.
       const it: AsyncIterator<StreamEvent> & { take?(): StreamEvent | undefined } = events[Symbol.asyncIterator]();
@@ -694,10 +694,11 @@ export class Run {
    */
   private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: Round): AsyncGenerator<StreamEvent> {
     const models = [cfg.model, ...(cfg.fallback ?? [])];
+    const failed: [string, ProviderError][] = [];
     for (let index = 0; index < models.length; index++) {
       const model = models[index];
       const req = index ? { ...request, model: String(model.model), options: model.options ?? {} } : request;
-      answered.model = `${providerKey(model)}:${model.model}`;
+      answered.model = this.answering(model);
       let started = false;
       try {
         for await (const event of this.core.provider(model).stream(req)) {
@@ -706,9 +707,20 @@ export class Run {
         }
         return;
       } catch (error) {
-        if (started || !(error instanceof ProviderError) || !error.retryable || index === models.length - 1) throw error;
+        if (started || !(error instanceof ProviderError)) throw error;
+        failed.push([answered.model, error]);
+        if (error.retryable && index < models.length - 1) continue;
+        throw failed.length > 1 ? new FallbackError(failed) : error;
       }
     }
+  }
+
+  /** How `model_calls` names who answers for `model`: `provider:model`, or the name of the
+   * provider that replaces every model. */
+  private answering(model: Record<string, any>): string {
+    const override = this.core.providerOverride;
+    if (override !== null) return String(override.name || override.constructor?.name || "provider");
+    return `${providerKey(model)}:${model.model}`;
   }
 
   /** One decoded event; a promise only when there is something to wait for (see emitPartial). */

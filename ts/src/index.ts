@@ -3,7 +3,7 @@
 
 export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
-export { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+export { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";
 export { renderPrompt } from "./prompts.js";

@@ -24,7 +24,14 @@ from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 from auwgent._records import replace
-from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError
+from auwgent.errors import (
+    ApprovalError,
+    AuwgentError,
+    ConfigError,
+    ContextError,
+    FallbackError,
+    ProviderError,
+)
 from auwgent.runtime import approvals, origin, schema
 from auwgent.runtime.calls import (
     CALL_KINDS,
@@ -876,7 +883,7 @@ class Run:
             if cfg.get("fallback"):
                 events = self._stream(cfg, request, rnd)
             else:
-                rnd.model = f"{provider_key(cfg['model'])}:{cfg['model']['model']}"
+                rnd.model = self._answering(cfg["model"])
                 events = core.provider(cfg["model"]).stream(request)
             async for event in events:
                 if isinstance(event, TextDelta):
@@ -922,31 +929,46 @@ class Run:
         5xx, 429) before it produced any event, the same request goes to the next model of
         ``fallback``. Once an event is out the failure passes through: part of the answer may
         already have been acted on. ``rnd.model`` names the model that answered, and the
-        turn's ``model_calls`` records it.
+        turn's ``model_calls`` records it. When more than one model was tried and none
+        answered, the :class:`FallbackError` lists each attempt with its error.
         """
         models = [cfg["model"], *cfg.get("fallback", ())]
+        failed: list[tuple[str, ProviderError]] = []
         for index, model in enumerate(models):
             if index:
                 request = replace(
                     request, model=str(model["model"]), options=model.get("options") or {}
                 )
-            rnd.model = f"{provider_key(model)}:{model['model']}"
+            rnd.model = self._answering(model)
             started = False
             try:
                 async for event in self.core.provider(model).stream(request):
                     started = True
                     yield event
             except ProviderError as exc:
-                if started or not exc.retryable or index == len(models) - 1:
+                if started:
                     raise
-                log.warning(
-                    "%s failed before answering (%s); the request goes to %s",
-                    rnd.model,
-                    exc,
-                    f"{provider_key(models[index + 1])}:{models[index + 1]['model']}",
-                )
-                continue
+                failed.append((rnd.model, exc))
+                if exc.retryable and index < len(models) - 1:
+                    log.warning(
+                        "%s failed before answering (%s); the request goes to %s",
+                        rnd.model,
+                        exc,
+                        self._answering(models[index + 1]),
+                    )
+                    continue
+                if len(failed) > 1:
+                    raise FallbackError(failed) from exc
+                raise
             return
+
+    def _answering(self, model: Mapping[str, Any]) -> str:
+        """How ``model_calls`` names who answers for ``model``: ``provider:model``, or the
+        name of the provider that replaces every model (``"offline"``, ``"scripted"``)."""
+        override = self.core.provider_override
+        if override is not None:
+            return str(getattr(override, "name", "") or type(override).__name__)
+        return f"{provider_key(model)}:{model['model']}"
 
     # -- budgets -----------------------------------------------------------------------------
 

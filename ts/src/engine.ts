@@ -3,7 +3,7 @@
 // engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
-import type { Repair } from "./values.js";
+import { parseBody, type Repair } from "./values.js";
 import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
@@ -115,6 +115,29 @@ export function effectiveTools(agent: Record<string, any>, grant: unknown, paren
 export function helperParams(helper: Record<string, any>, types: Types): IRField[] {
   if (helper.input.kind === "text") return [TEXT_INPUT_PARAM];
   return resolve(helper.input, types).fields ?? [];
+}
+
+/** The arguments the model sent with a call refused before its body was read (a name out of
+ * reach), for the `tool_error` sent back: a native call's JSON object, or a block's body read
+ * against the parameters of the workflow-scoped tool of that name (untyped for any other
+ * name); `{}` when they do not read as an object. */
+function refusedArgs(inv: Invocation, name: string, event: RejectedEvent, types: Types): Record<string, any> {
+  const raw = event.raw;
+  try {
+    if (event.callId != null) {
+      const text = raw.slice(raw.indexOf("(") + 1, -1);
+      const value = JSON.parse(text || "{}");
+      return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    }
+    const open = raw.indexOf("]");
+    if (open < 0) return {};
+    const body = raw.slice(open + 1).replace(/\[\/[^\]\n]*\]\s*$/, "");
+    let spec: Record<string, any> | undefined;
+    for (const w of inv.agent.workflows ?? []) spec ??= (w.tools ?? []).find((t: Record<string, any>) => t.name === name);
+    return parseBody(body, spec ? spec.params : [], types);
+  } catch {
+    return {};
+  }
 }
 
 /** The warning for an `error` intent that no handler or middleware takes. */
@@ -761,9 +784,10 @@ export class Run {
     if ((event.kind !== null && event.kind in CALL_KINDS) || (event.kind === null && event.callId != null)) {
       const kind = CALL_KINDS[event.kind ?? "tool_call"]!;
       const name = event.name ?? "unknown";
+      const args = refusedArgs(inv, name, event, this.core.doc.types);
       if (event.callId != null)
-        rnd.nativeCalls.push({ type: "final", kind: event.kind ?? "tool_call", name, segment: event.segment, payload: { type: name, args: {} }, raw: event.raw, callId: event.callId });
-      start(rnd, () => this.refuse(inv, kind, name, {}, event.message, event.callId ?? null));
+        rnd.nativeCalls.push({ type: "final", kind: event.kind ?? "tool_call", name, segment: event.segment, payload: { type: name, args }, raw: event.raw, callId: event.callId });
+      start(rnd, () => this.refuse(inv, kind, name, args, event.message, event.callId ?? null));
       return;
     }
     rnd.problems.push(event.message);

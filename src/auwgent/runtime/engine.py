@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
@@ -59,6 +60,7 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
+from auwgent.runtime.protocol.values import parse_body
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -1081,18 +1083,19 @@ class Run:
         if event.kind in CALL_KINDS or (event.kind is None and event.call_id is not None):
             kind = CALL_KINDS.get(event.kind or "tool_call", "tool")
             name = event.name or "unknown"
+            args = _refused_args(inv, name, event, self.core.doc["types"])
             if event.call_id is not None:
                 rnd.native_calls.append(
                     FinalEvent(
                         event.kind or "tool_call",
                         name,
                         event.segment,
-                        {"type": name, "args": {}},
+                        {"type": name, "args": args},
                         event.raw,
                         event.call_id,
                     )
                 )
-            rnd.start(self.calls.refuse(inv, kind, name, {}, event.message, event.call_id))
+            rnd.start(self.calls.refuse(inv, kind, name, args, event.message, event.call_id))
             return
         rnd.problems.append(event.message)
 
@@ -1286,6 +1289,29 @@ def _abnormal(finish: Finish | None) -> str | None:
         return None
     reason = finish.reason.lower()
     return reason if reason == "length" or reason in _REFUSED else None
+
+
+_CLOSER = re.compile(r"\[/[^\]\n]*\]\s*$")
+
+
+def _refused_args(
+    inv: Invocation, name: str, event: RejectedEvent, types: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The arguments the model sent with a call refused before its body was read (a name out
+    of reach), so that the ``tool_error`` sent back shows them: a native call's JSON object,
+    or a block's body read against the parameters of the workflow-scoped tool of that name
+    (untyped for any other name). ``{}`` when they do not read as an object."""
+    raw = event.raw
+    try:
+        if event.call_id is not None:  # native: "function(arguments)"
+            value = json.loads(raw[raw.index("(") + 1 : -1] or "{}")
+            return dict(value) if isinstance(value, dict) else {}
+        body = _CLOSER.sub("", raw[raw.index("]") + 1 :])
+        scoped = (t for w in inv.agent["workflows"] for t in w["tools"] if t["name"] == name)
+        spec = next(scoped, None)
+        return parse_body(body, spec["params"] if spec else [], types)
+    except (ValueError, RecursionError):  # BodyError, bad JSON, a missing bracket
+        return {}
 
 
 def _is_text(event: FinalEvent | RejectedEvent, contract: Contract) -> bool:

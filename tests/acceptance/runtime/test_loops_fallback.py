@@ -109,8 +109,33 @@ async def test_ping_pong_is_caught(project: dict[str, ModuleType]) -> None:
     seen = Recorder()
     agent.on_intent(seen)
     await agent.run("weather and time?")
-    assert "get_weather and get_time were called in turn" in str(model.requests[4].messages)
+    note = (
+        'get_weather {"location":"Accra"} and get_time {"city":"Accra"} were called in turn, '
+        "twice, with the same results each time"
+    )
+    assert note in model.requests[4].messages[-1].content
     # The fifth call is also get_weather's third: either pattern stops the run.
+    assert seen.payloads("error")[-1]["message"].startswith("no progress: get_weather")
+    assert len(tools.calls) == 5
+
+
+async def test_ping_pong_on_one_tool_shows_the_arguments_that_alternate(
+    project: dict[str, ModuleType],
+) -> None:
+    replies = [
+        ScriptedModel.block("tool_call", "get_weather", {"location": city})
+        for city in ["Accra", "Lagos"] * 4
+    ]
+    model = ScriptedModel([*replies, ScriptedModel.text("Done.")])
+    agent, tools = loopy(project, model)
+    seen = Recorder()
+    agent.on_intent(seen)
+    await agent.run("weather in Accra or Lagos?")
+    reason = (
+        'get_weather {"location":"Accra"} and get_weather {"location":"Lagos"} were called in '
+        "turn, twice, with the same results each time"
+    )
+    assert f"You are repeating yourself: {reason}." in model.requests[4].messages[-1].content
     assert seen.payloads("error")[-1]["message"].startswith("no progress: get_weather")
     assert len(tools.calls) == 5
 

@@ -430,6 +430,14 @@ SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["purge"], "handler_raises": "workflow_call", "context": {"name": "Ama", "is_admin": True},
      "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER], "tools": {"purge_db": {"return": "ok"}}},
     {"inputs": ["hi"], "handler_raises": "response_text", "replies": [ANSWER]},
+    # Ping-pong between two calls of one tool: the note shows the arguments that alternate.
+    {"inputs": ["weather?"], "config": {"maxToolLoops": 6},
+     "replies": [tb("tool_call", "get_weather", f"location: {c}") for c in ["Accra", "Ho"] * 2] + [ANSWER],
+     "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}},
+    # A scoped tool called directly, natively: the tool_error carries the model's arguments.
+    {"inputs": ["purge"], "protocol": "native",
+     "replies": [{"parts": [{"call": "tool__purge_db", "args": {"id": "r1"}}]}, "No."],
+     "tools": {"purge_db": {"return": "ok"}}},
 ]  # fmt: skip
 
 

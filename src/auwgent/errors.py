@@ -8,6 +8,7 @@
     ├── ConflictError       a save based on a stale revision (another run saved first)
     ├── IngestionError      background memory ingestion failed (reported, never raised by run)
     ├── ProviderError       a model provider failed after its retries
+    │   └── FallbackError   a model and every fallback model failed before answering
     ├── ToolError           a tool implementation failed or broke its contract
     │   └── McpError        an MCP server failed to start, died, timed out or answered an error
     └── WorkflowError       a workflow failed while running (names the .agent file and line)
@@ -18,6 +19,8 @@ application (configuration, construction) and carried inside intents otherwise.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class AuwgentError(Exception):
@@ -67,6 +70,26 @@ class ProviderError(AuwgentError):
         label = _API_LABELS.get(provider, provider)
         where = f"{label} API error" + (f" ({status})" if status is not None else "")
         super().__init__(f"{where}: {message}")
+
+
+class FallbackError(ProviderError):
+    """A model and each of its ``fallback`` models failed before answering.
+
+    ``attempts`` holds each model tried (``"provider:model"``) with its error, in order; the
+    message lists them all. ``provider``, ``status`` and ``retryable`` are the last attempt's.
+    """
+
+    def __init__(self, attempts: Sequence[tuple[str, ProviderError]]) -> None:
+        last = attempts[-1][1]
+        self.attempts = list(attempts)
+        self.provider = last.provider
+        self.status = last.status
+        self.retryable = last.retryable
+        self.provider_message = last.provider_message
+        tried = "; ".join(f"{model}: {error}" for model, error in attempts)
+        AuwgentError.__init__(
+            self, f"the model and its fallbacks all failed before answering: {tried}"
+        )
 
 
 class IngestionError(AuwgentError):

@@ -7,7 +7,9 @@ intents the application saw and the arguments that reached the server.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -243,6 +245,83 @@ def test_run_sync_closes_its_connection(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Start-up has its own limit
+
+# A server that takes its time to start (a package being fetched, a cold interpreter): it
+# writes its pid, sleeps, then serves stdio.
+SLOW_SERVER = """
+import os, sys, time
+with open(sys.argv[2], "w") as out:
+    out.write(str(os.getpid()))
+time.sleep(float(sys.argv[1]))
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("slow")
+
+@server.tool(description="Greet someone")
+def greet(name: str) -> str:
+    return "Hello, " + name + "!"
+
+server.run()
+"""
+
+SLOW_AGENT = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "Greet."
+    }
+    tool greet(name: string): string @mcp(Slow)
+}
+"""
+
+
+def slow_agent(tmp_path: Path, sleep: float, script: Sequence[Any], options: Any) -> Agent:
+    source = tmp_path / "slow_server.py"
+    source.write_text(SLOW_SERVER, encoding="utf-8")
+    args = json.dumps([str(source), str(sleep), str(tmp_path / "pid")])
+    server = f"mcp Slow {{ command: {json.dumps(sys.executable)}, args: {args} }}\n"
+    result = compile_sources({"main.agent": server + SLOW_AGENT})
+    assert result.ok, render_all(result.diagnostics, color=False)
+    config = {"provider": ScriptedModel([*script, "Done."]), "protocol": "native"}
+    return agent_from_ir(result.documents["main.agent"], {**config, "mcp": {"Slow": options}})
+
+
+async def test_a_slow_start_does_not_count_against_the_call_timeout(tmp_path: Path) -> None:
+    # Starting takes longer than a call may (3 s of sleep alone against a 2 s call timeout).
+    options = {"timeout": 2, "startTimeout": 120}
+    script = [call("greet", name="Ama"), call("greet", name="Kofi")]
+    agent = slow_agent(tmp_path, 3, script, options)
+    seen = await run(agent)
+    assert errors(seen) == []
+    assert results(seen) == [("greet", "Hello, Ama!"), ("greet", "Hello, Kofi!")]
+    await agent.aclose()
+
+
+async def test_a_server_that_does_not_start_in_time_is_stopped_and_named(tmp_path: Path) -> None:
+    agent = slow_agent(tmp_path, 30, [call("greet", name="Ama")], {"startTimeout": 0.5})
+    seen = await run(agent)
+    assert errors(seen) == [
+        (
+            "greet",
+            "MCP server Slow: did not start within 0.5 s (launch and initialize; the limit is "
+            "mcp.Slow.startTimeout)",
+        )
+    ]
+    # The process was stopped: it is gone, or it never got as far as writing its pid.
+    pid_file = tmp_path / "pid"
+    deadline = time.monotonic() + 2
+    while not pid_file.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    if pid_file.exists():
+        pid = int(pid_file.read_text(encoding="ascii"))
+        deadline = time.monotonic() + 30
+        while alive(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not alive(pid)  # it was not left sleeping behind the failed call
+    await agent.aclose()
+
+
+# ---------------------------------------------------------------------------------------------
 # The runtime config
 
 
@@ -251,6 +330,7 @@ def test_run_sync_closes_its_connection(tmp_path: Path) -> None:
     [
         ({"Fils": {}}, "mcp.Fils: no MCP server named 'Fils' is declared; did you mean 'Files'?"),
         ({"Files": {"timeout": 0}}, "mcp.Files.timeout: expected a positive number"),
+        ({"Files": {"startTimeout": "1"}}, "mcp.Files.startTimeout: expected a positive number"),
         ({"Files": {"headers": {"A": "b"}}}, "mcp.Files.headers: the server is launched"),
         ({"Files": {"env": {"A": 1}}}, "mcp.Files.env: expected an object of strings"),
         ({"Files": {"token": "x"}}, "mcp.Files.token: unknown key"),

@@ -92,6 +92,11 @@ class MiddlewareChain {
     return this.hooks.has(hook);
   }
 
+  /** Whether a middleware that applies to `active` has `onError` or `onIntent`. */
+  hearsErrors(active: string): boolean {
+    return this.entries.some((e) => (e.hooks.onError || e.hooks.onIntent) && (e.targets === null || e.targets.has(active)));
+  }
+
   private for(hook: Hook, active: string): Fn[] {
     const out: Fn[] = [];
     for (const e of this.entries) if (e.hooks[hook] && (e.targets === null || e.targets.has(active))) out.push(e.hooks[hook]!);

@@ -3,8 +3,8 @@
 // engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
-import type { Repair } from "./values.js";
-import { ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { parseBody, type Repair } from "./values.js";
+import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
 import type { FinishEvent, Message, ModelRequest, StreamEvent } from "./providers/base.js";
@@ -115,6 +115,34 @@ export function effectiveTools(agent: Record<string, any>, grant: unknown, paren
 export function helperParams(helper: Record<string, any>, types: Types): IRField[] {
   if (helper.input.kind === "text") return [TEXT_INPUT_PARAM];
   return resolve(helper.input, types).fields ?? [];
+}
+
+/** The arguments the model sent with a call refused before its body was read (a name out of
+ * reach), for the `tool_error` sent back: a native call's JSON object, or a block's body read
+ * against the parameters of the workflow-scoped tool of that name (untyped for any other
+ * name); `{}` when they do not read as an object. */
+function refusedArgs(inv: Invocation, name: string, event: RejectedEvent, types: Types): Record<string, any> {
+  const raw = event.raw;
+  try {
+    if (event.callId != null) {
+      const text = raw.slice(raw.indexOf("(") + 1, -1);
+      const value = JSON.parse(text || "{}");
+      return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    }
+    const open = raw.indexOf("]");
+    if (open < 0) return {};
+    const body = raw.slice(open + 1).replace(/\[\/[^\]\n]*\]\s*$/, "");
+    let spec: Record<string, any> | undefined;
+    for (const w of inv.agent.workflows ?? []) spec ??= (w.tools ?? []).find((t: Record<string, any>) => t.name === name);
+    return parseBody(body, spec ? spec.params : [], types);
+  } catch {
+    return {};
+  }
+}
+
+/** The warning for an `error` intent that no handler or middleware takes. */
+export function unheardError(agentName: string, message: string): string {
+  return `error intent of ${agentName} (no handler or middleware takes it): ${message}`;
 }
 
 export function notConfigured(name: string): string {
@@ -346,7 +374,8 @@ export class Run {
 
   /** Report a failure: onError, then an `error` intent unless a middleware handled it. The
    * intent's message is `message` when given, else `prefix` and the error's own text;
-   * `details` join its payload. */
+   * `details` join its payload. An intent that reaches nobody (no handler, no onError or
+   * onIntent middleware, no stream consumer) is written to `console.warn`. */
   async fail(error: unknown, agentName: string, prefix = "", mark = true, given: string | null = null, details: Record<string, unknown> = {}): Promise<string> {
     const message = given ?? prefix + describeError(error);
     if (mark && this.turn !== null && agentName === this.turn.agent) {
@@ -360,7 +389,11 @@ export class Run {
     } catch {
       handled = false;
     }
-    if (!handled) await this.emit("error", { message, ...details }, agentName);
+    if (!handled) {
+      await this.emit("error", { message, ...details }, agentName);
+      const heard = this.sink !== null || this.core.handlers.length > 0 || this.core.middleware.hearsErrors(agentName);
+      if (!heard) console.warn(unheardError(agentName, message));
+    }
     return message;
   }
 
@@ -586,8 +619,8 @@ export class Run {
     try {
       // Without fallback models the provider's stream is read directly (one generator less
       // per event). The fallback generator names the model that answers when it starts.
+      rnd.model = this.answering(cfg.model);
       const events = cfg.fallback?.length ? this.stream(cfg, request, rnd) : this.core.provider(cfg.model).stream(request);
-      rnd.model = `${providerKey(cfg.model)}:${cfg.model.model}`;
       // The events a network read brought come out of `take()` (modelStream) without an
       // await each; a `for await` otherwise, with its `return()` when the loop is left early.
       const it: AsyncIterator<StreamEvent> & { take?(): StreamEvent | undefined } = events[Symbol.asyncIterator]();
@@ -684,10 +717,11 @@ export class Run {
    */
   private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: Round): AsyncGenerator<StreamEvent> {
     const models = [cfg.model, ...(cfg.fallback ?? [])];
+    const failed: [string, ProviderError][] = [];
     for (let index = 0; index < models.length; index++) {
       const model = models[index];
       const req = index ? { ...request, model: String(model.model), options: model.options ?? {} } : request;
-      answered.model = `${providerKey(model)}:${model.model}`;
+      answered.model = this.answering(model);
       let started = false;
       try {
         for await (const event of this.core.provider(model).stream(req)) {
@@ -696,9 +730,20 @@ export class Run {
         }
         return;
       } catch (error) {
-        if (started || !(error instanceof ProviderError) || !error.retryable || index === models.length - 1) throw error;
+        if (started || !(error instanceof ProviderError)) throw error;
+        failed.push([answered.model, error]);
+        if (error.retryable && index < models.length - 1) continue;
+        throw failed.length > 1 ? new FallbackError(failed) : error;
       }
     }
+  }
+
+  /** How `model_calls` names who answers for `model`: `provider:model`, or the name of the
+   * provider that replaces every model. */
+  private answering(model: Record<string, any>): string {
+    const override = this.core.providerOverride;
+    if (override !== null) return String(override.name || override.constructor?.name || "provider");
+    return `${providerKey(model)}:${model.model}`;
   }
 
   /** One decoded event; a promise only when there is something to wait for (see emitPartial). */
@@ -739,9 +784,10 @@ export class Run {
     if ((event.kind !== null && event.kind in CALL_KINDS) || (event.kind === null && event.callId != null)) {
       const kind = CALL_KINDS[event.kind ?? "tool_call"]!;
       const name = event.name ?? "unknown";
+      const args = refusedArgs(inv, name, event, this.core.doc.types);
       if (event.callId != null)
-        rnd.nativeCalls.push({ type: "final", kind: event.kind ?? "tool_call", name, segment: event.segment, payload: { type: name, args: {} }, raw: event.raw, callId: event.callId });
-      start(rnd, () => this.refuse(inv, kind, name, {}, event.message, event.callId ?? null));
+        rnd.nativeCalls.push({ type: "final", kind: event.kind ?? "tool_call", name, segment: event.segment, payload: { type: name, args }, raw: event.raw, callId: event.callId });
+      start(rnd, () => this.refuse(inv, kind, name, args, event.message, event.callId ?? null));
       return;
     }
     rnd.problems.push(event.message);

@@ -43,3 +43,14 @@ export class ProviderError extends AuwgentError {
     this.providerMessage = message;
   }
 }
+
+/** A model and each of its `fallback` models failed before answering: `attempts` holds each
+ * model tried (`provider:model`) with its error, in order, and the message lists them all;
+ * `provider`, `status` and `retryable` are the last attempt's. */
+export class FallbackError extends ProviderError {
+  constructor(public attempts: [model: string, error: ProviderError][]) {
+    const last = attempts[attempts.length - 1]![1];
+    super(last.provider, last.providerMessage, last.status, last.retryable);
+    this.message = `the model and its fallbacks all failed before answering: ${attempts.map(([model, error]) => `${model}: ${error.message}`).join("; ")}`;
+  }
+}

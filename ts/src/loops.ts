@@ -48,7 +48,7 @@ export class LoopDetector {
       const same = (a: string[], b: string[]) => a.every((x, i) => x === b[i]);
       if (count >= this.repeats) found = `${name} was called ${count} times with the same arguments (${step[3]}) and got the same result each time`;
       else if (history.length === 4 && same(history[0]!, history[2]!) && !same(history[2]!, history[1]!) && same(history[1]!, history[3]!))
-        found = `${history[0]![2]} and ${history[1]![2]} were called in turn, twice, with the same arguments and results`;
+        found = `${history[0]![2]} ${history[0]![3]} and ${history[1]![2]} ${history[1]![3]} were called in turn, twice, with the same results each time`;
     }
     if (found === null) return null;
     if (!this.warned) {

@@ -96,6 +96,61 @@ test("retries a 503 then answers; an API key error becomes an error intent namin
   assert.doesNotMatch(errors[0][1].message, /wrong/);
 });
 
+test("an error intent nobody takes is written to console.warn; one a handler takes is not", async () => {
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...args) => void warned.push(args.join(" "));
+  try {
+    const locked = await startFakes({ api_key: "right", openai: [answer("x"), answer("x")] });
+    const unheard = agentFor(locked.urls, { apiKeys: { ...keys, openaiApiKey: "wrong" } });
+    const session = await unheard.run("hi");
+    assert.deepEqual(warned, [`error intent of Main (no handler or middleware takes it): ${session.turns[0].error}`]);
+    assert.match(warned[0], /OpenAI API error \(401\)/);
+    warned.length = 0;
+    const heard = agentFor(locked.urls, { apiKeys: { ...keys, openaiApiKey: "wrong" } });
+    const errors = collect(heard);
+    await heard.run("hi");
+    await locked.stop();
+    assert.equal(errors[0][0], "error");
+    assert.deepEqual(warned, []);
+  } finally {
+    console.warn = warn;
+  }
+});
+
+const BACKED_UP = compileIr(`
+model Backup {
+    provider: gemini("gemini-2.5-flash")
+}
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        fallback: [Backup]
+        prompt: "Help."
+    }
+}
+`);
+
+test("fallback: model_calls name the model that answered; when none answers the error lists each attempt", async () => {
+  const meta2 = { irHash: BACKED_UP.hash, compilerVersion: BACKED_UP.compiler_version, irVersion: BACKED_UP.ir_version };
+  const make = (urls) =>
+    createAgent(BACKED_UP, { apiKeys: keys, baseUrls: { openai: urls.openai, gemini: urls.gemini }, retry: { attempts: 1 } }, meta2);
+  const fakes = await startFakes({ openai: [{ status: 503, retry_after: 0 }, { status: 503, retry_after: 0 }], gemini: [{ text: "From the backup." }, { status: 503, retry_after: 0 }] });
+  const agent = make(fakes.urls);
+  const intents = collect(agent);
+  const answered = await agent.run("hi");
+  assert.deepEqual(answered.turns[0].model_calls.map((c) => c.model), ["gemini:gemini-2.5-flash"]);
+  const failed = await agent.run("again");
+  await fakes.stop();
+  const message = failed.turns[0].error;
+  assert.match(message, /^the model and its fallbacks all failed before answering: openai:gpt-4o: OpenAI API error \(503\): .*; gemini:gemini-2\.5-flash: Gemini API error \(503\): /);
+  assert.equal(intents.at(-1)[1].message, message);
+
+  const replaced = createAgent(BACKED_UP, { provider: { name: "scripted", async *stream() { yield { type: "text", text: "Hi." }; }, async embed() { return []; } } }, meta2);
+  const session = await replaced.run("hi");
+  assert.deepEqual(session.turns[0].model_calls.map((c) => c.model), ["scripted"]);
+});
+
 test("a stream that stalls longer than timeouts.idle fails the run with a clear error", async () => {
   const fakes = await startFakes({ openai: [{ stall: 3, after_chunks: 1 }] });
   const agent = agentFor(fakes.urls, { timeouts: { idle: 0.3 }, retry: { attempts: 1 } });

@@ -34,7 +34,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import logging
 import secrets
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -62,6 +64,8 @@ __all__ = [
     "pause",
     "resume_outcomes",
 ]
+
+log = logging.getLogger("auwgent")
 
 #: Seconds an approver may take when ``@approval`` gives no ``timeout``.
 DEFAULT_TIMEOUT = 300.0
@@ -161,17 +165,23 @@ class ApprovalGate:
         except asyncio.TimeoutError:
             return _Denied(f"the approver did not answer within {timeout:g} s")
         except Exception as exc:
-            await self._approver_failed(exc)
+            await self._approver_failed(request, exc)
             return _Denied("the approver failed")
 
-    async def _approver_failed(self, exc: Exception) -> None:
-        """The application hears of its approver's exception through ``onError``; the model
-        does not (it is only told that the approver failed)."""
-        run = self.run
-        try:
-            await run.core.middleware.error(exc, run.session, run.ctx)
-        except Exception:
-            pass  # a failing error hook does not change the decision: denied
+    async def _approver_failed(self, request: Mapping[str, Any], exc: Exception) -> None:
+        """The application hears of its approver's exception: the ``auwgent`` log (with the
+        traceback), ``onError`` and, unless a middleware handled it, an ``error`` intent with
+        the traceback. The model is only told that the approver failed."""
+        message = (
+            f"the approver failed on {request['kind']} {request['name']}: {describe_error(exc)} "
+            "(the call was not run)"
+        )
+        log.error("%s", message, exc_info=exc)
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        details = {"approval_id": request["id"], "traceback": tb}
+        await self.run.fail(
+            exc, str(request["agent"]), mark=False, message=message, details=details, logged=True
+        )
 
 
 def _new_id() -> str:

@@ -398,11 +398,16 @@ class _Execution:
             while not isinstance(snapshot, pm.MontyComplete):
                 snapshot = await self._answer(pm, snapshot)
         except pm.MontyError as error:
-            return False, self._failure(pm, error)
+            return False, self._failure(describe_failure(pm, error, self.limits))
         finally:
             if entered:
                 await asyncio.shield(asyncio.to_thread(session.__exit__, None, None, None))
-        return True, self._report(snapshot.output)
+        try:
+            return True, self._report(snapshot.output)
+        except _Unconvertible as problem:
+            where = _last_expression_line(self.code)
+            text = f"the value of the code's last expression cannot be returned: {problem}"
+            return False, self._failure(f"line {where}: {text}" if where else text)
 
     async def _answer(self, pm: Any, snapshot: Any) -> Any:
         """Resume ``snapshot``: an ``api`` call through the checked path, anything else as
@@ -430,7 +435,10 @@ class _Execution:
                 RuntimeError(f"api.{spec.name} was not called: over {limit} api calls "
                              f"(codeLimits.maxCalls)")
             )  # fmt: skip
-        args = _bind(spec, _plain(list(snapshot.args)), _plain(dict(snapshot.kwargs)))
+        try:
+            args = _bind(spec, _plain(list(snapshot.args)), _plain(dict(snapshot.kwargs)))
+        except _Unconvertible as problem:  # raised in the code, at the line of the call
+            return _raise(ValueError(f"api.{spec.name}(): an argument cannot be passed: {problem}"))
         if isinstance(args, str):
             return _raise(TypeError(f"api.{spec.name}(): {args}"))
         from auwgent.runtime.protocol.contract import FinalEvent
@@ -476,8 +484,7 @@ class _Execution:
             report["note"] = "; ".join(found)
         return report
 
-    def _failure(self, pm: Any, error: Exception) -> str:
-        text = describe_failure(pm, error, self.limits)
+    def _failure(self, text: str) -> str:
         printed = self.printed.text()
         if printed:
             text += f"\nprinted before the error:\n{printed}"
@@ -532,9 +539,46 @@ def _bind(spec: CallableSpec, args: list[Any], kwargs: dict[str, Any]) -> dict[s
     return {k: v for k, v in bound.items() if not (v is None and k in optional)}
 
 
+class _Unconvertible(ValueError):
+    """A sandbox value the host cannot turn into JSON data; the message names the problem."""
+
+
 def _plain(value: Any) -> Any:
-    """A sandbox value as JSON data (tuples become lists; anything else its text)."""
-    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    """A sandbox value as JSON data (tuples become lists; anything else its text).
+
+    Raises :class:`_Unconvertible` naming the value's problem: nested too deeply for the
+    host's JSON encoder, an integer too long to write in decimal, a value that contains itself.
+    """
+    import sys
+
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    except RecursionError:
+        raise _Unconvertible(
+            "it is nested too deeply (lists and dicts inside each other, more levels than "
+            "the host converts)"
+        ) from None
+    except ValueError as error:
+        if "integer string conversion" in str(error):
+            digits = sys.get_int_max_str_digits()
+            raise _Unconvertible(
+                f"it holds an integer too large (more than {digits} digits)"
+            ) from None
+        if "ircular reference" in str(error):
+            raise _Unconvertible("it contains itself (a circular reference)") from None
+        raise _Unconvertible(f"it cannot be converted to JSON ({error})") from None
+
+
+def _last_expression_line(code: str) -> int | None:
+    """The line where the code's last statement starts (the expression whose value is
+    returned), or ``None`` when the host cannot parse the code."""
+    import ast
+
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return body[-1].lineno if body else None
 
 
 def _raise(error: BaseException) -> Mapping[str, Any]:

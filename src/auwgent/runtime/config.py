@@ -353,6 +353,12 @@ def models_in_use(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield from cfg.get("fallback", ())
 
 
+_OFFLINE_HINT = (
+    'To try the agent without a key, use the offline model: "provider": "offline" in the '
+    "runtime config, or the environment variable AUWGENT_PROVIDER=offline."
+)
+
+
 def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
     """Provider name → key for every provider the document uses; a missing key is an error."""
     if api_keys is None:
@@ -383,10 +389,12 @@ def resolve_api_keys(doc: Mapping[str, Any], api_keys: Any) -> dict[str, str]:
         keys[provider_key(model)] = value
     if len(missing) > 1:
         raise ConfigError(
-            f"{len(missing)} API keys are missing:\n" + "\n".join(f"  - {m}" for m in missing)
+            f"{len(missing)} API keys are missing:\n"
+            + "\n".join(f"  - {m}" for m in missing)
+            + f"\n{_OFFLINE_HINT}"
         )
     if missing:
-        raise ConfigError(missing[0])
+        raise ConfigError(f"{missing[0]}\n{_OFFLINE_HINT}")
     return keys
 
 

@@ -18,13 +18,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 from auwgent._records import replace
-from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError
+from auwgent.errors import (
+    ApprovalError,
+    AuwgentError,
+    ConfigError,
+    ContextError,
+    FallbackError,
+    ProviderError,
+)
 from auwgent.runtime import approvals, origin, schema
 from auwgent.runtime.calls import (
     CALL_KINDS,
@@ -52,6 +60,7 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
+from auwgent.runtime.protocol.values import parse_body
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -84,6 +93,11 @@ log = logging.getLogger("auwgent")
 
 #: What a call intent yields when a handler or middleware raised on it: the call is skipped.
 SKIP = Control(skip=True)
+
+
+def unheard_error(agent_name: str, message: str) -> str:
+    """The warning logged for an ``error`` intent that no handler or middleware takes."""
+    return f"error intent of {agent_name} (no handler or middleware takes it): {message}"
 
 
 class _Round:
@@ -541,11 +555,14 @@ class Run:
         mark: bool = True,
         message: str | None = None,
         details: Mapping[str, Any] | None = None,
+        logged: bool = False,
     ) -> str:
         """Report a failure: ``onError``, then an ``error`` intent unless a middleware handled it.
 
         The intent's message is ``message`` when given, else ``prefix`` and the error's own
-        text; ``details`` are added to its payload.
+        text; ``details`` are added to its payload. An intent that reaches nobody (no handler
+        of ``error``, no ``onError`` or ``onIntent`` middleware, no stream consumer) is logged
+        on the ``auwgent`` logger as a warning, unless the caller ``logged`` it already.
         """
         message = message or prefix + describe_error(error)
         if mark and self.turn is not None and agent_name == self.turn["agent"]:
@@ -558,7 +575,17 @@ class Run:
             handled = False  # a failing error hook must not hide the original error
         if not handled:
             await self.emit("error", {"message": message, **(details or {})}, agent_name)
+            if not logged and not self._heard_errors(agent_name):
+                log.warning("%s", unheard_error(agent_name, message))
         return message
+
+    def _heard_errors(self, agent_name: str) -> bool:
+        core = self.core
+        return (
+            self.sink is not None
+            or core.handlers.takes("error")
+            or core.middleware.hears_errors(agent_name)
+        )
 
     async def _hook_failed(
         self, failure: HookFailure, name: str, value: Any, agent_name: str, *, skipped: bool
@@ -579,7 +606,9 @@ class Run:
             return  # the log has it; an error intent about an error intent would loop
         tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         details = {"handler": failure.who, "intent": name, "traceback": tb}
-        await self.fail(error, agent_name, mark=False, message=message, details=details)
+        await self.fail(
+            error, agent_name, mark=False, message=message, details=details, logged=True
+        )
 
     # -- dispatching intents -----------------------------------------------------------------
 
@@ -856,7 +885,7 @@ class Run:
             if cfg.get("fallback"):
                 events = self._stream(cfg, request, rnd)
             else:
-                rnd.model = f"{provider_key(cfg['model'])}:{cfg['model']['model']}"
+                rnd.model = self._answering(cfg["model"])
                 events = core.provider(cfg["model"]).stream(request)
             async for event in events:
                 if isinstance(event, TextDelta):
@@ -902,31 +931,46 @@ class Run:
         5xx, 429) before it produced any event, the same request goes to the next model of
         ``fallback``. Once an event is out the failure passes through: part of the answer may
         already have been acted on. ``rnd.model`` names the model that answered, and the
-        turn's ``model_calls`` records it.
+        turn's ``model_calls`` records it. When more than one model was tried and none
+        answered, the :class:`FallbackError` lists each attempt with its error.
         """
         models = [cfg["model"], *cfg.get("fallback", ())]
+        failed: list[tuple[str, ProviderError]] = []
         for index, model in enumerate(models):
             if index:
                 request = replace(
                     request, model=str(model["model"]), options=model.get("options") or {}
                 )
-            rnd.model = f"{provider_key(model)}:{model['model']}"
+            rnd.model = self._answering(model)
             started = False
             try:
                 async for event in self.core.provider(model).stream(request):
                     started = True
                     yield event
             except ProviderError as exc:
-                if started or not exc.retryable or index == len(models) - 1:
+                if started:
                     raise
-                log.warning(
-                    "%s failed before answering (%s); the request goes to %s",
-                    rnd.model,
-                    exc,
-                    f"{provider_key(models[index + 1])}:{models[index + 1]['model']}",
-                )
-                continue
+                failed.append((rnd.model, exc))
+                if exc.retryable and index < len(models) - 1:
+                    log.warning(
+                        "%s failed before answering (%s); the request goes to %s",
+                        rnd.model,
+                        exc,
+                        self._answering(models[index + 1]),
+                    )
+                    continue
+                if len(failed) > 1:
+                    raise FallbackError(failed) from exc
+                raise
             return
+
+    def _answering(self, model: Mapping[str, Any]) -> str:
+        """How ``model_calls`` names who answers for ``model``: ``provider:model``, or the
+        name of the provider that replaces every model (``"offline"``, ``"scripted"``)."""
+        override = self.core.provider_override
+        if override is not None:
+            return str(getattr(override, "name", "") or type(override).__name__)
+        return f"{provider_key(model)}:{model['model']}"
 
     # -- budgets -----------------------------------------------------------------------------
 
@@ -1039,18 +1083,19 @@ class Run:
         if event.kind in CALL_KINDS or (event.kind is None and event.call_id is not None):
             kind = CALL_KINDS.get(event.kind or "tool_call", "tool")
             name = event.name or "unknown"
+            args = _refused_args(inv, name, event, self.core.doc["types"])
             if event.call_id is not None:
                 rnd.native_calls.append(
                     FinalEvent(
                         event.kind or "tool_call",
                         name,
                         event.segment,
-                        {"type": name, "args": {}},
+                        {"type": name, "args": args},
                         event.raw,
                         event.call_id,
                     )
                 )
-            rnd.start(self.calls.refuse(inv, kind, name, {}, event.message, event.call_id))
+            rnd.start(self.calls.refuse(inv, kind, name, args, event.message, event.call_id))
             return
         rnd.problems.append(event.message)
 
@@ -1244,6 +1289,29 @@ def _abnormal(finish: Finish | None) -> str | None:
         return None
     reason = finish.reason.lower()
     return reason if reason == "length" or reason in _REFUSED else None
+
+
+_CLOSER = re.compile(r"\[/[^\]\n]*\]\s*$")
+
+
+def _refused_args(
+    inv: Invocation, name: str, event: RejectedEvent, types: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The arguments the model sent with a call refused before its body was read (a name out
+    of reach), so that the ``tool_error`` sent back shows them: a native call's JSON object,
+    or a block's body read against the parameters of the workflow-scoped tool of that name
+    (untyped for any other name). ``{}`` when they do not read as an object."""
+    raw = event.raw
+    try:
+        if event.call_id is not None:  # native: "function(arguments)"
+            value = json.loads(raw[raw.index("(") + 1 : -1] or "{}")
+            return dict(value) if isinstance(value, dict) else {}
+        body = _CLOSER.sub("", raw[raw.index("]") + 1 :])
+        scoped = (t for w in inv.agent["workflows"] for t in w["tools"] if t["name"] == name)
+        spec = next(scoped, None)
+        return parse_body(body, spec["params"] if spec else [], types)
+    except (ValueError, RecursionError):  # BodyError, bad JSON, a missing bracket
+        return {}
 
 
 def _is_text(event: FinalEvent | RejectedEvent, contract: Contract) -> bool:

@@ -199,6 +199,9 @@ class _Handler:
             return await result
         return result
 
+    def takes(self, name: str) -> bool:
+        return self._function is not None or self.method(name) is not None
+
     def method_names(self) -> list[str]:
         if self._instance is None:
             return []
@@ -231,6 +234,10 @@ class HandlerSet:
 
     def __bool__(self) -> bool:
         return bool(self._handlers)
+
+    def takes(self, name: str) -> bool:
+        """Whether a handler would be called for ``name`` (a function takes every intent)."""
+        return any(h.takes(name) for h in self._handlers)
 
     def add(self, handler: Any, known_intents: Iterable[str], where: str = "on_intent") -> None:
         """Register ``handler``; warn about methods that match no known intent (likely typos).

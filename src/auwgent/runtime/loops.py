@@ -82,9 +82,10 @@ class LoopDetector:
                     f"({step[3]}) and got the same result each time"
                 )
             elif len(history) == 4 and history[0] == history[2] != history[1] == history[3]:
+                first, second = history[0], history[1]
                 found = (
-                    f"{history[0][2]} and {history[1][2]} were called in turn, twice, "
-                    "with the same arguments and results"
+                    f"{first[2]} {first[3]} and {second[2]} {second[3]} were called in turn, "
+                    "twice, with the same results each time"
                 )
         if found is None:
             return None

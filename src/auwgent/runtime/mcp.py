@@ -12,11 +12,12 @@ by the same task, while calls come from any task of the run. It is opened by the
 serves every later call of the agent in that event loop, and is closed by ``Agent.aclose()``
 (``run_sync`` closes it at the end of its loop). A server that does not start, dies or answers
 with an error makes the call fail with :class:`~auwgent.errors.McpError`, which names the server
-and reaches the application as ``tool_error``; every call, connecting included, is bounded by
-the server's timeout (10 s unless ``"mcp": {"Name": {"timeout": s}}`` says otherwise).
+and reaches the application as ``tool_error``. Starting a server (launching it or reaching its
+URL, and the initialize handshake) is bounded by its ``startTimeout`` (60 s, as ``auwgent mcp
+import`` waits), and each call, once connected, by its ``timeout`` (10 s).
 
 The runtime config key ``"mcp"`` holds what the source must not: ``{"Name": {"env": {...},
-"headers": {...}, "timeout": seconds}}``. ``env`` is merged over the declaration's ``env`` (for
+"headers": {...}, "timeout": seconds, "startTimeout": seconds}}``. ``env`` is merged over the declaration's ``env`` (for
 a launched server, whose environment is otherwise the SDK's safe minimum: PATH, HOME, ...);
 ``headers`` go with every HTTP request to a ``url`` server (tokens).
 """
@@ -34,6 +35,7 @@ from auwgent.errors import ConfigError, McpError
 from auwgent.runtime import schema
 
 __all__ = [
+    "DEFAULT_START_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "McpConnection",
     "McpServers",
@@ -43,7 +45,8 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 10.0
-_OPTION_KEYS = ("env", "headers", "timeout")
+DEFAULT_START_TIMEOUT = 60.0
+_OPTION_KEYS = ("env", "headers", "timeout", "startTimeout")
 _CLOSE_GRACE = 5.0  # seconds a closing connection gets before its task is cancelled
 _INSTALL = "pip install 'auwgent[mcp]'"
 
@@ -55,6 +58,7 @@ class ServerOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    start_timeout: float = DEFAULT_START_TIMEOUT
 
 
 def parse_mcp_options(value: Any, servers: Mapping[str, Any]) -> dict[str, ServerOptions]:
@@ -88,10 +92,15 @@ def _server_options(path: str, entry: Any, spec: Mapping[str, Any]) -> ServerOpt
         raise ConfigError(f"{path}.env: the server is reached by url; use headers for its secrets")
     if headers and "url" not in spec:
         raise ConfigError(f"{path}.headers: the server is launched by command; use env instead")
-    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise ConfigError(f"{path}.timeout: expected a positive number of seconds, got {timeout!r}")
-    return ServerOptions(env, headers, float(timeout))
+    timeout = _seconds(f"{path}.timeout", entry.get("timeout", DEFAULT_TIMEOUT))
+    start = _seconds(f"{path}.startTimeout", entry.get("startTimeout", DEFAULT_START_TIMEOUT))
+    return ServerOptions(env, headers, timeout, start)
+
+
+def _seconds(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{path}: expected a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def _strings(path: str, value: Any) -> dict[str, str]:
@@ -197,17 +206,14 @@ class McpConnection:
         return await self.request("the tool list", pages)  # type: ignore[no-any-return]
 
     async def request(self, what: str, send: Callable[[Any], Awaitable[Any]]) -> Any:
-        """``send(client)`` on the connected client, bounded by the server's timeout
-        (connecting included); ``McpError`` naming ``what`` when the server fails."""
+        """``send(client)`` on the connected client: connecting bounded by the server's
+        ``startTimeout``, the request itself by its ``timeout``; ``McpError`` naming ``what``
+        when the server fails."""
+        client, holder = await self._started()
         timeout = self.options.timeout
-
-        async def attempt() -> Any:
-            client, holder = await self.connected()
-            return await self._while_alive(send(client), holder)
-
         # A connection that failed under a request is left: the next one starts afresh.
         try:
-            return await asyncio.wait_for(attempt(), timeout)
+            return await asyncio.wait_for(self._while_alive(send(client), holder), timeout)
         except asyncio.TimeoutError:
             self._discard()
             raise McpError(self.name, f"no answer for {what} within {timeout:g} s") from None
@@ -217,6 +223,29 @@ class McpConnection:
         except Exception as exc:
             self._discard()
             raise McpError(self.name, f"{what} failed: {_describe(exc)}") from exc
+
+    async def _started(self) -> tuple[Any, asyncio.Task[None]]:
+        """:meth:`connected`, within the server's ``startTimeout``; a server that does not
+        start in time is stopped."""
+        start = self.options.start_timeout
+        try:
+            return await asyncio.wait_for(self.connected(), start)
+        except asyncio.TimeoutError:
+            task = self._task
+            self._discard()
+            if task is not None:
+                task.cancel()  # leaves the SDK transport, which ends the launched process
+            raise McpError(
+                self.name,
+                f"did not start within {start:g} s (launch and initialize; the limit is "
+                f"mcp.{self.name}.startTimeout)",
+            ) from None
+        except McpError:
+            self._discard()
+            raise
+        except Exception as exc:
+            self._discard()
+            raise McpError(self.name, f"could not connect: {_describe(exc)}") from exc
 
     def _discard(self) -> None:
         """Forget the connection; its task leaves the SDK client and ends on its own."""
@@ -260,7 +289,8 @@ class McpConnection:
         """Enter the SDK client, hand it to the callers, and leave it when told to close."""
         from mcp import Client
 
-        timeout = self.options.timeout
+        # The SDK's own bound on each read; the initialize handshake must fit it too.
+        timeout = max(self.options.timeout, self.options.start_timeout)
         async with _Transport(self.spec, self.options) as transport:
             async with Client(transport, read_timeout_seconds=timeout) as client:
                 ready.set_result(client)
@@ -296,9 +326,12 @@ class _Transport:
             import httpx2  # the SDK's HTTP client
             from mcp.client.streamable_http import streamable_http_client
 
+            options = self.options
             self.http = httpx2.AsyncClient(
-                headers=dict(self.options.headers),
-                timeout=httpx2.Timeout(self.options.timeout, read=max(self.options.timeout, 300)),
+                headers=dict(options.headers),
+                timeout=httpx2.Timeout(
+                    max(options.timeout, options.start_timeout), read=max(options.timeout, 300)
+                ),
             )
             return streamable_http_client(str(self.spec["url"]), http_client=self.http)
         from mcp import StdioServerParameters

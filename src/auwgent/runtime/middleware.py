@@ -96,6 +96,13 @@ class MiddlewareChain:
         """Whether any middleware is registered (without, the engine skips its hook points)."""
         return bool(self._entries)
 
+    def hears_errors(self, active: str) -> bool:
+        """Whether a middleware that applies to ``active`` has ``onError`` or ``onIntent``."""
+        return any(
+            ("onError" in e.hooks or "onIntent" in e.hooks) and e.applies(active)
+            for e in self._entries
+        )
+
     def _for(self, hook: str, active: str) -> Sequence[Callable[..., Any]]:
         if not self._entries:
             return ()  # the usual case: no middleware, no list to build at every hook point

@@ -83,6 +83,7 @@ class PostgresSessionStore:
     def __init__(self, dsn: str, *, ttl: float | None = None, max_connections: int = 10) -> None:
         if ttl is not None and ttl <= 0:
             raise ValueError("ttl must be positive (or None)")
+        _require_extra()
         self.dsn = dsn
         self.ttl = ttl
         self.max_connections = max_connections
@@ -154,13 +155,9 @@ class PostgresSessionStore:
         return self._pool
 
     async def _open(self) -> Any:
-        try:
-            import psycopg
-            from psycopg_pool import AsyncConnectionPool
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise SessionStoreError(
-                'PostgresSessionStore needs the postgres extra: pip install "auwgent[postgres]"'
-            ) from exc
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+
         pool = AsyncConnectionPool(
             self.dsn, min_size=1, max_size=self.max_connections, open=False,
             kwargs={"autocommit": True},
@@ -173,6 +170,17 @@ class PostgresSessionStore:
             await pool.close()
             raise SessionStoreError(f"{self!r}: cannot connect: {exc}") from exc
         return pool
+
+
+def _require_extra() -> None:
+    """Raise at construction, saying what to install, when psycopg or its pool is missing."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise SessionStoreError(
+            'PostgresSessionStore needs the postgres extra: pip install "auwgent[postgres]"'
+        ) from exc
 
 
 def _shown(dsn: str) -> str:

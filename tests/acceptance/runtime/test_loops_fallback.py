@@ -109,8 +109,33 @@ async def test_ping_pong_is_caught(project: dict[str, ModuleType]) -> None:
     seen = Recorder()
     agent.on_intent(seen)
     await agent.run("weather and time?")
-    assert "get_weather and get_time were called in turn" in str(model.requests[4].messages)
+    note = (
+        'get_weather {"location":"Accra"} and get_time {"city":"Accra"} were called in turn, '
+        "twice, with the same results each time"
+    )
+    assert note in model.requests[4].messages[-1].content
     # The fifth call is also get_weather's third: either pattern stops the run.
+    assert seen.payloads("error")[-1]["message"].startswith("no progress: get_weather")
+    assert len(tools.calls) == 5
+
+
+async def test_ping_pong_on_one_tool_shows_the_arguments_that_alternate(
+    project: dict[str, ModuleType],
+) -> None:
+    replies = [
+        ScriptedModel.block("tool_call", "get_weather", {"location": city})
+        for city in ["Accra", "Lagos"] * 4
+    ]
+    model = ScriptedModel([*replies, ScriptedModel.text("Done.")])
+    agent, tools = loopy(project, model)
+    seen = Recorder()
+    agent.on_intent(seen)
+    await agent.run("weather in Accra or Lagos?")
+    reason = (
+        'get_weather {"location":"Accra"} and get_weather {"location":"Lagos"} were called in '
+        "turn, twice, with the same results each time"
+    )
+    assert f"You are repeating yourself: {reason}." in model.requests[4].messages[-1].content
     assert seen.payloads("error")[-1]["message"].startswith("no progress: get_weather")
     assert len(tools.calls) == 5
 
@@ -237,6 +262,55 @@ async def test_the_primary_answers_when_it_can(project: dict[str, ModuleType]) -
         session = await backed_up(project, primary, backup).run("hello")
     assert [c["model"] for c in session["turns"][-1]["model_calls"]] == ["openai:gpt-4o"]
     assert backup.requests == []
+
+
+async def test_when_every_model_fails_the_error_lists_each_attempt(
+    project: dict[str, ModuleType],
+) -> None:
+    with (
+        FakeOpenAIServer([status(503, message="primary down")] * 2) as primary,
+        FakeGeminiServer([status(503, message="backup down")] * 2) as backup,
+    ):
+        agent = backed_up(project, primary, backup)
+        seen = Recorder()
+        agent.on_intent(seen)
+        session = await agent.run("hello")
+    assert len(primary.requests) == len(backup.requests) == 2
+    message = seen.payloads("error")[-1]["message"]
+    assert message == (
+        "the model and its fallbacks all failed before answering: "
+        "openai:gpt-4o: OpenAI API error (503): primary down (gave up after 2 attempts); "
+        "gemini:gemini-2.5-flash: Gemini API error (503): backup down [UNAVAILABLE] "
+        "(gave up after 2 attempts)"
+    )
+    assert session["turns"][-1]["error"] == message
+
+
+async def test_a_fallback_that_refuses_is_listed_with_the_outage_before_it(
+    project: dict[str, ModuleType],
+) -> None:
+    with (
+        FakeOpenAIServer([status(503, message="primary down")] * 2) as primary,
+        FakeGeminiServer([status(401, message="bad key")]) as backup,
+    ):
+        session = await backed_up(project, primary, backup).run("hello")
+    assert session["turns"][-1]["error"] == (
+        "the model and its fallbacks all failed before answering: "
+        "openai:gpt-4o: OpenAI API error (503): primary down (gave up after 2 attempts); "
+        "gemini:gemini-2.5-flash: Gemini API error (401): bad key [UNAUTHENTICATED]"
+    )
+
+
+@pytest.mark.parametrize("replacement", ["offline", "scripted"])
+async def test_model_calls_name_the_model_that_answered(
+    project: dict[str, ModuleType], replacement: str
+) -> None:
+    provider: Any = "offline" if replacement == "offline" else ScriptedModel(["Hi."])
+    session = await project["backed_up"].auwgent({"provider": provider}).run("hello")
+    assert session["turns"][-1]["status"] == "complete"
+    assert [c["model"] for c in session["turns"][-1]["model_calls"]] == [replacement]
+    session = await project["loopy"].auwgent({"provider": provider, "tools": Tools()}).run("x")
+    assert {c["model"] for c in session["turns"][-1]["model_calls"]} == {replacement}
 
 
 def test_fallback_providers_need_their_keys(project: dict[str, ModuleType]) -> None:

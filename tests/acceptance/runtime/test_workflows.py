@@ -186,6 +186,12 @@ async def test_the_model_cannot_call_a_scoped_tool_directly(
     assert seen.names == ["tool_error", "response_text"]
     assert seen.payloads("tool_error")[0]["tool"] in ("remove_user", "tool__remove_user")
     assert len(server.requests) == 2
+    # What the model is told carries the arguments it sent, not an empty object.
+    told = json.dumps(server.requests[1].body["contents"][-2:])
+    if protocol == "blocks":
+        assert 'remove_user]\\nargs: {\\"id\\":\\"user_7\\"}\\nerror: Tool not found' in told
+    else:  # the model's own call stays as it made it in the history
+        assert '"functionCall": {"name": "tool__remove_user", "args": {"id": "user_7"}}' in told
 
 
 async def test_a_workflow_coordinates_a_regular_and_a_scoped_tool(main: ModuleType) -> None:

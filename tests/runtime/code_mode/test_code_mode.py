@@ -473,6 +473,51 @@ async def test_a_runtime_error_comes_back_with_its_line_and_printed_output(
     assert "ZeroDivisionError" in run.second_request()
 
 
+DEEP = "x = []\nfor i in range(100000):\n    x = [x]\n"
+TOO_DEEP = "it is nested too deeply (lists and dicts inside each other, more levels than the host"
+TOO_LONG = "it holds an integer too large (more than 4300 digits)"
+LAST = "the value of the code's last expression cannot be returned"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (DEEP + "x", f"line 4: {LAST}: {TOO_DEEP}"),
+        ("x = 2\n2 ** 100000", f"line 2: {LAST}: {TOO_LONG}"),
+        ("d = {}\nfor i in range(100000):\n    d = {'a': d}\nd", f"line 4: {LAST}: {TOO_DEEP}"),
+        # Values the type check cannot see (json.loads gives Any) reach the call: the code
+        # gets a ValueError at the line of the call.
+        ("import api\nimport json\nn = json.loads('1') * 10 ** 5000\napi.find_customer(n)",
+         "line 4: ValueError: api.find_customer(): an argument cannot be passed: " + TOO_LONG),
+        ("import api\nimport json\nx = json.loads('[]')\nfor i in range(100000):\n"
+         "    x = json.loads('[]') + [x]\napi.find_customer(x)",
+         "line 6: ValueError: api.find_customer(): an argument cannot be passed: " + TOO_DEEP),
+    ],
+    ids=["deep-list", "huge-int", "deep-dict", "huge-int-argument", "deep-argument"],
+)  # fmt: skip
+async def test_a_value_the_host_cannot_convert_is_named_with_its_line(
+    bindings: ModuleType, code: str, expected: str
+) -> None:
+    run = await run_code(bindings, code)
+    error = run.code_error()
+    assert error.startswith(expected), error
+    assert "RecursionError" not in error and "set_int_max_str_digits" not in error
+    assert run.tools.names() == []  # a call whose arguments cannot be passed does not run
+    assert expected in run.second_request().replace("\\", "")
+
+
+async def test_the_code_may_catch_an_argument_it_cannot_pass(bindings: ModuleType) -> None:
+    code = (
+        "import api\nimport json\nn = json.loads('1') * 10 ** 5000\ntry:\n"
+        "    api.find_customer(n)\nexcept ValueError as e:\n    print(e)\n'handled'"
+    )
+    run = await run_code(bindings, code)
+    assert run.code_result() == {
+        "value": "handled",
+        "printed": f"api.find_customer(): an argument cannot be passed: {TOO_LONG}\n",
+    }
+
+
 async def test_api_calls_past_max_calls_do_not_run(bindings: ModuleType) -> None:
     code = """
     import api

@@ -293,6 +293,34 @@ async def test_denied_by_default(bindings: ModuleType, approver: Any, reason: st
         assert "ZeroDivisionError" not in _after_first(server)
 
 
+async def test_an_approver_that_raises_is_logged_and_an_error_intent(
+    bindings: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = Calls()
+
+    def approver(request: Any) -> bool:
+        raise KeyError("reviewer")
+
+    script = [_call("tool", "send_email", EMAIL, "blocks"), _final("blocks")]
+    with FakeOpenAIServer(script) as server, caplog.at_level("ERROR", logger="auwgent"):
+        agent = _agent(bindings, server, calls, approver=approver)
+        seen = _intents(agent)
+        session = await agent.run("mail Ada")
+    assert calls.ran == []  # fail closed: the call does not run
+    (result,) = _named(seen, "approval_result")
+    assert result == {"id": result["id"], "approved": False, "reason": "the approver failed"}
+    (error,) = _named(seen, "error")
+    assert error["message"] == (
+        "the approver failed on tool send_email: KeyError: 'reviewer' (the call was not run)"
+    )
+    assert error["approval_id"] == result["id"]
+    assert 'raise KeyError("reviewer")' in error["traceback"]
+    (record,) = [r for r in caplog.records if r.name == "auwgent"]
+    assert record.getMessage() == error["message"] and record.exc_info is not None
+    assert "KeyError" not in _after_first(server)  # the model is only told it failed
+    assert session["turns"][-1]["status"] == "complete"
+
+
 async def test_an_approver_that_does_not_answer_in_time_is_a_denial(bindings: ModuleType) -> None:
     calls = Calls()
 

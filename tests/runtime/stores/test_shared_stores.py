@@ -8,6 +8,8 @@ conversation locks `auwgent serve` relies on.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -148,3 +150,46 @@ async def test_an_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(SessionStoreError, match=r"RedisSessionStore\('redis://127.0.0.1"):
         await store.load("x")
     await store.aclose()
+
+
+_WITHOUT_EXTRA = """
+import sys
+for name in {blocked!r}:
+    sys.modules[name] = None  # as if the extra were not installed
+from auwgent.runtime.stores import open_store
+from auwgent.runtime.stores_postgres import PostgresSessionStore
+from auwgent.runtime.stores_redis import RedisSessionStore
+from auwgent.runtime.stores_shared import SessionStoreError
+for make in ({make}, lambda: open_store({url!r})):
+    try:
+        make()
+    except SessionStoreError as exc:
+        print(exc)
+    else:
+        print("constructed")
+"""
+
+
+@pytest.mark.parametrize(
+    ("blocked", "make", "url", "extra"),
+    [
+        (["psycopg"], "lambda: PostgresSessionStore('postgresql://u@127.0.0.1/db')",
+         "postgresql://u@127.0.0.1/db", "postgres"),
+        (["psycopg_pool"], "lambda: PostgresSessionStore('postgresql://u@127.0.0.1/db')",
+         "postgres://u@127.0.0.1/db", "postgres"),
+        (["redis"], "lambda: RedisSessionStore('redis://127.0.0.1:1/0')",
+         "redis://127.0.0.1:1/0", "redis"),
+    ],
+    ids=["psycopg", "psycopg_pool", "redis"],
+)  # fmt: skip
+def test_a_store_without_its_extra_says_what_to_install_at_construction(
+    blocked: list[str], make: str, url: str, extra: str
+) -> None:
+    code = _WITHOUT_EXTRA.format(blocked=blocked, make=make, url=url)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    store = "PostgresSessionStore" if extra == "postgres" else "RedisSessionStore"
+    expected = f'{store} needs the {extra} extra: pip install "auwgent[{extra}]"'
+    assert done.stdout.splitlines() == [expected, expected]

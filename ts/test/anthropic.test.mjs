@@ -106,6 +106,19 @@ for (const stream of [false, true]) {
   });
 }
 
+test("a session restored from JSON sends its thinking back", async () => {
+  const options = ', { thinking: { type: "enabled", budget_tokens: 1024 } }';
+  const fakes = await startFakes({ anthropic: [{ calls: [CALL], thinking: "Call first." }, { text: "Sunny.", thinking: "Answer." }, { text: "Still sunny." }] });
+  const first = await agentFor(fakes.urls, options, { protocol: "native" }).agent.run("Weather?");
+  const stored = JSON.parse(JSON.stringify(first));
+  await agentFor(fakes.urls, options, { protocol: "native" }).agent.run("And now?", { session: stored });
+  const seen = (await fakes.stop()).anthropic;
+  assert.equal(seen.length, 3, "the server accepted every signature");
+  const blocks = seen[2].body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []));
+  assert.deepEqual(blocks.slice(0, 2).map((b) => b.type), ["thinking", "tool_use"]);
+  assert.ok(blocks.some((b) => b.thinking === "Answer."));
+});
+
 test("prompt caching: breakpoints on the tools and the system prompt, cache tokens in usage", async () => {
   const fakes = await startFakes({ anthropic: [{ calls: [CALL] }, { text: "Sunny." }] });
   const { agent } = agentFor(fakes.urls, ", { cache: true }", { protocol: "native" });

@@ -429,6 +429,9 @@ SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["purge"], "handler_raises": "workflow_call", "context": {"name": "Ama", "is_admin": True},
      "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER], "tools": {"purge_db": {"return": "ok"}}},
     {"inputs": ["hi"], "handler_raises": "response_text", "replies": [ANSWER]},
+    # Anthropic's refusal and pause_turn end the run with an error, even after a whole answer.
+    {"inputs": ["hi"], "replies": [{"parts": [ANSWER], "finish": "refusal"}, ANSWER]},
+    {"inputs": ["hi"], "protocol": "native", "replies": [{"parts": ["Searching"], "finish": "pause_turn"}, "x"]},
 ]  # fmt: skip
 
 

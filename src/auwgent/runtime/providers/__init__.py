@@ -133,10 +133,12 @@ def make_provider(
     """Build the provider for an IR ``Model``.
 
     ``base_url`` overrides the default endpoint (``baseUrls`` in the config or the
-    ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` variables); for ``custom`` it overrides the URL
-    written in the ``.agent`` file. ``strict`` (``"strict"`` in the runtime config) makes
-    OpenAI-compatible native tools and structured output carry ``strict: true``.
+    ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` variables); for
+    ``custom`` it overrides the URL written in the ``.agent`` file. ``strict`` (``"strict"`` in
+    the runtime config) makes OpenAI-compatible native tools and structured output carry
+    ``strict: true``.
     """
+    from auwgent.runtime.providers.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicProvider
     from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
@@ -154,11 +156,6 @@ def make_provider(
     if model["provider"] == "openai":
         return OpenAIProvider(base_url=base_url or DEFAULT_OPENAI_BASE_URL, strict=strict, **common)
     if model["provider"] == "anthropic":
-        from auwgent.runtime.providers.anthropic import (
-            DEFAULT_ANTHROPIC_BASE_URL,
-            AnthropicProvider,
-        )
-
         return AnthropicProvider(base_url=base_url or DEFAULT_ANTHROPIC_BASE_URL, **common)
     url = base_url or model.get("base_url")
     if not isinstance(url, str) or not url:

@@ -225,11 +225,11 @@ class _Program:
                 yield from config.get("fallback", ())
 
     def providers(self) -> list[ir.Model]:
-        """One model per distinct API key field: gemini, openai, then custom ids in order."""
+        """One model per distinct API key field: gemini, openai, anthropic, then custom ids."""
         by_field: dict[str, ir.Model] = {}
         for model in self.models():
             by_field.setdefault(api_key_field(model), model)
-        order = {"gemini": 0, "openai": 1, "custom": 2}
+        order = {"gemini": 0, "openai": 1, "anthropic": 2, "custom": 3}
         return sorted(by_field.values(), key=lambda m: order.get(str(m["provider"]), 3))
 
     def outputs(self) -> list[ir.Type]:

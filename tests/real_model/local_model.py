@@ -47,6 +47,18 @@ MODEL = (
     f'custom("local", "http://127.0.0.1:9/v1", "{MODEL_NAME}", '
     "{ temperature: 0, seed: 7, max_tokens: MAX_TOKENS })"
 )
+# The tool-loop agent of the tests and the bench. The `@example` matters to a 135M model: the
+# protocol section then shows a ready-made call, which it imitates.
+WEATHER_AGENT = """
+agent Main {
+    default config {
+        model: MODEL
+        prompt: "You are a weather assistant. Call get_weather for the city the user names, then tell the user the weather."
+    }
+    tool get_weather(city: string): string @desc "Gets the current weather of a city"
+        @example(city = "Accra")
+}
+"""
 # Pinned, so that the date-and-time line of the prompt (and so the answer) never changes.
 CLOCK = datetime(2026, 1, 5, 9, 30, tzinfo=timezone.utc)
 # Loading takes about a second on an idle machine; a loaded one may take much longer.
@@ -115,7 +127,8 @@ def _wait_healthy(url: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+            answer = httpx.get(f"{url}/health", timeout=5, trust_env=False)
+            if answer.status_code == 200:
                 return
         except httpx.HTTPError:
             pass

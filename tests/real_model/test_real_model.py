@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from local_model import local_agent
+from local_model import WEATHER_AGENT, local_agent
 
 from auwgent.runtime.agent import Agent
 
@@ -53,16 +53,6 @@ agent Main {
 }
 """
 
-TOOL = """
-agent Main {
-    default config {
-        model: MODEL
-        prompt: "You are a weather assistant. Call get_weather for the city the user names, then tell the user the weather."
-    }
-    tool get_weather(city: string): string @desc "Gets the current weather of a city"
-        @example(city = "Accra")
-}
-"""
 
 CAPITAL_SCHEMA = {
     "type": "object",
@@ -155,7 +145,7 @@ async def test_a_one_tool_loop(local_model_url: str, protocol: str) -> None:
         return f"Sunny and 21 C in {city}."
 
     async with local_agent(
-        TOOL, local_model_url, protocol, tools={"get_weather": get_weather}, maxToolLoops=3
+        WEATHER_AGENT, local_model_url, protocol, tools={"get_weather": get_weather}, maxToolLoops=3
     ) as agent:
         recorder = _record(agent)
         session = await agent.run("Call get_weather for Paris.")

@@ -118,7 +118,9 @@ async def test_a_text_answer(local_model_url: str, protocol: str) -> None:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_a_structured_output(local_model_url: str, protocol: str) -> None:
-    async with local_agent(STRUCTURED, local_model_url, protocol, max_tokens=48) as agent:
+    async with local_agent(
+        STRUCTURED, local_model_url, protocol, max_tokens=48, maxOutputRetries=1
+    ) as agent:
         recorder = _record(agent)
         session = await agent.run("France")
     turn = _check_outcome(session, recorder, "response_schema")
@@ -136,8 +138,11 @@ async def test_a_structured_output(local_model_url: str, protocol: str) -> None:
         assert "output limit" in turn["error"] or "still invalid" in turn["error"], turn["error"]
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_a_one_tool_loop(local_model_url: str, protocol: str) -> None:
+async def test_a_one_tool_loop(local_model_url: str, protocol: str, streamed: bool) -> None:
+    """Asked for in one piece, and streamed (a partial handler makes the runtime ask for the
+    event stream, and a call may then start while the model is still writing)."""
     ran: list[Any] = []
 
     def get_weather(city: str) -> str:
@@ -148,6 +153,9 @@ async def test_a_one_tool_loop(local_model_url: str, protocol: str) -> None:
         WEATHER_AGENT, local_model_url, protocol, tools={"get_weather": get_weather}, maxToolLoops=3
     ) as agent:
         recorder = _record(agent)
+        partials: list[str] = []
+        if streamed:
+            agent.on_intent_partial(lambda name, value, who: partials.append(name))
         session = await agent.run("Call get_weather for Paris.")
     turn = _check_outcome(session, recorder, "response_text")
     # Only validated arguments reach the tool: a string city, nothing else.
@@ -162,6 +170,8 @@ async def test_a_one_tool_loop(local_model_url: str, protocol: str) -> None:
         assert len(turn["model_calls"]) >= 2
         history = json.dumps(turn)
         assert "Sunny and 21 C in" in history
+    if streamed and turn["status"] == "complete":
+        assert partials, "the answer arrived as a stream"
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -2,7 +2,10 @@
 
 The tests' weather agent (``tests/real_model/local_model.py``) is asked ``Call get_weather for
 <city>.`` for N different cities per protocol, through the custom (OpenAI-compatible) provider,
-temperature 0 and a fixed seed, at most 64 tokens per answer. For each protocol it prints:
+temperature 0 and a fixed seed, at most 64 tokens per answer: first as a new conversation,
+then continuing a session that holds one earlier exchange done right (``Call get_weather for
+Accra.``, the call, its result and the answer, written in the session format as the runtime
+stores them in that protocol). For each protocol and start it prints:
 
 - completed correctly: the tool ran exactly once, with that city, and the run ended with a
   text answer;
@@ -39,8 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real_mod
 
 from local_model import WEATHER_AGENT, llama_server, local_agent, unavailable  # noqa: E402
 
+ACCRA = "Sunny and 30 C in Accra."
 CITIES = [
-    "Paris", "Accra", "Tokyo", "Lima", "Oslo", "Cairo", "Berlin", "Madrid", "Nairobi", "Quito",
+    "Paris", "Lusaka", "Tokyo", "Lima", "Oslo", "Cairo", "Berlin", "Madrid", "Nairobi", "Quito",
     "Dakar", "Hanoi", "Lagos", "Rome", "Vienna", "Dublin", "Lisbon", "Seoul", "Delhi", "Bogota",
     "Havana", "Manila", "Prague", "Warsaw", "Athens", "Kigali", "Santiago", "Toronto", "Sydney",
     "Helsinki", "Kampala", "Beirut", "Caracas", "Montevideo", "Reykjavik", "Tunis", "Riga",
@@ -107,7 +111,46 @@ def _notes(turn: dict[str, Any], protocol: str) -> int:
     )
 
 
-async def _protocol(url: str, protocol: str, runs: int) -> Tally:
+def _example_session(protocol: str) -> dict[str, Any]:
+    """A session holding one earlier exchange done right, as the runtime stores it."""
+    if protocol == "native":
+        call = {"id": "call_1", "name": "tool__get_weather", "arguments": '{"city": "Accra"}'}
+        messages = [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "content": ACCRA, "tool_call_id": "call_1", "name": call["name"]},
+            {"role": "assistant", "content": "It is sunny and 30 C in Accra."},
+        ]
+    else:
+        messages = [
+            {"role": "assistant", "content": "[tool_call: get_weather]\ncity: Accra\n[/tool_call]"},
+            {
+                "role": "user",
+                "content": '[tool_result: get_weather]\nargs: {"city":"Accra"}\n'
+                f"result: {ACCRA}\n[/tool_result]",
+            },
+            {"role": "assistant", "content": "[response_text]\nIt is sunny and 30 C in Accra.\n"
+             "[/response_text]"},
+        ]  # fmt: skip
+    turn = {
+        "id": "example",
+        "input": {"text": "Call get_weather for Accra."},
+        "agent": "Main",
+        "messages": messages,
+        "intents": [],
+        "status": "complete",
+        "error": None,
+        "model_calls": [],
+    }
+    return {
+        "version": 1,
+        "agent": "Main",
+        "system_prompt": "",
+        "stack": [{"agent": "Main", "config": None}],
+        "turns": [turn],
+    }
+
+
+async def _protocol(url: str, protocol: str, runs: int, example: bool) -> Tally:
     tally = Tally()
     ran: list[str] = []
 
@@ -126,7 +169,8 @@ async def _protocol(url: str, protocol: str, runs: int) -> Tally:
         for city in CITIES[:runs]:
             ran.clear()
             started = time.perf_counter()
-            session = await agent.run(f"Call get_weather for {city}.")
+            earlier = _example_session(protocol) if example else None
+            session = await agent.run(f"Call get_weather for {city}.", session=earlier)
             tally.seconds += time.perf_counter() - started
             _count(tally, session["turns"][-1], protocol, ran, city)
     return tally
@@ -149,8 +193,8 @@ def _count(tally: Tally, turn: dict[str, Any], protocol: str, ran: list[str], ci
         tally.output_tokens += (call["usage"] or {}).get("output_tokens", 0)
 
 
-def _report(protocol: str, runs: int, t: Tally) -> None:
-    print(f"\n{protocol}: {runs} tasks")
+def _report(title: str, runs: int, t: Tally) -> None:
+    print(f"\n{title}: {runs} tasks")
     print(f"  completed correctly       {t.correct}/{runs} ({100 * t.correct / runs:.0f}%)")
     errors = ", ".join(f"{reason}: {n}" for reason, n in t.errors.most_common()) or "none"
     print(f"  outcomes                  {dict(t.outcomes)}; errors: {errors}")
@@ -185,10 +229,12 @@ def main() -> None:
         with llama_server(log, threads=1) as url:
             print(f"SmolLM2-135M-Instruct Q4_1 on llama.cpp (xllamacpp) at {url}, one thread")
             for protocol in ("blocks", "native"):
-                seen = len(log.read_text(errors="replace"))
-                tally = asyncio.run(_protocol(url, protocol, runs))
-                tally.server_log = log.read_text(errors="replace")[seen:]
-                _report(protocol, runs, tally)
+                for example in (False, True):
+                    seen = len(log.read_text(errors="replace"))
+                    tally = asyncio.run(_protocol(url, protocol, runs, example))
+                    tally.server_log = log.read_text(errors="replace")[seen:]
+                    start = "after one example exchange" if example else "new conversation"
+                    _report(f"{protocol}, {start}", runs, tally)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,345 @@
+"""``auwgent serve`` probed as an attacker would: real server processes over real HTTP.
+
+A page on another site (cross-site POSTs, DNS rebinding), a second user (another principal's
+conversations and memory), a client setting privileged context, and malformed input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from auwgent.runtime.session import new_session
+from auwgent.runtime.stores import SQLiteSessionStore
+from auwgent.testing import FakeOpenAIServer, text
+
+from .test_serve import json_headers, read_sse, serving
+
+AGENT = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "You are a helpful assistant."
+    }
+    context { user?: string, is_admin?: boolean, note?: string }
+    workflow delete_user(id: string): string {
+        description: "Deletes a user record"
+        tool remove_user(id: string): string
+        if (ctx.is_admin) {
+            return remove_user(id)
+        }
+        return "not allowed"
+    }
+}
+"""
+
+APP = """
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REMOVED = os.path.join(HERE, "removed.txt")
+SETTINGS = os.path.join(HERE, "serve.json")
+
+
+def remove_user(id):
+    with open(REMOVED, "a") as log:
+        log.write(id + "\\n")
+    return "removed " + id
+
+
+def ingester(turn):
+    return ["The user said: " + turn["input"]["text"]]
+
+
+SERVE = {}
+if os.path.exists(SETTINGS):  # the test writes the settings it probes
+    with open(SETTINGS) as file:
+        SERVE = json.load(file)
+
+
+def config(agent_name):
+    return {
+        "apiKeys": {"openaiApiKey": "sk-test"},
+        "baseUrls": {"openai": os.environ["FAKE_OPENAI_URL"]},
+        "tools": {"remove_user": remove_user},
+        "retry": {"attempts": 1},
+        "memory": {"store": os.path.join(HERE, "memory.db"), "ingester": ingester},
+        "context": {"is_admin": False} if os.environ.get("APP_SETS_ADMIN") else {},
+    }
+"""
+
+ADA = "ada-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdef"
+TOKENS = {
+    ADA: {"tenant": "acme", "user": "ada"},
+    BOB: {"tenant": "globex", "user": "bob"},
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "main.agent").write_text(AGENT, encoding="utf-8")
+    (tmp_path / "app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    return tmp_path
+
+
+def settings(project: Path, **values: Any) -> None:
+    (project / "serve.json").write_text(json.dumps(values), encoding="utf-8")
+
+
+def answer(recorded: Any) -> Any:
+    return text("[response_text]\nok\n[/response_text]")
+
+
+def system_of(fake: FakeOpenAIServer) -> str:
+    """The system prompt of the model's last request."""
+    messages = fake.requests[-1].body["messages"]
+    return "".join(str(m["content"]) for m in messages if m["role"] == "system")
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}", "content-type": "application/json"}
+
+
+def run(url: str, body: dict[str, Any], token: str | None = None) -> list[tuple[str, Any]]:
+    hdrs = bearer(token) if token else {"content-type": "application/json"}
+    with httpx.stream(
+        "POST", f"{url}/v1/agents/Main/runs", content=json.dumps(body), headers=hdrs, timeout=60
+    ) as response:
+        assert response.status_code == 200, response.read()
+        return read_sse(response)
+
+
+def sqlite(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 's.db'}"
+
+
+# -- origin and host -----------------------------------------------------------------------------
+
+
+def test_cross_site_and_rebinding_requests_are_refused(project: Path, tmp_path: Path) -> None:
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None,
+                extra=["--allow-origin", "http://app.example"]) as url,
+    ):  # fmt: skip
+        post = f"{url}/v1/agents/Main/runs"
+        body = json.dumps({"input": "call the tool", "conversation_id": "c1"})
+        evil = "http://evil.example"
+        # what a page on another site can send without a preflight: text/plain, forms
+        plain = httpx.post(post, content=body, headers={"origin": evil, "content-type": "text/plain"})
+        assert plain.status_code == 403 and plain.json()["error"]["code"] == "bad_origin"
+        form = httpx.post(post, data={"input": "x"}, headers={"origin": evil})
+        assert form.status_code == 403
+        json_evil = httpx.post(post, content=body, headers={"origin": evil,
+                                                           "content-type": "application/json"})  # fmt: skip
+        assert json_evil.status_code == 403
+        fetched = httpx.post(post, content=body, headers={"sec-fetch-site": "cross-site",
+                                                         "content-type": "application/json"})  # fmt: skip
+        assert fetched.status_code == 403
+        # without an Origin, a body must still be JSON
+        for kind in ("text/plain", "application/x-www-form-urlencoded", None):
+            sent = httpx.post(post, content=body, headers={"content-type": kind} if kind else {})
+            assert sent.status_code == 415, (kind, sent.text)
+            assert sent.headers["content-type"] == "application/json"
+            assert "application/json" in sent.json()["error"]["message"]
+        assert fake.requests == []  # the model was never asked
+
+        # DNS rebinding: the attacker's name resolves to 127.0.0.1, the Host header says so
+        port = url.rsplit(":", 1)[1]
+        for path in ("/v1/conversations/c1", "/healthz", "/openapi.json"):
+            rebound = httpx.get(f"{url}{path}", headers={"host": f"evil.example:{port}"})
+            assert rebound.status_code == 421, path
+            assert rebound.json()["error"]["code"] == "bad_host"
+        wrong_port = httpx.get(f"{url}/healthz", headers={"host": "127.0.0.1:1"})
+        assert wrong_port.status_code == 421
+        assert httpx.get(f"{url}/healthz", headers={"host": f"localhost:{port}"}).status_code == 200
+
+        # an allowed origin: preflight answered, CORS headers on the answer
+        preflight = httpx.options(post, headers={
+            "origin": "http://app.example", "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type"})  # fmt: skip
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == "http://app.example"
+        refused = httpx.options(post, headers={"origin": evil,
+                                               "access-control-request-method": "POST"})  # fmt: skip
+        assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+        allowed = httpx.post(post, content=body, headers={"origin": "http://app.example",
+                                                         "content-type": "application/json"})  # fmt: skip
+        assert allowed.status_code == 200, allowed.text
+        assert allowed.headers["access-control-allow-origin"] == "http://app.example"
+        assert len(fake.requests) == 1
+        plain_get = httpx.get(f"{url}/healthz")
+        assert "access-control-allow-origin" not in plain_get.headers
+
+
+# -- identity and ownership ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_two_principals_never_see_each_other(
+    project: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    store = request.getfixturevalue("postgres_url" if backend == "postgres" else "redis_url")
+    settings(project, tokens=TOKENS)
+    conversation = f"shared-{backend}-{time.time_ns()}"
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, store, token=None) as one,
+        serving(project, fake.base_url, store, token=None) as two,
+    ):
+        post = f"{one}/v1/agents/Main/runs"
+        assert httpx.post(post, json={"input": "x"}).status_code == 401
+        assert httpx.post(post, json={"input": "x"}, headers=bearer("x" * 26)).status_code == 401
+        assert httpx.get(f"{one}/openapi.json").status_code == 401
+        assert httpx.get(f"{one}/openapi.json", headers=bearer(BOB)).status_code == 200
+
+        run(one, {"input": "My locker code is 4321", "conversation_id": conversation}, ADA)
+        # Ada's second run (on the other worker) recalls what her first taught, once learned
+        deadline = time.monotonic() + 30
+        while "4321" not in system_of(fake):
+            assert time.monotonic() < deadline, "Ada's memory was never recalled"
+            time.sleep(0.2)
+            run(two, {"input": "What is my code?", "conversation_id": conversation}, ADA)
+        assert '"The user said: My locker code is 4321" (learned in turn' in system_of(fake)
+
+        # Bob: Ada's conversation is not found, exactly like one that does not exist
+        mine = f"{two}/v1/conversations/{conversation}"
+        assert httpx.get(mine, headers=bearer(ADA)).status_code == 200
+        theirs = httpx.get(mine, headers=bearer(BOB))
+        nowhere = httpx.get(f"{two}/v1/conversations/nowhere-{backend}", headers=bearer(BOB))
+        assert theirs.status_code == nowhere.status_code == 404
+        assert theirs.json()["error"]["code"] == nowhere.json()["error"]["code"] == "not_found"
+        approve = httpx.post(f"{mine}/approvals", json={"decisions": {"x": True}},
+                             headers=bearer(BOB))  # fmt: skip
+        assert approve.status_code == 404
+        # Bob's run with the same id is a conversation of his own, and his memory is his
+        events = run(one, {"input": "Hello", "conversation_id": conversation}, BOB)
+        assert [t["input"]["text"] for t in events[-1][1]["turns"]] == ["Hello"]
+        assert "4321" not in system_of(fake)
+        assert "Memory (" not in system_of(fake)
+        stored = httpx.get(mine, headers=bearer(ADA)).json()
+        assert all(t["input"]["text"] != "Hello" for t in stored["turns"])
+        assert "Hello" not in json.dumps(stored)
+
+
+def test_the_authenticate_hook_and_a_trusted_header(project: Path, tmp_path: Path) -> None:
+    settings(project, trusted_header="X-Auth-User", trusted_tenant_header="X-Auth-Tenant")
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None) as url,
+    ):
+        post = f"{url}/v1/agents/Main/runs"
+        body = {"input": "hi", "conversation_id": "c"}
+        assert httpx.post(post, json=body).status_code == 401
+        ada = {"x-auth-user": "ada", "x-auth-tenant": "acme"}
+        assert httpx.post(post, json=body, headers=ada).status_code == 200
+        conversation = f"{url}/v1/conversations/c"
+        assert httpx.get(conversation, headers=ada).status_code == 200
+        other = httpx.get(conversation, headers={"x-auth-user": "ada", "x-auth-tenant": "globex"})
+        assert other.status_code == 404
+
+
+def test_two_ways_to_authenticate_are_refused_at_start(project: Path, tmp_path: Path) -> None:
+    settings(project, tokens=TOKENS, trusted_header="X-Auth-User")
+    with pytest.raises(AssertionError, match="choose one way to authenticate"):
+        with serving(project, "http://127.0.0.1:9", sqlite(tmp_path), token=None):
+            pass
+
+
+# -- context -------------------------------------------------------------------------------------
+
+
+def _calls_the_workflow(recorded: Any) -> Any:
+    if "[tool_result" in json.dumps(recorded.body["messages"][-1]):
+        return text("[response_text]\ndone\n[/response_text]")
+    return text('[tool_call: delete_user]\n{"id": "u1"}\n[/tool_call]')
+
+
+@pytest.mark.parametrize("app_sets_admin", [True, False])
+def test_client_context_cannot_open_a_gated_workflow(
+    project: Path, tmp_path: Path, app_sets_admin: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if app_sets_admin:
+        monkeypatch.setenv("APP_SETS_ADMIN", "1")
+    with (
+        FakeOpenAIServer(_calls_the_workflow) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None) as url,
+    ):
+        post = f"{url}/v1/agents/Main/runs"
+        refused = httpx.post(post, json={"input": "delete u1", "context": {"is_admin": True}},
+                             headers=json_headers(None))  # fmt: skip
+        assert refused.status_code == 422
+        assert refused.json()["error"]["code"] == "context_refused"
+        assert "context.is_admin" in refused.json()["error"]["message"]
+        assert fake.requests == []
+        # a key no workflow reads is the client's to set; the workflow still says no
+        events = run(url, {"input": "delete u1", "context": {"user": "Ada"}})
+        results = [v for n, v in events if n == "workflow_result"]
+        assert results and results[0]["result"] == "not allowed"
+    assert not (project / "removed.txt").exists()
+
+
+def test_declared_client_context_is_all_a_client_may_set(project: Path, tmp_path: Path) -> None:
+    settings(project, client_context=["note"])
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None) as url,
+    ):
+        post = f"{url}/v1/agents/Main/runs"
+        refused = httpx.post(post, json={"input": "x", "context": {"user": "Ada"}},
+                             headers=json_headers(None))  # fmt: skip
+        assert refused.status_code == 422 and "context.user" in refused.json()["error"]["message"]
+        undeclared = httpx.post(post, json={"input": "x", "context": {"whatever": 1}},
+                                headers=json_headers(None))  # fmt: skip
+        assert undeclared.status_code == 422
+        assert run(url, {"input": "x", "context": {"note": "hi"}})[-1][0] == "session"
+
+
+# -- errors as JSON ------------------------------------------------------------------------------
+
+
+def test_bad_input_is_a_json_error_naming_the_field(project: Path, tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "s.db")
+
+    asyncio.run(store.save("local/local/old", new_session("Gone")))
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None) as url,
+    ):
+        post = f"{url}/v1/agents/Main/runs"
+        hdrs = json_headers(None)
+
+        def sent(raw: str) -> httpx.Response:
+            return httpx.post(post, content=raw.encode(), headers=hdrs)
+
+        cases = {
+            "[" * 100_000 + "]" * 100_000: "body",
+            '{"input": "x", "context": {"note": ' + "[" * 40 + "]" * 40 + "}}": "context.note",
+            '{"input": "x", "conversation_id": "a\\ud800b"}': "conversation_id",
+            '{"input": "hi \\udfff"}': "input",
+            '{"input": "x", "context": {"\\ud800": 1}}': "context",
+            '{"input": 5}': "input",
+            '{"input": "x", "conversation_id": ""}': "conversation_id",
+            '{"input": "x", "extra": 1}': "extra",
+        }
+        for raw, field in cases.items():
+            answered = sent(raw)
+            assert 400 <= answered.status_code < 500, (raw[:60], answered.text)
+            assert answered.headers["content-type"] == "application/json"
+            assert field in answered.json()["error"]["message"], (raw[:60], answered.text)
+        # a stored session of an agent that is not served
+        stale = sent('{"input": "x", "conversation_id": "old"}')
+        assert stale.status_code == 409 and "'Gone'" in stale.json()["error"]["message"]
+        resumed = httpx.post(f"{url}/v1/conversations/old/approvals",
+                             json={"decisions": {"r": True}}, headers=hdrs)  # fmt: skip
+        assert resumed.status_code == 409 and "'Gone'" in resumed.json()["error"]["message"]
+        assert fake.requests == []

@@ -176,10 +176,16 @@ def build_app(
     return Starlette(
         routes=[
             Route("/v1/agents/{agent}/runs", _json_errors(server.runs), methods=["POST"]),
-            Route("/v1/conversations/{conversation}", _json_errors(server.conversation),
-                  methods=["GET"]),
-            Route("/v1/conversations/{conversation}/approvals", _json_errors(server.approvals),
-                  methods=["POST"]),
+            Route(
+                "/v1/conversations/{conversation}",
+                _json_errors(server.conversation),
+                methods=["GET"],
+            ),
+            Route(
+                "/v1/conversations/{conversation}/approvals",
+                _json_errors(server.approvals),
+                methods=["POST"],
+            ),
             Route("/healthz", server.healthz, methods=["GET"]),
             Route("/openapi.json", _json_errors(server.openapi), methods=["GET"]),
         ],  # fmt: skip

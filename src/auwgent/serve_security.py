@@ -402,9 +402,7 @@ class Boundary:
       a page can send without a preflight, is refused).
     """
 
-    def __init__(
-        self, app: Any, settings: ServeSettings, host: str, port: int | None
-    ) -> None:
+    def __init__(self, app: Any, settings: ServeSettings, host: str, port: int | None) -> None:
         self.app = app
         self.origins = settings.allow_origins
         self.hosts = _allowed_hosts(host, port, settings.allow_hosts)

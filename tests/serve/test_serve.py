@@ -58,7 +58,11 @@ def project(tmp_path: Path) -> Path:
 
 @contextmanager
 def serving(
-    project: Path, fake_url: str, store: str, *, token: str | None = TOKEN,
+    project: Path,
+    fake_url: str,
+    store: str,
+    *,
+    token: str | None = TOKEN,
     extra: Sequence[str] = (),
 ) -> Iterator[str]:
     port = free_port()

@@ -159,7 +159,9 @@ def test_client_mistakes_get_400_naming_the_field_like_runs(project: Path, tmp_p
             assert answer.status_code == 200
             read_sse(answer)
         again = httpx.post(endpoint, json=body, headers=headers())
-        assert again.status_code == 409 and "no pending approvals" in again.json()["error"]["message"]
+        assert (
+            again.status_code == 409 and "no pending approvals" in again.json()["error"]["message"]
+        )
         fresh = run(url, {"input": "Hi", "conversation_id": "c2"})[-1][1]
         assert fresh["turns"][-1]["status"] == "complete"
         idle = httpx.post(f"{url}/v1/conversations/c2/approvals", json=body, headers=headers())

@@ -135,7 +135,9 @@ def test_cross_site_and_rebinding_requests_are_refused(project: Path, tmp_path: 
         body = json.dumps({"input": "call the tool", "conversation_id": "c1"})
         evil = "http://evil.example"
         # what a page on another site can send without a preflight: text/plain, forms
-        plain = httpx.post(post, content=body, headers={"origin": evil, "content-type": "text/plain"})
+        plain = httpx.post(
+            post, content=body, headers={"origin": evil, "content-type": "text/plain"}
+        )
         assert plain.status_code == 403 and plain.json()["error"]["code"] == "bad_origin"
         form = httpx.post(post, data={"input": "x"}, headers={"origin": evil})
         assert form.status_code == 403

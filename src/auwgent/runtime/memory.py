@@ -294,9 +294,7 @@ class SQLiteMemoryStore:
             finally:
                 db.close()
 
-    def _search(
-        self, query: str, limit: int, vector: list[float] | None, scope: str
-    ) -> list[Fact]:
+    def _search(self, query: str, limit: int, vector: list[float] | None, scope: str) -> list[Fact]:
         with self._lock:
             db = self._connect()
             try:

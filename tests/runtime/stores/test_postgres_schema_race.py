@@ -46,8 +46,12 @@ def test_two_workers_create_the_tables_of_a_fresh_database(
         url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
         go = tmp_path / f"go-{round_}"
         workers = [
-            subprocess.Popen([sys.executable, str(script), url, str(go)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+            subprocess.Popen(
+                [sys.executable, str(script), url, str(go)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
             for _ in range(2)
         ]
         for worker in workers:  # both imported and waiting for the signal

@@ -167,6 +167,7 @@ def build_app(
     ``host:port`` (its Host check); ``authenticate`` gives each request's principal (``None``:
     the local principal, on a loopback address only)."""
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
@@ -188,10 +189,20 @@ def build_app(
             ),
             Route("/healthz", server.healthz, methods=["GET"]),
             Route("/openapi.json", _json_errors(server.openapi), methods=["GET"]),
-        ],  # fmt: skip
+        ],
         middleware=[Middleware(Boundary, settings=settings, host=host, port=port)],
+        exception_handlers={HTTPException: _http_error},
         on_shutdown=[server.shutdown],
     )
+
+
+async def _http_error(request: Any, exc: Any) -> Any:
+    """The router's own refusals (no such path, a method it does not take) as JSON errors."""
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
+    message = f"{request.method} {request.url.path}: {exc.detail}"
+    response = _error(exc.status_code, message, code)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 def _check_bind(host: str, authenticate: Authenticate | None) -> None:
@@ -205,13 +216,17 @@ def _check_bind(host: str, authenticate: Authenticate | None) -> None:
 
 
 def _json_errors(endpoint: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``endpoint``, answering a request refused at the boundary with its JSON error."""
+    """``endpoint``, answering a request refused at the boundary with its JSON error, and a
+    failure of the server itself with a JSON 500 (logged with its traceback)."""
 
     async def answer(request: Any) -> Any:
         try:
             return await endpoint(request)
         except BoundaryError as exc:
             return _error(exc.status, str(exc), exc.code)
+        except Exception as exc:
+            log.exception("auwgent serve: %s %s failed", request.method, request.url.path)
+            return _error(500, f"the server failed: {type(exc).__name__}", "internal")
 
     return answer
 
@@ -281,7 +296,11 @@ class _Server:
     ) -> Any:
         """An agent for one run of ``name``: the client's context under the application's,
         the principal on the run, memory in the principal's scope (422 on a refused key)."""
-        agent = self.agents.get(name)
+        try:
+            agent = self.agents.get(name)
+        except AuwgentError as exc:  # the application's config, not the request
+            log.error("auwgent serve: the config of %s: %s", name, exc)
+            raise BoundaryError(500, "bad_app_config", f"the config of {name}: {exc}") from exc
         settable = self.settable.get(name)
         if settable is None:
             settable = client_settable(self.docs[name], name, agent.context, self.settings)
@@ -537,12 +556,18 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
     json_error = {"application/json": {"schema": error}}
     responses_run = {
         "200": {"description": "one SSE event per intent, then `session`", "content": sse},
-        "400": {"description": "bad request", "content": json_error},
-        "401": {"description": "missing or wrong bearer token", "content": json_error},
+        "400": {"description": "bad request (the message names the field)", "content": json_error},
+        "401": {"description": "missing or wrong credentials", "content": json_error},
+        "403": {"description": "an Origin that is not allowed", "content": json_error},
         "404": {"description": "unknown agent or conversation", "content": json_error},
         "409": {"description": "the conversation is busy or unusable", "content": json_error},
         "413": {"description": "request body too large", "content": json_error},
-        "422": {"description": "invalid context, config or persona", "content": json_error},
+        "415": {"description": "a body that is not application/json", "content": json_error},
+        "421": {"description": "a Host that is not this server's", "content": json_error},
+        "422": {
+            "description": "invalid context (or a key a client may not set), config or persona",
+            "content": json_error,
+        },
     }
     return {
         "openapi": "3.1.0",
@@ -640,6 +665,7 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                                 "schema": {
                                     "type": "object",
                                     "required": ["decisions"],
+                                    "additionalProperties": False,
                                     "properties": {"decisions": {"type": "object"}},
                                 }
                             }

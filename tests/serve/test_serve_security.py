@@ -58,6 +58,14 @@ def ingester(turn):
     return ["The user said: " + turn["input"]["text"]]
 
 
+class Principals:
+    # writes down who each run is for, as middleware sees it
+
+    async def onRunStart(self, session, ctx):
+        with open(os.path.join(HERE, "principals.txt"), "a") as log:
+            log.write(json.dumps(dict(ctx["principal"])) + "\\n")
+
+
 SERVE = {}
 if os.path.exists(SETTINGS):  # the test writes the settings it probes
     with open(SETTINGS) as file:
@@ -70,6 +78,7 @@ def config(agent_name):
         "baseUrls": {"openai": os.environ["FAKE_OPENAI_URL"]},
         "tools": {"remove_user": remove_user},
         "retry": {"attempts": 1},
+        "middleware": [Principals()],
         "memory": {"store": os.path.join(HERE, "memory.db"), "ingester": ingester},
         "context": {"is_admin": False} if os.environ.get("APP_SETS_ADMIN") else {},
     }
@@ -231,6 +240,26 @@ def test_two_principals_never_see_each_other(
         stored = httpx.get(mine, headers=bearer(ADA)).json()
         assert all(t["input"]["text"] != "Hello" for t in stored["turns"])
         assert "Hello" not in json.dumps(stored)
+    seen = [json.loads(line) for line in (project / "principals.txt").read_text().splitlines()]
+    assert seen[0] == TOKENS[ADA] and seen[-1] == TOKENS[BOB]
+
+
+def test_memory_scoped_by_conversation(project: Path, tmp_path: Path) -> None:
+    settings(project, memory="conversation")
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None) as url,
+    ):
+        run(url, {"input": "My code is 4321", "conversation_id": "one"})
+        deadline = time.monotonic() + 30
+        while "4321" not in system_of(fake):
+            assert time.monotonic() < deadline, "the conversation's memory was never recalled"
+            time.sleep(0.2)
+            run(url, {"input": "Code?", "conversation_id": "one"})
+        run(url, {"input": "Code?", "conversation_id": "two"})
+        assert "4321" not in system_of(fake)
+        run(url, {"input": "Code?"})
+        assert "4321" not in system_of(fake)
 
 
 def test_the_authenticate_hook_and_a_trusted_header(project: Path, tmp_path: Path) -> None:
@@ -248,6 +277,8 @@ def test_the_authenticate_hook_and_a_trusted_header(project: Path, tmp_path: Pat
         assert httpx.get(conversation, headers=ada).status_code == 200
         other = httpx.get(conversation, headers={"x-auth-user": "ada", "x-auth-tenant": "globex"})
         assert other.status_code == 404
+    seen = (project / "principals.txt").read_text().splitlines()
+    assert [json.loads(line) for line in seen] == [{"tenant": "acme", "user": "ada"}]
 
 
 def test_two_ways_to_authenticate_are_refused_at_start(project: Path, tmp_path: Path) -> None:
@@ -338,6 +369,11 @@ def test_bad_input_is_a_json_error_naming_the_field(project: Path, tmp_path: Pat
             assert 400 <= answered.status_code < 500, (raw[:60], answered.text)
             assert answered.headers["content-type"] == "application/json"
             assert field in answered.json()["error"]["message"], (raw[:60], answered.text)
+        for method, path in (("GET", "/nowhere"), ("DELETE", "/v1/conversations/old"),
+                             ("GET", "/v1/agents/Main/runs")):  # fmt: skip
+            routed = httpx.request(method, f"{url}{path}")
+            assert routed.status_code in (404, 405), (method, path)
+            assert routed.json()["error"]["message"].startswith(f"{method} {path}")
         # a stored session of an agent that is not served
         stale = sent('{"input": "x", "conversation_id": "old"}')
         assert stale.status_code == 409 and "'Gone'" in stale.json()["error"]["message"]

@@ -432,11 +432,11 @@ class Boundary:
         await self.app(scope, receive, with_cors)
 
     def _check(self, scope: Any, headers: Mapping[str, str], origin: str | None) -> None:
-        if self.hosts is not None and _host_of(headers.get("host")) not in self.hosts:
+        if self.hosts is not None and not _host_allowed(headers.get("host"), self.hosts):
             raise BoundaryError(
                 421, "bad_host",
-                f"Host {headers.get('host')!r} is not this server's (allowed: "
-                f"{', '.join(sorted(self.hosts))}; add names with --allow-host)",
+                f"Host {headers.get('host')!r} is not this server's (add a name the server is "
+                "reached by with --allow-host)",
             )  # fmt: skip
         if origin is not None and origin not in self.origins:
             raise BoundaryError(
@@ -461,25 +461,46 @@ def _headers(scope: Any) -> dict[str, str]:
     return found
 
 
-def _allowed_hosts(host: str, port: int | None, names: frozenset[str]) -> frozenset[str] | None:
-    """The accepted ``host[:port]`` forms (lower case), or ``None``: any host."""
+def _allowed_hosts(
+    host: str, port: int | None, names: frozenset[str]
+) -> frozenset[tuple[str, int | None]] | None:
+    """The accepted (name, port) pairs, lower case (port ``None``: any), or ``None``: any host.
+
+    The bound address on its port; with a loopback or wildcard bind, the loopback names too
+    (only this machine reaches them); and ``names``, ``name`` (any port) or ``name:port``.
+    """
     if host in _WILDCARDS and not names:
         return None
-    bound = {host.lower()}
-    if is_loopback(host):
+    bound = {host.lower()} if host not in _WILDCARDS else set()
+    if host in _WILDCARDS or is_loopback(host):
         bound.update(_LOOPBACK_NAMES)
-    forms = set(names)
-    for name in bound:
-        shown = f"[{name}]" if ":" in name else name
-        forms.add(f"{shown}:{port}" if port is not None else shown)
-        if port in (None, 80):
-            forms.add(shown)
-    return frozenset(forms)
+    allowed = {(name, port) for name in bound}
+    allowed.update(_split_host(name) for name in names)
+    return frozenset(allowed)
 
 
-def _host_of(header: str | None) -> str:
-    """The Host header as compared: lower case, no surrounding spaces."""
-    return (header or "").strip().lower()
+def _split_host(text: str) -> tuple[str, int | None]:
+    """``name[:port]`` or ``[v6][:port]`` → (name, port), lower case (an unreadable port: -1)."""
+    text = text.strip().lower()
+    if text.startswith("["):
+        name, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else rest
+    elif text.count(":") == 1:
+        name, _, port = text.partition(":")
+    else:  # no port, or a bare IPv6 address
+        name, port = text, ""
+    if not port:
+        return name, None
+    return name, int(port) if port.isdigit() else -1
+
+
+def _host_allowed(header: str | None, allowed: frozenset[tuple[str, int | None]]) -> bool:
+    name, port = _split_host(header or "")
+    if not name:
+        return False
+    return (name, None) in allowed or (name, port) in allowed or (
+        port is None and any(n == name and p == 80 for n, p in allowed)
+    )
 
 
 def is_loopback(host: str) -> bool:

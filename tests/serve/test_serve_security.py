@@ -72,6 +72,17 @@ if os.path.exists(SETTINGS):  # the test writes the settings it probes
         SERVE = json.load(file)
 
 
+if os.environ.get("APP_AUTHENTICATES"):
+
+    def authenticate(request):
+        key = request.headers.get("x-api-key")
+        if key == "boom":
+            raise RuntimeError("the identity service is down")
+        if key == "shapeless":
+            return {"user": "ada"}
+        return {"ada-key": {"tenant": "acme", "user": "ada"}}.get(key)
+
+
 def config(agent_name):
     return {
         "apiKeys": {"openaiApiKey": "sk-test"},
@@ -279,6 +290,36 @@ def test_the_authenticate_hook_and_a_trusted_header(project: Path, tmp_path: Pat
         assert other.status_code == 404
     seen = (project / "principals.txt").read_text().splitlines()
     assert [json.loads(line) for line in seen] == [{"tenant": "acme", "user": "ada"}]
+
+
+def test_the_authenticate_hook_decides_and_fails_closed(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APP_AUTHENTICATES", "1")
+    with (
+        FakeOpenAIServer(answer) as fake,
+        serving(project, fake.base_url, sqlite(tmp_path), token=None,
+                extra=["--host", "0.0.0.0", "--allow-host", "agents.example"]) as url,
+    ):  # fmt: skip
+        post = f"{url}/v1/agents/Main/runs"
+        body = {"input": "hi", "conversation_id": "c"}
+        for key, status in (("nope", 401), ("boom", 500), ("shapeless", 500), ("ada-key", 200)):
+            answered = httpx.post(post, json=body, headers={"x-api-key": key})
+            assert answered.status_code == status, (key, answered.text)
+            assert answered.headers["content-type"].startswith(
+                "text/event-stream" if status == 200 else "application/json"
+            )
+        assert (
+            "identity service"
+            not in httpx.post(post, json=body, headers={"x-api-key": "boom"}).text
+        )
+        assert len(fake.requests) == 1
+        # bound to every address: the allowed name and loopback are accepted, nothing else
+        port = url.rsplit(":", 1)[1]
+        health = f"{url}/healthz"
+        assert httpx.get(health, headers={"host": "agents.example"}).status_code == 200
+        assert httpx.get(health, headers={"host": f"agents.example:{port}"}).status_code == 200
+        assert httpx.get(health, headers={"host": f"evil.example:{port}"}).status_code == 421
 
 
 def test_two_ways_to_authenticate_are_refused_at_start(project: Path, tmp_path: Path) -> None:

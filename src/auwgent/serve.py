@@ -46,9 +46,11 @@ from auwgent.serve_security import (
     BoundaryError,
     Principal,
     ServeSettings,
+    SettingsError,
     authenticator,
     check_client_context,
     check_id,
+    check_origin,
     check_values,
     client_settable,
     conversation_key,
@@ -108,11 +110,12 @@ def load_security(
         settings = parse_settings(getattr(module, "SERVE", None))
         settings = replace(
             settings,
-            allow_origins=settings.allow_origins | set(origins),
+            allow_origins=settings.allow_origins
+            | {check_origin(o, "--allow-origin") for o in origins},
             allow_hosts=settings.allow_hosts | {h.lower() for h in hosts},
         )
         return settings, authenticator(settings, getattr(module, "authenticate", None), token)
-    except BoundaryError as exc:
+    except SettingsError as exc:
         raise ServeError(str(exc)) from exc
 
 

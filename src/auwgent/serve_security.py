@@ -25,6 +25,7 @@ import inspect
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -39,7 +40,9 @@ __all__ = [
     "BoundaryError",
     "Principal",
     "ServeSettings",
+    "SettingsError",
     "authenticator",
+    "check_origin",
     "check_client_context",
     "check_id",
     "check_values",
@@ -73,6 +76,10 @@ class Principal(TypedDict):
 
 #: The principal of every request to a server on a loopback address without authentication.
 LOCAL_PRINCIPAL: Principal = {"tenant": "local", "user": "local"}
+
+
+class SettingsError(AuwgentError):
+    """The serve settings are wrong (the message names the key); the server does not start."""
 
 
 class BoundaryError(AuwgentError):
@@ -124,15 +131,37 @@ def parse_settings(value: Any) -> ServeSettings:
     )
 
 
-def _bad(message: str) -> BoundaryError:
-    return BoundaryError(0, "settings", message)
+def _bad(message: str) -> SettingsError:
+    return SettingsError(message)
+
+
+def _strings(given: Any, where: str) -> list[str]:
+    if not isinstance(given, (list, tuple, set, frozenset)) or not all(
+        isinstance(n, str) and n.strip() for n in given
+    ):
+        raise _bad(f"{where}: expected a list of non-empty strings, got {given!r}")
+    return [n.strip() for n in given]
 
 
 def _names(value: Mapping[str, Any], key: str) -> frozenset[str]:
-    given = value.get(key, ())
-    if isinstance(given, str) or not all(isinstance(n, str) and n for n in given):
-        raise _bad(f"SERVE.{key}: expected a list of non-empty strings, got {given!r}")
-    return frozenset(given)
+    names = _strings(value.get(key, ()), f"SERVE.{key}")
+    if key == "allow_origins":
+        for name in names:
+            check_origin(name, f"SERVE.{key}")
+    return frozenset(names)
+
+
+_ORIGIN = re.compile(r"https?://[^/\s?#]+")
+
+
+def check_origin(origin: str, where: str) -> str:
+    """``origin`` if it is written as browsers send it (``scheme://host[:port]``), else why."""
+    if not _ORIGIN.fullmatch(origin):
+        raise _bad(
+            f"{where}: {origin!r} is not an origin: write scheme://host[:port], with no path "
+            "(e.g. https://app.example.com)"
+        )
+    return origin
 
 
 def _header(value: Mapping[str, Any], key: str) -> str | None:
@@ -162,12 +191,10 @@ def _client_context(given: Any) -> dict[str, frozenset[str]] | None:
         given = {"*": given}
     if not isinstance(given, Mapping):
         raise _bad(f"SERVE.client_context: expected a list of keys or agent → keys, got {given!r}")
-    checked: dict[str, frozenset[str]] = {}
-    for agent, keys in given.items():
-        if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
-            raise _bad(f"SERVE.client_context.{agent}: expected a list of context keys")
-        checked[str(agent)] = frozenset(keys)
-    return checked
+    return {
+        str(agent): frozenset(_strings(keys, f"SERVE.client_context.{agent}"))
+        for agent, keys in given.items()
+    }
 
 
 def checked_principal(value: Any, where: str) -> Principal:
@@ -226,7 +253,7 @@ def _hooked(hook: Callable[[Any], Any]) -> Authenticate:
             return None
         try:
             return checked_principal(principal, "authenticate()")
-        except BoundaryError as exc:
+        except SettingsError as exc:
             log.error("auwgent serve: %s", exc)
             raise BoundaryError(500, "authenticate_failed", str(exc)) from exc
 
@@ -413,12 +440,12 @@ class Boundary:
             return
         headers = _headers(scope)
         origin = headers.get("origin")
+        cors = _cors(origin) if origin is not None and origin in self.origins else {}
         try:
             self._check(scope, headers, origin)
         except BoundaryError as exc:
-            await _send_error(send, exc, {})
+            await _send_error(send, exc, cors)  # an allowed page may read why it was refused
             return
-        cors = _cors(origin) if origin is not None else {}
         if scope["method"] == "OPTIONS" and origin is not None:
             await _send(send, 204, b"", cors)
             return
@@ -498,8 +525,10 @@ def _host_allowed(header: str | None, allowed: frozenset[tuple[str, int | None]]
     name, port = _split_host(header or "")
     if not name:
         return False
-    return (name, None) in allowed or (name, port) in allowed or (
-        port is None and any(n == name and p == 80 for n, p in allowed)
+    return (
+        (name, None) in allowed
+        or (name, port) in allowed
+        or (port is None and any(n == name and p == 80 for n, p in allowed))
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 import time
 from pathlib import Path
@@ -322,10 +323,26 @@ def test_the_authenticate_hook_decides_and_fails_closed(
         assert httpx.get(health, headers={"host": f"evil.example:{port}"}).status_code == 421
 
 
-def test_two_ways_to_authenticate_are_refused_at_start(project: Path, tmp_path: Path) -> None:
-    settings(project, tokens=TOKENS, trusted_header="X-Auth-User")
-    with pytest.raises(AssertionError, match="choose one way to authenticate"):
-        with serving(project, "http://127.0.0.1:9", sqlite(tmp_path), token=None):
+@pytest.mark.parametrize(
+    ("values", "token", "message"),
+    [
+        ({"tokens": TOKENS, "trusted_header": "X-Auth-User"}, None, "choose one way"),
+        ({"alow_origins": []}, None, "SERVE.alow_origins: unknown key"),
+        ({"allow_origins": ["https://app.example/"]}, None, "is not an origin"),
+        ({"allow_origins": "https://app.example"}, None, "SERVE.allow_origins: expected a list"),
+        ({"memory": "everyone"}, None, "SERVE.memory: expected"),
+        ({"tokens": {"short": TOKENS[ADA]}}, None, "at least 16 characters"),
+        ({"tokens": {ADA: {"user": "ada"}}}, None, "SERVE.tokens[#1]: expected a principal"),
+        ({"client_context": {"Main": 5}}, None, "SERVE.client_context.Main: expected a list"),
+        ({}, "short", "--token: a token must have at least 16 characters"),
+    ],
+)
+def test_wrong_settings_stop_the_server_at_start(
+    project: Path, tmp_path: Path, values: dict[str, Any], token: str | None, message: str
+) -> None:
+    settings(project, **values)
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        with serving(project, "http://127.0.0.1:9", sqlite(tmp_path), token=token):
             pass
 
 

@@ -405,12 +405,18 @@ def _surrogate(text: str) -> int:
 
 
 def check_id(value: Any, field_name: str) -> str:
-    """A conversation id: a non-empty string of valid Unicode, at most 256 characters."""
+    """A conversation id: a non-empty string of valid Unicode without control characters, at
+    most 256 characters (else 400 naming ``field_name``)."""
     if not isinstance(value, str) or not value:
         raise BoundaryError(400, "bad_request", f"{field_name}: expected a non-empty string")
     if len(value) > 256:
         raise BoundaryError(400, "bad_request", f"{field_name}: longer than 256 characters")
     _check_text(value, field_name)
+    control = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if control is not None:  # not an identifier, and PostgreSQL text cannot hold NUL
+        raise BoundaryError(
+            400, "bad_request", f"{field_name}: holds the control character U+{ord(control):04X}"
+        )
     return value
 
 

@@ -420,6 +420,7 @@ def test_bad_input_is_a_json_error_naming_the_field(project: Path, tmp_path: Pat
             '{"input": "x", "context": {"\\ud800": 1}}': "context",
             '{"input": 5}': "input",
             '{"input": "x", "conversation_id": ""}': "conversation_id",
+            '{"input": "x", "conversation_id": "a\\u0000b"}': "conversation_id",
             '{"input": "x", "extra": 1}': "extra",
         }
         for raw, field in cases.items():
@@ -432,6 +433,11 @@ def test_bad_input_is_a_json_error_naming_the_field(project: Path, tmp_path: Pat
             routed = httpx.request(method, f"{url}{path}")
             assert routed.status_code in (404, 405), (method, path)
             assert routed.json()["error"]["message"].startswith(f"{method} {path}")
+        for raw_id in ("%ED%A0%80", "%FF", "a%00b"):  # a surrogate, not UTF-8, a NUL
+            odd = httpx.get(f"{url}/v1/conversations/{raw_id}")
+            assert odd.status_code in (400, 404), (raw_id, odd.text)
+            assert odd.headers["content-type"] == "application/json"
+        assert httpx.get(f"{url}/v1/conversations/a%00b").status_code == 400
         # a stored session of an agent that is not served
         stale = sent('{"input": "x", "conversation_id": "old"}')
         assert stale.status_code == 409 and "'Gone'" in stale.json()["error"]["message"]

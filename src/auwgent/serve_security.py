@@ -322,25 +322,36 @@ def client_settable(
     """The context keys a client may set for ``agent``.
 
     Declared in ``SERVE["client_context"]`` (for the agent, else ``"*"``), or by default: the
-    declared context keys that no workflow of the document reads and the application does not
-    set itself.
+    declared context keys that decide nothing in the document (no workflow reads them, no
+    prompt condition tests them) and that the application does not set itself.
     """
     if settings.client_context is not None:
         chosen = settings.client_context.get(agent, settings.client_context.get("*", frozenset()))
         return frozenset(chosen)
     declared = {f["name"] for a in doc["agents"].values() for f in a["context"]}
-    read = set(_workflow_reads(doc))
-    return frozenset(declared - read - set(app_context))
+    return frozenset(declared - _deciding_reads(doc) - set(app_context))
 
 
-def _workflow_reads(doc: Mapping[str, Any]) -> Iterator[str]:
-    """The context keys the document's workflows read (``ctx.name`` in their bodies)."""
-    stack: list[Any] = [w for a in doc["agents"].values() for w in a.get("workflows") or ()]
+def _deciding_reads(doc: Mapping[str, Any]) -> set[str]:
+    """The context keys that decide something in the document: every ``ctx.name`` in a
+    workflow's body, and in the condition of any ``if`` (of a prompt or a template)."""
+    workflows = [w for a in doc["agents"].values() for w in a.get("workflows") or ()]
+    conditions = [item["cond"] for item in _nodes(doc) if "cond" in item]
+    return {
+        item["name"]
+        for root in (*workflows, *conditions)
+        for item in _nodes(root)
+        if item.get("e") == "ctx" and isinstance(item.get("name"), str)
+    }
+
+
+def _nodes(root: Any) -> Iterator[Mapping[str, Any]]:
+    """Every object inside ``root`` (itself included), depth first."""
+    stack = [root]
     while stack:
         item = stack.pop()
         if isinstance(item, Mapping):
-            if item.get("e") == "ctx" and isinstance(item.get("name"), str):
-                yield item["name"]
+            yield item
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)

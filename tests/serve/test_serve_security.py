@@ -26,9 +26,9 @@ AGENT = """
 agent Main {
     default config {
         model: openai("gpt-4o")
-        prompt: "You are a helpful assistant."
+        prompt: "You are a helpful assistant.{{#if ctx.tier == \\"gold\\"}} Offer refunds.{{/if}}"
     }
-    context { user?: string, is_admin?: boolean, note?: string }
+    context { user?: string, is_admin?: boolean, note?: string, tier?: string }
     workflow delete_user(id: string): string {
         description: "Deletes a user record"
         tool remove_user(id: string): string
@@ -371,8 +371,12 @@ def test_client_context_cannot_open_a_gated_workflow(
         assert refused.status_code == 422
         assert refused.json()["error"]["code"] == "context_refused"
         assert "context.is_admin" in refused.json()["error"]["message"]
+        # a key a prompt condition tests decides something too
+        tier = httpx.post(post, json={"input": "refund", "context": {"tier": "gold"}},
+                          headers=json_headers(None))  # fmt: skip
+        assert tier.status_code == 422 and "context.tier" in tier.json()["error"]["message"]
         assert fake.requests == []
-        # a key no workflow reads is the client's to set; the workflow still says no
+        # a key that decides nothing is the client's to set; the workflow still says no
         events = run(url, {"input": "delete u1", "context": {"user": "Ada"}})
         results = [v for n, v in events if n == "workflow_result"]
         assert results and results[0]["result"] == "not allowed"

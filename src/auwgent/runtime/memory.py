@@ -137,12 +137,12 @@ async def recall(store: Any, query: str, limit: int, scope: str | None = None) -
     return list(await store.search(query, limit, **_scoped(store.search, scope)))
 
 
-async def learn(store: Any, facts: Sequence[str], scope: str | None, source: str) -> int:
-    """``store.add`` within ``scope``, with where the facts came from when the store keeps it."""
+def _add_keywords(store: Any, scope: str | None, source: str) -> dict[str, Any]:
+    """The keywords of ``store.add``: ``scope``, and ``source`` when the store keeps it."""
     extra = _scoped(store.add, scope)
     if source and _accepts(store.add, "source"):
         extra["source"] = source
-    return int(await store.add(list(facts), **extra))
+    return extra
 
 
 def estimate_tokens(text: str) -> int:
@@ -526,6 +526,8 @@ class Ingestion:
         source: str,
     ) -> None:
         try:
+            store = self.options.store
+            keywords = _add_keywords(store, scope, source)  # refused before any extraction
             ingester = self.options.ingester
             if ingester is None:
                 facts: Any = await extract(turn)
@@ -538,7 +540,7 @@ class Ingestion:
                     f"the memory ingester must return a list of strings, got {type(facts).__name__}"
                 )
             if facts:
-                await learn(self.options.store, facts, scope, source)
+                await store.add(list(facts), **keywords)
         except Exception as exc:
             error = (
                 exc

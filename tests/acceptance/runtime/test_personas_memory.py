@@ -497,13 +497,19 @@ async def test_a_store_without_scopes_is_refused_when_memory_is_scoped(
             return len(items)
 
     model = ScriptedModel([ScriptedModel.text("ok")])
-    memory = {"store": Shared(), "ingester": lambda t: ["a fact"]}
+    extracted: list[Any] = []
+
+    def ingester(turn: Any) -> list[str]:
+        extracted.append(turn)
+        return ["a fact"]
+
+    memory = {"store": Shared(), "ingester": ingester}
     agent = make(project, model, middleware=[Watch()], memory=memory)
     agent.use_memory_scope("acme/ada")
     session = await agent.run("hello")
     await agent.drain()
     assert session["turns"][-1]["status"] == "complete"
-    assert "secret" not in system(model) and added == []
+    assert "secret" not in system(model) and added == [] and extracted == []
     assert len(errors) == 2 and all("takes no scope=" in str(e) for e in errors)
 
 

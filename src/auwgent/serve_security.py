@@ -26,6 +26,7 @@ import ipaddress
 import json
 import logging
 import re
+import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -221,8 +222,12 @@ def authenticator(settings: ServeSettings, hook: Any, token: str | None) -> Auth
         if len(token) < 16:
             raise _bad("--token: a token must have at least 16 characters")
         tokens[token] = {"tenant": "default", "user": "default"}
-    ways = [w for w, on in (("authenticate", hook is not None), ("bearer tokens", bool(tokens)),
-                            ("trusted_header", settings.trusted_header is not None)) if on]  # fmt: skip
+    given = {
+        "authenticate": hook is not None,
+        "bearer tokens": bool(tokens),
+        "trusted_header": settings.trusted_header is not None,
+    }
+    ways = [way for way, on in given.items() if on]
     if len(ways) > 1:
         raise _bad(f"choose one way to authenticate requests, not {' and '.join(ways)}")
     if settings.trusted_tenant_header is not None and settings.trusted_header is None:
@@ -265,10 +270,12 @@ def _bearer(tokens: Mapping[str, Principal]) -> Authenticate:
 
     async def authenticate(request: Any) -> Principal | None:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
         offered = given.strip().encode("utf-8", "surrogateescape")
         found: Principal | None = None
         for secret, principal in known:  # every token compared, in constant time
-            if hmac.compare_digest(offered, secret) and scheme.lower() == "bearer":
+            if hmac.compare_digest(offered, secret):
                 found = principal
         return found
 
@@ -298,19 +305,15 @@ def memory_scope(principal: Principal, conversation: str | None, settings: Serve
     """The memory scope of a run: its principal's (and, when asked, its conversation's)."""
     scope = f"{_part(principal['tenant'])}/{_part(principal['user'])}"
     if settings.memory == "conversation":
-        # A run without a conversation id has a scope of its own: nothing to recall.
-        scope += "/" + _part(conversation) if conversation is not None else "/~" + _run_id()
+        # A run without a conversation id has a scope of its own: nothing to recall. ("%r" is
+        # never in a percent-encoded part, so no conversation id has this scope.)
+        own = "%run-" + uuid.uuid4().hex
+        scope += "/" + (_part(conversation) if conversation is not None else own)
     return scope
 
 
 def _part(text: str) -> str:
     return quote(text, safe="")
-
-
-def _run_id() -> str:
-    import uuid
-
-    return uuid.uuid4().hex
 
 
 # -- context -----------------------------------------------------------------------------------

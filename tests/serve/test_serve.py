@@ -70,7 +70,8 @@ def serving(
             "--port", str(port), "--store", store, *extra]  # fmt: skip
     if token:
         args += ["--token", token]
-    env = {**os.environ, "FAKE_OPENAI_URL": fake_url, "PYTHONPATH": str(project)}
+    env = {k: v for k, v in os.environ.items() if k != "AUWGENT_SERVE_TOKEN"}
+    env.update(FAKE_OPENAI_URL=fake_url, PYTHONPATH=str(project))
     process = subprocess.Popen(
         args, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

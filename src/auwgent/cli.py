@@ -161,6 +161,20 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--token", help="the bearer token requests must carry (or AUWGENT_SERVE_TOKEN)"
     )
     parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page origin allowed to call the server (repeatable; default: none)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host name the server answers besides its bound address (repeatable)",
+    )
+    parser.add_argument(
         "--store",
         metavar="URL",
         help="where conversations live: sqlite:///path.db (default sqlite:///auwgent_sessions.db), "
@@ -179,6 +193,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             store_url=args.store,
             out=out,
             err=err,
+            allow_origins=args.allow_origin,
+            allow_hosts=args.allow_host,
         )
 
     parser.set_defaults(run=run)

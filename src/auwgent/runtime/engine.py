@@ -165,9 +165,12 @@ class Run:
         conversation_id: str | None,
         sink: Sink | None,
         persona: str | None = None,
+        principal: Mapping[str, str] | None = None,
+        memory_scope: str | None = None,
     ) -> None:
         self.core = core
         self.context = context
+        self.memory_scope = memory_scope
         self.config = config
         self.persona = persona
         self.memory = ""  # the Memory section, fixed for the whole run
@@ -204,6 +207,7 @@ class Run:
             "embedBatch": self.embed_batch,
             "set_persona": self.set_persona,
             "setPersona": self.set_persona,
+            "principal": principal,
         }
 
     # -- the middleware context's functions -------------------------------------------------
@@ -288,8 +292,9 @@ class Run:
             return
         self._lend_embedder(options.store)
         try:
-            facts = await options.store.search(text, options.limit)
-            from auwgent.runtime.memory import render_memory
+            from auwgent.runtime.memory import recall, render_memory
+
+            facts = await recall(options.store, text, options.limit, self.memory_scope)
 
             self.memory = render_memory(facts, options.budget, options.counter)
         except Exception as exc:
@@ -332,7 +337,9 @@ class Run:
         async def report(error: BaseException) -> None:
             await self.core.middleware.error(error, self.session, self.ctx)
 
-        ingestion.start(turn, self._extract_facts, report)
+        conversation = self.ctx.get("conversation_id")
+        source = f"turn {turn['id']}" + (f" of conversation {conversation}" if conversation else "")
+        ingestion.start(turn, self._extract_facts, report, scope=self.memory_scope, source=source)
 
     async def _extract_facts(self, turn: Mapping[str, Any]) -> list[str]:
         """The default ingester: the root agent's own model, asked with the extraction prompt."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from auwgent.ir.gemini_options import camel, option_problem
+from auwgent.ir.gemini_options import alias_of, camel, option_problem
 
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean
@@ -167,7 +167,8 @@ def _gemini_options(cx: Context, options: n.ObjectExpr, *, nested: bool, use: st
         problem = option_problem(key, nested=nested, use=use)
         if problem is not None:
             message, valid = problem
-            hint = did_you_mean(key, valid)
+            alias = alias_of(key, valid)
+            hint = f"did you mean `{alias}`?" if alias else did_you_mean(key, valid)
             listing = "valid options: " + ", ".join(valid)
             cx.report(
                 "E2077", message, entry.key.span, help=f"{hint} {listing}" if hint else listing

@@ -300,7 +300,8 @@ def check_code_mode(cx: Context, entry: n.ConfigEntry) -> None:
             "E2027",
             "`codeMode` must be true or false",
             term.span,
-            help="`codeMode: true` offers the model one `execute_code` tool (docs/code-mode.md)",
+            help="`codeMode: true` offers the model one `execute_code` tool instead of the "
+            "agent's tools (it needs the auwgent[code] extra)",
         )
 
 

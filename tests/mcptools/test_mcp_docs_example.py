@@ -31,9 +31,11 @@ def test_the_complete_example_matches_the_file_system_server(
     if not SERVER.exists():
         pytest.skip("the file-system MCP server is not installed: cd tests/mcptools/node && npm ci")
     files = _page_files()
-    launched = 'command: "npx"\n    args: ["-y", "@modelcontextprotocol/server-filesystem", "./data"]'
+    launched = (
+        'command: "npx"\n    args: ["-y", "@modelcontextprotocol/server-filesystem", "./data"]'
+    )
     assert launched in files["servers.agent"]
-    local = f"command: {json.dumps(str(SERVER))}\n    args: [\"./data\"]"
+    local = f'command: {json.dumps(str(SERVER))}\n    args: ["./data"]'
     servers = files["servers.agent"].replace(launched, local)
     servers = "\n".join(line for line in servers.splitlines() if "mcp Search" not in line)
     agent = files["main.agent"].replace("import { Files, Search }", "import { Files }")

@@ -49,7 +49,7 @@ agent Main {
 ALL = {"desc", "example", "repeatable", "approval", "mcp"}
 AT_CASES = [
     # (the text replaced in MAIN with the cursor `|` after a `@`, the annotations offered)
-    ('@desc "Finds a ticket"', '@desc "Finds a ticket" @|', ALL),
+    ('@desc "Finds a ticket"', '@desc "Finds a ticket" @|', ALL - {"desc"}),
     ("lookup(id: string)", "lookup(id: string @|)", {"desc"}),
     ("store(key: string): string", "store(key: string): string @|", ALL),
     (
@@ -59,7 +59,16 @@ AT_CASES = [
     ),
     ("        Writer\n", "        Writer @|\n", {"approval"}),
     ("        name: string\n", "        name: string @d|\n", {"desc"}),
-    ('@desc "Finds a ticket"', '@desc "Finds a ticket"\n        @|', ALL),
+    (
+        '@desc "Finds a ticket"',
+        '@desc "Finds a ticket" @example(id = "1")\n        @|',
+        ALL - {"desc"},
+    ),
+    (
+        '@desc "Finds a ticket"',
+        '@desc "Finds a ticket" @mcp(Files) @approval @r|',
+        {"example", "repeatable"},
+    ),
 ]
 
 

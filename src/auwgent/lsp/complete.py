@@ -7,7 +7,8 @@ keywords at the top level, member keywords in an agent, config fields and the mo
 prompts in scope in a config, type names where a type goes, tools, workflows, parameters and
 variables in a workflow, helpers in ``helpers { }``, intents after ``intent:``, the context's
 fields after ``ctx.``, parameters inside a template ``{{ }}``, and after ``@`` the
-annotations that apply to what it annotates (``ANNOTATIONS``).
+annotations that apply to what it annotates (``ANNOTATIONS``) and are not written on it yet
+(``@example`` may repeat).
 """
 
 from __future__ import annotations
@@ -99,8 +100,25 @@ def annotations_at(rel: str, text: str, offset: int) -> tuple[str, ...]:
     for node in n.walk(module):
         annotations = getattr(node, "annotations", ())
         if any(isinstance(a, n.FlagAnnotation) and a.span.start == at for a in annotations):
-            return ANNOTATIONS.get(type(node), ANY_ANNOTATION)
+            # Only `@example` may be written twice.
+            written = {_annotation_word(a) for a in annotations if a.span.start != at}
+            allowed = ANNOTATIONS.get(type(node), ANY_ANNOTATION)
+            return tuple(a for a in allowed if a == "example" or a not in written)
     return ANY_ANNOTATION
+
+
+def _annotation_word(annotation: n.Annotation) -> str:
+    if isinstance(annotation, n.FlagAnnotation):
+        return annotation.name
+    return _ANNOTATION_WORDS[type(annotation)]
+
+
+_ANNOTATION_WORDS: dict[type, str] = {
+    n.DescAnnotation: "desc",
+    n.ExampleAnnotation: "example",
+    n.ApprovalAnnotation: "approval",
+    n.McpAnnotation: "mcp",
+}
 
 
 def _words(words: tuple[str, ...], kind: str) -> list[Candidate]:

@@ -31,6 +31,7 @@ any other undefined name is an error.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -51,6 +52,10 @@ DOCS = ROOT / "docs"
 TS = ROOT / "ts"
 PAGES = sorted(DOCS.glob("*.md"))
 
+#: The names a ``<!-- docs-test: NAME ... -->`` comment may have.
+DIRECTIVES = frozenset(
+    ("skip", "file", "typescript", "with", "in-agent", "bindings", "python-assumes")
+)
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _DIRECTIVE = re.compile(
     r"<!--\s*docs-test:\s*(\w[\w-]*)[ \t]*([^\n]*?)[ \t]*(?:-->|\n(.*?)-->)", re.S
@@ -110,7 +115,7 @@ def _read(path: Path) -> Page:
         tail = gap.rstrip()
         while tail.endswith("-->"):
             opened = tail.rfind("<!--")
-            directive = _DIRECTIVE.fullmatch(tail[opened:] + "")
+            directive = _DIRECTIVE.fullmatch(tail[opened:])
             if directive is None:
                 break
             name, arg, body = directive.group(1), directive.group(2), directive.group(3) or ""
@@ -130,6 +135,18 @@ BLOCKS = [block for page in READ for block in page.blocks]
 
 def _ids(blocks: list[Block]) -> list[str]:
     return [block.where for block in blocks]
+
+
+def test_every_docs_test_comment_is_a_known_one() -> None:
+    """A misspelt comment would leave its block unchecked or checked the wrong way."""
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        for opened in re.finditer(r"<!--\s*docs-test", text):
+            found = _DIRECTIVE.match(text, opened.start())
+            assert found is not None and found.group(1) in DIRECTIVES, (
+                f"docs/{path.name}:{text.count(chr(10), 0, opened.start()) + 1}: "
+                f"unknown docs-test comment; known: {', '.join(sorted(DIRECTIVES))}"
+            )
 
 
 def test_the_docs_have_blocks_of_each_kind_and_few_are_skipped() -> None:
@@ -225,8 +242,9 @@ def test_python_blocks_compile(block: Block) -> None:
     compile(block.text, block.where, "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
-def _module_name(block: Block) -> str:
-    return f"doc_{block.page.removesuffix('.md').replace('-', '_')}_{block.line}"
+def _page_module(page: str) -> str:
+    """The module a page's code is written to: ``doc_code_mode`` for code-mode.md."""
+    return f"doc_{page.removesuffix('.md').replace('-', '_')}"
 
 
 def _write_bindings(page: Page, folder: Path, targets: str) -> None:
@@ -266,7 +284,7 @@ def test_python_blocks_type_check(tmp_path: Path) -> None:
         lines = [f"from typing import Any as _Any; {assumed}" if assumed else ""]
         for block in blocks:
             lines += [""] * (block.line - len(lines)) + block.text.splitlines()
-        (folder / f"{_module_name(blocks[0])[: -len(str(blocks[0].line)) - 1]}.py").write_text(
+        (folder / f"{_page_module(page.name)}.py").write_text(
             "\n".join(lines) + "\n", encoding="utf-8"
         )
     (tmp_path / "mypy.ini").write_text(
@@ -288,7 +306,10 @@ def test_python_blocks_type_check(tmp_path: Path) -> None:
              "--hide-error-context", *files],
             cwd=folder, capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
-        failures += [line for line in done.stdout.splitlines() if ": error:" in line]
+        errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+        # Exit 1 is "errors found"; anything else (or 1 without one) is mypy failing to run.
+        assert done.returncode == (1 if errors else 0), done.stdout + done.stderr
+        failures += errors
     assert not failures, "\n".join(_where(line) for line in failures)
 
 
@@ -302,8 +323,6 @@ def _where(line: str) -> str:
 
 
 # -- TypeScript blocks -----------------------------------------------------------------------
-
-TYPESCRIPT = [b for b in BLOCKS if b.kind == "typescript"]
 
 
 def test_typescript_blocks_type_check(tmp_path: Path) -> None:
@@ -319,17 +338,18 @@ def test_typescript_blocks_type_check(tmp_path: Path) -> None:
         folder.mkdir()
         _write_bindings(page, folder, '"ts"')
         for block in blocks:
-            file = folder / f"{_module_name(block)}.ts"
-            file.write_text("export {}\n" + block.text, encoding="utf-8")
+            file = folder / f"{_page_module(page.name)}_{block.line}.ts"
+            # A module of its own (top-level await), its lines where the page has them.
+            file.write_text("export {}" + "\n" * block.line + block.text, encoding="utf-8")
             files.append(str(file.relative_to(tmp_path)))
-    (tmp_path / "tsconfig.json").write_text(
-        '{"compilerOptions": {"target": "ES2022", "module": "ESNext", "moduleResolution": '
-        '"Bundler", "lib": ["ES2022", "DOM"], "strict": true, "noEmit": true, '
-        '"skipLibCheck": true, "types": ["node"], "typeRoots": ['
-        f'"{TS / "node_modules" / "@types"}"], "paths": {{"auwgent": ["{TS / "src" / "index.ts"}"]}}}}, '
-        f'"files": {files!r}}}'.replace("'", '"'),
-        encoding="utf-8",
-    )
+    options = {
+        "target": "ES2022", "module": "ESNext", "moduleResolution": "Bundler",
+        "lib": ["ES2022", "DOM"], "strict": True, "noEmit": True, "skipLibCheck": True,
+        "types": ["node"], "typeRoots": [str(TS / "node_modules" / "@types")],
+        "paths": {"auwgent": [str(TS / "src" / "index.ts")]},  # the runtime, from source
+    }  # fmt: skip
+    config = {"compilerOptions": options, "files": files}
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
     done = subprocess.run(
         [str(tsc), "-p", str(tmp_path / "tsconfig.json")],
         cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,

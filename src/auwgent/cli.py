@@ -146,7 +146,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve",
         help="serve the project's agents over HTTP (needs auwgent[serve])",
         description="Serve every agent of a project over HTTP: runs stream their intents as "
-        "Server-Sent Events, conversations live in a shared store. See docs/serve.md.",
+        "Server-Sent Events, conversations live in a shared store. `auwgent serve --help` "
+        "lists the options; the endpoints are described at /openapi.json once it runs.",
     )
     _add_path(parser)
     parser.add_argument(
@@ -214,7 +215,8 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "mcp",
         help="use MCP servers: import their tools, serve an agent (needs auwgent[mcp])",
-        description="Model Context Protocol tooling. See docs/mcp.md.",
+        description="Model Context Protocol tooling: `auwgent mcp import --help` and "
+        "`auwgent mcp serve --help` describe each action.",
     )
     actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION")
     importing = actions.add_parser(

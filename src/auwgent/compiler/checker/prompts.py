@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from auwgent.ir import anthropic_options
-from auwgent.ir.gemini_options import camel, option_problem
+from auwgent.ir.gemini_options import alias_of, camel, option_problem
 
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean
@@ -186,7 +186,8 @@ def _gemini_options(cx: Context, options: n.ObjectExpr, *, nested: bool, use: st
         problem = option_problem(key, nested=nested, use=use)
         if problem is not None:
             message, valid = problem
-            hint = did_you_mean(key, valid)
+            alias = alias_of(key, valid)
+            hint = f"did you mean `{alias}`?" if alias else did_you_mean(key, valid)
             listing = "valid options: " + ", ".join(valid)
             cx.report(
                 "E2077", message, entry.key.span, help=f"{hint} {listing}" if hint else listing
@@ -349,7 +350,8 @@ def check_code_mode(cx: Context, entry: n.ConfigEntry) -> None:
             "E2027",
             "`codeMode` must be true or false",
             term.span,
-            help="`codeMode: true` offers the model one `execute_code` tool (docs/code-mode.md)",
+            help="`codeMode: true` offers the model one `execute_code` tool instead of the "
+            "agent's tools (it needs the auwgent[code] extra)",
         )
 
 

@@ -40,6 +40,7 @@ from auwgent.runtime.intents import (
     Control,
     HookFailure,
     IntentEvent,
+    NotAControl,
     Sink,
     control_of,
 )
@@ -611,25 +612,43 @@ class Run:
             self.trace.intent(name, value, agent_name, active)
         if self.sink is not None:
             self.sink.put_nowait(IntentEvent(name, value, agent_name, False))
-        control: Control | None = None
+        returned: list[tuple[str, Any]] = []
         failures: list[HookFailure] = []
         if core.middleware.has_intent:
             self.ctx["activeAgent"] = active or agent_name
             self.ctx["rawBlock"] = raw
             self.ctx["repairs"] = [dict(r) for r in repairs]
-            for returned in await core.middleware.intent(name, value, self.ctx, failures):
-                control = control or control_of(returned)
+            returned += await core.middleware.intent(name, value, self.ctx, failures)
         if core.handlers:
-            for returned in await core.handlers.dispatch(name, value, agent_name, failures):
-                if returned is not None:
-                    control = control or control_of(returned)
-        if failures:
-            call = name in CALL_KINDS
+            returned += await core.handlers.dispatch(name, value, agent_name, failures)
+        if name not in CALL_KINDS:  # only a call is controlled: other return values are unread
             for failure in failures:
-                await self._hook_failed(failure, name, value, agent_name, skipped=call)
-            if call:
-                return SKIP
-        return control
+                await self._hook_failed(failure, name, value, agent_name, skipped=False)
+            return None
+        control, refused = await self._control(returned, name, value, agent_name)
+        for failure in failures:
+            await self._hook_failed(failure, name, value, agent_name, skipped=True)
+        return SKIP if failures or refused else control
+
+    async def _control(
+        self, returned: Sequence[tuple[str, Any]], name: str, value: Any, agent_name: str
+    ) -> tuple[Control | None, bool]:
+        """The first control among the guards' return values on call intent ``name``, and
+        whether any of them was not a control (each such one reported by an ``error``
+        intent: the call is refused)."""
+        control: Control | None = None
+        refused = False
+        for who, answer in returned:
+            try:
+                control = control or control_of(answer)
+            except NotAControl as exc:
+                refused = True
+                what = f"{name} {value.get('type')}" if isinstance(value, Mapping) else name
+                error = exc.naming(who, what)
+                log.error("%s", error)
+                details = {"handler": who, "intent": name}
+                await self.fail(error, agent_name, mark=False, message=str(error), details=details)
+        return control, refused
 
     def partial(
         self, inv: Invocation, contract: Contract, rnd: _Round, event: PartialEvent

@@ -27,12 +27,13 @@ import importlib
 import json
 import logging
 import sys
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from auwgent.errors import AuwgentError, ConfigError, ConflictError
+from auwgent.runtime.approvals import AWAITING, check_decisions
+from auwgent.runtime.leases import Lease, report_conflict
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
 
 __all__ = ["ServeError", "build_app", "load_factory"]
@@ -41,7 +42,8 @@ log = logging.getLogger("auwgent")
 
 #: The largest request body accepted (bytes); larger ones get 413.
 DEFAULT_MAX_BODY = 1024 * 1024
-#: Seconds a conversation lock lasts without being renewed (a crashed worker's lock expires).
+#: Seconds a conversation lock lasts without being renewed (a crashed worker's lock expires);
+#: a live run renews it every third of that (``--lock-ttl``).
 LOCK_TTL = 120.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -112,12 +114,14 @@ def build_app(
     *,
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    lock_ttl: float = LOCK_TTL,
 ) -> Any:
     """The Starlette application serving ``docs`` (agent name → IR document)."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     server = _Server(docs, factory, store, token, max_body)
+    server.lock_ttl = lock_ttl
     return Starlette(
         routes=[
             Route("/v1/agents/{agent}/runs", server.runs, methods=["POST"]),
@@ -146,6 +150,7 @@ class _Server:
         self.store = store
         self.token = token
         self.max_body = max_body
+        self.lock_ttl = LOCK_TTL
         self.running: set[asyncio.Task[Any]] = set()
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -208,9 +213,16 @@ class _Server:
         agent: Any,
         conversation: str | None,
         events: AsyncIterator[Any],
-        owner: str,
+        lease: Lease | None,
+        context: Any,
     ) -> None:
-        """Forward a run's events as SSE, then save its session and release the lock."""
+        """Forward a run's events as SSE, then save its session and release the lock.
+
+        A run that lost its lease is not saved (its turn says ``"conflict"``); a save that
+        loses the revision race is reported the same way, in an ``error`` event and the
+        returned session. A session paused for approvals keeps the run's ``context``
+        (``"paused_context"``) for the resume.
+        """
         try:
             async for event in events:
                 if event.partial:
@@ -219,35 +231,58 @@ class _Server:
                 else:
                     queue.put_nowait(_sse(event.name, event.value))
             final = agent.last_session
-            if conversation is not None and final is not None:
-                await self.store.save(conversation, final)
+            if conversation is not None and final is not None and lease is not None:
+                await self.save(queue, conversation, final, lease, context)
             queue.put_nowait(_sse("session", final))
         finally:
-            if conversation is not None:
-                await self.store.unlock(conversation, owner)
+            if lease is not None:
+                await lease.release()
 
-    async def start(self, conversation: Any, launch: Callable[[Any, str], Any]) -> Any:
-        """Lock and load the conversation, then answer what ``launch(session, owner)`` returns
-        (``owner``: this run's name on the conversation lock)."""
+    async def save(
+        self,
+        queue: asyncio.Queue[bytes | None],
+        conversation: str,
+        final: Any,
+        lease: Lease,
+        context: Any,
+    ) -> None:
+        """Save a run's final session unless its lease was lost; a lost revision race is
+        reported in the stream and in the session."""
+        if lease.lost.is_set():
+            return  # stopped with a conflict status; the conversation is another run's now
+        if final.get("status") == AWAITING and context is not None:
+            final["paused_context"] = context
+        else:
+            final.pop("paused_context", None)
+        try:
+            await self.store.save(conversation, final)
+        except ConflictError as exc:
+            report_conflict(final, str(exc))
+            queue.put_nowait(_sse("error", {"message": str(exc)}))
+
+    async def start(self, conversation: Any, launch: Callable[[Any, Lease | None], Any]) -> Any:
+        """Lock and load the conversation, then answer what ``launch(session, lease)`` returns
+        (``lease``: this run's hold on the conversation lock, renewed while it runs)."""
         from starlette.responses import StreamingResponse
 
-        owner = uuid.uuid4().hex
+        lease = None
         if conversation is not None:
             if not isinstance(conversation, str) or not conversation:
                 return _error(400, "conversation_id must be a non-empty string", "bad_request")
-            if not await self.store.lock(conversation, owner, LOCK_TTL):
+            lease = Lease(self.store, conversation, self.lock_ttl)
+            if not await lease.acquire():
                 return _error(
                     409, f"conversation {conversation!r} already has a run in progress", "busy"
                 )
         try:
             session = None if conversation is None else await self.store.load(conversation)
-            response = await launch(session, owner)
+            response = await launch(session, lease)
         except BaseException:
-            if conversation is not None:
-                await self.store.unlock(conversation, owner)
+            if lease is not None:
+                await lease.release()
             raise
-        if conversation is not None and not isinstance(response, StreamingResponse):
-            await self.store.unlock(conversation, owner)  # refused: no run holds it
+        if lease is not None and not isinstance(response, StreamingResponse):
+            await lease.release()  # refused: no run holds it
         return response
 
     # -- endpoints ---------------------------------------------------------------------------
@@ -275,11 +310,18 @@ class _Server:
             return _error(422, str(exc), "bad_config")
         conversation = body.get("conversation_id")
 
-        async def launch(session: Any, owner: str) -> Any:
+        async def launch(session: Any, lease: Lease | None) -> Any:
             events = agent.stream(
-                text, session=session, config=body.get("config"), persona=body.get("persona")
+                text,
+                session=session,
+                config=body.get("config"),
+                persona=body.get("persona"),
+                lease=lease,
             )
-            return self.stream(lambda q: self.execute(q, agent, conversation, events, owner))
+            context = body.get("context")
+            return self.stream(
+                lambda q: self.execute(q, agent, conversation, events, lease, context)
+            )
 
         return await _guarded(self.start, conversation, launch)
 
@@ -296,15 +338,19 @@ class _Server:
             )
         conversation = request.path_params["conversation"]
 
-        async def launch(session: Any, owner: str) -> Any:
+        async def launch(session: Any, lease: Lease | None) -> Any:
             if session is None:
                 return _error(404, f"no conversation {conversation!r}", "not_found")
-            agent = self.agents.get(session.get("agent", ""))
-            resume = getattr(agent, "resume_stream", None)
-            if resume is None:
-                return _error(501, "this runtime cannot resume approvals", "unsupported")
-            events = resume(session, decisions)
-            return self.stream(lambda q: self.execute(q, agent, conversation, events, owner))
+            # The run's context was kept with the pause: the resume needs none from the client.
+            context = session.get("paused_context")
+            agent = _per_run_agent(self.agents.get(session.get("agent", "")), context)
+            check_decisions(session, decisions, claimed=True)  # refused before the claim
+            events = agent.resume_stream(
+                session, decisions, conversation_id=conversation, store=self.store, lease=lease
+            )
+            return self.stream(
+                lambda q: self.execute(q, agent, conversation, events, lease, context)
+            )
 
         return await _guarded(self.start, conversation, launch)
 
@@ -516,6 +562,7 @@ def serve_command(
     store_url: str | None,
     out: Any,
     err: Any,
+    lock_ttl: float = LOCK_TTL,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
     import os
@@ -553,7 +600,7 @@ def serve_command(
         print(render_all(result.diagnostics, color=use_color(err)), file=err)
         return EXIT_ERRORS
     docs = {doc["root"]: doc for doc in result.documents.values()}
-    application = build_app(docs, factory, store, token=token)
+    application = build_app(docs, factory, store, token=token, lock_ttl=lock_ttl)
     print(f"auwgent serve: {', '.join(sorted(docs))} on http://{host}:{port}", file=out)
     out.flush()
     uvicorn.run(

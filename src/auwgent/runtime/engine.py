@@ -24,7 +24,14 @@ from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 from auwgent._records import replace
-from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ContextError, ProviderError
+from auwgent.errors import (
+    ApprovalError,
+    AuwgentError,
+    ConfigError,
+    ConflictError,
+    ContextError,
+    ProviderError,
+)
 from auwgent.runtime import approvals, origin, schema
 from auwgent.runtime.calls import (
     CALL_KINDS,
@@ -44,6 +51,7 @@ from auwgent.runtime.intents import (
     Sink,
     control_of,
 )
+from auwgent.runtime.leases import Lease, LeaseLost, report_conflict
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
     CallOutcome,
@@ -173,6 +181,10 @@ class Run:
         self.approvals = approvals.ApprovalGate(self)
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
+        #: The conversation lock this run holds (it stops when the lease is lost).
+        self.lease: Lease | None = None
+        #: Where a resume journals its approved calls (``None``: not journaled).
+        self.journal: approvals.ResumeJournal | None = None
         self.ctx: dict[str, Any] = {
             "activeAgent": core.root,
             "rootAgent": core.root,
@@ -373,11 +385,17 @@ class Run:
         self, start: str, decisions: Mapping[str, Any] | None = None
     ) -> None:
         timeout = self.core.options.run_timeout
+        drive: Coroutine[Any, Any, None] = self._drive(start, decisions)
+        if self.lease is not None:
+            drive = self.lease.holding(drive)  # stopped the moment the lease is lost
         try:
             if timeout is None:
-                await self._drive(start, decisions)
+                await drive
             else:
-                await asyncio.wait_for(self._drive(start, decisions), timeout)
+                await asyncio.wait_for(drive, timeout)
+        except LeaseLost as exc:
+            message = await self.fail(exc, self.ctx["activeAgent"])
+            report_conflict(self.session, message)
         except asyncio.TimeoutError:
             await self.fail(TimeoutError(f"the run took longer than {timeout} s"), start)
         except Exception as exc:  # a bug or an app mistake surfacing mid-run: still no escape
@@ -398,7 +416,9 @@ class Run:
             if self.core.middleware:
                 await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
-            await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
+            message = await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
+            if isinstance(exc, ConflictError):  # the save lost the revision race: not saved
+                report_conflict(self.session, message)
         if self.trace is not None:
             self.trace.run_end(turn["status"])
 

@@ -183,6 +183,8 @@ class Run:
         self.session: Session = new_session(core.root)
         #: The conversation lock this run holds (it stops when the lease is lost).
         self.lease: Lease | None = None
+        #: When ``timeouts.run`` ends this run, in the event loop's clock (``None``: never).
+        self.deadline: float | None = None
         #: Where a resume journals its approved calls (``None``: not journaled).
         self.journal: approvals.ResumeJournal | None = None
         self.ctx: dict[str, Any] = {
@@ -385,6 +387,8 @@ class Run:
         self, start: str, decisions: Mapping[str, Any] | None = None
     ) -> None:
         timeout = self.core.options.run_timeout
+        if timeout is not None:
+            self.deadline = asyncio.get_running_loop().time() + timeout
         drive: Coroutine[Any, Any, None] = self._drive(start, decisions)
         if self.lease is not None:
             drive = self.lease.holding(drive)  # stopped the moment the lease is lost

@@ -12,7 +12,8 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 - ``GET /v1/conversations/{id}``: the stored session.
 - ``POST /v1/conversations/{id}/approvals`` with ``{"decisions": {...}}``: resumes a run
   that awaits approval, answering like a run.
-- ``GET /healthz`` and ``GET /openapi.json``.
+- ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
+  worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
 
 The application's code comes from ``--app module:attr``: a function called with an agent's
 name that returns its runtime config (tools, middleware, approver, keys, ...). A run keeps
@@ -128,6 +129,7 @@ def build_app(
             Route("/v1/conversations/{conversation}", server.conversation, methods=["GET"]),
             Route("/v1/conversations/{conversation}/approvals", server.approvals, methods=["POST"]),
             Route("/healthz", server.healthz, methods=["GET"]),
+            Route("/readyz", server.readyz, methods=["GET"]),
             Route("/openapi.json", server.openapi, methods=["GET"]),
         ],
         on_shutdown=[server.shutdown],
@@ -374,6 +376,17 @@ class _Server:
 
         return JSONResponse({"status": "ok", "agents": sorted(self.docs)})
 
+    async def readyz(self, request: Any) -> Any:
+        """200 when this worker can take runs; 503 naming what keeps it from them."""
+        from starlette.responses import JSONResponse
+
+        from auwgent.runtime.readiness import problems
+
+        found = await problems()
+        if found:
+            return JSONResponse({"status": "unavailable", "reasons": found}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
     async def openapi(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
@@ -546,6 +559,16 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                     "summary": "Liveness",
                     "security": [],
                     "responses": {"200": {"description": "ok"}},
+                }
+            },  # fmt: skip
+            "/readyz": {
+                "get": {
+                    "summary": "Readiness: whether this worker can take runs now",
+                    "security": [],
+                    "responses": {
+                        "200": {"description": "ready"},
+                        "503": {"description": "not ready; `reasons` says why"},
+                    },
                 }
             },  # fmt: skip
         },

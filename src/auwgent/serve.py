@@ -8,10 +8,13 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
   (event name = intent name, data = its payload as JSON), ``partial`` events for partial
   intents, and a last ``session`` event with the session. With a ``conversation_id`` the
   conversation is loaded from the store first and saved after, and only one run of it may be
-  in progress across every worker sharing the store (a second gets 409).
+  in progress across every worker sharing the store (a second gets 409): the run holds the
+  conversation's lock (:class:`~auwgent.runtime.leases.Lease`, renewed while it lives) and
+  stops, unsaved, with a ``"conflict"`` turn if it loses it.
 - ``GET /v1/conversations/{id}``: the stored session.
 - ``POST /v1/conversations/{id}/approvals`` with ``{"decisions": {...}}``: resumes a run
-  that awaits approval, answering like a run.
+  that awaits approval, answering like a run; claimed and journaled as ``agent.resume`` with
+  a store does, so no approved call runs twice, even across a worker's crash.
 - ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
   worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
 

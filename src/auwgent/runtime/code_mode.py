@@ -413,7 +413,6 @@ class _Execution:
             type_check_format="concise",
             external_modules={"api": module},
         )
-        self.sandbox = sandbox
         entered = False
         try:
             await sandbox.run(self.limits.timeout, session.__enter__)
@@ -422,7 +421,7 @@ class _Execution:
                 self.limits.timeout, session.feed_start, self.code, print_callback=self.printed
             )
             while not isinstance(snapshot, pm.MontyComplete):
-                snapshot = await self._answer(pm, snapshot)
+                snapshot = await self._answer(pm, sandbox, snapshot)
         except pm.MontyError as error:
             return False, self._failure(pm, error)
         finally:
@@ -431,7 +430,7 @@ class _Execution:
                 await asyncio.shield(exiting)
         return True, self._report(snapshot.output)
 
-    async def _answer(self, pm: Any, snapshot: Any) -> Any:
+    async def _answer(self, pm: Any, sandbox: _Sandboxes, snapshot: Any) -> Any:
         """Resume ``snapshot``: an ``api`` call through the checked path, anything else as
         Monty itself answers it (imports of ``api``, refusals of the rest)."""
         name = getattr(snapshot, "function_name", None)
@@ -443,8 +442,8 @@ class _Execution:
             and name[4:] in self.by_name
         ):
             result = await self._call(self.by_name[name[4:]], snapshot)
-            return await self.sandbox.run(self.limits.timeout, snapshot.resume, result)
-        return await self.sandbox.run(self.limits.timeout, snapshot.resume_auto)
+            return await sandbox.run(self.limits.timeout, snapshot.resume, result)
+        return await sandbox.run(self.limits.timeout, snapshot.resume_auto)
 
     async def _call(self, spec: CallableSpec, snapshot: Any) -> Mapping[str, Any]:
         """One ``api.<name>(...)`` call: the value for the code, or the exception it raises."""
@@ -701,9 +700,9 @@ def _start_sandboxes() -> _Sandboxes:
 
 
 def stuck() -> list[str]:
-    """What is wrong with the sandbox workers: each call that has run longer than its limit
-    plus :data:`STUCK_GRACE` (a worker that stopped answering), and executions waiting for a
-    worker while every one is stuck. Empty when code mode never ran or all is well."""
+    """What is wrong with the sandbox workers: one line per sandbox call that has run longer
+    than its limit plus :data:`STUCK_GRACE` (a worker that stopped answering). Empty when code
+    mode never ran or all is well."""
     import time
 
     sandboxes = _SANDBOXES

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from auwgent.errors import ConflictError
+from auwgent.errors import ConflictError, describe_error
 from auwgent.runtime.stores_shared import SessionStoreError
 
 __all__ = ["CONFLICT", "Lease", "LeaseLost", "report_conflict"]
@@ -96,23 +96,17 @@ class Lease:
         )
 
     async def _renew(self, expires: float) -> None:
-        renew = getattr(self.store, "renew", None)
+        ask = getattr(self.store, "renew", None) or self.store.lock
         while True:
             await asyncio.sleep(self.interval)
             asked = time.monotonic()
             try:
-                if renew is not None:
-                    held = await asyncio.wait_for(
-                        renew(self.key, self.owner, self.ttl), max(expires - asked, 0.001)
-                    )
-                else:
-                    held = await asyncio.wait_for(
-                        self.store.lock(self.key, self.owner, self.ttl),
-                        max(expires - asked, 0.001),
-                    )
+                # Never wait past the lock's expiry: from then on another may hold it.
+                left = max(expires - asked, 0.001)
+                held = await asyncio.wait_for(ask(self.key, self.owner, self.ttl), left)
             except (SessionStoreError, asyncio.TimeoutError) as exc:
                 if time.monotonic() >= expires:
-                    self._lose(f"it could not be renewed before it expired: {exc}")
+                    self._lose(f"no renewal succeeded before it expired: {describe_error(exc)}")
                     return
                 continue
             if not held:

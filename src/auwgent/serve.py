@@ -37,7 +37,7 @@ from typing import Any
 
 from auwgent.errors import AuwgentError, ConfigError, ConflictError
 from auwgent.runtime.approvals import AWAITING, check_decisions
-from auwgent.runtime.leases import Lease, report_conflict
+from auwgent.runtime.leases import CONFLICT, Lease, report_conflict
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
 
 __all__ = ["ServeError", "build_app", "load_factory"]
@@ -253,8 +253,11 @@ class _Server:
     ) -> None:
         """Save a run's final session unless its lease was lost; a lost revision race is
         reported in the stream and in the session."""
-        if lease.lost.is_set():
-            return  # stopped with a conflict status; the conversation is another run's now
+        if lease.lost.is_set():  # the conversation is another run's now: never saved
+            if final["turns"] and final["turns"][-1].get("status") != CONFLICT:
+                report_conflict(final, lease.message())  # lost after the run had ended
+                queue.put_nowait(_sse("error", {"message": lease.message()}))
+            return
         if final.get("status") == AWAITING and context is not None:
             final["paused_context"] = context
         else:

@@ -657,8 +657,10 @@ class _Sandboxes:
         # Each execution makes one blocking call at a time, and an exit may overlap the next
         # execution's start: twice the workers is enough never to queue here.
         self.threads = ThreadPoolExecutor(2 * workers + 2, thread_name_prefix="auwgent-sandbox")
+        import itertools
+
         self.busy: dict[int, tuple[float, float]] = {}  # call id -> (started, its limit)
-        self._ids = 0
+        self._ids = itertools.count()  # next() is atomic: loops in several threads share it
         pool = pm.Monty(max_processes=workers)
         pool.__enter__()
         atexit.register(pool.__exit__, None, None, None)
@@ -672,8 +674,7 @@ class _Sandboxes:
         import functools
         import time
 
-        self._ids += 1
-        key = self._ids
+        key = next(self._ids)
         self.busy[key] = (time.monotonic(), limit)
         try:
             loop = asyncio.get_running_loop()

@@ -441,6 +441,21 @@ SCENARIOS: list[dict[str, Any]] = [
     # Anthropic's refusal and pause_turn end the run with an error, even after a whole answer.
     {"inputs": ["hi"], "replies": [{"parts": [ANSWER], "finish": "refusal"}, ANSWER]},
     {"inputs": ["hi"], "protocol": "native", "replies": [{"parts": ["Searching"], "finish": "pause_turn"}, "x"]},
+    # A guard whose return value is not a control: the call is refused and the value named.
+    *({"inputs": ["weather?"], "guard_returns": {"on": "tool_call", "value": value},
+       "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+       "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}}
+      for value in ("skip", True, 1, [], {"skip": 1}, {"skip": "true"}, {"skip": None},
+                    {"deny": True}, {"skip": True, "reason": "no"})),
+    {"inputs": ["purge"], "guard_returns": {"on": "workflow_call", "value": {"result": 1, "why": "x"}},
+     "context": {"name": "Ama", "is_admin": True},
+     "replies": [tb("workflow_call", "purge", "id: r1"), ANSWER], "tools": {"purge_db": {"return": "ok"}}},
+    # The controls themselves, and a return value on an intent that is not a call (unread).
+    *({"inputs": ["weather?"], "guard_returns": {"on": "tool_call", "value": value},
+       "replies": [tb("tool_call", "get_weather", "location: Accra"), ANSWER],
+       "tools": {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}}
+      for value in ({}, {"skip": False}, {"result": "cached"}, {"skip": True, "result": 1})),
+    {"inputs": ["hi"], "guard_returns": {"on": "response_text", "value": "skip"}, "replies": [ANSWER]},
 ]  # fmt: skip
 
 

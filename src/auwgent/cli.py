@@ -181,6 +181,14 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="where conversations live: sqlite:///path.db (default sqlite:///auwgent_sessions.db), "
         "redis://host:6379/0 or postgresql://user@host/db",
     )
+    parser.add_argument(
+        "--lock-ttl",
+        type=_positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long a conversation lock outlives a worker that stopped renewing it (a live "
+        "run renews it every third of that; default 120)",
+    )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent.serve import serve_command
@@ -196,6 +204,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             err=err,
             allow_origins=args.allow_origin,
             allow_hosts=args.allow_host,
+            lock_ttl=args.lock_ttl,
         )
 
     parser.set_defaults(run=run)
@@ -484,3 +493,16 @@ def _exit_now(code: int, out: TextIO, err: TextIO) -> NoReturn:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+def _positive_float(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value

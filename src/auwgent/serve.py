@@ -8,11 +8,15 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
   (event name = intent name, data = its payload as JSON), ``partial`` events for partial
   intents, and a last ``session`` event with the session. With a ``conversation_id`` the
   conversation is loaded from the store first and saved after, and only one run of it may be
-  in progress across every worker sharing the store (a second gets 409).
+  in progress across every worker sharing the store (a second gets 409): the run holds the
+  conversation's lock (:class:`~auwgent.runtime.leases.Lease`, renewed while it lives) and
+  stops, unsaved, with a ``"conflict"`` turn if it loses it.
 - ``GET /v1/conversations/{id}``: the stored session.
 - ``POST /v1/conversations/{id}/approvals`` with ``{"decisions": {...}}``: resumes a run
-  that awaits approval, answering like a run.
-- ``GET /healthz`` and ``GET /openapi.json``.
+  that awaits approval, answering like a run; claimed and journaled as ``agent.resume`` with
+  a store does, so no approved call runs twice, even across a worker's crash.
+- ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
+  worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
 
 The application's code comes from ``--app module:attr``: a function called with an agent's
 name that returns its runtime config (tools, middleware, approver, keys, ...); the same module
@@ -30,14 +34,14 @@ import importlib
 import json
 import logging
 import sys
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictError
-from auwgent.runtime import approvals
+from auwgent.runtime.approvals import AWAITING, check_decisions
+from auwgent.runtime.leases import CONFLICT, Lease, report_conflict
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
 from auwgent.serve_security import (
     LOCAL_PRINCIPAL,
@@ -65,7 +69,8 @@ log = logging.getLogger("auwgent")
 
 #: The largest request body accepted (bytes); larger ones get 413.
 DEFAULT_MAX_BODY = 1024 * 1024
-#: Seconds a conversation lock lasts without being renewed (a crashed worker's lock expires).
+#: Seconds a conversation lock lasts without being renewed (a crashed worker's lock expires);
+#: a live run renews it every third of that (``--lock-ttl``).
 LOCK_TTL = 120.0
 _RUN_FIELDS = ("input", "conversation_id", "context", "config", "persona")
 _DECISION_KEYS = ("approved", "reason", "args")
@@ -165,6 +170,7 @@ def build_app(
     host: str = "127.0.0.1",
     port: int | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    lock_ttl: float = LOCK_TTL,
 ) -> Any:
     """The Starlette application serving ``docs`` (agent name → IR document), bound at
     ``host:port`` (its Host check); ``authenticate`` gives each request's principal (``None``:
@@ -177,6 +183,7 @@ def build_app(
     _check_bind(host, authenticate)
     settings = settings or ServeSettings()
     server = _Server(docs, factory, store, authenticate, settings, max_body)
+    server.lock_ttl = lock_ttl
     return Starlette(
         routes=[
             Route("/v1/agents/{agent}/runs", _json_errors(server.runs), methods=["POST"]),
@@ -191,6 +198,7 @@ def build_app(
                 methods=["POST"],
             ),
             Route("/healthz", server.healthz, methods=["GET"]),
+            Route("/readyz", server.readyz, methods=["GET"]),
             Route("/openapi.json", _json_errors(server.openapi), methods=["GET"]),
         ],
         middleware=[Middleware(Boundary, settings=settings, host=host, port=port)],
@@ -252,6 +260,7 @@ class _Server:
         self.authenticate = authenticate
         self.settings = settings
         self.max_body = max_body
+        self.lock_ttl = LOCK_TTL
         self.running: set[asyncio.Task[Any]] = set()
         self.settable: dict[str, frozenset[str]] = {}
 
@@ -353,9 +362,16 @@ class _Server:
         agent: Any,
         conversation: str | None,
         events: AsyncIterator[Any],
-        owner: str,
+        lease: Lease | None,
+        context: Any,
     ) -> None:
-        """Forward a run's events as SSE, then save its session and release the lock."""
+        """Forward a run's events as SSE, then save its session and release the lock.
+
+        A run that lost its lease is not saved (its turn says ``"conflict"``); a save that
+        loses the revision race is reported the same way, in an ``error`` event and the
+        returned session. A session paused for approvals keeps the run's ``context``
+        (``"paused_context"``) for the resume.
+        """
         try:
             async for event in events:
                 if event.partial:
@@ -364,35 +380,61 @@ class _Server:
                 else:
                     queue.put_nowait(_sse(event.name, event.value))
             final = agent.last_session
-            if conversation is not None and final is not None:
-                await self.store.save(conversation, final)
+            if conversation is not None and final is not None and lease is not None:
+                await self.save(queue, conversation, final, lease, context)
             queue.put_nowait(_sse("session", final))
         finally:
-            if conversation is not None:
-                await self.store.unlock(conversation, owner)
+            if lease is not None:
+                await lease.release()
 
-    async def start(self, conversation: Any, launch: Callable[[Any, str], Any]) -> Any:
-        """Lock and load the conversation, then answer what ``launch(session, owner)`` returns
-        (``owner``: this run's name on the conversation lock)."""
+    async def save(
+        self,
+        queue: asyncio.Queue[bytes | None],
+        conversation: str,
+        final: Any,
+        lease: Lease,
+        context: Any,
+    ) -> None:
+        """Save a run's final session unless its lease was lost; a lost revision race is
+        reported in the stream and in the session."""
+        if lease.lost.is_set():  # the conversation is another run's now: never saved
+            if final["turns"] and final["turns"][-1].get("status") != CONFLICT:
+                report_conflict(final, lease.message())  # lost after the run had ended
+                queue.put_nowait(_sse("error", {"message": lease.message()}))
+            return
+        if final.get("status") == AWAITING and context is not None:
+            final["paused_context"] = context
+        else:
+            final.pop("paused_context", None)
+        try:
+            await self.store.save(conversation, final)
+        except ConflictError as exc:
+            report_conflict(final, str(exc))
+            queue.put_nowait(_sse("error", {"message": str(exc)}))
+
+    async def start(self, conversation: Any, launch: Callable[[Any, Lease | None], Any]) -> Any:
+        """Lock and load the conversation, then answer what ``launch(session, lease)`` returns
+        (``lease``: this run's hold on the conversation lock, renewed while it runs)."""
         from starlette.responses import StreamingResponse
 
-        owner = uuid.uuid4().hex
+        lease = None
         if conversation is not None:
             if not isinstance(conversation, str) or not conversation:
                 return _error(400, "conversation_id must be a non-empty string", "bad_request")
-            if not await self.store.lock(conversation, owner, LOCK_TTL):
+            lease = Lease(self.store, conversation, self.lock_ttl)
+            if not await lease.acquire():
                 return _error(
                     409, f"conversation {conversation!r} already has a run in progress", "busy"
                 )
         try:
             session = None if conversation is None else await self.store.load(conversation)
-            response = await launch(session, owner)
+            response = await launch(session, lease)
         except BaseException:
-            if conversation is not None:
-                await self.store.unlock(conversation, owner)
+            if lease is not None:
+                await lease.release()
             raise
-        if conversation is not None and not isinstance(response, StreamingResponse):
-            await self.store.unlock(conversation, owner)  # refused: no run holds it
+        if lease is not None and not isinstance(response, StreamingResponse):
+            await lease.release()  # refused: no run holds it
         return response
 
     # -- endpoints ---------------------------------------------------------------------------
@@ -417,13 +459,18 @@ class _Server:
             return _error(422, str(exc), "bad_config")
         key = None if conversation is None else conversation_key(principal, conversation)
 
-        async def launch(session: Any, owner: str) -> Any:
+        async def launch(session: Any, lease: Lease | None) -> Any:
             if session is not None and session.get("agent") != name:
                 return _unusable(conversation, session, f"not {name!r}")
             events = agent.stream(
-                text, session=session, config=body.get("config"), persona=body.get("persona")
+                text,
+                session=session,
+                config=body.get("config"),
+                persona=body.get("persona"),
+                lease=lease,
             )
-            return self.stream(lambda q: self.execute(q, agent, key, events, owner))
+            context = body.get("context")
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context))
 
         return await _guarded(self.start, key, launch)
 
@@ -434,23 +481,24 @@ class _Server:
         decisions = _check_decisions(body.get("decisions"))
         key = conversation_key(principal, conversation)
 
-        async def launch(session: Any, owner: str) -> Any:
+        async def launch(session: Any, lease: Lease | None) -> Any:
             if session is None:
                 return _error(404, f"no conversation {conversation!r}", "not_found")
             name = session.get("agent")
             if name not in self.docs:
                 return _unusable(conversation, session, "not served here")
             try:
-                approvals.check_decisions(session, decisions)
+                check_decisions(session, decisions, claimed=True)  # refused before the claim
             except ApprovalError as exc:  # nothing pending (409), or decisions that do not fit
-                status = 400 if session.get("status") == approvals.AWAITING else 409
+                status = 400 if session.get("status") == AWAITING else 409
                 return _error(status, str(exc).removeprefix("resume: "), "bad_decisions")
-            agent = self.run_agent(name, None, principal, conversation)
-            resume = getattr(agent, "resume_stream", None)
-            if resume is None:
-                return _error(501, "this runtime cannot resume approvals", "unsupported")
-            events = resume(session, decisions)
-            return self.stream(lambda q: self.execute(q, agent, key, events, owner))
+            # The run's context was kept with the pause: the resume needs none from the client.
+            context = session.get("paused_context")
+            agent = self.run_agent(name, context, principal, conversation)
+            events = agent.resume_stream(
+                session, decisions, conversation_id=key, store=self.store, lease=lease
+            )
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context))
 
         return await _guarded(self.start, key, launch)
 
@@ -472,6 +520,17 @@ class _Server:
         from starlette.responses import JSONResponse
 
         return JSONResponse({"status": "ok", "agents": sorted(self.docs)})
+
+    async def readyz(self, request: Any) -> Any:
+        """200 when this worker can take runs; 503 naming what keeps it from them."""
+        from starlette.responses import JSONResponse
+
+        from auwgent.runtime.readiness import problems
+
+        found = await problems()
+        if found:
+            return JSONResponse({"status": "unavailable", "reasons": found}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     async def openapi(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -684,6 +743,16 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                     "responses": {"200": {"description": "ok"}},
                 }
             },  # fmt: skip
+            "/readyz": {
+                "get": {
+                    "summary": "Readiness: whether this worker can take runs now",
+                    "security": [],
+                    "responses": {
+                        "200": {"description": "ready"},
+                        "503": {"description": "not ready; `reasons` says why"},
+                    },
+                }
+            },  # fmt: skip
         },
     }
 
@@ -700,6 +769,7 @@ def serve_command(
     err: Any,
     allow_origins: list[str] | None = None,
     allow_hosts: list[str] | None = None,
+    lock_ttl: float = LOCK_TTL,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
     import os
@@ -733,7 +803,14 @@ def serve_command(
         return EXIT_ERRORS
     docs = {doc["root"]: doc for doc in result.documents.values()}
     application = build_app(
-        docs, factory, store, authenticate=authenticate, settings=settings, host=host, port=port
+        docs,
+        factory,
+        store,
+        authenticate=authenticate,
+        settings=settings,
+        host=host,
+        port=port,
+        lock_ttl=lock_ttl,
     )
     print(f"auwgent serve: {', '.join(sorted(docs))} on http://{host}:{port}", file=out)
     out.flush()

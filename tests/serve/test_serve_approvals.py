@@ -115,6 +115,43 @@ def test_an_approval_paused_on_one_worker_is_resumed_on_the_other(
     assert sent.read_text().split() == ["grace@example.com"]
 
 
+CONTEXT_AGENT = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "You help {{ctx.user}}."
+    }
+    context { user?: string }
+    tool send_email(to: string): string @approval
+}
+"""
+
+
+def test_the_resume_runs_with_the_context_of_the_paused_run(project: Path, tmp_path: Path) -> None:
+    """The approval carries no context: the resumed run has the one the run paused with."""
+    (project / "agents" / "main.agent").write_text(CONTEXT_AGENT, encoding="utf-8")
+    script = [
+        text("[tool_call: send_email]\nto: ada@example.com\n[/tool_call]"),
+        text("[response_text]\nSent.\n[/response_text]"),
+    ]
+    with (
+        FakeOpenAIServer(script) as fake,
+        serving(project, fake.base_url, f"sqlite:///{tmp_path / 's.db'}") as url,
+    ):
+        body = {"input": "Mail Ada", "conversation_id": "c1", "context": {"user": "Ada L."}}
+        paused = run(url, body)[-1][1]
+        (pending,) = paused["pending_approvals"]
+        endpoint = f"{url}/v1/conversations/c1/approvals"
+        decided = {"decisions": {pending["id"]: True}}
+        with httpx.stream("POST", endpoint, json=decided, headers=headers(), timeout=60) as answer:
+            assert answer.status_code == 200, answer.read()
+            done = read_sse(answer)[-1][1]
+        assert done["turns"][-1]["output"] == "Sent."
+        assert "paused_context" not in done
+    systems = [r.body["messages"][0]["content"] for r in fake.requests]
+    assert all(s.startswith("You help Ada L.") for s in systems), systems
+
+
 def test_client_mistakes_get_400_naming_the_field_like_runs(project: Path, tmp_path: Path) -> None:
     """Bad JSON, unknown fields, wrong types, unknown ids: a JSON 400 before anything runs,
     never 200 with an error event; a conversation with nothing pending is a 409."""

@@ -118,16 +118,17 @@ class MiddlewareChain {
     return prompt;
   }
   /** Every `hook` of the middleware that applies, each isolated: one that throws adds to
-   * `failures` and the others still run. Returns what they returned, in order. */
-  async each(hook: "onIntent" | "onIntentPartial", name: string, value: unknown, ctx: any, failures: HookFailure[]): Promise<unknown[]> {
-    const results: unknown[] = [];
+   * `failures` and the others still run. Returns `[who, what it returned]`, in order. */
+  async each(hook: "onIntent" | "onIntentPartial", name: string, value: unknown, ctx: any, failures: HookFailure[]): Promise<[string, unknown][]> {
+    const results: [string, unknown][] = [];
     for (const e of this.entries) {
       const fn = e.hooks[hook];
       if (!fn || (e.targets !== null && !e.targets.has(ctx.activeAgent))) continue;
+      const who = `middleware '${e.label}'`;
       try {
-        results.push(await fn(name, value, ctx));
+        results.push([who, await fn(name, value, ctx)]);
       } catch (error) {
-        failures.push([`middleware '${e.label}'`, error]);
+        failures.push([who, error]);
       }
     }
     return results;

@@ -4,7 +4,7 @@
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
 import { parseBody, type Repair } from "./values.js";
-import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, NotAControl, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
 import { REASONING_KINDS, type FinishEvent, type Message, type ModelRequest, type StreamEvent } from "./providers/base.js";
@@ -31,10 +31,18 @@ export interface Control {
   result?: unknown;
 }
 
+/** Read an intent control from a guard's return value on a call intent: nothing (`undefined`,
+ * `null`), `{}` and `{skip: false}` are no control, `{skip: true}` skips (it wins over a
+ * `result`), `{result}` overrides; anything else throws NotAControl. */
 export function controlOf(value: unknown): Control | null {
-  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) throw new NotAControl(value);
+  const proto = Object.getPrototypeOf(value);
   const v = value as Record<string, unknown>;
-  if (v.skip === true) return { skip: true };
+  if ((proto !== Object.prototype && proto !== null) || !Object.keys(v).every((k) => k === "skip" || k === "result")) throw new NotAControl(value);
+  const skip = "skip" in v ? v.skip : false;
+  if (typeof skip !== "boolean") throw new NotAControl(value);
+  if (skip) return { skip: true };
   if ("result" in v) return { skip: false, result: v.result };
   return null;
 }
@@ -407,29 +415,50 @@ export class Run {
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.sink) this.sink(name, value, agentName, false);
-    let control: Control | null = null;
+    const returned: [string, unknown][] = [];
     const failures: HookFailure[] = [];
     // Every middleware and handler sees the intent whatever the others do; the first control wins.
     if (core.middleware.hasIntent) {
       this.ctx.activeAgent = active ?? agentName;
       this.ctx.rawBlock = raw;
       this.ctx.repairs = repairs.map((r) => ({ ...r }));
-      for (const returned of await core.middleware.each("onIntent", name, value, this.ctx, failures)) control = control ?? controlOf(returned);
+      returned.push(...(await core.middleware.each("onIntent", name, value, this.ctx, failures)));
     }
     for (const handler of core.handlers) {
+      const who = `intent handler '${handler.label}'`;
       try {
-        control = control ?? controlOf(await handler.call(name, value, agentName));
+        returned.push([who, await handler.call(name, value, agentName)]);
       } catch (error) {
-        failures.push([`intent handler '${handler.label}'`, error]);
+        failures.push([who, error]);
       }
     }
-    if (failures.length) {
-      // Fail closed: a call whose handler failed while deciding on it does not run.
-      const call = name in CALL_KINDS;
-      for (const [who, error] of failures) await this.hookFailed(who, error, name, value, agentName, call);
-      if (call) return { skip: true };
+    // Only a call is controlled: other return values are not read.
+    const call = name in CALL_KINDS;
+    let control: Control | null = null;
+    let refused = false;
+    if (call) [control, refused] = await this.control(returned, name, value, agentName);
+    // Fail closed: a call whose handler failed while deciding on it does not run.
+    for (const [who, error] of failures) await this.hookFailed(who, error, name, value, agentName, call);
+    return call && (failures.length || refused) ? { skip: true } : control;
+  }
+
+  /** The first control among the guards' return values on call intent `name`, and whether
+   * any of them was not a control (each reported by an `error` intent: the call is refused). */
+  private async control(returned: [string, unknown][], name: string, value: any, agentName: string): Promise<[Control | null, boolean]> {
+    let control: Control | null = null;
+    let refused = false;
+    for (const [who, answer] of returned) {
+      try {
+        control = control ?? controlOf(answer);
+      } catch (error) {
+        if (!(error instanceof NotAControl)) throw error;
+        refused = true;
+        const what = value && typeof value === "object" ? `${name} ${value.type ?? "None"}` : name;
+        const named = error.naming(who, what);
+        await this.fail(named, agentName, "", false, named.message, { handler: who, intent: name });
+      }
     }
-    return control;
+    return [control, refused];
   }
 
   /** Report a handler or middleware that threw on `name`: an `error` intent naming it, the

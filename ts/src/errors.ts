@@ -27,6 +27,39 @@ export class ApprovalError extends AuwgentError {}
 /** The IR asks for something this runtime does not have yet (see ts/README.md). */
 export class UnsupportedError extends AuwgentError {}
 
+/** How a refused control reads after the value (the Python runtime says the same). */
+const CONTROLS = 'which is not a control (expected {"skip": true}, {"result": ...} or nothing)';
+/** The longest rendering of a refused value in a message (characters). */
+const SHOWN = 120;
+
+/** `value` as compact JSON in a message (`a <type>` when it is not JSON), cut at 120 characters. */
+export function shown(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text === undefined || (typeof value === "number" && !Number.isFinite(value))) text = `a ${typeof value}`;
+  return text.length <= SHOWN ? text : text.slice(0, SHOWN - 3) + "...";
+}
+
+/** A guard (`onIntent` middleware or intent handler) returned, for a call intent, a value that
+ * is neither a control nor nothing: the call is refused. */
+export class NotAControl extends AuwgentError {
+  constructor(
+    public value: unknown,
+    who = "a guard",
+    what = "a call",
+  ) {
+    super(`${who} returned ${shown(value)} on ${what}, ${CONTROLS}; the call was not run`);
+  }
+  /** The same refusal, naming the guard and the call. */
+  naming(who: string, what: string): NotAControl {
+    return new NotAControl(this.value, who, what);
+  }
+}
+
 const API_LABELS: Record<string, string> = { openai: "OpenAI", gemini: "Gemini", anthropic: "Anthropic" };
 
 /** A model provider request failed (after retries, where the failure was retryable). */

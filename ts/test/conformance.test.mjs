@@ -98,6 +98,10 @@ async function scenario(ir, sc, chunk) {
     agent.onIntent(function guard(name) {
       if (name === sc.handler_raises) throw new ToolFailure("guard down");
     });
+  if (sc.guard_returns)
+    agent.onIntent(function guard(name) {
+      return name === sc.guard_returns.on ? structuredClone(sc.guard_returns.value) : undefined;
+    });
   let session = sc.session ? structuredClone(sc.session) : null;
   // A stored session edited by hand: its top frame claims what the scenario says.
   if (session && sc.tamper) Object.assign(session.stack.at(-1), sc.tamper);

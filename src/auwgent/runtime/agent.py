@@ -37,8 +37,10 @@ if TYPE_CHECKING:
 
     from auwgent.ir.model import Agent as IRAgent
     from auwgent.ir.model import Document as IRDocument
+    from auwgent.runtime.approvals import ResumeJournal
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent, Sink
+    from auwgent.runtime.leases import Lease
     from auwgent.runtime.mcp import McpServers
     from auwgent.runtime.memory import Ingestion
     from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
@@ -498,13 +500,22 @@ class Agent:
         *,
         config: str | None = None,
         conversation_id: str | None = None,
+        store: Any = None,
+        lease: Lease | None = None,
     ) -> AsyncIterator[IntentEvent]:
         """:meth:`resume`, yielding every intent as it happens (like :meth:`stream`).
 
-        The session is in :attr:`last_session` once the iteration ends.
+        ``store`` (with ``conversation_id``) is where the conversation lives when no
+        ``SessionStoreMiddleware`` says so; the caller saves the final session there. With
+        ``lease`` (the conversation's lock, held: :class:`~auwgent.runtime.leases.Lease`) a
+        stored session another resume left ``"resuming"`` is taken over, its journal honoured
+        (see :class:`~auwgent.runtime.approvals.ResumeJournal`), and the run stops if the
+        lease is lost. The session is in :attr:`last_session` once the iteration ends.
         """
         async for event in self._streamed(
-            lambda sink: self._resume(session, decisions, config, conversation_id, sink)
+            lambda sink: self._resume(
+                session, decisions, config, conversation_id, sink, store=store, lease=lease
+            )
         ):
             yield event
 
@@ -515,23 +526,35 @@ class Agent:
         config: str | None,
         conversation_id: str | None,
         sink: Sink | None,
+        *,
+        store: Any = None,
+        lease: Lease | None = None,
     ) -> Session:
         import copy
 
         from auwgent.runtime import approvals
         from auwgent.runtime.session import check_session
 
-        store = self._core.stores[0].store if self._core.stores and conversation_id else None
+        if store is None and self._core.stores and conversation_id:
+            store = self._core.stores[0].store
+        if conversation_id is None:
+            store = None
         if store is not None and session is None:
             session = await store.load(str(conversation_id))
         if session is None:
             where = f"stored under {conversation_id!r}" if store is not None else "given"
             raise ApprovalError(f"resume: no session {where}; nothing to resume")
         base = copy.deepcopy(check_session(session, self._core.root))
-        approvals.check_decisions(base, decisions)
+        # Holding the conversation's lease, a "resuming" session is a dead resumer's.
+        approvals.check_decisions(base, decisions, claimed=lease is not None)
+        journal = None
         if store is not None:
             await approvals.claim(store, str(conversation_id), base)
-        return await self._run("", base, config, conversation_id, sink, decisions=decisions)
+            journal = approvals.ResumeJournal(store, str(conversation_id))
+        return await self._run(
+            "", base, config, conversation_id, sink, decisions=decisions, lease=lease,
+            journal=journal,
+        )  # fmt: skip
 
     def use_config(self, name: str) -> None:
         """Make the named config the one runs use (agents and helpers that have it)."""
@@ -639,13 +662,19 @@ class Agent:
         config: str | None = None,
         conversation_id: str | None = None,
         persona: str | None = None,
+        lease: Lease | None = None,
     ) -> AsyncIterator[IntentEvent]:
         """Run one input, yielding every intent (partials included) as it happens.
 
-        The session is in :attr:`last_session` once the iteration ends.
+        With ``lease`` (the conversation's lock, held) the run stops the moment the lease is
+        lost: it ends with an ``error`` intent and its turn's status is ``"conflict"`` (see
+        :mod:`auwgent.runtime.leases`). The session is in :attr:`last_session` once the
+        iteration ends.
         """
         async for event in self._streamed(
-            lambda sink: self._run(text, session, config, conversation_id, sink, persona)
+            lambda sink: self._run(
+                text, session, config, conversation_id, sink, persona, lease=lease
+            )
         ):
             yield event
 
@@ -688,6 +717,8 @@ class Agent:
         sink: Sink | None,
         persona: str | None = None,
         decisions: Mapping[str, Any] | None = None,
+        lease: Lease | None = None,
+        journal: ResumeJournal | None = None,
     ) -> Session:
         if not isinstance(text, str):
             raise TypeError(f"run() takes the user's text as a str, got {type(text).__name__}")
@@ -709,6 +740,7 @@ class Agent:
             principal=self._principal,
             memory_scope=self._memory_scope,
         )
+        run.lease, run.journal = lease, journal
         if decisions is None:
             result = await run.execute(text, session)
         else:

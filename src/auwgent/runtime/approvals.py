@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "ApprovalGate",
     "Journal",
+    "ResumeJournal",
     "StepPaused",
     "Verdict",
     "check_decisions",
@@ -398,6 +399,49 @@ async def claim(store: SessionStore, key: str, session: Session) -> None:
     await store.save(key, session)
 
 
+#: What a call interrupted by a crash is, for the model and the application.
+_INTERRUPTED = (
+    "{name} was interrupted: the run executing it stopped before its result was saved, so "
+    "whether it took effect is unknown; it is not run again"
+)
+
+
+class ResumeJournal:
+    """Where one resume records its approved calls, so that none runs twice.
+
+    Before an approved call runs, the stored session (still ``"resuming"``, its paused round
+    whole) is saved with the call's record marked ``"journal": {"state": "started"}``; once
+    it has run, with ``{"state": "done", "outcome": ...}``. Both saves compare revisions, so of
+    two resumers only one ever starts a call. A later resume of that stored session (after a
+    crash: ``auwgent serve`` takes it over once the crashed worker's lock has expired) reuses
+    a done call's outcome and refuses a started one (its ``tool_error`` says it was
+    interrupted); only calls never started run.
+    """
+
+    def __init__(self, store: SessionStore, key: str) -> None:
+        self.store = store
+        self.key = key
+        self._stored: Session | None = None
+
+    def begin(self, session: Session) -> None:
+        """Keep the claimed session, as stored, before the resume changes it."""
+        self._stored = copy.deepcopy(session)
+
+    async def record(self, run: Run, record_id: str, entry: Mapping[str, Any]) -> None:
+        """Save ``entry`` as the journal of the paused call ``record_id`` (ConflictError, and
+        nothing runs, when another run changed the conversation meanwhile)."""
+        stored = self._stored
+        assert stored is not None
+        for rec in stored["turns"][-1]["paused_round"]:  # type: ignore[typeddict-item]
+            if rec["id"] == record_id:
+                rec["journal"] = _json_value(dict(entry))
+        stored.pop("revision", None)
+        if "revision" in run.session:
+            stored["revision"] = run.session["revision"]
+        await self.store.save(self.key, stored)
+        run.session["revision"] = stored["revision"]
+
+
 async def resume_outcomes(
     run: Run, inv: Invocation, decisions: Mapping[str, Any]
 ) -> list[CallOutcome] | None:
@@ -407,6 +451,8 @@ async def resume_outcomes(
     """
     session, turn = run.session, run.turn
     assert turn is not None
+    if run.journal is not None:
+        run.journal.begin(session)
     records: list[dict[str, Any]] = turn.pop("paused_round")  # type: ignore[typeddict-item]
     requests = {str(p["id"]): p for p in session.get("pending_approvals", [])}
     session.pop("status", None)
@@ -415,7 +461,7 @@ async def resume_outcomes(
     outcomes = []
     for rec in records:
         if rec["status"] == "pending":
-            kind, name, args = rec["kind"], rec["name"], rec["args"]
+            kind, name = rec["kind"], rec["name"]
             request = requests[rec["request_id"]]
             # The decision is about the call itself, or about the workflow step that paused.
             spec = contract.callable(kind, name)
@@ -425,18 +471,13 @@ async def resume_outcomes(
             answer = decisions[rec["request_id"]]
             if params is None:  # the agent was changed meanwhile: what is not declared never runs
                 answer = _Denied(f"{request['name']} is no longer part of {inv.name}")
-            verdict = judge(answer, request["args"], params or (), run.core.doc["types"])
-            await run.approvals.decided(request, verdict)
-            try:
-                if "steps" in rec:
-                    journal = Journal(done=rec.pop("steps"), decided=(request, verdict))
-                    outcome = await run.calls.workflow(inv, name, args, rec["call_id"], journal)
-                else:
-                    outcome = await run.calls.decided(inv, kind, name, verdict, rec["call_id"])
-            except Exception as exc:  # as on the first path: a failure is a tool_error
-                outcome = await run.calls.refuse(
-                    inv, kind, name, args, describe_error(exc), rec["call_id"]
-                )
+            entry = rec.pop("journal", None)
+            if isinstance(entry, Mapping):  # an earlier resume started it: never run it again
+                outcome = await _journaled(run, inv, rec, entry)
+            else:
+                verdict = judge(answer, request["args"], params or (), run.core.doc["types"])
+                await run.approvals.decided(request, verdict)
+                outcome = await _decided(run, inv, rec, request, verdict)
             rec.update(_record(outcome), id=rec["id"])
             if outcome.status == "pending":  # another step of it was deferred
                 rec["steps"] = run.approvals.journals[str(outcome.request_id)]
@@ -447,6 +488,52 @@ async def resume_outcomes(
         return None
     turn.setdefault("calls", []).extend(records)  # type: ignore[typeddict-item]
     return outcomes
+
+
+async def _decided(
+    run: Run,
+    inv: Invocation,
+    rec: dict[str, Any],
+    request: Mapping[str, Any],
+    verdict: Verdict,
+) -> CallOutcome:
+    """Run or deny one decided call of the paused round, journaled when the run has a
+    journal and the call runs."""
+    kind, name, args = rec["kind"], rec["name"], rec["args"]
+    journal = run.journal if verdict.approved else None
+    if journal is not None:
+        audit = run.session["approvals"][-1]
+        await journal.record(run, rec["id"], {"state": "started", "approval": audit})
+    try:
+        if "steps" in rec:
+            steps = Journal(done=rec.pop("steps"), decided=(request, verdict))
+            outcome = await run.calls.workflow(inv, name, args, rec["call_id"], steps)
+        else:
+            outcome = await run.calls.decided(inv, kind, name, verdict, rec["call_id"])
+    except Exception as exc:  # as on the first path: a failure is a tool_error
+        outcome = await run.calls.refuse(inv, kind, name, args, describe_error(exc), rec["call_id"])
+    if journal is not None and outcome.status != "pending":
+        done = {"state": "done", "approval": audit, "outcome": _record(outcome)}
+        await journal.record(run, rec["id"], done)
+    return outcome
+
+
+async def _journaled(
+    run: Run, inv: Invocation, rec: dict[str, Any], entry: Mapping[str, Any]
+) -> CallOutcome:
+    """A call an earlier resume started: its saved outcome, or (interrupted) a refusal."""
+    audit = entry.get("approval")
+    if isinstance(audit, Mapping):
+        result = {"id": audit.get("id"), "approved": True, "reason": audit.get("reason")}
+        await run.emit("approval_result", result, str(audit.get("agent") or inv.name))
+        run.session.setdefault("approvals", []).append(dict(audit))
+    rec.pop("steps", None)
+    outcome = entry.get("outcome")
+    if entry.get("state") == "done" and isinstance(outcome, Mapping):
+        return _outcome({**rec, **outcome})
+    message = _INTERRUPTED.format(name=rec["name"])
+    return await run.calls.refuse(inv, rec["kind"], rec["name"], rec["args"], message,
+                                  rec["call_id"])  # fmt: skip
 
 
 def _step_params(inv: Invocation, workflow: str, tool: str) -> Sequence[Mapping[str, Any]] | None:

@@ -368,13 +368,38 @@ class _Execution:
 
     async def drive(self) -> tuple[bool, Any]:
         """``(True, report)`` when the code completed, else ``(False, error text)``."""
-        import asyncio
-
         import pydantic_monty as pm
 
-        pool = await asyncio.to_thread(_pool)
+        sandbox = await _sandboxes()
+        wait, bound = self._wait()
+        if not await sandbox.slots.acquire(wait):
+            return False, (
+                f"no sandbox worker became free within {wait:g} s ({bound}): all "
+                f"{sandbox.slots.size} were running other code, so none of this code ran"
+            )
+        try:
+            return await self._in_sandbox(pm, sandbox)
+        finally:
+            sandbox.slots.release()
+
+    def _wait(self) -> tuple[float, str]:
+        """How long this execution may wait for a sandbox worker, and what sets it: the
+        code's own timeout, or what is left of the run's ``timeouts.run``."""
+        import asyncio
+
+        wait, bound = self.limits.timeout, "codeLimits.timeout"
+        deadline = self.runner.run.deadline
+        if deadline is not None:
+            left = deadline - asyncio.get_running_loop().time()
+            if left < wait:
+                wait, bound = max(left, 0.0), "what was left of timeouts.run"
+        return wait, bound
+
+    async def _in_sandbox(self, pm: Any, sandbox: _Sandboxes) -> tuple[bool, Any]:
+        import asyncio
+
         module = pm.ExternalModule({n: _never for n in self.by_name}, stubs=self.api.stub)
-        session = pool.checkout(
+        session = sandbox.pool.checkout(
             script_name="code.py",
             limits={
                 "max_feed_duration_secs": self.limits.timeout,
@@ -390,18 +415,19 @@ class _Execution:
         )
         entered = False
         try:
-            await asyncio.to_thread(session.__enter__)
+            await sandbox.run(self.limits.timeout, session.__enter__)
             entered = True
-            snapshot = await asyncio.to_thread(
-                session.feed_start, self.code, print_callback=self.printed
+            snapshot = await sandbox.run(
+                self.limits.timeout, session.feed_start, self.code, print_callback=self.printed
             )
             while not isinstance(snapshot, pm.MontyComplete):
-                snapshot = await self._answer(pm, snapshot)
+                snapshot = await self._answer(pm, sandbox, snapshot)
         except pm.MontyError as error:
             return False, self._failure(describe_failure(pm, error, self.limits))
         finally:
             if entered:
-                await asyncio.shield(asyncio.to_thread(session.__exit__, None, None, None))
+                exiting = sandbox.run(self.limits.timeout, session.__exit__, None, None, None)
+                await asyncio.shield(exiting)
         try:
             return True, self._report(snapshot.output)
         except _Unconvertible as problem:
@@ -409,11 +435,9 @@ class _Execution:
             text = f"the value of the code's last expression cannot be returned: {problem}"
             return False, self._failure(f"line {where}: {text}" if where else text)
 
-    async def _answer(self, pm: Any, snapshot: Any) -> Any:
+    async def _answer(self, pm: Any, sandbox: _Sandboxes, snapshot: Any) -> Any:
         """Resume ``snapshot``: an ``api`` call through the checked path, anything else as
         Monty itself answers it (imports of ``api``, refusals of the rest)."""
-        import asyncio
-
         name = getattr(snapshot, "function_name", None)
         if (
             isinstance(snapshot, pm.FunctionSnapshot)
@@ -423,8 +447,8 @@ class _Execution:
             and name[4:] in self.by_name
         ):
             result = await self._call(self.by_name[name[4:]], snapshot)
-            return await asyncio.to_thread(snapshot.resume, result)
-        return await asyncio.to_thread(snapshot.resume_auto)
+            return await sandbox.run(self.limits.timeout, snapshot.resume, result)
+        return await sandbox.run(self.limits.timeout, snapshot.resume_auto)
 
     async def _call(self, spec: CallableSpec, snapshot: Any) -> Mapping[str, Any]:
         """One ``api.<name>(...)`` call: the value for the code, or the exception it raises."""
@@ -592,21 +616,149 @@ def _never(*args: Any, **kwargs: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # The worker pool (one per process, started on first use)
+#
+# The pool has one Monty worker per CPU. An execution first waits, without a thread, for one of
+# them (:class:`_Slots`), at most its code's timeout and never past the run's deadline; every
+# blocking sandbox call then runs in the pool's own threads, never the event loop's default
+# executor (which sync tools, the SQLite store and DNS use: a queue of executions there would
+# starve the ones that hold the workers).
 
-_POOL: Any = None
-_POOL_LOCK = _thread.allocate_lock()  # threading.Lock, without importing threading
+#: Seconds past its own limit after which a sandbox call counts as stuck (:func:`stuck`).
+STUCK_GRACE = 5.0
+
+_SANDBOXES: _Sandboxes | None = None
+_SANDBOXES_LOCK = _thread.allocate_lock()  # threading.Lock, without importing threading
 
 
-def _pool() -> Any:
-    """The process's Monty worker pool: workers hold no state between executions (every
-    execution checks out a fresh session), so every agent shares it."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            import pydantic_monty as pm
+class _Slots:
+    """A counting semaphore that coroutines of any event loop (or thread) can wait on."""
 
-            pool = pm.Monty()
-            pool.__enter__()
-            atexit.register(pool.__exit__, None, None, None)
-            _POOL = pool
-        return _POOL
+    def __init__(self, size: int) -> None:
+        from collections import deque
+
+        self.size = size
+        self.free = size
+        self._lock = _thread.allocate_lock()
+        self._waiters: deque[tuple[Any, Any]] = deque()  # (loop, future), first come first
+
+    async def acquire(self, timeout: float) -> bool:
+        """Take a slot; ``False`` when none became free within ``timeout`` seconds."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.free > 0 and not self._waiters:
+                self.free -= 1
+                return True
+            waiter = (loop, loop.create_future())
+            self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter[1], timeout)
+            return True
+        except BaseException as exc:
+            with self._lock:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)  # never granted
+                    granted = False
+                else:  # granted: given back below, unless its grant is still on its way
+                    granted = waiter[1].done() and not waiter[1].cancelled()
+            if granted:
+                self.release()
+            if isinstance(exc, asyncio.TimeoutError):
+                return False
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter, else to the free count."""
+        with self._lock:
+            while self._waiters:
+                loop, future = self._waiters.popleft()
+                try:
+                    loop.call_soon_threadsafe(self._grant, future)
+                    return
+                except RuntimeError:  # that waiter's loop has closed
+                    continue
+            self.free += 1
+
+    def _grant(self, future: Any) -> None:
+        if future.done():  # it stopped waiting meanwhile: the slot goes on
+            self.release()
+        else:
+            future.set_result(None)
+
+
+class _Sandboxes:
+    """The process's Monty pool, its slots and its threads."""
+
+    def __init__(self) -> None:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        import pydantic_monty as pm
+
+        workers = os.cpu_count() or 1
+        self.slots = _Slots(workers)
+        # Each execution makes one blocking call at a time, and an exit may overlap the next
+        # execution's start: twice the workers is enough never to queue here.
+        self.threads = ThreadPoolExecutor(2 * workers + 2, thread_name_prefix="auwgent-sandbox")
+        import itertools
+
+        self.busy: dict[int, tuple[float, float]] = {}  # call id -> (started, its limit)
+        self._ids = itertools.count()  # next() is atomic: loops in several threads share it
+        pool = pm.Monty(max_processes=workers)
+        pool.__enter__()
+        atexit.register(pool.__exit__, None, None, None)
+        atexit.register(self.threads.shutdown, wait=False, cancel_futures=True)
+        self.pool = pool
+
+    async def run(self, limit: float, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` in the pool's threads; ``limit`` is how long it may take
+        (the code's timeout), for :func:`stuck`."""
+        import asyncio
+        import functools
+        import time
+
+        key = next(self._ids)
+        self.busy[key] = (time.monotonic(), limit)
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.threads, functools.partial(fn, *args, **kwargs))
+        finally:
+            del self.busy[key]
+
+
+async def _sandboxes() -> _Sandboxes:
+    """The process's sandboxes, started on first use (in a thread: it spawns processes)."""
+    if _SANDBOXES is not None:
+        return _SANDBOXES
+    import asyncio
+
+    return await asyncio.to_thread(_start_sandboxes)
+
+
+def _start_sandboxes() -> _Sandboxes:
+    global _SANDBOXES
+    with _SANDBOXES_LOCK:
+        if _SANDBOXES is None:
+            _SANDBOXES = _Sandboxes()
+        return _SANDBOXES
+
+
+def stuck() -> list[str]:
+    """What is wrong with the sandbox workers: one line per sandbox call that has run longer
+    than its limit plus :data:`STUCK_GRACE` (a worker that stopped answering). Empty when code
+    mode never ran or all is well."""
+    import time
+
+    sandboxes = _SANDBOXES
+    if sandboxes is None:
+        return []
+    now = time.monotonic()
+    found = []
+    for started, limit in list(sandboxes.busy.values()):
+        if now - started > limit + STUCK_GRACE:
+            found.append(
+                f"a sandbox worker has not answered for {now - started:.0f} s (its code's "
+                f"limit is {limit:g} s)"
+            )
+    return found

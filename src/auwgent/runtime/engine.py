@@ -29,6 +29,7 @@ from auwgent.errors import (
     ApprovalError,
     AuwgentError,
     ConfigError,
+    ConflictError,
     ContextError,
     FallbackError,
     ProviderError,
@@ -48,9 +49,11 @@ from auwgent.runtime.intents import (
     Control,
     HookFailure,
     IntentEvent,
+    NotAControl,
     Sink,
     control_of,
 )
+from auwgent.runtime.leases import Lease, LeaseLost, report_conflict
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
     CallOutcome,
@@ -192,6 +195,12 @@ class Run:
         self.approvals = approvals.ApprovalGate(self)
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
+        #: The conversation lock this run holds (it stops when the lease is lost).
+        self.lease: Lease | None = None
+        #: When ``timeouts.run`` ends this run, in the event loop's clock (``None``: never).
+        self.deadline: float | None = None
+        #: Where a resume journals its approved calls (``None``: not journaled).
+        self.journal: approvals.ResumeJournal | None = None
         self.ctx: dict[str, Any] = {
             "activeAgent": core.root,
             "rootAgent": core.root,
@@ -396,11 +405,19 @@ class Run:
         self, start: str, decisions: Mapping[str, Any] | None = None
     ) -> None:
         timeout = self.core.options.run_timeout
+        if timeout is not None:
+            self.deadline = asyncio.get_running_loop().time() + timeout
+        drive: Coroutine[Any, Any, None] = self._drive(start, decisions)
+        if self.lease is not None:
+            drive = self.lease.holding(drive)  # stopped the moment the lease is lost
         try:
             if timeout is None:
-                await self._drive(start, decisions)
+                await drive
             else:
-                await asyncio.wait_for(self._drive(start, decisions), timeout)
+                await asyncio.wait_for(drive, timeout)
+        except LeaseLost as exc:
+            message = await self.fail(exc, self.ctx["activeAgent"])
+            report_conflict(self.session, message)
         except asyncio.TimeoutError:
             await self.fail(TimeoutError(f"the run took longer than {timeout} s"), start)
         except Exception as exc:  # a bug or an app mistake surfacing mid-run: still no escape
@@ -421,7 +438,9 @@ class Run:
             if self.core.middleware:
                 await self.core.middleware.run_complete(self.session, self.ctx)
         except Exception as exc:
-            await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
+            message = await self.fail(exc, start, prefix="onRunComplete failed: ", mark=False)
+            if isinstance(exc, ConflictError):  # the save lost the revision race: not saved
+                report_conflict(self.session, message)
         if self.trace is not None:
             self.trace.run_end(turn["status"])
 
@@ -650,25 +669,43 @@ class Run:
             self.trace.intent(name, value, agent_name, active)
         if self.sink is not None:
             self.sink.put_nowait(IntentEvent(name, value, agent_name, False))
-        control: Control | None = None
+        returned: list[tuple[str, Any]] = []
         failures: list[HookFailure] = []
         if core.middleware.has_intent:
             self.ctx["activeAgent"] = active or agent_name
             self.ctx["rawBlock"] = raw
             self.ctx["repairs"] = [dict(r) for r in repairs]
-            for returned in await core.middleware.intent(name, value, self.ctx, failures):
-                control = control or control_of(returned)
+            returned += await core.middleware.intent(name, value, self.ctx, failures)
         if core.handlers:
-            for returned in await core.handlers.dispatch(name, value, agent_name, failures):
-                if returned is not None:
-                    control = control or control_of(returned)
-        if failures:
-            call = name in CALL_KINDS
+            returned += await core.handlers.dispatch(name, value, agent_name, failures)
+        if name not in CALL_KINDS:  # only a call is controlled: other return values are unread
             for failure in failures:
-                await self._hook_failed(failure, name, value, agent_name, skipped=call)
-            if call:
-                return SKIP
-        return control
+                await self._hook_failed(failure, name, value, agent_name, skipped=False)
+            return None
+        control, refused = await self._control(returned, name, value, agent_name)
+        for failure in failures:
+            await self._hook_failed(failure, name, value, agent_name, skipped=True)
+        return SKIP if failures or refused else control
+
+    async def _control(
+        self, returned: Sequence[tuple[str, Any]], name: str, value: Any, agent_name: str
+    ) -> tuple[Control | None, bool]:
+        """The first control among the guards' return values on call intent ``name``, and
+        whether any of them was not a control (each such one reported by an ``error``
+        intent: the call is refused)."""
+        control: Control | None = None
+        refused = False
+        for who, answer in returned:
+            try:
+                control = control or control_of(answer)
+            except NotAControl as exc:
+                refused = True
+                what = f"{name} {value.get('type')}" if isinstance(value, Mapping) else name
+                error = exc.naming(who, what)
+                log.error("%s", error)
+                details = {"handler": who, "intent": name}
+                await self.fail(error, agent_name, mark=False, message=str(error), details=details)
+        return control, refused
 
     def partial(
         self, inv: Invocation, contract: Contract, rnd: _Round, event: PartialEvent

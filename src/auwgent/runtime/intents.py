@@ -8,18 +8,22 @@ A handler registered with ``agent.on_intent`` / ``agent.on_intent_partial`` may 
 - a plain function ``(name, value, agent_name)``.
 
 Either may be sync or async. A handler of a final ``tool_call``, ``workflow_call`` or
-``helper_call`` may return ``{"skip": True}`` or ``{"result": ...}`` (an intent control).
+``helper_call`` may return ``{"skip": True}`` or ``{"result": ...}`` (an intent control), or
+nothing; any other value is not a control (:func:`control_of` raises :class:`NotAControl`) and
+the call is refused.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from auwgent.errors import AuwgentError
 from auwgent.ir import vocabulary
 from auwgent.runtime.adapters import instance_of
 
@@ -29,6 +33,7 @@ __all__ = [
     "HandlerSet",
     "HookFailure",
     "IntentEvent",
+    "NotAControl",
     "Sink",
     "sanitise",
 ]
@@ -122,15 +127,62 @@ def sanitise(name: str) -> str:
     return _NOT_SANITARY.sub("_", name).strip("_").lower()
 
 
+_CONTROL_KEYS = frozenset({"skip", "result"})
+#: How a refused control reads after the value (the TypeScript runtime says the same).
+_CONTROLS = 'which is not a control (expected {"skip": true}, {"result": ...} or nothing)'
+#: The longest rendering of a refused value in a message (characters).
+_SHOWN = 120
+
+
+class NotAControl(AuwgentError):
+    """A guard (``onIntent`` middleware or intent handler) returned, for a call intent, a value
+    that is neither a control nor nothing: the call is refused.
+
+    ``str()`` reads ``<who> returned <value> on <intent> <name>, which is not a control
+    (...); the call was not run``, as the ``error`` intent says (in both runtimes).
+    """
+
+    def __init__(self, value: Any, who: str = "a guard", what: str = "a call") -> None:
+        super().__init__(
+            f"{who} returned {shown(value)} on {what}, {_CONTROLS}; the call was not run"
+        )
+        self.value = value
+
+    def naming(self, who: str, what: str) -> NotAControl:
+        """The same refusal, naming the guard and the call."""
+        return NotAControl(self.value, who, what)
+
+
 def control_of(value: Any) -> Control | None:
-    """Read an intent control from a handler's return value (``None`` when it is none)."""
-    if not isinstance(value, dict):
+    """Read an intent control from a handler's return value on a call intent.
+
+    ``None``, ``{}`` and ``{"skip": False}`` are no control; ``{"skip": True}`` skips (it wins
+    over a ``result``); ``{"result": v}`` uses ``v``. Anything else raises
+    :class:`NotAControl`: a mapping with other keys, a ``skip`` that is not a boolean, any
+    other type (``"skip"``, ``True``, ``1``, a list).
+    """
+    if value is None:
         return None
-    if value.get("skip") is True:
+    if not isinstance(value, Mapping) or not _CONTROL_KEYS.issuperset(value):
+        raise NotAControl(value)
+    skip = value.get("skip", False)
+    if not isinstance(skip, bool):
+        raise NotAControl(value)
+    if skip:
         return Control(skip=True)
     if "result" in value:
         return Control(result=value["result"])
     return None
+
+
+def shown(value: Any) -> str:
+    """``value`` as compact JSON in a message (``a <type>`` when it is not JSON), cut at
+    :data:`_SHOWN` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
@@ -272,17 +324,19 @@ class HandlerSet:
 
     async def dispatch(
         self, name: str, value: Any, agent_name: str, failures: list[HookFailure]
-    ) -> list[Any]:
-        """Call every handler, whatever the others do; return their results in order.
+    ) -> list[tuple[str, Any]]:
+        """Call every handler, whatever the others do; return ``(who, result)`` in order
+        (``who`` names the handler as messages do: ``intent handler 'Guard'``).
 
         A handler that raises adds a :class:`HookFailure` to ``failures``; the others still run.
         """
         results = []
         for handler in self._handlers:
+            who = f"intent handler {handler.label!r}"
             try:
-                results.append(await handler(name, value, agent_name))
+                results.append((who, await handler(name, value, agent_name)))
             except Exception as exc:
-                failures.append(HookFailure(f"intent handler {handler.label!r}", exc))
+                failures.append(HookFailure(who, exc))
         return results
 
 

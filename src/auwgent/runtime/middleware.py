@@ -6,7 +6,8 @@ functions (with optional ``"name"`` and ``"target"``)::
 
     onRunStart(session, ctx) -> session | None
     onLLMStart(prompt, ctx) -> str | None          # a string replaces the prompt for that call
-    onIntent(name, value, ctx) -> control | None   # {"skip": True} / {"result": ...}
+    onIntent(name, value, ctx) -> control | None   # {"skip": True} / {"result": ...}; on a
+                                                   # call, anything else refuses the call
     onIntentPartial(name, value, ctx) -> None
     onLLMEnd(response, ctx) -> None                # terminal responses only
     onRunComplete(final_session, ctx) -> None      # once, also after a failed run
@@ -126,8 +127,8 @@ class MiddlewareChain:
 
     async def intent(
         self, name: str, value: Any, ctx: dict[str, Any], failures: list[HookFailure]
-    ) -> list[Any]:
-        """``onIntent``: every middleware's return value, in order.
+    ) -> list[tuple[str, Any]]:
+        """``onIntent``: every middleware's ``(who, return value)``, in order.
 
         Each middleware sees the intent whatever the others do: one that raises adds a
         :class:`HookFailure` to ``failures`` and the next still runs.
@@ -142,17 +143,18 @@ class MiddlewareChain:
 
     async def _each(
         self, hook: str, name: str, value: Any, ctx: dict[str, Any], failures: list[HookFailure]
-    ) -> list[Any]:
+    ) -> list[tuple[str, Any]]:
         results = []
         active = ctx["activeAgent"]
         for entry in self._entries:
             fn = entry.hooks.get(hook)
             if fn is None or not entry.applies(active):
                 continue
+            who = f"middleware {entry.label!r}"
             try:
-                results.append(await call_maybe_async(fn, name, value, ctx))
+                results.append((who, await call_maybe_async(fn, name, value, ctx)))
             except Exception as exc:
-                failures.append(HookFailure(f"middleware {entry.label!r}", exc))
+                failures.append(HookFailure(who, exc))
         return results
 
     async def llm_end(self, response: Any, ctx: dict[str, Any]) -> None:

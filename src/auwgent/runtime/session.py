@@ -19,7 +19,8 @@ conversation (``handoff user``) adds ``"handoff"``, ``"parent"``, ``"tools"`` (i
 ``"messages"`` (its own history). A **turn** is ``{"id", "input": {"text"}, "agent",
 "messages", "intents", "status", "error", "output", "model_calls"}``: ``messages`` are the root
 agent's history messages of that exchange (see :func:`message_to_json`), ``intents`` the final
-intents emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``,
+intents emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``
+(and ``"conflict"`` for a run that lost its conversation: see :mod:`.leases`),
 ``model_calls`` one ``{"finish_reason", "usage", "model"}`` per model call (helpers' included).
 After a run, ``"usage"`` holds the session's token totals
 (``{"input_tokens", "output_tokens", "total_tokens"}``).

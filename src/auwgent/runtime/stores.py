@@ -188,6 +188,12 @@ class SQLiteSessionStore:
         _check_key(key)
         return await asyncio.to_thread(self._lock, key, owner, ttl)
 
+    async def renew(self, key: str, owner: str, ttl: float) -> bool:
+        """Extend the lock of ``key`` to ``ttl`` seconds from now if ``owner`` still holds it
+        (``False``: it expired or another run took it)."""
+        _check_key(key)
+        return await asyncio.to_thread(self._renew, key, owner, ttl)
+
     async def unlock(self, key: str, owner: str) -> None:
         """Release the lock of ``key`` if ``owner`` still holds it."""
         await asyncio.to_thread(self._unlock, key, owner)
@@ -196,6 +202,16 @@ class SQLiteSessionStore:
         now = time.time()
         with self._connect() as db:
             return db.execute(_LOCK, (key, owner, now + ttl, now)).rowcount > 0
+
+    def _renew(self, key: str, owner: str, ttl: float) -> bool:
+        now = time.time()
+        with self._connect() as db:
+            renewed = db.execute(
+                "UPDATE auwgent_locks SET expires_at = ? "
+                "WHERE key = ? AND owner = ? AND expires_at > ?",
+                (now + ttl, key, owner, now),
+            )
+            return renewed.rowcount > 0
 
     def _unlock(self, key: str, owner: str) -> None:
         with self._connect() as db:
@@ -463,6 +479,14 @@ class MemorySessionStore:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody else holds it."""
         holder = self._locks.get(_check_key(key))
         if holder is not None and holder[0] != owner and holder[1] > time.monotonic():
+            return False
+        self._locks[key] = (owner, time.monotonic() + ttl)
+        return True
+
+    async def renew(self, key: str, owner: str, ttl: float) -> bool:
+        """Extend the lock of ``key`` if ``owner`` still holds it (``False``: lost)."""
+        holder = self._locks.get(_check_key(key))
+        if holder is None or holder[0] != owner or holder[1] <= time.monotonic():
             return False
         self._locks[key] = (owner, time.monotonic() + ttl)
         return True

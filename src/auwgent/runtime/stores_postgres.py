@@ -75,6 +75,12 @@ ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.ex
 RETURNING owner
 """
 
+_RENEW = """
+UPDATE auwgent_locks SET expires_at = now() + %s * interval '1 second'
+WHERE key = %s AND owner = %s AND expires_at > now()
+RETURNING key
+"""
+
 
 class PostgresSessionStore:
     """Sessions in PostgreSQL: ``PostgresSessionStore("postgresql://user@host/db", ttl=86400)``.
@@ -125,6 +131,11 @@ class PostgresSessionStore:
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody holds it."""
         return await self._one(_LOCK, (_check_key(key), owner, ttl)) is not None
+
+    async def renew(self, key: str, owner: str, ttl: float) -> bool:
+        """Extend the lock of ``key`` to ``ttl`` seconds if ``owner`` still holds it."""
+        row = await self._one(_RENEW, (ttl, _check_key(key), owner))
+        return row is not None
 
     async def unlock(self, key: str, owner: str) -> None:
         """Release the lock of ``key`` if ``owner`` still holds it."""

@@ -47,6 +47,14 @@ end
 return 0
 """
 
+# KEYS[1]: the lock. ARGV: the owner, the ttl in ms. Extends it only if the owner holds it.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
 
 class RedisSessionStore:
     """Sessions in Redis: ``RedisSessionStore("redis://localhost:6379/0", ttl=86400)``.
@@ -84,6 +92,7 @@ class RedisSessionStore:
         self.ttl = ttl
         self._save_script = client.register_script(_SAVE)
         self._unlock_script = client.register_script(_UNLOCK)
+        self._renew_script = client.register_script(_RENEW)
 
     def __repr__(self) -> str:
         return f"RedisSessionStore({self.url!r}, prefix={self.prefix!r})"
@@ -125,6 +134,13 @@ class RedisSessionStore:
             f"{self.prefix}lock:{_check_key(key)}", owner, nx=True, px=int(ttl * 1000)
         )
         return bool(await self._call(taken))
+
+    async def renew(self, key: str, owner: str, ttl: float) -> bool:
+        """Extend the lock of ``key`` to ``ttl`` seconds if ``owner`` still holds it."""
+        lock = f"{self.prefix}lock:{_check_key(key)}"
+        return bool(
+            await self._call(self._renew_script(keys=[lock], args=[owner, int(ttl * 1000)]))
+        )
 
     async def unlock(self, key: str, owner: str) -> None:
         """Release the lock of ``key`` if ``owner`` still holds it."""

@@ -12,8 +12,10 @@ fails instead of silently dropping the other run's turn.
 
 **Conversation locks.** ``lock(key, owner, ttl)`` takes the lock of one conversation for
 ``ttl`` seconds when nobody (else) holds it, and ``unlock(key, owner)`` releases it if
-``owner`` still holds it; ``auwgent serve`` uses them so that one conversation runs in one
-worker at a time. A lock whose holder died expires on its own.
+``owner`` still holds it; ``renew(key, owner, ttl)`` extends it to ``ttl`` seconds from now
+only while ``owner`` still holds it (``False`` once it expired or another run took it).
+``auwgent serve`` uses them, through :class:`auwgent.runtime.leases.Lease`, so that one
+conversation runs in one worker at a time. A lock whose holder died expires on its own.
 """
 
 from __future__ import annotations

@@ -117,6 +117,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     )
     if "handler_raises" in sc:
         agent.on_intent(_Guard(sc["handler_raises"]))
+    if "guard_returns" in sc:
+        agent.on_intent(_Returns(sc["guard_returns"]["on"], sc["guard_returns"]["value"]))
     session = json.loads(json.dumps(sc["session"])) if "session" in sc else None
     if session is not None and "tamper" in sc:
         # A stored session edited by hand: its top frame claims what the scenario says.
@@ -147,6 +149,19 @@ class _Guard:
     def __call__(self, name: str, value: Any, who: str) -> None:
         if name == self.on:
             raise ToolFailure("guard down")
+
+
+class _Returns:
+    """An intent handler named ``guard`` that returns ``value`` on the intents named ``on``."""
+
+    name = "guard"
+
+    def __init__(self, on: str, value: Any) -> None:
+        self.on = on
+        self.value = value
+
+    def __call__(self, name: str, value: Any, who: str) -> Any:
+        return self.value if name == self.on else None
 
 
 def run_vector(group: str, v: Mapping[str, Any]) -> Any:

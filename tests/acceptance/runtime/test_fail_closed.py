@@ -174,6 +174,103 @@ async def test_a_raising_middleware_skips_the_call_and_is_named(main: ModuleType
     assert "response_text" in seen.names
 
 
+# Return values of a guard that are not controls: each one refuses the call and is named.
+NOT_CONTROLS: list[Any] = [
+    "skip", "", "result", "no", True, False, 0, 1, -1, 2.5, [], [True], ["skip"],
+    {"skip": 1}, {"skip": 0}, {"skip": "true"}, {"skip": "yes"}, {"skip": None},
+    {"skip": [True]}, {"skip": {"value": True}}, {"Skip": True}, {"skip ": True},
+    {"deny": True}, {"block": True}, {"skipped": True}, {"results": 1}, {"result_": 1},
+    {"skip": True, "reason": "no"}, {"result": 1, "why": "cached"}, {"approved": False},
+    {"allow": False}, {"error": "denied"}, {"action": "skip"}, {"": True}, b"skip",
+    ("skip",),
+]  # fmt: skip
+#: The controls, and what each makes of the call.
+CONTROLS: list[tuple[Any, str]] = [
+    (None, "ran"), ({}, "ran"), ({"skip": False}, "ran"), ({"skip": True}, "skipped"),
+    ({"result": False}, "overridden"), ({"skip": False, "result": True}, "overridden"),
+    ({"skip": True, "result": True}, "skipped"),
+]  # fmt: skip
+
+
+def _tool_then_answer(request: Any) -> Any:
+    if "[tool_" in conversation(request).split("Delete all users")[-1]:
+        return text("Done.")
+    return text(TOOL)
+
+
+class _Returning:
+    """A guard that returns ``value`` on ``tool_call``."""
+
+    name = "guard"
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self, name: str, value: Any, who: Any) -> Any:
+        return self.value if name == "tool_call" else None
+
+
+def _shown(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except TypeError:
+        return f"a {type(value).__name__}"
+
+
+async def test_a_return_value_that_is_not_a_control_refuses_the_call(main: ModuleType) -> None:
+    assert len(NOT_CONTROLS) == 36
+    with FakeOpenAIServer(_tool_then_answer) as server:
+        for where in ("handler", "middleware"):
+            for returned in NOT_CONTROLS:
+                tools, seen = Tools(), Recorder()
+
+                guard = _Returning(returned)
+                if where == "handler":
+                    agent = make(main, server, tools)
+                    agent.on_intent(guard)
+                    who = "intent handler 'guard'"
+                else:
+                    hooks = {"name": "policy", "onIntent": guard.__call__}
+                    agent = make(main, server, tools, middleware=[hooks])
+                    who = "middleware 'policy'"
+                agent.on_intent(seen)
+                async with agent:
+                    await agent.run("Delete all users")
+                case = f"{where} returned {returned!r}"
+                assert tools.ran == [], case
+                assert seen.payloads("tool_skipped") == [
+                    {"type": "delete_records", "args": {"table": "users"}}
+                ], case
+                (error,) = seen.payloads("error")
+                assert error == {
+                    "message": f"{who} returned {_shown(returned)} on tool_call delete_records, "
+                    'which is not a control (expected {"skip": true}, {"result": ...} or '
+                    "nothing); the call was not run",
+                    "handler": who,
+                    "intent": "tool_call",
+                }, case
+
+
+async def test_the_controls_decide_the_call(main: ModuleType) -> None:
+    with FakeOpenAIServer(_tool_then_answer) as server:
+        for returned, effect in CONTROLS:
+            tools, seen = Tools(), Recorder()
+            agent = make(main, server, tools)
+            agent.on_intent(lambda name, value, who, r=returned: r if name == "tool_call" else None)
+            agent.on_intent(seen)
+            async with agent:
+                await agent.run("Delete all users")
+            assert seen.payloads("error") == [], returned
+            ran = tools.ran == ["delete_records users"]
+            skipped = bool(seen.payloads("tool_skipped"))
+            overridden = any(r.get("overridden") for r in seen.payloads("tool_result"))
+            assert (ran, skipped, overridden) == (
+                effect == "ran",
+                effect == "skipped",
+                effect == "overridden",
+            ), returned
+
+
 async def test_a_raising_partial_handler_reports_once_per_segment(main: ModuleType) -> None:
     def broken(name: str, value: Any, agent_name: str) -> None:
         raise ValueError("partial bug")

@@ -711,3 +711,71 @@ def test_a_code_mode_that_is_not_a_boolean_is_a_compile_error() -> None:
 
 def test_the_environment_is_not_changed_by_the_tests() -> None:
     assert "CODE_MODE_SECRET" not in os.environ
+
+
+# -- under load -------------------------------------------------------------------------------
+
+
+class SyncTools(Tools):
+    """Tools that run in the event loop's default threads (sync), as most applications'."""
+
+    def notify(self, customer_id: str, message: str) -> str:  # type: ignore[override]
+        self._note("notify", customer_id=customer_id, message=message)
+        return "sent"
+
+
+async def test_sixteen_concurrent_executions_finish(bindings: ModuleType) -> None:
+    """More executions than sandbox workers and than default threads: they queue for a worker
+    (without holding a thread) and all finish."""
+    code = "import api\n[api.notify(customer_id='c{i}', message=str(n)) for n in range(3)]"
+    runs = [Run(bindings, [execute(code.format(i=i)), DONE], SyncTools()) for i in range(16)]
+    done = await asyncio.wait_for(asyncio.gather(*(r.go() for r in runs)), 120)
+    assert [r.code_result()["value"] for r in done] == [["sent"] * 3] * 16
+    assert all(r.session["turns"][-1]["status"] == "complete" for r in done)
+
+
+class HeldTools(Tools):
+    """``notify`` holds its sandbox worker until the test lets it go."""
+
+    def __init__(self, inside: asyncio.Event, release: asyncio.Event, holders: int) -> None:
+        super().__init__()
+        self.inside, self.release, self.holders = inside, release, holders
+
+    async def notify(self, customer_id: str, message: str) -> str:
+        self._note("notify", customer_id=customer_id, message=message)
+        if len(self.ran) == self.holders:
+            self.inside.set()
+        await self.release.wait()
+        return "sent"
+
+
+@pytest.mark.parametrize("bound", ["codeLimits.timeout", "timeouts.run"])
+async def test_executions_beyond_the_workers_wait_then_fail_clearly(
+    bindings: ModuleType, bound: str
+) -> None:
+    workers = os.cpu_count() or 1
+    inside, release = asyncio.Event(), asyncio.Event()
+    tools = HeldTools(inside, release, workers)
+    code = execute("import api\napi.notify(customer_id='c1', message='hi')")
+    extra: dict[str, Any] = {"codeLimits": {"timeout": 1}}
+    if bound == "timeouts.run":
+        extra = {"codeLimits": {"timeout": 60}, "timeouts": {"run": 2}}
+    holders = [Run(bindings, [code, DONE], tools) for _ in range(workers)]
+    held = [asyncio.ensure_future(r.go()) for r in holders]
+    await asyncio.wait_for(inside.wait(), 60)  # every worker is taken, by code in an api call
+    queued = [Run(bindings, [code, DONE], Tools(), **extra) for _ in range(3)]
+    await asyncio.wait_for(asyncio.gather(*(r.go() for r in queued)), 60)
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*held), 60)
+    for run in queued:
+        assert run.tools.ran == []
+        last = run.session["turns"][-1]
+        if bound == "timeouts.run" and last["status"] == "error":  # the run's own deadline
+            assert last["error"] == "TimeoutError: the run took longer than 2 s", last
+            continue
+        message = run.code_error()
+        assert message.startswith("no sandbox worker became free within "), message
+        assert f"all {workers} were running other code, so none of this code ran" in message
+        what = "codeLimits.timeout" if bound == "codeLimits.timeout" else "timeouts.run"
+        assert what in message
+    assert [r.code_result()["value"] for r in holders] == ["sent"] * workers

@@ -122,6 +122,40 @@ async def test_conversation_locks(store: Any) -> None:
     assert await store.lock(other, "worker-a", 0.2) is True
     await asyncio.sleep(1.1)
     assert await store.lock(other, "worker-b", 30) is True  # the first holder's lock expired
+    # Renewal: only the holder, only while it holds the lock.
+    assert await store.renew(other, "worker-b", 30) is True
+    assert await store.renew(other, "worker-a", 30) is False
+    assert await store.lock(other, "worker-a", 30) is False
+    assert await store.renew(k, "worker-b", 0.2) is True
+    await asyncio.sleep(1.1)
+    assert await store.renew(k, "worker-b", 30) is False  # it expired: gone, not revived
+    assert await store.lock(k, "worker-a", 30) is True
+
+
+async def test_renewal_keeps_the_lock_past_its_ttl_and_a_stolen_lock_stops_the_run(
+    store: Any,
+) -> None:
+    from auwgent.runtime.leases import Lease, LeaseLost
+
+    k = key()
+    lease = Lease(store, k, 0.6)
+    assert await lease.acquire()
+    await asyncio.sleep(1.5)  # time passing is the point: more than twice the ttl
+    assert not lease.lost.is_set() and await store.lock(k, "other", 30) is False
+    await lease.release()
+    assert await store.lock(k, "other", 0.6) is True  # released
+    await store.unlock(k, "other")
+
+    lease = Lease(store, k, 0.6)
+    assert await lease.acquire()
+    await store.unlock(k, lease.owner)  # taken from it, as after an expiry
+    assert await store.lock(k, "thief", 30) is True
+    forever = asyncio.get_running_loop().create_future()
+    with pytest.raises(LeaseLost, match="lost its lock"):
+        await asyncio.wait_for(lease.holding(forever), 10)
+    assert forever.cancelled()
+    await lease.release()
+    assert await store.lock(k, "someone", 30) is False  # the thief still holds it
 
 
 async def test_time_to_live(request: pytest.FixtureRequest, store: Any) -> None:

@@ -90,8 +90,11 @@ async def test_two_workers_on_one_conversation_the_second_save_is_a_conflict(
     await asyncio.sleep(0.2)
     await _agent(STORES[kind](tmp_path)).run("from the fast worker", conversation_id="c1")
     gate.set()
-    await held
+    lost = await held
     assert len(errors) == 1 and "changed by another run or process" in errors[0], errors
+    # The session the slow worker gets back says its turn was not saved, never "complete".
+    assert lost["turns"][-1]["status"] == "conflict"
+    assert "changed by another run or process" in lost["turns"][-1]["error"]
     stored = await STORES[kind](tmp_path).load("c1")
     assert stored is not None
     assert [t["input"]["text"] for t in stored["turns"]] == ["hello", "from the fast worker"]

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from auwgent.serve_security import conversation_key
 from auwgent.testing import FakeOpenAIServer, text
 from servers import free_port
 
@@ -372,6 +373,8 @@ class _Stream:
 
 def _take_lock(store: str, conversation: str) -> None:
     """Another worker takes the lock (as if this one's had expired)."""
+    # The bearer token's principal owns the conversation: its store key is namespaced.
+    conversation = conversation_key({"tenant": "default", "user": "default"}, conversation)
     if store.startswith("redis"):
         import redis
 

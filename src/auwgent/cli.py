@@ -166,10 +166,19 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="where conversations live: sqlite:///path.db (default sqlite:///auwgent_sessions.db), "
         "redis://host:6379/0 or postgresql://user@host/db",
     )
+    parser.add_argument(
+        "--stream-buffer",
+        type=_positive_int,
+        metavar="BYTES",
+        help="the most bytes of events one response holds for a client that reads slowly "
+        "(default 16777216, 16 MiB): partial events are coalesced or dropped, and a stream "
+        "whose final events do not fit ends with an error event",
+    )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent.serve import serve_command
 
+        options = {} if args.stream_buffer is None else {"stream_buffer": args.stream_buffer}
         return serve_command(
             args.path,
             app=args.app,
@@ -179,6 +188,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             store_url=args.store,
             out=out,
             err=err,
+            **options,
         )
 
     parser.set_defaults(run=run)

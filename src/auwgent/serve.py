@@ -23,6 +23,7 @@ Bearer <token>`` when a token is set; without one the server only binds to 127.0
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import json
 import logging
@@ -34,6 +35,8 @@ from typing import Any
 
 from auwgent.errors import AuwgentError, ConfigError, ConflictError
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
+from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, EventBuffer
+from auwgent.serve_stream import encode as _sse
 
 __all__ = ["ServeError", "build_app", "load_factory"]
 
@@ -100,11 +103,6 @@ def _error(status: int, message: str, code: str) -> Any:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def _sse(name: str, data: Any) -> bytes:
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    return f"event: {name}\ndata: {text}\n\n".encode()
-
-
 def build_app(
     docs: Mapping[str, Mapping[str, Any]],
     factory: Callable[[str], Mapping[str, Any]],
@@ -112,12 +110,15 @@ def build_app(
     *,
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> Any:
-    """The Starlette application serving ``docs`` (agent name → IR document)."""
+    """The Starlette application serving ``docs`` (agent name → IR document); each response
+    holds at most ``stream_buffer`` bytes of events for a client that falls behind."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     server = _Server(docs, factory, store, token, max_body)
+    server.stream_buffer = stream_buffer
     return Starlette(
         routes=[
             Route("/v1/agents/{agent}/runs", server.runs, methods=["POST"]),
@@ -146,6 +147,7 @@ class _Server:
         self.store = store
         self.token = token
         self.max_body = max_body
+        self.stream_buffer = DEFAULT_STREAM_BUFFER
         self.running: set[asyncio.Task[Any]] = set()
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -173,38 +175,31 @@ class _Server:
             return _error(400, "the body must be a JSON object", "bad_request")
         return value
 
-    def stream(self, produce: Callable[[asyncio.Queue[bytes | None]], Any]) -> Any:
-        """Run ``produce`` as a task that outlives the response (a client may go away)."""
-        from starlette.responses import StreamingResponse
-
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    def stream(self, produce: Callable[[EventBuffer], Any]) -> Any:
+        """Run ``produce`` as a task that outlives the response (a client may go away): its
+        events go through a bounded buffer (serve_stream), which the response detaches when
+        it ends, however it ends."""
+        buffer = EventBuffer(self.stream_buffer)
 
         async def body() -> None:
             try:
-                await produce(queue)
+                await produce(buffer)
             except Exception as exc:  # reported in the stream, never as a traceback
                 log.exception("auwgent serve: a run failed")
-                queue.put_nowait(_sse("error", {"message": f"{type(exc).__name__}: {exc}"}))
+                buffer.put_nowait(_sse("error", {"message": f"{type(exc).__name__}: {exc}"}))
             finally:
-                queue.put_nowait(None)
+                buffer.close()
 
         task = asyncio.ensure_future(body())
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
-        async def events() -> AsyncIterator[bytes]:
-            while True:
-                item = await queue.get()
-                if item is None:
-                    return
-                yield item
-
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+        return _event_stream()(buffer, headers)
 
     async def execute(
         self,
-        queue: asyncio.Queue[bytes | None],
+        queue: EventBuffer,
         agent: Any,
         conversation: str | None,
         events: AsyncIterator[Any],
@@ -215,9 +210,9 @@ class _Server:
             async for event in events:
                 if event.partial:
                     data = {"name": event.name, "value": event.value, "agent": event.agent_name}
-                    queue.put_nowait(_sse("partial", data))
+                    queue.put_partial(data)
                 else:
-                    queue.put_nowait(_sse(event.name, event.value))
+                    queue.put_intent(event.name, event.value, event.agent_name)
             final = agent.last_session
             if conversation is not None and final is not None:
                 await self.store.save(conversation, final)
@@ -341,6 +336,28 @@ class _Server:
         closing = getattr(self.store, "aclose", None)
         if closing is not None:
             await closing()
+
+
+@functools.cache
+def _event_stream() -> Any:
+    """The response class of a run's events (made once, when serve first answers one)."""
+    from starlette.responses import StreamingResponse
+
+    class EventStream(StreamingResponse):
+        """An SSE response from an :class:`EventBuffer`, which it detaches when it ends
+        (the client has every event, or is gone: either way nothing more is kept)."""
+
+        def __init__(self, buffer: EventBuffer, headers: Mapping[str, str]) -> None:
+            super().__init__(buffer.events(), media_type="text/event-stream", headers=headers)
+            self.buffer = buffer
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                self.buffer.detach()
+
+    return EventStream
 
 
 async def _guarded(start: Callable[..., Any], conversation: Any, launch: Any) -> Any:
@@ -516,6 +533,7 @@ def serve_command(
     store_url: str | None,
     out: Any,
     err: Any,
+    stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
     import os
@@ -553,7 +571,7 @@ def serve_command(
         print(render_all(result.diagnostics, color=use_color(err)), file=err)
         return EXIT_ERRORS
     docs = {doc["root"]: doc for doc in result.documents.values()}
-    application = build_app(docs, factory, store, token=token)
+    application = build_app(docs, factory, store, token=token, stream_buffer=stream_buffer)
     print(f"auwgent serve: {', '.join(sorted(docs))} on http://{host}:{port}", file=out)
     out.flush()
     uvicorn.run(

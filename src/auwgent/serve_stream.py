@@ -9,9 +9,11 @@ not handed to the socket yet. The policy (docs/serve.md, "Slow and gone clients"
   agent, name and segment, with no final event between them) replaces the waiting one, and
   the ``delta`` texts of the two are joined, so a client that adds deltas up still gets every
   character; a partial that carries its whole snapshot instead keeps only the latest.
-- **Partial events are dropped** when they do not fit: the waiting partials go first, to make
-  room; an intent whose partial was dropped gets no more partials until its final event (the
-  deltas a client added up stay a prefix of the text, never a text with a hole).
+- **Partial events are dropped** when they do not fit: a new partial that would not fit
+  merged into the waiting one is dropped (the waiting one stays); a partial or a final event
+  that does not fit first drops every waiting partial. An intent whose partial was dropped
+  gets no more partials until its final event, so the deltas a client adds up stay a prefix
+  of the text, never a text with a hole.
 - **Final events are never dropped.** When a final event does not fit even after every
   partial is gone, the stream fails closed: what waits is discarded, one ``error`` event
   (``"code": "slow_client"``) ends the stream, and the run goes on to save its session.
@@ -80,6 +82,11 @@ class _Partial:
     def size(self) -> int:
         return len(self.latest_bytes) + self.before_bytes
 
+    def merged_size(self, data_bytes: bytes) -> int:
+        """The size once a partial encoded as ``data_bytes`` is merged in."""
+        delta = _delta(self.latest)
+        return len(data_bytes) + self.before_bytes + (0 if delta is None else len(delta.encode()))
+
     def merge(self, data: Mapping[str, Any], data_bytes: bytes) -> None:
         delta = _delta(self.latest)
         if delta is not None:
@@ -144,11 +151,12 @@ class EventBuffer:
         data_bytes = encode("partial", data)
         waiting = self._tail.get(key)
         if waiting is not None:
-            self._queued -= waiting.size
+            grown = waiting.merged_size(data_bytes) - waiting.size
+            if self._in_flight and self.held + grown > self.limit:
+                self._dropped.add(key)  # the waiting one stays: the text so far, a prefix
+                return
             waiting.merge(data, data_bytes)
-            self._queued += waiting.size
-            if self._in_flight and self.held > self.limit:
-                self._drop_partials()  # this one with the others: its intent's partials stop
+            self._queued += grown
             return
         if not self._fits(len(data_bytes)):
             self._drop_partials()
@@ -197,13 +205,13 @@ class EventBuffer:
     def _final(self, entry: _Final) -> None:
         if self._closed:
             return
-        if entry.ends is not None:
-            self._end_partials(entry.ends)
         if not self._fits(entry.size):
             self._drop_partials()
         if not self._fits(entry.size):
             self._overflow()
             return
+        if entry.ends is not None:
+            self._end_partials(entry.ends)
         self._waiting.append(entry)
         self._tail.clear()  # no partial is merged across a final event
         self._queued += entry.size

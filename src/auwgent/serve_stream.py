@@ -5,7 +5,8 @@ The buffer holds at most ``limit`` bytes of encoded events (``--stream-buffer``,
 :data:`DEFAULT_STREAM_BUFFER`), counting the part of the event being sent that the server has
 not handed to the socket yet. The policy (docs/serve.md, "Slow and gone clients"):
 
-- **Partial events are coalesced** while they wait: a new partial of the same intent (same
+- **Partial events are coalesced** while they wait (behind a slow client, or made together
+  from one read of the model's stream): a new partial of the same intent (same
   agent, name and segment, with no final event between them) replaces the waiting one, and
   the ``delta`` texts of the two are joined, so a client that adds deltas up still gets every
   character; a partial that carries its whole snapshot instead keeps only the latest.

@@ -256,7 +256,10 @@ def test_a_client_too_slow_for_the_final_events_gets_an_error_and_the_run_is_sav
         # A client that keeps up gets everything, whatever the bound.
         short = run(url, {"input": "again", "conversation_id": "slow"})
     names = [name for name, _ in events]
-    assert names[-1] == "error" and "response_text" not in names and "session" not in names
+    assert names[-1] == "error" and "session" not in names  # the session did not fit
+    # The finals that came before the error are whole (the first may have fit: a response
+    # not held up takes any event, and the socket's own buffers take some partials).
+    assert all(value == {"text": ANSWER} for name, value in events if name == "response_text")
     error = events[-1][1]
     assert error["code"] == "slow_client"
     assert f"more than {MB} bytes" in error["message"] and "saves its session" in error["message"]

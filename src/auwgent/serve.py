@@ -16,7 +16,8 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 
 The application's code comes from ``--app module:attr``: a function called with an agent's
 name that returns its runtime config (tools, middleware, approver, keys, ...). A run keeps
-going when the client disconnects, and its session is saved. Requests need ``Authorization:
+going when the client disconnects, and its session is saved; a response holds a bounded
+buffer of events for a client that reads slowly (``serve_stream``, ``--stream-buffer``). Requests need ``Authorization:
 Bearer <token>`` when a token is set; without one the server only binds to 127.0.0.1.
 """
 
@@ -400,7 +401,11 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
     sse = {"text/event-stream": {"schema": {"type": "string"}}}
     json_error = {"application/json": {"schema": error}}
     responses_run = {
-        "200": {"description": "one SSE event per intent, then `session`", "content": sse},
+        "200": {
+            "description": "one SSE event per intent, then `session` (or, for a client that "
+            "reads too slowly, a last `error` event with code `slow_client`)",
+            "content": sse,
+        },
         "400": {"description": "bad request", "content": json_error},
         "401": {"description": "missing or wrong bearer token", "content": json_error},
         "404": {"description": "unknown agent or conversation", "content": json_error},

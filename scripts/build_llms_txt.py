@@ -2,7 +2,9 @@
 
 The file is meant for pasting into a model's context. It holds docs/README.md and then every
 page it links to, in the order the index lists them (pages not linked from the index follow in
-name order), each under a banner naming its path. Run it after editing anything under docs/:
+name order), each under a banner naming its path, without the ``<!-- docs-test: ... -->``
+comments that tell tests/test_docs_run.py how to run a code block. Run it after editing
+anything under docs/:
 
     python scripts/build_llms_txt.py          # rewrite docs/llms.txt
     python scripts/build_llms_txt.py --check  # exit 1 when docs/llms.txt is stale
@@ -17,6 +19,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 OUTPUT = DOCS / "llms.txt"
 _LINK = re.compile(r"\]\(([\w.-]+\.md)\)")
+_TEST_NOTE = re.compile(r"^<!--\s*docs-test:.*?-->\n", re.S | re.M)
 
 
 def pages(docs: Path = DOCS) -> list[Path]:
@@ -38,7 +41,7 @@ def render(docs: Path = DOCS) -> str:
     ]
     for page in pages(docs):
         banner = f"docs/{page.name}"
-        text = page.read_text(encoding="utf-8").strip("\n")
+        text = _TEST_NOTE.sub("", page.read_text(encoding="utf-8")).strip("\n")
         parts.append(f"{'=' * 78}\n{banner}\n{'=' * 78}\n\n{text}\n")
     return "\n".join(parts)
 

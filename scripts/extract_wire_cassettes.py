@@ -3,17 +3,19 @@
 
 Usage::
 
-    python scripts/extract_wire_cassettes.py OWNER/NAME=/path/to/git/dir[:rare] [...]
+    python scripts/extract_wire_cassettes.py [--only API] OWNER/NAME=/path/to/git/dir[:rare] [...]
 
 Each argument names a public repository and a local git directory holding it (a clone or a
 bare mirror). With ``:rare``, only the shapes that plain OpenAI answers do not cover are kept
-from that repository: error answers, streams, and everything from Gemini. Every YAML cassette under a ``cassettes`` folder at the repository's HEAD is read;
-each recorded exchange with a Chat Completions, embeddings or Gemini ``generateContent`` /
-``streamGenerateContent`` / ``embedContent`` / ``batchEmbedContents`` endpoint becomes one file
+from that repository: error answers, streams, and everything from Gemini. With ``--only API``
+(``openai``, ``gemini`` or ``anthropic``), only that API's exchanges are written. Every YAML
+cassette under a ``cassettes`` folder at the repository's HEAD is read; each recorded exchange
+with a Chat Completions, embeddings, Gemini ``generateContent`` / ``streamGenerateContent`` /
+``embedContent`` / ``batchEmbedContents`` or Anthropic ``/v1/messages`` endpoint becomes one file
 ``tests/data/wire/real/<api>/<vendor>__<cassette>__<n>.json``::
 
     {"source": {"repo", "commit", "path", "interaction"},
-     "api": "openai" | "gemini", "vendor": "<host>", "endpoint": "chat" | ...,
+     "api": "openai" | "gemini" | "anthropic", "vendor": "<host>", "endpoint": "chat" | ...,
      "request": {"model", "stream", "tools"},
      "response": {"status", "headers", "body"}}
 
@@ -53,6 +55,7 @@ _ENDPOINTS = (
     (re.compile(r":generateContent"), "gemini", "generateContent"),
     (re.compile(r":batchEmbedContents"), "gemini", "batchEmbedContents"),
     (re.compile(r":embedContent"), "gemini", "embedContent"),
+    (re.compile(r"/v1/messages$"), "anthropic", "messages"),
 )
 
 
@@ -110,6 +113,8 @@ def _request_summary(request: dict[str, Any], uri: str) -> dict[str, Any]:
             continue
         if isinstance(tool.get("function"), dict):
             tools.append(str(tool["function"].get("name")))
+        elif "input_schema" in tool:  # an Anthropic function (server tools have a type)
+            tools.append(str(tool.get("name")))
         for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or ():
             if isinstance(declaration, dict):
                 tools.append(str(declaration.get("name")))
@@ -137,7 +142,13 @@ def _rare_shape(api: str, status: int, stream: bool) -> bool:
 
 
 def extract(
-    repo: str, gitdir: str, seen: set[str], rare: dict[bytes, int], *, only_rare: bool = False
+    repo: str,
+    gitdir: str,
+    seen: set[str],
+    rare: dict[bytes, int],
+    *,
+    only_rare: bool = False,
+    only_api: str | None = None,
 ) -> int:
     commit = _git(gitdir, "rev-parse", "HEAD").decode().strip()
     listing = _git(gitdir, "ls-tree", "-r", "--name-only", "HEAD").decode().splitlines()
@@ -149,7 +160,7 @@ def extract(
             text = _git(gitdir, "show", f"HEAD:{path}")
         except subprocess.CalledProcessError:
             continue  # an LFS object or a file the mirror does not hold
-        if not re.search(rb"chat/completions|googleapis\.com|/embeddings", text):
+        if not re.search(rb"chat/completions|googleapis\.com|/embeddings|/v1/messages", text):
             continue
         try:
             document = yaml.load(text, Loader=yaml.CSafeLoader)
@@ -161,7 +172,9 @@ def extract(
             uri = str(request.get("uri", ""))
             kind = _classify(uri)
             body = _body_text(response)
-            if kind is None or body is None or not _wanted(body.encode(), rare):
+            if kind is None or (only_api and kind[0] != only_api):
+                continue
+            if body is None or not _wanted(body.encode(), rare):
                 continue
             digest = hashlib.sha256(body.encode()).hexdigest()
             if digest in seen:
@@ -194,11 +207,15 @@ def extract(
 def main(argv: list[str]) -> int:
     seen: set[str] = set()
     rare: dict[bytes, int] = {}
+    only_api = None
+    if argv[:1] == ["--only"]:
+        only_api, argv = argv[1], argv[2:]
     for argument in argv:
         repo, _, gitdir = argument.partition("=")
         only_rare = gitdir.endswith(":rare")
         gitdir = gitdir.removesuffix(":rare")
-        print(f"{repo}: {extract(repo, gitdir, seen, rare, only_rare=only_rare)} responses")
+        count = extract(repo, gitdir, seen, rare, only_rare=only_rare, only_api=only_api)
+        print(f"{repo}: {count} responses")
     return 0
 
 

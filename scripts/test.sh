@@ -9,6 +9,14 @@ bash scripts/_servers.sh
 ruff check src tests bench examples conformance ts/test
 ruff format --check src tests bench examples conformance ts/test
 mypy
+# tests/test_docs_run.py type-checks the docs' TypeScript with ts/'s tsc, and the MCP tests
+# launch the real file-system server from tests/mcptools/node: install them when npm is there.
+if command -v npm >/dev/null 2>&1; then
+  for dir in ts tests/mcptools/node; do
+    [ -d "$ROOT/$dir/node_modules" ] \
+      || (cd "$ROOT/$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  done
+fi
 python -m pytest "$@"
 case " $* " in
   *" --co "* | *" --collect-only "*) ;;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -141,3 +142,22 @@ def test_subcommands_are_registered() -> None:
 
     help_text = build_parser().format_help()
     assert "check" in help_text and "generate" in help_text
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _parsers(sub)
+    return found
+
+
+def test_help_points_at_nothing_an_installed_package_lacks() -> None:
+    """No command's help names a ``docs/`` path: an installed package has no docs folder."""
+    from auwgent.cli import build_parser
+
+    helps = {p.prog: p.format_help() for p in _parsers(build_parser())}
+    assert {"auwgent serve", "auwgent mcp", "auwgent mcp import", "auwgent test"} <= set(helps)
+    assert not [prog for prog, text in helps.items() if "docs/" in text]

@@ -26,3 +26,10 @@ def test_index_order_is_kept(tmp_path: Path) -> None:
         (tmp_path / f"{name}.md").write_text(f"# {name}\n", encoding="utf-8")
     names = [p.name for p in builder["pages"](tmp_path)]
     assert names == ["README.md", "b.md", "a.md", "c.md"]
+
+
+def test_the_docs_test_notes_are_left_out() -> None:
+    text = builder["render"]()
+    assert "docs-test" in (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert not [line for line in text.splitlines() if line.startswith("<!-- docs-test")]
+    assert "export mcp Files {" in text

@@ -44,7 +44,7 @@ def test_the_compiler_reads_the_vocabulary() -> None:
 
     assert BUILTIN_INTENTS == set(v.BUILTIN_INTENTS)
     assert CONFIG_KEYS == v.CONFIG_BLOCK_KEYS
-    assert PROVIDERS == {"gemini": (1, 2), "openai": (1, 2), "custom": (3, 4)}
+    assert PROVIDERS == {"gemini": (1, 2), "openai": (1, 2), "anthropic": (1, 2), "custom": (3, 4)}
 
 
 def test_the_python_bindings_agree() -> None:

@@ -146,7 +146,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve",
         help="serve the project's agents over HTTP (needs auwgent[serve])",
         description="Serve every agent of a project over HTTP: runs stream their intents as "
-        "Server-Sent Events, conversations live in a shared store. See docs/serve.md.",
+        "Server-Sent Events, conversations live in a shared store. `auwgent serve --help` "
+        "lists the options; the endpoints are described at /openapi.json once it runs.",
     )
     _add_path(parser)
     parser.add_argument(
@@ -159,6 +160,20 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--port", type=_positive_int, default=8000, help="default 8000")
     parser.add_argument(
         "--token", help="the bearer token requests must carry (or AUWGENT_SERVE_TOKEN)"
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page origin allowed to call the server (repeatable; default: none)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host name the server answers besides its bound address (repeatable)",
     )
     parser.add_argument(
         "--store",
@@ -188,6 +203,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             store_url=args.store,
             out=out,
             err=err,
+            allow_origins=args.allow_origin,
+            allow_hosts=args.allow_host,
             **options,
         )
 
@@ -208,7 +225,8 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "mcp",
         help="use MCP servers: import their tools, serve an agent (needs auwgent[mcp])",
-        description="Model Context Protocol tooling. See docs/mcp.md.",
+        description="Model Context Protocol tooling: `auwgent mcp import --help` and "
+        "`auwgent mcp serve --help` describe each action.",
     )
     actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION")
     importing = actions.add_parser(

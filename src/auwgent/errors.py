@@ -47,7 +47,7 @@ class ApprovalError(AuwgentError):
     """``agent.resume()`` cannot continue: nothing is pending, or the decisions do not fit."""
 
 
-_API_LABELS = {"openai": "OpenAI", "gemini": "Gemini"}
+_API_LABELS = {"openai": "OpenAI", "gemini": "Gemini", "anthropic": "Anthropic"}
 
 
 class ProviderError(AuwgentError):

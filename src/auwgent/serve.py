@@ -15,10 +15,13 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 - ``GET /healthz`` and ``GET /openapi.json``.
 
 The application's code comes from ``--app module:attr``: a function called with an agent's
-name that returns its runtime config (tools, middleware, approver, keys, ...). A run keeps
-going when the client disconnects, and its session is saved; a response holds a bounded
-buffer of events for a client that reads slowly (``serve_stream``, ``--stream-buffer``). Requests need ``Authorization:
-Bearer <token>`` when a token is set; without one the server only binds to 127.0.0.1.
+name that returns its runtime config (tools, middleware, approver, keys, ...); the same module
+may define ``authenticate(request)`` and a ``SERVE`` dict of settings
+(:mod:`auwgent.serve_security`). A run keeps going when the client disconnects, and its
+session is saved; a response holds a bounded buffer of events for a client that reads
+slowly (:mod:`auwgent.serve_stream`, ``--stream-buffer``). Every request has a principal (tenant, user), and a conversation is only
+found by the principal that created it; without authentication the server only binds to a
+loopback address.
 """
 
 from __future__ import annotations
@@ -31,11 +34,32 @@ import logging
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from auwgent.errors import AuwgentError, ConfigError, ConflictError
+from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictError
+from auwgent.runtime import approvals
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
+from auwgent.serve_security import (
+    LOCAL_PRINCIPAL,
+    Authenticate,
+    Boundary,
+    BoundaryError,
+    Principal,
+    ServeSettings,
+    SettingsError,
+    authenticator,
+    check_client_context,
+    check_id,
+    check_origin,
+    check_values,
+    client_settable,
+    conversation_key,
+    is_loopback,
+    memory_scope,
+    parse_settings,
+)
 from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, EventBuffer
 from auwgent.serve_stream import encode as _sse
 
@@ -47,7 +71,8 @@ log = logging.getLogger("auwgent")
 DEFAULT_MAX_BODY = 1024 * 1024
 #: Seconds a conversation lock lasts without being renewed (a crashed worker's lock expires).
 LOCK_TTL = 120.0
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_RUN_FIELDS = ("input", "conversation_id", "context", "config", "persona")
+_DECISION_KEYS = ("approved", "reason", "args")
 
 
 class ServeError(AuwgentError):
@@ -56,21 +81,46 @@ class ServeError(AuwgentError):
 
 def load_factory(spec: str) -> Callable[[str], Mapping[str, Any]]:
     """``module:attr`` → the function giving an agent's runtime config (cwd on the path)."""
+    module, attr = _app_module(spec)
+    module_name = module.__name__
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ServeError(f"--app: {module_name}.{attr} is not a function of the agent name")
+    return factory  # type: ignore[no-any-return]
+
+
+def _app_module(spec: str) -> tuple[Any, str]:
+    """The module ``--app module:attr`` names (imported, cwd on the path), and ``attr``."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ServeError(f"--app: expected module:attr (e.g. app:config), got {spec!r}")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name), attr
     except Exception as exc:
         raise ServeError(
             f"--app: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
         ) from exc
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ServeError(f"--app: {module_name}.{attr} is not a function of the agent name")
-    return factory  # type: ignore[no-any-return]
+
+
+def load_security(
+    spec: str, token: str | None, origins: list[str], hosts: list[str]
+) -> tuple[ServeSettings, Authenticate | None]:
+    """The ``--app`` module's ``SERVE`` settings (with the flags' origins and hosts added) and
+    how requests are authenticated (its ``authenticate`` hook, tokens or a trusted header)."""
+    module, _ = _app_module(spec)
+    try:
+        settings = parse_settings(getattr(module, "SERVE", None))
+        settings = replace(
+            settings,
+            allow_origins=settings.allow_origins
+            | {check_origin(o, "--allow-origin") for o in origins},
+            allow_hosts=settings.allow_hosts | {h.lower() for h in hosts},
+        )
+        return settings, authenticator(settings, getattr(module, "authenticate", None), token)
+    except SettingsError as exc:
+        raise ServeError(str(exc)) from exc
 
 
 class _Agents:
@@ -109,27 +159,81 @@ def build_app(
     factory: Callable[[str], Mapping[str, Any]],
     store: Any,
     *,
-    token: str | None = None,
+    authenticate: Authenticate | None = None,
+    settings: ServeSettings | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> Any:
-    """The Starlette application serving ``docs`` (agent name → IR document); each response
-    holds at most ``stream_buffer`` bytes of events for a client that falls behind."""
+    """The Starlette application serving ``docs`` (agent name → IR document), bound at
+    ``host:port`` (its Host check); ``authenticate`` gives each request's principal (``None``:
+    the local principal, on a loopback address only); each response holds at most
+    ``stream_buffer`` bytes of events for a client that falls behind."""
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    server = _Server(docs, factory, store, token, max_body)
+    _check_bind(host, authenticate)
+    settings = settings or ServeSettings()
+    server = _Server(docs, factory, store, authenticate, settings, max_body)
     server.stream_buffer = stream_buffer
     return Starlette(
         routes=[
-            Route("/v1/agents/{agent}/runs", server.runs, methods=["POST"]),
-            Route("/v1/conversations/{conversation}", server.conversation, methods=["GET"]),
-            Route("/v1/conversations/{conversation}/approvals", server.approvals, methods=["POST"]),
+            Route("/v1/agents/{agent}/runs", _json_errors(server.runs), methods=["POST"]),
+            Route(
+                "/v1/conversations/{conversation}",
+                _json_errors(server.conversation),
+                methods=["GET"],
+            ),
+            Route(
+                "/v1/conversations/{conversation}/approvals",
+                _json_errors(server.approvals),
+                methods=["POST"],
+            ),
             Route("/healthz", server.healthz, methods=["GET"]),
-            Route("/openapi.json", server.openapi, methods=["GET"]),
+            Route("/openapi.json", _json_errors(server.openapi), methods=["GET"]),
         ],
+        middleware=[Middleware(Boundary, settings=settings, host=host, port=port)],
+        exception_handlers={HTTPException: _http_error},
         on_shutdown=[server.shutdown],
     )
+
+
+async def _http_error(request: Any, exc: Any) -> Any:
+    """The router's own refusals (no such path, a method it does not take) as JSON errors."""
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
+    message = f"{request.method} {request.url.path}: {exc.detail}"
+    response = _error(exc.status_code, message, code)
+    response.headers.update(exc.headers or {})
+    return response
+
+
+def _check_bind(host: str, authenticate: Authenticate | None) -> None:
+    """Refuse to serve a non-loopback address without authentication."""
+    if authenticate is None and not is_loopback(host):
+        raise ServeError(
+            f"serving on {host} needs authentication: a token (--token or AUWGENT_SERVE_TOKEN), "
+            "or the --app module's authenticate or SERVE tokens/trusted_header; without it the "
+            "server binds to a loopback address only"
+        )
+
+
+def _json_errors(endpoint: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``endpoint``, answering a request refused at the boundary with its JSON error, and a
+    failure of the server itself with a JSON 500 (logged with its traceback)."""
+
+    async def answer(request: Any) -> Any:
+        try:
+            return await endpoint(request)
+        except BoundaryError as exc:
+            return _error(exc.status, str(exc), exc.code)
+        except Exception as exc:
+            log.exception("auwgent serve: %s %s failed", request.method, request.url.path)
+            return _error(500, f"the server failed: {type(exc).__name__}", "internal")
+
+    return answer
 
 
 class _Server:
@@ -140,41 +244,82 @@ class _Server:
         docs: Mapping[str, Mapping[str, Any]],
         factory: Callable[[str], Mapping[str, Any]],
         store: Any,
-        token: str | None,
+        authenticate: Authenticate | None,
+        settings: ServeSettings,
         max_body: int,
     ) -> None:
         self.docs = docs
         self.agents = _Agents(docs, factory)
         self.store = store
-        self.token = token
+        self.authenticate = authenticate
+        self.settings = settings
         self.max_body = max_body
         self.stream_buffer = DEFAULT_STREAM_BUFFER
         self.running: set[asyncio.Task[Any]] = set()
+        self.settable: dict[str, frozenset[str]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def authorised(self, request: Any) -> bool:
-        expected = f"Bearer {self.token}"
-        return self.token is None or request.headers.get("authorization") == expected
+    async def principal_of(self, request: Any) -> Principal:
+        """Who makes ``request`` (401 when nobody is authenticated)."""
+        if self.authenticate is None:
+            return LOCAL_PRINCIPAL
+        principal = await self.authenticate(request)
+        if principal is None:
+            raise BoundaryError(401, "unauthorised", "missing or wrong credentials")
+        return principal
 
-    async def body_of(self, request: Any) -> Any:
-        """The JSON object of the body, or an error response (400, 413)."""
+    async def body_of(self, request: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+        """The JSON object of the body, with only ``fields`` (else 400 or 413, naming why)."""
         size = request.headers.get("content-length")
         too_large = f"the request body is larger than {self.max_body} bytes"
         if size is not None and size.isdigit() and int(size) > self.max_body:
-            return _error(413, too_large, "too_large")
+            raise BoundaryError(413, "too_large", too_large)
         raw = b""
         async for chunk in request.stream():
             raw += chunk
             if len(raw) > self.max_body:
-                return _error(413, too_large, "too_large")
+                raise BoundaryError(413, "too_large", too_large)
         try:
-            value = json.loads(raw or b"{}")
+            value = json.loads(raw)
+        except RecursionError as exc:
+            raise BoundaryError(400, "too_deep", "body: nested too deeply") from exc
         except ValueError as exc:
-            return _error(400, f"the body is not valid JSON: {exc}", "bad_json")
+            raise BoundaryError(400, "bad_json", f"the body is not valid JSON: {exc}") from exc
         if not isinstance(value, dict):
-            return _error(400, "the body must be a JSON object", "bad_request")
+            raise BoundaryError(400, "bad_request", "the body must be a JSON object")
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise BoundaryError(
+                400, "bad_request",
+                f"unknown fields: {', '.join(unknown)} (valid fields: {', '.join(fields)})",
+            )  # fmt: skip
+        check_values(value)
         return value
+
+    def run_agent(
+        self, name: str, context: Any, principal: Principal, conversation: str | None
+    ) -> Any:
+        """An agent for one run of ``name``: the client's context under the application's,
+        the principal on the run, memory in the principal's scope (422 on a refused key)."""
+        try:
+            agent = self.agents.get(name)
+        except AuwgentError as exc:  # the application's config, not the request
+            log.error("auwgent serve: the config of %s: %s", name, exc)
+            raise BoundaryError(500, "bad_app_config", f"the config of {name}: {exc}") from exc
+        settable = self.settable.get(name)
+        if settable is None:
+            settable = client_settable(self.docs[name], name, agent.context, self.settings)
+            self.settable[name] = settable
+        client = check_client_context(context, settable)
+        try:
+            checked = agent._core.context_schema.check(client, "context")
+        except AuwgentError as exc:
+            raise BoundaryError(422, "bad_context", str(exc)) from exc
+        run = type(agent)(agent._core, {**checked, **agent.context}, agent._config)
+        run.use_principal(principal)
+        run.use_memory_scope(memory_scope(principal, conversation, self.settings))
+        return run
 
     def stream(self, produce: Callable[[EventBuffer], Any]) -> Any:
         """Run ``produce`` as a task that outlives the response (a client may go away): its
@@ -249,74 +394,74 @@ class _Server:
     # -- endpoints ---------------------------------------------------------------------------
 
     async def runs(self, request: Any) -> Any:
-        if not self.authorised(request):
-            return _error(401, "missing or wrong bearer token", "unauthorised")
+        principal = await self.principal_of(request)
         name = request.path_params["agent"]
         if name not in self.docs:
             known = ", ".join(sorted(self.docs))
             return _error(404, f"no agent {name!r}; agents: {known}", "no_agent")
-        body = await self.body_of(request)
-        if not isinstance(body, dict):
-            return body
-        unknown = sorted(set(body) - {"input", "conversation_id", "context", "config", "persona"})
-        if unknown:
-            return _error(400, f"unknown fields: {', '.join(unknown)}", "bad_request")
+        body = await self.body_of(request, _RUN_FIELDS)
         text = body.get("input")
         if not isinstance(text, str):
             return _error(400, "input must be a string", "bad_request")
+        conversation = body.get("conversation_id")
+        if conversation is not None:
+            conversation = check_id(conversation, "conversation_id")
+        agent = self.run_agent(name, body.get("context"), principal, conversation)
         try:
-            agent = _per_run_agent(self.agents.get(name), body.get("context"))
             _check_choice(agent, body)
         except AuwgentError as exc:
             return _error(422, str(exc), "bad_config")
-        conversation = body.get("conversation_id")
+        key = None if conversation is None else conversation_key(principal, conversation)
 
         async def launch(session: Any, owner: str) -> Any:
+            if session is not None and session.get("agent") != name:
+                return _unusable(conversation, session, f"not {name!r}")
             events = agent.stream(
                 text, session=session, config=body.get("config"), persona=body.get("persona")
             )
-            return self.stream(lambda q: self.execute(q, agent, conversation, events, owner))
+            return self.stream(lambda q: self.execute(q, agent, key, events, owner))
 
-        return await _guarded(self.start, conversation, launch)
+        return await _guarded(self.start, key, launch)
 
     async def approvals(self, request: Any) -> Any:
-        if not self.authorised(request):
-            return _error(401, "missing or wrong bearer token", "unauthorised")
-        body = await self.body_of(request)
-        if not isinstance(body, dict):
-            return body
-        decisions = body.get("decisions")
-        if not isinstance(decisions, dict):
-            return _error(
-                400, "decisions must be an object of request id → decision", "bad_request"
-            )
-        conversation = request.path_params["conversation"]
+        principal = await self.principal_of(request)
+        conversation = check_id(request.path_params["conversation"], "conversation")
+        body = await self.body_of(request, ("decisions",))
+        decisions = _check_decisions(body.get("decisions"))
+        key = conversation_key(principal, conversation)
 
         async def launch(session: Any, owner: str) -> Any:
             if session is None:
                 return _error(404, f"no conversation {conversation!r}", "not_found")
-            agent = self.agents.get(session.get("agent", ""))
+            name = session.get("agent")
+            if name not in self.docs:
+                return _unusable(conversation, session, "not served here")
+            try:
+                approvals.check_decisions(session, decisions)
+            except ApprovalError as exc:  # nothing pending (409), or decisions that do not fit
+                status = 400 if session.get("status") == approvals.AWAITING else 409
+                return _error(status, str(exc).removeprefix("resume: "), "bad_decisions")
+            agent = self.run_agent(name, None, principal, conversation)
             resume = getattr(agent, "resume_stream", None)
             if resume is None:
                 return _error(501, "this runtime cannot resume approvals", "unsupported")
             events = resume(session, decisions)
-            return self.stream(lambda q: self.execute(q, agent, conversation, events, owner))
+            return self.stream(lambda q: self.execute(q, agent, key, events, owner))
 
-        return await _guarded(self.start, conversation, launch)
+        return await _guarded(self.start, key, launch)
 
     async def conversation(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        if not self.authorised(request):
-            return _error(401, "missing or wrong bearer token", "unauthorised")
-        key = request.path_params["conversation"]
+        principal = await self.principal_of(request)
+        conversation = check_id(request.path_params["conversation"], "conversation")
         try:
-            session = await self.store.load(key)
+            session = await self.store.load(conversation_key(principal, conversation))
         except SessionStoreError as exc:
             status = 409 if isinstance(exc, StoredSessionError) else 503
             return _error(status, str(exc), "store")
         if session is None:
-            return _error(404, f"no conversation {key!r}", "not_found")
+            return _error(404, f"no conversation {conversation!r}", "not_found")
         return JSONResponse(session)
 
     async def healthz(self, request: Any) -> Any:
@@ -327,6 +472,7 @@ class _Server:
     async def openapi(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
+        await self.principal_of(request)
         return JSONResponse(openapi_document(sorted(self.docs)))
 
     async def shutdown(self) -> None:
@@ -375,14 +521,43 @@ async def _guarded(start: Callable[..., Any], conversation: Any, launch: Any) ->
         return _error(422, str(exc), "bad_request")
 
 
-def _per_run_agent(agent: Any, context: Any) -> Any:
-    """An agent sharing ``agent``'s compiled core, with this request's context merged in."""
-    if context is None:
-        return type(agent)(agent._core, dict(agent.context), agent._config)
-    if not isinstance(context, dict):
-        raise ConfigError("context: expected an object")
-    checked = agent._core.context_schema.check(context, "context")
-    return type(agent)(agent._core, {**agent.context, **checked}, agent._config)
+def _unusable(conversation: Any, session: Mapping[str, Any], why: str) -> Any:
+    """409: the stored session of ``conversation`` belongs to an agent this run cannot use."""
+    agent = session.get("agent")
+    return _error(
+        409, f"conversation {conversation!r} is a session of agent {agent!r}, {why}",
+        "unusable_session",
+    )  # fmt: skip
+
+
+def _check_decisions(decisions: Any) -> dict[str, Any]:
+    """The approvals body's ``decisions``: request id → true, false or ``{approved, reason,
+    args}`` (400 naming the first wrong one)."""
+    if not isinstance(decisions, dict) or not decisions:
+        raise BoundaryError(
+            400, "bad_request", "decisions: expected an object of request id → decision"
+        )
+    for key, value in decisions.items():
+        where = f"decisions.{key}"
+        if isinstance(value, bool):
+            continue
+        if not isinstance(value, dict):
+            raise BoundaryError(
+                400, "bad_request",
+                f'{where}: expected true, false or {{"approved": bool, "reason"?: str, '
+                f'"args"?: {{...}}}}, got {json.dumps(value)}',
+            )  # fmt: skip
+        unknown = sorted(set(value) - set(_DECISION_KEYS))
+        problem = (
+            f"unknown fields: {', '.join(unknown)}" if unknown
+            else "approved: expected true or false" if not isinstance(value.get("approved"), bool)
+            else "reason: expected a string" if not isinstance(value.get("reason", ""), str)
+            else "args: expected an object" if not isinstance(value.get("args", {}), dict)
+            else None
+        )  # fmt: skip
+        if problem is not None:
+            raise BoundaryError(400, "bad_request", f"{where}.{problem}")
+    return decisions
 
 
 def _check_choice(agent: Any, body: Mapping[str, Any]) -> None:
@@ -406,12 +581,18 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
             "reads too slowly, a last `error` event with code `slow_client`)",
             "content": sse,
         },
-        "400": {"description": "bad request", "content": json_error},
-        "401": {"description": "missing or wrong bearer token", "content": json_error},
+        "400": {"description": "bad request (the message names the field)", "content": json_error},
+        "401": {"description": "missing or wrong credentials", "content": json_error},
+        "403": {"description": "an Origin that is not allowed", "content": json_error},
         "404": {"description": "unknown agent or conversation", "content": json_error},
         "409": {"description": "the conversation is busy or unusable", "content": json_error},
         "413": {"description": "request body too large", "content": json_error},
-        "422": {"description": "invalid context, config or persona", "content": json_error},
+        "415": {"description": "a body that is not application/json", "content": json_error},
+        "421": {"description": "a Host that is not this server's", "content": json_error},
+        "422": {
+            "description": "invalid context (or a key a client may not set), config or persona",
+            "content": json_error,
+        },
     }
     return {
         "openapi": "3.1.0",
@@ -509,6 +690,7 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                                 "schema": {
                                     "type": "object",
                                     "required": ["decisions"],
+                                    "additionalProperties": False,
                                     "properties": {"decisions": {"type": "object"}},
                                 }
                             }
@@ -538,6 +720,8 @@ def serve_command(
     store_url: str | None,
     out: Any,
     err: Any,
+    allow_origins: list[str] | None = None,
+    allow_hosts: list[str] | None = None,
     stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
@@ -550,13 +734,6 @@ def serve_command(
     from auwgent.runtime.stores import DEFAULT_SQLITE_PATH, open_store
 
     token = token or os.environ.get("AUWGENT_SERVE_TOKEN") or None
-    if token is None and host not in _LOOPBACK:
-        print(
-            f"error: serving on {host} needs a token (--token or AUWGENT_SERVE_TOKEN); "
-            "without one the server binds to 127.0.0.1 only",
-            file=err,
-        )
-        return EXIT_USAGE
     try:
         import starlette  # noqa: F401
         import uvicorn
@@ -567,6 +744,8 @@ def serve_command(
     try:
         project = load_project(path)
         factory = load_factory(app)
+        settings, authenticate = load_security(app, token, allow_origins or [], allow_hosts or [])
+        _check_bind(host, authenticate)
         store = open_store(store_url or f"sqlite:///{DEFAULT_SQLITE_PATH}")
     except (ConfigError, ServeError, SessionStoreError) as exc:
         print(f"error: {exc}", file=err)
@@ -576,7 +755,16 @@ def serve_command(
         print(render_all(result.diagnostics, color=use_color(err)), file=err)
         return EXIT_ERRORS
     docs = {doc["root"]: doc for doc in result.documents.values()}
-    application = build_app(docs, factory, store, token=token, stream_buffer=stream_buffer)
+    application = build_app(
+        docs,
+        factory,
+        store,
+        authenticate=authenticate,
+        settings=settings,
+        host=host,
+        port=port,
+        stream_buffer=stream_buffer,
+    )
     print(f"auwgent serve: {', '.join(sorted(docs))} on http://{host}:{port}", file=out)
     out.flush()
     uvicorn.run(

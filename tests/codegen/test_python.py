@@ -128,6 +128,7 @@ def test_api_keys_list_only_the_providers_in_use() -> None:
     [
         ({"provider": "gemini"}, "geminiApiKey", "GEMINI_API_KEY"),
         ({"provider": "openai"}, "openaiApiKey", "OPENAI_API_KEY"),
+        ({"provider": "anthropic"}, "anthropicApiKey", "ANTHROPIC_API_KEY"),
         ({"provider": "custom", "id": "my-groq-api"}, "myGroqApiApiKey", "MY_GROQ_API_API_KEY"),
         ({"provider": "custom", "id": "local_llm"}, "localLlmApiKey", "LOCAL_LLM_API_KEY"),
     ],

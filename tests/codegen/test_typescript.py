@@ -105,3 +105,20 @@ def test_whole_number_floats_are_listed_for_the_runtimes_hash() -> None:
     assert 'floats: ["/agents/Main/configs/default/model/options/temperature"]' in text
     # Without such floats the call is as before.
     assert "floats:" not in _render()
+
+
+def test_an_anthropic_model_has_its_key_and_base_url_fields() -> None:
+    source = """
+agent Main {
+    default config {
+        model: anthropic("claude-sonnet-4-5", { cache: true })
+        fallback: [openai("gpt-4o")]
+        prompt: "Hi."
+    }
+}
+"""
+    result = compile_sources({"main.agent": source})
+    result.raise_for_errors()
+    text = render_typescript(result.documents["main.agent"])
+    assert "    openaiApiKey: string;\n    anthropicApiKey: string;" in text
+    assert "    anthropic?: string;" in text

@@ -122,6 +122,7 @@ def test_top_level_import_export_and_templates(root: Path) -> None:
     assert {"agent", "helper", "type", "model", "prompt", "intent", "import", "export"} <= top
     assert _labels(root, MAIN + "\nexport |") == {
         "model",
+        "mcp",
         "type",
         "prompt",
         "persona",

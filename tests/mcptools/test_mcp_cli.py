@@ -244,3 +244,35 @@ def test_mcp_config_gives_the_servers_secrets_to_import_and_check(
         2,
         "error: --mcp-config goes with --mcp (plain check starts no server)\n",
     )
+
+
+def test_import_out_never_writes_a_module_that_breaks_the_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` into the source folder would add a module of top-level tools (E2003): it is
+    refused, nothing is written and the project still checks; elsewhere the file is written
+    and the project is unchanged."""
+    (tmp_path / "auwgent.yml").write_text('source: "src"\n', encoding="utf-8")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "servers.agent").write_text("export " + stdio_server("Files"), encoding="utf-8")
+    project = str(tmp_path)
+    for target in (src / "files.agent", src / "nested" / "files.agent"):
+        code, out, err = cli(
+            capsys, "mcp", "import", "Files", "--project", project, "--out", str(target)
+        )
+        assert (code, out) == (2, "")
+        assert err.startswith(f"error: not writing {target}: it is an .agent file inside the ")
+        assert "(E2003)" in err and "paste the lines into an agent" in err
+        assert not target.exists()
+    assert cli(capsys, "check", project)[0] == 0
+    for target in (tmp_path / "files.agent", src / "files.txt"):
+        code, out, err = cli(
+            capsys, "mcp", "import", "Files", "--project", project, "--out", str(target)
+        )
+        assert (code, err) == (0, "")
+        assert out.startswith("wrote 8 tools of Files to ")
+        assert "@mcp(Files)" in target.read_text(encoding="utf-8")
+        code, out, err = cli(capsys, "check", project)
+        assert (code, err) == (0, ""), err
+        assert out.startswith("checked 1 file (0 agents)")

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,14 +58,20 @@ def project(tmp_path: Path) -> Path:
 
 @contextmanager
 def serving(
-    project: Path, fake_url: str, store: str, *, token: str | None = TOKEN
+    project: Path,
+    fake_url: str,
+    store: str,
+    *,
+    token: str | None = TOKEN,
+    extra: Sequence[str] = (),
 ) -> Iterator[str]:
     port = free_port()
     args = [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "app:config",
-            "--port", str(port), "--store", store]  # fmt: skip
+            "--port", str(port), "--store", store, *extra]  # fmt: skip
     if token:
         args += ["--token", token]
-    env = {**os.environ, "FAKE_OPENAI_URL": fake_url, "PYTHONPATH": str(project)}
+    env = {k: v for k, v in os.environ.items() if k != "AUWGENT_SERVE_TOKEN"}
+    env.update(FAKE_OPENAI_URL=fake_url, PYTHONPATH=str(project))
     process = subprocess.Popen(
         args, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -90,6 +96,10 @@ def serving(
 
 def headers(token: str | None = TOKEN) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def json_headers(token: str | None = TOKEN) -> dict[str, str]:
+    return {**headers(token), "content-type": "application/json"}
 
 
 def read_sse(response: httpx.Response) -> list[tuple[str, Any]]:
@@ -155,10 +165,10 @@ def test_errors_are_json_never_tracebacks(project: Path, tmp_path: Path) -> None
         assert httpx.post(post, json={"input": "x"}).status_code == 401
         wrong = httpx.post(post, json={"input": "x"}, headers=headers("nope"))
         assert wrong.status_code == 401
-        assert wrong.json()["error"]["message"] == "missing or wrong bearer token"
+        assert wrong.json()["error"]["message"] == "missing or wrong credentials"
         missing = httpx.post(f"{url}/v1/agents/Nope/runs", json={"input": "x"}, headers=headers())
         assert missing.status_code == 404 and "agents: Main" in missing.json()["error"]["message"]
-        bad = httpx.post(post, content=b"{not json", headers=headers())
+        bad = httpx.post(post, content=b"{not json", headers=json_headers())
         assert bad.status_code == 400 and "not valid JSON" in bad.json()["error"]["message"]
         huge = httpx.post(post, json={"input": "x" * 2_000_000}, headers=headers())
         assert huge.status_code == 413
@@ -169,7 +179,8 @@ def test_errors_are_json_never_tracebacks(project: Path, tmp_path: Path) -> None
         none = httpx.get(f"{url}/v1/conversations/none", headers=headers())
         assert none.status_code == 404
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "agents": ["Main"]}
-        spec = httpx.get(f"{url}/openapi.json").json()
+        assert httpx.get(f"{url}/openapi.json").status_code == 401  # under the same rule
+        spec = httpx.get(f"{url}/openapi.json", headers=headers()).json()
         assert spec["openapi"].startswith("3.") and "/v1/agents/{agent}/runs" in spec["paths"]
 
 
@@ -206,7 +217,7 @@ def test_one_run_per_conversation_and_a_disconnect_keeps_the_session(
         assert len(after[-1][1]["turns"]) == 2
 
 
-def test_without_a_token_only_loopback(project: Path) -> None:
+def test_without_authentication_only_loopback(project: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "app:config",
          "--host", "0.0.0.0"],
@@ -214,7 +225,7 @@ def test_without_a_token_only_loopback(project: Path) -> None:
         env={k: v for k, v in os.environ.items() if k != "AUWGENT_SERVE_TOKEN"},
     )  # fmt: skip
     assert done.returncode == 2
-    assert "needs a token" in done.stderr
+    assert "needs authentication" in done.stderr
     bad_app = subprocess.run(
         [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "nowhere:config"],
         cwd=project, capture_output=True, text=True, timeout=60,

@@ -113,3 +113,57 @@ def test_an_approval_paused_on_one_worker_is_resumed_on_the_other(
                            headers=headers())  # fmt: skip
         assert again.status_code != 200 or "no pending approvals" in again.text
     assert sent.read_text().split() == ["grace@example.com"]
+
+
+def test_client_mistakes_get_400_naming_the_field_like_runs(project: Path, tmp_path: Path) -> None:
+    """Bad JSON, unknown fields, wrong types, unknown ids: a JSON 400 before anything runs,
+    never 200 with an error event; a conversation with nothing pending is a 409."""
+    script = [
+        text("[tool_call: send_email]\nto: ada@example.com\n[/tool_call]"),
+        text("[response_text]\nSent.\n[/response_text]"),
+        text("[response_text]\nHello.\n[/response_text]"),
+    ]
+    with (
+        FakeOpenAIServer(script) as fake,
+        serving(project, fake.base_url, f"sqlite:///{tmp_path / 's.db'}") as url,
+    ):
+        paused = run(url, {"input": "Mail Ada", "conversation_id": "c1"})[-1][1]
+        (pending,) = paused["pending_approvals"]
+        rid = pending["id"]
+        endpoint = f"{url}/v1/conversations/c1/approvals"
+        hdrs = {**headers(), "content-type": "application/json"}
+        cases: dict[str, tuple[int, str]] = {
+            "{not json": (400, "not valid JSON"),
+            "[]": (400, "JSON object"),
+            json.dumps({"decisions": {rid: True}, "note": "x"}): (400, "unknown fields: note"),
+            json.dumps({}): (400, "decisions"),
+            json.dumps({"decisions": [rid]}): (400, "decisions"),
+            json.dumps({"decisions": {rid: "yes"}}): (400, f"decisions.{rid}"),
+            json.dumps({"decisions": {rid: {"approved": 1}}}): (400, f"decisions.{rid}.approved"),
+            json.dumps({"decisions": {rid: {"approved": True, "why": 1}}}): (400, "why"),
+            json.dumps({"decisions": {rid: {"approved": True, "args": []}}}): (400, "args"),
+            json.dumps({"decisions": {"nope": True}}): (400, "unknown request id 'nope'"),
+        }
+        for raw, (status, named) in cases.items():
+            answered = httpx.post(endpoint, content=raw.encode(), headers=hdrs)
+            assert answered.status_code == status, (raw, answered.text)
+            assert answered.headers["content-type"] == "application/json"
+            assert named in answered.json()["error"]["message"], (raw, answered.text)
+        plain = httpx.post(endpoint, content=json.dumps({"decisions": {rid: True}}).encode(),
+                           headers={**headers(), "content-type": "text/plain"})  # fmt: skip
+        assert plain.status_code == 415
+        assert not (project / "sent.txt").exists()
+        # still pending after every refusal: the right decision goes through
+        body: dict[str, Any] = {"decisions": {rid: True}}
+        with httpx.stream("POST", endpoint, json=body, headers=headers(), timeout=60) as answer:
+            assert answer.status_code == 200
+            read_sse(answer)
+        again = httpx.post(endpoint, json=body, headers=headers())
+        assert (
+            again.status_code == 409 and "no pending approvals" in again.json()["error"]["message"]
+        )
+        fresh = run(url, {"input": "Hi", "conversation_id": "c2"})[-1][1]
+        assert fresh["turns"][-1]["status"] == "complete"
+        idle = httpx.post(f"{url}/v1/conversations/c2/approvals", json=body, headers=headers())
+        assert idle.status_code == 409
+    assert (project / "sent.txt").read_text().split() == ["ada@example.com"]

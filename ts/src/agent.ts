@@ -21,6 +21,7 @@ import { ConfigError, UnsupportedError } from "./errors.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
 import type { FunctionSpec, Provider } from "./providers/base.js";
+import { AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL } from "./providers/anthropic.js";
 import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
 import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
 import type { CallableSpec, Contract } from "./section.js";
@@ -444,11 +445,12 @@ export class AgentCore {
       const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits };
       if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
       else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http, this.options.strict);
+      else if (model.provider === "anthropic") found = new AnthropicProvider(name, base ?? DEFAULT_ANTHROPIC_BASE_URL, apiKey, http);
       else if (model.provider === "custom") {
         const url = base ?? model.base_url;
         if (!url) throw new ConfigError(`model.base_url: custom provider '${name}' needs a base URL`);
         found = new OpenAIProvider(name, url, apiKey, http, this.options.strict);
-      } else throw new ConfigError(`model.provider: unknown provider '${model.provider}' (expected 'gemini', 'openai' or 'custom')`);
+      } else throw new ConfigError(`model.provider: unknown provider '${model.provider}' (expected 'gemini', 'openai', 'anthropic' or 'custom')`);
       this.providers.set(key, found);
     }
     return found;

@@ -219,6 +219,7 @@ export function apiKeyField(model: Record<string, any>): string {
 export function apiKeyEnv(model: Record<string, any>): string[] {
   if (model.provider === "gemini") return ["GEMINI_API_KEY", "GOOGLE_API_KEY"];
   if (model.provider === "openai") return ["OPENAI_API_KEY"];
+  if (model.provider === "anthropic") return ["ANTHROPIC_API_KEY"];
   return [String(model.id).replace(/[^0-9A-Za-z]+/g, "_").toUpperCase().replace(/^_+|_+$/g, "") + "_API_KEY"];
 }
 
@@ -251,7 +252,7 @@ export function resolveApiKeys(doc: Record<string, any>, apiKeys: unknown): Reco
 export function resolveBaseUrl(model: Record<string, any>, baseUrls: Record<string, string>): string | null {
   const key = providerKey(model);
   if (key in baseUrls) return baseUrls[key]!;
-  if (model.provider === "openai" || model.provider === "gemini") return env(`${String(model.provider).toUpperCase()}_BASE_URL`) ?? null;
+  if (model.provider === "openai" || model.provider === "gemini" || model.provider === "anthropic") return env(`${String(model.provider).toUpperCase()}_BASE_URL`) ?? null;
   return null;
 }
 

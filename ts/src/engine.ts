@@ -7,7 +7,7 @@ import { parseBody, type Repair } from "./values.js";
 import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
-import type { FinishEvent, Message, ModelRequest, StreamEvent } from "./providers/base.js";
+import { REASONING_KINDS, type FinishEvent, type Message, type ModelRequest, type StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
@@ -89,6 +89,8 @@ interface Round {
   truncated: boolean;
   /** Partial handlers that failed, by handler and segment (reported once). */
   partialFailures: Set<string>;
+  /** Thinking blocks, sent back with the answer in history. */
+  reasoning: { kind: string; data: unknown }[];
 }
 
 /** A call of the answer, started if it was not yet (see Round.calls). */
@@ -498,7 +500,11 @@ export class Run {
       if (this.cancelled) return { status: "error", error: "the run was cancelled" };
       const rnd = await this.round(inv, codec, contract, top);
       const text = rnd.chunks.join("");
-      if (text || rnd.nativeCalls.length) inv.add(codec.assistantMessage({ text, calls: rnd.nativeCalls }));
+      if (text || rnd.nativeCalls.length || rnd.reasoning.length) {
+        const message = codec.assistantMessage({ text, calls: rnd.nativeCalls });
+        // The provider wants its reasoning back, unchanged, with the same answer.
+        inv.add(rnd.reasoning.length ? { ...message, reasoning: rnd.reasoning } : message);
+      }
       const outcomes = rnd.outcomes;
       if (rnd.error !== null) {
         const msg = await this.fail(rnd.error, inv.name);
@@ -589,7 +595,7 @@ export class Run {
     this.ctx.systemPrompt = system;
     // Streamed on the wire only for someone to see the partials (as the Python runtime).
     const partials = core.wantsPartials || this.sink !== null;
-    const rnd: Round = { streamed: partials, chunks: [], calls: [], outcomes: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set() };
+    const rnd: Round = { streamed: partials, chunks: [], calls: [], outcomes: [], nativeCalls: [], texts: [], output: null, problems: [], customs: 0, error: null, model: "", usage: null, finish: null, truncated: false, partialFailures: new Set(), reasoning: [] };
     try {
       if (core.middleware.has("onLLMStart")) system = await core.middleware.llmStart(system, this.ctx);
     } catch (error) {
@@ -633,6 +639,7 @@ export class Run {
             else if (event.type === "usage") rnd.usage = usageOf(event);
             else if (event.type === "part") {
               this.contentPart(inv, event);
+              if (REASONING_KINDS.has(event.kind)) rnd.reasoning.push({ kind: event.kind, data: event.data });
               continue;
             }
             for (const decoded of decoder.feed(event)) {
@@ -1037,13 +1044,17 @@ function totalUsage(turns: readonly Turn[]): Usage {
 }
 
 /** The provider's token counts as a turn records them (absent counts are 0). */
-function usageOf(event: { inputTokens: number | null; outputTokens: number | null }): Usage {
+function usageOf(event: Extract<StreamEvent, { type: "usage" }>): Usage {
   const given = [event.inputTokens, event.outputTokens].filter((n): n is number => n !== null);
-  return { input_tokens: event.inputTokens ?? 0, output_tokens: event.outputTokens ?? 0, total_tokens: given.reduce((a, b) => a + b, 0) };
+  const usage: Usage = { input_tokens: event.inputTokens ?? 0, output_tokens: event.outputTokens ?? 0, total_tokens: given.reduce((a, b) => a + b, 0) };
+  // Prompt-cache counts (part of input_tokens), only from providers that report them.
+  if (event.cacheReadTokens != null) usage.cache_read_tokens = event.cacheReadTokens;
+  if (event.cacheWriteTokens != null) usage.cache_write_tokens = event.cacheWriteTokens;
+  return usage;
 }
 
 /** Finish reasons that mean the provider stopped the answer: never a success, never re-asked. */
-const REFUSED = new Set(["content_filter", "malformed_function_call", "safety", "recitation", "blocklist", "prohibited_content", "spii", "image_safety", "refusal"]);
+const REFUSED = new Set(["content_filter", "malformed_function_call", "safety", "recitation", "blocklist", "prohibited_content", "spii", "image_safety", "refusal", "pause_turn"]);
 
 /** "length" for an answer cut by the output limit, the reason for a refused one, else null. */
 function abnormal(finish: FinishEvent | null): string | null {

@@ -27,7 +27,7 @@ export class ApprovalError extends AuwgentError {}
 /** The IR asks for something this runtime does not have yet (see ts/README.md). */
 export class UnsupportedError extends AuwgentError {}
 
-const API_LABELS: Record<string, string> = { openai: "OpenAI", gemini: "Gemini" };
+const API_LABELS: Record<string, string> = { openai: "OpenAI", gemini: "Gemini", anthropic: "Anthropic" };
 
 /** A model provider request failed (after retries, where the failure was retryable). */
 export class ProviderError extends AuwgentError {

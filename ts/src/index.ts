@@ -16,6 +16,7 @@ export { blocksSection } from "./section.js";
 export type { Contract, CallableSpec } from "./section.js";
 export { buildChatBody, strictSchema } from "./providers/openai.js";
 export { buildGeminiBody } from "./providers/gemini.js";
+export { buildMessagesBody } from "./providers/anthropic.js";
 export type { Message, ModelRequest, Provider, StreamEvent, FunctionSpec } from "./providers/base.js";
 export type { SessionState, Turn, Frame, ModelCall, Usage } from "./session.js";
 export type { Middleware, MiddlewareContext, IntentControl } from "./types.js";

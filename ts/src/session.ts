@@ -21,6 +21,9 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  /** Of input_tokens, read from / written to the provider's prompt cache (Anthropic). */
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
 }
 
 /** One model call of a turn: the model that answered, its finish reason and token counts. */
@@ -103,6 +106,7 @@ export function messageToJson(m: Message): Record<string, any> {
   if (m.tool_calls && m.tool_calls.length) data.tool_calls = m.tool_calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
   if (m.tool_call_id != null) data.tool_call_id = m.tool_call_id;
   if (m.name != null) data.name = m.name;
+  if (m.reasoning && m.reasoning.length) data.reasoning = m.reasoning.map((part) => ({ ...(part.data as Record<string, any>) }));
   return data;
 }
 
@@ -113,5 +117,8 @@ export function messageFromJson(data: Record<string, any>): Message {
     tool_calls: (data.tool_calls ?? []).map((c: any) => ({ id: String(c.id), name: String(c.name), arguments: String(c.arguments) })),
     tool_call_id: data.tool_call_id ?? null,
     name: data.name ?? null,
+    ...(Array.isArray(data.reasoning) && data.reasoning.length
+      ? { reasoning: data.reasoning.map((b: any) => ({ kind: String(b.type), data: { ...b } })) }
+      : {}),
   };
 }

@@ -49,7 +49,16 @@ _SHARED = (
     "PartialIntent", "ResponseTextIntent", "ResponseTextPartialIntent", "ToolErrorIntent",
 )  # fmt: skip
 #: ... and what it imports under a private name: the base classes and the functions it calls.
-_RUNTIME = ("Middleware", "RuntimeConfig", "Tools", "TypedAgent", "create", "placeholders")
+_RUNTIME = (
+    "IntentHandler",
+    "Middleware",
+    "PartialIntentHandler",
+    "RuntimeConfig",
+    "Tools",
+    "TypedAgent",
+    "create",
+    "placeholders",
+)
 _TYPING_IMPORTS = ("Any", "ClassVar", "Literal", "TypedDict", "Union")
 _ABC_IMPORTS = ("Callable", "Mapping")
 #: Names the module itself defines or imports; a user type may not take them.
@@ -225,11 +234,11 @@ class _Program:
                 yield from config.get("fallback", ())
 
     def providers(self) -> list[ir.Model]:
-        """One model per distinct API key field: gemini, openai, then custom ids in order."""
+        """One model per distinct API key field: gemini, openai, anthropic, then custom ids."""
         by_field: dict[str, ir.Model] = {}
         for model in self.models():
             by_field.setdefault(api_key_field(model), model)
-        order = {"gemini": 0, "openai": 1, "custom": 2}
+        order = {"gemini": 0, "openai": 1, "anthropic": 2, "custom": 3}
         return sorted(by_field.values(), key=lambda m: order.get(str(m["provider"]), 3))
 
     def outputs(self) -> list[ir.Type]:
@@ -727,7 +736,7 @@ class _Emitter:
             intents.append((intent["name"], self.intent_classes[intent["name"]], when))
         w.blank(2)
         w.fill("@_placeholders")
-        w.fill("class AuwgentBaseIntentHandler:")
+        w.fill("class AuwgentBaseIntentHandler(_IntentHandler):")
         with w.indent():
             w.lines(
                 "\n".join(
@@ -743,7 +752,7 @@ class _Emitter:
         streamed = [i for i in intents if i[0] in STREAMED_INTENTS or i[0] in self.intent_classes]
         w.blank(2)
         w.fill("@_placeholders")
-        w.fill("class AuwgentBasePartialIntentHandler:")
+        w.fill("class AuwgentBasePartialIntentHandler(_PartialIntentHandler):")
         with w.indent():
             w.lines(
                 "\n".join(
@@ -794,13 +803,11 @@ class _Emitter:
 
     def emit_agent(self, w: CodeWriter) -> None:
         w.blank(2)
-        # The type parameters narrow what on_intent, on_intent_partial and on_approval accept
-        # to this agent's own handler classes, names and approval request.
+        # The type parameters narrow the function handlers and the approver on_intent,
+        # on_intent_partial and on_approval accept to this agent's names and approval request.
         w.fill_wrapped(
             "class AuwgentAgent(_TypedAgent[",
             [
-                "AuwgentBaseIntentHandler",
-                "AuwgentBasePartialIntentHandler",
                 "IntentName",
                 "AgentName",
                 "ApprovalRequestIntent",

@@ -267,12 +267,21 @@ class _Emitter:
             w.fill("delta?: string;")
         w.fill("}")
         w.fill(f"export type PartialIntentName = {_union(streamed)};")
+        w.fill("/** The streaming update of intent `N`. */")
+        w.fill(
+            'export type PartialIntentValue<N extends PartialIntentName> = N extends "response_text"'
+        )
+        w.fill("  ? PartialIntent<{ text: string }> & { delta: string }")
+        w.fill("  : PartialIntent<Partial<IntentPayloads[N]>>;")
+        w.fill("/** `(name, value, agentName)` where `value` narrows by `name`. */")
         w.fill("export type PartialIntentArgs = {")
         w.fill(
-            '  [N in PartialIntentName]: [name: N, value: N extends "response_text" '
-            "? PartialIntent<{ text: string }> & { delta: string } "
-            ": PartialIntent<Partial<IntentPayloads[N]>>, agentName: AgentName];"
+            "  [N in PartialIntentName]: [name: N, value: PartialIntentValue<N>, agentName: AgentName];"
         )
+        w.fill("}[PartialIntentName];")
+        w.fill("/** `(name, value)`: the two-argument form of PartialIntentArgs. */")
+        w.fill("export type PartialIntentArgs2 = {")
+        w.fill("  [N in PartialIntentName]: [name: N, value: PartialIntentValue<N>];")
         w.fill("}[PartialIntentName];")
         w.fill(
             "/** What `agent.stream()` yields: final intents and streaming updates, narrowed by name. */"
@@ -429,6 +438,9 @@ class _Emitter:
             w.fill("/** Streaming partial intents, independent of onIntent. */")
             w.fill(
                 "onIntentPartial(handler: (...args: PartialIntentArgs) => void | Promise<void>): void;"
+            )
+            w.fill(
+                "onIntentPartial(handler: (...args: PartialIntentArgs2) => void | Promise<void>): void;"
             )
             w.fill("useConfig(name: ConfigName): void;")
             w.fill("readonly persona: PersonaName | null;")

@@ -12,9 +12,9 @@ most one blank line in a row), and it decides only:
 - spacing inside a line: none inside brackets and before ``,`` ``:`` ``.`` ``?``, none
   between a name and the ``(`` or ``[`` that follows it, none after ``@``, ``!`` or a unary
   ``-``, one space elsewhere (``{ a: 1 }``, ``a + b``, ``x = 1``, ``A | B``);
-- triple-quoted strings move with their line: their inner lines shift by as much as the line
-  that opens them, which leaves the dedented value unchanged; one-line strings, numbers and
-  comments are printed exactly as written;
+- triple-quoted strings: their value is dedented, so the indentation their inner lines share
+  is layout and is rebased to the line that opens them (``layout_triple``); one-line
+  strings, numbers and comments are printed exactly as written;
 - no trailing blanks, ``\\n`` line breaks, one line break at the end of the file.
 
 The result is checked before it is returned: lexed again, it must give the same tokens (kind,
@@ -194,7 +194,7 @@ class _Printer:
         if closing:
             self.stack.pop()
         if kind is K.STRING and raw.startswith('"""'):
-            raw = self.shift_triple(raw, self.tokens.starts[index])
+            raw = self.layout_triple(raw)
         self.write(raw)
         if kind in _OPENERS:
             self.stack.append((_OPENERS[kind], self.level + 1))
@@ -230,35 +230,26 @@ class _Printer:
             return not (kind is K.LBRACKET and prev in (K.RPAREN, K.RBRACKET, K.STRING))
         return True
 
-    def shift_triple(self, raw: str, start: int) -> str:
-        """A triple-quoted string moved by as much as the line it starts on.
+    def layout_triple(self, raw: str) -> str:
+        """A triple-quoted string's lines in the canonical layout.
 
-        Its inner lines move together, so the common indentation that dedenting removes
-        moves with them and the value stays the same; blank inner lines become empty (they
-        are empty in the value too). A shift to the left that some line has no room for is
-        not made.
+        Its value is dedented, so the indentation its inner lines share is layout: they are
+        rebased to the indentation of the line the string opens on (one level deeper when
+        the string does not start that line), each keeping what it has beyond the shared
+        part, so the value stays the same. A blank first line becomes just the quotes, blank
+        inner lines become empty (they are empty in the value too) and closing quotes alone
+        on their line go to the indentation of the opening line.
         """
         raw = raw.replace("\r\n", "\n")
         if "\n" not in raw:
             return raw
-        line_begin = self.text.rfind("\n", 0, start) + 1
-        lead = self.text[line_begin:start]
-        delta = self.width - (len(lead) - len(lead.lstrip(" \t")))
-        first, *rest = raw.split("\n")
+        first, *inner, last = raw.split("\n")
         if not first[3:].strip():
             first = '"""'
-        content = [*rest[:-1], rest[-1][:-3]]
-        if delta < 0 and any(
-            part.strip() and not part.startswith(" " * -delta) for part in content
-        ):
-            delta = 0
-        shifted = [first]
-        for position, part in enumerate(rest):
-            if position < len(rest) - 1 and not part.strip():
-                shifted.append("")
-            elif delta >= 0:
-                shifted.append(" " * delta + part)
-            else:
-                cut = min(-delta, len(part) - len(part.lstrip(" ")))
-                shifted.append(part[cut:])
-        return "\n".join(shifted)
+        last = last[:-3]
+        content = [part for part in (*inner, last) if part.strip()]
+        cut = min((len(part) - len(part.lstrip(" \t")) for part in content), default=0)
+        base = " " * (self.width if self.line_start else self.width + len(INDENT))
+        lines = [first] + [base + part[cut:] if part.strip() else "" for part in inner]
+        lines.append((base + last[cut:] if last.strip() else " " * self.width) + '"""')
+        return "\n".join(lines)

@@ -419,7 +419,7 @@ def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> m.Model | None:
     if not isinstance(term, n.Call) or term.callee.text not in _PROVIDER_WORDS:
         return None
     values = [const_value(arg) for arg in term.args]
-    kind = cast('Literal["gemini", "openai", "custom"]', term.callee.text)
+    kind = cast('Literal["gemini", "openai", "anthropic", "custom"]', term.callee.text)
     strings = 3 if kind == "custom" else 1
     options = values[strings] if len(values) > strings else {}
     custom = kind == "custom"

@@ -166,6 +166,22 @@ _MEMBER_WORDS = (
     "intent",
     "description",
 )
+#: The members of an agent or helper as they start (the E0103 message, editors' completion).
+MEMBER_SYNTAX = (
+    "default config",
+    "config",
+    "context",
+    "input:",
+    "output:",
+    "tool",
+    "tools",
+    "workflow",
+    "helpers",
+    "personas",
+    "intent:",
+    "description:",
+)
+_MEMBER_LIST = ", ".join(f"`{m}`" for m in MEMBER_SYNTAX)
 _PRIMITIVES = ("string", "number", "boolean")
 _ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval", "@mcp")
 _ANNOTATION_LIST = ", ".join(f"`{a}`" for a in _ANNOTATIONS[:-1]) + f" or `{_ANNOTATIONS[-1]}`"
@@ -757,8 +773,7 @@ class _Parser:
                 help=f"`{word}:` belongs inside `default config {{ ... }}` or a named config",
             )
         raise self.fail(
-            f"a member of {where} (`default config`, `config`, `context`, `input:`, "
-            "`output:`, `tool`, `tools`, `workflow`, `helpers`, `intent:`, `description:`)",
+            f"a member of {where} ({_MEMBER_LIST})",
             code="E0103",
             help=did_you_mean(word, (*_MEMBER_WORDS, "default config")) if word else None,
         )

@@ -88,10 +88,26 @@ VERTEX_ONLY = frozenset(
     }
 )
 
+# Other APIs' names for Gemini options (OpenAI's, the manual's shorthand): the did-you-mean of
+# an unknown key, which spelling alone would not find.
+ALIASES = {
+    "stop": "stopSequences",
+    "safety": "safetySettings",
+    "maxTokens": "maxOutputTokens",
+    "n": "candidateCount",
+}
+
 # Option values that are API messages themselves: their keys are field names to convert.
 MESSAGE_VALUED = frozenset(
     {"thinkingConfig", "toolConfig", "speechConfig", "imageConfig", "audioTranscriptionConfig"}
 )
+
+
+def alias_of(key: str, valid: list[str]) -> str | None:
+    """The option among ``valid`` (snake_case) that ``key`` is another API's name for."""
+    alias = ALIASES.get(camel(key))
+    found = _snake(alias) if alias is not None else None
+    return found if found in valid else None
 
 
 def camel(key: str) -> str:

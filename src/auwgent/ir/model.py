@@ -305,7 +305,7 @@ class Persona(TypedDict):
 
 
 class Model(TypedDict):
-    provider: Literal["gemini", "openai", "custom"]
+    provider: Literal["gemini", "openai", "anthropic", "custom"]
     model: str
     options: dict[str, Any]
     id: str | None

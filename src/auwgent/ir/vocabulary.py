@@ -259,6 +259,7 @@ class Provider:
 PROVIDERS: tuple[Provider, ...] = (
     Provider("gemini", ("model", "options")),
     Provider("openai", ("model", "options")),
+    Provider("anthropic", ("model", "options")),
     Provider("custom", ("id", "base_url", "model", "options")),
 )
 
@@ -351,7 +352,8 @@ _NOT_ALNUM = re.compile(r"[^0-9A-Za-z]+")
 
 
 def provider_key(model: Mapping[str, Any]) -> str:
-    """``"gemini"``, ``"openai"`` or the custom id: how keys and base URLs are indexed."""
+    """``"gemini"``, ``"openai"``, ``"anthropic"`` or the custom id: how keys and base URLs
+    are indexed."""
     return str(model["id"]) if model["provider"] == "custom" else str(model["provider"])
 
 
@@ -375,4 +377,6 @@ def api_key_env(model: Mapping[str, Any]) -> tuple[str, ...]:
         return ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     if model["provider"] == "openai":
         return ("OPENAI_API_KEY",)
+    if model["provider"] == "anthropic":
+        return ("ANTHROPIC_API_KEY",)
     return (_NOT_ALNUM.sub("_", str(model["id"])).upper().strip("_") + "_API_KEY",)

@@ -6,8 +6,9 @@ from the text before the cursor on its line. Each place offers its own words: de
 keywords at the top level, member keywords in an agent, config fields and the models or
 prompts in scope in a config, type names where a type goes, tools, workflows, parameters and
 variables in a workflow, helpers in ``helpers { }``, intents after ``intent:``, the context's
-fields after ``ctx.``, parameters inside a template ``{{ }}``, and ``@desc``/``@example``
-after ``@``.
+fields after ``ctx.``, parameters inside a template ``{{ }}``, and after ``@`` the
+annotations that apply to what it annotates (``ANNOTATIONS``) and are not written on it yet
+(``@example`` may repeat).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from ..compiler import nodes as n
 from ..compiler.checker.agents import CONFIG_KEYS
 from ..compiler.checker.context import PROVIDERS
 from ..compiler.modules import FileScope, ModuleGraph, Symbol, is_exported
-from ..compiler.parser import _DECL_WORDS, _STATEMENT_WORDS
-from ..compiler.source import Span
+from ..compiler.parser import _DECL_WORDS, _STATEMENT_WORDS, MEMBER_SYNTAX, parse
+from ..compiler.source import SourceFile, Span
 from .index import Definition, FileIndex
 from .workspace import ProjectState
 
@@ -40,31 +41,30 @@ class Candidate:
 
 # The parser's own lists, so that completion offers what the parser reads.
 TOP_KEYWORDS = (*_DECL_WORDS, "test")
-EXPORTABLE = ("model", "type", "prompt", "persona", "intent", "helper")
-MEMBER_KEYWORDS = (
-    "default config",
-    "config",
-    "context",
-    "input:",
-    "output:",
-    "tool",
-    "tools",
-    "workflow",
-    "helpers",
-    "personas",
-    "intent:",
-    "description:",
-)
+EXPORTABLE = ("model", "mcp", "type", "prompt", "persona", "intent", "helper")
 STATEMENT_KEYWORDS = tuple(sorted(_STATEMENT_WORDS))
 PROMPT_KEYWORDS = ("Example", "if", "else", "return")
 VALUE_WORDS = ("true", "false", "null", "ctx")
 PRIMITIVES = ("string", "number", "boolean")
 TEMPLATE_WORDS = ("#if", "else", "/if", "@schema(input)", "@schema(output)", "@schema(context)")
 
+#: The annotations the checker accepts on each kind of thing (``checker/agents.py``,
+#: ``checker/context.py``): a field or parameter takes ``@desc``, a workflow ``@example`` and
+#: ``@approval`` after its body, a helper's line in ``helpers { }`` ``@approval``.
+ANNOTATIONS: dict[type, tuple[str, ...]] = {
+    n.Field: ("desc",),
+    n.ToolDecl: ("desc", "example", "repeatable", "approval", "mcp"),
+    n.WorkflowDecl: ("example", "approval"),
+    n.HelperUse: ("approval",),
+}
+#: Where what the ``@`` annotates cannot be told: every annotation the parser reads.
+ANY_ANNOTATION = ANNOTATIONS[n.ToolDecl]
+
 _TYPE_AFTER_COLON = re.compile(r"^\s*\w+\??\s*:\s*[\w\[\]|\"' ]*$")
 _IO_TYPE = re.compile(r"^\s*(input|output)\s*:\s*[\w\[\]|\"' ]*$")
 _SIGNATURE_TYPE = re.compile(r"(\([^)]*\w\??\s*:|\)\s*:)\s*[\w\[\]|\"' ]*$")
 _WORD_END = re.compile(r"\w*$")
+_WORD_START = re.compile(r"\w*")
 _ENTRY_VALUE = re.compile(r"^\s*(\w+)\s*:(.*)$")
 
 
@@ -80,8 +80,45 @@ def complete(project: ProjectState, rel: str, offset: int) -> list[Candidate]:
     index = project.index(rel)
     if module is None or graph is None or scope is None or index is None:
         return _words(TOP_KEYWORDS, "keyword")
+    if head.endswith("@"):
+        return _words(annotations_at(rel, text, offset), "keyword")
     finder = _Completer(graph, scope, index, module, offset, head)
     return finder.run()
+
+
+def annotations_at(rel: str, text: str, offset: int) -> tuple[str, ...]:
+    """The annotations that apply where the ``@`` before ``offset`` stands.
+
+    The half-written annotation is completed as ``@repeatable`` (one the parser reads after
+    anything annotatable) and the text parsed again: the node that then carries it is what
+    the ``@`` annotates.
+    """
+    at = text.rfind("@", 0, offset)
+    word = _WORD_START.match(text, offset)
+    end = word.end() if word else offset
+    module, _ = parse(SourceFile(rel, text[:at] + "@repeatable" + text[end:]))
+    for node in n.walk(module):
+        annotations = getattr(node, "annotations", ())
+        if any(isinstance(a, n.FlagAnnotation) and a.span.start == at for a in annotations):
+            # Only `@example` may be written twice.
+            written = {_annotation_word(a) for a in annotations if a.span.start != at}
+            allowed = ANNOTATIONS.get(type(node), ANY_ANNOTATION)
+            return tuple(a for a in allowed if a == "example" or a not in written)
+    return ANY_ANNOTATION
+
+
+def _annotation_word(annotation: n.Annotation) -> str:
+    if isinstance(annotation, n.FlagAnnotation):
+        return annotation.name
+    return _ANNOTATION_WORDS[type(annotation)]
+
+
+_ANNOTATION_WORDS: dict[type, str] = {
+    n.DescAnnotation: "desc",
+    n.ExampleAnnotation: "example",
+    n.ApprovalAnnotation: "approval",
+    n.McpAnnotation: "mcp",
+}
 
 
 def _words(words: tuple[str, ...], kind: str) -> list[Candidate]:
@@ -112,8 +149,6 @@ class _Completer:
     def run(self) -> list[Candidate]:
         head = self.head
         decl = next((d for d in self.module.decls if _contains(d.span, self.offset)), None)
-        if head.endswith("@"):
-            return _words(("desc", "example"), "keyword")
         agent = decl if isinstance(decl, n.AgentDecl) else None
         if head.endswith("ctx."):
             return self.context(agent)
@@ -198,7 +233,7 @@ class _Completer:
                 names = [*_words(STATEMENT_KEYWORDS, "keyword"), *names]
             return names
         if member is None or not head.strip():
-            return _words(MEMBER_KEYWORDS, "keyword")
+            return _words(MEMBER_SYNTAX, "keyword")
         return self.top_names(None)
 
     # -- names -------------------------------------------------------------------------------

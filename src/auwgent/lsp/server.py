@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -168,11 +169,16 @@ class AuwgentServer(LanguageServer):
         if found is None:
             return None
         project, rel = found
-        if project.graph is None or project.key in self.pending:
-            self.check_now(project)  # answer from the text the user sees
+        self.up_to_date(project)
         source = self.source(project, rel)
         offset = position_to_offset(source, position.line, position.character, self.encoding)
         return project, rel, offset
+
+    def up_to_date(self, project: ProjectState) -> None:
+        """Check ``project`` now if an edit is waiting for its check: answer from the text
+        the user sees."""
+        if project.graph is None or project.key in self.pending:
+            self.check_now(project)
 
     def name_at(self, uri: str, position: t.Position) -> NameAt | None:
         """The name at ``position`` in document ``uri`` that the index knows, if any."""
@@ -198,10 +204,11 @@ class AuwgentServer(LanguageServer):
             for use in index.references:
                 if use.key == PROMPT_CONTEXT + field:
                     line, col = self.source(found.project, index.path).line_col(use.span.start)
-                    raise ValueError(
-                        f"`ctx.{field}` is also used in a prompt ({index.path}:{line}:{col}), "
+                    raise JsonRpcException(
+                        code=t.LSPErrorCodes.RequestFailed,
+                        message=f"`ctx.{field}` is also used in a prompt ({index.path}:{line}:{col}), "
                         "which reads the context of every agent that uses it: rename it there "
-                        "and in those agents by hand"
+                        "and in those agents by hand",
                     )
 
     def definition_of(self, project: ProjectState, key: str) -> Definition | None:
@@ -377,7 +384,10 @@ def _prepare_rename(ls: AuwgentServer, params: t.PrepareRenameParams) -> t.Range
 def _rename(ls: AuwgentServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
     new_name = params.new_name
     if not new_name.isidentifier() or new_name in _STATEMENT_WORDS:
-        raise ValueError(f"`{new_name}` is not a name: use letters, digits and `_`")
+        raise JsonRpcInvalidParams(
+            f"`{new_name}` is not a name: a name starts with a letter or `_` and goes on with "
+            f"letters, digits and `_`, and is not one of {', '.join(sorted(_STATEMENT_WORDS))}"
+        )
     found = ls.name_at(params.text_document.uri, params.position)
     if found is None:
         return None
@@ -410,8 +420,7 @@ def _symbols(ls: AuwgentServer, params: t.DocumentSymbolParams) -> list[t.Docume
     if found is None:
         return None
     project, rel = found
-    if project.graph is None:
-        ls.check_now(project)
+    ls.up_to_date(project)
     index = project.index(rel)
     if index is None:
         return []

@@ -225,6 +225,17 @@ def run_import(
     if out_file is None:
         out.write(text)
         return EXIT_OK
+    inside = _compiled_with_project(path, out_file)
+    if inside is not None:
+        print(
+            f"error: not writing {out_file}: it is an .agent file inside the project's source "
+            f"folder ({inside}), which would compile it as a module of its own, and tool "
+            "declarations outside an agent or helper do not compile (E2003); write it "
+            "elsewhere (a .txt file, or outside the source folder) and paste the lines into "
+            "an agent, a helper or a workflow",
+            file=err,
+        )
+        return EXIT_USAGE
     try:
         out_file.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -233,6 +244,18 @@ def run_import(
     count = sum(1 for line in text.splitlines() if line.startswith("tool "))
     print(f"wrote {count} tool{'s' if count != 1 else ''} of {server} to {out_file}", file=out)
     return EXIT_OK
+
+
+def _compiled_with_project(path: Path, out_file: Path) -> Path | None:
+    """The source folder of the project at ``path`` when ``out_file`` would be one of its
+    modules (an ``.agent`` file under a source folder), else ``None``."""
+    from auwgent.project import load_project
+
+    project = load_project(path)
+    if project.entry is not None or out_file.suffix != ".agent":
+        return None  # a one-file source compiles its imports only
+    root = project.source_root
+    return root if out_file.resolve().is_relative_to(root) else None
 
 
 def declaration_text(server: str, declared_in: str, tools: Sequence[Any]) -> str:

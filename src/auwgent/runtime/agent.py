@@ -431,6 +431,8 @@ class Agent:
         self._context: dict[str, Any] = dict(context)
         self._config = config_name
         self._persona = core.check_persona(core.options.persona, "persona")
+        self._principal: Mapping[str, str] | None = None
+        self._memory_scope: str | None = None
         #: The session of the last finished ``run`` / ``stream``.
         self.last_session: Session | None = None
 
@@ -547,6 +549,19 @@ class Agent:
     def use_persona(self, name: str | None) -> None:
         """Make ``name`` the persona runs take on (``None``: no persona)."""
         self._persona = self._core.check_persona(name, "use_persona")
+
+    def use_principal(self, principal: Mapping[str, str] | None) -> None:
+        """Say who runs ask for (``{"tenant", "user"}``, as ``auwgent serve`` does): middleware,
+        handlers and tools find it as ``ctx["principal"]`` (``None``: nobody said)."""
+        self._principal = None if principal is None else MappingProxyType(dict(principal))
+
+    def use_memory_scope(self, scope: str | None) -> None:
+        """Keep memory in ``scope`` (a non-empty string): runs recall only the facts learned in
+        the same scope and learn into it (the store must accept ``scope=``, docs/memory.md).
+        ``None``: the store's unscoped facts."""
+        if scope is not None and (not isinstance(scope, str) or not scope):
+            raise ConfigError(f"use_memory_scope: expected a non-empty string, got {scope!r}")
+        self._memory_scope = scope
 
     async def drain(self) -> None:
         """Wait until background memory ingestion has finished (returns at once without it)."""
@@ -691,6 +706,8 @@ class Agent:
             conversation_id=conversation_id,
             sink=sink,
             persona=chosen,
+            principal=self._principal,
+            memory_scope=self._memory_scope,
         )
         if decisions is None:
             result = await run.execute(text, session)

@@ -56,10 +56,12 @@ __all__ = [
     "ErrorIntent",
     "HandoffCompleteIntent",
     "IntentControl",
+    "IntentHandler",
     "MaybeAwaitable",
     "Middleware",
     "MiddlewareContext",
     "PartialIntent",
+    "PartialIntentHandler",
     "ResponseTextIntent",
     "ResponseTextPartialIntent",
     "RuntimeConfig",
@@ -79,8 +81,6 @@ _ClassT = TypeVar("_ClassT", bound=type)
 _AgentT = TypeVar("_AgentT", bound=Agent)
 _IntentNameT = TypeVar("_IntentNameT", bound=str)
 _AgentNameT = TypeVar("_AgentNameT", bound=str)
-_HandlerT = TypeVar("_HandlerT")
-_PartialHandlerT = TypeVar("_PartialHandlerT")
 _RequestT = TypeVar("_RequestT")
 
 #: A tool, handler or hook may be a plain or an ``async`` method.
@@ -334,27 +334,45 @@ class Middleware(Generic[_IntentNameT]):
         """When the run or a tool fails; return True to mark the error handled."""
 
 
-class TypedAgent(Agent, Generic[_HandlerT, _PartialHandlerT, _IntentNameT, _AgentNameT, _RequestT]):
+class IntentHandler:
+    """Base of every generated ``AuwgentBaseIntentHandler`` (final intents).
+
+    Any agent accepts a subclass of any agent's generated base: a handler written against
+    one agent's module may be registered on another. The runtime calls a handler's method for
+    each intent of that name, and at registration warns about a method that matches no intent
+    of the agent (``on_intent``), so a handler meant for another agent's own intents says so.
+    """
+
+
+class PartialIntentHandler:
+    """Base of every generated ``AuwgentBasePartialIntentHandler`` (streaming partials), which
+    any agent accepts as :class:`IntentHandler` says."""
+
+
+class TypedAgent(Agent, Generic[_IntentNameT, _AgentNameT, _RequestT]):
     """Base of a generated ``AuwgentAgent``: :class:`Agent` with registration methods that
-    accept only the agent's own handler classes, intent and agent names and approval request.
-    The runtime accepts any handler; the type parameters narrow what a type checker lets
-    through."""
+    accept handler classes generated for any agent (their bases derive from
+    :class:`IntentHandler` and :class:`PartialIntentHandler`), functions of this agent's
+    intent and agent names, and an approver of this agent's approval request. The runtime
+    accepts any handler; the type parameters narrow what a type checker lets through."""
 
     def on_intent(
         self,
-        handler: type[_HandlerT] | _HandlerT | Callable[[_IntentNameT, Any, _AgentNameT], object],
+        handler: type[IntentHandler]
+        | IntentHandler
+        | Callable[[_IntentNameT, Any, _AgentNameT], object],
     ) -> None:
-        """Register a handler of final intents: a subclass or instance of the generated
+        """Register a handler of final intents: a subclass or instance of a generated
         ``AuwgentBaseIntentHandler``, or a function ``(name, value, agent_name)``."""
         super().on_intent(handler)
 
     def on_intent_partial(
         self,
-        handler: type[_PartialHandlerT]
-        | _PartialHandlerT
+        handler: type[PartialIntentHandler]
+        | PartialIntentHandler
         | Callable[[_IntentNameT, Any, _AgentNameT], object],
     ) -> None:
-        """Register a handler of streaming partials: a subclass or instance of the generated
+        """Register a handler of streaming partials: a subclass or instance of a generated
         ``AuwgentBasePartialIntentHandler``, or a function ``(name, value, agent_name)``."""
         super().on_intent_partial(handler)
 

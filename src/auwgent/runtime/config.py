@@ -403,6 +403,6 @@ def resolve_base_url(model: Mapping[str, Any], base_urls: Mapping[str, str]) -> 
     key = provider_key(model)
     if key in base_urls:
         return base_urls[key]
-    if model["provider"] in ("openai", "gemini"):
+    if model["provider"] in ("openai", "gemini", "anthropic"):
         return os.environ.get(f"{str(model['provider']).upper()}_BASE_URL") or None
     return None

@@ -62,6 +62,7 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.protocol.values import parse_body
 from auwgent.runtime.providers.base import (
+    REASONING_KINDS,
     ContentPart,
     Finish,
     Message,
@@ -117,6 +118,7 @@ class _Round:
         "output",
         "partial_failures",
         "problems",
+        "reasoning",
         "streamed",
         "texts",
         "truncated",
@@ -144,6 +146,7 @@ class _Round:
         # (handler, segment) of the partial handlers that failed, reported once each.
         self.partial_failures: set[tuple[str, int]] = set()
         self.truncated = False  # the text answer was cut by the output limit
+        self.reasoning: list[ContentPart] = []  # thinking blocks, sent back with the answer
 
     def start(self, call: Coroutine[Any, Any, CallOutcome]) -> None:
         """Start a decoded call now (streamed answer) or once the answer is read (whole)."""
@@ -162,9 +165,12 @@ class Run:
         conversation_id: str | None,
         sink: Sink | None,
         persona: str | None = None,
+        principal: Mapping[str, str] | None = None,
+        memory_scope: str | None = None,
     ) -> None:
         self.core = core
         self.context = context
+        self.memory_scope = memory_scope
         self.config = config
         self.persona = persona
         self.memory = ""  # the Memory section, fixed for the whole run
@@ -201,6 +207,7 @@ class Run:
             "embedBatch": self.embed_batch,
             "set_persona": self.set_persona,
             "setPersona": self.set_persona,
+            "principal": principal,
         }
 
     # -- the middleware context's functions -------------------------------------------------
@@ -285,8 +292,9 @@ class Run:
             return
         self._lend_embedder(options.store)
         try:
-            facts = await options.store.search(text, options.limit)
-            from auwgent.runtime.memory import render_memory
+            from auwgent.runtime.memory import recall, render_memory
+
+            facts = await recall(options.store, text, options.limit, self.memory_scope)
 
             self.memory = render_memory(facts, options.budget, options.counter)
         except Exception as exc:
@@ -329,7 +337,9 @@ class Run:
         async def report(error: BaseException) -> None:
             await self.core.middleware.error(error, self.session, self.ctx)
 
-        ingestion.start(turn, self._extract_facts, report)
+        conversation = self.ctx.get("conversation_id")
+        source = f"turn {turn['id']}" + (f" of conversation {conversation}" if conversation else "")
+        ingestion.start(turn, self._extract_facts, report, scope=self.memory_scope, source=source)
 
     async def _extract_facts(self, turn: Mapping[str, Any]) -> list[str]:
         """The default ingester: the root agent's own model, asked with the extraction prompt."""
@@ -832,8 +842,12 @@ class Run:
 
     def _remember(self, inv: Invocation, codec: Codec, rnd: _Round) -> None:
         text = "".join(rnd.chunks)
-        if text or rnd.native_calls:
-            inv.add(codec.assistant_message(AssistantTurn(text, tuple(rnd.native_calls))))
+        if text or rnd.native_calls or rnd.reasoning:
+            message = codec.assistant_message(AssistantTurn(text, tuple(rnd.native_calls)))
+            if rnd.reasoning:
+                # The provider wants its reasoning back, unchanged, with the same answer.
+                message = replace(message, reasoning=tuple(rnd.reasoning))
+            inv.add(message)
 
     async def _round(self, inv: Invocation, codec: Codec, contract: Contract, top: bool) -> _Round:
         """One model call: prompt, stream, decode, dispatch; calls are awaited before returning."""
@@ -896,6 +910,8 @@ class Run:
                     rnd.finish = event
                 elif isinstance(event, ContentPart):
                     self._content_part(inv, event)
+                    if event.kind in REASONING_KINDS:
+                        rnd.reasoning.append(event)
                 for decoded in decoder.feed(event):
                     if type(decoded) is PartialEvent:  # per chunk: no coroutine when no hook
                         hooks = self.partial(inv, contract, rnd, decoded)
@@ -1240,11 +1256,17 @@ def _jsonable(value: Any) -> Any:
 
 def _usage(event: Usage) -> TokenUsage:
     given = [n for n in (event.input_tokens, event.output_tokens) if n is not None]
-    return {
+    usage: TokenUsage = {
         "input_tokens": event.input_tokens or 0,
         "output_tokens": event.output_tokens or 0,
         "total_tokens": sum(given),
     }
+    # Prompt-cache counts (part of input_tokens), only from providers that report them.
+    if event.cache_read_tokens is not None:
+        usage["cache_read_tokens"] = event.cache_read_tokens
+    if event.cache_write_tokens is not None:
+        usage["cache_write_tokens"] = event.cache_write_tokens
+    return usage
 
 
 def _spent(turns: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -1278,6 +1300,7 @@ _REFUSED = frozenset(
         "spii",
         "image_safety",
         "refusal",
+        "pause_turn",
     }
 )
 

@@ -207,7 +207,13 @@ class _Handler:
             return []
         names = []
         for attr in dir(type(self._instance)):
-            if not attr.startswith("_") and callable(getattr(self._instance, attr, None)):
+            value = getattr(self._instance, attr, None)
+            # A generated base's placeholders (another agent's intents, say) handle nothing.
+            if (
+                not attr.startswith("_")
+                and callable(value)
+                and not getattr(value, "__auwgent_unimplemented__", False)
+            ):
                 names.append(attr)
         return names
 

@@ -89,7 +89,14 @@ class Turn(TypedDict):
     model_calls: list[ModelCall]  # one per model call
 
 
-class TokenUsage(TypedDict):
+class _CacheUsage(TypedDict, total=False):
+    # Of input_tokens, read from / written to the provider's prompt cache (Anthropic); only
+    # from providers that report them.
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+class TokenUsage(_CacheUsage):
     input_tokens: int
     output_tokens: int
     total_tokens: int
@@ -292,6 +299,14 @@ def _check_message(message: Any, where: str) -> None:
             if not isinstance(call.get(key), str):
                 found = _kind(call.get(key))
                 raise ConfigError(f"{where}.tool_calls[{i}].{key}: expected a string, got {found}")
+    blocks = message.get("reasoning", [])
+    if not isinstance(blocks, list):
+        raise ConfigError(f"{where}.reasoning: expected a list, got {_kind(blocks)}")
+    for i, block in enumerate(blocks):
+        block = _check_object(block, f"{where}.reasoning[{i}]", "a reasoning block")
+        if not isinstance(block.get("type"), str):
+            found = _kind(block.get("type"))
+            raise ConfigError(f"{where}.reasoning[{i}].type: expected a string, got {found}")
 
 
 def message_to_json(message: Message) -> dict[str, Any]:
@@ -305,23 +320,27 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         data["name"] = message.name
+    if message.reasoning:
+        data["reasoning"] = [dict(part.data) for part in message.reasoning]
     return data
 
 
 def message_from_json(data: Mapping[str, Any]) -> Message:
     """The inverse of :func:`message_to_json`."""
-    from auwgent.runtime.providers.base import Message, ToolCall
+    from auwgent.runtime.providers.base import ContentPart, Message, ToolCall
 
     calls = tuple(
         ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
         for c in data.get("tool_calls", ())
     )
+    reasoning = tuple(ContentPart(str(b["type"]), dict(b)) for b in data.get("reasoning", ()))
     return Message(
         role=data["role"],
         content=str(data.get("content", "")),
         tool_calls=calls,
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
+        reasoning=reasoning,
     )
 
 

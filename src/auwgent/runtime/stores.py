@@ -565,7 +565,7 @@ class SessionStoreMiddleware:
                 return
             raise SessionStoreError(
                 f"session {key!r} was not saved: {why}, and the stored one is kept as it is "
-                "for inspection; repair or delete it (see docs/sessions.md)"
+                "for inspection; repair it or delete it from the store, then run again"
             )
         finally:
             self._release(ctx)

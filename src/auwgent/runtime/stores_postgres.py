@@ -1,6 +1,7 @@
 """Sessions in PostgreSQL (``pip install "auwgent[postgres]"``), with psycopg 3.
 
-One row per conversation in ``auwgent_sessions`` (created on first use): the session JSON, its
+One row per conversation in ``auwgent_sessions`` (created on first use, under an advisory lock so
+that workers starting together do not race): the session JSON, its
 revision, the update time and, with ``ttl``, when it expires. A save is one statement that
 compares the revision (``UPDATE ... WHERE revision = %s``, or an insert that only succeeds
 when no live row exists), so concurrent workers can never both win (see
@@ -39,6 +40,10 @@ CREATE TABLE IF NOT EXISTS auwgent_locks (
     expires_at TIMESTAMPTZ NOT NULL
 );
 """
+
+#: The advisory lock taken while the tables are created: workers starting together on a fresh
+#: database would otherwise race in ``CREATE TABLE IF NOT EXISTS`` (a duplicate-key error).
+_SCHEMA_LOCK = 0x617577676E74  # "auwgnt"
 
 _LIVE = "(expires_at IS NULL OR expires_at > now())"
 
@@ -164,7 +169,8 @@ class PostgresSessionStore:
         )  # fmt: skip
         try:
             await pool.open(wait=True, timeout=30)
-            async with pool.connection() as db:
+            async with pool.connection() as db, db.transaction():
+                await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                 await db.execute(_SCHEMA)
         except (psycopg.Error, Exception) as exc:
             await pool.close()

@@ -7,10 +7,10 @@
   precise tests of an agent's behaviour.
 - :class:`Cassette`: an HTTP client that records real provider traffic once and replays it
   (also the ``cassette`` pytest fixture).
-- :class:`FakeOpenAIServer` and :class:`FakeGeminiServer`: real HTTP servers on 127.0.0.1
-  speaking each API's wire format, driven by a script of :func:`text`, :func:`tool_calls`,
-  :func:`structured` replies and faults (:func:`status`, :func:`disconnect`,
-  :func:`malformed_chunk`, :func:`stall`).
+- :class:`FakeOpenAIServer`, :class:`FakeGeminiServer` and :class:`FakeAnthropicServer`: real
+  HTTP servers on 127.0.0.1 speaking each API's wire format, driven by a script of
+  :func:`text`, :func:`tool_calls`, :func:`structured` replies and faults (:func:`status`,
+  :func:`disconnect`, :func:`malformed_chunk`, :func:`error_event`, :func:`stall`).
 
 See ``docs/testing.md``.
 """
@@ -21,6 +21,8 @@ from auwgent.testing.cassette import Cassette, CassetteMiss
 from auwgent.testing.fake_servers import (
     Disconnect,
     Endless,
+    ErrorEvent,
+    FakeAnthropicServer,
     FakeGeminiServer,
     FakeOpenAIServer,
     Malformed,
@@ -31,6 +33,7 @@ from auwgent.testing.fake_servers import (
     Turn,
     disconnect,
     endless,
+    error_event,
     malformed_chunk,
     stall,
     status,
@@ -44,6 +47,8 @@ __all__ = [
     "CassetteMiss",
     "Disconnect",
     "Endless",
+    "ErrorEvent",
+    "FakeAnthropicServer",
     "FakeGeminiServer",
     "FakeOpenAIServer",
     "Malformed",
@@ -59,6 +64,7 @@ __all__ = [
     "Turn",
     "disconnect",
     "endless",
+    "error_event",
     "hashed_embedding",
     "malformed_chunk",
     "stall",

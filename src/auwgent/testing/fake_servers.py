@@ -1,4 +1,4 @@
-"""Real HTTP servers on 127.0.0.1 that speak the OpenAI and Gemini wire formats.
+"""Real HTTP servers on 127.0.0.1 that speak the OpenAI, Gemini and Anthropic wire formats.
 
 Point a provider (or any HTTP client) at ``server.base_url`` and each chat request takes the
 next reply from a script::
@@ -14,14 +14,15 @@ next reply from a script::
 
 Replies: :func:`text` (prose, block-protocol text or JSON), :func:`tool_calls` (native calls,
 optionally after some text), :func:`structured` (a value as JSON text). Faults: :func:`status`
-(an API error, with ``Retry-After``), :func:`disconnect`, :func:`malformed_chunk` and
-:func:`stall` (each wraps a reply and breaks it after some chunks), and :func:`endless` (a
-response that never ends). A script item may also be a
+(an API error, with ``Retry-After``), :func:`disconnect`, :func:`malformed_chunk`,
+:func:`error_event` and :func:`stall` (each wraps a reply and breaks it after some chunks), and
+:func:`endless` (a response that never ends). A script item may also be a
 function of the :class:`RecordedRequest`, and the whole script may be one function.
 
 Streaming and non-streaming requests are both answered, in each API's own shapes (chunked
 SSE ending in ``data: [DONE]`` for OpenAI; ``alt=sse`` events whose last candidate carries a
-``finishReason`` for Gemini). Embedding endpoints answer deterministically from the input
+``finishReason`` for Gemini; the Messages API's named events, from ``message_start`` to
+``message_stop``, for Anthropic). Embedding endpoints answer deterministically from the input
 (:func:`~auwgent.runtime.providers.scripted.hashed_embedding`) and do not consume the script.
 
 The servers run in a background thread, so sync and async tests can use them alike.
@@ -45,6 +46,8 @@ from auwgent.runtime.providers.offline import hashed_embedding
 __all__ = [
     "Disconnect",
     "Endless",
+    "ErrorEvent",
+    "FakeAnthropicServer",
     "FakeGeminiServer",
     "FakeOpenAIServer",
     "Malformed",
@@ -55,6 +58,7 @@ __all__ = [
     "Turn",
     "disconnect",
     "endless",
+    "error_event",
     "malformed_chunk",
     "stall",
     "status",
@@ -92,6 +96,7 @@ class Turn:
     finish_reason: str | None = None  # default: "tool_calls" with calls, else "stop"
     chunk_size: int | None = None
     finish_message: str | None = None  # Gemini's finishMessage beside the finish reason
+    thinking: str = ""  # Anthropic only: a thinking block (signed) before the answer
 
     @property
     def finish(self) -> str:
@@ -132,6 +137,17 @@ class Malformed:
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """Send ``after_chunks`` chunks of ``reply``, then an error event in the stream (the API's
+    own shape, e.g. Anthropic's ``overloaded_error``), then end the stream."""
+
+    reply: Turn
+    after_chunks: int = 0
+    kind: str = "overloaded_error"
+    message: str = "Overloaded"
+
+
+@dataclass(frozen=True, slots=True)
 class Stall:
     """Go silent for ``seconds``: before the response headers when ``after_chunks`` is None,
     else after that many chunks of ``reply``; then carry on normally."""
@@ -151,7 +167,7 @@ class Endless:
     pause: float = 0.0
 
 
-ServerReply: TypeAlias = Turn | Status | Disconnect | Malformed | Stall | Endless
+ServerReply: TypeAlias = Turn | Status | Disconnect | Malformed | ErrorEvent | Stall | Endless
 ReplyFunction: TypeAlias = Callable[[RecordedRequest], ServerReply]
 Script: TypeAlias = Sequence[ServerReply | ReplyFunction] | ReplyFunction
 
@@ -162,18 +178,23 @@ def text(
     chunk_size: int | None = None,
     finish_reason: str | None = None,
     finish_message: str | None = None,
+    thinking: str = "",
 ) -> Turn:
     """A text answer (prose, block-protocol text, JSON), streamed in ``chunk_size`` pieces.
 
     ``finish_reason`` is written in OpenAI's words (``"length"``, ``"content_filter"``); the
     Gemini server sends its own (``MAX_TOKENS``; others upper-cased, e.g. ``"safety"`` →
-    ``SAFETY``) with ``finish_message`` as its ``finishMessage``.
+    ``SAFETY``) with ``finish_message`` as its ``finishMessage``; the Anthropic server sends
+    ``end_turn``, ``tool_use``, ``max_tokens`` for ``stop``, ``tool_calls``, ``length`` and
+    any other reason as written (``"refusal"``, ``"pause_turn"``). ``thinking`` (Anthropic)
+    is sent as a signed thinking block before the answer.
     """
     return Turn(
         text=content,
         chunk_size=chunk_size,
         finish_reason=finish_reason,
         finish_message=finish_message,
+        thinking=thinking,
     )
 
 
@@ -184,12 +205,13 @@ def tool_calls(
     chunk_size: int | None = None,
     finish_reason: str | None = None,
     finish_message: str | None = None,
+    thinking: str = "",
 ) -> Turn:
     """Native function calls ``[(name, arguments), ...]``, optionally after some text.
 
     Arguments are a mapping (sent as JSON) or JSON text sent as is (to test broken arguments,
-    or arguments cut off with ``finish_reason="length"``). The finish fields are as in
-    :func:`text`.
+    or arguments cut off with ``finish_reason="length"``). The finish fields and ``thinking``
+    are as in :func:`text`.
     """
     return Turn(
         text=text,
@@ -197,6 +219,7 @@ def tool_calls(
         chunk_size=chunk_size,
         finish_reason=finish_reason,
         finish_message=finish_message,
+        thinking=thinking,
     )
 
 
@@ -246,9 +269,25 @@ def malformed_chunk(*, after_chunks: int = 0, reply: Turn | None = None) -> Malf
     return Malformed(reply=reply or _DEFAULT_PARTIAL, after_chunks=after_chunks)
 
 
+def error_event(
+    *,
+    after_chunks: int = 0,
+    reply: Turn | None = None,
+    kind: str = "overloaded_error",
+    message: str = "Overloaded",
+) -> ErrorEvent:
+    """Stream ``after_chunks`` chunks of ``reply``, then an error event of type ``kind``."""
+    return ErrorEvent(
+        reply=reply or _DEFAULT_PARTIAL, after_chunks=after_chunks, kind=kind, message=message
+    )
+
+
 def stall(seconds: float, *, after_chunks: int | None = None, reply: Turn | None = None) -> Stall:
     """Go silent for ``seconds`` before the headers (default) or after ``after_chunks``."""
     return Stall(reply=reply or _DEFAULT_PARTIAL, seconds=seconds, after_chunks=after_chunks)
+
+
+_ERROR_EVENT_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}
 
 
 def _pieces(value: str, size: int) -> list[str]:
@@ -431,6 +470,11 @@ class _FakeServer:
         if isinstance(reply, Status):
             self._send_error(handler, reply)
             return
+        if isinstance(reply, ErrorEvent) and not request.stream:
+            # A whole answer cannot carry an event: the API answers with the error's status.
+            code = _ERROR_EVENT_STATUS.get(reply.kind, 500)
+            self._send_error(handler, Status(code, message=reply.message))
+            return
         turn = reply if isinstance(reply, Turn) else reply.reply
         size = turn.chunk_size or self.chunk_size
         try:
@@ -442,7 +486,9 @@ class _FakeServer:
         if isinstance(reply, Stall) and reply.after_chunks is None:
             self._stop.wait(reply.seconds)
         if isinstance(reply, Endless):
-            self._send_endless(handler, self._deltas(turn, request, size), reply, request.stream)
+            head = self._endless_head(turn, request) if request.stream else b""
+            deltas = self._deltas(turn, request, size)
+            self._send_endless(handler, head, deltas, reply, request.stream)
         elif request.stream:
             self._send_stream(handler, events, reply)
         else:
@@ -451,9 +497,17 @@ class _FakeServer:
     def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
         raise NotImplementedError
 
+    def _error_event(self, fault: ErrorEvent) -> bytes:
+        """An error inside the stream, in the API's shape."""
+        return self._sse({"error": {"message": fault.message, "type": fault.kind, "code": 500}})
+
     def _deltas(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
         """The text of ``turn`` as stream events, without the ones that end a stream."""
         raise NotImplementedError
+
+    def _endless_head(self, turn: Turn, request: RecordedRequest) -> bytes:
+        """What an endless stream sends once before its deltas repeat (nothing by default)."""
+        return b""
 
     def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
         raise NotImplementedError
@@ -526,18 +580,28 @@ class _FakeServer:
                 return
             if isinstance(reply, Malformed) and index == reply.after_chunks:
                 self._write_chunk(handler, b'data: {"broken": [1, 2\n\n')
+            if isinstance(reply, ErrorEvent) and index == reply.after_chunks:
+                self._write_chunk(handler, self._error_event(reply))
+                break
             if isinstance(reply, Stall) and index == reply.after_chunks:
                 self._stop.wait(reply.seconds)
             self._write_chunk(handler, event)
         handler.wfile.write(b"0\r\n\r\n")
 
     def _send_endless(
-        self, handler: BaseHTTPRequestHandler, deltas: list[bytes], reply: Endless, stream: bool
+        self,
+        handler: BaseHTTPRequestHandler,
+        head: bytes,
+        deltas: list[bytes],
+        reply: Endless,
+        stream: bool,
     ) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream" if stream else "application/json")
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
+        if head:
+            self._write_chunk(handler, head)
         if not stream:  # a JSON string that never closes
             text = json.dumps(reply.reply.text or " ")[1:-1].encode()
             deltas = [text]
@@ -856,3 +920,273 @@ class FakeGeminiServer(_FakeServer):
         parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
         parts += [self._call_part(n, a) for n, a in turn.calls]
         return self._response(parts or [{"text": ""}], self._usage(turn, request), turn)
+
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_ANTHROPIC_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+def thinking_signature(thinking: str) -> str:
+    """The signature :class:`FakeAnthropicServer` gives a thinking block (and checks when the
+    block comes back in a later request)."""
+    import hashlib
+
+    return "sig_" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+
+
+class FakeAnthropicServer(_FakeServer):
+    """A fake Anthropic Messages API: ``POST /v1/messages``, streamed and whole.
+
+    Streams are the API's named events: ``message_start``, a ``ping``, each content block
+    (a signed ``thinking`` block when the reply has ``thinking``, the text, each ``tool_use``
+    with its input as ``input_json_delta`` fragments), ``message_delta`` with the stop reason
+    and usage, ``message_stop``. Like the real API it refuses (400) a request without
+    ``max_tokens`` or ``anthropic-version``, and a thinking block sent back with a signature
+    that is not the one it gave. With ``cache_control`` on the system prompt or the tools, the
+    prefix up to the last breakpoint is "cached": the first request reports it as
+    ``cache_creation_input_tokens``, later ones with the same prefix as
+    ``cache_read_input_tokens``. With ``api_key`` set, requests without a matching
+    ``x-api-key`` header get a 401 ``authentication_error``.
+    """
+
+    _label = "FakeAnthropicServer"
+
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        chunk_size: int = 8,
+        api_key: str | None = None,
+        model: str = "claude-fake-1",
+    ) -> None:
+        super().__init__(script, chunk_size=chunk_size, api_key=api_key)
+        self.model = model
+        self._messages = 0
+        self._cached: set[str] = set()
+
+    def __enter__(self) -> FakeAnthropicServer:
+        self.start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The URL to configure as the Anthropic base URL (clients add ``/v1/messages``)."""
+        return self.origin
+
+    def _authorised(self, request: RecordedRequest) -> bool:
+        return request.headers.get("x-api-key") == self.api_key
+
+    def _error_body(self, error: Status) -> dict[str, Any]:
+        return {
+            "type": "error",
+            "error": {
+                "type": _ANTHROPIC_ERRORS.get(error.code, "api_error"),
+                "message": error.message or f"The server returned status {error.code}.",
+            },
+            "request_id": "req_fake",
+        }
+
+    def _error_event(self, fault: ErrorEvent) -> bytes:
+        payload = {"type": "error", "error": {"type": fault.kind, "message": fault.message}}
+        return self._named(payload)
+
+    def _route(self, handler: BaseHTTPRequestHandler, request: RecordedRequest) -> None:
+        if not request.path.endswith("/v1/messages"):
+            self._send_error(handler, Status(404, message=f"Unknown path {request.path}"))
+            return
+        problem = self._problem(request)
+        if problem is not None:
+            self._send_error(handler, Status(400, message=problem))
+            return
+        self._answer(handler, request)
+
+    @staticmethod
+    def _problem(request: RecordedRequest) -> str | None:
+        """What the real API would refuse in this request (the checks it is known for)."""
+        if not request.headers.get("anthropic-version"):
+            return "anthropic-version: header is required"
+        body = request.body if isinstance(request.body, dict) else {}
+        if not isinstance(body.get("max_tokens"), int):
+            return "max_tokens: Field required"
+        for i, message in enumerate(body.get("messages") or ()):
+            content = message.get("content") if isinstance(message, dict) else None
+            for j, block in enumerate(content if isinstance(content, list) else ()):
+                if not isinstance(block, dict) or block.get("type") != "thinking":
+                    continue
+                if block.get("signature") != thinking_signature(str(block.get("thinking"))):
+                    return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+        return None
+
+    def _ids(self) -> tuple[str, int]:
+        with self._lock:
+            self._messages += 1
+            return f"msg_fake{self._messages}", self._messages
+
+    def _usage(self, turn: Turn, request: RecordedRequest) -> dict[str, int]:
+        body = request.body or {}
+        prompt = _tokens([body.get("system"), body.get("tools"), body.get("messages")])
+        cached = self._cached_prefix(body)
+        usage = {
+            "input_tokens": prompt,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": _tokens([turn.thinking, turn.text, [list(c) for c in turn.calls]]),
+        }
+        if cached is not None:
+            key, size = cached
+            with self._lock:
+                hit = key in self._cached
+                self._cached.add(key)
+            usage["cache_read_input_tokens" if hit else "cache_creation_input_tokens"] = size
+            usage["input_tokens"] = max(1, prompt - size)
+        return usage
+
+    @staticmethod
+    def _cached_prefix(body: Mapping[str, Any]) -> tuple[str, int] | None:
+        """The prefix up to the last ``cache_control`` (tools, then system): key and size."""
+        tools = body.get("tools") or []
+        system = body.get("system")
+        blocks = system if isinstance(system, list) else []
+        prefix: list[Any] = []
+        found = False
+        for item in [*tools, *blocks]:
+            prefix.append(item)
+            if isinstance(item, dict) and item.get("cache_control"):
+                found = True
+                marked = list(prefix)
+        if not found:
+            return None
+        text = json.dumps(marked, sort_keys=True)
+        return text, _tokens(marked)
+
+    def _message(self, ident: str, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
+        return {
+            "id": ident,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": self._usage(turn, request),
+        }
+
+    def _blocks(self, turn: Turn, number: int) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if turn.thinking:
+            signature = thinking_signature(turn.thinking)
+            blocks.append({"type": "thinking", "thinking": turn.thinking, "signature": signature})
+        if turn.text:
+            blocks.append({"type": "text", "text": turn.text})
+        for index, (name, arguments) in enumerate(turn.calls):
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_fake{number}_{index}",
+                    "name": name,
+                    "input": arguments,  # a mapping, or raw JSON text (streams only)
+                }
+            )
+        return blocks
+
+    @staticmethod
+    def _stop_reason(turn: Turn) -> str:
+        return _ANTHROPIC_STOP.get(turn.finish, turn.finish)
+
+    def _named(self, payload: Mapping[str, Any]) -> bytes:
+        return b"event: %s\n" % str(payload["type"]).encode() + self._sse(payload)
+
+    def _events(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        ident, number = self._ids()
+        message = self._message(ident, turn, request)
+        usage = message["usage"]
+        message["usage"] = {**usage, "output_tokens": 1}
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": message},
+            {"type": "ping"},
+        ]
+        for index, block in enumerate(self._blocks(turn, number)):
+            events.extend(self._block_events(index, block, size))
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": self._stop_reason(turn), "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            }
+        )
+        events.append({"type": "message_stop"})
+        return [self._named(e) for e in events]
+
+    @staticmethod
+    def _block_events(index: int, block: dict[str, Any], size: int) -> list[dict[str, Any]]:
+        kind = block["type"]
+        deltas: list[dict[str, Any]]
+        start: dict[str, Any]
+        if kind == "thinking":
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], size)
+            ]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "text":
+            start = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], size)]
+        else:
+            start = {**block, "input": {}}
+            arguments = _arguments_text(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": ""}]
+            deltas += [
+                {"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments, size)
+            ]
+        return [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+            {"type": "content_block_stop", "index": index},
+        ]
+
+    def _endless_head(self, turn: Turn, request: RecordedRequest) -> bytes:
+        ident, _ = self._ids()
+        start = {"type": "text", "text": ""}
+        head: list[dict[str, Any]] = [
+            {"type": "message_start", "message": self._message(ident, turn, request)},
+            {"type": "content_block_start", "index": 0, "content_block": start},
+        ]
+        return b"".join(self._named(e) for e in head)
+
+    def _deltas(self, turn: Turn, request: RecordedRequest, size: int) -> list[bytes]:
+        return [
+            self._named(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": p},
+                }
+            )
+            for p in _pieces(turn.text, size)
+        ]
+
+    def _whole(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
+        ident, number = self._ids()
+        blocks = self._blocks(turn, number)
+        for block in blocks:
+            if block["type"] == "tool_use" and isinstance(block["input"], str):
+                try:
+                    block["input"] = json.loads(block["input"])
+                except ValueError:
+                    raise ValueError(
+                        f"the arguments of {block['name']!r} are not valid JSON; a whole "
+                        "Anthropic message holds each input as an object, so broken arguments "
+                        "can only be scripted for streams"
+                    ) from None
+        message = self._message(ident, turn, request)
+        message.update(content=blocks, stop_reason=self._stop_reason(turn))
+        return message

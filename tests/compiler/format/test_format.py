@@ -109,26 +109,18 @@ def _mangle(text: str, rng: random.Random) -> tuple[str, bool]:
     """``text`` with random blanks and comments between its tokens, the same tokens and line
     breaks (and blank lines) where they were; True when comments were added."""
     tokens, _ = lex(SourceFile("x.agent", text))
-    # Lines that open a triple-quoted string keep their indentation: the string's inner lines
-    # are written relative to it.
-    keep = {
-        text.count("\n", 0, start)
-        for start, raw in zip(tokens.starts, tokens.texts, strict=True)
-        if raw.startswith('"""')
-    }
     commented = rng.random() < 0.5
     out: list[str] = []
     end = 0
     for index, start in enumerate(tokens.starts):
         gap = text[end:start]
-        line = text.count("\n", 0, start)
-        out.append(_mangle_gap(gap, rng, commented, line in keep, index == len(tokens) - 1))
+        out.append(_mangle_gap(gap, rng, commented, index == len(tokens) - 1))
         out.append(text[start : tokens.ends[index]])
         end = tokens.ends[index]
     return "".join(out), commented
 
 
-def _mangle_gap(gap: str, rng: random.Random, comment: bool, keep: bool, last: bool) -> str:
+def _mangle_gap(gap: str, rng: random.Random, comment: bool, last: bool) -> str:
     if COMMENT.search(gap):
         return gap
     breaks = gap.count("\n")
@@ -138,7 +130,7 @@ def _mangle_gap(gap: str, rng: random.Random, comment: bool, keep: bool, last: b
             return extra.strip() if extra and rng.random() < 0.5 else ""
         return rng.choice([" ", "  ", "\t", "   "]) + extra
     trailing = f" // t{rng.randrange(100)}" if comment and rng.random() < 0.2 else ""
-    indent = gap[gap.rfind("\n") + 1 :] if keep else rng.choice(["", " ", "  ", "\t", " " * 9])
+    indent = rng.choice(["", " ", "  ", "\t", " " * 9])
     middle = "\n" if breaks == 1 else "\n" * rng.choice([2, 3])
     if last:
         return extra + trailing + middle
@@ -200,17 +192,95 @@ def test_the_canonical_layout() -> None:
 def test_triple_quoted_strings_keep_their_value_when_moved() -> None:
     text = 'prompt P {\n"""\n  one\n\n    two\n  """\n}\n'
     out = format_text(text)
-    assert out == 'prompt P {\n    """\n      one\n\n        two\n      """\n}\n'
+    assert out == 'prompt P {\n    """\n    one\n\n      two\n    """\n}\n'
     value = parse(SourceFile("x", out))[0].decls[0].items[0].string.value  # type: ignore[union-attr]
     assert value == "one\n\n  two"
-    # Moving left only as far as every line allows: a line without room keeps it as it was.
-    text = 'prompt P {\n            """\n  one\n            two\n            """\n}\n'
-    assert format_text(text) == text.replace('            """\n  one', '    """\n  one')
+    # The shared indentation is layout whichever way the file was indented.
+    deep = 'prompt P {\n            """\n                one\n\n                  two\n  """\n}\n'
+    assert format_text(deep) == out
     # Windows line breaks become \n; the value is unchanged.
     assert (
         format_text("type T {\r\n    a: string // c\r\n}\r\n")
         == "type T {\n    a: string // c\n}\n"
     )
+
+
+def test_triple_quoted_layout() -> None:
+    """Strings that open their line, follow other tokens, keep text after the opening quotes,
+    end with text before the closing ones, or are indented with tabs (reviewed by hand)."""
+    data = REPO / "tests" / "data" / "format"
+    messy = (data / "triple.agent").read_text(encoding="utf-8")
+    expected = (data / "triple.expected.agent").read_text(encoding="utf-8")
+    assert format_text(messy) == expected
+    assert _meaning({"triple.agent": expected}) == _meaning({"triple.agent": messy})
+
+
+def _reindent(text: str, rng: random.Random) -> str:
+    """``text`` indented anew: every line outside strings and block comments gets a random
+    indentation, and the inner lines of each triple-quoted string move together by a random
+    amount (blank ones get random blanks), which keeps every string's dedented value."""
+    tokens, _ = lex(SourceFile("x.agent", text))
+    out: list[str] = []
+    end = 0
+    for start, stop in zip(tokens.starts, tokens.ends, strict=True):
+        pieces = re.split(f"({COMMENT.pattern})", text[end:start])
+        for position, piece in enumerate(pieces):
+            out.append(_reindent_blanks(piece, rng) if position % 2 == 0 else piece)
+        raw = text[start:stop]
+        out.append(_shift_triple(raw, rng) if raw.startswith('"""') else raw)
+        end = stop
+    return "".join(out)
+
+
+def _blanks(rng: random.Random) -> str:
+    return rng.choice(["", " ", "  ", "\t", " " * 9, "\t  "])
+
+
+def _reindent_blanks(blanks: str, rng: random.Random) -> str:
+    if "\n" not in blanks:
+        return blanks
+    lines = blanks.split("\n")
+    return "\n".join([lines[0], *(_blanks(rng) for _ in lines[1:])])
+
+
+def _shift_triple(raw: str, rng: random.Random) -> str:
+    if "\n" not in raw:
+        return raw
+    first, *inner, last = raw.replace("\r\n", "\n").split("\n")
+    last = last[:-3]
+    content = [part for part in (*inner, last) if part.strip()]
+    room = min((len(part) - len(part.lstrip(" \t")) for part in content), default=0)
+    delta = rng.randint(-room, 8)
+
+    def shifted(part: str) -> str:
+        if not part.strip():
+            return _blanks(rng)
+        return rng.choice(" \t") * delta + part if delta >= 0 else part[-delta:]
+
+    if not first[3:].strip():
+        first = '"""' + _blanks(rng)
+    return "\n".join([first, *map(shifted, inner), shifted(last) + '"""'])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(CLEAN), st.integers(0, 2**32))
+def test_fuzz_reindented_files_format_alike(path: Path, seed: int) -> None:
+    """fmt(reindent(file)) == fmt(file) for a reindentation that keeps the IR."""
+    text = path.read_text(encoding="utf-8")
+    moved = _reindent(text, random.Random(seed))
+    sources, rel = _project_sources(path)
+    assert _meaning({**sources, rel: moved}) == _meaning(sources)
+    once = format_text(moved)
+    assert once == format_text(text)
+    assert format_text(once) == once
+
+
+def test_reindenting_the_triple_quoted_data_formats_alike() -> None:
+    text = (REPO / "tests" / "data" / "format" / "triple.agent").read_text(encoding="utf-8")
+    for seed in range(200):
+        moved = _reindent(text, random.Random(seed))
+        assert _meaning({"t.agent": moved}) == _meaning({"t.agent": text})
+        assert format_text(moved) == format_text(text)
 
 
 def test_a_layout_that_would_change_the_tokens_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -446,3 +446,30 @@ def test_diagnostics_come_back_in_file_order() -> None:
     _, diags = parse(SourceFile("t", text))
     starts = [d.span.start for d in diags]
     assert starts == sorted(starts) and len(diags) >= 4
+
+
+# One member of each kind an agent may hold, as written in an agent.
+MEMBERS = {
+    "default config": 'default config {\n        model: gemini("m")\n    }',
+    "config": 'config Other {\n        model: gemini("m")\n    }',
+    "context": "context {\n        x: string\n    }",
+    "input:": "input: string",
+    "output:": "output: string",
+    "tool": "tool t(): string",
+    "tools": "tools {\n        u(): string\n    }",
+    "workflow": 'workflow w(): string {\n        description: "d"\n        return ""\n    }',
+    "helpers": "helpers {\n        H\n    }",
+    "personas": "personas { P }",
+    "intent:": "intent: I",
+    "description:": 'description: "d"',
+}
+
+
+@pytest.mark.parametrize("member", sorted(MEMBERS))
+def test_the_unknown_member_error_lists_every_member(member: str) -> None:
+    """E0103 names each kind of member, and each one it names parses as a member."""
+    good = f"agent A {{\n    {MEMBERS[member]}\n}}\n"
+    assert not [d for d in parse(SourceFile("a.agent", good))[1] if d.is_error]
+    bad = parse(SourceFile("a.agent", "agent A {\n    nonsense\n}\n"))[1]
+    (error,) = [d for d in bad if d.code == "E0103"]
+    assert f"`{member}`" in error.message

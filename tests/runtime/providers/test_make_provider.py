@@ -9,6 +9,7 @@ import pytest
 
 from auwgent.errors import ConfigError
 from auwgent.runtime.providers import (
+    AnthropicProvider,
     GeminiProvider,
     Message,
     ModelRequest,
@@ -72,7 +73,7 @@ def test_custom_uses_chat_completions_with_its_own_id_and_url() -> None:
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (_model("anthropic"), "unknown provider 'anthropic'"),
+        (_model("mistral"), "unknown provider 'mistral'"),
         (_model("custom", base_url="https://x.test"), "needs an id"),
         (_model("custom", id="mine"), "needs a base URL"),
     ],
@@ -91,3 +92,13 @@ async def test_a_custom_provider_talks_to_its_endpoint() -> None:
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "from custom"
     assert server.requests[0].headers["authorization"] == "Bearer key-123"
     assert server.requests[0].body["model"] == "llama"
+
+
+def test_anthropic_builds_the_messages_api_provider() -> None:
+    provider = _make(_model("anthropic"))
+    assert isinstance(provider, AnthropicProvider)
+    assert provider.name == "anthropic"
+    assert provider.base_url == "https://api.anthropic.com"
+    assert _make(_model("anthropic"), base_url="http://127.0.0.1:9/v1/").base_url == (
+        "http://127.0.0.1:9"
+    )

@@ -24,6 +24,7 @@ import wire_reference as ref
 
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers import (
+    AnthropicProvider,
     ContentPart,
     Finish,
     GeminiProvider,
@@ -74,10 +75,12 @@ def _transport(record: dict[str, Any], pieces: int | None) -> httpx.MockTranspor
     return httpx.MockTransport(handler)
 
 
-def _provider(record: dict[str, Any], client: httpx.AsyncClient) -> OpenAIProvider | GeminiProvider:
+def _provider(record: dict[str, Any], client: httpx.AsyncClient) -> Any:
     once = RetryPolicy(attempts=1)
     if record["api"] == "gemini":
         return GeminiProvider(client=client, api_key=KEY, retry=once)
+    if record["api"] == "anthropic":
+        return AnthropicProvider(client=client, api_key=KEY, retry=once)
     return OpenAIProvider(client=client, api_key=KEY, retry=once, name="openai")
 
 
@@ -141,7 +144,8 @@ def _check(record: dict[str, Any], result: Any) -> None:
         assert not isinstance(result, ProviderError), result
         assert result == expected
         return
-    reading = (ref.gemini_reference if record["api"] == "gemini" else ref.openai_reference)(record)
+    readers = {"gemini": ref.gemini_reference, "anthropic": ref.anthropic_reference}
+    reading = readers.get(record["api"], ref.openai_reference)(record)
     if "error" in reading:
         assert isinstance(result, ProviderError), result
         return
@@ -196,6 +200,7 @@ def test_the_corpus_covers_what_the_issue_lists() -> None:
     assert ("gemini", "generateContent", False) in kinds
     assert any("mbed" in r["endpoint"] for r in records if r["api"] == "gemini")
     assert any("mbed" in r["endpoint"] for r in records if r["api"] == "openai")
+    assert ("anthropic", "messages", True) in kinds and ("anthropic", "messages", False) in kinds
     statuses = {r["response"]["status"] for r in records}
     assert {400, 401, 404, 429} <= statuses
     bodies = "\n".join(r["response"]["body"] for r in records)
@@ -213,5 +218,12 @@ def test_the_corpus_covers_what_the_issue_lists() -> None:
         '"inlineData"',
         '"id": ""',
         '"type": "thinking"',
+        '"type": "redacted_thinking"',
+        '"type": "signature_delta"',
+        '"type": "input_json_delta"',
+        '"stop_reason": "tool_use"',
+        '"stop_reason": "stop_sequence"',
+        '"cache_read_input_tokens"',
+        '"type": "not_found_error"',
     ):
         assert needle in bodies or needle.replace(": ", ":") in bodies, needle

@@ -5,7 +5,8 @@ first answer of a run (``httpClient`` with an ``httpx.MockTransport``); later re
 short text answer. With ``protocol: "native"`` the calls go back to the model answered (their
 names are not the agent's, so each answer is a tool error), and the follow-up request must be a
 valid history: every call has an id (or, on Gemini, a name) and is answered exactly once, with
-no answer left without its call. With the block protocol the native calls are not ours to run:
+no answer left without its call (on Anthropic, the recorded thinking blocks go back too, first in
+the assistant turn, signatures unchanged). With the block protocol the native calls are not ours to run:
 nothing is called and the run still ends cleanly.
 """
 
@@ -34,7 +35,16 @@ agent Main {
     tool lookup(q: string): string @desc "Looks something up"
 }
 """
-MODELS = {"openai": 'openai("gpt-4o")', "gemini": 'gemini("gemini-2.5-flash")'}
+MODELS = {
+    "openai": 'openai("gpt-4o")',
+    "gemini": 'gemini("gemini-2.5-flash")',
+    "anthropic": 'anthropic("claude-sonnet-4-5")',
+}
+READERS = {
+    "openai": ref.openai_reference,
+    "gemini": ref.gemini_reference,
+    "anthropic": ref.anthropic_reference,
+}
 FINAL = {
     "openai": {
         "id": "final",
@@ -45,6 +55,14 @@ FINAL = {
             {"content": {"role": "model", "parts": [{"text": "Done."}]}, "finishReason": "STOP"}
         ]
     },
+    "anthropic": {
+        "id": "msg_final",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
 }
 
 
@@ -52,13 +70,16 @@ def _tool_records() -> list[Path]:
     found = []
     for path in sorted(REAL.glob("*/*.json")):
         record = json.loads(path.read_text())
-        if record["endpoint"] not in ("chat", "generateContent", "streamGenerateContent"):
+        if record["endpoint"] not in (
+            "chat",
+            "generateContent",
+            "streamGenerateContent",
+            "messages",
+        ):
             continue
         if record["response"]["status"] != 200:
             continue
-        reading = (ref.gemini_reference if record["api"] == "gemini" else ref.openai_reference)(
-            record
-        )
+        reading = READERS[record["api"]](record)
         if reading.get("calls"):
             found.append(path)
     return found
@@ -103,6 +124,53 @@ def _check_gemini_history(body: dict[str, Any]) -> int:
     return len(called)
 
 
+def _check_anthropic_history(body: dict[str, Any], record: dict[str, Any]) -> int:
+    called: list[str] = []
+    answered: list[str] = []
+    reasoning: list[dict[str, Any]] = []
+    for message in body["messages"]:
+        content = message["content"] if isinstance(message["content"], list) else []
+        kinds = [block["type"] for block in content]
+        if message["role"] == "assistant":
+            thinking = [b for b in content if b["type"] in ("thinking", "redacted_thinking")]
+            assert kinds[: len(thinking)] == [b["type"] for b in thinking], "thinking first"
+            reasoning.extend(thinking)
+            called.extend(block["id"] for block in content if block["type"] == "tool_use")
+        else:
+            answered.extend(b["tool_use_id"] for b in content if b["type"] == "tool_result")
+    assert called and sorted(called) == sorted(answered), "every call answered once"
+    assert reasoning == _recorded_reasoning(record), "thinking blocks go back unchanged"
+    return len(called)
+
+
+def _recorded_reasoning(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The thinking blocks of a recorded answer, whole (a stream's deltas joined)."""
+    if not ref.is_stream(record):
+        content = json.loads(record["response"]["body"]).get("content") or []
+        return [
+            {k: b[k] for k in ("type", "thinking", "signature") if k in b}
+            if b["type"] == "thinking"
+            else b
+            for b in content
+            if b["type"] in ("thinking", "redacted_thinking")
+        ]
+    blocks: dict[int, dict[str, Any]] = {}
+    order: list[int] = []
+    for event in map(json.loads, ref.sse_payloads(record["response"]["body"])):
+        if event.get("type") == "content_block_start":
+            block = dict(event["content_block"])
+            if block["type"] in ("thinking", "redacted_thinking"):
+                blocks[event["index"]] = block
+                order.append(event["index"])
+        elif event.get("type") == "content_block_delta" and event["index"] in blocks:
+            block, delta = blocks[event["index"]], event["delta"]
+            if delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] += delta["signature"]
+    return [blocks[i] for i in order]
+
+
 @pytest.mark.parametrize("protocol", ["native", "blocks"])
 @pytest.mark.parametrize("path", RECORDS, ids=[p.stem for p in RECORDS])
 async def test_recorded_tool_calls_run_through_an_agent(path: Path, protocol: str) -> None:
@@ -143,17 +211,19 @@ async def test_recorded_tool_calls_run_through_an_agent(path: Path, protocol: st
     if protocol == "native":
         assert turn["status"] == "complete", turn["error"]
         assert len(requests) >= 2
-        check = _check_gemini_history if api == "gemini" else _check_openai_history
-        assert check(requests[1]) == len(
-            ref.gemini_reference(record)["calls"]
-            if api == "gemini"
-            else ref.openai_reference(record)["calls"]
-        )
+        expected = len(READERS[api](record)["calls"])
+        if api == "anthropic":
+            assert _check_anthropic_history(requests[1], record) == expected
+        else:
+            check = _check_gemini_history if api == "gemini" else _check_openai_history
+            assert check(requests[1]) == expected
     else:
         for body in requests:
             assert "tools" not in body
             if api == "openai":
                 assert all(m["role"] != "tool" for m in body["messages"])
+            if api == "anthropic":
+                assert "tool_result" not in json.dumps(body["messages"])
 
 
 async def test_non_text_parts_reach_the_turn_record() -> None:

@@ -172,6 +172,83 @@ def gemini_reference(record: dict[str, Any]) -> dict[str, Any]:
     return {"text": text, "calls": calls, "others": others, "usage": usage, "finish": finish}
 
 
+# Anthropic's stop reasons as the adapter reports them (docs/providers.md).
+ANTHROPIC_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+
+
+def anthropic_reference(record: dict[str, Any]) -> dict[str, Any]:
+    """Text, calls, other blocks, usage and stop reason of a Messages API response.
+
+    A whole message is its ``content`` list; a stream is the same blocks told as events (a
+    ``tool_use`` block's input in ``input_json_delta`` fragments). Blocks other than text and
+    ``tool_use`` are "others", by type, in block order (a citation in a stream is one too).
+    """
+    if is_stream(record):
+        events = _chunks(record)
+        if not any(e.get("type") == "message_stop" for e in events):
+            return {"error": True}
+    else:
+        message = json.loads(record["response"]["body"])
+        events = [{"type": "message_start", "message": {**message, "content": []}}]
+        for index, block in enumerate(message.get("content") or ()):
+            events.append({"type": "content_block_start", "index": index, "content_block": block})
+            events.append({"type": "content_block_stop", "index": index})
+        events.append({"type": "message_delta", "delta": message, "usage": {}})
+    text = ""
+    calls: list[dict[str, Any]] = []
+    others: list[str] = []
+    fragments: dict[int, list[str]] = {}
+    blocks: dict[int, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    reason = None
+    for event in events:
+        kind = event.get("type")
+        if kind == "error":
+            return {"error": True}
+        usage = event.get("usage") or (event.get("message") or {}).get("usage") or {}
+        counts.update((k, v) for k, v in usage.items() if isinstance(v, int))
+        if kind == "content_block_start":
+            block = event["content_block"]
+            blocks[event["index"]] = block
+            fragments[event["index"]] = []
+            text += block.get("text", "") if block.get("type") == "text" else ""
+        elif kind == "content_block_delta":
+            delta = event["delta"]
+            if delta.get("type") == "text_delta":
+                text += delta["text"]
+            elif delta.get("type") == "input_json_delta":
+                fragments[event["index"]].append(delta["partial_json"])
+            elif delta.get("type") == "citations_delta":
+                others.append("citation")
+        elif kind == "content_block_stop":
+            block = blocks[event["index"]]
+            if block.get("type") == "tool_use":
+                given = "".join(fragments[event["index"]])
+                args = _arguments(given) if given else block.get("input") or {}
+                calls.append({"id": block["id"], "name": block["name"], "args": args})
+            elif block.get("type") != "text":
+                others.append(str(block.get("type")))
+        elif kind == "message_delta":
+            reason = event["delta"].get("stop_reason") or reason
+    if reason is None:
+        return {"error": True}
+    finish = ANTHROPIC_FINISH.get(reason, reason)
+    if finish == "stop" and calls:
+        finish = "tool_calls"
+    prompt = sum(
+        counts.get(k, 0)
+        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    usage_pair = (prompt, counts.get("output_tokens")) if counts else None
+    return {"text": text, "calls": calls, "others": others, "usage": usage_pair, "finish": finish}
+
+
 def embedding_reference(record: dict[str, Any]) -> list[list[float]] | None:
     """The vectors of an embeddings response, in input order."""
     body = json.loads(record["response"]["body"])

@@ -123,6 +123,9 @@ TAMPERED = [
     ("turns.0.messages.1.tool_call_id", 9, r"messages\[1\].tool_call_id: expected a string"),
     ("turns.0.messages.0.tool_calls", {}, r"messages\[0\].tool_calls: expected a list"),
     ("turns.0.messages.0.tool_calls.0.arguments", {}, r"tool_calls\[0\].arguments: expected a"),
+    ("turns.0.messages.0.reasoning", "x", r"messages\[0\].reasoning: expected a list, got str"),
+    ("turns.0.messages.0.reasoning", [7], r"reasoning\[0\]: expected a reasoning block"),
+    ("turns.0.messages.0.reasoning", [{}], r"reasoning\[0\].type: expected a string, got null"),
     ("turns.0.intents", "x", r"session.turns\[0\].intents: expected a list, got str"),
     ("turns.0.intents.0", [], r"session.turns\[0\].intents\[0\]: expected an intent object"),
 ]

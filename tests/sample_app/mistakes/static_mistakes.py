@@ -36,7 +36,7 @@ def wrong_config() -> None:
 
 def wrong_registration() -> None:
     agent = main_agent({"context": {"name": "Ama", "is_vip": True}})
-    agent.on_intent(HelpersHandler)  # E: Argument 1 to "on_intent"
+    agent.on_intent(Tools)  # E: Argument 1 to "on_intent"
     agent.on_approval(lambda request: request["nme"] == "x")  # E: has no key "nme"
 
 

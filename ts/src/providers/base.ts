@@ -13,7 +13,15 @@ export interface Message {
   tool_calls?: ToolCall[];
   tool_call_id?: string | null;
   name?: string | null;
+  /** The model's reasoning that the provider wants back with this assistant message, as it
+   * sent it (Anthropic's `thinking` blocks with their signatures, `redacted_thinking`): each a
+   * part whose `data` is the block. Never answer text. */
+  reasoning?: { kind: string; data: unknown }[];
 }
+
+/** The kinds of parts that are the model's reasoning: kept with the assistant message in
+ * history (`Message.reasoning`), never answer text. */
+export const REASONING_KINDS = new Set(["thinking", "redacted_thinking"]);
 
 export interface FunctionSpec {
   name: string;
@@ -35,7 +43,9 @@ export interface ModelRequest {
 export type StreamEvent =
   | { type: "text"; text: string }
   | { type: "tool_call_delta"; index: number; id?: string | null; name?: string | null; arguments: string }
-  | { type: "usage"; inputTokens: number | null; outputTokens: number | null }
+  /** `inputTokens` counts the whole prompt, cached parts included; the cache counts say how
+   * much of it was read from or written to the provider's prompt cache (Anthropic). */
+  | { type: "usage"; inputTokens: number | null; outputTokens: number | null; cacheReadTokens?: number | null; cacheWriteTokens?: number | null }
   /** Why the model stopped, in OpenAI's words ("stop", "tool_calls", "length",
    * "content_filter", ...); `raw` the provider's own reason where it differs (Gemini's
    * `SAFETY`), `message` any explanation the provider gave with it. */

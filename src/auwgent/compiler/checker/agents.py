@@ -720,7 +720,7 @@ def check_example_count(cx: Context, decl: n.AgentDecl, parts: AgentParts) -> No
         f"{MAX_EXAMPLES} reach the model",
         decl.name.span,
         notes=[Note(f"kept: {kept}"), Note(f"dropped: {names}")],
-        help="keep the examples that teach the most; see docs/checker.md for the rule",
+        help="keep the examples that teach the most (the notes say which ones are kept)",
     )
 
 

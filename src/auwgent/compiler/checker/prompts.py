@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from auwgent.ir.gemini_options import camel, option_problem
+from auwgent.ir import anthropic_options
+from auwgent.ir.gemini_options import alias_of, camel, option_problem
 
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean
@@ -77,6 +78,17 @@ def check_model_value(cx: Context, entry: n.ConfigEntry) -> None:
     check_model_term(cx, term, f"`{entry.name.text}` must be a model", use=entry.name.text)
 
 
+def _is_anthropic(decl: object) -> bool:
+    """Whether a ``model`` block's provider is ``anthropic(...)``."""
+    if not isinstance(decl, n.ModelDecl):
+        return False
+    for entry in decl.entries:
+        terms = entry.value.terms if entry.name.text == "provider" else ()
+        if len(terms) == 1 and isinstance(terms[0], n.Call):
+            return terms[0].callee.text == "anthropic"
+    return False
+
+
 def check_fallback(cx: Context, entry: n.ConfigEntry) -> None:
     """``fallback: [ModelA, openai("gpt-4o-mini")]``: models tried in order after ``model``."""
     term = _single_term(cx, entry.value, "fallback")
@@ -105,7 +117,9 @@ def check_model_term(
         case None:
             return
         case n.NameRef(name=name, span=span):
-            cx.lookup_kind(name, span, "model")
+            symbol = cx.lookup_kind(name, span, "model")
+            if use == "embedding" and symbol is not None and _is_anthropic(symbol.decl):
+                _no_anthropic_embeddings(cx, span)
         case n.Call() if term.callee.text in PROVIDERS or cx.scope.lookup(term.callee.text) is None:
             check_provider_call(cx, term, use=use)
         case _:
@@ -118,7 +132,8 @@ def check_model_term(
 
 
 def check_provider_call(cx: Context, call: n.Call, *, use: str | None = None) -> None:
-    """``gemini(model, {options})``, ``openai(...)``, ``custom(id, url, model, {options})``."""
+    """``gemini(model, {options})``, ``openai(...)``, ``anthropic(...)``, ``custom(id, url,
+    model, {options})``."""
     name = call.callee.text
     arity = PROVIDERS.get(name)
     if arity is None:
@@ -126,7 +141,7 @@ def check_provider_call(cx: Context, call: n.Call, *, use: str | None = None) ->
             "E2027",
             f"unknown provider `{name}`",
             call.callee.span,
-            help=did_you_mean(name, PROVIDERS) or "providers: gemini, openai, custom",
+            help=did_you_mean(name, PROVIDERS) or "providers: gemini, openai, anthropic, custom",
         )
         return
     low, high = arity
@@ -145,12 +160,16 @@ def check_provider_call(cx: Context, call: n.Call, *, use: str | None = None) ->
             cx.report("E2027", f"the arguments of `{name}` must be non-empty strings", arg.span)
     if name == "custom" and len(strings) == low:
         _custom_provider(cx, call.args[0], call.args[1])
+    if name == "anthropic" and use == "embedding":
+        _no_anthropic_embeddings(cx, call.callee.span)
     if len(call.args) == high:
         options = call.args[-1]
         if isinstance(options, n.ObjectExpr):
             cx.constant(options, "a provider option")
             if name == "gemini":
                 _gemini_options(cx, options, nested=False, use=use)
+            elif name == "anthropic":
+                _anthropic_options(cx, options)
         else:
             cx.report(
                 "E2027",
@@ -167,13 +186,45 @@ def _gemini_options(cx: Context, options: n.ObjectExpr, *, nested: bool, use: st
         problem = option_problem(key, nested=nested, use=use)
         if problem is not None:
             message, valid = problem
-            hint = did_you_mean(key, valid)
+            alias = alias_of(key, valid)
+            hint = f"did you mean `{alias}`?" if alias else did_you_mean(key, valid)
             listing = "valid options: " + ", ".join(valid)
             cx.report(
                 "E2077", message, entry.key.span, help=f"{hint} {listing}" if hint else listing
             )
         elif camel(key) == "generationConfig" and isinstance(entry.value, n.ObjectExpr):
             _gemini_options(cx, entry.value, nested=True, use=use)
+
+
+def _anthropic_options(cx: Context, options: n.ObjectExpr) -> None:
+    """Every key of an ``anthropic(...)`` option object is a Messages API field (or ``cache``)."""
+    for entry in options.entries:
+        key = entry.key.text
+        problem = anthropic_options.option_problem(key)
+        if problem is not None:
+            message, valid = problem
+            hint = did_you_mean(key, valid)
+            listing = "valid options: " + ", ".join(valid)
+            cx.report(
+                "E2079", message, entry.key.span, help=f"{hint} {listing}" if hint else listing
+            )
+        elif key == "cache":
+            why = anthropic_options.cache_problem(_literal(entry.value))
+            if why is not None:
+                cx.report("E2079", why, entry.value.span, help="e.g. `cache: true`")
+
+
+def _literal(expr: n.Expr) -> object:
+    return expr.value if isinstance(expr, n.Literal) else expr
+
+
+def _no_anthropic_embeddings(cx: Context, span: Span) -> None:
+    cx.report(
+        "E2079",
+        "Anthropic has no embeddings API: an `embedding:` model cannot be `anthropic(...)`",
+        span,
+        help='embed with `gemini("gemini-embedding-001")` or `openai("text-embedding-3-small")`',
+    )
 
 
 def _custom_provider(cx: Context, id_arg: n.Expr, url_arg: n.Expr) -> None:
@@ -299,7 +350,8 @@ def check_code_mode(cx: Context, entry: n.ConfigEntry) -> None:
             "E2027",
             "`codeMode` must be true or false",
             term.span,
-            help="`codeMode: true` offers the model one `execute_code` tool (docs/code-mode.md)",
+            help="`codeMode: true` offers the model one `execute_code` tool instead of the "
+            "agent's tools (it needs the auwgent[code] extra)",
         )
 
 

@@ -1,4 +1,4 @@
-"""Model providers: Gemini, OpenAI and OpenAI-compatible (``custom``) endpoints.
+"""Model providers: Gemini, OpenAI, Anthropic and OpenAI-compatible (``custom``) endpoints.
 
 :func:`make_provider` turns an IR ``Model`` (see ``docs/ir.md``) into a :class:`Provider`.
 Keys and base URLs are resolved by the caller (config fields, then environment) and passed in.
@@ -15,6 +15,10 @@ from auwgent.errors import ConfigError
 if TYPE_CHECKING:
     import httpx
 
+    from auwgent.runtime.providers.anthropic import (
+        DEFAULT_ANTHROPIC_BASE_URL,
+        AnthropicProvider,
+    )
     from auwgent.runtime.providers.base import (
         ContentPart,
         Finish,
@@ -33,6 +37,8 @@ if TYPE_CHECKING:
     from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 __all__ = [
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "AnthropicProvider",
     "ContentPart",
     "DEFAULT_GEMINI_BASE_URL",
     "DEFAULT_OPENAI_BASE_URL",
@@ -80,6 +86,8 @@ _LAZY = {
     "Limits": "policy",
     "RetryPolicy": "policy",
     "Timeouts": "policy",
+    "AnthropicProvider": "anthropic",
+    "DEFAULT_ANTHROPIC_BASE_URL": "anthropic",
     "GeminiProvider": "gemini",
     "DEFAULT_GEMINI_BASE_URL": "gemini",
     "OpenAIProvider": "openai",
@@ -95,17 +103,19 @@ def __getattr__(name: str) -> Any:
 
 
 def provider_name(model: Mapping[str, Any]) -> str:
-    """The name a provider goes by: ``"gemini"``, ``"openai"`` or the custom id."""
+    """The name a provider goes by: ``"gemini"``, ``"openai"``, ``"anthropic"`` or the custom
+    id."""
     kind = model.get("provider")
     if kind == "custom":
         ident = model.get("id")
         if not isinstance(ident, str) or not ident:
             raise ConfigError("model.id: a custom provider needs an id")
         return ident
-    if kind in ("gemini", "openai"):
+    if kind in ("gemini", "openai", "anthropic"):
         return str(kind)
     raise ConfigError(
-        f"model.provider: unknown provider {kind!r} (expected 'gemini', 'openai' or 'custom')"
+        f"model.provider: unknown provider {kind!r} "
+        "(expected 'gemini', 'openai', 'anthropic' or 'custom')"
     )
 
 
@@ -123,10 +133,12 @@ def make_provider(
     """Build the provider for an IR ``Model``.
 
     ``base_url`` overrides the default endpoint (``baseUrls`` in the config or the
-    ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` variables); for ``custom`` it overrides the URL
-    written in the ``.agent`` file. ``strict`` (``"strict"`` in the runtime config) makes
-    OpenAI-compatible native tools and structured output carry ``strict: true``.
+    ``OPENAI_BASE_URL`` / ``GEMINI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` variables); for
+    ``custom`` it overrides the URL written in the ``.agent`` file. ``strict`` (``"strict"`` in
+    the runtime config) makes OpenAI-compatible native tools and structured output carry
+    ``strict: true``.
     """
+    from auwgent.runtime.providers.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicProvider
     from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
     from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
 
@@ -143,6 +155,8 @@ def make_provider(
         return GeminiProvider(base_url=base_url or DEFAULT_GEMINI_BASE_URL, **common)
     if model["provider"] == "openai":
         return OpenAIProvider(base_url=base_url or DEFAULT_OPENAI_BASE_URL, strict=strict, **common)
+    if model["provider"] == "anthropic":
+        return AnthropicProvider(base_url=base_url or DEFAULT_ANTHROPIC_BASE_URL, **common)
     url = base_url or model.get("base_url")
     if not isinstance(url, str) or not url:
         raise ConfigError(f"model.base_url: custom provider {name!r} needs a base URL")

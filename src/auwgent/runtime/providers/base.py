@@ -26,6 +26,24 @@ class ToolCall:
     arguments: str  # JSON text, exactly as the model produced it
 
 
+#: The kinds of :class:`ContentPart` that are the model's reasoning (Anthropic's thinking
+#: blocks): kept with the assistant message in history (``Message.reasoning``), never answer text.
+REASONING_KINDS = frozenset({"thinking", "redacted_thinking"})
+
+
+@record
+class ContentPart:
+    """A piece of the answer that is neither text nor a call, passed on rather than dropped.
+
+    ``kind`` is the part's name on the wire (Gemini's ``inlineData``, ``fileData``,
+    ``executableCode``, ``codeExecutionResult``, Anthropic's ``thinking`` and
+    ``redacted_thinking``, ...) and ``data`` its value, as sent.
+    """
+
+    kind: str
+    data: Any
+
+
 @record
 class Message:
     """One history message. ``tool`` messages answer the ``ToolCall`` named by ``tool_call_id``."""
@@ -35,6 +53,10 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None  # the function name, for ``tool`` messages
+    # The model's reasoning that the provider wants back with this assistant message, as it
+    # sent it (Anthropic's ``thinking`` blocks with their signatures, ``redacted_thinking``):
+    # each a ``ContentPart`` whose ``data`` is the block. Never answer text.
+    reasoning: tuple[ContentPart, ...] = ()
 
 
 @record
@@ -80,8 +102,14 @@ class ToolCallDelta:
 
 @record
 class Usage:
+    """Token counts of one response. ``input_tokens`` counts the whole prompt, cached parts
+    included; ``cache_read_tokens`` / ``cache_write_tokens`` say how much of it was read from
+    or written to a provider's prompt cache, where the provider reports it."""
+
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @record
@@ -102,18 +130,6 @@ class Finish:
 
     def __hash__(self) -> int:
         return hash(self.reason)
-
-
-@record
-class ContentPart:
-    """A piece of the answer that is neither text nor a call, passed on rather than dropped.
-
-    ``kind`` is the part's name on the wire (Gemini's ``inlineData``, ``fileData``,
-    ``executableCode``, ``codeExecutionResult``, ...) and ``data`` its value, as sent.
-    """
-
-    kind: str
-    data: Any
 
 
 StreamEvent = TextDelta | ToolCallDelta | ContentPart | Usage | Finish

@@ -19,8 +19,9 @@ from auwgent.runtime.bindings import (
     ResponseTextPartialIntent, ToolErrorIntent,
 )
 from auwgent.runtime.bindings import (
-    Middleware as _Middleware, RuntimeConfig as _RuntimeConfig, Tools as _Tools,
-    TypedAgent as _TypedAgent, create as _create, placeholders as _placeholders,
+    IntentHandler as _IntentHandler, Middleware as _Middleware,
+    PartialIntentHandler as _PartialIntentHandler, RuntimeConfig as _RuntimeConfig,
+    Tools as _Tools, TypedAgent as _TypedAgent, create as _create, placeholders as _placeholders,
 )
 
 
@@ -343,7 +344,7 @@ class AuwgentTools(_Tools):
 
 
 @_placeholders
-class AuwgentBaseIntentHandler:
+class AuwgentBaseIntentHandler(_IntentHandler):
     """Final intents: subclass it, override the intents you handle and pass the
     class to ``agent.on_intent``. A handler of tool_call, workflow_call or
     helper_call may return {"skip": True} or {"result": ...}.
@@ -428,7 +429,7 @@ class AuwgentBaseIntentHandler:
 
 
 @_placeholders
-class AuwgentBasePartialIntentHandler:
+class AuwgentBasePartialIntentHandler(_PartialIntentHandler):
     """Streaming partials: subclass it, override what you want to follow and
     pass the class to ``agent.on_intent_partial``.
     """
@@ -466,13 +467,7 @@ class AuwgentMiddleware(_Middleware[IntentName]):
     target: ClassVar[AgentName | list[AgentName] | None] = None
 
 
-class AuwgentAgent(_TypedAgent[
-    AuwgentBaseIntentHandler,
-    AuwgentBasePartialIntentHandler,
-    IntentName,
-    AgentName,
-    ApprovalRequestIntent,
-]):
+class AuwgentAgent(_TypedAgent[IntentName, AgentName, ApprovalRequestIntent]):
     """The agent Edge, created by ``auwgent()``."""
 
 

@@ -15,8 +15,8 @@ lower layer, never a higher one and never a sibling on its own layer:
 2. ``auwgent.compiler``, ``auwgent.codegen``, ``auwgent.runtime`` (siblings: none imports
    another)
 3. the build library: ``auwgent.project``, ``generate``, ``fmt``, ``serve``,
-   ``serve_security``, ``console``, ``lsp``, ``_project_agent`` and the ``auwgent`` package
-   itself (these may use each other)
+   ``serve_security``, ``serve_stream``, ``console``, ``lsp``, ``_project_agent`` and the
+   ``auwgent`` package itself (these may use each other)
 4. ``auwgent.testing``
 5. ``auwgent.cli``: nothing but ``auwgent.__main__`` (6) imports the command line
 """
@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "auwgent.project": 3,
     "auwgent.serve": 3,
     "auwgent.serve_security": 3,
+    "auwgent.serve_stream": 3,
     "auwgent.testing": 4,
     "auwgent.cli": 5,
     "auwgent.__main__": 6,

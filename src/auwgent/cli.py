@@ -189,10 +189,19 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="how long a conversation lock outlives a worker that stopped renewing it (a live "
         "run renews it every third of that; default 120)",
     )
+    parser.add_argument(
+        "--stream-buffer",
+        type=_positive_int,
+        metavar="BYTES",
+        help="the most bytes of events one response holds for a client that reads slowly "
+        "(default 16777216, 16 MiB): partial events are coalesced or dropped, and a stream "
+        "whose final events do not fit ends with an error event",
+    )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent.serve import serve_command
 
+        options = {} if args.stream_buffer is None else {"stream_buffer": args.stream_buffer}
         return serve_command(
             args.path,
             app=args.app,
@@ -205,6 +214,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             allow_origins=args.allow_origin,
             allow_hosts=args.allow_host,
             lock_ttl=args.lock_ttl,
+            **options,
         )
 
     parser.set_defaults(run=run)

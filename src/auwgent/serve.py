@@ -22,14 +22,16 @@ The application's code comes from ``--app module:attr``: a function called with 
 name that returns its runtime config (tools, middleware, approver, keys, ...); the same module
 may define ``authenticate(request)`` and a ``SERVE`` dict of settings
 (:mod:`auwgent.serve_security`). A run keeps going when the client disconnects, and its
-session is saved. Every request has a principal (tenant, user), and a conversation is only
-found by the principal that created it; without authentication the server only binds to a
-loopback address.
+session is saved; a response holds a bounded buffer of events for a client that reads
+slowly (:mod:`auwgent.serve_stream`, ``--stream-buffer``). Every request has a principal
+(tenant, user), and a conversation is only found by the principal that created it; without
+authentication the server only binds to a loopback address.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import json
 import logging
@@ -62,6 +64,8 @@ from auwgent.serve_security import (
     memory_scope,
     parse_settings,
 )
+from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, EventBuffer
+from auwgent.serve_stream import encode as _sse
 
 __all__ = ["ServeError", "build_app", "load_factory"]
 
@@ -155,11 +159,6 @@ def _error(status: int, message: str, code: str) -> Any:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def _sse(name: str, data: Any) -> bytes:
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    return f"event: {name}\ndata: {text}\n\n".encode()
-
-
 def build_app(
     docs: Mapping[str, Mapping[str, Any]],
     factory: Callable[[str], Mapping[str, Any]],
@@ -171,10 +170,12 @@ def build_app(
     port: int | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     lock_ttl: float = LOCK_TTL,
+    stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> Any:
     """The Starlette application serving ``docs`` (agent name → IR document), bound at
     ``host:port`` (its Host check); ``authenticate`` gives each request's principal (``None``:
-    the local principal, on a loopback address only)."""
+    the local principal, on a loopback address only); each response holds at most
+    ``stream_buffer`` bytes of events for a client that falls behind."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
@@ -184,6 +185,7 @@ def build_app(
     settings = settings or ServeSettings()
     server = _Server(docs, factory, store, authenticate, settings, max_body)
     server.lock_ttl = lock_ttl
+    server.stream_buffer = stream_buffer
     return Starlette(
         routes=[
             Route("/v1/agents/{agent}/runs", _json_errors(server.runs), methods=["POST"]),
@@ -261,6 +263,7 @@ class _Server:
         self.settings = settings
         self.max_body = max_body
         self.lock_ttl = LOCK_TTL
+        self.stream_buffer = DEFAULT_STREAM_BUFFER
         self.running: set[asyncio.Task[Any]] = set()
         self.settable: dict[str, frozenset[str]] = {}
 
@@ -327,38 +330,31 @@ class _Server:
         run.use_memory_scope(memory_scope(principal, conversation, self.settings))
         return run
 
-    def stream(self, produce: Callable[[asyncio.Queue[bytes | None]], Any]) -> Any:
-        """Run ``produce`` as a task that outlives the response (a client may go away)."""
-        from starlette.responses import StreamingResponse
-
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    def stream(self, produce: Callable[[EventBuffer], Any]) -> Any:
+        """Run ``produce`` as a task that outlives the response (a client may go away): its
+        events go through a bounded buffer (serve_stream), which the response detaches when
+        it ends, however it ends."""
+        buffer = EventBuffer(self.stream_buffer)
 
         async def body() -> None:
             try:
-                await produce(queue)
+                await produce(buffer)
             except Exception as exc:  # reported in the stream, never as a traceback
                 log.exception("auwgent serve: a run failed")
-                queue.put_nowait(_sse("error", {"message": f"{type(exc).__name__}: {exc}"}))
+                buffer.put_nowait(_sse("error", {"message": f"{type(exc).__name__}: {exc}"}))
             finally:
-                queue.put_nowait(None)
+                buffer.close()
 
         task = asyncio.ensure_future(body())
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
-        async def events() -> AsyncIterator[bytes]:
-            while True:
-                item = await queue.get()
-                if item is None:
-                    return
-                yield item
-
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+        return _event_stream()(buffer, headers)
 
     async def execute(
         self,
-        queue: asyncio.Queue[bytes | None],
+        queue: EventBuffer,
         agent: Any,
         conversation: str | None,
         events: AsyncIterator[Any],
@@ -376,9 +372,9 @@ class _Server:
             async for event in events:
                 if event.partial:
                     data = {"name": event.name, "value": event.value, "agent": event.agent_name}
-                    queue.put_nowait(_sse("partial", data))
+                    queue.put_partial(data)
                 else:
-                    queue.put_nowait(_sse(event.name, event.value))
+                    queue.put_intent(event.name, event.value, event.agent_name)
             final = agent.last_session
             if conversation is not None and final is not None and lease is not None:
                 await self.save(queue, conversation, final, lease, context)
@@ -389,7 +385,7 @@ class _Server:
 
     async def save(
         self,
-        queue: asyncio.Queue[bytes | None],
+        queue: EventBuffer,
         conversation: str,
         final: Any,
         lease: Lease,
@@ -548,6 +544,28 @@ class _Server:
             await closing()
 
 
+@functools.cache
+def _event_stream() -> Any:
+    """The response class of a run's events (made once, when serve first answers one)."""
+    from starlette.responses import StreamingResponse
+
+    class EventStream(StreamingResponse):
+        """An SSE response from an :class:`EventBuffer`, which it detaches when it ends
+        (the client has every event, or is gone: either way nothing more is kept)."""
+
+        def __init__(self, buffer: EventBuffer, headers: Mapping[str, str]) -> None:
+            super().__init__(buffer.events(), media_type="text/event-stream", headers=headers)
+            self.buffer = buffer
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                self.buffer.detach()
+
+    return EventStream
+
+
 async def _guarded(start: Callable[..., Any], conversation: Any, launch: Any) -> Any:
     """Turn the expected failures of starting a run into JSON errors."""
     try:
@@ -617,7 +635,11 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
     sse = {"text/event-stream": {"schema": {"type": "string"}}}
     json_error = {"application/json": {"schema": error}}
     responses_run = {
-        "200": {"description": "one SSE event per intent, then `session`", "content": sse},
+        "200": {
+            "description": "one SSE event per intent, then `session` (or, for a client that "
+            "reads too slowly, a last `error` event with code `slow_client`)",
+            "content": sse,
+        },
         "400": {"description": "bad request (the message names the field)", "content": json_error},
         "401": {"description": "missing or wrong credentials", "content": json_error},
         "403": {"description": "an Origin that is not allowed", "content": json_error},
@@ -770,6 +792,7 @@ def serve_command(
     allow_origins: list[str] | None = None,
     allow_hosts: list[str] | None = None,
     lock_ttl: float = LOCK_TTL,
+    stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
     import os
@@ -811,6 +834,7 @@ def serve_command(
         host=host,
         port=port,
         lock_ttl=lock_ttl,
+        stream_buffer=stream_buffer,
     )
     print(f"auwgent serve: {', '.join(sorted(docs))} on http://{host}:{port}", file=out)
     out.flush()

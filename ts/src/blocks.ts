@@ -102,6 +102,18 @@ const CLOSER_PREFIX = /^\[(?:\/[ \t]*[\w-]*[ \t]*)?$/;
 const KNOWN = "(?:tool_call|workflow_call|helper_call|custom|schema|response_text)";
 const NEXT_HEADER = new RegExp(String.raw`\[[ \t]*${KNOWN}[ \t]*(?::[^\]\n]*)?\]`, "iy");
 const NEXT_HEADER_PREFIX = /^\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?$/;
+// A line indented by this many columns (a tab reaching the next multiple of 4) is a Markdown
+// code line: a quoted example, so nothing on it is a header.
+const CODE_INDENT = 4;
+
+/** The column reached from `start` after `spaces` (spaces, tabs, `\r`). */
+function columns(start: number, spaces: string): number {
+  for (const char of spaces) {
+    if (char === " ") start += 1;
+    else if (char === "\t") start += 4 - (start % 4);
+  }
+  return start;
+}
 
 /** Streaming text with leading and trailing whitespace trimmed; deltas concatenate to the text. */
 export class TextStream {
@@ -159,7 +171,8 @@ interface Block {
   name: string | null;
   parts: string[];
   pending: string;
-  lineStart: boolean;
+  /** The indentation of the body's last line while it holds only spaces and tabs (null once it holds text). */
+  column: number | null;
   text: TextStream | null;
   dirty: boolean;
   snapshot: Record<string, any>;
@@ -179,6 +192,8 @@ export class BlocksDecoder implements Decoder {
   private textOutput: boolean;
   private segment = 0;
   private lineStart = true;
+  private column = 0; // outside blocks: the indentation of the line so far
+  private codeLine = false; // this line is indented as code: nothing on it is a header
   private header: string | null = null;
   private midline = false;
   private fence = ""; // outside blocks: the fence character of an open code fence
@@ -258,20 +273,21 @@ export class BlocksDecoder implements Decoder {
       if (this.lineStart) {
         let j = i;
         while (j < n && " \t\r".includes(s[j]!)) j++;
-        if (j < n && s[j] === "[" && !this.fence) {
-          this.outsideText(s.slice(i, j));
-          this.header = "[";
-          this.lineStart = false;
-          this.midline = false;
-          i = j + 1;
-          continue;
-        }
+        this.column = columns(this.column, s.slice(i, j));
         if (j === n) {
           this.outsideText(s.slice(i));
           return n;
         }
         this.lineStart = false;
-        if (s[j] === "`" || s[j] === "~") {
+        if (this.column >= CODE_INDENT) {
+          this.codeLine = true; // a Markdown code line: text to its end
+        } else if (s[j] === "[" && !this.fence) {
+          this.outsideText(s.slice(i, j));
+          this.header = "[";
+          this.midline = false;
+          i = j + 1;
+          continue;
+        } else if (s[j] === "`" || s[j] === "~") {
           // perhaps a code fence: headers inside one are text
           this.outsideText(s.slice(i, j));
           this.probe = s[j]!;
@@ -280,7 +296,7 @@ export class BlocksDecoder implements Decoder {
         }
       }
       let k = i;
-      if (this.fence) while (k < n && s[k] !== "\n") k++;
+      if (this.fence || this.codeLine) while (k < n && s[k] !== "\n") k++;
       else while (k < n && s[k] !== "[" && s[k] !== "\n") k++;
       if (k === n) {
         this.outsideText(s.slice(i));
@@ -288,7 +304,7 @@ export class BlocksDecoder implements Decoder {
       }
       if (s[k] === "\n") {
         this.outsideText(s.slice(i, k + 1));
-        this.lineStart = true;
+        this.newLine();
       } else if ((k > i ? s[k - 1] : this.last) === "`") {
         this.outsideText(s.slice(i, k + 1)); // `[tool_call: x]` in inline code is text
       } else {
@@ -300,6 +316,12 @@ export class BlocksDecoder implements Decoder {
       i = k + 1;
     }
     return i;
+  }
+
+  private newLine(): void {
+    this.lineStart = true;
+    this.column = 0;
+    this.codeLine = false;
   }
 
   /** Count the fence characters opening a line; three open (or close) a code fence. */
@@ -348,7 +370,8 @@ export class BlocksDecoder implements Decoder {
   private releaseHeader(tail: string): void {
     this.outsideText(this.header + tail);
     this.header = null;
-    this.lineStart = tail === "\n";
+    if (tail === "\n") this.newLine();
+    else this.lineStart = false;
   }
 
   private outsideText(piece: string): void {
@@ -383,7 +406,7 @@ export class BlocksDecoder implements Decoder {
       name: target ? target.name : name,
       parts: [],
       pending: "",
-      lineStart: headerRaw.endsWith("\n"),
+      column: headerRaw.endsWith("\n") ? 0 : null,
       text: kind === "response_text" ? new TextStream() : null,
       dirty: true,
       snapshot: {},
@@ -484,21 +507,26 @@ export class BlocksDecoder implements Decoder {
   private reopen(block: Block, s: string, i: number, k: number): number {
     this.flushBody(block, s.slice(i, k));
     this.finish(block, "");
-    this.lineStart = true;
+    this.newLine(); // the header's indentation was read in the block: under CODE_INDENT
     return k;
   }
 
+  /** Whether the `[` at `k` starts a line, indented less than code. */
   private atLineStart(block: Block, s: string, i: number, k: number): boolean {
     let j = k - 1;
     while (j >= i && (s[j] === " " || s[j] === "\t")) j--;
-    return j < i ? block.lineStart : s[j] === "\n";
+    const start = j >= i ? (s[j] === "\n" ? 0 : null) : block.column;
+    return start !== null && columns(start, s.slice(j + 1, k)) < CODE_INDENT;
   }
 
   private flushBody(block: Block, piece: string): void {
     if (!piece) return;
     block.parts.push(piece);
-    const stripped = piece.replace(/[ \t]+$/, "");
-    if (stripped) block.lineStart = stripped[stripped.length - 1] === "\n";
+    const line = piece.lastIndexOf("\n");
+    const tail = piece.slice(line + 1);
+    if (/[^ \t]/.test(tail)) block.column = null;
+    else if (line >= 0) block.column = columns(0, tail);
+    else if (block.column !== null) block.column = columns(block.column, tail);
     block.dirty = true;
     if (block.text !== null) block.text.push(piece);
     else if (this.wantPartials) block.json.feed(piece); // the JSON tracker only serves partial snapshots

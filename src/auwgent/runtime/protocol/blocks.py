@@ -83,6 +83,19 @@ _CLOSER_PREFIX = re.compile(r"\[(?:/[ \t]*[\w-]*[ \t]*)?")
 _KNOWN = r"(?:tool_call|workflow_call|helper_call|custom|schema|response_text)"
 _NEXT_HEADER = re.compile(rf"\[[ \t]*{_KNOWN}[ \t]*(?::[^\]\n]*)?\]", re.I)
 _NEXT_HEADER_PREFIX = re.compile(r"\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?")
+# A line indented by this many columns (a tab reaching the next multiple of 4) is a Markdown
+# code line: a quoted example, so nothing on it is a header.
+CODE_INDENT = 4
+
+
+def columns(start: int, spaces: str) -> int:
+    """The column reached from ``start`` after ``spaces`` (spaces, tabs, ``\\r``)."""
+    for char in spaces:
+        if char == " ":
+            start += 1
+        elif char == "\t":
+            start += 4 - start % 4
+    return start
 
 
 @dataclass(slots=True)
@@ -200,7 +213,9 @@ class _Block:
     parts: list[str] = field(default_factory=list)
     size: int = 0
     pending: str = ""  # a possible closer (or next header) still arriving
-    line_start: bool = False  # the body so far ends at the start of a line
+    # The indentation of the body's last line while it holds only spaces and tabs (None once
+    # it holds text): a header there, indented less than CODE_INDENT, starts a line.
+    column: int | None = None
     text: TextStream | None = None
     json: JsonSnapshot = field(default_factory=JsonSnapshot)  # for partials of JSON bodies
     budget: PartialBudget = field(default_factory=structured_budget)
@@ -223,6 +238,8 @@ class BlocksDecoder:
         self._text_output = contract.output["kind"] == "text"
         self._segment = 0
         self._line_start = True
+        self._column = 0  # outside blocks: the indentation of the line so far
+        self._code_line = False  # this line is indented as code: nothing on it is a header
         self._header: str | None = None  # a `[...` not yet known to be a header
         self._midline = False  # that `[` came after text on its line
         self._fence = ""  # outside blocks: the fence character of an open code fence
@@ -291,28 +308,31 @@ class BlocksDecoder:
                 j = i
                 while j < n and s[j] in " \t\r":
                     j += 1
-                if j < n and s[j] == "[" and not self._fence:
-                    self._outside_text(s[i:j])
-                    self._header, self._line_start, self._midline = "[", False, False
-                    i = j + 1
-                    continue
+                self._column = columns(self._column, s[i:j])
                 if j == n:
                     self._outside_text(s[i:])
                     return n
                 self._line_start = False
-                if s[j] in "`~":  # perhaps a code fence: headers inside one are text
+                if self._column >= CODE_INDENT:
+                    self._code_line = True  # a Markdown code line: text to its end
+                elif s[j] == "[" and not self._fence:
+                    self._outside_text(s[i:j])
+                    self._header, self._midline = "[", False
+                    i = j + 1
+                    continue
+                elif s[j] in "`~":  # perhaps a code fence: headers inside one are text
                     self._outside_text(s[i:j])
                     self._probe = s[j]
                     i = self._grow_probe(s, j + 1)
                     continue
-            stop = (_LINE if self._fence else _LINE_OR_BRACKET).search(s, i)
+            stop = (_LINE if self._fence or self._code_line else _LINE_OR_BRACKET).search(s, i)
             if stop is None:
                 self._outside_text(s[i:])
                 return n
             k = stop.start()
             if s[k] == "\n":
                 self._outside_text(s[i : k + 1])
-                self._line_start = True
+                self._new_line()
             elif (s[k - 1] if k > i else self._last) == "`":
                 self._outside_text(s[i : k + 1])  # `[tool_call: x]` in inline code is text
             else:  # a header may also follow text on its line (`Sure. [tool_call: x]`)
@@ -320,6 +340,9 @@ class BlocksDecoder:
                 self._header, self._midline = "[", True
             i = k + 1
         return i
+
+    def _new_line(self) -> None:
+        self._line_start, self._column, self._code_line = True, 0, False
 
     def _grow_probe(self, s: str, i: int) -> int:
         """Count the fence characters opening a line; three open (or close) a code fence."""
@@ -365,7 +388,10 @@ class BlocksDecoder:
         assert self._header is not None
         self._outside_text(self._header + tail)
         self._header = None
-        self._line_start = tail == "\n"
+        if tail == "\n":
+            self._new_line()
+        else:
+            self._line_start = False
 
     def _outside_text(self, piece: str) -> None:
         if piece:
@@ -403,7 +429,7 @@ class BlocksDecoder:
             kind=target.kind if target else kind,
             name=target.name if target else name,
         )
-        block.line_start = header_raw.endswith("\n")
+        block.column = 0 if header_raw.endswith("\n") else None
         if not candidate.rstrip(" \t\r").endswith("]"):
             block.repairs.append(repair("header_bracket", "", "a header without its `]`"))
         if kind == "response_text":
@@ -504,24 +530,34 @@ class BlocksDecoder:
         """A new header at a line start: the open block lost its closer; finish it here."""
         self._flush_body(block, s[i:k])
         self._finish(block, "")
-        self._line_start = True
+        self._new_line()  # the header's indentation was read in the block: under CODE_INDENT
         return k
 
     @staticmethod
     def _at_line_start(block: _Block, s: str, i: int, k: int) -> bool:
+        """Whether the ``[`` at ``k`` starts a line, indented less than code."""
         j = k - 1
         while j >= i and s[j] in " \t":
             j -= 1
-        return block.line_start if j < i else s[j] == "\n"
+        if j >= i:
+            start = 0 if s[j] == "\n" else None
+        else:
+            start = block.column
+        return start is not None and columns(start, s[j + 1 : k]) < CODE_INDENT
 
     def _flush_body(self, block: _Block, piece: str) -> None:
         if not piece:
             return
         block.parts.append(piece)
         block.size += len(piece)
-        stripped = piece.rstrip(" \t")
-        if stripped:
-            block.line_start = stripped[-1] == "\n"
+        line = piece.rfind("\n")
+        tail = piece[line + 1 :]
+        if tail.strip(" \t"):
+            block.column = None
+        elif line >= 0:
+            block.column = columns(0, tail)
+        elif block.column is not None:
+            block.column = columns(block.column, tail)
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)

@@ -16,7 +16,7 @@ import {
   type Contract,
 } from "./section.js";
 import type { IRField, IRType } from "./schema.js";
-import { BodyError, JsonPrefix, embeddedObject, looksStructured, parseBody, parseValue, repair, type Repair } from "./values.js";
+import { BodyError, JsonPrefix, MAX_BODY_CHARS, embeddedObject, looksStructured, parseBody, parseValue, repair, type Repair } from "./values.js";
 import type { Message, StreamEvent } from "./providers/base.js";
 
 export type IntentKind = "response_text" | "response_schema" | "tool_call" | "workflow_call" | "helper_call" | "custom";
@@ -115,11 +115,36 @@ function columns(start: number, spaces: string): number {
   return start;
 }
 
-/** Streaming text with leading and trailing whitespace trimmed; deltas concatenate to the text. */
+/**
+ * When a structured partial comes (docs/protocol.md, "When partials come"): a read of the whole
+ * body after every piece while the reads cost at most twice the body plus 64 KB, then at least
+ * every 4 KB a partial showing the last snapshot again; past MAX_BODY_CHARS (a body the final
+ * read refuses) nothing is read. So the partials of a body cost time linear in it.
+ */
+export class Cadence {
+  private spent = 0;
+  private last = 0;
+  /** "read": read the body for a new snapshot; "show": the last snapshot again; null: no partial now. */
+  next(size: number): "read" | "show" | null {
+    if (size <= MAX_BODY_CHARS && this.spent + size <= 2 * size + (1 << 16)) {
+      this.spent += size;
+      this.last = size;
+      return "read";
+    }
+    if (size - this.last < 4096) return null;
+    this.last = size;
+    return "show";
+  }
+}
+
+/**
+ * Streaming text with leading and trailing whitespace trimmed; deltas concatenate to the text.
+ * The text grows by `+=` (a rope in V8: no copy), so a partial carrying it costs its delta.
+ */
 export class TextStream {
   started = false;
   private held: string[] = [];
-  private parts: string[] = [];
+  private acc = "";
   private pending: string[] = [];
 
   push(piece: string): void {
@@ -135,7 +160,7 @@ export class TextStream {
     }
     const delta = this.held.join("") + stripped;
     this.held = [piece.slice(stripped.length)];
-    this.parts.push(delta);
+    this.acc += delta;
     this.pending.push(delta);
   }
   hasDelta(): boolean {
@@ -147,9 +172,7 @@ export class TextStream {
     return d;
   }
   text(): string {
-    const joined = this.parts.join("");
-    this.parts = [joined];
-    return joined;
+    return this.acc;
   }
 }
 
@@ -169,7 +192,9 @@ interface Block {
   error: string | null;
   kind: IntentKind | null;
   name: string | null;
-  parts: string[];
+  /** The body so far (grown by `+=`). */
+  source: string;
+  cadence: Cadence;
   pending: string;
   /** The indentation of the body's last line while it holds only spaces and tabs (null once it holds text). */
   column: number | null;
@@ -183,9 +208,7 @@ interface Block {
 }
 
 function body(block: Block): string {
-  const joined = block.parts.join("");
-  block.parts = [joined];
-  return joined;
+  return block.source;
 }
 
 export class BlocksDecoder implements Decoder {
@@ -201,7 +224,7 @@ export class BlocksDecoder implements Decoder {
   private last = ""; // the last character of text outside blocks
   private block: Block | null = null;
   private blocksSeen = false;
-  private pre: string[] = [];
+  private pre = "";
   private preText = new TextStream();
   private preSegment: number | null = null;
   private events: DecodeEvent[] = [];
@@ -377,7 +400,7 @@ export class BlocksDecoder implements Decoder {
   private outsideText(piece: string): void {
     if (piece) this.last = piece[piece.length - 1]!;
     if (!piece || this.blocksSeen) return;
-    this.pre.push(piece);
+    this.pre += piece;
     if (this.textOutput) {
       this.preText.push(piece);
       if (this.preSegment === null && this.preText.started) this.preSegment = this.nextSegment();
@@ -404,7 +427,8 @@ export class BlocksDecoder implements Decoder {
       error,
       kind: target ? target.kind : kind,
       name: target ? target.name : name,
-      parts: [],
+      source: "",
+      cadence: new Cadence(),
       pending: "",
       column: headerRaw.endsWith("\n") ? 0 : null,
       text: kind === "response_text" ? new TextStream() : null,
@@ -521,7 +545,7 @@ export class BlocksDecoder implements Decoder {
 
   private flushBody(block: Block, piece: string): void {
     if (!piece) return;
-    block.parts.push(piece);
+    block.source += piece;
     const line = piece.lastIndexOf("\n");
     const tail = piece.slice(line + 1);
     if (/[^ \t]/.test(tail)) block.column = null;
@@ -575,10 +599,14 @@ export class BlocksDecoder implements Decoder {
         });
       } else {
         const text = body(block);
-        try {
-          block.snapshot = blockPayload(block.target, text, this.contract, block.json);
-        } catch {
-          // keep the previous snapshot; the final says what is wrong
+        const step = block.cadence.next(text.length);
+        if (step === null) return;
+        if (step === "read") {
+          try {
+            block.snapshot = blockPayload(block.target, text, this.contract, block.json);
+          } catch {
+            // keep the previous snapshot; the final says what is wrong
+          }
         }
         this.events.push({ type: "partial", kind: block.target.kind, name: block.target.name, segment: block.segment, snapshot: block.snapshot, raw: text });
       }
@@ -593,7 +621,7 @@ export class BlocksDecoder implements Decoder {
   // -- a response without blocks
 
   private finishUnframed(): void {
-    const raw = this.pre.join("");
+    const raw = this.pre;
     if (this.textOutput) {
       const text = this.preText.text();
       if (this.preSegment !== null && text)

@@ -6,11 +6,16 @@ The model answers in plain text made of blocks (``[kind: Name]`` ... ``[/kind]``
 
 The decoder is a small state machine over the characters of the stream. Outside a block it
 only watches line starts for a header; inside a block it only looks for the block's closer, so
-each character is examined a bounded number of times. A JSON body's partial snapshots are
-built incrementally (:class:`~auwgent.runtime.protocol.values.JsonSnapshot`); other bodies
-are read whole, which costs time proportional to the body. A :class:`PartialBudget` decides
-when a partial comes: after every chunk while the block is small, at least every 4 KB however
-large it grows, and whole reads spaced so that their total cost stays linear in the stream.
+each character is examined a bounded number of times. A text partial carries the text added
+since the last one; the text so far (its snapshot and ``raw``) is made only when read (see
+:mod:`~auwgent.runtime.protocol.lazy`), so text partials come after every chunk and cost
+what arrived. A JSON body's partial snapshots are built incrementally
+(:class:`~auwgent.runtime.protocol.values.JsonSnapshot`); other bodies are read whole, which
+costs time proportional to the body. A :class:`PartialBudget` decides when a structured
+partial comes: after every chunk while the block is small, at least every 4 KB however large
+it grows, and whole reads spaced so that their total cost stays linear in the stream; past
+:data:`~auwgent.runtime.protocol.values.MAX_BODY_CHARS` (a body the final read refuses) the
+last snapshot is shown again, unread.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
+from auwgent.runtime.protocol.lazy import GrowingText, LazyDict
 from auwgent.runtime.protocol.values import (
+    MAX_BODY_CHARS,
     BodyError,
     JsonSnapshot,
     Repair,
@@ -132,11 +139,6 @@ class PartialBudget:
         return True
 
 
-def text_budget() -> PartialBudget:
-    """Text snapshots are plain string copies: cheap, so partials stay frequent."""
-    return PartialBudget(factor=64, floor=1 << 20)
-
-
 def structured_budget() -> PartialBudget:
     """Structured snapshots read whole re-parse the body: dearer, so they thin out sooner
     (JSON bodies are read incrementally and keep the 4 KB cadence)."""
@@ -144,16 +146,16 @@ def structured_budget() -> PartialBudget:
 
 
 class TextStream:
-    """Streaming text with leading and trailing whitespace trimmed.
+    """The deltas of streaming text with leading and trailing whitespace trimmed.
 
     Trailing whitespace is held back until more text follows it, so the deltas handed out
-    always concatenate to exactly the final (stripped) text.
+    always concatenate to exactly the final (stripped) text. The text itself is not kept here:
+    it is its raw text stripped (:func:`text_snapshot`).
     """
 
     def __init__(self) -> None:
         self.started = False
         self._held: list[str] = []
-        self._parts: list[str] = []
         self._pending: list[str] = []
 
     def push(self, piece: str) -> None:
@@ -169,7 +171,6 @@ class TextStream:
             return
         delta = "".join(self._held) + stripped
         self._held = [piece[len(stripped) :]]
-        self._parts.append(delta)
         self._pending.append(delta)
 
     def has_delta(self) -> bool:
@@ -182,11 +183,10 @@ class TextStream:
         self._pending = []
         return delta
 
-    def text(self) -> str:
-        """All the text so far (trimmed)."""
-        joined = "".join(self._parts)
-        self._parts = [joined]
-        return joined
+
+def text_snapshot(raw: GrowingText) -> LazyDict:
+    """``{"text": ...}``: the text so far (``raw`` trimmed), made when read."""
+    return LazyDict({}, {"text": raw.prefix(trim=True).text})
 
 
 @dataclass(slots=True)
@@ -210,8 +210,7 @@ class _Block:
     error: str | None
     kind: IntentKind | None
     name: str | None
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
+    parts: GrowingText = field(default_factory=GrowingText)  # the body so far
     pending: str = ""  # a possible closer (or next header) still arriving
     # The indentation of the body's last line while it holds only spaces and tabs (None once
     # it holds text): a header there, indented less than CODE_INDENT, starts a line.
@@ -224,9 +223,7 @@ class _Block:
     repairs: list[Repair] = field(default_factory=list)  # framing recovered, then the body's
 
     def body(self) -> str:
-        joined = "".join(self.parts)
-        self.parts = [joined]
-        return joined
+        return self.parts.text()
 
 
 class BlocksDecoder:
@@ -247,11 +244,9 @@ class BlocksDecoder:
         self._last = ""  # the last character of text outside blocks
         self._block: _Block | None = None
         self._blocks_seen = False
-        self._pre: list[str] = []  # text before the first block
+        self._pre = GrowingText()  # text before the first block
         self._pre_text = TextStream()
         self._pre_segment: int | None = None
-        self._pre_budget = text_budget()
-        self._pre_size = 0
         self._events: list[DecodeEvent] = []
 
     # -- feeding ------------------------------------------------------------------------------
@@ -398,9 +393,8 @@ class BlocksDecoder:
             self._last = piece[-1]
         if not piece or self._blocks_seen:
             return  # text between or after blocks is commentary: kept in history only
-        self._pre.append(piece)
+        self._pre.add(piece)
         if self._text_output:
-            self._pre_size += len(piece)
             self._pre_text.push(piece)
             if self._pre_segment is None and self._pre_text.started:
                 self._pre_segment = self._next_segment()
@@ -434,7 +428,6 @@ class BlocksDecoder:
             block.repairs.append(repair("header_bracket", "", "a header without its `]`"))
         if kind == "response_text":
             block.text = TextStream()
-            block.budget = text_budget()
         self._block = block
         self._line_start = False
         return True
@@ -548,8 +541,7 @@ class BlocksDecoder:
     def _flush_body(self, block: _Block, piece: str) -> None:
         if not piece:
             return
-        block.parts.append(piece)
-        block.size += len(piece)
+        block.parts.add(piece)
         line = piece.rfind("\n")
         tail = piece[line + 1 :]
         if tail.strip(" \t"):
@@ -606,45 +598,50 @@ class BlocksDecoder:
 
     def _block_partial(self, block: _Block, target: _Target) -> None:
         if block.text is not None:
-            if not block.text.has_delta() or not block.budget.allow(2 * block.size, block.size):
+            if not block.text.has_delta():
                 return
             delta = block.text.take_delta()
-            snapshot: Mapping[str, Any] = {"text": block.text.text()}
+            source = block.parts.prefix()
+            snapshot = text_snapshot(block.parts)
             self._events.append(
-                PartialEvent("response_text", None, block.segment, snapshot, block.body(), delta)
+                PartialEvent("response_text", None, block.segment, snapshot, source, delta)
             )
             block.dirty = False
             return
-        if not block.budget.allow(block.size, block.size):
+        size = block.parts.size
+        if not block.budget.allow(size, size):
             return
-        body = block.body()
-        block.json.fresh = block.budget.fresh
-        try:
-            block.snapshot = _payload(target, body, self.contract, partial=block.json)
-        except (BodyError, KeyError, Stale):
-            pass  # keep the previous snapshot; the final will say what is wrong
+        if size <= MAX_BODY_CHARS:  # longer: the final read refuses it, so nothing is read
+            block.json.fresh = block.budget.fresh
+            try:
+                block.snapshot = _payload(target, block.body(), self.contract, partial=block.json)
+            except (BodyError, KeyError, Stale):
+                pass  # keep the previous snapshot; the final will say what is wrong
         self._events.append(
-            PartialEvent(target.kind, target.name, block.segment, block.snapshot, body)
+            PartialEvent(
+                target.kind, target.name, block.segment, block.snapshot, block.parts.prefix()
+            )
         )
         block.dirty = False
 
     def _pre_partial(self) -> None:
         stream = self._pre_text
         assert self._pre_segment is not None
-        if not stream.has_delta() or not self._pre_budget.allow(2 * self._pre_size, self._pre_size):
+        if not stream.has_delta():
             return
         delta = stream.take_delta()
-        text = stream.text()
+        source = self._pre.prefix(trim=True)  # the text itself, as its snapshot says
+        snapshot = text_snapshot(self._pre)
         self._events.append(
-            PartialEvent("response_text", None, self._pre_segment, {"text": text}, text, delta)
+            PartialEvent("response_text", None, self._pre_segment, snapshot, source, delta)
         )
 
     # -- a response without blocks ------------------------------------------------------------
 
     def _finish_unframed(self) -> None:
-        raw = "".join(self._pre)
+        raw = self._pre.text()
         if self._text_output:
-            text = self._pre_text.text()
+            text = raw.strip()
             if self._pre_segment is not None and text:
                 payload = {"text": text}
                 self._events.append(

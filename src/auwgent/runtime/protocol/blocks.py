@@ -558,6 +558,9 @@ class BlocksDecoder:
         """Finish ``block``; an empty ``closer`` means it never came (end of stream, or the
         next header)."""
         self._block = None
+        if block.text is not None and block.target is not None:
+            self._finish_text(block, closer)
+            return
         body = block.body()
         raw = block.header + body + closer
         if block.target is None:
@@ -585,6 +588,23 @@ class BlocksDecoder:
                 raw,
                 repairs=tuple(repairs),
             )
+        )
+
+    def _finish_text(self, block: _Block, closer: str) -> None:
+        """A ``[response_text]`` block: its raw block made in one copy, its text cut from it
+        (a long answer is copied twice, not three times)."""
+        raw = block.parts.framed(block.header, closer)
+        start, end = len(block.header), len(raw) - len(closer)
+        while start < end and raw[start].isspace():
+            start += 1
+        while end > start and raw[end - 1].isspace():
+            end -= 1
+        repairs = block.repairs
+        if not closer:
+            repairs.append(repair("missing_closer", "", "a block without its closer"))
+        payload = {"text": raw[start:end]}
+        self._events.append(
+            FinalEvent("response_text", None, block.segment, payload, raw, repairs=tuple(repairs))
         )
 
     # -- partials -----------------------------------------------------------------------------

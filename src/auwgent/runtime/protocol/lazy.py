@@ -44,6 +44,10 @@ class GrowingText:
         whole = parts[0] if parts else ""
         return whole if end is None or end >= len(whole) else whole[:end]
 
+    def framed(self, head: str, tail: str) -> str:
+        """``head``, the text, then ``tail``: one copy, the text's own join left unmade."""
+        return "".join([head, *self._parts, tail])
+
     def prefix(self, *, trim: bool = False) -> TextPrefix:
         """The text as it is now (``trim``: without surrounding whitespace), made when read."""
         return TextPrefix(self, self.size, trim)

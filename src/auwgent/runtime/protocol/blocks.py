@@ -562,7 +562,7 @@ class BlocksDecoder:
             self._finish_text(block, closer)
             return
         body = block.body()
-        raw = block.header + body + closer
+        raw = "".join((block.header, body, closer))  # one copy of a body that may be long
         if block.target is None:
             self._events.append(
                 RejectedEvent(block.kind, block.name, block.segment, block.error or "", raw)

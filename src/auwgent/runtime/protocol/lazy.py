@@ -19,25 +19,31 @@ __all__ = ["GrowingText", "LazyDict", "TextPrefix"]
 
 
 class GrowingText:
-    """Text appended to piece by piece; :meth:`text` joins what arrived (once) and keeps it."""
+    """Text appended to piece by piece; :meth:`text` joins what arrived (once) and keeps it.
+    Once :meth:`framed`, it is kept as part of the framed text instead (no second copy)."""
 
-    __slots__ = ("_parts", "size")
+    __slots__ = ("_frame", "_parts", "_start", "size")
 
     def __init__(self) -> None:
         self._parts: list[str] = []
+        self._frame = ""  # set by framed(): the text is self._frame[self._start:][:size]
+        self._start = -1
         self.size = 0
 
     def __repr__(self) -> str:
         return f"GrowingText(size={self.size})"
 
     def add(self, piece: str) -> None:
-        """Append ``piece`` (costs the piece, not the text)."""
+        """Append ``piece`` (costs the piece, not the text; not after :meth:`framed`)."""
         if piece:
             self._parts.append(piece)
             self.size += len(piece)
 
     def text(self, end: int | None = None) -> str:
         """The text, or its first ``end`` characters."""
+        if self._start >= 0:
+            stop = self.size if end is None else min(end, self.size)
+            return self._frame[self._start : self._start + stop]
         parts = self._parts
         if len(parts) > 1:
             parts[:] = ["".join(parts)]
@@ -45,8 +51,11 @@ class GrowingText:
         return whole if end is None or end >= len(whole) else whole[:end]
 
     def framed(self, head: str, tail: str) -> str:
-        """``head``, the text, then ``tail``: one copy, the text's own join left unmade."""
-        return "".join([head, *self._parts, tail])
+        """``head``, the text, then ``tail``, in one copy; the text is then read from it (its
+        pieces are let go). The last thing done with a text: nothing is added after."""
+        frame = "".join([head, *self._parts, tail])
+        self._frame, self._start, self._parts = frame, len(head), []
+        return frame
 
     def prefix(self, *, trim: bool = False) -> TextPrefix:
         """The text as it is now (``trim``: without surrounding whitespace), made when read."""

@@ -6,10 +6,10 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 - ``POST /v1/agents/{agent}/runs`` with ``{input, conversation_id?, context?, config?,
   persona?}``: runs the agent and answers a Server-Sent Events stream, one event per intent
   (event name = intent name, data = its payload as JSON), ``partial`` events for partial
-  intents, and a last ``session`` event with the session. With a ``conversation_id`` the
-  conversation is loaded from the store first and saved after, and only one run of it may be
-  in progress across every worker sharing the store (a second gets 409): the run holds the
-  conversation's lock (:class:`~auwgent.runtime.leases.Lease`, renewed while it lives) and
+  intents (a text partial carries its ``delta``, a structured one its snapshot), and a last
+  ``session`` event with the session. With a ``conversation_id`` the conversation is loaded
+  from the store first and saved after, and only one run of it may be in progress across
+  every worker sharing the store (a second gets 409): the run holds the conversation's lock (:class:`~auwgent.runtime.leases.Lease`, renewed while it lives) and
   stops, unsaved, with a ``"conflict"`` turn if it loses it.
 - ``GET /v1/conversations/{id}``: the stored session.
 - ``POST /v1/conversations/{id}/approvals`` with ``{"decisions": {...}}``: resumes a run
@@ -157,6 +157,20 @@ def _error(status: int, message: str, code: str) -> Any:
     from starlette.responses import JSONResponse
 
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+_PARTIAL_KEYS = {
+    "text": ("partial", "complete", "mode", "segment", "delta"),
+    "structured": ("partial", "complete", "mode", "segment", "snapshot"),
+}
+
+
+def _partial_value(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A partial as the stream sends it: a text partial carries only its ``delta`` (the client
+    adds the deltas up), a structured one its snapshot; neither carries ``raw``. So a partial
+    costs what is new, never the text so far again (docs/serve.md)."""
+    keys = _PARTIAL_KEYS["text" if value.get("mode") == "text" else "structured"]
+    return {key: value[key] for key in keys if key in value}
 
 
 def build_app(
@@ -371,8 +385,10 @@ class _Server:
         try:
             async for event in events:
                 if event.partial:
-                    data = {"name": event.name, "value": event.value, "agent": event.agent_name}
-                    queue.put_partial(data)
+                    value = _partial_value(event.value)
+                    queue.put_partial(
+                        {"name": event.name, "value": value, "agent": event.agent_name}
+                    )
                 else:
                     queue.put_intent(event.name, event.value, event.agent_name)
             final = agent.last_session

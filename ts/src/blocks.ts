@@ -16,7 +16,7 @@ import {
   type Contract,
 } from "./section.js";
 import type { IRField, IRType } from "./schema.js";
-import { BodyError, JsonPrefix, embeddedObject, looksStructured, parseBody, parseValue, repair, type Repair } from "./values.js";
+import { BodyError, JsonPrefix, MAX_BODY_CHARS, embeddedObject, looksStructured, parseBody, parseValue, repair, type Repair } from "./values.js";
 import type { Message, StreamEvent } from "./providers/base.js";
 
 export type IntentKind = "response_text" | "response_schema" | "tool_call" | "workflow_call" | "helper_call" | "custom";
@@ -102,12 +102,49 @@ const CLOSER_PREFIX = /^\[(?:\/[ \t]*[\w-]*[ \t]*)?$/;
 const KNOWN = "(?:tool_call|workflow_call|helper_call|custom|schema|response_text)";
 const NEXT_HEADER = new RegExp(String.raw`\[[ \t]*${KNOWN}[ \t]*(?::[^\]\n]*)?\]`, "iy");
 const NEXT_HEADER_PREFIX = /^\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?$/;
+// A line indented by this many columns (a tab reaching the next multiple of 4) is a Markdown
+// code line: a quoted example, so nothing on it is a header.
+const CODE_INDENT = 4;
 
-/** Streaming text with leading and trailing whitespace trimmed; deltas concatenate to the text. */
+/** The column reached from `start` after `spaces` (spaces, tabs, `\r`). */
+function columns(start: number, spaces: string): number {
+  for (const char of spaces) {
+    if (char === " ") start += 1;
+    else if (char === "\t") start += 4 - (start % 4);
+  }
+  return start;
+}
+
+/**
+ * When a structured partial comes (docs/protocol.md, "When partials come"): a read of the whole
+ * body after every piece while the reads cost at most twice the body plus 64 KB, then at least
+ * every 4 KB a partial showing the last snapshot again; past MAX_BODY_CHARS (a body the final
+ * read refuses) nothing is read. So the partials of a body cost time linear in it.
+ */
+export class Cadence {
+  private spent = 0;
+  private last = 0;
+  /** "read": read the body for a new snapshot; "show": the last snapshot again; null: no partial now. */
+  next(size: number): "read" | "show" | null {
+    if (size <= MAX_BODY_CHARS && this.spent + size <= 2 * size + (1 << 16)) {
+      this.spent += size;
+      this.last = size;
+      return "read";
+    }
+    if (size - this.last < 4096) return null;
+    this.last = size;
+    return "show";
+  }
+}
+
+/**
+ * Streaming text with leading and trailing whitespace trimmed; deltas concatenate to the text.
+ * The text grows by `+=` (a rope in V8: no copy), so a partial carrying it costs its delta.
+ */
 export class TextStream {
   started = false;
   private held: string[] = [];
-  private parts: string[] = [];
+  private acc = "";
   private pending: string[] = [];
 
   push(piece: string): void {
@@ -123,7 +160,7 @@ export class TextStream {
     }
     const delta = this.held.join("") + stripped;
     this.held = [piece.slice(stripped.length)];
-    this.parts.push(delta);
+    this.acc += delta;
     this.pending.push(delta);
   }
   hasDelta(): boolean {
@@ -135,9 +172,7 @@ export class TextStream {
     return d;
   }
   text(): string {
-    const joined = this.parts.join("");
-    this.parts = [joined];
-    return joined;
+    return this.acc;
   }
 }
 
@@ -157,9 +192,12 @@ interface Block {
   error: string | null;
   kind: IntentKind | null;
   name: string | null;
-  parts: string[];
+  /** The body so far (grown by `+=`). */
+  source: string;
+  cadence: Cadence;
   pending: string;
-  lineStart: boolean;
+  /** The indentation of the body's last line while it holds only spaces and tabs (null once it holds text). */
+  column: number | null;
   text: TextStream | null;
   dirty: boolean;
   snapshot: Record<string, any>;
@@ -170,15 +208,15 @@ interface Block {
 }
 
 function body(block: Block): string {
-  const joined = block.parts.join("");
-  block.parts = [joined];
-  return joined;
+  return block.source;
 }
 
 export class BlocksDecoder implements Decoder {
   private textOutput: boolean;
   private segment = 0;
   private lineStart = true;
+  private column = 0; // outside blocks: the indentation of the line so far
+  private codeLine = false; // this line is indented as code: nothing on it is a header
   private header: string | null = null;
   private midline = false;
   private fence = ""; // outside blocks: the fence character of an open code fence
@@ -186,7 +224,7 @@ export class BlocksDecoder implements Decoder {
   private last = ""; // the last character of text outside blocks
   private block: Block | null = null;
   private blocksSeen = false;
-  private pre: string[] = [];
+  private pre = "";
   private preText = new TextStream();
   private preSegment: number | null = null;
   private events: DecodeEvent[] = [];
@@ -258,20 +296,21 @@ export class BlocksDecoder implements Decoder {
       if (this.lineStart) {
         let j = i;
         while (j < n && " \t\r".includes(s[j]!)) j++;
-        if (j < n && s[j] === "[" && !this.fence) {
-          this.outsideText(s.slice(i, j));
-          this.header = "[";
-          this.lineStart = false;
-          this.midline = false;
-          i = j + 1;
-          continue;
-        }
+        this.column = columns(this.column, s.slice(i, j));
         if (j === n) {
           this.outsideText(s.slice(i));
           return n;
         }
         this.lineStart = false;
-        if (s[j] === "`" || s[j] === "~") {
+        if (this.column >= CODE_INDENT) {
+          this.codeLine = true; // a Markdown code line: text to its end
+        } else if (s[j] === "[" && !this.fence) {
+          this.outsideText(s.slice(i, j));
+          this.header = "[";
+          this.midline = false;
+          i = j + 1;
+          continue;
+        } else if (s[j] === "`" || s[j] === "~") {
           // perhaps a code fence: headers inside one are text
           this.outsideText(s.slice(i, j));
           this.probe = s[j]!;
@@ -280,7 +319,7 @@ export class BlocksDecoder implements Decoder {
         }
       }
       let k = i;
-      if (this.fence) while (k < n && s[k] !== "\n") k++;
+      if (this.fence || this.codeLine) while (k < n && s[k] !== "\n") k++;
       else while (k < n && s[k] !== "[" && s[k] !== "\n") k++;
       if (k === n) {
         this.outsideText(s.slice(i));
@@ -288,7 +327,7 @@ export class BlocksDecoder implements Decoder {
       }
       if (s[k] === "\n") {
         this.outsideText(s.slice(i, k + 1));
-        this.lineStart = true;
+        this.newLine();
       } else if ((k > i ? s[k - 1] : this.last) === "`") {
         this.outsideText(s.slice(i, k + 1)); // `[tool_call: x]` in inline code is text
       } else {
@@ -300,6 +339,12 @@ export class BlocksDecoder implements Decoder {
       i = k + 1;
     }
     return i;
+  }
+
+  private newLine(): void {
+    this.lineStart = true;
+    this.column = 0;
+    this.codeLine = false;
   }
 
   /** Count the fence characters opening a line; three open (or close) a code fence. */
@@ -348,13 +393,14 @@ export class BlocksDecoder implements Decoder {
   private releaseHeader(tail: string): void {
     this.outsideText(this.header + tail);
     this.header = null;
-    this.lineStart = tail === "\n";
+    if (tail === "\n") this.newLine();
+    else this.lineStart = false;
   }
 
   private outsideText(piece: string): void {
     if (piece) this.last = piece[piece.length - 1]!;
     if (!piece || this.blocksSeen) return;
-    this.pre.push(piece);
+    this.pre += piece;
     if (this.textOutput) {
       this.preText.push(piece);
       if (this.preSegment === null && this.preText.started) this.preSegment = this.nextSegment();
@@ -381,9 +427,10 @@ export class BlocksDecoder implements Decoder {
       error,
       kind: target ? target.kind : kind,
       name: target ? target.name : name,
-      parts: [],
+      source: "",
+      cadence: new Cadence(),
       pending: "",
-      lineStart: headerRaw.endsWith("\n"),
+      column: headerRaw.endsWith("\n") ? 0 : null,
       text: kind === "response_text" ? new TextStream() : null,
       dirty: true,
       snapshot: {},
@@ -484,21 +531,26 @@ export class BlocksDecoder implements Decoder {
   private reopen(block: Block, s: string, i: number, k: number): number {
     this.flushBody(block, s.slice(i, k));
     this.finish(block, "");
-    this.lineStart = true;
+    this.newLine(); // the header's indentation was read in the block: under CODE_INDENT
     return k;
   }
 
+  /** Whether the `[` at `k` starts a line, indented less than code. */
   private atLineStart(block: Block, s: string, i: number, k: number): boolean {
     let j = k - 1;
     while (j >= i && (s[j] === " " || s[j] === "\t")) j--;
-    return j < i ? block.lineStart : s[j] === "\n";
+    const start = j >= i ? (s[j] === "\n" ? 0 : null) : block.column;
+    return start !== null && columns(start, s.slice(j + 1, k)) < CODE_INDENT;
   }
 
   private flushBody(block: Block, piece: string): void {
     if (!piece) return;
-    block.parts.push(piece);
-    const stripped = piece.replace(/[ \t]+$/, "");
-    if (stripped) block.lineStart = stripped[stripped.length - 1] === "\n";
+    block.source += piece;
+    const line = piece.lastIndexOf("\n");
+    const tail = piece.slice(line + 1);
+    if (/[^ \t]/.test(tail)) block.column = null;
+    else if (line >= 0) block.column = columns(0, tail);
+    else if (block.column !== null) block.column = columns(block.column, tail);
     block.dirty = true;
     if (block.text !== null) block.text.push(piece);
     else if (this.wantPartials) block.json.feed(piece); // the JSON tracker only serves partial snapshots
@@ -547,10 +599,14 @@ export class BlocksDecoder implements Decoder {
         });
       } else {
         const text = body(block);
-        try {
-          block.snapshot = blockPayload(block.target, text, this.contract, block.json);
-        } catch {
-          // keep the previous snapshot; the final says what is wrong
+        const step = block.cadence.next(text.length);
+        if (step === null) return;
+        if (step === "read") {
+          try {
+            block.snapshot = blockPayload(block.target, text, this.contract, block.json);
+          } catch {
+            // keep the previous snapshot; the final says what is wrong
+          }
         }
         this.events.push({ type: "partial", kind: block.target.kind, name: block.target.name, segment: block.segment, snapshot: block.snapshot, raw: text });
       }
@@ -565,7 +621,7 @@ export class BlocksDecoder implements Decoder {
   // -- a response without blocks
 
   private finishUnframed(): void {
-    const raw = this.pre.join("");
+    const raw = this.pre;
     if (this.textOutput) {
       const text = this.preText.text();
       if (this.preSegment !== null && text)

@@ -3,7 +3,7 @@
 // intent__Planning functions, a single structured output the provider's response schema and
 // a union output one output__<Type> function per variant.
 
-import { TextStream, type AssistantTurn, type Codec, type DecodeEvent, type Decoder, type FinalEvent, type IntentKind } from "./blocks.js";
+import { Cadence, TextStream, type AssistantTurn, type Codec, type DecodeEvent, type Decoder, type FinalEvent, type IntentKind } from "./blocks.js";
 import type { FunctionSpec, Message, StreamEvent, ToolCall } from "./providers/base.js";
 import { toJsonSchema, type IRField, type IRType } from "./schema.js";
 import { BLOCK_KIND, callableDescription, outputVariants, resultText, type CallOutcome, type Contract } from "./section.js";
@@ -65,7 +65,9 @@ interface Call {
   segment: number;
   id: string | null;
   fn: string | null;
-  parts: string[];
+  /** The argument text so far (grown by `+=`). */
+  source: string;
+  cadence: Cadence;
   dirty: boolean;
   snapshot: Record<string, any>;
   /** For partial snapshots. */
@@ -73,9 +75,7 @@ interface Call {
 }
 
 function argumentsOf(call: Call): string {
-  const joined = call.parts.join("");
-  call.parts = [joined];
-  return joined;
+  return call.source;
 }
 
 export class NativeDecoder implements Decoder {
@@ -85,7 +85,9 @@ export class NativeDecoder implements Decoder {
   private segment = 0;
   private text = new TextStream();
   private textSegment: number | null = null;
-  private textParts: string[] = [];
+  private textSource = "";
+  private schemaCadence = new Cadence();
+  private schemaSnapshot: Record<string, any> | null = null;
   private events: DecodeEvent[] = [];
 
   constructor(
@@ -117,13 +119,13 @@ export class NativeDecoder implements Decoder {
   private callDelta(delta: Extract<StreamEvent, { type: "tool_call_delta" }>): void {
     let call = this.calls.get(delta.index);
     if (!call) {
-      call = { index: delta.index, segment: this.segment++, id: null, fn: null, parts: [], dirty: true, snapshot: {}, json: new JsonPrefix() };
+      call = { index: delta.index, segment: this.segment++, id: null, fn: null, source: "", cadence: new Cadence(), dirty: true, snapshot: {}, json: new JsonPrefix() };
       this.calls.set(delta.index, call);
     }
     call.id = delta.id || call.id;
     call.fn = delta.name || call.fn;
     if (delta.arguments) {
-      call.parts.push(delta.arguments);
+      call.source += delta.arguments;
       call.dirty = true;
       if (this.partials) call.json.feed(delta.arguments); // the tracker only serves partial snapshots
     }
@@ -137,10 +139,14 @@ export class NativeDecoder implements Decoder {
     const target = this.targets.get(call.fn ?? "");
     if (!target || !call.dirty) return;
     const text = argumentsOf(call);
-    try {
-      call.snapshot = payload(target, text, this.contract, call.json);
-    } catch {
-      // keep the previous snapshot
+    const step = call.cadence.next(text.length);
+    if (step === null) return;
+    if (step === "read") {
+      try {
+        call.snapshot = payload(target, text, this.contract, call.json);
+      } catch {
+        // keep the previous snapshot
+      }
     }
     this.events.push({ type: "partial", kind: target.kind, name: target.name, segment: call.segment, snapshot: call.snapshot, raw: text });
     call.dirty = false;
@@ -168,7 +174,7 @@ export class NativeDecoder implements Decoder {
   }
 
   private textDelta(text: string): void {
-    this.textParts.push(text);
+    this.textSource += text;
     this.text.push(text);
     if (this.textSegment === null && this.text.started) this.textSegment = this.segment++;
     if (!this.partials || this.textSegment === null || !this.text.hasDelta()) {
@@ -178,12 +184,17 @@ export class NativeDecoder implements Decoder {
     if (this.variants.length === 1) {
       this.text.takeDelta();
       const [name, type] = this.variants[0]!;
-      const raw = this.textParts.join("");
-      try {
-        const response = parseValue(raw, type, this.contract.types, true);
-        this.events.push({ type: "partial", kind: "response_schema", name, segment: this.textSegment, snapshot: { type: name, response }, raw });
-      } catch {
-        // not readable yet
+      const raw = this.textSource;
+      const step = this.schemaCadence.next(raw.length);
+      if (step === "read") {
+        try {
+          this.schemaSnapshot = { type: name, response: parseValue(raw, type, this.contract.types, true) };
+        } catch {
+          // not readable yet: the last snapshot, if any
+        }
+      }
+      if (step !== null && this.schemaSnapshot !== null) {
+        this.events.push({ type: "partial", kind: "response_schema", name, segment: this.textSegment, snapshot: this.schemaSnapshot, raw });
       }
       return;
     }
@@ -196,7 +207,7 @@ export class NativeDecoder implements Decoder {
   private finishText(): void {
     const text = this.text.text();
     if (this.textSegment === null || !text || this.calls.size) return;
-    const raw = this.textParts.join("");
+    const raw = this.textSource;
     const segment = this.textSegment;
     if (!this.variants.length) {
       this.events.push({ type: "final", kind: "response_text", name: null, segment, payload: { text }, raw });

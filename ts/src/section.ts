@@ -104,21 +104,32 @@ function escapeBreaks(json: string): string {
   return json.replace(JSON_ESCAPES, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
+// The `[` of any tag that could end a result or pose as the runtime's own framing, anywhere on
+// a line: a closer (`[/...`), or a result, error, skipped or runtime-note header. Not `[1]`,
+// `[Note]`, `[ERROR]` or `[tool_call: x]` (text a model may quote). Inside JSON text only a
+// string can hold one.
+const TAG_SOURCE = String.raw`\[(?=[ \t]*(?:\/|(?:(?:tool|workflow|helper)_(?:result|error|skipped)|runtime_note)(?![a-z])))`;
+const TAG = new RegExp(TAG_SOURCE, "i");
+const TAG_G = new RegExp(TAG_SOURCE, "gi");
+
 /**
  * The one framing rule for untrusted text (results, errors, notes, context values, argument
  * values): a value always follows its label on that label's line. A string that fits on one
- * line is written as it is (JSON text included); a string with a line break, or one that would
- * read as something else (surrounding spaces, a leading quote, a bracket that opens no JSON, a
- * bare null/true/false), is written as a JSON string. Other values are compact JSON.
+ * line is written as it is (JSON text included); a string with a line break, a protocol tag
+ * anywhere (`[/tool_result]`, `[runtime_note]`, ...), or one that would read as something else
+ * (surrounding spaces, a leading quote, a bracket that opens no JSON, a bare null/true/false),
+ * is written as a JSON string. Other values are compact JSON. In JSON text, the `[` of each tag
+ * is written `\u005b`.
  */
 export function frame(value: unknown): string {
-  if (typeof value === "string") return asIs(value) ? value : escapeBreaks(JSON.stringify(value));
-  return escapeBreaks(pyJson(value, ",", ":"));
+  if (typeof value === "string" && asIs(value)) return value;
+  const text = typeof value === "string" ? JSON.stringify(value) : pyJson(value, ",", ":");
+  return escapeBreaks(text).replace(TAG_G, "\\u005b");
 }
 
 function asIs(text: string): boolean {
   if (!text || text !== pyStrip(text) || text[0] === '"' || text[0] === "'" || KEYWORDS.has(text)) return false;
-  if (LINE_BREAK.test(text)) return false;
+  if (LINE_BREAK.test(text) || TAG.test(text)) return false;
   if (text[0] === "[" || text[0] === "{") {
     try {
       JSON.parse(text);

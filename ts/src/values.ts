@@ -390,6 +390,7 @@ class LineParser {
     const line = this.pos - 1;
     if (rest === "" || rest === "|" || rest === ">") {
       const nxt = this.nextNonblank(this.pos);
+      if (rest === "" && this.dashAt(nxt, indent)) return this.list(indent, depth + 1, true);
       if (nxt < this.lines.length && indentOf(this.lines[nxt]!) > indent) {
         if (DASH_LINE.test(this.lines[nxt]!)) return this.list(indent, depth + 1);
         if (rest === "" && KEY_LINE.test(this.lines[nxt]!)) {
@@ -403,6 +404,13 @@ class LineParser {
     }
     if ((rest[0] === "[" || rest[0] === "{") && bracketDepth(rest) > 0) return this.bracketed(rest);
     return new Raw(rest, line === this.openLine);
+  }
+
+  /** Whether line `i` is a complete `- item` line at column `indent` (as YAML reads it, a list under the `key:` line above, not text continuing it). */
+  dashAt(i: number, indent: number): boolean {
+    if (i >= this.lines.length || i === this.openLine) return false;
+    const line = this.lines[i]!;
+    return indentOf(line) === indent && DASH_LINE.test(line);
   }
 
   blockText(indent: number): Raw {
@@ -427,7 +435,13 @@ class LineParser {
     return new Raw(taken.join("\n"), this.partial && d > 0);
   }
 
-  list(parent: number, depth: number): any[] {
+  /**
+   * Dash lines indented more than their key's `parent` column (or at it, with `ownColumn`); a
+   * line that is not one continues the last item's text when indented more than the key, and
+   * ends the list otherwise.
+   */
+  list(parent: number, depth: number, ownColumn = false): any[] {
+    const floor = ownColumn ? parent - 1 : parent;
     if (depth > MAX_DEPTH) throw new BodyError(`values are nested deeper than ${MAX_DEPTH} levels`);
     const items: any[] = [];
     let i: number;
@@ -439,7 +453,7 @@ class LineParser {
         this.pos = i + 1;
         continue;
       }
-      if (indentOf(line) <= parent || dash === null) {
+      if (indentOf(line) <= floor || dash === null) {
         const last = items[items.length - 1];
         if (dash === null && indentOf(line) > parent && items.length && last instanceof Raw) {
           this.continueRaw(last, i);
@@ -996,7 +1010,11 @@ class Reader {
     if (kind !== null && STRINGY.has(kind)) return text === "null" ? null : unquote(text);
     if (!text) return null; // `key:` with nothing after it: not given
     if (kind === "array" && text[0] !== "[" && type) {
-      return text.split(",").map((p) => this.interpret(new Raw(p.trim()), type.items));
+      const parts = text.split(",").map((p) => p.trim());
+      // One item or one per line: not said.
+      if (parts.some((p) => p.includes("\n")))
+        throw new BodyError(`the list ${show(text)} is text over several lines: write each item on a \`- item\` line, or the list as JSON`);
+      return parts.map((p) => this.interpret(new Raw(p), type.items));
     }
     // A bare `28` or `true`: the taught form, read as JSON (no coercion).
     if ((kind === "number" || kind === "boolean") && JSON_WORD.test(text)) return JSON.parse(text);

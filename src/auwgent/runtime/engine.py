@@ -63,6 +63,7 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
+from auwgent.runtime.protocol.lazy import LazyDict
 from auwgent.runtime.protocol.values import parse_body
 from auwgent.runtime.providers.base import (
     REASONING_KINDS,
@@ -720,16 +721,17 @@ class Run:
         if self.sink is None and not hooked:
             return None
         name = str(event.name if event.kind == "custom" and event.name else event.kind)
-        value: dict[str, Any] = {
+        eager: dict[str, Any] = {
             "partial": True,
             "complete": False,
             "mode": "text" if event.kind == "response_text" else "structured",
             "segment": event.segment,
-            "snapshot": event.snapshot,
-            "raw": event.raw,
+            "snapshot": event.snapshot,  # a text snapshot's "text" is made when read
         }
         if event.delta is not None:
-            value["delta"] = event.delta
+            eager["delta"] = event.delta
+        # `raw` (the body so far) is a copy of the whole text: made only for who reads it.
+        value = LazyDict(eager, {"raw": lambda: event.raw})
         if self.sink is not None:
             self.sink.put_nowait(IntentEvent(name, value, inv.name, True))
         if hooked:

@@ -12,12 +12,17 @@ given to a client of your own. Modes:
 - ``"auto"``: replay what the file has, record what it lacks.
 
 Requests are matched on their normalised form: method, path, query and the JSON body with
-sorted keys, where
+sorted keys. Only what the runtime itself puts in a request and changes from run to run is
+normalised, never what a message says:
 
-- the date-and-time line of the system prompt (``Current date and time: ...``) becomes
-  ``Current date and time: <now>``;
-- UUIDs (with or without dashes) become ``<id>``;
+- the date-and-time line that ends the system prompt (the OpenAI ``system`` message, Gemini's
+  ``systemInstruction``) becomes ``Current date and time: <now>``;
+- a call id the runtime made for a call the provider sent without one (``auwgent_call_`` and
+  24 hex digits, in the ``id`` of an assistant message's ``tool_calls`` and in a ``tool``
+  message's ``tool_call_id``) becomes ``<made call id N>``, numbered by first appearance;
 - the ``key`` query parameter is dropped, and headers are not part of the match.
+
+Everything else must match exactly: a UUID or a date in the user's text is content.
 
 Identical requests are answered in the order they were recorded. Responses are kept byte for
 byte, streaming ones as the chunks that arrived, so a replayed stream is decoded exactly as the
@@ -49,10 +54,10 @@ _MODES = ("replay", "record", "auto")
 
 _SECRET_HEADERS = ("authorization", "x-goog-api-key", "api-key")
 _KEPT_RESPONSE_HEADERS = ("content-type", "retry-after")
-_DATE_LINE = re.compile(r"Current date and time: [^\n\"]*")
-_UUID = re.compile(
-    r"\b[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\b"
-)
+# The line the runtime ends every system prompt with (engine.now_line).
+_DATE_LINE = re.compile(r"(?:\A|(?<=\n\n))Current date and time: [^\n]*\Z")
+_NOW = "Current date and time: <now>"
+_MADE_ID = re.compile(r"auwgent_call_[0-9a-f]{24}")
 
 
 class CassetteMiss(AuwgentError):
@@ -67,22 +72,53 @@ def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any
         parsed: Any = json.loads(text) if text else None
     except ValueError:
         parsed = text
+    if isinstance(parsed, dict):
+        parsed = _normalise(parsed)
     return {
         "method": method.upper(),
         "path": url.path,
         "query": "&".join(f"{k}={v}" for k, v in sorted(query)),
-        "body": _normalise(parsed),
+        "body": parsed,
     }
 
 
-def _normalise(value: Any) -> Any:
-    if isinstance(value, str):
-        return _UUID.sub("<id>", _DATE_LINE.sub("Current date and time: <now>", value))
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _normalise(v) for k, v in value.items()}
-    return value
+def _normalise(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a request body with the runtime's volatile values replaced."""
+    body = json.loads(json.dumps(body))
+    made: dict[str, str] = {}
+
+    def made_id(value: Any) -> Any:
+        if isinstance(value, str) and _MADE_ID.fullmatch(value):
+            return made.setdefault(value, f"<made call id {len(made) + 1}>")
+        return value
+
+    system = body.get("systemInstruction")  # Gemini
+    if isinstance(system, dict):
+        _undate_last(system.get("parts"), "text")
+    messages = body.get("messages")  # OpenAI Chat Completions
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "system":
+            content = message.get("content")
+            if isinstance(content, str):
+                message["content"] = _DATE_LINE.sub(_NOW, content)
+            else:
+                _undate_last(content, "text")
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and "id" in call:
+                call["id"] = made_id(call["id"])
+        if "tool_call_id" in message:
+            message["tool_call_id"] = made_id(message["tool_call_id"])
+    return body
+
+
+def _undate_last(parts: Any, key: str) -> None:
+    """The date line at the end of the last text part of a system prompt, normalised."""
+    if isinstance(parts, list) and parts and isinstance(parts[-1], dict):
+        text = parts[-1].get(key)
+        if isinstance(text, str):
+            parts[-1][key] = _DATE_LINE.sub(_NOW, text)
 
 
 def _canonical(request: Mapping[str, Any]) -> str:

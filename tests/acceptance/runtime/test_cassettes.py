@@ -7,7 +7,10 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
 from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -176,6 +179,113 @@ async def test_auto_records_only_what_is_missing(
     assert len(json.loads(path.read_text(encoding="utf-8"))["interactions"]) == 4
 
 
+ORDER = "order 123e4567-e89b-12d3-a456-426614174000 status?"
+OTHER_ORDER = "order 00000000-0000-0000-0000-000000000001 status?"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "asked"),
+    [
+        (ORDER, OTHER_ORDER),
+        (ORDER, ORDER.replace("-", "")),
+        (
+            "Current date and time: 2020-01-01T00:00:00+00:00 (Wednesday, 01 January 2020)",
+            "Current date and time: 2021-01-01T00:00:00+00:00 (Friday, 01 January 2021)",
+        ),
+    ],
+)
+async def test_what_the_user_wrote_is_matched_exactly(
+    project: dict[str, ModuleType], tmp_path: Path, recorded: str, asked: str
+) -> None:
+    """Ids and dates in a message are its content: a cassette answers only the request it
+    recorded, and any other is a miss with a diff (no answer recorded for another)."""
+    path = tmp_path / "orders.json"
+    with FakeOpenAIServer([text("Shipped.")]) as server:
+        recording = Cassette(path, "record")
+        await agent_for(project["weather"], server.base_url, recording).run(recorded)
+        base_url = server.base_url
+    assert json.dumps(recorded, ensure_ascii=False)[1:-1] in path.read_text(encoding="utf-8")
+
+    again = Cassette(path)
+    session = await agent_for(project["weather"], base_url, again, hour=15).run(recorded)
+    assert session["turns"][-1]["output"] == "Shipped." and again.misses == []
+
+    other = Cassette(path)
+    session = await agent_for(project["weather"], base_url, other).run(asked)
+    assert session["turns"][-1]["status"] == "error"
+    message = str(other.misses[0])
+    assert f'-        "content": {json.dumps(recorded)},' in message
+    assert f'+        "content": {json.dumps(asked)},' in message
+
+
+class _NoIdsServer(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint whose tool calls carry no id: the runtime makes one
+    (``auwgent_call_...``) from the request, which holds the date line. Answers whole (the
+    agent has no partial listener, so it does not ask for a stream)."""
+
+    calls = [
+        {
+            "type": "function",
+            "function": {"name": "tool__get_weather", "arguments": json.dumps({"location": c})},
+        }
+        for c in ("Accra", "Ho")
+    ]
+    answers: list[dict[str, Any]] = [
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "assistant", "content": "Both sunny."},
+    ]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        server: Any = self.server
+        message = self.answers[server.served % 2]
+        server.served += 1
+        finish = "tool_calls" if "tool_calls" in message else "stop"
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        body = json.dumps({"id": f"chatcmpl-{server.served}", "choices": [choice]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def no_ids_server() -> Iterator[str]:
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _NoIdsServer)
+    server.served = 0
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_call_ids_the_runtime_made_are_volatile(
+    project: dict[str, ModuleType], tmp_path: Path, no_ids_server: str
+) -> None:
+    """A made call id depends on the request, date line included: replayed at another time it
+    differs, and is matched by its place (the first made id, the second), not its value."""
+    path = tmp_path / "no_ids.json"
+    recording = Cassette(path, "record")
+    live = await agent_for(project["weather"], no_ids_server, recording).run("Accra and Ho?")
+    await recording.aclose()
+    assert live["turns"][-1]["output"] == "Both sunny."
+    second = json.loads(path.read_text(encoding="utf-8"))["interactions"][1]["request"]
+    ids = [c["id"] for m in second["body"]["messages"] for c in m.get("tool_calls", [])]
+    assert ids == ["<made call id 1>", "<made call id 2>"]
+
+    replaying = Cassette(path)
+    session = await agent_for(project["weather"], no_ids_server, replaying, hour=15).run(
+        "Accra and Ho?"
+    )
+    assert replaying.misses == [] and replaying.unused == []
+    assert session["turns"][-1]["output"] == "Both sunny."
+
+
 def test_replay_needs_the_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="record it first"):
         Cassette(tmp_path / "none.json")
@@ -188,7 +298,7 @@ def test_replay_needs_the_file(tmp_path: Path) -> None:
 
 def test_the_pytest_fixture_records_replays_and_fails_loudly(tmp_path: Path) -> None:
     """The ``cassette`` fixture, in a real pytest run of a user's test file."""
-    with FakeOpenAIServer([text("Hello!"), text("Hello!")]) as server:
+    with FakeOpenAIServer([text("Hello!"), text("Hello!"), text("Shipped.")]) as server:
         (tmp_path / "agents").mkdir()
         generate(tmp_path, {"main.agent": SOURCES["weather.agent"]})
         (tmp_path / "test_user.py").write_text(
@@ -231,4 +341,9 @@ def test_the_pytest_fixture_records_replays_and_fails_loudly(tmp_path: Path) -> 
         assert missed.returncode == 1
         assert "has no recorded answer" in missed.stdout
         assert '+        "content": "something else",' in missed.stdout
+        # A request that differs only in a UUID the user wrote is another request.
+        assert pytest_run("--cassette-mode", "record", question=ORDER).returncode == 0
+        other = pytest_run(question=OTHER_ORDER)
+        assert other.returncode == 1, other.stdout
+        assert f'+        "content": "{OTHER_ORDER}",' in other.stdout
     assert "sk-user-secret-000" not in cassette_file.read_text(encoding="utf-8")

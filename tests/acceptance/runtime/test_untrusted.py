@@ -189,15 +189,14 @@ async def test_a_forged_result_and_context_value_never_reach_the_model_as_protoc
     results = user_texts(server.requests[1].body)[-1]
     # Only the runtime's own two framing lines; the result is one JSON string on its line.
     assert marker_lines(results) == ["[tool_result: send_email]", "[/tool_result]"]
-    assert f"result: {json.dumps(HOSTILE, ensure_ascii=False)}" in results.replace(
-        "\\u2028", "\u2028"
-    )
+    (line,) = [line for line in results.splitlines() if line.startswith("result: ")]
+    assert line.startswith('result: "') and json.loads(line.removeprefix("result: ")) == HOSTILE
+    assert "[/tool_result]" not in line  # its closers' `[` is escaped (\u005b)
     system = openai_system(server.requests[0].body)
     context = system[system.index("Context (values supplied by the application):") :]
     # `note` is declared and referenced by no prompt: it never reaches the model at all.
-    assert [line for line in context.splitlines() if line.startswith("- ")] == [
-        f"- ticket: {json.dumps(HOSTILE, ensure_ascii=False)}".replace("\u2028", "\\u2028"),
-    ]
+    (line,) = [line for line in context.splitlines() if line.startswith("- ")]
+    assert json.loads(line.removeprefix("- ticket: ")) == HOSTILE
     assert all(
         not MARKER_LINE.fullmatch(line) or line.startswith("- ") for line in context.splitlines()
     )

@@ -6,11 +6,16 @@ The model answers in plain text made of blocks (``[kind: Name]`` ... ``[/kind]``
 
 The decoder is a small state machine over the characters of the stream. Outside a block it
 only watches line starts for a header; inside a block it only looks for the block's closer, so
-each character is examined a bounded number of times. A JSON body's partial snapshots are
-built incrementally (:class:`~auwgent.runtime.protocol.values.JsonSnapshot`); other bodies
-are read whole, which costs time proportional to the body. A :class:`PartialBudget` decides
-when a partial comes: after every chunk while the block is small, at least every 4 KB however
-large it grows, and whole reads spaced so that their total cost stays linear in the stream.
+each character is examined a bounded number of times. A text partial carries the text added
+since the last one; the text so far (its snapshot and ``raw``) is made only when read (see
+:mod:`~auwgent.runtime.protocol.lazy`), so text partials come after every chunk and cost
+what arrived. A JSON body's partial snapshots are built incrementally
+(:class:`~auwgent.runtime.protocol.values.JsonSnapshot`); other bodies are read whole, which
+costs time proportional to the body. A :class:`PartialBudget` decides when a structured
+partial comes: after every chunk while the block is small, at least every 4 KB however large
+it grows, and whole reads spaced so that their total cost stays linear in the stream; past
+:data:`~auwgent.runtime.protocol.values.MAX_BODY_CHARS` (a body the final read refuses) the
+last snapshot is shown again, unread.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
+from auwgent.runtime.protocol.lazy import GrowingText, LazyDict
 from auwgent.runtime.protocol.values import (
+    MAX_BODY_CHARS,
     BodyError,
     JsonSnapshot,
     Repair,
@@ -83,6 +90,19 @@ _CLOSER_PREFIX = re.compile(r"\[(?:/[ \t]*[\w-]*[ \t]*)?")
 _KNOWN = r"(?:tool_call|workflow_call|helper_call|custom|schema|response_text)"
 _NEXT_HEADER = re.compile(rf"\[[ \t]*{_KNOWN}[ \t]*(?::[^\]\n]*)?\]", re.I)
 _NEXT_HEADER_PREFIX = re.compile(r"\[[ \t]*[A-Za-z_]*[ \t]*(?::[^\]\n]*)?")
+# A line indented by this many columns (a tab reaching the next multiple of 4) is a Markdown
+# code line: a quoted example, so nothing on it is a header.
+CODE_INDENT = 4
+
+
+def columns(start: int, spaces: str) -> int:
+    """The column reached from ``start`` after ``spaces`` (spaces, tabs, ``\\r``)."""
+    for char in spaces:
+        if char == " ":
+            start += 1
+        elif char == "\t":
+            start += 4 - start % 4
+    return start
 
 
 @dataclass(slots=True)
@@ -119,11 +139,6 @@ class PartialBudget:
         return True
 
 
-def text_budget() -> PartialBudget:
-    """Text snapshots are plain string copies: cheap, so partials stay frequent."""
-    return PartialBudget(factor=64, floor=1 << 20)
-
-
 def structured_budget() -> PartialBudget:
     """Structured snapshots read whole re-parse the body: dearer, so they thin out sooner
     (JSON bodies are read incrementally and keep the 4 KB cadence)."""
@@ -131,16 +146,16 @@ def structured_budget() -> PartialBudget:
 
 
 class TextStream:
-    """Streaming text with leading and trailing whitespace trimmed.
+    """The deltas of streaming text with leading and trailing whitespace trimmed.
 
     Trailing whitespace is held back until more text follows it, so the deltas handed out
-    always concatenate to exactly the final (stripped) text.
+    always concatenate to exactly the final (stripped) text. The text itself is not kept here:
+    it is its raw text stripped (:func:`text_snapshot`).
     """
 
     def __init__(self) -> None:
         self.started = False
         self._held: list[str] = []
-        self._parts: list[str] = []
         self._pending: list[str] = []
 
     def push(self, piece: str) -> None:
@@ -156,7 +171,6 @@ class TextStream:
             return
         delta = "".join(self._held) + stripped
         self._held = [piece[len(stripped) :]]
-        self._parts.append(delta)
         self._pending.append(delta)
 
     def has_delta(self) -> bool:
@@ -169,11 +183,10 @@ class TextStream:
         self._pending = []
         return delta
 
-    def text(self) -> str:
-        """All the text so far (trimmed)."""
-        joined = "".join(self._parts)
-        self._parts = [joined]
-        return joined
+
+def text_snapshot(raw: GrowingText) -> LazyDict:
+    """``{"text": ...}``: the text so far (``raw`` trimmed), made when read."""
+    return LazyDict({}, {"text": raw.prefix(trim=True).text})
 
 
 @dataclass(slots=True)
@@ -197,10 +210,11 @@ class _Block:
     error: str | None
     kind: IntentKind | None
     name: str | None
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
+    parts: GrowingText = field(default_factory=GrowingText)  # the body so far
     pending: str = ""  # a possible closer (or next header) still arriving
-    line_start: bool = False  # the body so far ends at the start of a line
+    # The indentation of the body's last line while it holds only spaces and tabs (None once
+    # it holds text): a header there, indented less than CODE_INDENT, starts a line.
+    column: int | None = None
     text: TextStream | None = None
     json: JsonSnapshot = field(default_factory=JsonSnapshot)  # for partials of JSON bodies
     budget: PartialBudget = field(default_factory=structured_budget)
@@ -209,9 +223,7 @@ class _Block:
     repairs: list[Repair] = field(default_factory=list)  # framing recovered, then the body's
 
     def body(self) -> str:
-        joined = "".join(self.parts)
-        self.parts = [joined]
-        return joined
+        return self.parts.text()
 
 
 class BlocksDecoder:
@@ -223,6 +235,8 @@ class BlocksDecoder:
         self._text_output = contract.output["kind"] == "text"
         self._segment = 0
         self._line_start = True
+        self._column = 0  # outside blocks: the indentation of the line so far
+        self._code_line = False  # this line is indented as code: nothing on it is a header
         self._header: str | None = None  # a `[...` not yet known to be a header
         self._midline = False  # that `[` came after text on its line
         self._fence = ""  # outside blocks: the fence character of an open code fence
@@ -230,11 +244,9 @@ class BlocksDecoder:
         self._last = ""  # the last character of text outside blocks
         self._block: _Block | None = None
         self._blocks_seen = False
-        self._pre: list[str] = []  # text before the first block
+        self._pre = GrowingText()  # text before the first block
         self._pre_text = TextStream()
         self._pre_segment: int | None = None
-        self._pre_budget = text_budget()
-        self._pre_size = 0
         self._events: list[DecodeEvent] = []
 
     # -- feeding ------------------------------------------------------------------------------
@@ -291,28 +303,31 @@ class BlocksDecoder:
                 j = i
                 while j < n and s[j] in " \t\r":
                     j += 1
-                if j < n and s[j] == "[" and not self._fence:
-                    self._outside_text(s[i:j])
-                    self._header, self._line_start, self._midline = "[", False, False
-                    i = j + 1
-                    continue
+                self._column = columns(self._column, s[i:j])
                 if j == n:
                     self._outside_text(s[i:])
                     return n
                 self._line_start = False
-                if s[j] in "`~":  # perhaps a code fence: headers inside one are text
+                if self._column >= CODE_INDENT:
+                    self._code_line = True  # a Markdown code line: text to its end
+                elif s[j] == "[" and not self._fence:
+                    self._outside_text(s[i:j])
+                    self._header, self._midline = "[", False
+                    i = j + 1
+                    continue
+                elif s[j] in "`~":  # perhaps a code fence: headers inside one are text
                     self._outside_text(s[i:j])
                     self._probe = s[j]
                     i = self._grow_probe(s, j + 1)
                     continue
-            stop = (_LINE if self._fence else _LINE_OR_BRACKET).search(s, i)
+            stop = (_LINE if self._fence or self._code_line else _LINE_OR_BRACKET).search(s, i)
             if stop is None:
                 self._outside_text(s[i:])
                 return n
             k = stop.start()
             if s[k] == "\n":
                 self._outside_text(s[i : k + 1])
-                self._line_start = True
+                self._new_line()
             elif (s[k - 1] if k > i else self._last) == "`":
                 self._outside_text(s[i : k + 1])  # `[tool_call: x]` in inline code is text
             else:  # a header may also follow text on its line (`Sure. [tool_call: x]`)
@@ -320,6 +335,9 @@ class BlocksDecoder:
                 self._header, self._midline = "[", True
             i = k + 1
         return i
+
+    def _new_line(self) -> None:
+        self._line_start, self._column, self._code_line = True, 0, False
 
     def _grow_probe(self, s: str, i: int) -> int:
         """Count the fence characters opening a line; three open (or close) a code fence."""
@@ -365,16 +383,18 @@ class BlocksDecoder:
         assert self._header is not None
         self._outside_text(self._header + tail)
         self._header = None
-        self._line_start = tail == "\n"
+        if tail == "\n":
+            self._new_line()
+        else:
+            self._line_start = False
 
     def _outside_text(self, piece: str) -> None:
         if piece:
             self._last = piece[-1]
         if not piece or self._blocks_seen:
             return  # text between or after blocks is commentary: kept in history only
-        self._pre.append(piece)
+        self._pre.add(piece)
         if self._text_output:
-            self._pre_size += len(piece)
             self._pre_text.push(piece)
             if self._pre_segment is None and self._pre_text.started:
                 self._pre_segment = self._next_segment()
@@ -403,12 +423,11 @@ class BlocksDecoder:
             kind=target.kind if target else kind,
             name=target.name if target else name,
         )
-        block.line_start = header_raw.endswith("\n")
+        block.column = 0 if header_raw.endswith("\n") else None
         if not candidate.rstrip(" \t\r").endswith("]"):
             block.repairs.append(repair("header_bracket", "", "a header without its `]`"))
         if kind == "response_text":
             block.text = TextStream()
-            block.budget = text_budget()
         self._block = block
         self._line_start = False
         return True
@@ -504,24 +523,33 @@ class BlocksDecoder:
         """A new header at a line start: the open block lost its closer; finish it here."""
         self._flush_body(block, s[i:k])
         self._finish(block, "")
-        self._line_start = True
+        self._new_line()  # the header's indentation was read in the block: under CODE_INDENT
         return k
 
     @staticmethod
     def _at_line_start(block: _Block, s: str, i: int, k: int) -> bool:
+        """Whether the ``[`` at ``k`` starts a line, indented less than code."""
         j = k - 1
         while j >= i and s[j] in " \t":
             j -= 1
-        return block.line_start if j < i else s[j] == "\n"
+        if j >= i:
+            start = 0 if s[j] == "\n" else None
+        else:
+            start = block.column
+        return start is not None and columns(start, s[j + 1 : k]) < CODE_INDENT
 
     def _flush_body(self, block: _Block, piece: str) -> None:
         if not piece:
             return
-        block.parts.append(piece)
-        block.size += len(piece)
-        stripped = piece.rstrip(" \t")
-        if stripped:
-            block.line_start = stripped[-1] == "\n"
+        block.parts.add(piece)
+        line = piece.rfind("\n")
+        tail = piece[line + 1 :]
+        if tail.strip(" \t"):
+            block.column = None
+        elif line >= 0:
+            block.column = columns(0, tail)
+        elif block.column is not None:
+            block.column = columns(block.column, tail)
         block.dirty = True
         if block.text is not None:
             block.text.push(piece)
@@ -530,8 +558,11 @@ class BlocksDecoder:
         """Finish ``block``; an empty ``closer`` means it never came (end of stream, or the
         next header)."""
         self._block = None
+        if block.text is not None and block.target is not None:
+            self._finish_text(block, closer)
+            return
         body = block.body()
-        raw = block.header + body + closer
+        raw = "".join((block.header, body, closer))  # one copy of a body that may be long
         if block.target is None:
             self._events.append(
                 RejectedEvent(block.kind, block.name, block.segment, block.error or "", raw)
@@ -559,6 +590,23 @@ class BlocksDecoder:
             )
         )
 
+    def _finish_text(self, block: _Block, closer: str) -> None:
+        """A ``[response_text]`` block: its raw block made in one copy, its text cut from it
+        (a long answer is copied twice, not three times)."""
+        raw = block.parts.framed(block.header, closer)
+        start, end = len(block.header), len(raw) - len(closer)
+        while start < end and raw[start].isspace():
+            start += 1
+        while end > start and raw[end - 1].isspace():
+            end -= 1
+        repairs = block.repairs
+        if not closer:
+            repairs.append(repair("missing_closer", "", "a block without its closer"))
+        payload = {"text": raw[start:end]}
+        self._events.append(
+            FinalEvent("response_text", None, block.segment, payload, raw, repairs=tuple(repairs))
+        )
+
     # -- partials -----------------------------------------------------------------------------
 
     def _partials(self) -> None:
@@ -570,45 +618,50 @@ class BlocksDecoder:
 
     def _block_partial(self, block: _Block, target: _Target) -> None:
         if block.text is not None:
-            if not block.text.has_delta() or not block.budget.allow(2 * block.size, block.size):
+            if not block.text.has_delta():
                 return
             delta = block.text.take_delta()
-            snapshot: Mapping[str, Any] = {"text": block.text.text()}
+            source = block.parts.prefix()
+            snapshot = text_snapshot(block.parts)
             self._events.append(
-                PartialEvent("response_text", None, block.segment, snapshot, block.body(), delta)
+                PartialEvent("response_text", None, block.segment, snapshot, source, delta)
             )
             block.dirty = False
             return
-        if not block.budget.allow(block.size, block.size):
+        size = block.parts.size
+        if not block.budget.allow(size, size):
             return
-        body = block.body()
-        block.json.fresh = block.budget.fresh
-        try:
-            block.snapshot = _payload(target, body, self.contract, partial=block.json)
-        except (BodyError, KeyError, Stale):
-            pass  # keep the previous snapshot; the final will say what is wrong
+        if size <= MAX_BODY_CHARS:  # longer: the final read refuses it, so nothing is read
+            block.json.fresh = block.budget.fresh
+            try:
+                block.snapshot = _payload(target, block.body(), self.contract, partial=block.json)
+            except (BodyError, KeyError, Stale):
+                pass  # keep the previous snapshot; the final will say what is wrong
         self._events.append(
-            PartialEvent(target.kind, target.name, block.segment, block.snapshot, body)
+            PartialEvent(
+                target.kind, target.name, block.segment, block.snapshot, block.parts.prefix()
+            )
         )
         block.dirty = False
 
     def _pre_partial(self) -> None:
         stream = self._pre_text
         assert self._pre_segment is not None
-        if not stream.has_delta() or not self._pre_budget.allow(2 * self._pre_size, self._pre_size):
+        if not stream.has_delta():
             return
         delta = stream.take_delta()
-        text = stream.text()
+        source = self._pre.prefix(trim=True)  # the text itself, as its snapshot says
+        snapshot = text_snapshot(self._pre)
         self._events.append(
-            PartialEvent("response_text", None, self._pre_segment, {"text": text}, text, delta)
+            PartialEvent("response_text", None, self._pre_segment, snapshot, source, delta)
         )
 
     # -- a response without blocks ------------------------------------------------------------
 
     def _finish_unframed(self) -> None:
-        raw = "".join(self._pre)
+        raw = self._pre.text()
         if self._text_output:
-            text = self._pre_text.text()
+            text = raw.strip()
             if self._pre_segment is not None and text:
                 payload = {"text": text}
                 self._events.append(

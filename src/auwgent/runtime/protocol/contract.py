@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from auwgent._records import record
+from auwgent.runtime.protocol.lazy import TextPrefix
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent
 
 CallKind = Literal["tool", "workflow", "helper"]
@@ -80,15 +81,24 @@ class PartialEvent:
 
     ``snapshot`` has the shape of the final payload so far: ``{"text": ...}`` for text,
     ``{"type", "args"}`` for calls, ``{"type", "response"}`` for schema, the fields for custom
-    intents. ``delta`` is set for text only.
+    intents. ``delta`` is set for text only: the text added since the last partial. ``raw``
+    (the body so far) is made from ``source`` when read, and so is a text snapshot's
+    ``"text"`` (see :mod:`~auwgent.runtime.protocol.lazy`): building a partial costs what
+    arrived, not the text so far.
     """
 
     kind: IntentKind
     name: str | None  # callable / type / custom intent name; None for response_text
     segment: int
     snapshot: Mapping[str, Any]
-    raw: str
+    source: str | TextPrefix  # the body so far, or where to make it from
     delta: str | None = None
+
+    @property
+    def raw(self) -> str:
+        """The body so far (a copy of it, made on each read for a streaming source)."""
+        source = self.source
+        return source if type(source) is str else source.text()  # type: ignore[union-attr]
 
 
 @record

@@ -22,7 +22,7 @@ from auwgent.runtime.protocol.blocks import (
     PartialBudget,
     TextStream,
     structured_budget,
-    text_budget,
+    text_snapshot,
 )
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
@@ -36,7 +36,9 @@ from auwgent.runtime.protocol.contract import (
     PartialEvent,
     RejectedEvent,
 )
+from auwgent.runtime.protocol.lazy import GrowingText
 from auwgent.runtime.protocol.values import (
+    MAX_BODY_CHARS,
     BodyError,
     JsonSnapshot,
     Repair,
@@ -139,17 +141,14 @@ class _Call:
     segment: int
     id: str | None = None
     function: str | None = None
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
+    parts: GrowingText = field(default_factory=GrowingText)  # the argument text so far
     dirty: bool = True
     budget: PartialBudget = field(default_factory=structured_budget)
     snapshot: Mapping[str, Any] = field(default_factory=dict)
     json: JsonSnapshot = field(default_factory=JsonSnapshot)
 
     def arguments(self) -> str:
-        joined = "".join(self.parts)
-        self.parts = [joined]
-        return joined
+        return self.parts.text()
 
 
 _TARGETS: dict[int, tuple[Contract, dict[str, _Target]]] = {}
@@ -179,9 +178,7 @@ class NativeDecoder:
         self._segment = 0
         self._text = TextStream()
         self._text_segment: int | None = None
-        self._text_parts: list[str] = []
-        self._text_size = 0
-        self._text_budget = text_budget()
+        self._text_parts = GrowingText()
         self._text_json = JsonSnapshot()
         self._schema_budget = structured_budget()
         self._schema_snapshot: Mapping[str, Any] | None = None
@@ -213,8 +210,7 @@ class NativeDecoder:
         call.id = delta.id or call.id
         call.function = delta.name or call.function
         if delta.arguments:
-            call.parts.append(delta.arguments)
-            call.size += len(delta.arguments)
+            call.parts.add(delta.arguments)
             call.dirty = True
         # A call is final only when the stream ends (close): fragments may still follow its
         # first balanced `}` (a duplicate key, trailing text), and how the provider cut the
@@ -224,16 +220,17 @@ class NativeDecoder:
 
     def _call_partial(self, call: _Call) -> None:
         target = self._targets.get(call.function or "")
-        if target is None or not call.dirty or not call.budget.allow(call.size, call.size):
+        size = call.parts.size
+        if target is None or not call.dirty or not call.budget.allow(size, size):
             return
-        text = call.arguments()
-        call.json.fresh = call.budget.fresh
-        try:
-            call.snapshot = _payload(target, text, self.contract, partial=call.json)
-        except (BodyError, KeyError, Stale):
-            pass
+        if size <= MAX_BODY_CHARS:  # longer: the final read refuses it, so nothing is read
+            call.json.fresh = call.budget.fresh
+            try:
+                call.snapshot = _payload(target, call.arguments(), self.contract, partial=call.json)
+            except (BodyError, KeyError, Stale):
+                pass
         self._events.append(
-            PartialEvent(target.kind, target.name, call.segment, call.snapshot, text)
+            PartialEvent(target.kind, target.name, call.segment, call.snapshot, call.parts.prefix())
         )
         call.dirty = False
 
@@ -267,8 +264,7 @@ class NativeDecoder:
     # -- text ---------------------------------------------------------------------------------
 
     def _text_delta(self, text: str) -> None:
-        self._text_parts.append(text)
-        self._text_size += len(text)
+        self._text_parts.add(text)
         self._text.push(text)
         if self._text_segment is None and self._text.started:
             self._text_segment = self._next_segment()
@@ -281,44 +277,48 @@ class NativeDecoder:
         if len(self._variants) == 1:
             self._schema_partial(self._text_segment)
             return
-        if self._variants or not self._text_budget.allow(2 * self._text_size, self._text_size):
+        if self._variants:
             return  # a union answer must come as an output function: no text partials
         delta = self._text.take_delta()
-        snapshot = {"text": self._text.text()}
+        snapshot = text_snapshot(self._text_parts)
+        source = self._text_parts.prefix(trim=True)
         self._events.append(
-            PartialEvent(
-                "response_text", None, self._text_segment, snapshot, snapshot["text"], delta
-            )
+            PartialEvent("response_text", None, self._text_segment, snapshot, source, delta)
         )
 
     def _schema_partial(self, segment: int) -> None:
         """The text is the single output object (provider-enforced schema) still streaming."""
         self._text.take_delta()  # no text deltas here; keep the pending list from growing
-        if not self._schema_budget.allow(self._text_size, self._text_size):
+        size = self._text_parts.size
+        if not self._schema_budget.allow(size, size):
             return
         name, type_ = self._variants[0]
-        raw = "".join(self._text_parts)
-        self._text_parts = [raw]
-        self._text_json.fresh = self._schema_budget.fresh
-        try:
-            response = parse_value(
-                raw, type_, self.contract.types, partial=True, stream=self._text_json
-            )
-            self._schema_snapshot = {"type": name, "response": response}
-        except (BodyError, KeyError):
-            return
-        except Stale:  # too dear to read whole now: the last snapshot again
-            pass
+        if size <= MAX_BODY_CHARS:  # longer: the final read refuses it, so nothing is read
+            self._text_json.fresh = self._schema_budget.fresh
+            try:
+                response = parse_value(
+                    self._text_parts.text(),
+                    type_,
+                    self.contract.types,
+                    partial=True,
+                    stream=self._text_json,
+                )
+                self._schema_snapshot = {"type": name, "response": response}
+            except (BodyError, KeyError):
+                return
+            except Stale:  # too dear to read whole now: the last snapshot again
+                pass
         if self._schema_snapshot is not None:
+            source = self._text_parts.prefix()
             self._events.append(
-                PartialEvent("response_schema", name, segment, self._schema_snapshot, raw)
+                PartialEvent("response_schema", name, segment, self._schema_snapshot, source)
             )
 
     def _finish_text(self) -> None:
-        text = self._text.text()
+        raw = self._text_parts.text()
+        text = raw.strip()
         if self._text_segment is None or not text or self._calls:
             return  # no text, or commentary beside calls (kept in history only)
-        raw = "".join(self._text_parts)
         segment = self._text_segment
         if not self._variants:
             self._events.append(FinalEvent("response_text", None, segment, {"text": text}, raw))

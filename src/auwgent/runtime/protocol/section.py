@@ -114,6 +114,15 @@ def type_line(name: str, types: Types) -> str:
 # Every character that splits a line for str.splitlines (and so, possibly, for a model).
 _LINE_BREAK = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _JSON_ESCAPES = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+# The `[` of any tag that could end a result or pose as the runtime's own framing, anywhere on
+# a line: a closer (`[/...`), or a result, error, skipped or runtime-note header. Not `[1]`,
+# `[Note]`, `[ERROR]` or `[tool_call: x]` (text a model may quote). Inside JSON text only a
+# string can hold one.
+_TAG = re.compile(
+    r"\[(?=[ \t]*(?:/|(?:(?:tool|workflow|helper)_(?:result|error|skipped)|runtime_note)"
+    r"(?![a-z])))",
+    re.I,
+)
 # Alone, `|` and `>` open an indented block in a body (values.py); the others read as JSON.
 _KEYWORDS = frozenset({"null", "true", "false", "|", ">"})
 
@@ -123,23 +132,26 @@ def frame(value: Any) -> str:
     argument values): a value always follows its label on that label's line.
 
     A string that fits on one line is written as it is (JSON text included); a string with a
-    line break, or one that would read as something else (surrounding spaces, a leading quote,
-    a bracket that opens no JSON, a bare ``null``/``true``/``false``), is written as a JSON
-    string, its line breaks as ``\\n``. Other values are compact JSON. So no value ever starts
-    a line of its own: it cannot close or open a block, or add a line to a section.
+    line break, a protocol tag anywhere (``[/tool_result]``, ``[runtime_note]``, ...), or one
+    that would read as something else (surrounding spaces, a leading quote, a bracket that
+    opens no JSON, a bare ``null``/``true``/``false``), is written as a JSON string, its line
+    breaks as ``\\n``. Other values are compact JSON. In JSON text, the ``[`` of each tag is
+    written ``\\u005b``. So no value ever starts a line of its own or holds a tag: it cannot
+    close or open a block, or add a line to a section.
     """
     if isinstance(value, str):
         if _as_is(value):
             return value
-        return json.dumps(value, ensure_ascii=False).translate(_JSON_ESCAPES)
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text.translate(_JSON_ESCAPES)
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _TAG.sub(r"\\u005b", text.translate(_JSON_ESCAPES))
 
 
 def _as_is(text: str) -> bool:
     if not text or text != text.strip() or text[0] in "\"'" or text in _KEYWORDS:
         return False
-    if _LINE_BREAK.search(text):
+    if _LINE_BREAK.search(text) or _TAG.search(text):
         return False
     if text[0] in "[{":
         try:

@@ -827,6 +827,8 @@ class _LineParser:
         line = self.pos - 1
         if rest in ("", "|", ">"):
             nxt = self._next_nonblank(self.pos)
+            if rest == "" and self._dash_at(nxt, indent):
+                return self._list(indent, depth + 1, own_column=True)
             if nxt < len(self.lines) and _indent(self.lines[nxt]) > indent:
                 if _DASH_LINE.fullmatch(self.lines[nxt]):
                     return self._list(indent, depth + 1)
@@ -839,6 +841,14 @@ class _LineParser:
         if rest[0] in "[{" and _depth(rest) > 0:
             return self._bracketed(rest)
         return _Raw(rest, open=line == self.open_line)
+
+    def _dash_at(self, i: int, indent: int) -> bool:
+        """Whether line ``i`` is a complete `- item` line at column ``indent`` (as YAML reads
+        it, a list under the ``key:`` line above, not text continuing it)."""
+        if i >= len(self.lines) or i == self.open_line:
+            return False
+        line = self.lines[i]
+        return _indent(line) == indent and _DASH_LINE.fullmatch(line) is not None
 
     def _block_text(self, indent: int) -> _Raw:
         taken: list[str] = []
@@ -860,7 +870,11 @@ class _LineParser:
             self.pos += 1
         return _Raw("\n".join(taken), open=self.partial and depth > 0)
 
-    def _list(self, parent: int, depth: int) -> list[Any]:
+    def _list(self, parent: int, depth: int, *, own_column: bool = False) -> list[Any]:
+        """Dash lines indented more than their key's ``parent`` column (or at it, with
+        ``own_column``); a line that is not one continues the last item's text when indented
+        more than the key, and ends the list otherwise."""
+        floor = parent - 1 if own_column else parent
         if depth > MAX_DEPTH:
             raise BodyError(f"values are nested deeper than {MAX_DEPTH} levels")
         items: list[Any] = []
@@ -870,7 +884,7 @@ class _LineParser:
             if i == self.open_line:  # an item still being typed
                 self.pos = i + 1
                 continue
-            if _indent(line) <= parent or dash is None:
+            if _indent(line) <= floor or dash is None:
                 if (
                     dash is None
                     and _indent(line) > parent
@@ -1535,6 +1549,11 @@ class _Reader:
             return None  # `key:` with nothing after it: not given
         if kind == "array" and text[0] != "[" and type_ is not None:
             parts = [p.strip() for p in text.split(",")]
+            if any("\n" in part for part in parts):  # one item or one per line: not said
+                raise BodyError(
+                    f"the list {_show(text)} is text over several lines: write each item on a"
+                    " `- item` line, or the list as JSON"
+                )
             return [self.interpret(_Raw(p), type_["items"]) for p in parts]
         if kind in ("number", "boolean") and _JSON_WORD.fullmatch(text):
             try:  # a bare `28` or `true`: the taught form, read as JSON (no coercion)

@@ -47,7 +47,9 @@ def test_text_partials_carry_their_delta_only(project: Path, tmp_path: Path) -> 
     ):
         events, partial_bytes = stream_bytes(url, {"input": "Talk."})
     partials = [value for name, value in events if name == "partial"]
-    assert len(partials) > 50
+    # Partials a client has not read yet are merged (their deltas joined): how many arrive
+    # depends on how fast this client reads, so only that some do.
+    assert partials
     for partial in partials:
         assert partial["name"] == "response_text" and partial["agent"] == "Main"
         assert sorted(partial["value"]) == ["complete", "delta", "mode", "partial", "segment"]

@@ -54,6 +54,16 @@ _KEY_VARS = (
 )
 
 
+_SERVER_FIXTURES = frozenset({"redis_url", "postgres_url"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a real Redis or PostgreSQL server is marked ``servers``."""
+    for item in items:
+        if _SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.servers)
+
+
 @pytest.fixture(autouse=True)
 def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in _KEY_VARS:
@@ -63,7 +73,7 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server on 127.0.0.1 for the whole test session."""
+    """A real redis-server on 127.0.0.1 for the whole test session (one per xdist worker)."""
     from servers import redis_server
 
     with redis_server(tmp_path_factory.mktemp("redis")) as url:
@@ -72,7 +82,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A real PostgreSQL server on 127.0.0.1 for the whole test session."""
+    """A real PostgreSQL server on 127.0.0.1 for the whole test session (one per xdist
+    worker)."""
     from servers import postgres_server
 
     with postgres_server() as url:

@@ -28,6 +28,8 @@ agent Main {
 APP = """
 import os
 
+pytestmark = pytest.mark.servers
+
 SENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sent.txt")
 
 def send_email(to):

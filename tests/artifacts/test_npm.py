@@ -115,11 +115,21 @@ def test_npx_auwgent_generates_the_typescript_example_without_python(
     assert "turn status: complete" in out
 
 
-def test_the_standalone_compiler_serves_the_language_server(dist: Path, tmp_path: Path) -> None:
+def test_the_standalone_compiler_runs_tests_formats_and_serves_the_language_server(
+    dist: Path, tmp_path: Path
+) -> None:
     tarball = one(dist, f"auwgent-{_platform()}-{__version__}.tgz")
     with tarfile.open(tarball) as archive:
         archive.extractall(tmp_path, filter="tar")
     exe = tmp_path / "package" / "bin" / "auwgent"
+    weather = tmp_path / "weather"
+    shutil.copytree(
+        ROOT / "examples" / "weather", weather, ignore=shutil.ignore_patterns("generated")
+    )
+    tested = _run([str(exe), "test"], weather, "")
+    assert "3 passed, 0 failed" in tested.stdout
+    _run([str(exe), "fmt", "--check", "."], weather, "")
+
     body = json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"processId": None, "rootUri": None, "capabilities": {}}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -39,6 +40,14 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+# A process started in the background by a non-interactive shell (`cmd &`, nohup, some CI
+# runners) begins with SIGINT ignored, every program it starts inherits that, and a Python
+# started with SIGINT ignored never raises KeyboardInterrupt: the tests that stop
+# `auwgent generate --watch` with Ctrl-C would wait forever. A handled signal is reset to the
+# default in a child, so handling it here gives the subprocesses their Ctrl-C back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _KEY_VARS = (
     "OPENAI_API_KEY",

@@ -15,6 +15,8 @@ from auwgent.testing import FakeOpenAIServer, text
 
 from .test_serve import headers, read_sse, run, serving
 
+pytestmark = pytest.mark.servers
+
 AGENT = """
 agent Main {
     default config {
@@ -27,8 +29,6 @@ agent Main {
 
 APP = """
 import os
-
-pytestmark = pytest.mark.servers
 
 SENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sent.txt")
 

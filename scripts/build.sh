@@ -19,6 +19,11 @@ rm -f "$OUT"/auwgent-*
 
 step() { printf '== %s\n' "$*"; }
 
+# quiet COMMAND...: its output only when it fails.
+quiet() {
+  "$@" >"$WORK/step.log" 2>&1 || { cat "$WORK/step.log" >&2; echo "failed: $*" >&2; exit 1; }
+}
+
 # npm ci only when the lockfile changed since the last install (as scripts/test_vscode.sh).
 npm_ci() {
   local stamp
@@ -30,7 +35,7 @@ npm_ci() {
 }
 
 step "sdist and wheel"
-python -m build --outdir "$OUT" "$ROOT" >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; exit 1; }
+quiet python -m build --outdir "$OUT" "$ROOT"
 
 step "npm package auwgent (ts/)"
 (cd "$ROOT/ts" && npm_ci && npx tsc -p tsconfig.json)
@@ -43,9 +48,9 @@ cp "$ROOT/editors/vscode/auwgent.vsix" "$OUT/auwgent-$VERSION.vsix"
 
 step "standalone compiler auwgent-$PLATFORM (PyInstaller)"
 python -m venv "$WORK/venv"
-"$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check \
+quiet "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check \
   "$OUT/auwgent-$VERSION-py3-none-any.whl[exe]"
-"$WORK/venv/bin/pyinstaller" --noconfirm --log-level WARN --onedir --name auwgent \
+quiet "$WORK/venv/bin/pyinstaller" --noconfirm --log-level WARN --onedir --name auwgent \
   --collect-data auwgent --distpath "$WORK/exe" --workpath "$WORK/pyinstaller" \
   --specpath "$WORK" "$ROOT/scripts/auwgent_exe.py"
 shown="$("$WORK/exe/auwgent/auwgent" --version)"

@@ -46,6 +46,15 @@ run_pytest() {
   if [ "$fast" = 1 ]; then
     args+=(-m "$FAST_MARKERS")
   fi
+  case " $* " in
+    *" no:randomly "* | *"--randomly-seed"*) ;;
+    *)
+      # The order is random each run; the seed is printed so that a failure can be repeated.
+      local seed="$((RANDOM * 32768 + RANDOM))"
+      echo "pytest: random order, seed $seed (repeat it: bash scripts/test.sh --randomly-seed=$seed)"
+      args+=("--randomly-seed=$seed")
+      ;;
+  esac
   python -m pytest "${args[@]}" "$@"
   code=$?
   if [ "$code" = 5 ]; then

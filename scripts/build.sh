@@ -8,14 +8,14 @@
 # wheel just built and its `exe` extra, so it carries what the wheel carries. Needs Python
 # and Node.js 20+; packages come from the registries. docs/install.md says how release CI
 # builds the other platforms.
+OUT="$(realpath -m "${1:-$(dirname "$0")/../dist}")"  # before _env.sh changes the folder
 source "$(dirname "$0")/_env.sh"
-OUT="$(realpath -m "${1:-$ROOT/dist}")"
 VERSION="$(python -c 'from auwgent._version import __version__; print(__version__)')"
 PLATFORM="$(node -p 'process.platform + "-" + process.arch')"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$OUT"
-rm -f "$OUT"/auwgent-*
+rm -f "$OUT"/auwgent-*  # the previous build's files
 
 step() { printf '== %s\n' "$*"; }
 

@@ -30,7 +30,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _run(argv: list[str | Path], cwd: Path, **kwargs: object) -> str:
+def _run(argv: list[str | Path], cwd: Path) -> str:
     result = subprocess.run(
         [str(a) for a in argv],
         cwd=cwd,
@@ -38,7 +38,6 @@ def _run(argv: list[str | Path], cwd: Path, **kwargs: object) -> str:
         text=True,
         env=clean_env(),
         timeout=900,
-        **kwargs,  # type: ignore[arg-type]
     )
     assert result.returncode == 0, f"{argv}:\n{result.stdout}\n{result.stderr}"
     return result.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +41,14 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
+# A process started in the background by a non-interactive shell (`cmd &`, nohup, some CI
+# runners) begins with SIGINT ignored, every program it starts inherits that, and a Python
+# started with SIGINT ignored never raises KeyboardInterrupt: the tests that stop
+# `auwgent generate --watch` with Ctrl-C would wait forever. A handled signal is reset to the
+# default in a child, so handling it here gives the subprocesses their Ctrl-C back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 _KEY_VARS = (
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
@@ -54,6 +63,16 @@ _KEY_VARS = (
 )
 
 
+_SERVER_FIXTURES = frozenset({"redis_url", "postgres_url"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a real Redis or PostgreSQL server is marked ``servers``."""
+    for item in items:
+        if _SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.servers)
+
+
 @pytest.fixture(autouse=True)
 def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in _KEY_VARS:
@@ -63,7 +82,7 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server on 127.0.0.1 for the whole test session."""
+    """A real redis-server on 127.0.0.1 for the whole test session (one per xdist worker)."""
     from servers import redis_server
 
     with redis_server(tmp_path_factory.mktemp("redis")) as url:
@@ -72,7 +91,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A real PostgreSQL server on 127.0.0.1 for the whole test session."""
+    """A real PostgreSQL server on 127.0.0.1 for the whole test session (one per xdist
+    worker)."""
     from servers import postgres_server
 
     with postgres_server() as url:

@@ -67,6 +67,7 @@ def _expected_errors(root: Path) -> dict[tuple[str, int], str]:
     return expected
 
 
+@pytest.mark.slow
 def test_mypy_strict_accepts_the_app_and_reports_every_mistake(sample: Path) -> None:
     done = _run(
         [

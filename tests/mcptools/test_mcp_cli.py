@@ -13,6 +13,8 @@ from auwgent.compiler.diagnostics import render_all
 from auwgent.compiler.pipeline import compile_sources
 from conftest import calls, stdio_server
 
+pytestmark = pytest.mark.servers
+
 HEADER = """
 agent Main {
     default config {

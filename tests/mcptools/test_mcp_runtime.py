@@ -24,6 +24,8 @@ from auwgent.runtime.agent import Agent, agent_from_ir
 from auwgent.testing.scripted import ScriptedModel
 from conftest import calls, stdio_server
 
+pytestmark = pytest.mark.servers
+
 AGENT = """
 type Entry {
     path: string

@@ -15,6 +15,8 @@ from mcp import Client, StdioServerParameters
 from auwgent.cli import main
 from conftest import start
 
+pytestmark = pytest.mark.servers
+
 AGENT = """
 agent Main {
     default config {

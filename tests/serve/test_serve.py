@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,8 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
-from auwgent.testing import FakeOpenAIServer, stall, text
+from auwgent.testing import FakeOpenAIServer, text
 from servers import free_port
+
+pytestmark = pytest.mark.servers
 
 TOKEN = "serve-test-token-0123456789"
 
@@ -187,9 +190,16 @@ def test_errors_are_json_never_tracebacks(project: Path, tmp_path: Path) -> None
 def test_one_run_per_conversation_and_a_disconnect_keeps_the_session(
     project: Path, tmp_path: Path
 ) -> None:
-    slow = [stall(2.0, reply=text("[response_text]\nSlow answer.\n[/response_text]"))]
+    # The first answer waits for the test (not for a clock): however slowly the machine
+    # serves the second request, the first run is still in progress then.
+    release = threading.Event()
+
+    def slow(recorded: Any) -> Any:
+        assert release.wait(60), "the test never released the first answer"
+        return text("[response_text]\nSlow answer.\n[/response_text]")
+
     with (
-        FakeOpenAIServer(slow + [text("[response_text]\nok\n[/response_text]")] * 3) as fake,
+        FakeOpenAIServer([slow] + [text("[response_text]\nok\n[/response_text]")] * 3) as fake,
         serving(project, fake.base_url, f"sqlite:///{tmp_path / 's.db'}") as url,
     ):
         post = f"{url}/v1/agents/Main/runs"
@@ -198,14 +208,14 @@ def test_one_run_per_conversation_and_a_disconnect_keeps_the_session(
             timeout=30,
         ) as first:  # fmt: skip
             assert first.status_code == 200
-            time.sleep(0.3)
             second = httpx.post(
                 post, json={"input": "again", "conversation_id": "busy"}, headers=headers()
             )
             assert second.status_code == 409
             assert "already has a run in progress" in second.json()["error"]["message"]
             # the client goes away before the answer
-        deadline = time.monotonic() + 20
+        release.set()
+        deadline = time.monotonic() + 60
         while True:
             stored = httpx.get(f"{url}/v1/conversations/busy", headers=headers())
             if stored.status_code == 200:
@@ -266,7 +276,10 @@ def test_two_workers_share_conversations(
 async def _many_conversations(one: str, two: str, backend: str) -> None:
     """200 concurrent conversations over both workers, two turns each: no turn is lost."""
     prefix = f"{backend}-many-{time.time_ns()}"
-    limits = httpx.Limits(max_connections=100)
+    # A new connection per request: a kept-alive one that the server closes as idle just
+    # when the client sends on it is a reset the client may not retry (a POST), and on a
+    # loaded machine that race is won now and then.
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=0)
     async with httpx.AsyncClient(timeout=120, limits=limits, headers=headers()) as client:
 
         async def conversation(i: int) -> None:

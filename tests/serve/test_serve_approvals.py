@@ -15,6 +15,8 @@ from auwgent.testing import FakeOpenAIServer, text
 
 from .test_serve import headers, read_sse, run, serving
 
+pytestmark = pytest.mark.servers
+
 AGENT = """
 agent Main {
     default config {

@@ -4,14 +4,17 @@
 "use strict";
 
 const assert = require("node:assert/strict");
+const fs = require("node:fs");
 const Module = require("node:module");
+const os = require("node:os");
 const path = require("node:path");
 const { test } = require("node:test");
 
-function load(settings, startError) {
+function load(settings, startError, folders = []) {
   const calls = { clients: [], errors: [], commands: [] };
   const vscode = {
     workspace: {
+      workspaceFolders: folders.map((fsPath) => ({ uri: { fsPath } })),
       getConfiguration: () => ({ get: (key, fallback) => (key in settings ? settings[key] : fallback) }),
       onDidChangeConfiguration: () => ({ dispose() {} }),
       createFileSystemWatcher: (pattern) => ({ pattern, dispose() {} }),
@@ -64,6 +67,26 @@ test("starts the configured server command over stdio", async () => {
 test("the default command is auwgent lsp", () => {
   const { extension } = load({});
   assert.deepEqual(extension.serverSettings(), { command: "auwgent", args: ["lsp"], debounceMs: 50 });
+});
+
+test("without a setting, the workspace's standalone compiler from npm is started", () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "auwgent-ext-"));
+  const platformPackage = `auwgent-${process.platform}-${process.arch}`;
+  const bin = path.join(root, "node_modules", platformPackage, "bin");
+  const exe = path.join(bin, process.platform === "win32" ? "auwgent.exe" : "auwgent");
+  try {
+    const empty = path.join(root, "empty");
+    fs.mkdirSync(empty);
+    assert.equal(load({}, undefined, [empty]).extension.serverSettings().command, "auwgent");
+    fs.mkdirSync(bin, { recursive: true });
+    fs.writeFileSync(exe, "#!/bin/sh\n", { mode: 0o755 });
+    const { extension } = load({}, undefined, [empty, root]);
+    assert.equal(extension.serverSettings().command, exe);
+    const chosen = load({ "server.path": "/venv/bin/auwgent" }, undefined, [root]).extension;
+    assert.equal(chosen.serverSettings().command, "/venv/bin/auwgent");
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 });
 
 test("a server that cannot start is reported with what to do", async () => {

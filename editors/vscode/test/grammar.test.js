@@ -209,6 +209,6 @@ test("package.json points at files that exist and parse", () => {
   assert.ok(fs.existsSync(path.join(ROOT, grammar.path)));
   assert.ok(fs.existsSync(path.join(ROOT, manifest.main)));
   const settings = manifest.contributes.configuration.properties;
-  assert.equal(settings["auwgent.server.path"].default, "auwgent");
+  assert.equal(settings["auwgent.server.path"].default, ""); // empty: the workspace's compiler, else auwgent on PATH
   assert.deepEqual(settings["auwgent.server.args"].default, ["lsp"]);
 });

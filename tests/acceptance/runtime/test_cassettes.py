@@ -296,6 +296,7 @@ def test_replay_needs_the_file(tmp_path: Path) -> None:
         Cassette(tmp_path / "bad.json")
 
 
+@pytest.mark.slow
 def test_the_pytest_fixture_records_replays_and_fails_loudly(tmp_path: Path) -> None:
     """The ``cassette`` fixture, in a real pytest run of a user's test file."""
     with FakeOpenAIServer([text("Hello!"), text("Hello!"), text("Shipped.")]) as server:

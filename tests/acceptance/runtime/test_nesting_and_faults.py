@@ -269,7 +269,7 @@ async def test_google_api_key_is_the_second_gemini_fallback(
 async def test_a_first_byte_timeout(modules: dict[str, ModuleType]) -> None:
     main = modules["main"]
     seen = Recorder()
-    with FakeOpenAIServer([stall(3), stall(3)]) as server:
+    with FakeOpenAIServer([stall(30), stall(30)]) as server:
         agent = main.auwgent(
             {
                 "apiKeys": {"openaiApiKey": "k"},
@@ -282,7 +282,7 @@ async def test_a_first_byte_timeout(modules: dict[str, ModuleType]) -> None:
         agent.on_intent_partial(lambda name, value, who: None)  # a streamed answer
         started = time.monotonic()
         await agent.run("hello")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 15  # the 30 s stall was cut short
     assert seen.names == ["error"]
 
 
@@ -313,7 +313,7 @@ async def test_an_answer_that_comes_whole_ends_at_the_call_deadline(
 ) -> None:
     main = modules["main"]
     seen = Recorder()
-    with FakeOpenAIServer([stall(3), stall(3)]) as server:
+    with FakeOpenAIServer([stall(30), stall(30)]) as server:
         agent = main.auwgent(
             {
                 "apiKeys": {"openaiApiKey": "k"},
@@ -324,7 +324,7 @@ async def test_an_answer_that_comes_whole_ends_at_the_call_deadline(
         agent.on_intent(seen)
         started = time.monotonic()
         await agent.run("hello")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 15  # the 30 s stall was cut short
     assert seen.names == ["error"]
     assert "timeouts.call" in seen.payloads("error")[0]["message"]
     assert len(server.requests) == 1  # the deadline is not retried

@@ -125,13 +125,15 @@ async def test_a_tool_starts_while_the_model_is_still_writing(main: ModuleType) 
         return "a"
 
     reply = text("[tool_call: slow_a]\nx: 1\n[/tool_call]\nAnd now some more commentary here.")
-    script = [stall(1.5, after_chunks=7, reply=reply), text("Done.")]
+    script = [stall(2.0, after_chunks=7, reply=reply), text("Done.")]
     with FakeOpenAIServer(script, chunk_size=8) as server:
         agent = main.auwgent(config(server, {"slow_a": slow_a}))
         agent.on_intent_partial(lambda name, value, who: None)  # streamed: partials are read
-        started = time.monotonic()
         await agent.run("Go")
-    assert ran_at and ran_at[0] - started < 1.0
+        finished = time.monotonic()
+    # The tool ran before the 2 s pause in the middle of the answer, not after the answer: a
+    # loaded machine only widens the gap (it delays what comes after the pause too).
+    assert ran_at and finished - ran_at[0] > 1.5
 
 
 async def test_retry_after_is_honoured(main: ModuleType) -> None:
@@ -147,10 +149,10 @@ async def test_retry_after_is_honoured(main: ModuleType) -> None:
 async def test_an_idle_stream_times_out_into_an_error(main: ModuleType) -> None:
     seen = Recorder()
     reply = text("This answer stops in the middle of a sentence and never")
-    with FakeOpenAIServer([stall(3, after_chunks=2, reply=reply)] * 3) as server:
+    with FakeOpenAIServer([stall(30, after_chunks=2, reply=reply)] * 3) as server:
         agent = main.auwgent(config(server, {}, timeouts={"idle": 0.3}, retry={"attempts": 1}))
         agent.on_intent(seen)
         started = time.monotonic()
         await agent.run("hello")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 15  # the 30 s stall was cut short
     assert seen.names == ["error"]

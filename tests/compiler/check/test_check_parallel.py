@@ -89,6 +89,7 @@ def test_clean_and_warning_cases_are_merged_exactly(merges: list[bool]) -> None:
     assert merges == [True, True, True]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", cases("e"), ids=lambda p: p.name)
 def test_an_error_anywhere_means_one_compile(case: Path, merges: list[bool]) -> None:
     # Whatever the error, some share finds one, so the merged result is never used: the

@@ -33,6 +33,8 @@ from auwgent.runtime.protocol.native import function_name
 from auwgent.runtime.protocol.section import BLOCK_KIND
 from auwgent.runtime.providers.base import StreamEvent, TextDelta, ToolCallDelta
 
+pytestmark = pytest.mark.corpus
+
 HERE = Path(__file__).parents[2] / "data" / "decoder_corpus"
 CORPUS = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))
 CASES = CORPUS["cases"]

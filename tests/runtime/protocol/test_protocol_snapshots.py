@@ -152,6 +152,7 @@ def test_generated_documents_match_a_whole_read(doc: dict[str, Any], rng: random
         assert snapshot == whole(prefix), prefix
 
 
+@pytest.mark.load
 def test_completed_values_are_read_once_and_never_changed() -> None:
     items = [{"sku": f"s-{i}", "qty": i} for i in range(2000)]
     text = json.dumps({"title": "t", "items": items})

@@ -114,7 +114,7 @@ async def test_an_endless_trickle_ends_at_the_call_deadline(
         with pytest.raises(ProviderError, match=r"longer than 0\.6s \(timeouts\.call\)"):
             await _collect(provider, stream)
         elapsed = time.monotonic() - started
-    assert 0.55 < elapsed < 2.0
+    assert 0.55 < elapsed < 15  # the trickle never ends by itself
 
 
 async def test_a_silent_server_is_given_up_after_every_attempt(
@@ -129,7 +129,7 @@ async def test_a_silent_server_is_given_up_after_every_attempt(
             await _collect(provider)
         elapsed = time.monotonic() - started
     bound = 4 * 0.15 + sum(retry_delay(retry, n) for n in (1, 2, 3))
-    assert bound - 0.05 < elapsed < bound + 1.0
+    assert bound - 0.05 < elapsed < bound + 15  # each attempt's 30 s stall was cut short
 
 
 async def test_the_deadline_cuts_retries_short(kind: str, client: httpx.AsyncClient) -> None:
@@ -141,7 +141,7 @@ async def test_the_deadline_cuts_retries_short(kind: str, client: httpx.AsyncCli
         with pytest.raises(ProviderError, match=r"timeouts\.call"):
             await _collect(provider)
         elapsed = time.monotonic() - started
-    assert elapsed < 1.5
+    assert elapsed < 5  # 50 attempts of 0.2 s each would take 10 s
 
 
 @pytest.mark.parametrize("stream", [True, False])

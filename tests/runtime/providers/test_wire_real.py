@@ -38,6 +38,8 @@ from auwgent.runtime.providers import (
     Usage,
 )
 
+pytestmark = pytest.mark.corpus
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "wire" / "real"
 RECORDS = sorted(REAL.glob("*/*.json"))
 

@@ -24,6 +24,8 @@ from auwgent import __version__
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.runtime.agent import create_agent
 
+pytestmark = pytest.mark.corpus
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "wire" / "real"
 
 SOURCE = """

@@ -20,6 +20,9 @@ from auwgent.errors import ConflictError
 from auwgent.runtime.session import new_session, new_turn
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
 
+# Every test runs on real Redis and PostgreSQL servers (the `store` fixture's two params).
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture(params=["redis", "postgres"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Any]:

@@ -22,6 +22,8 @@ from auwgent.runtime.stores import (
 )
 from auwgent.testing import OfflineModel
 
+pytestmark = pytest.mark.load
+
 CHAT = """
 agent Main {
     default config {

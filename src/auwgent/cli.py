@@ -35,6 +35,7 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
     """``auwgent check PATH``: print diagnostics and a summary; return the exit code."""
     from auwgent.compiler.diagnostics import render_all, use_color
     from auwgent.errors import ConfigError
+    from auwgent.evals.files import dataset_files
     from auwgent.project import load_project
 
     started = time.perf_counter()
@@ -50,6 +51,10 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
         report = check_project(project, jobs=jobs)
+        if dataset_files(project.evals):
+            from auwgent.evals.command import check_datasets
+
+            report = check_datasets(project, report)
     finally:
         if collecting:
             gc.enable()

@@ -1,0 +1,228 @@
+"""Datasets against the compiled agents: what ``auwgent check`` says about ``evals/``.
+
+Codes (docs/checker.md, "Eval datasets"): ``E2201`` the dataset's shape, ``E2202`` an unknown
+agent, ``E2203`` an unknown named config, ``E2204`` context (a required field left out, an
+unknown field, a value of the wrong type), ``E2205`` an unknown tool, ``E2206`` an expected
+output that does not fit the agent's declared output, ``E2207`` an unknown judge, judge model
+or custom scorer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from auwgent.compiler.diagnostics import Diagnostic, suggest
+from auwgent.runtime.schema import validate
+
+from .dataset import Case, Dataset, Key
+
+__all__ = ["callable_names", "check_dataset", "model_names"]
+
+_STRUCTURED_SCORERS = ("json",)
+
+
+def callable_names(doc: Mapping[str, Any]) -> set[str]:
+    """Every tool, workflow, scoped tool and helper the document's agents can call."""
+    names: set[str] = set()
+    for agent in doc["agents"].values():
+        names.update(t["name"] for t in agent["tools"])
+        for workflow in agent["workflows"]:
+            names.add(workflow["name"])
+            names.update(t["name"] for t in workflow.get("tools", ()))
+        names.update(h["name"] for h in agent["helpers"])
+    return names
+
+
+def model_names(docs: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The models the project's agents use, by name (a judge names one of these)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for doc in docs.values():
+        for agent in doc["agents"].values():
+            for config in agent["configs"].values():
+                for model in [config.get("model"), *(config.get("fallback") or ())]:
+                    if isinstance(model, Mapping) and model.get("name"):
+                        found.setdefault(str(model["name"]), model)
+    return found
+
+
+def _did_you_mean(name: str, options: list[str]) -> str:
+    hint = suggest(name, options)
+    if hint:
+        return f"did you mean `{hint}`?"
+    return "expected one of " + ", ".join(f"`{o}`" for o in sorted(options)) if options else ""
+
+
+def check_dataset(
+    dataset: Dataset, docs: Mapping[str, Mapping[str, Any]], custom: Mapping[str, Any] = {}
+) -> list[Diagnostic]:
+    """Every place where ``dataset`` does not fit the agents (``docs``: agent name -> IR)."""
+    problems: list[Diagnostic] = []
+    models = model_names(docs)
+    for name, judge in dataset.judges.items():
+        if judge["model"] not in models:
+            problems.append(
+                dataset.error(
+                    f"judge `{name}`: no model `{judge['model']}` in the project",
+                    ("judges", name, "model"),
+                    code="E2207",
+                    help=_did_you_mean(judge["model"], list(models)),
+                )
+            )
+    for case in dataset.cases:
+        problems += _check_case(dataset, case, docs, custom)
+    return problems
+
+
+def _check_case(
+    dataset: Dataset, case: Case, docs: Mapping[str, Mapping[str, Any]], custom: Mapping[str, Any]
+) -> list[Diagnostic]:
+    if case.agent is None or case.agent not in docs:
+        where: Key = (*case.key, "agent") if (*case.key, "agent") in dataset.spans else ("agent",)
+        if case.agent is None:
+            where = case.key
+        message = (
+            "the case names no agent (give `agent:` in the case or the dataset)"
+            if case.agent is None
+            else f"no agent `{case.agent}` in the project"
+        )
+        return [dataset.error(message, where, code="E2202", help=_did_you_mean(case.agent or "", list(docs)))]
+    doc = docs[case.agent]
+    agent = doc["agents"][doc["root"]]
+    problems = _check_config(dataset, case, agent)
+    problems += _check_context(dataset, case, agent, doc["types"])
+    problems += _check_tools(dataset, case, doc)
+    problems += _check_output(dataset, case, agent, doc["types"])
+    problems += _check_scorer_names(dataset, case, custom)
+    return problems
+
+
+def _check_config(dataset: Dataset, case: Case, agent: Mapping[str, Any]) -> list[Diagnostic]:
+    if case.config is None or case.config in agent["configs"]:
+        return []
+    names = list(agent["configs"])
+    return [
+        dataset.error(
+            f"agent `{agent['name']}` has no config `{case.config}`",
+            (*case.key, "config"),
+            code="E2203",
+            help=_did_you_mean(case.config, names),
+        )
+    ]
+
+
+def _check_context(
+    dataset: Dataset, case: Case, agent: Mapping[str, Any], types: Mapping[str, Any]
+) -> list[Diagnostic]:
+    problems = []
+    fields = {f["name"]: f for f in agent["context"]}
+    for name, value in case.context.items():
+        where = (*case.key, "context", name)
+        if name not in fields:
+            problems.append(
+                dataset.error(
+                    f"agent `{agent['name']}` has no context field `{name}`",
+                    where,
+                    of_key=True,
+                    code="E2204",
+                    help=_did_you_mean(name, list(fields)),
+                )
+            )
+            continue
+        for problem in validate(value, fields[name]["type"], types, path=f"context.{name}"):
+            problems.append(dataset.error(problem, where, code="E2204"))
+    missing = [n for n, f in fields.items() if not f["optional"] and n not in case.context]
+    if missing:
+        where = (*case.key, "context") if (*case.key, "context") in dataset.spans else case.key
+        problems.append(
+            dataset.error(
+                "the case leaves out required context: " + ", ".join(f"`{m}`" for m in missing),
+                where,
+                code="E2204",
+                help=f"add `context: {{{missing[0]}: ...}}` to the case",
+            )
+        )
+    return problems
+
+
+def _check_tools(dataset: Dataset, case: Case, doc: Mapping[str, Any]) -> list[Diagnostic]:
+    known = callable_names(doc)
+    named: list[tuple[str, Key, bool]] = []
+    for name in case.tools:
+        key = (*case.key, "tools", name)
+        named.append((name, key if key in dataset.key_spans else ("tools", name), True))
+    calls = case.expect.get("calls")
+    if isinstance(calls, Mapping):
+        calls = calls.get("calls")
+    for index, call in enumerate(calls if isinstance(calls, list) else ()):
+        name = call.get("name") if isinstance(call, Mapping) else call
+        if isinstance(name, str):
+            base = (*case.key, "expect", "calls")
+            if (*base, "calls") in dataset.spans:
+                base = (*base, "calls")
+            named.append((name, (*base, index), False))
+    not_called = case.expect.get("not_called")
+    for index, name in enumerate(not_called if isinstance(not_called, list) else ()):
+        if isinstance(name, str):
+            named.append((name, (*case.key, "expect", "not_called", index), False))
+    return [
+        dataset.error(
+            f"agent `{doc['root']}` has no tool, workflow or helper `{name}`",
+            key,
+            of_key=of_key,
+            code="E2205",
+            help=_did_you_mean(name, sorted(known)),
+        )
+        for name, key, of_key in named
+        if name not in known
+    ]
+
+
+def _check_output(
+    dataset: Dataset, case: Case, agent: Mapping[str, Any], types: Mapping[str, Any]
+) -> list[Diagnostic]:
+    output = agent["output"]
+    problems = []
+    if "output" in case.expect:
+        for problem in validate(case.expect["output"], output, types, path="output"):
+            problems.append(
+                dataset.error(
+                    f"expected output does not fit `{agent['name']}`'s declared output: {problem}",
+                    (*case.key, "expect", "output"),
+                    code="E2206",
+                )
+            )
+    if output["kind"] == "text":
+        for key in _STRUCTURED_SCORERS:
+            if key in case.expect:
+                problems.append(
+                    dataset.error(
+                        f"`{key}` checks structured output, but `{agent['name']}` answers in Text",
+                        (*case.key, "expect", key),
+                        of_key=True,
+                        code="E2206",
+                    )
+                )
+    return problems
+
+
+def _check_scorer_names(dataset: Dataset, case: Case, custom: Mapping[str, Any]) -> list[Diagnostic]:
+    problems = []
+    for key, known, what in (
+        ("judge", dataset.judges, "judge"),
+        ("custom", {**dataset.scorers, **custom}, "custom scorer"),
+    ):
+        value = case.expect.get(key)
+        names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for index, name in enumerate(names):
+            if isinstance(name, str) and name not in known:
+                where = (*case.key, "expect", key) + ((index,) if isinstance(value, list) else ())
+                problems.append(
+                    dataset.error(
+                        f"no {what} `{name}` in this dataset",
+                        where,
+                        code="E2207",
+                        help=_did_you_mean(name, list(known)),
+                    )
+                )
+    return problems

@@ -86,7 +86,11 @@ def _check_case(
             if case.agent is None
             else f"no agent `{case.agent}` in the project"
         )
-        return [dataset.error(message, where, code="E2202", help=_did_you_mean(case.agent or "", list(docs)))]
+        return [
+            dataset.error(
+                message, where, code="E2202", help=_did_you_mean(case.agent or "", list(docs))
+            )
+        ]
     doc = docs[case.agent]
     agent = doc["agents"][doc["root"]]
     problems = _check_config(dataset, case, agent)
@@ -206,7 +210,9 @@ def _check_output(
     return problems
 
 
-def _check_scorer_names(dataset: Dataset, case: Case, custom: Mapping[str, Any]) -> list[Diagnostic]:
+def _check_scorer_names(
+    dataset: Dataset, case: Case, custom: Mapping[str, Any]
+) -> list[Diagnostic]:
     problems = []
     for key, known, what in (
         ("judge", dataset.judges, "judge"),

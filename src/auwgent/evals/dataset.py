@@ -130,7 +130,9 @@ class _Reader:
                 key_node.start_mark.index + self.offset, key_node.end_mark.index + self.offset
             )
             if str(name) in out:
-                self.problems.append(self.dataset.error(f"`{name}` is given twice", where, of_key=True))
+                self.problems.append(
+                    self.dataset.error(f"`{name}` is given twice", where, of_key=True)
+                )
             out[str(name)] = self.value(value_node, where)
         return out
 
@@ -200,7 +202,9 @@ def _rekey(dataset: Dataset, sub: Dataset, drop: Key, prefix: Key) -> None:
 # -- the shape -------------------------------------------------------------------------------
 
 
-def _unknown(dataset: Dataset, keys: dict[str, Any], allowed: tuple[str, ...], at: Key, what: str) -> list[Diagnostic]:
+def _unknown(
+    dataset: Dataset, keys: dict[str, Any], allowed: tuple[str, ...], at: Key, what: str
+) -> list[Diagnostic]:
     problems = []
     for key in keys:
         if key not in allowed:
@@ -210,14 +214,17 @@ def _unknown(dataset: Dataset, keys: dict[str, Any], allowed: tuple[str, ...], a
                     f"unknown {what} key `{key}`",
                     (*at, key),
                     of_key=True,
-                    help=f"did you mean `{hint}`?" if hint else "expected one of "
-                    + ", ".join(f"`{k}`" for k in allowed),
+                    help=f"did you mean `{hint}`?"
+                    if hint
+                    else "expected one of " + ", ".join(f"`{k}`" for k in allowed),
                 )
             )
     return problems
 
 
-def _mapping(dataset: Dataset, value: Any, key: Key, what: str, problems: list[Diagnostic]) -> dict[str, Any]:
+def _mapping(
+    dataset: Dataset, value: Any, key: Key, what: str, problems: list[Diagnostic]
+) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -251,7 +258,7 @@ def _fill(dataset: Dataset, raw: Any) -> list[Diagnostic]:
         if not isinstance(target, str) or ":" not in target:
             problems.append(
                 dataset.error(
-                    f"scorers.{name}: expected \"module:function\", got {_kind(target)}",
+                    f'scorers.{name}: expected "module:function", got {_kind(target)}',
                     ("scorers", name),
                 )
             )
@@ -278,18 +285,20 @@ def _fill(dataset: Dataset, raw: Any) -> list[Diagnostic]:
         if case is None:
             continue
         if case.id in seen:
-            problems.append(
-                dataset.error(f"case id `{case.id}` is used twice", (*case.key, "id"))
-            )
+            problems.append(dataset.error(f"case id `{case.id}` is used twice", (*case.key, "id")))
         seen[case.id] = case.key
         dataset.cases.append(case)
     return problems
 
 
-def _optional_string(dataset: Dataset, data: dict[str, Any], at: Key, key: str, problems: list[Diagnostic]) -> str | None:
+def _optional_string(
+    dataset: Dataset, data: dict[str, Any], at: Key, key: str, problems: list[Diagnostic]
+) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
-        problems.append(dataset.error(f"`{key}`: expected a string, got {_kind(value)}", (*at, key)))
+        problems.append(
+            dataset.error(f"`{key}`: expected a string, got {_kind(value)}", (*at, key))
+        )
         return None
     return value
 
@@ -317,7 +326,10 @@ def _case(dataset: Dataset, raw: Any, key: Key, problems: list[Diagnostic]) -> C
         key=key,
         context=_mapping(dataset, data.get("context"), (*key, "context"), "context", problems),
         config=_optional_string(dataset, data, key, "config", problems),
-        tools={**dataset.tools, **_mapping(dataset, data.get("tools"), (*key, "tools"), "tools", problems)},
+        tools={
+            **dataset.tools,
+            **_mapping(dataset, data.get("tools"), (*key, "tools"), "tools", problems),
+        },
         expect=expect,
         tags=tags,
     )

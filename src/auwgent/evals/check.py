@@ -159,12 +159,12 @@ def _check_tools(dataset: Dataset, case: Case, doc: Mapping[str, Any]) -> list[D
     if isinstance(calls, Mapping):
         calls = calls.get("calls")
     for index, call in enumerate(calls if isinstance(calls, list) else ()):
-        name = call.get("name") if isinstance(call, Mapping) else call
-        if isinstance(name, str):
+        called = call.get("name") if isinstance(call, Mapping) else call
+        if isinstance(called, str):
             base = (*case.key, "expect", "calls")
             if (*base, "calls") in dataset.spans:
                 base = (*base, "calls")
-            named.append((name, (*base, index), False))
+            named.append((called, (*base, index), False))
     not_called = case.expect.get("not_called")
     for index, name in enumerate(not_called if isinstance(not_called, list) else ()):
         if isinstance(name, str):

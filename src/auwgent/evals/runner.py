@@ -233,7 +233,7 @@ def _names(value: Any) -> list[str]:
 
 
 def _shown(observed: Observed) -> str:
-    if observed.output is not None:
+    if observed.output is not None and not isinstance(observed.output, str):
         return json.dumps(observed.output, ensure_ascii=False, sort_keys=True)
     return observed.text
 

@@ -8,6 +8,7 @@ function of the case's expectation and the :class:`Observed` run.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sys
 import unicodedata
@@ -81,6 +82,16 @@ def _answer(observed: Observed) -> Any:
     return observed.output if observed.output is not None else observed.text
 
 
+def answer_text(observed: Observed) -> str:
+    """The text the text scorers read: the reply's text, else the output as JSON (sorted
+    keys)."""
+    if observed.text or observed.output is None:
+        return observed.text
+    if isinstance(observed.output, str):
+        return observed.output
+    return json.dumps(observed.output, ensure_ascii=False, sort_keys=True)
+
+
 def _output(spec: Any, observed: Observed) -> Score:
     actual = _answer(observed)
     ok = equal(spec, actual) and (not isinstance(spec, Mapping) or spec == actual)
@@ -88,7 +99,7 @@ def _output(spec: Any, observed: Observed) -> Score:
 
 
 def _normalised(spec: Any, observed: Observed) -> Score:
-    actual = normalise(str(_answer(observed)))
+    actual = normalise(answer_text(observed))
     ok = normalise(str(spec)) == actual
     return Score(
         "normalised", float(ok), ok, "" if ok else "differs after normalising", spec, actual
@@ -96,7 +107,7 @@ def _normalised(spec: Any, observed: Observed) -> Score:
 
 
 def _contains(spec: Any, observed: Observed) -> Score:
-    text = observed.text
+    text = answer_text(observed)
     wanted = [str(s) for s in _as_list(spec)]
     hits = [w in text for w in wanted]
     missing = [w for w, h in zip(wanted, hits, strict=True) if not h]
@@ -104,14 +115,14 @@ def _contains(spec: Any, observed: Observed) -> Score:
 
 
 def _not_contains(spec: Any, observed: Observed) -> Score:
-    text = observed.text
+    text = answer_text(observed)
     found = [str(s) for s in _as_list(spec) if str(s) in text]
     hits = [str(s) not in text for s in _as_list(spec)]
     return _fraction("not_contains", hits, f"found: {found}", spec, text)
 
 
 def _regex(spec: Any, observed: Observed) -> Score:
-    text = observed.text
+    text = answer_text(observed)
     hits = [re.search(str(p), text) is not None for p in _as_list(spec)]
     return _fraction("regex", hits, "a pattern did not match", spec, text)
 

@@ -69,6 +69,19 @@ def check_dataset(
                     help=_did_you_mean(judge["model"], list(models)),
                 )
             )
+    if dataset.agent in docs:
+        known = callable_names(docs[dataset.agent])
+        problems += [
+            dataset.error(
+                f"agent `{dataset.agent}` has no tool, workflow or helper `{name}`",
+                ("tools", name),
+                of_key=True,
+                code="E2205",
+                help=_did_you_mean(name, sorted(known)),
+            )
+            for name in dataset.tools
+            if name not in known
+        ]
     for case in dataset.cases:
         problems += _check_case(dataset, case, docs, custom)
     return problems
@@ -151,10 +164,11 @@ def _check_context(
 
 def _check_tools(dataset: Dataset, case: Case, doc: Mapping[str, Any]) -> list[Diagnostic]:
     known = callable_names(doc)
-    named: list[tuple[str, Key, bool]] = []
-    for name in case.tools:
-        key = (*case.key, "tools", name)
-        named.append((name, key if key in dataset.key_spans else ("tools", name), True))
+    named: list[tuple[str, Key, bool]] = [
+        (name, (*case.key, "tools", name), True)
+        for name in case.tools
+        if (*case.key, "tools", name) in dataset.key_spans  # the dataset's own: checked once
+    ]
     calls = case.expect.get("calls")
     if isinstance(calls, Mapping):
         calls = calls.get("calls")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from golden import assert_golden
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "evals" / "check"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from auwgent.errors import AuwgentError
 from auwgent.runtime.schema import example_value
 
 from .check import model_names
@@ -129,7 +130,11 @@ class Runner:
         config: dict[str, Any] = {"tools": tools.impls, "context": dict(case.context)}
         if case.config:
             config["config"] = case.config
-        client = self._client(path)
+        try:
+            client = self._client(path)
+        except (OSError, ValueError, AuwgentError) as exc:  # no cassette, or one that cannot be read
+            result.error = f"the agent could not run: {exc}"
+            return
         if client is None:
             config["provider"] = "offline"
         else:

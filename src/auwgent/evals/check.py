@@ -16,6 +16,7 @@ from auwgent.compiler.diagnostics import Diagnostic, suggest
 from auwgent.runtime.schema import validate
 
 from .dataset import Case, Dataset, Key
+from .jsonpath import OPERATORS, PathError, is_predicate, parse
 
 __all__ = ["callable_names", "check_dataset", "model_names"]
 
@@ -69,7 +70,7 @@ def check_dataset(
                     help=_did_you_mean(judge["model"], list(models)),
                 )
             )
-    if dataset.agent in docs:
+    if dataset.agent is not None and dataset.agent in docs:
         known = callable_names(docs[dataset.agent])
         problems += [
             dataset.error(
@@ -111,7 +112,102 @@ def _check_case(
     problems += _check_tools(dataset, case, doc)
     problems += _check_output(dataset, case, agent, doc["types"])
     problems += _check_scorer_names(dataset, case, custom)
+    problems += _check_values(dataset, case)
     return problems
+
+
+_ORDERS = ("sequence", "set", "exact")
+
+
+def _predicate_problems(spec: Any) -> list[str]:
+    if not is_predicate(spec):
+        return []
+    return [f"unknown operator `{op}`" for op in spec if op not in OPERATORS]
+
+
+def _value_problems(key: str, spec: Any) -> list[tuple[Key, str]]:
+    """What is wrong with one ``expect`` value, by the key path below it."""
+    if key in ("contains", "not_contains", "regex"):
+        texts = spec if isinstance(spec, list) else [spec]
+        if not all(isinstance(t, str) for t in texts):
+            return [((), f"`{key}`: expected a string or a list of strings")]
+        if key == "regex":
+            return [((), f"`regex`: {_regex_problem(t)}") for t in texts if _regex_problem(t)]
+    if key in ("max_tokens", "max_seconds") and (
+        isinstance(spec, bool) or not isinstance(spec, (int, float))
+    ):
+        return [((), f"`{key}`: expected a number")]
+    if key == "json":
+        if not isinstance(spec, Mapping):
+            return [((), "`json`: expected a mapping of JSON path to value or predicate")]
+        return [((path,), p) for path, value in spec.items() for p in _path_problems(path, value)]
+    if key == "calls":
+        return _calls_problems(spec)
+    if key in ("not_called", "judge", "custom"):
+        names = spec if isinstance(spec, list) or key != "not_called" else None
+        names = [names] if isinstance(names, str) else names
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return [
+                (
+                    (),
+                    f"`{key}`: expected "
+                    + ("a list of names" if key == "not_called" else "a name or a list of names"),
+                )
+            ]
+    return []
+
+
+def _regex_problem(pattern: str) -> str:
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a regular expression: {exc}"
+    return ""
+
+
+def _path_problems(path: str, value: Any) -> list[str]:
+    try:
+        parse(path)
+    except PathError as exc:
+        return [str(exc)]
+    return _predicate_problems(value)
+
+
+def _calls_problems(spec: Any) -> list[tuple[Key, str]]:
+    calls = spec
+    problems: list[tuple[Key, str]] = []
+    base: Key = ()
+    if isinstance(spec, Mapping):
+        calls, base = spec.get("calls"), ("calls",)
+        if spec.get("order", "sequence") not in _ORDERS:
+            problems.append((("order",), "`order`: expected one of sequence, set, exact"))
+    if not isinstance(calls, list):
+        return [*problems, (base, "`calls`: expected a list of calls (a name, or {name, args})")]
+    for index, call in enumerate(calls):
+        if isinstance(call, str):
+            continue
+        args = call.get("args", {}) if isinstance(call, Mapping) else None
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            problems.append(((*base, index), "a call is a name, or a mapping with `name`"))
+        elif not isinstance(args, Mapping):
+            problems.append(((*base, index, "args"), "`args`: expected a mapping"))
+        else:
+            problems += [
+                ((*base, index, "args", k), p)
+                for k, v in args.items()
+                for p in _predicate_problems(v)
+            ]
+    return problems
+
+
+def _check_values(dataset: Dataset, case: Case) -> list[Diagnostic]:
+    return [
+        dataset.error(message, (*case.key, "expect", key, *below))
+        for key, spec in case.expect.items()
+        for below, message in _value_problems(key, spec)
+    ]
 
 
 def _check_config(dataset: Dataset, case: Case, agent: Mapping[str, Any]) -> list[Diagnostic]:

@@ -132,7 +132,7 @@ class Runner:
             config["config"] = case.config
         try:
             client = self._client(path)
-        except (OSError, ValueError, AuwgentError) as exc:  # no cassette, or one that cannot be read
+        except (OSError, ValueError, AuwgentError) as exc:  # no cassette, or a broken one
             result.error = f"the agent could not run: {exc}"
             return
         if client is None:

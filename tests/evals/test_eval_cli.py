@@ -51,16 +51,22 @@ def test_offline_run_scores_what_the_offline_model_does(tmp_path: Path) -> None:
         + "      contains: Where is order 5?\n"
         + "      calls: {calls: [get_order, cancel_order], order: set}\n"
         + CASE
-        + "    id: wrong\n    expect: {not_called: [cancel_order], regex: '^Refund'}\n",
+        + "    id: wrong\n    expect: {not_called: [cancel_order], regex: '^Refund'}\n"
+        + CASE
+        + "    id: order\n    expect: {calls: [cancel_order, get_order]}\n",
     )
     result = eval_cli(project, "--json", "r.json")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == (
         "FAIL orders/wrong: not_called: a forbidden call was made; regex: a pattern did not match"
     )
-    assert result.stdout.splitlines()[-1] == "1 passed, 1 failed"
+    assert result.stdout.splitlines()[1] == (
+        "FAIL orders/order: calls: the calls do not match (sequence)"
+    )
+    assert result.stdout.splitlines()[-1] == "1 passed, 2 failed"
     report = json.loads((project / "r.json").read_text("utf-8"))
-    assert [c["passed"] for c in report["cases"]] == [True, False]
+    assert [c["passed"] for c in report["cases"]] == [True, False, False]
+    assert report["cases"][2]["scores"]["calls"]["score"] == 0.5  # one of two in order
     assert report["scorers"]["contains"]["pass_rate"] == 1.0
     assert report["scorers"]["regex"]["mean_score"] == 0.0
 

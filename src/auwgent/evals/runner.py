@@ -145,7 +145,7 @@ class Runner:
         started = time.perf_counter()
         try:
             agent = agent_from_ir(doc, config)
-            agent.on_intent(lambda name, value, _agent: intents.append((name, value)))
+            agent.on_intent(lambda name, value, _agent: _heard(name, value, intents, tools.calls))
             session = await agent.run(case.input)
             await agent.aclose()
         except Exception as exc:  # a case reports, never crashes the run
@@ -267,6 +267,21 @@ async def _ask(model: Mapping[str, Any], system: str, user: str, client: Any, mo
     return "".join(parts)
 
 
+def _heard(
+    name: str,
+    value: Any,
+    intents: list[tuple[str, Any]],
+    calls: list[tuple[str, dict[str, Any]]],
+) -> None:
+    """Keep every intent; a workflow or helper call joins the tool executions in the order
+    things happened (its own scoped tools run after it)."""
+    intents.append((name, value))
+    if name in ("workflow_call", "helper_call") and isinstance(value, Mapping):
+        calls.append(
+            (str(value.get("type") or value.get("name") or ""), dict(value.get("args") or {}))
+        )
+
+
 def _observed(
     doc: Mapping[str, Any],
     session: Mapping[str, Any],
@@ -274,11 +289,6 @@ def _observed(
     calls: list[tuple[str, dict[str, Any]]],
     seconds: float,
 ) -> Observed:
-    executed = list(calls) + [
-        (str(v.get("name") or ""), dict(v.get("args") or {}))
-        for n, v in intents
-        if n in ("workflow_result", "helper_result") and isinstance(v, Mapping)
-    ]
     texts = [str(v.get("text", "")) for n, v in intents if n == "response_text"]
     errors = [
         str(v.get("message") or v.get("error") or v)
@@ -290,7 +300,7 @@ def _observed(
     return Observed(
         text="\n".join(texts),
         output=session["turns"][-1].get("output"),
-        calls=executed,
+        calls=list(calls),
         tokens=int(usage.get("total_tokens") or 0),
         seconds=seconds,
         error=errors[0] if errors else None,

@@ -8,6 +8,7 @@ equal ``<name>.txt`` (``AUWGENT_UPDATE_GOLDEN=1`` rewrites it).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -82,3 +83,17 @@ def test_evals_key_in_auwgent_yml_moves_the_datasets(tmp_path: Path) -> None:
     assert "error[E2203]: agent `Main` has no config `breif`" in result.stderr
     assert " --> qa/orders.yaml:6:13" in result.stderr
     assert "help: did you mean `brief`?" in result.stderr
+
+
+def test_every_dataset_code_is_documented_and_has_a_golden_case() -> None:
+    source = Path(__file__).resolve().parents[2] / "src" / "auwgent" / "evals"
+    emitted = {
+        code
+        for path in source.glob("*.py")
+        for code in re.findall(r'"(E22\d\d)"', path.read_text(encoding="utf-8"))
+    }
+    assert len(emitted) == 7
+    doc = (source.parents[2] / "docs" / "checker.md").read_text(encoding="utf-8")
+    assert sorted(c for c in emitted if f"| {c} |" not in doc) == []
+    golden = {p.stem.split("_")[0].upper() for p in CASES}
+    assert sorted(emitted - golden) == []

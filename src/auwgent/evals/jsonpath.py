@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["OPERATORS", "PathError", "is_predicate", "matches", "parse", "select"]
+__all__ = ["OPERATORS", "PathError", "equal", "is_predicate", "matches", "parse", "select"]
 
 _TOKEN = re.compile(r"""\.([A-Za-z_][\w-]*)|\[(-?\d+)\]|\[\*\]|\["([^"]*)"\]|\['([^']*)'\]""")
 _TYPES = {"string": str, "boolean": bool, "array": list, "object": dict}

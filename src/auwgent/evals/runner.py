@@ -245,13 +245,13 @@ def _shown(observed: Observed) -> str:
 
 async def _ask(model: Mapping[str, Any], system: str, user: str, client: Any, mode: Mode) -> str:
     """One request to ``model`` through ``client``; the reply's text."""
-    from auwgent.runtime.config import resolve_base_url
+    from auwgent.runtime.config import api_key_env, resolve_base_url
     from auwgent.runtime.providers import make_provider
     from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
     from auwgent.runtime.providers.policy import RetryPolicy, Timeouts
 
-    provider_key = str(model["provider"]).upper()
-    key = "test-key" if mode == "replay" else os.environ.get(f"{provider_key}_API_KEY")
+    found = (os.environ[name] for name in api_key_env(model) if os.environ.get(name))
+    key = "test-key" if mode == "replay" else next(found, None)
     provider = make_provider(
         model,
         api_key=key,

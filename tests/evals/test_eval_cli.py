@@ -174,3 +174,13 @@ def test_json_path_subset() -> None:
         select(value, "people")
     with pytest.raises(PathError, match="unknown operator '\\$like'"):
         matches({"$like": "A%"}, ["Ama"])
+
+
+def test_a_date_in_a_dataset_stays_text(tmp_path: Path) -> None:
+    project = scratch(
+        tmp_path,
+        "agent: Main\ncases:\n  - input: 2024-05-01\n    context: {user_id: u1, is_admin: false}\n"
+        "    expect: {contains: 2024-05-01}\n",
+    )
+    result = eval_cli(project)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -28,6 +28,9 @@ __all__ = [
 ]
 
 Key = tuple[str | int, ...]
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
+)
 
 DATASET_KEYS = ("agent", "cases", "cassettes", "judges", "scorers", "tools")
 CASE_KEYS = ("id", "input", "agent", "context", "config", "tools", "expect", "tags")
@@ -114,21 +117,37 @@ class _Reader:
     def value(self, node: yaml.Node, key: Key) -> Any:
         span = Span(node.start_mark.index + self.offset, node.end_mark.index + self.offset)
         self.dataset.spans[key] = span
+        if node.tag == "tag:yaml.org,2002:timestamp":  # a date stays the text written
+            return node.value
+        if node.tag not in _PLAIN_TAGS:  # `!!python/...` and the like: refused, never run
+            shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+            message = f"the tag `{shown}` is not allowed: a dataset holds plain data"
+            self.problems.append(error("E2201", message, self.dataset.source, span))
+            return None
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, key)
         if isinstance(node, yaml.SequenceNode):
             return [self.value(item, (*key, i)) for i, item in enumerate(node.value)]
-        return yaml.constructor.SafeConstructor().construct_object(node)
+        return self._scalar(node)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return yaml.constructor.SafeConstructor().construct_object(node)
+        except (yaml.constructor.ConstructorError, ValueError) as exc:  # e.g. `!!int many`
+            span = Span(node.start_mark.index + self.offset, node.end_mark.index + self.offset)
+            problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) else exc
+            message = f"invalid value: {problem}"
+            self.problems.append(error("E2201", message, self.dataset.source, span))
+            return None
 
     def _mapping(self, node: yaml.MappingNode, key: Key) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            name = self.value(key_node, (*key, "<key>"))
-            del self.dataset.spans[(*key, "<key>")]
-            where = (*key, str(name))
+            where = (*key, str(self._scalar(key_node)))
             self.dataset.key_spans[where] = Span(
                 key_node.start_mark.index + self.offset, key_node.end_mark.index + self.offset
             )
+            name = where[-1]
             if str(name) in out:
                 self.problems.append(
                     self.dataset.error(f"`{name}` is given twice", where, of_key=True)
@@ -156,7 +175,11 @@ def _compose(text: str, dataset: Dataset, offset: int, reader: _Reader) -> Any:
 
 def load_dataset(path: Path, shown: str) -> tuple[Dataset, list[Diagnostic]]:
     """Read one dataset file; the diagnostics say what is wrong with its shape, located."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        dataset = Dataset(path, SourceFile(shown, ""))
+        return dataset, [dataset.error(f"cannot read the dataset: {exc}", ())]
     dataset = Dataset(path, SourceFile(shown, text))
     reader = _Reader(dataset)
     if path.suffix == ".jsonl":

@@ -50,11 +50,12 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
         except ConfigError as exc:
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
-        report = check_project(project, jobs=jobs)
-        if dataset_files(project.evals):
-            from auwgent.evals.command import check_datasets
+        if dataset_files(project.evals):  # they are checked against the IR: build it
+            from auwgent.evals.command import check_with_datasets
 
-            report = check_datasets(project, report)
+            report = check_with_datasets(project, jobs=jobs)
+        else:
+            report = check_project(project, jobs=jobs)
     finally:
         if collecting:
             gc.enable()

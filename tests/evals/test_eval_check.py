@@ -97,3 +97,13 @@ def test_every_dataset_code_is_documented_and_has_a_golden_case() -> None:
     assert sorted(c for c in emitted if f"| {c} |" not in doc) == []
     golden = {p.stem.split("_")[0].upper() for p in CASES}
     assert sorted(emitted - golden) == []
+
+
+def test_dataset_shape_is_checked_even_when_the_sources_have_errors(tmp_path: Path) -> None:
+    project = _project(tmp_path, DATA / "e2201_shape.yaml")
+    (project / "broken.agent").write_text("agent Broken {\n  toool x(): string\n", "utf-8")
+    result = _check(project)
+    assert result.returncode == 1
+    assert "error[E0103]" in result.stderr
+    assert "error[E2201]: unknown dataset key `judgs`" in result.stderr
+    assert "E2204" not in result.stderr  # no IR to check the cases against

@@ -31,7 +31,7 @@ from .report import (
 from .runner import Mode, Runner
 from .scorers import CustomScorer, load_custom
 
-__all__ = ["EvalArgs", "agent_documents", "check_datasets", "load_datasets", "run_eval"]
+__all__ = ["EvalArgs", "agent_documents", "check_with_datasets", "load_datasets", "run_eval"]
 
 
 @dataclass(slots=True)
@@ -66,16 +66,18 @@ def load_datasets(paths: list[Path]) -> tuple[list[Dataset], list[Diagnostic]]:
     return datasets, problems
 
 
-def check_datasets(project: Project, report: CompileResult) -> CompileResult:
-    """``report`` with the diagnostics of the project's datasets added (none: ``report``)."""
+def check_with_datasets(project: Project, *, jobs: int | None = None) -> CompileResult:
+    """``auwgent check`` for a project with datasets: the compiler's report (with the IR,
+    which the datasets are checked against) plus the datasets' diagnostics. Their shape is
+    checked even when the sources have errors; their fit to the agents only when there are
+    none (there is no IR to check against then)."""
     paths = dataset_files(project.evals)
-    if not paths or not report.ok:
-        return report
-    full = compile_project(project.files, project.source_root, display=display_path)
+    report = compile_project(project.files, project.source_root, display=display_path, jobs=jobs)
     datasets, problems = load_datasets(paths)
-    docs = agent_documents(full)
-    for dataset in datasets:
-        problems += check_dataset(dataset, docs)
+    if report.ok:
+        docs = agent_documents(report)
+        for dataset in datasets:
+            problems += check_dataset(dataset, docs)
     return CompileResult(
         report.documents,
         report.diagnostics + tuple(problems),

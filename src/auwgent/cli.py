@@ -51,7 +51,7 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
         if dataset_files(project.evals):  # they are checked against the IR: build it
-            from auwgent.evals.command import check_with_datasets
+            from auwgent.evals.check import check_with_datasets
 
             report = check_with_datasets(project, jobs=jobs)
         else:

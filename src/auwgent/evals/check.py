@@ -9,16 +9,29 @@ or custom scorer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from auwgent.compiler.diagnostics import Diagnostic, suggest
+from auwgent.compiler.pipeline import CompileResult, compile_project
+from auwgent.console import display_path
+from auwgent.project import Project
 from auwgent.runtime.schema import validate
 
-from .dataset import Case, Dataset, Key
+from .dataset import Case, Dataset, Key, load_dataset
+from .files import dataset_files
 from .jsonpath import OPERATORS, PathError, is_predicate, parse
 
-__all__ = ["callable_names", "check_dataset", "model_names"]
+__all__ = [
+    "agent_documents",
+    "callable_names",
+    "check_dataset",
+    "check_with_datasets",
+    "load_datasets",
+    "model_names",
+]
 
 _STRUCTURED_SCORERS = ("json",)
 
@@ -143,23 +156,21 @@ def _value_problems(key: str, spec: Any) -> list[tuple[Key, str]]:
         return [((path,), p) for path, value in spec.items() for p in _path_problems(path, value)]
     if key == "calls":
         return _calls_problems(spec)
-    if key in ("not_called", "judge", "custom"):
-        names = spec if isinstance(spec, list) or key != "not_called" else None
-        names = [names] if isinstance(names, str) else names
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            return [
-                (
-                    (),
-                    f"`{key}`: expected "
-                    + ("a list of names" if key == "not_called" else "a name or a list of names"),
-                )
-            ]
+    if key == "not_called" and not _names(spec, single=False):
+        return [((), "`not_called`: expected a list of names")]
+    if key in ("judge", "custom") and not _names(spec, single=True):
+        return [((), f"`{key}`: expected a name or a list of names")]
     return []
 
 
-def _regex_problem(pattern: str) -> str:
-    import re
+def _names(spec: Any, *, single: bool) -> bool:
+    """``spec`` is a list of names (or, with ``single``, one name)."""
+    if single and isinstance(spec, str):
+        return True
+    return isinstance(spec, list) and all(isinstance(n, str) for n in spec)
 
+
+def _regex_problem(pattern: str) -> str:
     try:
         re.compile(pattern)
     except re.error as exc:
@@ -342,3 +353,42 @@ def _check_scorer_names(
                     )
                 )
     return problems
+
+
+# -- the project ---------------------------------------------------------------------------
+
+
+def agent_documents(result: CompileResult) -> dict[str, Mapping[str, Any]]:
+    """Agent name -> its IR document."""
+    return {str(doc["root"]): doc for doc in result.documents.values()}
+
+
+def load_datasets(paths: list[Path]) -> tuple[list[Dataset], list[Diagnostic]]:
+    """Read every dataset file; the shape diagnostics of all of them."""
+    datasets, problems = [], []
+    for path in paths:
+        dataset, found = load_dataset(path, display_path(path))
+        datasets.append(dataset)
+        problems += found
+    return datasets, problems
+
+
+def check_with_datasets(project: Project, *, jobs: int | None = None) -> CompileResult:
+    """``auwgent check`` for a project with datasets: the compiler's report (with the IR,
+    which the datasets are checked against) plus the datasets' diagnostics. Their shape is
+    checked even when the sources have errors; their fit to the agents only when there are
+    none (there is no IR to check against then)."""
+    paths = dataset_files(project.evals)
+    report = compile_project(project.files, project.source_root, display=display_path, jobs=jobs)
+    datasets, problems = load_datasets(paths)
+    if report.ok:
+        docs = agent_documents(report)
+        for dataset in datasets:
+            problems += check_dataset(dataset, docs)
+    return CompileResult(
+        report.documents,
+        report.diagnostics + tuple(problems),
+        report.files + len(paths),
+        report.agents,
+        report.sources,
+    )

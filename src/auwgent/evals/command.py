@@ -1,4 +1,4 @@
-"""``auwgent eval`` and the dataset half of ``auwgent check``."""
+"""``auwgent eval``: check the datasets, run their cases, print and write the reports."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from auwgent.compiler.diagnostics import Diagnostic, render_all, use_color
-from auwgent.compiler.pipeline import CompileResult, compile_project
+from auwgent.compiler.diagnostics import render_all, use_color
+from auwgent.compiler.pipeline import compile_project
 from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
 from auwgent.errors import ConfigError
-from auwgent.project import Project, load_project
+from auwgent.project import load_project
 
-from .check import check_dataset
-from .dataset import Dataset, load_dataset
+from .check import agent_documents, check_dataset, load_datasets
+from .dataset import Dataset
 from .files import dataset_files
 from .report import (
     REPORT_VERSION,
@@ -31,7 +31,7 @@ from .report import (
 from .runner import Mode, Runner
 from .scorers import CustomScorer, load_custom
 
-__all__ = ["EvalArgs", "agent_documents", "check_with_datasets", "load_datasets", "run_eval"]
+__all__ = ["EvalArgs", "run_eval"]
 
 
 @dataclass(slots=True)
@@ -49,42 +49,6 @@ class EvalArgs:
     baseline: Path | None = None
     tolerance: float = 0.0
     scorers: list[str] = field(default_factory=list)
-
-
-def agent_documents(result: CompileResult) -> dict[str, Mapping[str, Any]]:
-    """Agent name -> its IR document."""
-    return {str(doc["root"]): doc for doc in result.documents.values()}
-
-
-def load_datasets(paths: list[Path]) -> tuple[list[Dataset], list[Diagnostic]]:
-    """Read every dataset file; the shape diagnostics of all of them."""
-    datasets, problems = [], []
-    for path in paths:
-        dataset, found = load_dataset(path, display_path(path))
-        datasets.append(dataset)
-        problems += found
-    return datasets, problems
-
-
-def check_with_datasets(project: Project, *, jobs: int | None = None) -> CompileResult:
-    """``auwgent check`` for a project with datasets: the compiler's report (with the IR,
-    which the datasets are checked against) plus the datasets' diagnostics. Their shape is
-    checked even when the sources have errors; their fit to the agents only when there are
-    none (there is no IR to check against then)."""
-    paths = dataset_files(project.evals)
-    report = compile_project(project.files, project.source_root, display=display_path, jobs=jobs)
-    datasets, problems = load_datasets(paths)
-    if report.ok:
-        docs = agent_documents(report)
-        for dataset in datasets:
-            problems += check_dataset(dataset, docs)
-    return CompileResult(
-        report.documents,
-        report.diagnostics + tuple(problems),
-        report.files + len(paths),
-        report.agents,
-        report.sources,
-    )
 
 
 def _progress(err: TextIO) -> Callable[[int, int, str], None] | None:

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from auwgent.errors import AuwgentError
+from auwgent.runtime.agent import agent_from_ir
+from auwgent.runtime.config import api_key_env, api_key_field, models_in_use, resolve_base_url
+from auwgent.runtime.providers import make_provider
+from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
+from auwgent.runtime.providers.policy import RetryPolicy, Timeouts
 from auwgent.runtime.schema import example_value
+from auwgent.testing.cassette import Cassette
 
 from .check import model_names
 from .dataset import Case, Dataset
@@ -122,9 +128,6 @@ class Runner:
         return result
 
     async def _once(self, dataset: Dataset, case: Case, path: Path, result: CaseResult) -> None:
-        from auwgent.runtime.agent import agent_from_ir
-        from auwgent.runtime.config import api_key_field, models_in_use
-
         doc = self.docs[str(case.agent)]
         tools = _Tools(doc, case.tools)
         config: dict[str, Any] = {"tools": tools.impls, "context": dict(case.context)}
@@ -172,11 +175,10 @@ class Runner:
         result.seconds.append(seconds)
         result.text, result.output = observed.text, observed.output
 
-    def _client(self, path: Path) -> Any:
+    def _client(self, path: Path) -> Cassette | None:
+        """The case's cassette (``None``: the offline model)."""
         if self.mode == "offline":
             return None
-        from auwgent.testing.cassette import Cassette
-
         if self.mode == "record":
             path.parent.mkdir(parents=True, exist_ok=True)
         return Cassette(path, self.mode)
@@ -245,11 +247,6 @@ def _shown(observed: Observed) -> str:
 
 async def _ask(model: Mapping[str, Any], system: str, user: str, client: Any, mode: Mode) -> str:
     """One request to ``model`` through ``client``; the reply's text."""
-    from auwgent.runtime.config import api_key_env, resolve_base_url
-    from auwgent.runtime.providers import make_provider
-    from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
-    from auwgent.runtime.providers.policy import RetryPolicy, Timeouts
-
     found = (os.environ[name] for name in api_key_env(model) if os.environ.get(name))
     key = "test-key" if mode == "replay" else next(found, None)
     provider = make_provider(

@@ -108,9 +108,18 @@ def test_the_offline_model_runs_without_cassettes_and_the_judge_fails_closed(
     project = tmp_path / "weather"
     shutil.copytree(EXAMPLES / "weather", project, ignore=shutil.ignore_patterns("generated"))
     shutil.rmtree(project / "evals" / "cassettes")
-    result = eval_cli("--json", "r.json", cwd=project)
+    result = eval_cli("--json", "r.json", "--junit", "r.xml", "--html", "r.html", cwd=project)
     assert result.returncode == 1
     report = json.loads((project / "r.json").read_text(encoding="utf-8"))
+    failed = [c["id"] for c in report["cases"] if not c["passed"]]
+    suite = ET.parse(project / "r.xml").getroot()[0]
+    assert suite.get("failures") == str(len(failed))
+    assert sorted(c.get("name") for c in suite if c.find("failure") is not None) == sorted(failed)
+    page = (project / "r.html").read_text(encoding="utf-8")
+    # the diff of the first output case: the expected line removed, the offline reply added
+    assert '<span class="del">- Accra: 28, sunny</span>' in page
+    assert '<span class="add">+ Offline reply to' in page
+    assert "<details open><summary class=fail>FAIL weather/accra-weather</summary>" in page
     assert report["mode"] == "offline"
     judged = [s for c in report["cases"] for n, s in c["scores"].items() if n.startswith("judge:")]
     assert judged and not any(s["passed"] for s in judged)

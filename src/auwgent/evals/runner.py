@@ -124,7 +124,10 @@ class Runner:
             path = (dataset.cassettes or dataset.path.parent) / (
                 f"{case.id}.json" if index == 0 else f"{case.id}.{index}.json"
             )
-            await self._once(dataset, case, path, result)
+            try:
+                await self._once(dataset, case, path, result)
+            except Exception as exc:  # scoring broke: the case fails with the reason
+                result.error = f"the case could not be scored: {type(exc).__name__}: {exc}"
         return result
 
     async def _once(self, dataset: Dataset, case: Case, path: Path, result: CaseResult) -> None:

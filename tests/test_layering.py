@@ -18,7 +18,8 @@ lower layer, never a higher one and never a sibling on its own layer:
    ``serve_security``, ``serve_stream``, ``console``, ``lsp``, ``_project_agent`` and the
    ``auwgent`` package itself (these may use each other)
 4. ``auwgent.testing``
-5. ``auwgent.cli``: nothing but ``auwgent.__main__`` (6) imports the command line
+5. ``auwgent.evals``: datasets, scorers and ``auwgent eval`` (it runs cases through cassettes)
+6. ``auwgent.cli``: nothing but ``auwgent.__main__`` (7) imports the command line
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ LAYERS: dict[str, int] = {
     "auwgent.serve_security": 3,
     "auwgent.serve_stream": 3,
     "auwgent.testing": 4,
-    "auwgent.cli": 5,
-    "auwgent.__main__": 6,
+    "auwgent.evals": 5,
+    "auwgent.cli": 6,
+    "auwgent.__main__": 7,
 }
 #: The layer whose members may import one another (the others are independent siblings).
 SHARED_LAYER = 3

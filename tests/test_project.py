@@ -104,7 +104,7 @@ def test_every_example_project_loads() -> None:
         ('source: "main.agent"\noutput: [a]\n', "output: expected a path string, got a list"),
         (
             'sources: "main.agent"\n',
-            "sources: unknown key (expected `source`, `output` or `targets`); did you mean `source`?",
+            "sources: unknown key (expected `source`, `output`, `targets` or `evals`); did you mean `source`?",
         ),
         ('source: "main.agent"\ntarget: [py]\n', "did you mean `targets`?"),
         ("- a\n- b\n", "expected a mapping with `source`, `output` and `targets`, got a list"),

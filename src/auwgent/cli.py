@@ -35,6 +35,7 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
     """``auwgent check PATH``: print diagnostics and a summary; return the exit code."""
     from auwgent.compiler.diagnostics import render_all, use_color
     from auwgent.errors import ConfigError
+    from auwgent.evals.files import dataset_files
     from auwgent.project import load_project
 
     started = time.perf_counter()
@@ -49,7 +50,12 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
         except ConfigError as exc:
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
-        report = check_project(project, jobs=jobs)
+        if dataset_files(project.evals):  # they are checked against the IR: build it
+            from auwgent.evals.check import check_with_datasets
+
+            report = check_with_datasets(project, jobs=jobs)
+        else:
+            report = check_project(project, jobs=jobs)
     finally:
         if collecting:
             gc.enable()
@@ -139,6 +145,44 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         return run_command(args.path, args.pattern, args.junit, out=out, err=err)
 
     parser.set_defaults(run=run)
+
+
+def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "eval",
+        help="run eval datasets and score them (docs/evals.md)",
+        description="Run the cases of eval datasets (default: the project's `evals`) on the "
+        "offline model or through cassettes, score them, and compare with a baseline. Exit 0 "
+        "when every case passes and nothing regressed, 1 otherwise, 2 on a usage error.",
+    )
+    parser.add_argument("datasets", nargs="*", type=Path, metavar="DATASET")
+    parser.add_argument("--project", type=Path, default=Path("."), metavar="PATH")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--record", action="store_const", const="record", dest="mode")
+    modes.add_argument("--replay", action="store_const", const="replay", dest="mode")
+    parser.add_argument("--concurrency", type=_positive, default=4, metavar="N")
+    parser.add_argument("--repeat", type=_positive, default=1, metavar="N")
+    for name in ("json", "junit", "html", "baseline"):
+        parser.add_argument(f"--{name}", type=Path, metavar="FILE")
+    parser.add_argument("--tolerance", type=float, default=0.0, metavar="X")
+    parser.add_argument("--scorers", action="append", default=[], metavar="MODULE:FUNCTION")
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.evals.command import EvalArgs, run_eval
+
+        asked = {k: v for k, v in vars(args).items() if k in EvalArgs.__dataclass_fields__}
+        return run_eval(EvalArgs(**{**asked, "mode": args.mode or "offline"}), out=out, err=err)
+
+    parser.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -409,6 +453,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     _add_check,
     _add_generate,
     _add_test,
+    _add_eval,
     _add_serve,
     _add_mcp,
     _add_fmt,

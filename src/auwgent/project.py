@@ -25,7 +25,7 @@ from auwgent.errors import ConfigError
 CONFIG_NAMES = ("auwgent.yml", "auwgent.yaml")
 TARGETS = ("py", "ts")
 DEFAULT_TARGETS = ("py",)
-_KEYS = ("source", "output", "targets")
+_KEYS = ("source", "output", "targets", "evals")
 _SUFFIX = ".agent"
 # Folders that hold installed packages, never sources; walking them would only cost time.
 _SKIP = frozenset(("node_modules", "__pycache__", "venv", "site-packages"))
@@ -48,6 +48,9 @@ class Project:
     # The source file when the source is one `.agent` file: outputs are laid out relative to
     # its folder even when it imports from a parent folder (which moves `source_root` up).
     entry: Path | None = None
+    # Where the eval datasets are (`evals:` in auwgent.yml, default the `evals` folder beside
+    # it): a folder of `*.yaml` / `*.yml` / `*.jsonl` files, or one such file.
+    evals: Path | None = None
 
 
 def load_project(path: Path) -> Project:
@@ -60,7 +63,8 @@ def load_project(path: Path) -> Project:
             if (path / name).is_file():
                 return _from_config(path / name)
         folder = path.resolve()
-        return Project(folder, folder, _agent_files(folder, path), None, DEFAULT_TARGETS, None)
+        files = _agent_files(folder, path)
+        return Project(folder, folder, files, None, DEFAULT_TARGETS, None, evals=folder / "evals")
     if path.suffix in (".yml", ".yaml"):
         return _from_config(path)
     if path.suffix == _SUFFIX:
@@ -144,7 +148,8 @@ def _from_config(config: Path) -> Project:
     else:
         files, source_root = _entry_files(source)
     entry = None if source.is_dir() else source
-    return Project(base, source_root, files, output, targets, config.resolve(), entry)
+    evals = base / (_string(data, "evals", shown) if "evals" in data else "evals")
+    return Project(base, source_root, files, output, targets, config.resolve(), entry, evals)
 
 
 def _read_yaml(config: Path, shown: str) -> dict[str, Any]:
@@ -203,7 +208,7 @@ def _reject_unknown(keys: Iterable[object], shown: str) -> None:
             hint = suggest(str(key), _KEYS)
             extra = f"; did you mean `{hint}`?" if hint else ""
             raise ConfigError(
-                f"{shown}: {key}: unknown key (expected `source`, `output` or `targets`){extra}"
+                f"{shown}: {key}: unknown key (expected `source`, `output`, `targets` or `evals`){extra}"
             )
 
 

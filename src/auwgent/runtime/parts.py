@@ -32,6 +32,7 @@ from auwgent.errors import AuwgentError
 __all__ = [
     "FILE_MEDIA_TYPES",
     "IMAGE_MEDIA_TYPES",
+    "INPUT_SCHEMA",
     "MAX_PART_BYTES",
     "FilePart",
     "ImagePart",
@@ -73,6 +74,49 @@ _URL_SCHEMES = (*WEB_SCHEMES, "gs://")
 
 class InputError(AuwgentError, ValueError):
     """A run's input is not a string or a valid list of parts; the message names the part."""
+
+
+def _binary_schema(kind: str, media_types: frozenset[str]) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "type": {"const": kind},
+        "data": {"type": "string", "contentEncoding": "base64"},
+        "url": {"type": "string", "format": "uri"},
+        "media_type": {"enum": sorted(media_types)},
+    }
+    if kind == "file":
+        properties["filename"] = {"type": "string", "minLength": 1}
+    return {
+        "type": "object",
+        "required": ["type"],
+        "additionalProperties": False,
+        "properties": properties,
+        "oneOf": [{"required": ["data", "media_type"]}, {"required": ["url"]}],
+    }
+
+
+#: The JSON Schema of a run's input (a string or a list of parts), as ``auwgent serve`` and
+#: the MCP ``run`` tool publish it.
+INPUT_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "string"},
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["type", "text"],
+                        "additionalProperties": False,
+                        "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+                    },
+                    _binary_schema("image", IMAGE_MEDIA_TYPES),
+                    _binary_schema("file", FILE_MEDIA_TYPES),
+                ]
+            },
+        },
+    ]
+}
 
 
 class UnsupportedPart(InputError):

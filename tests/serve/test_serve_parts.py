@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import base64
+import textwrap
 from pathlib import Path
 
 import httpx
+import pytest
 
 from auwgent.testing import FakeOpenAIServer, text
 
-from .test_serve import headers, project, run, serving  # noqa: F401  (project: a fixture)
+from .test_serve import AGENT, APP, headers, run, serving
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n-tiny").decode()
 PARTS = [
     {"type": "text", "text": "What is this?"},
     {"type": "image", "data": PNG, "media_type": "image/png"},
 ]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "main.agent").write_text(AGENT, encoding="utf-8")
+    (tmp_path / "app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    return tmp_path
 
 
 def test_a_run_with_parts_reaches_the_model_and_the_store(project: Path, tmp_path: Path) -> None:

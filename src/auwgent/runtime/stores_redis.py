@@ -2,8 +2,10 @@
 
 Each conversation is one hash, ``<prefix>session:<key>``, holding the session JSON and its
 revision; each save is one Lua script that compares the revision and writes, atomically, so
-two workers can never both win (see :mod:`auwgent.runtime.stores_shared`). With ``ttl`` a
-conversation expires that many seconds after its last save. Conversation locks are
+two workers can never both win (see :mod:`auwgent.runtime.stores_shared`). Large part data
+(images, files) is kept by reference in the hash ``<prefix>blobs:<key>``, written by the same
+script and deleted with the conversation. With ``ttl`` a
+conversation (its blobs included) expires that many seconds after its last save. Conversation locks are
 ``<prefix>lock:<key>`` keys set with ``NX`` and an expiry.
 """
 
@@ -18,23 +20,33 @@ from auwgent.runtime.stores_shared import (
     conflict,
     expected_revision,
     from_stored,
+    join_blobs,
+    parse_stored,
+    split_blobs,
+    stored_refs,
     to_stored,
 )
 
 __all__ = ["RedisSessionStore"]
 
-# KEYS[1]: the session hash. ARGV: expected revision, JSON text, ttl in ms (0: none).
-# Returns the new revision, or -1 - the stored revision on a conflict.
+# KEYS[1]: the session hash, KEYS[2]: its blobs hash. ARGV: expected revision, JSON text, ttl
+# in ms (0: none), then reference, data pairs. Returns the new revision, or -1 - the stored
+# revision on a conflict.
 _SAVE = """
 local found = tonumber(redis.call('HGET', KEYS[1], 'revision') or '0')
 if found ~= tonumber(ARGV[1]) then
     return -1 - found
 end
 redis.call('HSET', KEYS[1], 'session', ARGV[2], 'revision', found + 1)
-if tonumber(ARGV[3]) > 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-else
-    redis.call('PERSIST', KEYS[1])
+for i = 4, #ARGV, 2 do
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+for _, key in ipairs(KEYS) do
+    if tonumber(ARGV[3]) > 0 then
+        redis.call('PEXPIRE', key, ARGV[3])
+    else
+        redis.call('PERSIST', key)
+    end
 end
 return found + 1
 """
@@ -91,6 +103,9 @@ class RedisSessionStore:
     def _session_key(self, key: str) -> str:
         return f"{self.prefix}session:{_check_key(key)}"
 
+    def _blobs_key(self, key: str) -> str:
+        return f"{self.prefix}blobs:{_check_key(key)}"
+
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (with its ``revision``), or ``None``."""
         fields = await self._call(self.client.hmget(self._session_key(key), "session", "revision"))
@@ -99,25 +114,36 @@ class RedisSessionStore:
             return None
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return from_stored(key, text, int(revision), repr(self))
+        if '"data_ref":' not in text:
+            return from_stored(key, text, int(revision), repr(self))
+        value = parse_stored(key, text, repr(self))
+        refs = stored_refs(value)
+        found = await self._call(self.client.hmget(self._blobs_key(key), refs))
+        blobs = {
+            ref: data.decode("ascii") if isinstance(data, bytes) else data
+            for ref, data in zip(refs, found, strict=True)
+            if data is not None
+        }
+        return join_blobs(key, value, blobs, int(revision), repr(self))
 
     async def save(self, key: str, session: Session) -> None:
         """Save ``session`` if the stored revision is still the one it was loaded at."""
         expected = expected_revision(key, session)
-        text = to_stored(key, session)
+        text, blobs = split_blobs(to_stored(key, session))
         ttl_ms = int(self.ttl * 1000) if self.ttl else 0
-        result = int(
-            await self._call(
-                self._save_script(keys=[self._session_key(key)], args=[expected, text, ttl_ms])
-            )
-        )
+        args: list[Any] = [expected, text, ttl_ms]
+        for ref, data in blobs.items():
+            args += [ref, data]
+        keys = [self._session_key(key), self._blobs_key(key)]
+        result = int(await self._call(self._save_script(keys=keys, args=args)))
         if result < 0:
             raise conflict(key, expected, -1 - result)
         session["revision"] = result
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
-        return bool(await self._call(self.client.delete(self._session_key(key))))
+        deleted = self.client.delete(self._session_key(key), self._blobs_key(key))
+        return bool(await self._call(deleted))
 
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody holds it."""

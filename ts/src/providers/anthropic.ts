@@ -8,6 +8,7 @@ import { ConfigError, ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { FunctionSpec, Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field } from "./shape.js";
+import { buildOrRefuse, refuse, WEB_SCHEMES } from "../parts.js";
 import { callSettings, modelStream, parseChunk, post, StreamInterrupted, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com";
@@ -72,9 +73,19 @@ function assistantContent(m: Message): string | Record<string, any>[] {
   return blocks;
 }
 
-/** A user turn's content. Text only today; image and document blocks go here. */
+/** A user turn's content: its text, or its parts as `text`, `image` and `document` blocks
+ * (`source` base64 or url). */
 function userContent(m: Message): string | Record<string, any>[] {
-  return m.content;
+  if (!m.parts || !m.parts.length) return m.content;
+  return m.parts.map((part, index) => {
+    if (part.type === "text") return { type: "text", text: part.text };
+    const kind = part.type === "image" ? "image" : "document";
+    if ("url" in part) {
+      if (!WEB_SCHEMES.some((s) => part.url.startsWith(s))) throw refuse(index, part, "the Messages API fetches http(s) URLs only");
+      return { type: kind, source: { type: "url", url: part.url } };
+    }
+    return { type: kind, source: { type: "base64", media_type: part.media_type, data: part.data } };
+  });
 }
 
 function history(messages: Message[]): Record<string, any>[] {
@@ -347,7 +358,7 @@ export class AnthropicProvider implements Provider {
   }
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
-    const body = buildMessagesBody(request);
+    const body = buildOrRefuse(this.name, () => buildMessagesBody(request));
     const call: HttpSettings = callSettings(this.http, this.name, this.apiKey, !request.stream);
     return modelStream(
       call,

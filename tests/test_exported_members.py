@@ -34,6 +34,7 @@ def test_public_api_is_pinned() -> None:
             "image",
             "inline_tool",
             "text",
+            "tool_parts",
         ]
     )
     for name in auwgent.__all__:

@@ -25,7 +25,7 @@ from auwgent.errors import (
 if TYPE_CHECKING:
     from auwgent.runtime.agent import Agent
     from auwgent.runtime.intents import IntentEvent
-    from auwgent.runtime.parts import InputError, Part, file, image, text
+    from auwgent.runtime.parts import InputError, Part, file, image, text, tool_parts
     from auwgent.runtime.session import Session
     from auwgent.runtime.stores import (
         JSONFileSessionStore,
@@ -44,6 +44,7 @@ _LAZY = {
     "file": "auwgent.runtime.parts",
     "image": "auwgent.runtime.parts",
     "text": "auwgent.runtime.parts",
+    "tool_parts": "auwgent.runtime.parts",
     "Session": "auwgent.runtime.session",
     "SessionStore": "auwgent.runtime.stores",
     "SessionStoreMiddleware": "auwgent.runtime.stores",
@@ -105,4 +106,5 @@ __all__ = [
     "image",
     "inline_tool",
     "text",
+    "tool_parts",
 ]

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
+from auwgent._records import record
 from auwgent.errors import AuwgentError
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Part",
     "WEB_SCHEMES",
     "TextPart",
+    "ToolParts",
     "UnsupportedPart",
     "check_input",
     "check_part",
@@ -50,6 +52,7 @@ __all__ = [
     "input_text",
     "refuse",
     "text",
+    "tool_parts",
 ]
 
 #: The largest binary one part may carry (decoded bytes): 20 MiB, the smallest of the
@@ -297,6 +300,31 @@ def _no_extra(part: Mapping[str, Any], allowed: set[str], where: str) -> None:
 
 def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
+
+
+@record
+class ToolParts:
+    """A tool's result with images for the model to see (:func:`tool_parts`)."""
+
+    result: Any
+    parts: tuple[dict[str, Any], ...]
+
+
+def tool_parts(result: Any, *images: Mapping[str, Any]) -> ToolParts:
+    """What a tool returns to show the model images along with its ``result``.
+
+    ``result`` is checked against the tool's declared return type as usual; ``images`` are
+    image parts (:func:`image`), checked here (:class:`InputError`).
+    """
+    checked = []
+    for i, part in enumerate(images):
+        where = f"tool_parts(): part {i + 1}"
+        if not isinstance(part, Mapping) or part.get("type") != "image":
+            raise InputError(f"{where}: a tool returns image parts only")
+        checked.append(check_part(part, where))
+    if not checked:
+        raise InputError("tool_parts(): give at least one image part")
+    return ToolParts(result, tuple(checked))
 
 
 def input_text(value: str | Sequence[Mapping[str, Any]]) -> str:

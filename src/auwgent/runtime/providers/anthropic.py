@@ -163,6 +163,14 @@ def _block(index: int, part: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": kind, "source": source}
 
 
+def _result_content(message: Message) -> str | list[dict[str, Any]]:
+    """A tool result's content: its text, with the images the tool returned as blocks."""
+    if not message.parts:
+        return message.content
+    text = {"type": "text", "text": message.content}
+    return [text, *(_block(i, part) for i, part in enumerate(message.parts))]
+
+
 def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -170,7 +178,7 @@ def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
             result = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id or "",
-                "content": message.content,
+                "content": _result_content(message),
             }
             last = out[-1] if out else None
             if last is not None and last["role"] == "user" and _is_results(last["content"]):

@@ -100,6 +100,8 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
     }
     if call_id and not call_id.startswith(MADE_ID_PREFIX):
         part["id"] = call_id
+    if message.parts:  # images the tool returned, as functionResponse parts
+        part["parts"] = _user_parts(message.parts)
     return {"functionResponse": part}
 
 

@@ -85,6 +85,23 @@ def _message_json(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
+def _history(history: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The messages; images that tools returned follow their round's ``tool`` messages as one
+    user message (a ``tool`` message holds text only)."""
+    out: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []
+    for index, message in enumerate(history):
+        out.append(_message_json(message))
+        if message.role == "tool" and message.parts:
+            label = f"The tool call {message.tool_call_id} returned these images:"
+            shown += [{"type": "text", "text": label}, *_content_parts(message.parts)]
+        last = index + 1 == len(history) or history[index + 1].role != "tool"
+        if shown and last:
+            out.append({"role": "user", "content": shown})
+            shown = []
+    return out
+
+
 #: The filename sent with a file part that has none (Chat Completions requires one).
 DEFAULT_FILENAME = "document.pdf"
 
@@ -198,7 +215,7 @@ def build_chat_body(request: ModelRequest, *, strict: bool = True) -> dict[str, 
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages.extend(_message_json(m) for m in request.messages)
+    messages.extend(_history(request.messages))
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.functions:
         body["tools"] = list(_tools(request.functions, strict))

@@ -13,7 +13,7 @@ import { findCallable, resultText, type CallKind, type CallOutcome, type Contrac
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
-import type { Input } from "./parts.js";
+import { ToolParts, type Input } from "./parts.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -891,9 +891,11 @@ export class Run {
     const registry = this.core.registry;
     if (!registry.has(name)) return this.refuse(inv, "tool", name, args, notConfigured(name), callId);
     let result: unknown;
+    let images: Record<string, any>[] = [];
     const returns = inv.tools.find((t) => t.name === name)?.returns;
     try {
       result = await registry.call(name, args);
+      if (result instanceof ToolParts) [result, images] = [result.result, result.parts];
       if (returns !== undefined) this.checkResult(name, result, returns);
     } catch (error) {
       const message = describeError(error);
@@ -901,7 +903,7 @@ export class Run {
       return { kind: "tool", name, args, status: "error", error: message, callId };
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
-    return { kind: "tool", name, args, status: "ok", result: resultText(result), callId };
+    return { kind: "tool", name, args, status: "ok", result: resultText(result), callId, ...(images.length ? { parts: images } : {}) };
   }
 
   private async toolFailed(inv: Invocation, name: string, message: string): Promise<void> {

@@ -150,6 +150,26 @@ const pyRepr = (value: unknown): string => (typeof value === "string" ? `'${valu
 const kindOf = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "list" : typeof value === "object" ? "dict" : typeof value === "string" ? "str" : typeof value;
 
+/** A tool's result with images for the model to see (`toolParts`). */
+export class ToolParts {
+  constructor(
+    readonly result: unknown,
+    readonly parts: Record<string, any>[],
+  ) {}
+}
+
+/** What a tool returns to show the model images along with its `result` (checked against the
+ * tool's declared return type as usual); `images` are image parts, checked here. */
+export function toolParts(result: unknown, ...images: ImagePart[]): ToolParts {
+  const checked = images.map((part, i) => {
+    const where = `tool_parts(): part ${i + 1}`;
+    if (!part || typeof part !== "object" || (part as any).type !== "image") throw new InputError(`${where}: a tool returns image parts only`);
+    return checkPart(part, where);
+  });
+  if (!checked.length) throw new InputError("tool_parts(): give at least one image part");
+  return new ToolParts(result, checked);
+}
+
 /** The text of an input: the string, or the text parts joined by blank lines. */
 export function inputText(value: Input): string {
   if (typeof value === "string") return value;

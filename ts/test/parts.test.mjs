@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InputError, createAgent, file, image, text } from "../dist/index.js";
+import { InputError, createAgent, file, image, text, toolParts } from "../dist/index.js";
 import { compileIr, startFakes } from "./fakes.mjs";
 
 const PNG = Buffer.from("\x89PNG\r\n\x1a\n-tiny", "latin1");
@@ -120,4 +120,46 @@ test("a part the API cannot take fails before sending, naming the provider and t
   }
   const seen = await fakes.stop();
   assert.deepEqual([seen.openai, seen.gemini, seen.anthropic], [[], [], []]);
+});
+
+// -- images from tools (toolParts), native tool loops
+
+const CHART = `agent Main {\n  default config {\n    model: MODEL\n    prompt: "You draw charts."\n  }\n  tool draw_chart(city: string): string @desc "Draws a chart"\n}\n`;
+const CHART_CALL = ["tool__draw_chart", { city: "Accra" }];
+
+function chartAgent(model, urls) {
+  const key = `chart:${model}`;
+  if (!IRS.has(key)) IRS.set(key, compileIr(CHART.replace("MODEL", model)));
+  const doc = IRS.get(key);
+  const meta = { irHash: doc.hash, compilerVersion: doc.compiler_version, irVersion: doc.ir_version };
+  const baseUrls = Object.fromEntries(Object.entries(urls).filter(([name]) => ["openai", "gemini", "anthropic"].includes(name)));
+  const tools = { draw_chart: ({ city }) => toolParts(`chart of ${city}`, image(PNG, "image/png")) };
+  return createAgent(doc, { apiKeys: KEYS, baseUrls, tools, protocol: "native", retry: { attempts: 1 } }, meta);
+}
+
+test("a tool's images reach each provider as the Python runtime sends them", async () => {
+  const reply = [{ calls: [CHART_CALL] }, { text: "Done." }];
+  const fakes = await startFakes({ openai: reply, gemini: reply, anthropic: reply });
+  const sessions = [];
+  for (const model of ['openai("gpt-4o")', 'gemini("gemini-2.5-flash")', 'anthropic("claude-sonnet-4-5")'])
+    sessions.push(await chartAgent(model, fakes.urls).run("Chart Accra."));
+  const seen = await fakes.stop();
+  const png = { type: "image", data: B64_PNG, media_type: "image/png" };
+  for (const session of sessions) {
+    assert.equal(session.turns[0].status, "complete", session.turns[0].error);
+    assert.deepEqual(session.turns[0].messages[1].parts, [png]);
+  }
+  const oa = seen.openai[1].body.messages;
+  assert.deepEqual(oa.map((m) => m.role), ["system", "user", "assistant", "tool", "user"]);
+  assert.deepEqual(oa.at(-1).content, [
+    { type: "text", text: `The tool call ${oa[3].tool_call_id} returned these images:` },
+    { type: "image_url", image_url: { url: `data:image/png;base64,${B64_PNG}` } },
+  ]);
+  const fr = seen.gemini[1].body.contents.at(-1).parts[0].functionResponse;
+  assert.deepEqual(fr.parts, [{ inlineData: { data: B64_PNG.replace(/\+/g, "-").replace(/\//g, "_"), mimeType: "image/png" } }]);
+  assert.deepEqual(fr.response, { result: "chart of Accra" });
+  assert.deepEqual(seen.anthropic[1].body.messages.at(-1).content[0].content, [
+    { type: "text", text: "chart of Accra" },
+    { type: "image", source: { type: "base64", media_type: "image/png", data: B64_PNG } },
+  ]);
 });

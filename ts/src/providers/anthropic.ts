@@ -77,7 +77,11 @@ function assistantContent(m: Message): string | Record<string, any>[] {
  * (`source` base64 or url). */
 function userContent(m: Message): string | Record<string, any>[] {
   if (!m.parts || !m.parts.length) return m.content;
-  return m.parts.map((part, index) => {
+  return userBlocks(m.parts);
+}
+
+function userBlocks(parts: Record<string, any>[]): Record<string, any>[] {
+  return parts.map((part, index) => {
     if (part.type === "text") return { type: "text", text: part.text };
     const kind = part.type === "image" ? "image" : "document";
     if ("url" in part) {
@@ -92,7 +96,9 @@ function history(messages: Message[]): Record<string, any>[] {
   const out: Record<string, any>[] = [];
   for (const m of messages) {
     if (m.role === "tool") {
-      const result = { type: "tool_result", tool_use_id: m.tool_call_id ?? "", content: m.content };
+      // A tool result's content: its text, with the images the tool returned as blocks.
+      const content = m.parts?.length ? [{ type: "text", text: m.content }, ...userBlocks(m.parts)] : m.content;
+      const result = { type: "tool_result", tool_use_id: m.tool_call_id ?? "", content };
       const last = out[out.length - 1];
       if (last && last.role === "user" && Array.isArray(last.content) && last.content[0]?.type === "tool_result") last.content.push(result);
       else out.push({ role: "user", content: [result] });

@@ -134,6 +134,7 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
     const callId = m.tool_call_id ?? "";
     const part: Record<string, any> = { name: m.name ?? names.get(callId) ?? "", response };
     if (callId && !callId.startsWith(MADE_ID_PREFIX)) part.id = callId;
+    if (m.parts?.length) part.parts = userParts(m.parts); // images the tool returned
     const last = contents[contents.length - 1];
     if (last && last.role === "user" && "functionResponse" in last.parts[0]) last.parts.push({ functionResponse: part });
     else contents.push({ role: "user", parts: [{ functionResponse: part }] });

@@ -85,7 +85,18 @@ function nullable(schema: unknown): unknown {
 export function buildChatBody(request: ModelRequest, { strict = true }: { strict?: boolean } = {}): Record<string, any> {
   const messages: Record<string, any>[] = [];
   if (request.system) messages.push({ role: "system", content: request.system });
-  for (const m of request.messages) messages.push(messageJson(m));
+  // Images that tools returned follow their round's `tool` messages as one user message (a
+  // `tool` message holds text only).
+  let shown: Record<string, any>[] = [];
+  request.messages.forEach((m, i) => {
+    messages.push(messageJson(m));
+    if (m.role === "tool" && m.parts?.length)
+      shown.push({ type: "text", text: `The tool call ${m.tool_call_id} returned these images:` }, ...contentParts(m.parts));
+    if (shown.length && request.messages[i + 1]?.role !== "tool") {
+      messages.push({ role: "user", content: shown });
+      shown = [];
+    }
+  });
   const body: Record<string, any> = { model: request.model, messages };
   if (request.functions.length)
     body.tools = request.functions.map((f) => {

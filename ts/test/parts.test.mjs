@@ -6,8 +6,10 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InputError, createAgent, file, image, text, toolParts } from "../dist/index.js";
-import { compileIr, startFakes } from "./fakes.mjs";
+import { execFileSync } from "node:child_process";
+import { InputError, buildChatBody, buildGeminiBody, buildMessagesBody, createAgent, file, image, text, toolParts } from "../dist/index.js";
+import { messageFromJson } from "../dist/session.js";
+import { PYTHON, compileIr, startFakes } from "./fakes.mjs";
 
 const PNG = Buffer.from("\x89PNG\r\n\x1a\n-tiny", "latin1");
 const PDF = Buffer.from("%PDF-1.4\n>>?? %%EOF\n", "latin1");
@@ -162,4 +164,45 @@ test("a tool's images reach each provider as the Python runtime sends them", asy
     { type: "text", text: "chart of Accra" },
     { type: "image", source: { type: "base64", media_type: "image/png", data: B64_PNG } },
   ]);
+});
+
+// -- the same bodies as the Python adapters, request by request
+
+const PY_BODIES = `
+import json, sys
+from auwgent.runtime.providers import FunctionSpec, ModelRequest
+from auwgent.runtime.providers.anthropic import build_messages_body
+from auwgent.runtime.providers.gemini import build_gemini_body
+from auwgent.runtime.providers.openai import build_chat_body
+from auwgent.runtime.session import message_from_json
+out = []
+for spec in json.load(sys.stdin):
+    request = ModelRequest(model=spec["model"], system=spec["system"],
+        messages=tuple(message_from_json(m) for m in spec["messages"]),
+        functions=tuple(FunctionSpec(**f) for f in spec["functions"]), stream=False)
+    out.append([build_chat_body(request), build_gemini_body(request), build_messages_body(request)])
+print(json.dumps(out))
+`;
+
+test("request bodies with parts equal the Python adapters' (OpenAI, Gemini, Anthropic)", () => {
+  const png = image(PNG, "image/png");
+  const call = { id: "call_1", name: "tool__draw_chart", arguments: '{"city": "Accra"}' };
+  const fn = { name: "tool__draw_chart", description: "Draws a chart", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } };
+  const histories = [
+    [{ role: "user", content: ASK, parts: [...PARTS, file(PDF, "application/pdf")] }], // no filename: the default
+    [{ role: "user", content: ASK, parts: [text(ASK), image(PNG_URL)] }],
+    [
+      { role: "user", content: ASK, parts: [text(ASK), png] },
+      { role: "assistant", content: "", tool_calls: [call, { ...call, id: "call_2" }] },
+      { role: "tool", content: "chart of Accra", tool_call_id: "call_1", name: call.name, parts: [png] },
+      { role: "tool", content: "no chart", tool_call_id: "call_2", name: call.name },
+      { role: "user", content: "And Lagos?" },
+    ],
+  ];
+  const requests = histories.map((messages) => ({ model: "m", system: "Describe.", messages, functions: [fn] }));
+  const py = JSON.parse(execFileSync(PYTHON, ["-c", PY_BODIES], { input: JSON.stringify(requests), encoding: "utf8" }));
+  requests.forEach((spec, i) => {
+    const request = { ...spec, messages: spec.messages.map(messageFromJson), responseSchema: null, options: {}, stream: false };
+    assert.deepEqual([buildChatBody(request), buildGeminiBody(request), buildMessagesBody(request)], py[i], `request ${i}`);
+  });
 });

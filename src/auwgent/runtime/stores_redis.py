@@ -3,9 +3,10 @@
 Each conversation is one hash, ``<prefix>session:<key>``, holding the session JSON and its
 revision; each save is one Lua script that compares the revision and writes, atomically, so
 two workers can never both win (see :mod:`auwgent.runtime.stores_shared`). Large part data
-(images, files) is kept by reference in the hash ``<prefix>blobs:<key>``, written by the same
-script and deleted with the conversation. With ``ttl`` a
-conversation (its blobs included) expires that many seconds after its last save. Conversation locks are
+(images, files) is kept by reference in the same hash, one field ``blob:<ref>`` per content,
+written by the same script (one key per conversation, so Redis Cluster takes it too) and
+deleted or expired with the conversation. With ``ttl`` a
+conversation expires that many seconds after its last save. Conversation locks are
 ``<prefix>lock:<key>`` keys set with ``NX`` and an expiry.
 """
 
@@ -29,9 +30,8 @@ from auwgent.runtime.stores_shared import (
 
 __all__ = ["RedisSessionStore"]
 
-# KEYS[1]: the session hash, KEYS[2]: its blobs hash. ARGV: expected revision, JSON text, ttl
-# in ms (0: none), then reference, data pairs. Returns the new revision, or -1 - the stored
-# revision on a conflict.
+# KEYS[1]: the session hash. ARGV: expected revision, JSON text, ttl in ms (0: none), then
+# blob field, data pairs. Returns the new revision, or -1 - the stored revision on a conflict.
 _SAVE = """
 local found = tonumber(redis.call('HGET', KEYS[1], 'revision') or '0')
 if found ~= tonumber(ARGV[1]) then
@@ -39,14 +39,12 @@ if found ~= tonumber(ARGV[1]) then
 end
 redis.call('HSET', KEYS[1], 'session', ARGV[2], 'revision', found + 1)
 for i = 4, #ARGV, 2 do
-    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
-for _, key in ipairs(KEYS) do
-    if tonumber(ARGV[3]) > 0 then
-        redis.call('PEXPIRE', key, ARGV[3])
-    else
-        redis.call('PERSIST', key)
-    end
+if tonumber(ARGV[3]) > 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+else
+    redis.call('PERSIST', KEYS[1])
 end
 return found + 1
 """
@@ -103,9 +101,6 @@ class RedisSessionStore:
     def _session_key(self, key: str) -> str:
         return f"{self.prefix}session:{_check_key(key)}"
 
-    def _blobs_key(self, key: str) -> str:
-        return f"{self.prefix}blobs:{_check_key(key)}"
-
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (with its ``revision``), or ``None``."""
         fields = await self._call(self.client.hmget(self._session_key(key), "session", "revision"))
@@ -118,7 +113,8 @@ class RedisSessionStore:
             return from_stored(key, text, int(revision), repr(self))
         value = parse_stored(key, text, repr(self))
         refs = stored_refs(value)
-        found = await self._call(self.client.hmget(self._blobs_key(key), refs))
+        fields = [f"blob:{ref}" for ref in refs]
+        found = await self._call(self.client.hmget(self._session_key(key), fields))
         blobs = {
             ref: data.decode("ascii") if isinstance(data, bytes) else data
             for ref, data in zip(refs, found, strict=True)
@@ -133,8 +129,8 @@ class RedisSessionStore:
         ttl_ms = int(self.ttl * 1000) if self.ttl else 0
         args: list[Any] = [expected, text, ttl_ms]
         for ref, data in blobs.items():
-            args += [ref, data]
-        keys = [self._session_key(key), self._blobs_key(key)]
+            args += [f"blob:{ref}", data]
+        keys = [self._session_key(key)]
         result = int(await self._call(self._save_script(keys=keys, args=args)))
         if result < 0:
             raise conflict(key, expected, -1 - result)
@@ -142,8 +138,7 @@ class RedisSessionStore:
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
-        deleted = self.client.delete(self._session_key(key), self._blobs_key(key))
-        return bool(await self._call(deleted))
+        return bool(await self._call(self.client.delete(self._session_key(key))))
 
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody holds it."""

@@ -16,9 +16,11 @@ def test_public_api_is_pinned() -> None:
             "ConfigError",
             "ConflictError",
             "ContextError",
+            "InputError",
             "IntentEvent",
             "JSONFileSessionStore",
             "MemorySessionStore",
+            "Part",
             "ProviderError",
             "SQLiteSessionStore",
             "Session",
@@ -28,7 +30,11 @@ def test_public_api_is_pinned() -> None:
             "WorkflowError",
             "__version__",
             "auwgent",
+            "file",
+            "image",
             "inline_tool",
+            "text",
+            "tool_parts",
         ]
     )
     for name in auwgent.__all__:

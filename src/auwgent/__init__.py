@@ -25,6 +25,7 @@ from auwgent.errors import (
 if TYPE_CHECKING:
     from auwgent.runtime.agent import Agent
     from auwgent.runtime.intents import IntentEvent
+    from auwgent.runtime.parts import InputError, Part, file, image, text, tool_parts
     from auwgent.runtime.session import Session
     from auwgent.runtime.stores import (
         JSONFileSessionStore,
@@ -38,6 +39,12 @@ if TYPE_CHECKING:
 _LAZY = {
     "Agent": "auwgent.runtime.agent",
     "IntentEvent": "auwgent.runtime.intents",
+    "InputError": "auwgent.runtime.parts",
+    "Part": "auwgent.runtime.parts",
+    "file": "auwgent.runtime.parts",
+    "image": "auwgent.runtime.parts",
+    "text": "auwgent.runtime.parts",
+    "tool_parts": "auwgent.runtime.parts",
     "Session": "auwgent.runtime.session",
     "SessionStore": "auwgent.runtime.stores",
     "SessionStoreMiddleware": "auwgent.runtime.stores",
@@ -81,9 +88,11 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ContextError",
+    "InputError",
     "IntentEvent",
     "JSONFileSessionStore",
     "MemorySessionStore",
+    "Part",
     "ProviderError",
     "SQLiteSessionStore",
     "Session",
@@ -93,5 +102,9 @@ __all__ = [
     "WorkflowError",
     "__version__",
     "auwgent",
+    "file",
+    "image",
     "inline_tool",
+    "text",
+    "tool_parts",
 ]

@@ -44,6 +44,7 @@ from typing import Any
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictError
 from auwgent.runtime.approvals import AWAITING, check_decisions
 from auwgent.runtime.leases import CONFLICT, Lease, report_conflict
+from auwgent.runtime.parts import INPUT_SCHEMA, InputError, check_input
 from auwgent.runtime.stores import SessionStoreError, StoredSessionError
 from auwgent.serve_security import (
     LOCAL_PRINCIPAL,
@@ -458,9 +459,10 @@ class _Server:
             known = ", ".join(sorted(self.docs))
             return _error(404, f"no agent {name!r}; agents: {known}", "no_agent")
         body = await self.body_of(request, _RUN_FIELDS)
-        text = body.get("input")
-        if not isinstance(text, str):
-            return _error(400, "input must be a string", "bad_request")
+        try:
+            text = check_input(body.get("input"), "input")
+        except InputError as exc:
+            return _error(400, str(exc), "bad_request")
         conversation = body.get("conversation_id")
         if conversation is not None:
             conversation = check_id(conversation, "conversation_id")
@@ -694,7 +696,7 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                     "required": ["input"],
                     "additionalProperties": False,
                     "properties": {
-                        "input": {"type": "string"},
+                        "input": INPUT_SCHEMA,
                         "conversation_id": {"type": "string", "minLength": 1},
                         "context": {"type": "object"},
                         "config": {"type": "string"},

@@ -26,6 +26,7 @@ import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
 import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
 import type { CallableSpec, Contract } from "./section.js";
 import type { SessionState } from "./session.js";
+import { checkInput, type Input } from "./parts.js";
 
 export const IR_VERSION = 1;
 export const RUNTIME_VERSION = "0.1.0";
@@ -619,7 +620,8 @@ export class Agent {
     Object.assign(this.contextValues, this.core.contextSchema.check(data, "setContext"));
   }
 
-  async run(text: string, options: RunOptions = {}): Promise<SessionState> {
+  /** `text`: a string or a list of parts (text, images, files: docs/parts.md), checked first. */
+  async run(text: Input, options: RunOptions = {}): Promise<SessionState> {
     return this.execute(text, options, null);
   }
 
@@ -627,17 +629,17 @@ export class Agent {
    * Run one input, yielding every intent (partials included) as it happens; the session is in
    * `lastSession` once the iteration ends.
    */
-  stream(text: string, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
+  stream(text: Input, options: RunOptions = {}): AsyncGenerator<IntentEvent> {
     return new IntentChannel((sink) => this.execute(text, options, sink));
   }
 
-  private async execute(text: string, options: RunOptions, sink: IntentSink | null): Promise<SessionState> {
-    if (typeof text !== "string") throw new TypeError(`run() takes the user's text as a string, got ${typeof text}`);
+  private async execute(text: Input, options: RunOptions, sink: IntentSink | null): Promise<SessionState> {
+    const given = checkInput(text, "run()");
     const selected = options.config !== undefined ? checkConfigName(this.core.doc, options.config, "run({config})") : this.configName;
     const persona = options.persona !== undefined ? this.core.checkPersona(options.persona, "run({persona})") : this.personaName;
     const run = new Run(this.core, { ...this.contextValues }, selected, sink, persona);
     run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
-    const session = await run.execute(text, options.session ?? null);
+    const session = await run.execute(given, options.session ?? null);
     this.lastSession = session;
     return session;
   }

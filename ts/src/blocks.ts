@@ -729,7 +729,10 @@ export class BlocksCodec implements Codec {
   }
   resultsMessages(outcomes: CallOutcome[]): Message[] {
     if (!outcomes.length) return [];
-    return [{ role: "user", content: outcomes.map(renderOutcome).join("\n") }];
+    const body = outcomes.map(renderOutcome).join("\n");
+    const images = outcomes.flatMap((o) => o.parts ?? []);
+    // Images a tool returned follow the result blocks in the same user message.
+    return [images.length ? { role: "user", content: body, parts: [{ type: "text", text: body }, ...images] } : { role: "user", content: body }];
   }
   feedbackMessage(text: string): Message {
     return { role: "user", content: runtimeNote(text) };

@@ -13,6 +13,7 @@ import { findCallable, resultText, type CallKind, type CallOutcome, type Contrac
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
+import { ToolParts, type Input } from "./parts.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -219,7 +220,7 @@ export class Run {
 
   // -- a whole run
 
-  async execute(text: string, session: unknown): Promise<SessionState> {
+  async execute(text: Input, session: unknown): Promise<SessionState> {
     const root = this.core.root;
     this.session = session == null ? newSession(root) : checkSession(session, root, this.core.doc.agents);
     let start = this.startAgent(this.session);
@@ -312,10 +313,10 @@ export class Run {
     const rootIr = this.core.doc.agents[this.core.root];
     const history: Message[] = [];
     for (const turn of this.session.turns.slice(0, -1)) {
-      if ((turn.agent ?? this.core.root) === this.core.root) history.push({ role: "user", content: String(turn.input.text) });
+      if ((turn.agent ?? this.core.root) === this.core.root) history.push(userMessage(turn.input));
       for (const m of turn.messages ?? []) history.push(messageFromJson(m));
     }
-    history.push({ role: "user", content: this.turn!.input.text });
+    history.push(userMessage(this.turn!.input));
     const inv = new Invocation(rootIr, this.core.configFor(rootIr, this.config), history, [...rootIr.tools], "none", "none", this.turn!.messages);
     this.settle(await this.invoke(inv, true));
   }
@@ -336,7 +337,7 @@ export class Run {
     const record = [...(top.messages ?? [])];
     top.messages = record;
     const inv = new Invocation(agent, this.core.configFor(agent, this.config), record.map(messageFromJson), tools, "user", grant, record);
-    inv.add({ role: "user", content: this.turn!.input.text });
+    inv.add(userMessage(this.turn!.input));
     this.settle(await this.invoke(inv, true));
     if (inv.completed) {
       stack.pop();
@@ -919,9 +920,11 @@ export class Run {
     const registry = this.core.registry;
     if (!registry.has(name)) return this.refuse(inv, "tool", name, args, notConfigured(name), callId);
     let result: unknown;
+    let images: Record<string, any>[] = [];
     const returns = inv.tools.find((t) => t.name === name)?.returns;
     try {
       result = await registry.call(name, args);
+      if (result instanceof ToolParts) [result, images] = [result.result, result.parts];
       if (returns !== undefined) this.checkResult(name, result, returns);
     } catch (error) {
       const message = describeError(error);
@@ -929,7 +932,7 @@ export class Run {
       return { kind: "tool", name, args, status: "error", error: message, callId };
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
-    return { kind: "tool", name, args, status: "ok", result: resultText(result), callId };
+    return { kind: "tool", name, args, status: "ok", result: resultText(result), callId, ...(images.length ? { parts: images } : {}) };
   }
 
   private async toolFailed(inv: Invocation, name: string, message: string): Promise<void> {
@@ -1182,3 +1185,10 @@ function isPlainJson(value: unknown): boolean {
 }
 
 export { UnsupportedError };
+
+/** The user message of a turn's input (its parts, when it was given as parts). */
+function userMessage(given: { text: string; parts?: Record<string, any>[] }): Message {
+  const message: Message = { role: "user", content: String(given.text) };
+  if (given.parts && given.parts.length) message.parts = given.parts.map((p) => ({ ...p }));
+  return message;
+}

@@ -10,6 +10,8 @@ export class AuwgentError extends Error {
 export class ConfigError extends AuwgentError {}
 /** A context value of the wrong type, or a required one missing. */
 export class ContextError extends ConfigError {}
+/** A run's input is not a string or a valid list of parts; the message names the part. */
+export class InputError extends AuwgentError {}
 /** A tool call failed: missing implementation, invalid arguments, or an exception. */
 export class ToolError extends AuwgentError {}
 /** A workflow failed while running; names the .agent file and line. */

@@ -4,7 +4,9 @@
 export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, HOOKS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export { CONFIG_KEYS } from "./config.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
-export { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+export { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, InputError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+export { checkInput, file, image, text, toolParts, ToolParts, FILE_MEDIA_TYPES, IMAGE_MEDIA_TYPES, MAX_PART_BYTES } from "./parts.js";
+export type { FilePart, ImagePart, Input, Part, TextPart } from "./parts.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";
 export { renderPrompt } from "./prompts.js";

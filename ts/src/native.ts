@@ -300,6 +300,7 @@ export class NativeCodec implements Codec {
       content: o.status === "ok" ? (o.result ?? "") : o.status === "error" ? `error: ${o.error || "failed"}` : "skipped: the application skipped this call",
       tool_call_id: o.callId ?? null,
       name: functionName(BLOCK_KIND[o.kind] as IntentKind, o.name),
+      ...(o.parts?.length ? { parts: o.parts } : {}),
     }));
   }
 

@@ -34,6 +34,8 @@ export interface CallOutcome {
   result?: string;
   error?: string;
   callId?: string | null;
+  /** For "ok": images the tool returned for the model to see (parts.ts toolParts). */
+  parts?: Record<string, any>[];
 }
 
 export function findCallable(contract: Contract, kind: CallKind, name: string): CallableSpec | undefined {

@@ -2,7 +2,8 @@
 // shape the Python runtime writes, so a session moves between the two runtimes.
 
 import { randomUUID } from "node:crypto";
-import { ConfigError } from "./errors.js";
+import { ConfigError, InputError } from "./errors.js";
+import { checkInput, inputText, type Input } from "./parts.js";
 import type { Message } from "./providers/base.js";
 
 export const SESSION_VERSION = 1;
@@ -35,7 +36,8 @@ export interface ModelCall {
 
 export interface Turn {
   id: string;
-  input: { text: string };
+  /** `parts`: the input as parts (src/parts.ts), when it was given so. */
+  input: { text: string; parts?: Record<string, any>[] };
   agent: string;
   messages: Record<string, any>[];
   intents: { name: string; value: any; agent: string }[];
@@ -70,9 +72,11 @@ export function newSession(root: string): SessionState {
   return { version: SESSION_VERSION, agent: root, system_prompt: "", stack: [{ agent: root, config: null }], turns: [] };
 }
 
-export function newTurn(text: string, agent: string): Turn {
+export function newTurn(given: Input, agent: string): Turn {
+  const input: Turn["input"] = { text: inputText(given) };
+  if (typeof given !== "string") input.parts = given.map((p) => ({ ...p }));
   // A version 4 UUID in hex, as the Python runtime writes turn ids.
-  return { id: randomUUID().replace(/-/g, ""), input: { text }, agent, messages: [], intents: [], status: "running", error: null, output: null, model_calls: [] };
+  return { id: randomUUID().replace(/-/g, ""), input, agent, messages: [], intents: [], status: "running", error: null, output: null, model_calls: [] };
 }
 
 /** `value` checked as a session of agent `root`; with `agents`, every frame names one of them. */
@@ -95,10 +99,21 @@ export function checkSession(value: any, root: string, agents: Record<string, un
   });
   value.turns.forEach((turn: any, i: number) => {
     if (!turn || typeof turn !== "object" || Array.isArray(turn)) throw new ConfigError(`session.turns[${i}]: expected a turn object`);
+    if (turn.input && typeof turn.input === "object" && "parts" in turn.input) checkParts(turn.input.parts, `session.turns[${i}].input.parts`);
   });
   const stack = value.stack.length ? value.stack.map((f: Frame) => ({ ...f })) : [{ agent: root, config: null }];
   // Other top-level keys (a store's revision, the approvals audit) are kept as they are.
   return { ...value, version: SESSION_VERSION, agent: root, system_prompt: String(value.system_prompt ?? ""), stack, turns: [...value.turns] };
+}
+
+function checkParts(parts: unknown, where: string): void {
+  if (!Array.isArray(parts)) throw new ConfigError(`${where}: expected a list`);
+  try {
+    checkInput(parts, where);
+  } catch (error) {
+    if (error instanceof InputError) throw new ConfigError(error.message);
+    throw error;
+  }
 }
 
 export function messageToJson(m: Message): Record<string, any> {
@@ -107,6 +122,7 @@ export function messageToJson(m: Message): Record<string, any> {
   if (m.tool_call_id != null) data.tool_call_id = m.tool_call_id;
   if (m.name != null) data.name = m.name;
   if (m.reasoning && m.reasoning.length) data.reasoning = m.reasoning.map((part) => ({ ...(part.data as Record<string, any>) }));
+  if (m.parts && m.parts.length) data.parts = m.parts.map((part) => ({ ...part }));
   return data;
 }
 
@@ -120,5 +136,6 @@ export function messageFromJson(data: Record<string, any>): Message {
     ...(Array.isArray(data.reasoning) && data.reasoning.length
       ? { reasoning: data.reasoning.map((b: any) => ({ kind: String(b.type), data: { ...b } })) }
       : {}),
+    ...(Array.isArray(data.parts) && data.parts.length ? { parts: data.parts.map((p: any) => ({ ...p })) } : {}),
   };
 }

@@ -363,7 +363,7 @@ test("agent.stream starts the run at the first next(), throws the run's error at
   const idle = agent.stream("never iterated");
   await new Promise((r) => setTimeout(r, 50));
   const bad = agent.stream(42);
-  await assert.rejects(bad.next(), /run\(\) takes the user's text as a string, got number/);
+  await assert.rejects(bad.next(), /run\(\): the input must be a string or a list of parts, got number/);
   assert.deepEqual(await bad.next(), { value: undefined, done: true });
   await assert.rejects(agent.stream("thrown into").throw(new Error("stop")), /^Error: stop$/);
   let seen = 0;

@@ -43,7 +43,7 @@ _RESERVED = frozenset(
 #: Names the module declares itself; an intent payload type never takes one of them.
 _GENERATED_NAMES = frozenset(
     "ToolCallIntent WorkflowCallIntent HelperCallIntent ResponseSchemaIntent PartialIntent "
-    "IntentControl SessionState".split()
+    "IntentControl SessionState AuwgentInput".split()
 )
 
 
@@ -125,6 +125,7 @@ class _Emitter:
         with w.indent():
             w.fill("createAgent,")
             w.fill("type Middleware as RuntimeMiddleware,")
+            w.fill("type Input as AuwgentInput,")
             w.fill("type IntentControl,")
             w.fill("type Provider,")
             w.fill("type SessionState,")
@@ -447,14 +448,16 @@ class _Emitter:
             w.fill("usePersona(name: PersonaName | null): void;")
             w.fill("setContext(data: AuwgentContextValues): void;")
             w.fill(
-                "run(text: string, options?: { session?: SessionState | null; config?: ConfigName; "
+                "run(text: AuwgentInput, options?: { session?: SessionState | null; config?: "
+                "ConfigName; "
                 "conversationId?: string; persona?: PersonaName }): Promise<SessionState>;"
             )
             w.fill(
                 "/** One input, yielding every intent as it happens; then `lastSession` holds the session. */"
             )
             w.fill(
-                "stream(text: string, options?: { session?: SessionState | null; config?: ConfigName; "
+                "stream(text: AuwgentInput, options?: { session?: SessionState | null; config?: "
+                "ConfigName; "
                 "conversationId?: string; persona?: PersonaName }): AsyncGenerator<AgentStreamEvent>;"
             )
         w.fill("}")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from auwgent.errors import AuwgentError
+from auwgent.runtime.parts import INPUT_SCHEMA, InputError, Part, check_input
 
 if TYPE_CHECKING:
     from auwgent.ir.model import Agent as IRAgent
@@ -60,7 +61,13 @@ class McpAgentServer:
         description = self.root.get("description") or f"Run the agent {self.doc['root']}."
         run_input = {
             "type": "object",
-            "properties": {"input": {"type": "string", "description": "what to ask the agent"}},
+            "properties": {
+                "input": {
+                    **INPUT_SCHEMA,
+                    "description": "what to ask the agent: text, or a list of text, image "
+                    "and file parts",
+                }
+            },
             "required": ["input"],
         }
         tools = [Tool(name=RUN_TOOL, description=description, input_schema=run_input)]
@@ -81,15 +88,18 @@ class McpAgentServer:
         ``progress(number, message)`` sends one progress notification.
         """
         if name == RUN_TOOL:
-            text = arguments.get("input")
-            if not isinstance(text, str) or set(arguments) - {"input"}:
-                return _result("run takes one string argument, input", error=True)
-            return await self._run(text, progress)
+            if set(arguments) != {"input"}:
+                return _result("run takes one argument, input", error=True)
+            try:
+                given = check_input(arguments["input"], "input")
+            except InputError as exc:
+                return _result(str(exc), error=True)
+            return await self._run(given, progress)
         if not any(w["name"] == name for w in self.root["workflows"]):
             return _result(f"unknown tool {name!r}", error=True)
         return await self._workflow(name, dict(arguments), progress)
 
-    async def _run(self, text: str, progress: Any) -> Any:
+    async def _run(self, text: str | list[Part], progress: Any) -> Any:
         answer: Any = None
         failure: str | None = None
         count = 0

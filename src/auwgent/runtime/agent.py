@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -30,6 +30,7 @@ from auwgent.runtime.config import (
 from auwgent.runtime.context import ContextSchema
 from auwgent.runtime.intents import _COMPLETE_SPEC, BUILTIN_INTENTS, HandlerSet
 from auwgent.runtime.middleware import MiddlewareChain
+from auwgent.runtime.parts import Part, check_input
 from auwgent.runtime.tools import ToolRegistry, declared_tools
 
 if TYPE_CHECKING:
@@ -593,19 +594,23 @@ class Agent:
 
     async def run(
         self,
-        text: str,
+        text: str | Sequence[Part],
         *,
         session: Session | Mapping[str, Any] | None = None,
         config: str | None = None,
         conversation_id: str | None = None,
         persona: str | None = None,
     ) -> Session:
-        """Run one user input and return the session (continue ``session`` when given)."""
+        """Run one user input and return the session (continue ``session`` when given).
+
+        ``text`` is a string or a list of parts (text, images, files: docs/parts.md), checked
+        before anything runs (:class:`~auwgent.runtime.parts.InputError`).
+        """
         return await self._run(text, session, config, conversation_id, None, persona)
 
     def run_sync(
         self,
-        text: str,
+        text: str | Sequence[Part],
         *,
         session: Session | Mapping[str, Any] | None = None,
         config: str | None = None,
@@ -656,7 +661,7 @@ class Agent:
 
     async def stream(
         self,
-        text: str,
+        text: str | Sequence[Part],
         *,
         session: Session | Mapping[str, Any] | None = None,
         config: str | None = None,
@@ -710,7 +715,7 @@ class Agent:
 
     async def _run(
         self,
-        text: str,
+        text: str | Sequence[Part],
         session: Any,
         config: str | None,
         conversation_id: str | None,
@@ -720,8 +725,7 @@ class Agent:
         lease: Lease | None = None,
         journal: ResumeJournal | None = None,
     ) -> Session:
-        if not isinstance(text, str):
-            raise TypeError(f"run() takes the user's text as a str, got {type(text).__name__}")
+        given = check_input(text, "run()")
         from auwgent.runtime.engine import Run
 
         selected = self._config
@@ -742,7 +746,7 @@ class Agent:
         )
         run.lease, run.journal = lease, journal
         if decisions is None:
-            result = await run.execute(text, session)
+            result = await run.execute(given, session)
         else:
             result = await run.resume(session, decisions)
         self.last_session = result

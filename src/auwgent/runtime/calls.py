@@ -19,6 +19,7 @@ from auwgent.errors import ToolError, WorkflowError, describe_error
 from auwgent.runtime import jsontext, origin, schema
 from auwgent.runtime.approvals import Journal, StepPaused
 from auwgent.runtime.intents import Control
+from auwgent.runtime.parts import ToolParts
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
@@ -216,6 +217,9 @@ class CallRunner:
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
             result = await registry.call(name, args)
+            images: tuple[Mapping[str, Any], ...] = ()
+            if isinstance(result, ToolParts):
+                result, images = result.result, result.parts
             if returns is not None:
                 self._check_result(name, result, returns)
         except Exception as exc:
@@ -224,7 +228,8 @@ class CallRunner:
             return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
         payload = {"name": name, "args": args, "result": result, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
-        return CallOutcome("tool", name, args, "ok", result_text(result), call_id=call_id)
+        text = result_text(result)
+        return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
     def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:
         """``result`` as a workflow reads it; ``ToolError`` when it breaks the declared type.

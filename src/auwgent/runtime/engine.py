@@ -54,6 +54,7 @@ from auwgent.runtime.intents import (
     control_of,
 )
 from auwgent.runtime.leases import Lease, LeaseLost, report_conflict
+from auwgent.runtime.parts import Part, input_text
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
     CallOutcome,
@@ -253,15 +254,17 @@ class Run:
 
     # -- a whole run -------------------------------------------------------------------------
 
-    async def execute(self, text: str, session: Any) -> Session:
-        """Run ``text`` as a new turn of ``session`` (a fresh one when ``None``)."""
+    async def execute(self, given: str | list[Part], session: Any) -> Session:
+        """Run ``given`` (text or checked parts) as a new turn of ``session`` (a fresh one
+        when ``None``)."""
+        text = input_text(given)
         root = self.core.root
         agents = self.core.doc["agents"]
         self.session = (
             new_session(root) if session is None else check_session(session, root, agents)
         )
         start = self._start_agent(self.session)
-        self.turn = new_turn(text, start)
+        self.turn = new_turn(given, start)
         if self.session.get("status") == approvals.AWAITING:
             raise _paused_error()
         self.session["turns"].append(self.turn)
@@ -492,10 +495,10 @@ class Run:
         history: list[Message] = []
         for turn in self.session["turns"][:-1]:
             if turn.get("agent", self.core.root) == self.core.root:
-                history.append(Message(role="user", content=str(turn["input"]["text"])))
+                history.append(_user_message(turn["input"]))
             history.extend(messages_from_json(turn.get("messages", ())))
         assert self.turn is not None
-        history.append(Message(role="user", content=self.turn["input"]["text"]))
+        history.append(_user_message(self.turn["input"]))
         history.extend(messages_from_json(self.turn["messages"]))  # a resumed turn's so far
         return Invocation(
             agent=root_ir,
@@ -524,7 +527,7 @@ class Run:
             record=record,
         )
         if decisions is None:
-            inv.add(Message(role="user", content=self.turn["input"]["text"]))
+            inv.add(_user_message(self.turn["input"]))
         elif await self._paused_again(inv, decisions):
             return
         result = await self.invoke(inv, top=True)
@@ -1274,6 +1277,12 @@ def _total_usage(turns: Sequence[Mapping[str, Any]]) -> TokenUsage:
                 if isinstance(count, int):
                     total[key] += count
     return total
+
+
+def _user_message(given: Mapping[str, Any]) -> Message:
+    """The user message of a turn's input (its parts, when it was given as parts)."""
+    parts = tuple(dict(p) for p in given.get("parts", ()))
+    return Message(role="user", content=str(given["text"]), parts=parts)
 
 
 def _embed_text(value: Any) -> str:

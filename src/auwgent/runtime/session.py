@@ -16,12 +16,14 @@ it, also in another process after ``json.dumps`` / ``json.loads``. Its shape (ve
 
 A **frame** is ``{"agent": name, "config": name | None}``; a helper that was handed the
 conversation (``handoff user``) adds ``"handoff"``, ``"parent"``, ``"tools"`` (its grant) and
-``"messages"`` (its own history). A **turn** is ``{"id", "input": {"text"}, "agent",
+``"messages"`` (its own history). A **turn** is ``{"id", "input": {"text", "parts"?}, "agent",
 "messages", "intents", "status", "error", "output", "model_calls"}``: ``messages`` are the root
 agent's history messages of that exchange (see :func:`message_to_json`), ``intents`` the final
 intents emitted, ``status`` one of ``"running"``, ``"complete"``, ``"handoff"``, ``"error"``
 (and ``"conflict"`` for a run that lost its conversation: see :mod:`.leases`),
 ``model_calls`` one ``{"finish_reason", "usage", "model"}`` per model call (helpers' included).
+An input given as parts (:mod:`auwgent.runtime.parts`) keeps them in ``input.parts`` and their
+text in ``input.text``; a user message given as parts keeps them in its ``parts``.
 After a run, ``"usage"`` holds the session's token totals
 (``{"input_tokens", "output_tokens", "total_tokens"}``).
 A session loaded from a store may also carry a top-level ``"revision"`` (a non-negative
@@ -72,8 +74,12 @@ class Frame(_FrameRequired, total=False):
     messages: list[dict[str, Any]]
 
 
-class TurnInput(TypedDict):
+class _TurnInputRequired(TypedDict):
     text: str
+
+
+class TurnInput(_TurnInputRequired, total=False):
+    parts: list[dict[str, Any]]  # the input as parts (auwgent.runtime.parts), when given so
 
 
 class Turn(TypedDict):
@@ -140,11 +146,17 @@ def new_session(root: str) -> Session:
     }
 
 
-def new_turn(text: str, agent: str) -> Turn:
-    """A fresh turn for the user input ``text``, answered by ``agent``."""
+def new_turn(given: str | Sequence[Mapping[str, Any]], agent: str) -> Turn:
+    """A fresh turn for the user input ``given`` (a string or checked parts), answered by
+    ``agent``."""
+    from auwgent.runtime.parts import input_text
+
+    turn_input: TurnInput = {"text": input_text(given)}
+    if not isinstance(given, str):
+        turn_input["parts"] = [dict(p) for p in given]
     return {
         "id": _new_id(),
-        "input": {"text": text},
+        "input": turn_input,
         "agent": agent,
         "messages": [],
         "intents": [],
@@ -263,6 +275,8 @@ def _check_turn(turn: Any, where: str) -> None:
     given = _check_object(turn.get("input"), f"{where}.input", "an input")
     if not isinstance(given.get("text"), str):
         raise ConfigError(f"{where}.input.text: expected a string, got {_kind(given.get('text'))}")
+    if "parts" in given:
+        _check_parts(given["parts"], f"{where}.input.parts")
     for key in ("id", "agent", "status", "error"):
         _check_optional(turn, where, key, str, "a string")
     if "messages" in turn:
@@ -300,6 +314,8 @@ def _check_message(message: Any, where: str) -> None:
             if not isinstance(call.get(key), str):
                 found = _kind(call.get(key))
                 raise ConfigError(f"{where}.tool_calls[{i}].{key}: expected a string, got {found}")
+    if "parts" in message:
+        _check_parts(message["parts"], f"{where}.parts")
     blocks = message.get("reasoning", [])
     if not isinstance(blocks, list):
         raise ConfigError(f"{where}.reasoning: expected a list, got {_kind(blocks)}")
@@ -308,6 +324,17 @@ def _check_message(message: Any, where: str) -> None:
         if not isinstance(block.get("type"), str):
             found = _kind(block.get("type"))
             raise ConfigError(f"{where}.reasoning[{i}].type: expected a string, got {found}")
+
+
+def _check_parts(parts: Any, where: str) -> None:
+    from auwgent.runtime.parts import InputError, check_input
+
+    if not isinstance(parts, list):
+        raise ConfigError(f"{where}: expected a list, got {_kind(parts)}")
+    try:
+        check_input(parts, where)
+    except InputError as error:
+        raise ConfigError(str(error)) from None
 
 
 def message_to_json(message: Message) -> dict[str, Any]:
@@ -323,6 +350,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["name"] = message.name
     if message.reasoning:
         data["reasoning"] = [dict(part.data) for part in message.reasoning]
+    if message.parts:
+        data["parts"] = [dict(part) for part in message.parts]
     return data
 
 
@@ -342,6 +371,7 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
         reasoning=reasoning,
+        parts=tuple(dict(p) for p in data.get("parts", ())),
     )
 
 

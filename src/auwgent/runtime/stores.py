@@ -57,6 +57,10 @@ from auwgent.runtime.stores_shared import (
     _encode,
     _revision_problem,
     _session_problem,
+    join_blobs,
+    parse_stored,
+    split_blobs,
+    stored_refs,
 )
 
 __all__ = [
@@ -119,6 +123,15 @@ CREATE TABLE IF NOT EXISTS auwgent_locks (
 )
 """
 
+_BLOB_SCHEMA = """
+CREATE TABLE IF NOT EXISTS auwgent_blobs (
+    key TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (key, ref)
+)
+"""
+
 _LOCK = """
 INSERT INTO auwgent_locks (key, owner, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
@@ -143,7 +156,9 @@ class SQLiteSessionStore:
     save, +1 on each save) and the UTC update time. The database runs in WAL mode, so readers
     never block the writer; each save is one ``BEGIN IMMEDIATE`` transaction that compares the
     revision and writes, and a writer that finds the file locked by another process waits up
-    to ``timeout`` seconds. The blocking
+    to ``timeout`` seconds. Large part data (images, files) is kept by reference in
+    ``auwgent_blobs``, one row per conversation and content, deleted with the conversation
+    (see :mod:`auwgent.runtime.stores_shared`). The blocking
     sqlite3 calls run in worker threads, one short-lived connection per call.
     """
 
@@ -167,9 +182,12 @@ class SQLiteSessionStore:
         return await asyncio.to_thread(self._load, key)
 
     async def save(self, key: str, session: Session) -> None:
-        """Save ``session`` under ``key`` in one transaction (ConflictError on a stale revision)."""
-        text = _encode(_check_key(key), session)
-        revision = await asyncio.to_thread(self._save, key, text, session)
+        """Save ``session`` under ``key`` in one transaction (ConflictError on a stale revision).
+
+        Large part data goes to ``auwgent_blobs``, by reference, in the same transaction.
+        """
+        text, blobs = split_blobs(_encode(_check_key(key), session))
+        revision = await asyncio.to_thread(self._save, key, text, blobs, session)
         _with_revision(session, revision)
 
     async def delete(self, key: str) -> bool:
@@ -218,17 +236,27 @@ class SQLiteSessionStore:
             db.execute("DELETE FROM auwgent_locks WHERE key = ? AND owner = ?", (key, owner))
 
     def _load(self, key: str) -> Session | None:
+        where = str(self.path)
         with self._connect() as db:
             row = db.execute(
                 "SELECT session, revision FROM auwgent_sessions WHERE key = ?", (key,)
             ).fetchone()
-        if row is None:
-            return None
-        if not isinstance(row[0], str):
-            raise SessionStoreError(f"stored session {key!r} in {self.path} is corrupt: not text")
-        return _with_revision(_decode(key, row[0], str(self.path)), int(row[1]))
+            if row is None:
+                return None
+            if not isinstance(row[0], str):
+                raise SessionStoreError(f"stored session {key!r} in {where} is corrupt: not text")
+            if '"data_ref":' not in row[0]:
+                return _with_revision(_decode(key, row[0], where), int(row[1]))
+            value = parse_stored(key, row[0], where)
+            refs = stored_refs(value)
+            marks = ", ".join("?" * len(refs))
+            found = db.execute(
+                f"SELECT ref, data FROM auwgent_blobs WHERE key = ? AND ref IN ({marks})",
+                (key, *refs),
+            ).fetchall()
+        return join_blobs(key, value, dict(found), int(row[1]), where)
 
-    def _save(self, key: str, text: str, session: Session) -> int:
+    def _save(self, key: str, text: str, blobs: Mapping[str, str], session: Session) -> int:
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -237,6 +265,10 @@ class SQLiteSessionStore:
                 ).fetchone()
                 revision = _check_revision(key, None if row is None else int(row[0]), session)
                 db.execute(_UPSERT, (key, text, session["version"], revision, _now()))
+                db.executemany(
+                    "INSERT OR IGNORE INTO auwgent_blobs (key, ref, data) VALUES (?, ?, ?)",
+                    [(key, ref, data) for ref, data in blobs.items()],
+                )
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -245,7 +277,11 @@ class SQLiteSessionStore:
 
     def _delete(self, key: str) -> bool:
         with self._connect() as db:
-            return db.execute("DELETE FROM auwgent_sessions WHERE key = ?", (key,)).rowcount > 0
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM auwgent_blobs WHERE key = ?", (key,))
+            deleted = db.execute("DELETE FROM auwgent_sessions WHERE key = ?", (key,)).rowcount
+            db.execute("COMMIT")
+        return deleted > 0
 
     def _revision(self, key: str) -> int | None:
         with self._connect() as db:
@@ -278,6 +314,7 @@ class SQLiteSessionStore:
                 self._enable_wal(db)
                 db.execute(_SCHEMA)
                 db.execute(_LOCK_SCHEMA)
+                db.execute(_BLOB_SCHEMA)
                 self._ready = True
 
     def _enable_wal(self, db: sqlite3.Connection) -> None:

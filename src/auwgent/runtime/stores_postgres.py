@@ -6,12 +6,15 @@ revision, the update time and, with ``ttl``, when it expires. A save is one stat
 compares the revision (``UPDATE ... WHERE revision = %s``, or an insert that only succeeds
 when no live row exists), so concurrent workers can never both win (see
 :mod:`auwgent.runtime.stores_shared`). Conversation locks are rows of ``auwgent_locks`` with an
-expiry. Connections come from a ``psycopg_pool.AsyncConnectionPool`` opened on first use.
+expiry. Large part data (images, files) is kept by reference in ``auwgent_blobs``, one row per
+conversation and content, written in the save's transaction and deleted with the conversation
+(an expired conversation's rows go when its key is saved again or deleted). Connections come from a ``psycopg_pool.AsyncConnectionPool`` opened on first use.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from auwgent.runtime.session import Session
@@ -21,6 +24,10 @@ from auwgent.runtime.stores_shared import (
     conflict,
     expected_revision,
     from_stored,
+    join_blobs,
+    parse_stored,
+    split_blobs,
+    stored_refs,
     to_stored,
 )
 
@@ -33,6 +40,12 @@ CREATE TABLE IF NOT EXISTS auwgent_sessions (
     revision INTEGER NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     expires_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS auwgent_blobs (
+    key TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (key, ref)
 );
 CREATE TABLE IF NOT EXISTS auwgent_locks (
     key TEXT PRIMARY KEY,
@@ -66,6 +79,8 @@ UPDATE auwgent_sessions SET
 WHERE key = %(key)s AND revision = %(expected)s AND {_LIVE}
 RETURNING revision
 """
+
+_BLOB = "INSERT INTO auwgent_blobs (key, ref, data) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
 
 _LOCK = """
 INSERT INTO auwgent_locks AS l (key, owner, expires_at)
@@ -107,14 +122,23 @@ class PostgresSessionStore:
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (with its ``revision``), or ``None``."""
         row = await self._one(_LOAD, (_check_key(key),))
-        return None if row is None else from_stored(key, row[0], int(row[1]), repr(self))
+        if row is None:
+            return None
+        if '"data_ref":' not in row[0]:
+            return from_stored(key, row[0], int(row[1]), repr(self))
+        value = parse_stored(key, row[0], repr(self))
+        refs = stored_refs(value)
+        found = await self._all(
+            "SELECT ref, data FROM auwgent_blobs WHERE key = %s AND ref = ANY(%s)", (key, refs)
+        )
+        return join_blobs(key, value, dict(found), int(row[1]), repr(self))
 
     async def save(self, key: str, session: Session) -> None:
         """Save ``session`` if the stored revision is still the one it was loaded at."""
         expected = expected_revision(key, session)
-        params = {"key": key, "session": to_stored(key, session), "ttl": self.ttl,
-                  "expected": expected}  # fmt: skip
-        row = await self._one(_UPDATE if expected else _INSERT, params)
+        text, blobs = split_blobs(to_stored(key, session))
+        params = {"key": key, "session": text, "ttl": self.ttl, "expected": expected}
+        row = await self._save_rows(_UPDATE if expected else _INSERT, params, blobs)
         if row is None:
             found = await self._one(f"SELECT revision FROM auwgent_sessions WHERE key = %s "
                                     f"AND {_LIVE}", (key,))  # fmt: skip
@@ -123,6 +147,7 @@ class PostgresSessionStore:
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
+        await self._one("DELETE FROM auwgent_blobs WHERE key = %s RETURNING key", (key,))
         row = await self._one(
             "DELETE FROM auwgent_sessions WHERE key = %s RETURNING key", (_check_key(key),)
         )
@@ -157,6 +182,39 @@ class PostgresSessionStore:
             async with pool.connection() as db:
                 cursor = await db.execute(sql, params)
                 return await cursor.fetchone()  # type: ignore[no-any-return]
+        except psycopg.Error as exc:
+            raise SessionStoreError(f"{self!r}: {type(exc).__name__}: {exc}") from exc
+
+    async def _save_rows(
+        self, sql: str, params: Any, blobs: Mapping[str, str]
+    ) -> tuple[Any, ...] | None:
+        """Run the session's ``sql`` and write its blobs in one transaction; ``None`` (and
+        nothing written) when the revision did not match."""
+        import psycopg
+
+        pool = await self._ready()
+        try:
+            async with pool.connection() as db:
+                async with db.transaction() as tx:
+                    row = await (await db.execute(sql, params)).fetchone()
+                    if row is None:
+                        raise psycopg.Rollback(tx)
+                    if blobs:
+                        async with db.cursor() as cursor:
+                            rows = [(params["key"], ref, data) for ref, data in blobs.items()]
+                            await cursor.executemany(_BLOB, rows)
+                return row  # type: ignore[no-any-return]
+        except psycopg.Error as exc:
+            raise SessionStoreError(f"{self!r}: {type(exc).__name__}: {exc}") from exc
+
+    async def _all(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        pool = await self._ready()
+        try:
+            async with pool.connection() as db:
+                cursor = await db.execute(sql, params)
+                return await cursor.fetchall()  # type: ignore[no-any-return]
         except psycopg.Error as exc:
             raise SessionStoreError(f"{self!r}: {type(exc).__name__}: {exc}") from exc
 

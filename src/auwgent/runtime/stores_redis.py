@@ -2,7 +2,10 @@
 
 Each conversation is one hash, ``<prefix>session:<key>``, holding the session JSON and its
 revision; each save is one Lua script that compares the revision and writes, atomically, so
-two workers can never both win (see :mod:`auwgent.runtime.stores_shared`). With ``ttl`` a
+two workers can never both win (see :mod:`auwgent.runtime.stores_shared`). Large part data
+(images, files) is kept by reference in the same hash, one field ``blob:<ref>`` per content,
+written by the same script (one key per conversation, so Redis Cluster takes it too) and
+deleted or expired with the conversation. With ``ttl`` a
 conversation expires that many seconds after its last save. Conversation locks are
 ``<prefix>lock:<key>`` keys set with ``NX`` and an expiry.
 """
@@ -18,19 +21,26 @@ from auwgent.runtime.stores_shared import (
     conflict,
     expected_revision,
     from_stored,
+    join_blobs,
+    parse_stored,
+    split_blobs,
+    stored_refs,
     to_stored,
 )
 
 __all__ = ["RedisSessionStore"]
 
-# KEYS[1]: the session hash. ARGV: expected revision, JSON text, ttl in ms (0: none).
-# Returns the new revision, or -1 - the stored revision on a conflict.
+# KEYS[1]: the session hash. ARGV: expected revision, JSON text, ttl in ms (0: none), then
+# blob field, data pairs. Returns the new revision, or -1 - the stored revision on a conflict.
 _SAVE = """
 local found = tonumber(redis.call('HGET', KEYS[1], 'revision') or '0')
 if found ~= tonumber(ARGV[1]) then
     return -1 - found
 end
 redis.call('HSET', KEYS[1], 'session', ARGV[2], 'revision', found + 1)
+for i = 4, #ARGV, 2 do
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
 if tonumber(ARGV[3]) > 0 then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
 else
@@ -108,18 +118,29 @@ class RedisSessionStore:
             return None
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return from_stored(key, text, int(revision), repr(self))
+        if '"data_ref":' not in text:
+            return from_stored(key, text, int(revision), repr(self))
+        value = parse_stored(key, text, repr(self))
+        refs = stored_refs(value)
+        fields = [f"blob:{ref}" for ref in refs]
+        found = await self._call(self.client.hmget(self._session_key(key), fields))
+        blobs = {
+            ref: data.decode("ascii") if isinstance(data, bytes) else data
+            for ref, data in zip(refs, found, strict=True)
+            if data is not None
+        }
+        return join_blobs(key, value, blobs, int(revision), repr(self))
 
     async def save(self, key: str, session: Session) -> None:
         """Save ``session`` if the stored revision is still the one it was loaded at."""
         expected = expected_revision(key, session)
-        text = to_stored(key, session)
+        text, blobs = split_blobs(to_stored(key, session))
         ttl_ms = int(self.ttl * 1000) if self.ttl else 0
-        result = int(
-            await self._call(
-                self._save_script(keys=[self._session_key(key)], args=[expected, text, ttl_ms])
-            )
-        )
+        args: list[Any] = [expected, text, ttl_ms]
+        for ref, data in blobs.items():
+            args += [f"blob:{ref}", data]
+        keys = [self._session_key(key)]
+        result = int(await self._call(self._save_script(keys=keys, args=args)))
         if result < 0:
             raise conflict(key, expected, -1 - result)
         session["revision"] = result

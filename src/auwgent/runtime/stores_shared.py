@@ -16,23 +16,37 @@ fails instead of silently dropping the other run's turn.
 only while ``owner`` still holds it (``False`` once it expired or another run took it).
 ``auwgent serve`` uses them, through :class:`auwgent.runtime.leases.Lease`, so that one
 conversation runs in one worker at a time. A lock whose holder died expires on its own.
+
+**Binaries by reference.** The SQLite, Redis and PostgreSQL stores keep the base64 data of an
+input part (an image, a file: :mod:`auwgent.runtime.parts`) longer than
+:data:`BLOB_THRESHOLD` characters beside the session, once per content and conversation: the
+session text holds ``{"type": "image", "media_type": ..., "data_ref": "sha256:<hex>"}`` in its
+place, and ``load`` puts the data back, so the session comes back exactly as it was saved. A
+part past :data:`~auwgent.runtime.parts.MAX_PART_BYTES` is refused by ``save`` (nothing is
+written), and a reference whose data is missing makes ``load`` fail naming it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from auwgent.errors import AuwgentError, ConfigError, ConflictError
 from auwgent.runtime.session import Session, check_session
 
 __all__ = [
+    "BLOB_THRESHOLD",
     "SessionStoreError",
     "StoredSessionError",
     "conflict",
     "expected_revision",
     "from_stored",
+    "join_blobs",
+    "parse_stored",
+    "split_blobs",
+    "stored_refs",
     "to_stored",
 ]
 
@@ -153,3 +167,93 @@ def from_stored(key: str, text: str, revision: int, where: str) -> Session:
 def conflict(key: str, expected: int, found: int | None) -> ConflictError:
     """The error of a save based on a stale revision (0 / ``None``: nothing stored)."""
     return _conflict(key, found or None, expected or None)
+
+
+# -- binaries by reference (SQLite, Redis, PostgreSQL) ---------------------------------------
+
+#: The length (base64 characters) past which a part's data is stored by reference: 64 KiB.
+BLOB_THRESHOLD = 64 * 1024
+_BINARY_KINDS = ("image", "file")
+_REF = "data_ref"
+
+
+def _map_parts(value: Any, change: Callable[[Any], Any]) -> Any:
+    """``value`` with ``change`` applied to each item of every ``"parts"`` list in it."""
+    if isinstance(value, dict):
+        return {
+            k: [change(p) for p in v]
+            if k == "parts" and isinstance(v, list)
+            else _map_parts(v, change)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_map_parts(v, change) for v in value]
+    return value
+
+
+def split_blobs(text: str) -> tuple[str, dict[str, str]]:
+    """The session text ``text`` (from :func:`to_stored`) with each large part's data replaced
+    by a reference, and the data by reference (``"sha256:<hex>"`` → base64)."""
+    blobs: dict[str, str] = {}
+
+    def out(part: Any) -> Any:
+        if not (
+            isinstance(part, dict)
+            and part.get("type") in _BINARY_KINDS
+            and isinstance(part.get("data"), str)
+            and len(part["data"]) > BLOB_THRESHOLD
+        ):
+            return part
+        ref = "sha256:" + hashlib.sha256(part["data"].encode("ascii")).hexdigest()
+        blobs[ref] = part["data"]
+        return {**{k: v for k, v in part.items() if k != "data"}, _REF: ref}
+
+    if '"parts":' not in text:
+        return text, blobs
+    value = _map_parts(json.loads(text), out)
+    if not blobs:
+        return text, blobs
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")), blobs
+
+
+def parse_stored(key: str, text: str, where: str) -> Any:
+    """A stored session's JSON value, unchecked (its references not yet resolved)."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise SessionStoreError(
+            f"stored session {key!r} in {where} is corrupt: not valid JSON ({error})"
+        ) from error
+
+
+def stored_refs(value: Any) -> list[str]:
+    """The data references in a parsed stored session, in order, without repeats."""
+    refs: dict[str, None] = {}
+
+    def note(part: Any) -> Any:
+        if isinstance(part, dict) and isinstance(part.get(_REF), str):
+            refs[part[_REF]] = None
+        return part
+
+    _map_parts(value, note)
+    return list(refs)
+
+
+def join_blobs(
+    key: str, value: Any, blobs: Mapping[str, str], revision: int, where: str
+) -> Session:
+    """The stored session ``value`` with its references replaced by their data, checked."""
+
+    def back(part: Any) -> Any:
+        if not (isinstance(part, dict) and isinstance(part.get(_REF), str)):
+            return part
+        ref = part[_REF]
+        if ref not in blobs:
+            raise SessionStoreError(
+                f"stored session {key!r} in {where} is corrupt: the data {ref} of a part is missing"
+            )
+        return {**{k: v for k, v in part.items() if k != _REF}, "data": blobs[ref]}
+
+    session = _checked(key, _map_parts(value, back), where)
+    session["revision"] = revision
+    return session

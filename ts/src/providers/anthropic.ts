@@ -8,6 +8,7 @@ import { ConfigError, ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { FunctionSpec, Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field } from "./shape.js";
+import { buildOrRefuse, refuse, WEB_SCHEMES } from "../parts.js";
 import { callSettings, modelStream, parseChunk, post, StreamInterrupted, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com";
@@ -72,16 +73,32 @@ function assistantContent(m: Message): string | Record<string, any>[] {
   return blocks;
 }
 
-/** A user turn's content. Text only today; image and document blocks go here. */
+/** A user turn's content: its text, or its parts as `text`, `image` and `document` blocks
+ * (`source` base64 or url). */
 function userContent(m: Message): string | Record<string, any>[] {
-  return m.content;
+  if (!m.parts || !m.parts.length) return m.content;
+  return userBlocks(m.parts);
+}
+
+function userBlocks(parts: Record<string, any>[]): Record<string, any>[] {
+  return parts.map((part, index) => {
+    if (part.type === "text") return { type: "text", text: part.text };
+    const kind = part.type === "image" ? "image" : "document";
+    if ("url" in part) {
+      if (!WEB_SCHEMES.some((s) => part.url.startsWith(s))) throw refuse(index, part, "the Messages API fetches http(s) URLs only");
+      return { type: kind, source: { type: "url", url: part.url } };
+    }
+    return { type: kind, source: { type: "base64", media_type: part.media_type, data: part.data } };
+  });
 }
 
 function history(messages: Message[]): Record<string, any>[] {
   const out: Record<string, any>[] = [];
   for (const m of messages) {
     if (m.role === "tool") {
-      const result = { type: "tool_result", tool_use_id: m.tool_call_id ?? "", content: m.content };
+      // A tool result's content: its text, with the images the tool returned as blocks.
+      const content = m.parts?.length ? [{ type: "text", text: m.content }, ...userBlocks(m.parts)] : m.content;
+      const result = { type: "tool_result", tool_use_id: m.tool_call_id ?? "", content };
       const last = out[out.length - 1];
       if (last && last.role === "user" && Array.isArray(last.content) && last.content[0]?.type === "tool_result") last.content.push(result);
       else out.push({ role: "user", content: [result] });
@@ -347,7 +364,7 @@ export class AnthropicProvider implements Provider {
   }
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
-    const body = buildMessagesBody(request);
+    const body = buildOrRefuse(this.name, () => buildMessagesBody(request));
     const call: HttpSettings = callSettings(this.http, this.name, this.apiKey, !request.stream);
     return modelStream(
       call,

@@ -17,6 +17,9 @@ export interface Message {
    * sent it (Anthropic's `thinking` blocks with their signatures, `redacted_thinking`): each a
    * part whose `data` is the block. Never answer text. */
   reasoning?: { kind: string; data: unknown }[];
+  /** A user message given as parts (text, image, file: src/parts.ts, checked), in order;
+   * `content` then holds their text. */
+  parts?: Record<string, any>[];
 }
 
 /** The kinds of parts that are the model's reasoning: kept with the assistant message in

@@ -5,6 +5,7 @@ import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field, MADE_ID_PREFIX, MadeIds } from "./shape.js";
+import { buildOrRefuse, refuse } from "../parts.js";
 import { callSettings, errorInBody, modelStream, parseChunk, post, readJson, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com";
@@ -133,6 +134,7 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
     const callId = m.tool_call_id ?? "";
     const part: Record<string, any> = { name: m.name ?? names.get(callId) ?? "", response };
     if (callId && !callId.startsWith(MADE_ID_PREFIX)) part.id = callId;
+    if (m.parts?.length) part.parts = userParts(m.parts); // images the tool returned
     const last = contents[contents.length - 1];
     if (last && last.role === "user" && "functionResponse" in last.parts[0]) last.parts.push({ functionResponse: part });
     else contents.push({ role: "user", parts: [{ functionResponse: part }] });
@@ -155,7 +157,19 @@ function addMessage(contents: Record<string, any>[], names: Map<string, string>,
       parts.push(part);
     }
     contents.push({ role: "model", parts: parts.length ? parts : [{ text: "" }] });
-  } else contents.push({ role: "user", parts: [{ text: m.content }] });
+  } else if (m.parts && m.parts.length) contents.push({ role: "user", parts: userParts(m.parts) });
+  else contents.push({ role: "user", parts: [{ text: m.content }] });
+}
+
+/** User content parts in Gemini's shape: `text`, `inlineData` (the data in URL-safe base64, as
+ * the google-genai SDK writes bytes), `fileData` (a URL; Gemini needs its media type). */
+function userParts(parts: Record<string, any>[]): Record<string, any>[] {
+  return parts.map((part, index) => {
+    if (part.type === "text") return { text: part.text };
+    if ("data" in part) return { inlineData: { data: part.data.replace(/\+/g, "-").replace(/\//g, "_"), mimeType: part.media_type } };
+    if (part.media_type == null) throw refuse(index, part, "Gemini needs the media_type of a URL part");
+    return { fileData: { fileUri: part.url, mimeType: part.media_type } };
+  });
 }
 
 // Keys of a part that describe it rather than carry answer content.
@@ -283,7 +297,7 @@ export class GeminiProvider implements Provider {
   }
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
-    const body = buildGeminiBody(request, this.signatures);
+    const body = buildOrRefuse(this.name, () => buildGeminiBody(request, this.signatures));
     const call = this.settings(!request.stream);
     const method = request.stream ? "streamGenerateContent?alt=sse" : "generateContent";
     return modelStream(

@@ -4,10 +4,28 @@ import { ProviderError } from "../errors.js";
 import { pyJson } from "../values.js";
 import type { Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { field, MadeIds, type Kind } from "./shape.js";
+import { buildOrRefuse, dataUrl, refuse, WEB_SCHEMES } from "../parts.js";
 import { callSettings, errorInBody, modelStream, parseChunk, post, readJson, type HttpConfig, type HttpSettings, type Reading } from "./http.js";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 const OWNED = new Set(["model", "messages", "stream"]);
+
+/** The filename sent with a file part that has none (Chat Completions requires one). */
+export const DEFAULT_FILENAME = "document.pdf";
+
+/** User content parts in Chat Completions' shape: `text`, `image_url` (a URL or a data: URL),
+ * `file` (`file_data` as a data: URL with a filename). */
+function contentParts(parts: Record<string, any>[]): Record<string, any>[] {
+  return parts.map((part, index) => {
+    if (part.type === "text") return { type: "text", text: part.text };
+    if (part.type === "image") {
+      if ("url" in part && !WEB_SCHEMES.some((s) => part.url.startsWith(s))) throw refuse(index, part, "Chat Completions fetches http(s) image URLs only");
+      return { type: "image_url", image_url: { url: "url" in part ? part.url : dataUrl(part) } };
+    }
+    if ("url" in part) throw refuse(index, part, "Chat Completions takes files as base64 data only");
+    return { type: "file", file: { file_data: dataUrl(part), filename: part.filename ?? DEFAULT_FILENAME } };
+  });
+}
 
 function messageJson(m: Message): Record<string, any> {
   if (m.role === "tool") return { role: "tool", tool_call_id: m.tool_call_id ?? "", content: m.content };
@@ -17,6 +35,7 @@ function messageJson(m: Message): Record<string, any> {
       content: m.content || null,
       tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
     };
+  if (m.parts && m.parts.length) return { role: m.role, content: contentParts(m.parts) };
   return { role: m.role, content: m.content };
 }
 
@@ -66,7 +85,18 @@ function nullable(schema: unknown): unknown {
 export function buildChatBody(request: ModelRequest, { strict = true }: { strict?: boolean } = {}): Record<string, any> {
   const messages: Record<string, any>[] = [];
   if (request.system) messages.push({ role: "system", content: request.system });
-  for (const m of request.messages) messages.push(messageJson(m));
+  // Images that tools returned follow their round's `tool` messages as one user message (a
+  // `tool` message holds text only).
+  let shown: Record<string, any>[] = [];
+  request.messages.forEach((m, i) => {
+    messages.push(messageJson(m));
+    if (m.role === "tool" && m.parts?.length)
+      shown.push({ type: "text", text: `The tool call ${m.tool_call_id} returned these images:` }, ...contentParts(m.parts));
+    if (shown.length && request.messages[i + 1]?.role !== "tool") {
+      messages.push({ role: "user", content: shown });
+      shown = [];
+    }
+  });
   const body: Record<string, any> = { model: request.model, messages };
   if (request.functions.length)
     body.tools = request.functions.map((f) => {
@@ -263,7 +293,7 @@ export class OpenAIProvider implements Provider {
   }
 
   stream(request: ModelRequest): AsyncIterable<StreamEvent> {
-    const body = buildChatBody(request, { strict: this.strict });
+    const body = buildOrRefuse(this.name, () => buildChatBody(request, { strict: this.strict }));
     const call = this.settings(!request.stream);
     const url = `${this.baseUrl}/chat/completions`;
     return modelStream(call, request.stream, () => post(url, body, this.headers(), call), () => new ChatReading(this.name, body));

@@ -841,7 +841,11 @@ class BlocksCodec:
         if not outcomes:
             return []
         body = "\n".join(section.render_outcome(o) for o in outcomes)
-        return [Message(role="user", content=body)]
+        images = tuple(part for o in outcomes for part in o.parts)
+        if not images:
+            return [Message(role="user", content=body)]
+        # Images a tool returned follow the result blocks in the same user message.
+        return [Message(role="user", content=body, parts=({"type": "text", "text": body}, *images))]
 
     def feedback_message(self, text: str) -> Message:
         """A runtime note, framed so the model does not take it for the user's words (and

@@ -167,6 +167,8 @@ class CallOutcome:
     error: str | None = None  # for "error"
     call_id: str | None = None
     request_id: str | None = None
+    # For "ok": images the tool returned for the model to see (auwgent.runtime.parts.tool_parts).
+    parts: tuple[Mapping[str, Any], ...] = ()
 
 
 @record

@@ -489,4 +489,5 @@ def _tool_message(outcome: CallOutcome) -> Message:
         content=content,
         tool_call_id=outcome.call_id,
         name=function_name(kind, outcome.name),
+        parts=outcome.parts,
     )

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from auwgent.errors import ConfigError, ProviderError
 from auwgent.ir.anthropic_options import ADAPTER_OWNED, DEFAULT_MAX_TOKENS, OWN, cache_control
 from auwgent.runtime import jsontext
+from auwgent.runtime.parts import WEB_SCHEMES, UnsupportedPart, refuse
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -143,8 +144,31 @@ def _assistant_content(message: Message) -> str | list[dict[str, Any]]:
 
 
 def _user_content(message: Message) -> str | list[dict[str, Any]]:
-    """A user turn's content. Text only today; image and document blocks go here."""
-    return message.content
+    """A user turn's content: its text, or its parts as ``text``, ``image`` and ``document``
+    blocks (``source`` base64 or url)."""
+    if not message.parts:
+        return message.content
+    return [_block(index, part) for index, part in enumerate(message.parts)]
+
+
+def _block(index: int, part: Mapping[str, Any]) -> dict[str, Any]:
+    if part["type"] == "text":
+        return {"type": "text", "text": part["text"]}
+    kind = "image" if part["type"] == "image" else "document"
+    if "url" in part:
+        if not part["url"].startswith(WEB_SCHEMES):
+            raise refuse(index, part, "the Messages API fetches http(s) URLs only")
+        return {"type": kind, "source": {"type": "url", "url": part["url"]}}
+    source = {"type": "base64", "media_type": part["media_type"], "data": part["data"]}
+    return {"type": kind, "source": source}
+
+
+def _result_content(message: Message) -> str | list[dict[str, Any]]:
+    """A tool result's content: its text, with the images the tool returned as blocks."""
+    if not message.parts:
+        return message.content
+    text = {"type": "text", "text": message.content}
+    return [text, *(_block(i, part) for i, part in enumerate(message.parts))]
 
 
 def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -154,7 +178,7 @@ def _history(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
             result = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id or "",
-                "content": message.content,
+                "content": _result_content(message),
             }
             last = out[-1] if out else None
             if last is not None and last["role"] == "user" and _is_results(last["content"]):
@@ -504,7 +528,10 @@ class AnthropicProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
-        body = build_messages_body(request)
+        try:
+            body = build_messages_body(request)
+        except UnsupportedPart as error:
+            raise ProviderError(self.name, str(error)) from None
         call = Call(
             self.name,
             retry=self._retry,

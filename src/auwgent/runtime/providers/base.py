@@ -57,6 +57,9 @@ class Message:
     # sent it (Anthropic's ``thinking`` blocks with their signatures, ``redacted_thinking``):
     # each a ``ContentPart`` whose ``data`` is the block. Never answer text.
     reasoning: tuple[ContentPart, ...] = ()
+    # A user message given as parts (auwgent.runtime.parts: text, image, file dicts, checked),
+    # in order; ``content`` then holds their text. Empty for a plain text message.
+    parts: tuple[Mapping[str, Any], ...] = ()
 
 
 @record

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from auwgent.errors import ProviderError
 from auwgent.ir.gemini_options import embedding_options, split_options
 from auwgent.runtime import jsontext
+from auwgent.runtime.parts import UnsupportedPart, refuse
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -99,7 +100,30 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
     }
     if call_id and not call_id.startswith(MADE_ID_PREFIX):
         part["id"] = call_id
+    if message.parts:  # images the tool returned, as functionResponse parts
+        part["parts"] = _user_parts(message.parts)
     return {"functionResponse": part}
+
+
+_URL_SAFE = str.maketrans("+/", "-_")
+
+
+def _user_parts(parts: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
+    """User content parts in Gemini's shape: ``text``, ``inlineData`` (the data in URL-safe
+    base64, as the ``google-genai`` SDK writes bytes; the API reads both alphabets),
+    ``fileData`` (a URL; Gemini needs its media type)."""
+    out: list[dict[str, Any]] = []
+    for index, part in enumerate(parts):
+        if part["type"] == "text":
+            out.append({"text": part["text"]})
+        elif "data" in part:
+            data = part["data"].translate(_URL_SAFE)
+            out.append({"inlineData": {"data": data, "mimeType": part["media_type"]}})
+        elif "media_type" not in part:
+            raise refuse(index, part, "Gemini needs the media_type of a URL part")
+        else:
+            out.append({"fileData": {"fileUri": part["url"], "mimeType": part["media_type"]}})
+    return out
 
 
 class _History:
@@ -124,6 +148,8 @@ class _History:
                 self.contents.append({"role": "user", "parts": [part]})
         elif message.role == "assistant":
             self.contents.append({"role": "model", "parts": self._model_parts(message)})
+        elif message.parts:
+            self.contents.append({"role": "user", "parts": _user_parts(message.parts)})
         else:
             self.contents.append({"role": "user", "parts": [{"text": message.content}]})
 
@@ -369,7 +395,10 @@ class GeminiProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (deltas, then usage, then finish)."""
-        body = build_gemini_body(request, self._signatures)
+        try:
+            body = build_gemini_body(request, self._signatures)
+        except UnsupportedPart as error:
+            raise ProviderError(self.name, str(error)) from None
         call = self._call()
         call.whole = not request.stream
         return retry_unstarted(lambda: self._stream_once(request, body, call), call)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ProviderError
 from auwgent.runtime import jsontext
+from auwgent.runtime.parts import WEB_SCHEMES, UnsupportedPart, data_url, refuse
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -79,7 +80,53 @@ def _message_json(message: Message) -> dict[str, Any]:
                 for call in message.tool_calls
             ],
         }
+    if message.parts:
+        return {"role": message.role, "content": _content_parts(message.parts)}
     return {"role": message.role, "content": message.content}
+
+
+def _history(history: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The messages; images that tools returned follow their round's ``tool`` messages as one
+    user message (a ``tool`` message holds text only)."""
+    out: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []
+    for index, message in enumerate(history):
+        out.append(_message_json(message))
+        if message.role == "tool" and message.parts:
+            label = f"The tool call {message.tool_call_id} returned these images:"
+            shown += [{"type": "text", "text": label}, *_content_parts(message.parts)]
+        last = index + 1 == len(history) or history[index + 1].role != "tool"
+        if shown and last:
+            out.append({"role": "user", "content": shown})
+            shown = []
+    return out
+
+
+#: The filename sent with a file part that has none (Chat Completions requires one).
+DEFAULT_FILENAME = "document.pdf"
+
+
+def _content_parts(parts: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
+    """User content parts in Chat Completions' shape: ``text``, ``image_url`` (a URL or a
+    ``data:`` URL), ``file`` (``file_data`` as a ``data:`` URL with a filename)."""
+    out: list[dict[str, Any]] = []
+    for index, part in enumerate(parts):
+        kind = part["type"]
+        if kind == "text":
+            out.append({"type": "text", "text": part["text"]})
+        elif kind == "image":
+            if "url" in part and not part["url"].startswith(WEB_SCHEMES):
+                raise refuse(index, part, "Chat Completions fetches http(s) image URLs only")
+            url = part["url"] if "url" in part else data_url(part)
+            out.append({"type": "image_url", "image_url": {"url": url}})
+        elif "url" in part:
+            raise refuse(index, part, "Chat Completions takes files as base64 data only")
+        else:
+            filename = part.get("filename", DEFAULT_FILENAME)
+            out.append(
+                {"type": "file", "file": {"file_data": data_url(part), "filename": filename}}
+            )
+    return out
 
 
 def _tool(function: FunctionSpec, strict: bool) -> dict[str, Any]:
@@ -168,7 +215,7 @@ def build_chat_body(request: ModelRequest, *, strict: bool = True) -> dict[str, 
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages.extend(_message_json(m) for m in request.messages)
+    messages.extend(_history(request.messages))
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.functions:
         body["tools"] = list(_tools(request.functions, strict))
@@ -367,7 +414,10 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield its events (see the module docstring for the order)."""
-        body = build_chat_body(request, strict=self.strict)
+        try:
+            body = build_chat_body(request, strict=self.strict)
+        except UnsupportedPart as error:
+            raise ProviderError(self.name, str(error)) from None
         call = self._call()
         call.whole = not request.stream
         return retry_unstarted(lambda: self._stream_once(request, body, call), call)

@@ -20,3 +20,15 @@ if [ ! -f "$stamp" ]; then
 fi
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"
+
+# npm_ci: `npm ci` in the current folder only when its lockfile changed since the last install
+# here (a stamp in node_modules). scripts/build.sh runs during the test suite (the artifact
+# tests), so it must not reinstall, and so wipe, a node_modules that other tests are reading.
+npm_ci() {
+  local stamp
+  stamp="node_modules/.installed-$(sha1sum package-lock.json | cut -c1-12)"
+  if [ ! -f "$stamp" ]; then
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+    touch "$stamp"
+  fi
+}

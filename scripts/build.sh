@@ -24,16 +24,6 @@ quiet() {
   "$@" >"$WORK/step.log" 2>&1 || { cat "$WORK/step.log" >&2; echo "failed: $*" >&2; exit 1; }
 }
 
-# npm ci only when the lockfile changed since the last install (as scripts/test_vscode.sh).
-npm_ci() {
-  local stamp
-  stamp="node_modules/.installed-$(sha1sum package-lock.json | cut -c1-12)"
-  if [ ! -f "$stamp" ]; then
-    npm ci --no-audit --no-fund --loglevel=error >/dev/null
-    touch "$stamp"
-  fi
-}
-
 step "sdist and wheel"
 quiet python -m build --outdir "$OUT" "$ROOT"
 

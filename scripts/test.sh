@@ -79,7 +79,7 @@ node_deps() {
   local dir
   command -v npm >/dev/null 2>&1 || { echo "npm is not installed: the tests that need it skip"; return 0; }
   for dir in ts tests/mcptools/node; do
-    (cd "$ROOT/$dir" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+    (cd "$ROOT/$dir" && npm_ci) || return 1
   done
 }
 suite node-deps node_deps

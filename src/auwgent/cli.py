@@ -150,7 +150,7 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "eval",
-        help="run eval datasets and score them (docs/evals.md)",
+        help="run eval datasets and score them (auwgent eval --help)",
         description="Run the cases of eval datasets (default: the project's `evals`) on the "
         "offline model or through cassettes, score them, and compare with a baseline. Exit 0 "
         "when every case passes and nothing regressed, 1 otherwise, 2 on a usage error.",

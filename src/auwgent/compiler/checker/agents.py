@@ -164,7 +164,12 @@ def _outside_agent(cx: Context, decl: n.ToolDecl | n.WorkflowDecl) -> None:
         "E2003",
         f"{word} `{decl.name.text}` is declared outside an agent or helper",
         decl.name.span,
-        help="move it inside the `agent` or `helper` block whose model may call it",
+        help="move it inside the `agent` or `helper` block whose model may call it"
+        + (
+            ", or into a tool group (`tools Name { ... }`) the agent names"
+            if word == "tool"
+            else ""
+        ),
     )
 
 

@@ -85,7 +85,7 @@ def unused_warnings(cx: Context, skip: Collection[str] = ()) -> None:
                     continue
                 cx.warn(
                     "W2002",
-                    f"{symbol.kind} `{symbol.name}` is declared but never used",
+                    f"{_noun(symbol.kind)} `{symbol.name}` is declared but never used",
                     decl.name.span,
                     help="use it, export it, or remove it",
                 )
@@ -105,9 +105,16 @@ def check_file(cx: Context) -> None:
             case n.ToolDecl() | n.WorkflowDecl():
                 _outside_agent(cx, decl)
                 continue
-            case n.ToolsBlock(tools=tools):
+            case n.ToolsBlock(tools=tools, groups=groups):
                 for tool in tools:
                     _outside_agent(cx, tool)
+                for name in groups:
+                    cx.report(
+                        "E2003",
+                        f"tool group `{name.text}` is named outside an agent or helper",
+                        name.span,
+                        help="name it in the `tools { }` block of the agent or helper that uses it",
+                    )
                 continue
         _top_level_name(cx, decl, seen)
         match decl:
@@ -153,7 +160,12 @@ def _top_level_name(cx: Context, decl: n.Decl, seen: dict[str, Span]) -> None:
             help="rename the declaration or drop the import",
         )
         return
-    cx.duplicate(name, seen, kind_word(decl))
+    cx.duplicate(name, seen, _noun(kind_word(decl)))
+
+
+def _noun(kind: str) -> str:
+    """What a declaration of ``kind`` is called in messages (``tools`` is a tool group)."""
+    return "tool group" if kind == "tools" else kind
 
 
 def _outside_agent(cx: Context, decl: n.ToolDecl | n.WorkflowDecl) -> None:

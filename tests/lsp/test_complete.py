@@ -117,6 +117,12 @@ def test_completion_in_place(
     assert not absent & labels, sorted(labels)
 
 
+def test_tool_groups_in_a_tools_block(root: Path) -> None:
+    group = "tools FilesTools {\n    read(path: string): string\n}\n"
+    text = group + MAIN.replace("agent Main {", "agent Main {\n    tools {\n        |\n    }", 1)
+    assert "FilesTools" in _labels(root, text)
+
+
 def test_top_level_import_export_and_templates(root: Path) -> None:
     top = _labels(root, MAIN + "\n|")
     assert {"agent", "helper", "type", "model", "prompt", "intent", "import", "export"} <= top
@@ -128,7 +134,9 @@ def test_top_level_import_export_and_templates(root: Path) -> None:
         "persona",
         "intent",
         "helper",
+        "tools",
     }
+    assert "tools" in top
     imports = _labels(root, 'import { | } from "./lib"\n' + MAIN)
     assert {"Ticket", "Fast", "Hello", "Planning", "Writer"} <= imports
     assert "Private" not in imports  # not exported

@@ -259,6 +259,67 @@ async def test_document_symbols(project: Path, client: Client) -> None:
     assert {c.name for c in children["run"].children or []} == {"id", "found"}
 
 
+GROUP = """mcp Files { command: "python", args: ["server.py"] }
+
+export tools FilesTools {
+    read_text(path: string): string @desc "Read a file" @mcp(Files)
+    list_dir(path: string): string[] @mcp(Files)
+}
+"""
+
+USES_GROUP = """import { FilesTools } from "./files_tools"
+
+agent Reader {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "Read."
+    }
+    tools {
+        FilesTools
+    }
+    workflow show(path: string): string {
+        description: "Show a file"
+        return read_text(path)
+    }
+}
+"""
+
+
+async def test_a_tool_group_in_the_outline_hover_and_definition(
+    project: Path, client: Client
+) -> None:
+    (project / "src" / "files_tools.agent").write_text(GROUP, encoding="utf-8")
+    (project / "src" / "reader.agent").write_text(USES_GROUP, encoding="utf-8")
+    group_uri = client.open(project / "src" / "files_tools.agent")
+    await client.wait_for(group_uri, lambda d: d == [])
+    symbols = await client.text_document_document_symbol_async(
+        t.DocumentSymbolParams(text_document=t.TextDocumentIdentifier(uri=group_uri))
+    )
+    assert symbols is not None
+    group = next(s for s in symbols if isinstance(s, t.DocumentSymbol) and s.detail == "tools")
+    assert (group.name, group.kind) == ("FilesTools", t.SymbolKind.Module)
+    assert [c.name for c in group.children or []] == ["read_text", "list_dir"]
+
+    uri = client.open(project / "src" / "reader.agent")
+    await client.wait_for(uri, lambda d: d == [])
+    doc = t.TextDocumentIdentifier(uri=uri)
+    hover = await client.text_document_hover_async(
+        t.HoverParams(text_document=doc, position=position(USES_GROUP, "FilesTools", nth=1))
+    )
+    assert hover is not None and isinstance(hover.contents, t.MarkupContent)
+    assert "tools FilesTools" in hover.contents.value
+    where = await client.text_document_definition_async(
+        t.DefinitionParams(text_document=doc, position=position(USES_GROUP, "FilesTools", nth=1))
+    )
+    assert isinstance(where, t.Location) and where.uri == group_uri
+    assert where.range.start == position(GROUP, "FilesTools")
+    called = await client.text_document_definition_async(
+        t.DefinitionParams(text_document=doc, position=position(USES_GROUP, "read_text(path)"))
+    )
+    assert isinstance(called, t.Location) and called.uri == group_uri
+    assert called.range.start == position(GROUP, "read_text")
+
+
 async def test_a_new_file_joins_its_project_when_saved(project: Path, client: Client) -> None:
     new = project / "src" / "extra.agent"
     text = 'import { Ticket } from "./types"\n\nexport type Box {\n    item: Ticket\n}\n'

@@ -79,13 +79,15 @@ def test_import_over_http_with_only_and_out(
         "--out", str(target),
     )  # fmt: skip
     assert (code, err) == (0, "")
-    assert out == f"wrote 2 tools of Web to {target}\n"
-    lines = [
-        line for line in target.read_text(encoding="utf-8").splitlines() if line.startswith("tool")
-    ]
-    assert lines == [
-        'tool add(a: number, b?: number): number @desc "Add two numbers" @mcp(Web)',
-        'tool greet(name: string, mood?: string): string @desc "Greet someone." @mcp(Web)',
+    assert out.startswith(f"wrote 2 tools of Web to {target} as tool group `WebTools`")
+    lines = target.read_text(encoding="utf-8").splitlines()
+    assert lines[3:] == [
+        'import { Web } from "./main"',
+        "",
+        "export tools WebTools {",
+        '    add(a: number, b?: number): number @desc "Add two numbers" @mcp(Web)',
+        '    greet(name: string, mood?: string): string @desc "Greet someone." @mcp(Web)',
+        "}",
     ]
 
 
@@ -248,33 +250,66 @@ def test_mcp_config_gives_the_servers_secrets_to_import_and_check(
     )
 
 
-def test_import_out_never_writes_a_module_that_breaks_the_project(
+def test_import_out_writes_a_module_the_project_imports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--out`` into the source folder would add a module of top-level tools (E2003): it is
-    refused, nothing is written and the project still checks; elsewhere the file is written
-    and the project is unchanged."""
+    """``--out`` inside the source folder writes a module exporting the server's tools as a
+    tool group (importing the server from its own file): the project still checks, an agent
+    naming the group gets the tools, and the bindings ask the application for none of them."""
     (tmp_path / "auwgent.yml").write_text('source: "src"\n', encoding="utf-8")
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "servers.agent").write_text("export " + stdio_server("Files"), encoding="utf-8")
+    (src / "mcp").mkdir(parents=True)
+    (src / "mcp" / "servers.agent").write_text("export " + stdio_server("Files"), "utf-8")
     project = str(tmp_path)
-    for target in (src / "files.agent", src / "nested" / "files.agent"):
-        code, out, err = cli(
-            capsys, "mcp", "import", "Files", "--project", project, "--out", str(target)
-        )
-        assert (code, out) == (2, "")
-        assert err.startswith(f"error: not writing {target}: it is an .agent file inside the ")
-        assert "(E2003)" in err and "paste the lines into an agent" in err
-        assert not target.exists()
-    assert cli(capsys, "check", project)[0] == 0
-    for target in (tmp_path / "files.agent", src / "files.txt"):
-        code, out, err = cli(
-            capsys, "mcp", "import", "Files", "--project", project, "--out", str(target)
-        )
-        assert (code, err) == (0, "")
-        assert out.startswith("wrote 8 tools of Files to ")
-        assert "@mcp(Files)" in target.read_text(encoding="utf-8")
-        code, out, err = cli(capsys, "check", project)
-        assert (code, err) == (0, ""), err
-        assert out.startswith("checked 1 file (0 agents)")
+    target = src / "tools" / "files_tools.agent"
+    code, out, err = cli(
+        capsys, "mcp", "import", "Files", "--project", project, "--out", str(target)
+    )
+    assert (code, err) == (0, "")
+    assert out == (
+        f"wrote 8 tools of Files to {target} as tool group `FilesTools`: import it and name it "
+        "in an agent's `tools { FilesTools }`\n"
+    )
+    text = target.read_text(encoding="utf-8")
+    assert 'import { Files } from "../mcp/servers"\n\nexport tools FilesTools {\n' in text
+    assert '    add(a: number, b?: number): number @desc "Add two numbers" @mcp(Files)\n' in text
+    code, out, err = cli(capsys, "check", project)
+    assert (code, err) == (0, ""), err
+    assert out.startswith("checked 2 files (0 agents)")
+    (src / "main.agent").write_text(
+        'import { FilesTools } from "./tools/files_tools"\n'
+        + HEADER
+        + "    tools {\n        FilesTools\n        note(text: string): string\n    }\n"
+        + '    workflow total(a: number): number {\n        description: "Add one."\n'
+        + "        return add(a, 1)\n    }\n}\n",
+        encoding="utf-8",
+    )
+    code, out, err = cli(capsys, "check", "--mcp", project)
+    assert (code, err) == (0, ""), err
+    assert out.startswith("checked 3 files (1 agent)")
+    code, out, err = cli(capsys, "generate", project)
+    assert (code, err) == (0, ""), err
+    document = json.loads((tmp_path / "generated" / "main.agent.json").read_text("utf-8"))
+    tools = document["agents"]["Main"]["tools"]
+    assert [t["name"] for t in tools] == [
+        "note", "list_dir", "add", "delete_file", "greet", "broken", "crash", "slow", "tag_file"
+    ]  # fmt: skip
+    assert [t.get("mcp") for t in tools[1:]] == ["Files"] * 8 and "mcp" not in tools[0]
+    assert sorted(document["mcp"]) == ["Files"]
+    bindings = (tmp_path / "generated" / "main_types.py").read_text(encoding="utf-8")
+    protocol = bindings.split("class AuwgentTools", 1)[1].split("\nclass ", 1)[0]
+    assert "def note(" in protocol
+    assert "def add(" not in protocol and "def list_dir(" not in protocol
+
+
+def test_import_out_never_overwrites_the_server_declaration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = tmp_path / "servers.agent"
+    servers.write_text(stdio_server("Files"), encoding="utf-8")
+    code, out, err = cli(
+        capsys, "mcp", "import", "Files", "--project", str(tmp_path), "--out", str(servers)
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: not writing {servers}: it declares `mcp Files`")
+    assert servers.read_text(encoding="utf-8") == stdio_server("Files")

@@ -169,6 +169,9 @@ const EXPECTED = {
     [82, "approval", "storage.type.annotation.auwgent"],
     [82, "approval", "!invalid.illegal.annotation.auwgent"],
     [84, "approval", "storage.type.annotation.auwgent"],
+    [87, "export", "storage.modifier.export.auwgent"],
+    [87, "tools", "storage.type.tools.auwgent"],
+    [87, "FilesTools", "entity.name.type.auwgent"],
   ],
 };
 

@@ -21,7 +21,7 @@ from .._records import record
 from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
 from .diagnostics import Diagnostic, error
-from .members import agent_parts
+from .members import AgentParts, agent_parts
 from .modules import FileScope, InFile, ModuleGraph, Symbol
 from .source import SourceFile, Span
 
@@ -221,8 +221,12 @@ class _AgentLowering:
         decl, parts, low = self.decl, self.parts, self.low
         chosen, dropped = select_examples(example_candidates(parts.tools, parts.workflows))
         helpers = [use for block in parts.helpers[:1] for use in block.uses]
+        groups = list(low.scope.groups(parts.groups))
         # By name, the first of each (built once: per workflow, it was quadratic).
         agent_sigs = {t.name.text: t for t in reversed(parts.tools)}
+        for symbol in groups:
+            assert isinstance(symbol.decl, n.ToolGroupDecl)
+            agent_sigs.update({t.name.text: t for t in symbol.decl.tools})
         return {
             "name": decl.name.text,
             "kind": decl.kind,
@@ -231,7 +235,7 @@ class _AgentLowering:
             "context": [low_field(low, f) for c in parts.contexts[:1] for f in c.fields],
             "input": self.io(parts.inputs, "Input"),
             "output": self.io(parts.outputs, "Output"),
-            "tools": [lower_tool(low, t) for t in parts.tools],
+            "tools": [lower_tool(low, t) for t in parts.tools] + self.group_tools(groups),
             "workflows": [lower_workflow(low, w, agent_sigs) for w in parts.workflows],
             "helpers": [self.helper_use(use) for use in helpers],
             "personas": self.personas(),
@@ -239,6 +243,16 @@ class _AgentLowering:
             "examples": [lower_example(c) for c in chosen],
             "dropped_examples": [lower_example(c) for c in dropped],
         }
+
+    def group_tools(self, groups: list[Symbol]) -> list[m.Tool]:
+        """The tools of the tool groups the agent names, each lowered in its group's file
+        (after the agent's own tools, in the order the groups are named)."""
+        out: list[m.Tool] = []
+        for symbol in groups:
+            assert isinstance(symbol.decl, n.ToolGroupDecl)
+            with self.low.within(symbol.path):
+                out.extend(lower_tool(self.low, t) for t in symbol.decl.tools)
+        return out
 
     def description(self) -> str | None:
         if not self.decl.is_helper:
@@ -817,8 +831,7 @@ class _Names:
                 self.fields(context.fields)
             self.io(decl, parts.inputs, "Input")
             self.io(decl, parts.outputs, "Output")
-            for tool in parts.tools:
-                self.tool(tool)
+            self.tools(parts)
             for workflow in parts.workflows:
                 self.fields(workflow.params)
                 if workflow.returns:
@@ -845,6 +858,17 @@ class _Names:
                             self.fields(found.decl.fields)
                     else:
                         self.fields(item.fields)
+
+    def tools(self, parts: AgentParts) -> None:
+        """The agent's own tools, then its groups' (``_AgentLowering.group_tools``)."""
+        low = self.low
+        for tool in parts.tools:
+            self.tool(tool)
+        for group in low.scope.groups(parts.groups):
+            assert isinstance(group.decl, n.ToolGroupDecl)
+            with low.within(group.path):
+                for tool in group.decl.tools:
+                    self.tool(tool)
 
     def io(
         self, decl: n.AgentDecl, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str

@@ -20,6 +20,7 @@ class AgentParts:
         "inputs",
         "outputs",
         "tools",
+        "groups",
         "workflows",
         "helpers",
         "personas",
@@ -33,6 +34,7 @@ class AgentParts:
         self.inputs: list[n.InputDecl] = []
         self.outputs: list[n.OutputDecl] = []
         self.tools: list[n.ToolDecl] = []
+        self.groups: list[n.Name] = []  # tool groups named in `tools {}` blocks
         self.workflows: list[n.WorkflowDecl] = []
         self.helpers: list[n.HelpersBlock] = []
         self.personas: list[n.PersonasBlock] = []
@@ -51,6 +53,7 @@ def agent_parts(decl: n.AgentDecl) -> AgentParts:
             getattr(parts, group).append(member)
         elif isinstance(member, n.ToolsBlock):
             parts.tools.extend(member.tools)
+            parts.groups.extend(member.groups)
     return parts
 
 

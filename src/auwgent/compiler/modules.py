@@ -3,8 +3,8 @@
 Every ``.agent`` file is a module keyed by its path relative to the source root
 (``"helpers/data.agent"``, always ``/``-separated). ``import { A } from "./x"`` resolves
 relative to the importing file, with or without the ``.agent`` suffix. Only ``model``, ``mcp``,
-``prompt``, ``persona``, ``type``, ``helper`` and ``intent`` declarations can be exported; tools
-and workflows live with their agent.
+``prompt``, ``persona``, ``type``, ``helper``, ``intent`` and tool group (``tools Name { }``)
+declarations can be exported; a single tool and a workflow live with their agent.
 
 Diagnostics (``E1xxx``) point at the import or the export that is wrong. A name whose import
 failed is simply absent from the importing file's scope, and the checker is told not to
@@ -14,7 +14,7 @@ report it again as unknown.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from .._records import record
@@ -24,7 +24,14 @@ from .source import SourceFile
 
 #: Declarations that have a name in a file's top-level scope.
 NamedDecl = (
-    n.ModelDecl | n.McpDecl | n.TypeDecl | n.PromptDecl | n.PersonaDecl | n.IntentDecl | n.AgentDecl
+    n.ModelDecl
+    | n.McpDecl
+    | n.TypeDecl
+    | n.PromptDecl
+    | n.PersonaDecl
+    | n.IntentDecl
+    | n.AgentDecl
+    | n.ToolGroupDecl
 )
 
 SUFFIX = ".agent"
@@ -36,6 +43,7 @@ KIND_WORDS: dict[type, str] = {
     n.PromptDecl: "prompt",
     n.PersonaDecl: "persona",
     n.IntentDecl: "intent",
+    n.ToolGroupDecl: "tools",
 }
 
 
@@ -102,6 +110,17 @@ class FileScope:
     def visible_names(self) -> list[str]:
         """Every name usable at this file's top level (for did-you-mean)."""
         return sorted({*self.local, *self.imported})
+
+    def groups(self, names: Iterable[n.Name]) -> Iterator[Symbol]:
+        """The tool groups (``tools Name { }``) that ``names`` denote here, in order, once
+        each; names that denote no group are skipped (the checker reports them)."""
+        seen: set[str] = set()
+        for name in names:
+            symbol = self.lookup(name.text)
+            if symbol is not None and isinstance(symbol.decl, n.ToolGroupDecl):
+                if symbol.key not in seen:
+                    seen.add(symbol.key)
+                    yield symbol
 
 
 @record
@@ -208,7 +227,12 @@ def _check_unexportable(
             module.source,
             decl.export_span,
             help=f"tools and workflows live with the agent or helper that uses them: declare "
-            f"the {word} inside that block; to share it, export a `helper` that has it",
+            f"the {word} inside that block; to share "
+            + (
+                "tools, export a tool group (`export tools Name { ... }`)"
+                if word == "tool"
+                else "it, export a `helper` that has it"
+            ),
         )
     )
 

@@ -537,10 +537,26 @@ class ToolDecl:
 
 @record
 class ToolsBlock:
-    """``tools { a(...): T  b(...): U }``."""
+    """``tools { a(...): T  b(...): U  Files }`` (in an agent, helper or workflow).
+
+    ``groups`` are the names of tool groups written as bare lines (``Files``): their tools
+    are the agent's too (see ``ToolGroupDecl``).
+    """
 
     tools: tuple[ToolDecl, ...]
     span: Span
+    groups: tuple[Name, ...] = ()
+
+
+@record
+class ToolGroupDecl:
+    """``tools Name { a(...): T ... }`` at the top level: a named, exportable group of tool
+    declarations that agents and helpers use by naming it in their ``tools { }`` block."""
+
+    name: Name
+    tools: tuple[ToolDecl, ...]
+    span: Span
+    export_span: Span | None = None
 
 
 @record
@@ -557,6 +573,8 @@ class WorkflowDecl:
 
     ``tools`` are the scoped tools in source order (``tool x`` lines and ``tools {}`` blocks
     flattened). ``annotations`` are those written after the closing brace (``@example()``).
+    ``groups`` are tool group names written in its ``tools {}`` blocks (the checker refuses
+    them: a group is used by an agent or helper).
     """
 
     name: Name
@@ -568,6 +586,7 @@ class WorkflowDecl:
     annotations: tuple[Annotation, ...]
     span: Span
     export_span: Span | None = None
+    groups: tuple[Name, ...] = ()
 
     @property
     def examples(self) -> tuple[ExampleAnnotation, ...]:
@@ -899,6 +918,7 @@ Decl: TypeAlias = (
     | PersonaDecl
     | IntentDecl
     | AgentDecl
+    | ToolGroupDecl
     | ToolDecl
     | ToolsBlock
     | WorkflowDecl

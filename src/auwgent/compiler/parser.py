@@ -5,7 +5,7 @@ between list entries are optional wherever entries may also be separated by line
 
     module       := decl*
     decl         := import | ["export"] (model | mcp | type | prompt | persona | intent
-                                          | agent | tool | tools | workflow) | test
+                                          | agent | tool | tools | group | workflow) | test
     import       := "import" "{" IDENT ("," IDENT)* "}" "from" STRING
     model        := "model" IDENT "{" entry* "}"
     mcp          := "mcp" IDENT "{" entry* "}"
@@ -48,7 +48,8 @@ between list entries are optional wherever entries may also be separated by line
                   | "description" ":" STRING
     intent_term  := IDENT | "{" (IDENT "{" intent_item* "}")* "}"
     tool         := "tool" signature
-    tools        := "tools" "{" signature* "}"
+    tools        := "tools" "{" (signature | IDENT)* "}"     (IDENT: a tool group used here)
+    group        := "tools" IDENT "{" signature* "}"
     signature    := ["tool"] IDENT "(" params ")" ":" type_expr annotation*
     workflow     := "workflow" IDENT "(" params ")" [":" type_expr] "{" wf_item* "}" annotation*
     wf_item      := "description" ":" STRING | tool | tools | stmt
@@ -573,7 +574,7 @@ class _Parser:
         text = self.texts[pos]
         if text in ("agent", "helper", "import", "export", "type", "prompt", "persona"):
             return self.kind(1) is IDENT or text in ("import", "export")
-        if text in ("model", "mcp", "intent"):
+        if text in ("model", "mcp", "intent", "tools"):
             return self.kind(1) is IDENT and self.kind(2) is LBRACE
         if text == "test":
             return self.kind(1) is STRING and self.kind(2) is LBRACE
@@ -1258,8 +1259,30 @@ class _Parser:
 
     def parse_tools_block(self, export: Span | None = None) -> n.ToolsBlock:
         keyword = self.advance_span()
-        tools, span = self.block("`tools`", keyword, self.parse_signature)
-        return n.ToolsBlock(tuple(tools), self.with_export(export, span))
+        items, span = self.block("`tools`", keyword, self.parse_tools_item)
+        tools = tuple(item for item in items if isinstance(item, n.ToolDecl))
+        groups = tuple(item for item in items if isinstance(item, n.Name))
+        return n.ToolsBlock(tools, self.with_export(export, span), groups)
+
+    def parse_tools_item(self) -> n.ToolDecl | n.Name:
+        """A signature, or a bare name (a tool group used here) alone on its line."""
+        if self.kinds[self.pos] is IDENT and self.kind(1) in (RBRACE, COMMA, EOF):
+            return self.expect_name("a tool group name")
+        if self.kinds[self.pos] is IDENT and self.kind(1) is IDENT and self.newlines[self.pos + 1]:
+            return self.expect_name("a tool group name")
+        return self.parse_signature()
+
+    def parse_top_tools(self, export: Span | None) -> n.ToolGroupDecl | n.ToolsBlock:
+        """``tools Name { ... }`` (a tool group), or a nameless ``tools { }`` (which the
+        checker reports as outside an agent)."""
+        if self.kind(1) is not IDENT:
+            return self.parse_tools_block(export)
+        keyword = self.advance_span()
+        name = self.expect_name("a tool group name after `tools`")
+        tools, span = self.block(
+            f"`tools {name.text}`", keyword, self.parse_signature, stop=self.starts_declaration
+        )
+        return n.ToolGroupDecl(name, tuple(tools), self.with_export(export, span), export)
 
     def parse_workflow(self, export: Span | None = None) -> n.WorkflowDecl:
         keyword = self.advance()
@@ -1268,6 +1291,7 @@ class _Parser:
         returns = self.parse_type() if self.eat(COLON) else None
         description: list[n.DescriptionEntry] = []
         tools: list[n.ToolDecl] = []
+        groups: list[n.Name] = []
         what = f"`workflow {name.text}`"
 
         def item() -> n.Stmt | None:
@@ -1276,7 +1300,9 @@ class _Parser:
             elif self.at_word("tool") and self.kind(1) is IDENT:
                 tools.append(self.parse_tool())
             elif self.at_word("tools") and self.kind(1) is LBRACE:
-                tools.extend(self.parse_tools_block().tools)
+                block = self.parse_tools_block()
+                tools.extend(block.tools)
+                groups.extend(block.groups)
             else:
                 return self.parse_stmt()
             return None
@@ -1293,6 +1319,7 @@ class _Parser:
             annotations,
             self.with_export(export, self.since(span)),
             export,
+            tuple(groups),
         )
 
     # ---------------------------------------------------------------- statements
@@ -1609,7 +1636,7 @@ _DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
     "agent": _Parser.parse_agent,
     "helper": _Parser.parse_agent,
     "tool": _Parser.parse_tool,
-    "tools": _Parser.parse_tools_block,
+    "tools": _Parser.parse_top_tools,
     "workflow": _Parser.parse_workflow,
     "test": _Parser.parse_test,
 }

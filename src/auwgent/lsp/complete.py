@@ -40,8 +40,8 @@ class Candidate:
 
 
 # The parser's own lists, so that completion offers what the parser reads.
-TOP_KEYWORDS = (*_DECL_WORDS, "test")
-EXPORTABLE = ("model", "mcp", "type", "prompt", "persona", "intent", "helper")
+TOP_KEYWORDS = (*_DECL_WORDS, "tools", "test")
+EXPORTABLE = ("model", "mcp", "type", "prompt", "persona", "intent", "helper", "tools")
 STATEMENT_KEYWORDS = tuple(sorted(_STATEMENT_WORDS))
 PROMPT_KEYWORDS = ("Example", "if", "else", "return")
 VALUE_WORDS = ("true", "false", "null", "ctx")
@@ -214,6 +214,8 @@ class _Completer:
             return self.top_names(None)
         if isinstance(member, n.PersonasBlock):
             return self.top_names("persona")
+        if isinstance(member, n.ToolsBlock) and not head.strip():
+            return self.top_names("tools")  # a tool group used here, or a new signature
         if isinstance(member, n.HelpersBlock):
             if re.search(r"with\s+tools\s*\{[^}]*$", head):
                 return self.members(key, ("tool",))

@@ -154,6 +154,11 @@ class _Indexer:
         if isinstance(decl, n.AgentDecl):
             self.agent(decl, key)
             return
+        if isinstance(decl, n.ToolGroupDecl):
+            self.define(key, decl.name, kind, decl.span, f"tools {decl.name.text}", None)
+            for tool in decl.tools:
+                self.tool(tool, f"{key}.{tool.name.text}", decl.name.text)
+            return
         doc = None
         if isinstance(decl, n.IntentDecl) and decl.description is not None:
             doc = decl.description.text.value
@@ -230,13 +235,21 @@ class _Indexer:
         self.define(key, decl.name, decl.kind, decl.span, f"{decl.kind} {name}", _describe(decl))
         callables: dict[str, str] = {}
         tools: list[n.ToolDecl] = []
+        groups: list[n.Name] = []
         for member in decl.members:
             if isinstance(member, n.ToolDecl):
                 tools.append(member)
             elif isinstance(member, n.ToolsBlock):
                 tools.extend(member.tools)
+                groups.extend(member.groups)
         for tool in tools:
             callables.setdefault(tool.name.text, self.tool(tool, f"{key}.{tool.name.text}", name))
+        for group in groups:  # its tools are called by name like the agent's own
+            self.refer(self.top(group.text), group.span)
+            for symbol in self.scope.groups([group]):
+                assert isinstance(symbol.decl, n.ToolGroupDecl)
+                for tool in symbol.decl.tools:
+                    callables.setdefault(tool.name.text, f"{symbol.key}.{tool.name.text}")
         workflows = [m for m in decl.members if isinstance(m, n.WorkflowDecl)]
         for flow in workflows:
             callables.setdefault(flow.name.text, f"{key}.{flow.name.text}")

@@ -44,6 +44,7 @@ _SYMBOL_KINDS = {
     "agent": t.SymbolKind.Class,
     "helper": t.SymbolKind.Class,
     "tool": t.SymbolKind.Method,
+    "tools": t.SymbolKind.Module,
     "workflow": t.SymbolKind.Function,
     "field": t.SymbolKind.Field,
     "parameter": t.SymbolKind.Variable,

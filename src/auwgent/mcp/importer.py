@@ -7,7 +7,8 @@ connect to servers declared in it with the runtime's own connection
 or ``url``, the SDK's default environment) and list their tools, each server given
 ``LIST_TIMEOUT`` seconds: at development time a server may first have to be downloaded
 (``npx -y ...``), which the run-time default of 10 s does not allow for. ``import``
-prints one ``tool`` declaration per tool; ``check --mcp`` reports every ``@mcp`` tool that no
+prints one ``tool`` declaration per tool, or with ``--out FILE`` writes a module exporting them
+as a tool group (``export tools <Server>Tools { ... }``) that the project can import; ``check --mcp`` reports every ``@mcp`` tool that no
 longer matches its server as ``E2113`` at the declaration, in the format of every other
 diagnostic. Plain ``auwgent check`` never starts a server.
 
@@ -19,6 +20,7 @@ checked by the same rules.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from auwgent.compiler import nodes as n
 from auwgent.compiler.diagnostics import Diagnostic, did_you_mean, error, listing
 from auwgent.compiler.members import agent_parts
+from auwgent.compiler.modules import SUFFIX
 from auwgent.compiler.source import SourceFile
 from auwgent.errors import ConfigError
 from auwgent.mcp.shapes import (
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
     from auwgent.compiler.modules import ModuleGraph
     from auwgent.compiler.pipeline import CompileResult
 
-__all__ = ["declaration_text", "run_check_mcp", "run_import"]
+__all__ = ["declaration_text", "module_text", "run_check_mcp", "run_import"]
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 LIST_TIMEOUT = 60.0
@@ -81,13 +84,17 @@ class _Project:
     def mcp_tools(self) -> Iterator[tuple[str, n.ToolDecl, str]]:
         """Every ``@mcp`` tool declaration: its file, itself and the server it names."""
         for path, scope in sorted(self.graph.scopes.items()):
-            for agent in scope.module.agents:
-                parts = agent_parts(agent)
-                tools = [*parts.tools, *(t for w in parts.workflows for t in w.tools)]
-                for tool in tools:
-                    use = n.mcp_of(tool.annotations)
-                    if use is not None and use.server is not None:
-                        yield path, tool, use.server.text
+            tools: list[n.ToolDecl] = []
+            for decl in scope.module.decls:
+                if isinstance(decl, n.ToolGroupDecl):
+                    tools.extend(decl.tools)
+                elif isinstance(decl, n.AgentDecl):
+                    parts = agent_parts(decl)
+                    tools.extend([*parts.tools, *(t for w in parts.workflows for t in w.tools)])
+            for tool in tools:
+                use = n.mcp_of(tool.annotations)
+                if use is not None and use.server is not None:
+                    yield path, tool, use.server.text
 
     def server_spec(self, name: str, path: str) -> tuple[str, n.McpDecl] | None:
         """The declaration ``name`` denotes in file ``path`` (imports followed)."""
@@ -221,49 +228,91 @@ def run_import(
             )
             return EXIT_USAGE
         listed = [t for t in listed if t.name in only]
-    text = declaration_text(server, found[0], listed)
     if out_file is None:
-        out.write(text)
+        out.write(declaration_text(server, found[0], listed))
         return EXIT_OK
-    inside = _compiled_with_project(path, out_file)
-    if inside is not None:
+    return _write_module(path, out_file, server, found[0], listed, out, err)
+
+
+def _write_module(
+    path: Path,
+    out_file: Path,
+    server: str,
+    declared_in: str,
+    tools: Sequence[Any],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``--out FILE``: the module declaring the server's tool group, importing the server from
+    the file that declares it (unless that is ``FILE``, which is never overwritten)."""
+    from auwgent.project import load_project
+
+    server_file = (load_project(path).source_root / declared_in).resolve()
+    target = out_file.resolve()
+    if target == server_file:
         print(
-            f"error: not writing {out_file}: it is an .agent file inside the project's source "
-            f"folder ({inside}), which would compile it as a module of its own, and tool "
-            "declarations outside an agent or helper do not compile (E2003); write it "
-            "elsewhere (a .txt file, or outside the source folder) and paste the lines into "
-            "an agent, a helper or a workflow",
+            f"error: not writing {out_file}: it declares `mcp {server}`, which writing the "
+            "tools there would erase; write them to a file of their own",
             file=err,
         )
         return EXIT_USAGE
+    spec = os.path.relpath(server_file, target.parent).replace(os.sep, "/")
+    spec = spec.removesuffix(SUFFIX)
+    text, count = module_text(
+        server, declared_in, spec if spec.startswith("../") else "./" + spec, tools
+    )
     try:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
         out_file.write_text(text, encoding="utf-8")
     except OSError as exc:
         print(f"error: cannot write {out_file}: {exc.strerror or exc}", file=err)
         return EXIT_USAGE
-    count = sum(1 for line in text.splitlines() if line.startswith("tool "))
-    print(f"wrote {count} tool{'s' if count != 1 else ''} of {server} to {out_file}", file=out)
+    group = group_name(server)
+    print(
+        f"wrote {count} tool{'s' if count != 1 else ''} of {server} to {out_file} as tool group "
+        f"`{group}`: import it and name it in an agent's `tools {{ {group} }}`",
+        file=out,
+    )
     return EXIT_OK
 
 
-def _compiled_with_project(path: Path, out_file: Path) -> Path | None:
-    """The source folder of the project at ``path`` when ``out_file`` would be one of its
-    modules (an ``.agent`` file under a source folder), else ``None``."""
-    from auwgent.project import load_project
-
-    project = load_project(path)
-    if project.entry is not None or out_file.suffix != ".agent":
-        return None  # a one-file source compiles its imports only
-    root = project.source_root
-    return root if out_file.resolve().is_relative_to(root) else None
+def group_name(server: str) -> str:
+    """The name of the tool group ``--out`` writes for ``server``."""
+    return f"{server}Tools"
 
 
 def declaration_text(server: str, declared_in: str, tools: Sequence[Any]) -> str:
-    """The ``tool`` declarations for ``tools`` (the SDK's ``Tool`` objects) of ``server``."""
+    """The ``tool`` declarations for ``tools`` (the SDK's ``Tool`` objects) of ``server``, to
+    paste into an agent, a helper or a workflow."""
     lines = [
         f"// The tools of MCP server {server} (declared in {declared_in}), written by",
         "// `auwgent mcp import`: paste them into an agent, a helper or a workflow.",
     ]
+    lines += [line if line.startswith("//") else f"tool {line}" for line in _members(server, tools)]
+    return "\n".join(lines) + "\n"
+
+
+def module_text(server: str, declared_in: str, spec: str, tools: Sequence[Any]) -> tuple[str, int]:
+    """A module exporting ``tools`` of ``server`` as the tool group ``<server>Tools``, importing
+    the server from ``spec``; and how many tools it declares."""
+    group = group_name(server)
+    members = _members(server, tools)
+    lines = [
+        f"// The tools of MCP server {server} (declared in {declared_in}), written by",
+        f"// `auwgent mcp import {server} --out`. An agent or helper uses them by importing",
+        f"// {group} and naming it in its `tools {{ }}` block.",
+        f'import {{ {server} }} from "{spec}"',
+        "",
+        f"export tools {group} {{",
+        *(f"    {line}" for line in members),
+        "}",
+    ]
+    return "\n".join(lines) + "\n", sum(1 for line in members if not line.startswith("//"))
+
+
+def _members(server: str, tools: Sequence[Any]) -> list[str]:
+    """One signature (without ``tool``) per tool, or a comment saying why it is left out."""
+    lines: list[str] = []
     # A name that is not an identifier is declared under one derived from it, the server's
     # own name in @mcp; the server's identifiers come first so that they keep their names.
     taken = {tool.name for tool in tools if is_identifier(tool.name)}
@@ -278,7 +327,7 @@ def declaration_text(server: str, declared_in: str, tools: Sequence[Any]) -> str
             taken.add(local)
         declaration, problem = _declaration(server, tool, local)
         lines.append(declaration if problem is None else f"// left out `{tool.name}`: {problem}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _declaration(server: str, tool: Any, local: str) -> tuple[str, str | None]:
@@ -289,7 +338,7 @@ def _declaration(server: str, tool: Any, local: str) -> tuple[str, str | None]:
         if not is_identifier(param["name"]):
             return "", f"parameter {param['name']!r} is not an identifier the language accepts"
     returns = returns_of(tool.output_schema) or {"kind": "string"}
-    signature = f"tool {local}({', '.join(source_field(p) for p in params)}): "
+    signature = f"{local}({', '.join(source_field(p) for p in params)}): "
     signature += source_type(returns)
     if tool.description:
         signature += f" @desc {source_string(tool.description)}"

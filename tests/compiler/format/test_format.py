@@ -215,6 +215,18 @@ def test_triple_quoted_layout() -> None:
     assert _meaning({"triple.agent": expected}) == _meaning({"triple.agent": messy})
 
 
+def test_tool_group_layout() -> None:
+    """A top-level ``tools Name { }`` and a group named in an agent's ``tools { }`` are laid
+    out like the agent's own blocks (reviewed by hand)."""
+    data = REPO / "tests" / "data" / "format"
+    messy = (data / "groups.agent").read_text(encoding="utf-8")
+    expected = (data / "groups.expected.agent").read_text(encoding="utf-8")
+    assert format_text(messy) == expected
+    assert _meaning({"groups.agent": expected}) == _meaning({"groups.agent": messy})
+    tools = _meaning({"groups.agent": expected})["groups.agent"]["agents"]["Main"]["tools"]
+    assert [t["name"] for t in tools] == ["note", "read_text_file", "list_directory"]
+
+
 def _reindent(text: str, rng: random.Random) -> str:
     """``text`` indented anew: every line outside strings and block comments gets a random
     indentation, and the inner lines of each triple-quoted string move together by a random

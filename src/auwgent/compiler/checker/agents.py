@@ -85,7 +85,7 @@ def unused_warnings(cx: Context, skip: Collection[str] = ()) -> None:
                     continue
                 cx.warn(
                     "W2002",
-                    f"{symbol.kind} `{symbol.name}` is declared but never used",
+                    f"{_noun(symbol.kind)} `{symbol.name}` is declared but never used",
                     decl.name.span,
                     help="use it, export it, or remove it",
                 )
@@ -105,9 +105,16 @@ def check_file(cx: Context) -> None:
             case n.ToolDecl() | n.WorkflowDecl():
                 _outside_agent(cx, decl)
                 continue
-            case n.ToolsBlock(tools=tools):
+            case n.ToolsBlock(tools=tools, groups=groups):
                 for tool in tools:
                     _outside_agent(cx, tool)
+                for name in groups:
+                    cx.report(
+                        "E2003",
+                        f"tool group `{name.text}` is named outside an agent or helper",
+                        name.span,
+                        help="name it in the `tools { }` block of the agent or helper that uses it",
+                    )
                 continue
         _top_level_name(cx, decl, seen)
         match decl:
@@ -121,6 +128,8 @@ def check_file(cx: Context) -> None:
                 prompts.check_persona_decl(cx, decl)
             case n.IntentDecl():
                 check_intent_decl(cx, decl)
+            case n.ToolGroupDecl():
+                check_tool_group(cx, decl)
             case n.AgentDecl():
                 if not decl.is_helper:
                     agents.append(decl)
@@ -151,7 +160,12 @@ def _top_level_name(cx: Context, decl: n.Decl, seen: dict[str, Span]) -> None:
             help="rename the declaration or drop the import",
         )
         return
-    cx.duplicate(name, seen, kind_word(decl))
+    cx.duplicate(name, seen, _noun(kind_word(decl)))
+
+
+def _noun(kind: str) -> str:
+    """What a declaration of ``kind`` is called in messages (``tools`` is a tool group)."""
+    return "tool group" if kind == "tools" else kind
 
 
 def _outside_agent(cx: Context, decl: n.ToolDecl | n.WorkflowDecl) -> None:
@@ -162,7 +176,12 @@ def _outside_agent(cx: Context, decl: n.ToolDecl | n.WorkflowDecl) -> None:
         "E2003",
         f"{word} `{decl.name.text}` is declared outside an agent or helper",
         decl.name.span,
-        help="move it inside the `agent` or `helper` block whose model may call it",
+        help="move it inside the `agent` or `helper` block whose model may call it"
+        + (
+            ", or into a tool group (`tools Name { ... }`) the agent names"
+            if word == "tool"
+            else ""
+        ),
     )
 
 
@@ -202,6 +221,7 @@ def check_agent(cx: Context, decl: n.AgentDecl) -> None:
     check_configs(cx, decl, parts, env_ctx)
     names: dict[str, tuple[str, Span]] = {}
     tools = check_tools(cx, parts.tools, names)
+    check_group_uses(cx, parts, tools, names)
     check_workflows(cx, parts, tools, names, ctx, owner)
     check_helpers(cx, parts, tools, names)
     check_personas(cx, parts, env_ctx)
@@ -372,6 +392,53 @@ def check_tools(cx: Context, tools: list[n.ToolDecl], names: Callables) -> dict[
         if callable_name(cx, tool.name, "tool", names):
             sigs[sig.name] = sig
     return sigs
+
+
+def check_tool_group(cx: Context, decl: n.ToolGroupDecl) -> None:
+    """``tools Name { ... }``: each tool checked in this file, each name once."""
+    seen: dict[str, Span] = {}
+    for tool in decl.tools:
+        tool_sig(cx, tool)
+        cx.duplicate(tool.name, seen, "tool")
+
+
+def check_group_uses(
+    cx: Context, parts: AgentParts, sigs: dict[str, ToolSig], names: Callables
+) -> None:
+    """Tool groups named in ``tools { }``: each a known group, whose tools (checked in the
+    group's own file) join the agent's under names of their own. A group in a workflow's
+    scoped tools is refused."""
+    for name in parts.groups:
+        symbol = cx.lookup_kind(name.text, name.span, "tools")
+        if symbol is None:
+            continue
+        assert isinstance(symbol.decl, n.ToolGroupDecl)
+        group = f"tool group `{name.text}`"
+        for tool in symbol.decl.tools:
+            with cx.in_file(symbol.path):
+                sig = tool_sig(cx, tool)
+            first = names.get(tool.name.text)
+            if first is None:
+                names[tool.name.text] = (f"tool of {group}", name.span)
+                sigs[sig.name] = sig
+                continue
+            cx.report(
+                "E2121",
+                f"{group} brings tool `{tool.name.text}`, already the name of a {first[0]} of "
+                "this agent",
+                name.span,
+                notes=[Note(f"the {first[0]} is declared here", first[1])],
+                help="the model calls tools by name: rename or remove one of them",
+            )
+    for workflow in parts.workflows:
+        for name in workflow.groups:
+            cx.report(
+                "E2122",
+                f"a tool group (`{name.text}`) cannot be a workflow's scoped tools",
+                name.span,
+                help="name the group in the agent's or helper's `tools { }`, or declare the "
+                "scoped tools in the workflow",
+            )
 
 
 def callable_name(cx: Context, name: n.Name, kind: str, names: Callables) -> bool:

@@ -47,6 +47,7 @@ KIND_CODES = {
     "intent": "E2014",
     "persona": "E2090",
     "type": "E2010",
+    "tools": "E2120",
 }
 
 
@@ -373,7 +374,7 @@ class Context:
         return None
 
 
-_KIND_LABELS = {"mcp": "MCP server"}
+_KIND_LABELS = {"mcp": "MCP server", "tools": "tool group"}
 
 
 def _a(word: str) -> str:

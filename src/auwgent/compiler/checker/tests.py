@@ -68,6 +68,12 @@ class _Surface:
             for tool in tools:
                 self._add(ck, "tool", tool.name.text, tool.params, tool.returns)
                 self.tools.add(tool.name.text)
+            for group in ck.scope.groups(parts.groups):
+                assert isinstance(group.decl, n.ToolGroupDecl)
+                with ck.in_file(group.path):
+                    for tool in group.decl.tools:
+                        self._add(ck, "tool", tool.name.text, tool.params, tool.returns)
+                        self.tools.add(tool.name.text)
             for workflow in parts.workflows:
                 self._add(ck, "workflow", workflow.name.text, workflow.params, workflow.returns)
             for intent in parts.intents[:1]:

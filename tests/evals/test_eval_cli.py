@@ -184,3 +184,31 @@ def test_a_date_in_a_dataset_stays_text(tmp_path: Path) -> None:
     )
     result = eval_cli(project)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+PARTS_CASE = (
+    "  - id: photo\n    context: {user_id: u1, is_admin: false}\n"
+    "    input:\n"
+    "      - {type: text, text: 'Where is order 5?'}\n"
+    "      - {type: image, url: 'https://example.com/label.png', media_type: image/png}\n"
+)
+
+
+def test_a_case_input_may_be_a_list_of_parts(tmp_path: Path) -> None:
+    dataset = "agent: Main\ncases:\n" + PARTS_CASE + "    expect: {contains: 'Where is order 5?'}\n"
+    project = scratch(tmp_path, dataset)
+    result = eval_cli(project, "--json", "r.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (case,) = json.loads((project / "r.json").read_text("utf-8"))["cases"]
+    assert case["input"][1] == {
+        "type": "image", "url": "https://example.com/label.png", "media_type": "image/png"
+    }  # fmt: skip
+
+
+def test_a_bad_part_is_a_located_dataset_error(tmp_path: Path) -> None:
+    bad = PARTS_CASE.replace("media_type: image/png", "media_type: image/tiff")
+    project = scratch(tmp_path, "agent: Main\ncases:\n" + bad)
+    result = eval_cli(project)
+    assert result.returncode == 1  # dataset errors: no case ran
+    assert "evals/orders.yaml:" in result.stderr + result.stdout
+    assert "part 2" in result.stderr + result.stdout and "image/tiff" in result.stderr + result.stdout

@@ -17,6 +17,7 @@ import yaml
 
 from auwgent.compiler.diagnostics import Diagnostic, error, suggest
 from auwgent.compiler.source import SourceFile, Span
+from auwgent.runtime.parts import InputError, Part, check_input
 
 __all__ = [
     "CASE_KEYS",
@@ -57,7 +58,7 @@ class Case:
     """One case of a dataset; ``key`` is its place in the file (for :meth:`Dataset.span`)."""
 
     id: str
-    input: str
+    input: str | list[Part]
     agent: str | None
     key: Key
     context: dict[str, Any] = field(default_factory=dict)
@@ -331,9 +332,15 @@ def _case(dataset: Dataset, raw: Any, key: Key, problems: list[Diagnostic]) -> C
     if not data:
         return None
     problems += _unknown(dataset, data, CASE_KEYS, key, "case")
-    text = data.get("input")
-    if not isinstance(text, str):
-        problems.append(dataset.error("the case needs `input`: the user's text", (*key, "input")))
+    if "input" not in data:
+        problems.append(
+            dataset.error("the case needs `input`: the user's text or a list of parts", key)
+        )
+        return None
+    try:
+        text = check_input(data["input"], "`input`")
+    except InputError as problem:  # the runtime's own check of parts (docs/parts.md)
+        problems.append(dataset.error(str(problem), (*key, "input")))
         return None
     case_id = data.get("id", f"case-{key[-1]}")
     tags = data.get("tags") or []

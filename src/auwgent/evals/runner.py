@@ -24,6 +24,7 @@ from typing import Any, Literal
 from auwgent.errors import AuwgentError
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.config import api_key_env, api_key_field, models_in_use, resolve_base_url
+from auwgent.runtime.parts import input_text
 from auwgent.runtime.providers import make_provider
 from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
 from auwgent.runtime.providers.policy import RetryPolicy, Timeouts
@@ -192,7 +193,7 @@ class Runner:
         spec = dataset.judges[name]
         label = f"judge:{name}"
         system = _JUDGE_SYSTEM + str(spec["rubric"])
-        user = f"User input:\n{case.input}\n\nAssistant answer:\n{_shown(observed)}"
+        user = f"User input:\n{input_text(case.input)}\n\nAssistant answer:\n{_shown(observed)}"
         request = {"model": spec["model"], "system": system, "user": user}
         if client is None:
             return Score(

@@ -211,4 +211,6 @@ def test_a_bad_part_is_a_located_dataset_error(tmp_path: Path) -> None:
     result = eval_cli(project)
     assert result.returncode == 1  # dataset errors: no case ran
     assert "evals/orders.yaml:" in result.stderr + result.stdout
-    assert "part 2" in result.stderr + result.stdout and "image/tiff" in result.stderr + result.stdout
+    assert (
+        "part 2" in result.stderr + result.stdout and "image/tiff" in result.stderr + result.stdout
+    )

@@ -15,6 +15,9 @@ PLATFORM="$(node -p 'process.platform + "-" + process.arch')"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$OUT"
+# One build at a time in this tree: the sdist is staged in the project folder.
+exec 9>"$ROOT/.build.lock"
+flock 9
 rm -f "$OUT"/auwgent-*  # the previous build's files
 
 step() { printf '== %s\n' "$*"; }

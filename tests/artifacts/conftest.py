@@ -24,8 +24,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(item.path).parents:
             item.add_marker(pytest.mark.artifacts)
-            # One build per process: pytest-xdist with --dist loadgroup keeps them together.
-            item.add_marker(pytest.mark.xdist_group("artifacts"))
 
 
 @pytest.fixture(scope="session")

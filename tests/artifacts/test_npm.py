@@ -17,6 +17,10 @@ from auwgent._version import __version__
 
 from .conftest import ROOT, clean_env, one
 
+# One build per pytest process: --dist loadgroup keeps the artifact tests in one worker (a
+# marker given at collection, which xdist reads when it groups).
+pytestmark = pytest.mark.xdist_group("artifacts")
+
 TSX = ROOT / "ts" / "node_modules" / ".bin" / "tsx"
 
 

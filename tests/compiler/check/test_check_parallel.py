@@ -73,24 +73,37 @@ def merges(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> I
     monkeypatch.setattr(parallel, "_merge", spy)
     # Request threads of earlier tests' fake servers wait on keep-alive connections until
     # their unreferenced clients are collected: collect them, and give the threads a moment.
+    # Once that wait was in vain, this process's tests go to the fresh process at once.
     gc.collect()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + (0 if _alone else 5)
     while threading.active_count() > 1 and time.monotonic() < deadline:
         time.sleep(0.01)
     if threading.active_count() > 1 and not os.environ.get(ALONE):
-        _run_alone(request.node.nodeid)
+        _check_alone(request.node.nodeid)
         pytest.skip("other tests' threads are alive here: passed alone in a fresh process")
     assert threading.active_count() == 1, "a thread left by another test keeps this serial"
     yield used
 
 
-def _run_alone(nodeid: str) -> None:
-    env = {**os.environ, ALONE: "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+#: This file's outcomes in a fresh process (``-rA`` lines), made once when first needed.
+_alone: list[str] = []
+
+
+def _check_alone(nodeid: str) -> None:
+    """``nodeid`` passed when this whole file ran in a fresh pytest process (run once)."""
+    if not _alone:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", __file__, "-q", "-rA", "-p", "no:randomly",
+             "-p", "no:cacheprovider", "-p", "no:xdist"],
+            cwd=REPO, env={**os.environ, ALONE: "1"}, capture_output=True, text=True,
+            timeout=900, check=False,
+        )  # fmt: skip
+        _alone.append(done.stdout + done.stderr)
+    name = nodeid.split("::", 1)[1]
+    assert any(
+        line.startswith("PASSED ") and line.split(" ", 1)[1].endswith("::" + name)
+        for line in _alone[0].splitlines()
+    ), _alone[0]
 
 
 def same(a: CompileResult, b: CompileResult) -> None:

@@ -90,6 +90,12 @@ def _check_outcome(session: dict[str, Any], recorder: Recorder, answer: str) -> 
     assert turn["model_calls"], "every run made at least one model call"
     for call in turn["model_calls"]:
         assert call["model"] == "local:SmolLM2-135M-Instruct.Q4_1"
+        if call["finish_reason"] is None:
+            # Seen once in CI (streamed, blocks, a loaded machine): the server's stream closed
+            # after its content with neither a finish reason nor usage, which the runtime
+            # accepts from an OpenAI-compatible stream. Nothing else may be missing then.
+            assert call["usage"] is None, call
+            continue
         assert call["finish_reason"] in ("stop", "length", "tool_calls"), call
         usage = call["usage"]
         assert usage["input_tokens"] > 0 and usage["output_tokens"] >= 0, call

@@ -44,6 +44,7 @@ from floors import StreamsClient
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.stores import SessionStoreMiddleware, SQLiteSessionStore
+from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, EventBuffer
 from auwgent.testing import FakeOpenAIServer, text
 
 AGENT = """
@@ -224,6 +225,35 @@ class Sides:
         print(f"  a second worker: throughput x{one / two:.2f}")
 
 
+def encoding_cost(rounds: int = 20_000) -> dict[str, float]:
+    """Microseconds to put one event through a response's buffer and take its bytes out (JSON
+    encoding, framing, the buffer's bookkeeping): a text partial, and a final intent."""
+    partial = {
+        "name": "response_text",
+        "value": {"partial": True, "complete": False, "mode": "text", "segment": 0,
+                  "delta": "Hello there, "},
+        "agent": "Main",
+    }  # fmt: skip
+    final = {"text": "Hello there, how can I help?"}
+    costs: dict[str, float] = {}
+    for name, put in (
+        ("text partial", lambda b: b.put_partial(partial)),
+        ("final intent", lambda b: b.put_intent("response_text", final, "Main")),
+    ):
+
+        async def drain(put: Callable[[EventBuffer], None] = put) -> float:
+            buffer = EventBuffer(DEFAULT_STREAM_BUFFER)
+            pieces = buffer.events()
+            started = time.process_time()
+            for _ in range(rounds):
+                put(buffer)
+                await pieces.__anext__()
+            return (time.process_time() - started) / rounds
+
+        costs[name] = statistics.median(asyncio.run(drain()) for _ in range(5)) * 1e6
+    return costs
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -264,6 +294,9 @@ def main(argv: list[str]) -> int:
     child.stdin.close()
     child.wait(timeout=30)
     sides.report(args.runs, args.rounds)
+    print("one event through a response's buffer, CPU (median of 5 x 20,000):")
+    for name, micros in encoding_cost().items():
+        print(f"  {name:<20}{micros:8.2f} us")
     print("one run in-process, CPU (median of 5 x 20 runs):")
     print(f"  tracing off         {off * 1000:8.2f} ms")
     print(f"  tracing on (no-op)  {on * 1000:8.2f} ms   ratio {on / off:.2f}x")

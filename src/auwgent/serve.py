@@ -174,6 +174,29 @@ def _partial_value(value: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value[key] for key in keys if key in value}
 
 
+#: What the stream's ``session`` event leaves out of the session: the system prompt, and each
+#: turn's content: its input, the transcript for the model (``messages``), its intents (the
+#: events the stream sends) and its output (the final intent the stream sent).
+_SESSION_EVENT_OMITS = frozenset({"system_prompt"})
+_TURN_EVENT_OMITS = frozenset({"input", "messages", "intents", "output"})
+
+
+def session_event(session: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``session`` event's data: the session's record of what happened (every turn's id,
+    agent, status, error and model calls; the revision, usage and status) without its content,
+    which the stream has just carried (the whole session is at ``GET /v1/conversations/{id}``).
+    So the event costs neither the answer again nor the conversation's history
+    (docs/serve.md)."""
+    if session is None:
+        return None
+    event = {k: v for k, v in session.items() if k not in _SESSION_EVENT_OMITS}
+    event["turns"] = [
+        {k: v for k, v in turn.items() if k not in _TURN_EVENT_OMITS}
+        for turn in session.get("turns") or ()
+    ]
+    return event
+
+
 def build_app(
     docs: Mapping[str, Mapping[str, Any]],
     factory: Callable[[str], Mapping[str, Any]],
@@ -395,7 +418,7 @@ class _Server:
             final = agent.last_session
             if conversation is not None and final is not None and lease is not None:
                 await self.save(queue, conversation, final, lease, context)
-            queue.put_nowait(_sse("session", final))
+            queue.put_nowait(_sse("session", session_event(final)))
         finally:
             if lease is not None:
                 await lease.release()

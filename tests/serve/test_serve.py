@@ -147,8 +147,10 @@ def test_a_run_streams_every_intent_and_the_session(project: Path, tmp_path: Pat
         assert finals == ["tool_call", "tool_result", "response_text"]
         assert "partial" in names
         assert dict(events)["tool_call"] == {"type": "get_weather", "args": {"location": "Accra"}}
-        session = events[-1][1]
-        assert session["turns"][-1]["output"] == "It is 28C and sunny."
+        assert dict(events)["response_text"] == {"text": "It is 28C and sunny."}
+        session = events[-1][1]  # what happened, without the content the stream carried
+        assert session["turns"][-1]["status"] == "complete" and "system_prompt" not in session
+        assert not {"input", "messages", "intents", "output"} & set(session["turns"][-1])
 
         second = run(url, {"input": "And tomorrow?", "conversation_id": "c1"})
         assert len(second[-1][1]["turns"]) == 2
@@ -263,7 +265,9 @@ def test_two_workers_share_conversations(
         for i in range(4):
             worker = one if i % 2 == 0 else two
             events = run(worker, {"input": f"turn {i}", "conversation_id": conversation})
-        turns = events[-1][1]["turns"]
+        assert len(events[-1][1]["turns"]) == 4
+        stored = httpx.get(f"{worker}/v1/conversations/{conversation}", headers=headers())
+        turns = stored.json()["turns"]
         assert [t["input"]["text"] for t in turns] == [f"turn {i}" for i in range(4)]
         # the fourth request held the whole history, whichever worker served the earlier ones
         last = fake.requests[-1].body["messages"]

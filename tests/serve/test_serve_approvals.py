@@ -77,7 +77,8 @@ def test_a_deferred_approval_is_resumed_through_the_endpoint(project: Path, tmp_
         names = [name for name, _ in events if name != "partial"]
         assert names[0] == "approval_result" and "tool_result" in names
         done = events[-1][1]
-        assert done["turns"][-1]["output"] == "Sent." and done["pending_approvals"] == []
+        assert ("response_text", {"text": "Sent."}) in events
+        assert done["turns"][-1]["status"] == "complete" and done["pending_approvals"] == []
         stored = httpx.get(f"{url}/v1/conversations/c1", headers=headers()).json()
         assert stored["approvals"][0]["id"] == pending["id"]
         again = httpx.post(endpoint, json=body, headers=headers())
@@ -110,7 +111,8 @@ def test_an_approval_paused_on_one_worker_is_resumed_on_the_other(
         with httpx.stream("POST", endpoint, json=body, headers=headers(), timeout=60) as answer:
             assert answer.status_code == 200, answer.read()
             events = read_sse(answer)
-        assert events[-1][1]["turns"][-1]["output"] == "Sent."
+        assert ("response_text", {"text": "Sent."}) in events
+        assert events[-1][1]["turns"][-1]["status"] == "complete"
         again = httpx.post(f"{one}/v1/conversations/{conversation}/approvals", json=body,
                            headers=headers())  # fmt: skip
         assert again.status_code != 200 or "no pending approvals" in again.text
@@ -147,8 +149,10 @@ def test_the_resume_runs_with_the_context_of_the_paused_run(project: Path, tmp_p
         decided = {"decisions": {pending["id"]: True}}
         with httpx.stream("POST", endpoint, json=decided, headers=headers(), timeout=60) as answer:
             assert answer.status_code == 200, answer.read()
-            done = read_sse(answer)[-1][1]
-        assert done["turns"][-1]["output"] == "Sent."
+            events = read_sse(answer)
+        done = events[-1][1]
+        assert ("response_text", {"text": "Sent."}) in events
+        assert done["turns"][-1]["status"] == "complete"
         assert "paused_context" not in done
     systems = [r.body["messages"][0]["content"] for r in fake.requests]
     assert all(s.startswith("You help Ada L.") for s in systems), systems

@@ -212,7 +212,6 @@ def test_five_clients_that_do_not_read_keep_the_worker_bounded(
     names = [name for name, _ in events]
     assert names[-2:] == ["response_text", "session"], names[-5:]
     assert dict(events)["response_text"] == {"text": ANSWER}
-    assert events[-1][1]["turns"][-1]["output"] == ANSWER
     assert ANSWER.startswith(deltas(events))
     assert names.count("partial") < len(ANSWER) // CHUNK  # coalesced while waiting
 

@@ -296,7 +296,8 @@ class _Crash:
         case = self.case
         assert sent.read_text().split().count(self.address) == 1, case
         last = events[-1][1]["turns"][-1]
-        assert last["status"] == "complete" and last["output"] == "Sent.", (case, last)
+        assert last["status"] == "complete", (case, last)
+        assert ("response_text", {"text": "Sent."}) in events, case
         errors = [v["message"] for n, v in events if n == "tool_error"]
         if self.in_tool:  # started, never finished: refused, never run again
             assert len(errors) == 1 and "send_email was interrupted" in errors[0], case

@@ -246,7 +246,9 @@ def test_two_principals_never_see_each_other(
         assert approve.status_code == 404
         # Bob's run with the same id is a conversation of his own, and his memory is his
         events = run(one, {"input": "Hello", "conversation_id": conversation}, BOB)
-        assert [t["input"]["text"] for t in events[-1][1]["turns"]] == ["Hello"]
+        assert len(events[-1][1]["turns"]) == 1
+        his = httpx.get(f"{one}/v1/conversations/{conversation}", headers=bearer(BOB)).json()
+        assert [t["input"]["text"] for t in his["turns"]] == ["Hello"]
         assert "4321" not in system_of(fake)
         assert "Memory (" not in system_of(fake)
         stored = httpx.get(mine, headers=bearer(ADA)).json()

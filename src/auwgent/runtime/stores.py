@@ -158,8 +158,16 @@ class SQLiteSessionStore:
     revision and writes, and a writer that finds the file locked by another process waits up
     to ``timeout`` seconds. Large part data (images, files) is kept by reference in
     ``auwgent_blobs``, one row per conversation and content, deleted with the conversation
-    (see :mod:`auwgent.runtime.stores_shared`). The blocking
-    sqlite3 calls run in worker threads, one short-lived connection per call.
+    (see :mod:`auwgent.runtime.stores_shared`). The blocking sqlite3 calls run in worker
+    threads; each thread keeps its connection to the file (opening one costs more than a
+    read), and drops it after an error.
+
+    Sessions are written with ``synchronous=FULL``: a save is on disk when it returns. The
+    conversation locks of ``auwgent serve`` (``lock``, ``renew``, ``unlock``) are written with
+    ``synchronous=NORMAL``, which in WAL mode keeps the file consistent but leaves the fsync to
+    the next full commit or checkpoint: a lock matters only while the run holding it lives, and
+    a power loss ends that run anyway (a lock row it leaves behind expires with its TTL). This
+    saves two fsyncs per served run (docs/stores.md).
     """
 
     def __init__(
@@ -172,6 +180,7 @@ class SQLiteSessionStore:
         self.timeout = timeout
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._threads = threading.local()  # each worker thread's connections, by durability
 
     def __repr__(self) -> str:
         return f"SQLiteSessionStore({str(self.path)!r})"
@@ -218,12 +227,12 @@ class SQLiteSessionStore:
 
     def _lock(self, key: str, owner: str, ttl: float) -> bool:
         now = time.time()
-        with self._connect() as db:
+        with self._connect(durable=False) as db:
             return db.execute(_LOCK, (key, owner, now + ttl, now)).rowcount > 0
 
     def _renew(self, key: str, owner: str, ttl: float) -> bool:
         now = time.time()
-        with self._connect() as db:
+        with self._connect(durable=False) as db:
             renewed = db.execute(
                 "UPDATE auwgent_locks SET expires_at = ? "
                 "WHERE key = ? AND owner = ? AND expires_at > ?",
@@ -232,7 +241,7 @@ class SQLiteSessionStore:
             return renewed.rowcount > 0
 
     def _unlock(self, key: str, owner: str) -> None:
-        with self._connect() as db:
+        with self._connect(durable=False) as db:
             db.execute("DELETE FROM auwgent_locks WHERE key = ? AND owner = ?", (key, owner))
 
     def _load(self, key: str) -> Session | None:
@@ -291,20 +300,36 @@ class SQLiteSessionStore:
         return None if row is None else int(row[0])
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            if not self._ready:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        except (OSError, sqlite3.Error) as error:
-            raise SessionStoreError(f"cannot open session database {self.path}: {error}") from error
+    def _connect(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """This thread's connection (``durable``: ``synchronous=FULL``, else ``NORMAL``); on
+        an error it is closed and forgotten, so the next call opens a fresh one."""
+        mode = "full" if durable else "normal"
+        db = getattr(self._threads, mode, None)
+        if db is None:
+            db = self._open(mode)
         try:
             self._prepare(db)
             yield db
         except sqlite3.Error as error:
-            raise SessionStoreError(f"session database {self.path}: {error}") from error
-        finally:
+            setattr(self._threads, mode, None)
             db.close()
+            raise SessionStoreError(f"session database {self.path}: {error}") from error
+        except BaseException:
+            if db.in_transaction:  # never hand on a connection inside a transaction
+                setattr(self._threads, mode, None)
+                db.close()
+            raise
+
+    def _open(self, mode: str) -> sqlite3.Connection:
+        try:
+            if not self._ready:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            db.execute(f"PRAGMA synchronous={mode}")
+        except (OSError, sqlite3.Error) as error:
+            raise SessionStoreError(f"cannot open session database {self.path}: {error}") from error
+        setattr(self._threads, mode, db)
+        return db
 
     def _prepare(self, db: sqlite3.Connection) -> None:
         if self._ready:

@@ -337,10 +337,10 @@ class _Server:
             self.settable[name] = settable
         client = check_client_context(context, settable)
         try:
-            checked = agent._core.context_schema.check(client, "context")
+            checked = agent.core.context_schema.check(client, "context")
         except AuwgentError as exc:
             raise BoundaryError(422, "bad_context", str(exc)) from exc
-        run = type(agent)(agent._core, {**checked, **agent.context}, agent._config)
+        run = agent.fork({**checked, **agent.context})
         run.use_principal(principal)
         run.use_memory_scope(memory_scope(principal, conversation, self.settings))
         return run
@@ -639,12 +639,12 @@ def _check_decisions(decisions: Any) -> dict[str, Any]:
 
 def _check_choice(agent: Any, body: Mapping[str, Any]) -> None:
     """Refuse an unknown named config or persona before anything runs."""
-    from auwgent.runtime.agent import _check_config_name
+    from auwgent.runtime.agent import check_config_name
 
     if body.get("config") is not None:
-        _check_config_name(agent._core.doc, body["config"], "config")
+        check_config_name(agent.core.doc, body["config"], "config")
     if body.get("persona") is not None:
-        agent._core.check_persona(body["persona"], "persona")
+        agent.core.check_persona(body["persona"], "persona")
 
 
 def openapi_document(agents: list[str]) -> dict[str, Any]:

@@ -122,15 +122,16 @@ class McpAgentServer:
         return _result(answer if answer is not None else "")
 
     async def _workflow(self, name: str, args: dict[str, Any], progress: Any) -> Any:
-        from auwgent.runtime.calls import Invocation, effective_tools
         from auwgent.runtime.engine import Run
         from auwgent.runtime.intents import IntentEvent
+        from auwgent.runtime.invocation import Invocation, effective_tools
         from auwgent.runtime.protocol.contract import FinalEvent
 
-        core = self.agent._core  # the agent's checked core: this call takes its call path
+        core = self.agent.core  # the agent's checked core: this call takes its call path
         sink: asyncio.Queue[IntentEvent | None] = asyncio.Queue()
         run = Run(
             core,
+            self.agent.services,
             context=dict(self.agent.context),
             config=self.agent.config_name,
             conversation_id=None,

@@ -26,19 +26,26 @@ import json
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from auwgent._records import replace
 from auwgent.errors import ConfigError
+from auwgent.runtime import origin
+from auwgent.runtime.config import CodeLimits, RuntimeOptions
+from auwgent.runtime.host import RunHost
+from auwgent.runtime.invocation import Invocation
+from auwgent.runtime.protocol.contract import (
+    CallableSpec,
+    CallOutcome,
+    CodeApi,
+    Contract,
+    FinalEvent,
+)
+from auwgent.runtime.protocol.section import BLOCK_KIND
+from auwgent.runtime.schema import parsed_result, referenced_types
+from auwgent.runtime.tools import result_text
 
-if TYPE_CHECKING:
-    from auwgent.runtime.calls import CallRunner, Invocation
-    from auwgent.runtime.config import CodeLimits, RuntimeOptions
-    from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
-
-# What only a run needs (the codec contract, asyncio, the schema module, the sandbox) is
-# imported on first use: the runtime config and agent construction import this module and
-# must stay light.
+# The sandbox (pydantic-monty, an optional extra) is imported on first use.
 
 __all__ = [
     "EXECUTE_CODE",
@@ -116,7 +123,6 @@ _INTRO = (
 
 def code_contract(contract: Contract) -> Contract:
     """``contract`` as code mode offers it: ``execute_code`` only, the ``api`` stub beside."""
-    from auwgent.runtime.protocol.contract import CallableSpec, CodeApi
 
     stub = api_stub(contract.callables, contract.types, contract.examples)
     section = f"{_INTRO}\n\n```python\n{stub}```"
@@ -134,7 +140,6 @@ def api_stub(
 ) -> str:
     """The ``.pyi`` source of module ``api``: TypedDicts for the named types the callables
     use, then one function per callable with its description and ``@example`` calls."""
-    from auwgent.runtime.schema import referenced_types
 
     specs = [s for s in callables if _identifier(s.name)]
     named: list[str] = []
@@ -290,22 +295,19 @@ def _py_value(value: Any) -> str:
 
 
 async def execute(
-    runner: CallRunner, inv: Invocation, contract: Contract, code: str, call_id: str | None
+    run: RunHost, inv: Invocation, contract: Contract, code: str, call_id: str | None
 ) -> CallOutcome:
     """Run one ``execute_code`` call; its ``tool_result`` or ``tool_error`` is emitted here."""
-    from auwgent.runtime.protocol.contract import CallOutcome
 
     assert contract.code_api is not None
-    limits = runner.run.core.options.code_limits
+    limits = run.core.options.code_limits
     inner = replace(contract, callables=contract.code_api.callables, code_api=None)
-    run = _Execution(runner, inv, inner, contract.code_api, limits, code)
-    ok, report = await run.drive()
+    execution = _Execution(run, inv, inner, contract.code_api, limits, code)
+    ok, report = await execution.drive()
     args = {"code": code}
     if not ok:
-        return await runner.refuse(inv, "tool", EXECUTE_CODE, args, str(report), call_id)
-    payload = {"name": EXECUTE_CODE, "args": args, "result": report, "overridden": False}
-    await runner.run.emit("tool_result", payload, inv.name)
-    from auwgent.runtime.tools import result_text
+        return await run.calls.refuse(inv, "tool", EXECUTE_CODE, args, str(report), call_id)
+    await run.calls.tool_result(inv, EXECUTE_CODE, args, report)
 
     return CallOutcome("tool", EXECUTE_CODE, args, "ok", result_text(report), call_id=call_id)
 
@@ -347,14 +349,14 @@ class _Execution:
 
     def __init__(
         self,
-        runner: CallRunner,
+        run: RunHost,
         inv: Invocation,
         inner: Contract,
         api: CodeApi,
         limits: CodeLimits,
         code: str,
     ) -> None:
-        self.runner = runner
+        self.run = run
         # A deferred approval cannot wait for agent.resume() in the middle of running code:
         # the approval gate treats it as it does inside a helper (denied, with the reason).
         self.inv = replace(inv, record=None)
@@ -388,7 +390,7 @@ class _Execution:
         import asyncio
 
         wait, bound = self.limits.timeout, "codeLimits.timeout"
-        deadline = self.runner.run.deadline
+        deadline = self.run.deadline
         if deadline is not None:
             left = deadline - asyncio.get_running_loop().time()
             if left < wait:
@@ -465,20 +467,15 @@ class _Execution:
             return _raise(ValueError(f"api.{spec.name}(): an argument cannot be passed: {problem}"))
         if isinstance(args, str):
             return _raise(TypeError(f"api.{spec.name}(): {args}"))
-        from auwgent.runtime.protocol.contract import FinalEvent
-        from auwgent.runtime.protocol.section import BLOCK_KIND
 
         raw = self._source(snapshot)
         event = FinalEvent(
             BLOCK_KIND[spec.kind], spec.name, 0, {"type": spec.name, "args": args}, raw
         )
-        from auwgent.runtime import origin
 
         with origin.via(VIA):
-            outcome = await self.runner.call(self.inv, self.inner, event)
+            outcome = await self.run.calls.call(self.inv, self.inner, event)
         if outcome.status == "ok":
-            from auwgent.runtime.schema import parsed_result
-
             return {"return_value": parsed_result(outcome.result, spec.returns, self.inner.types)}
         if outcome.status == "skipped":
             return _raise(RuntimeError(f"api.{spec.name}: the application skipped this call"))

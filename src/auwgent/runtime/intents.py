@@ -43,7 +43,7 @@ BUILTIN_INTENTS = vocabulary.BUILTIN_INTENTS
 
 #: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
 COMPLETE_INTENT = "handoff_complete"
-_COMPLETE_SPEC: Mapping[str, Any] = {
+COMPLETE_SPEC: Mapping[str, Any] = {
     "name": COMPLETE_INTENT,
     "description": (
         "Emit when the conversation you were handed is finished and control should return to "

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) -> int:
     """``auwgent check PATH``: print diagnostics and a summary; return the exit code."""
-    from auwgent.compiler.diagnostics import render_all, use_color
+    from auwgent.compiler import render_all, use_color
     from auwgent.errors import ConfigError
     from auwgent.evals.files import dataset_files
     from auwgent.project import load_project

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from auwgent.compiler.pipeline import CompileResult
+    from auwgent.compiler import CompileResult
     from auwgent.project import Project
 
 __all__ = [
@@ -54,7 +54,7 @@ def check_project(project: Project, *, jobs: int | None = None) -> CompileResult
     ``jobs`` is how many processes a large project may be checked in (default: one per
     usable CPU); the report is the same for any value.
     """
-    from auwgent.compiler.pipeline import compile_project
+    from auwgent.compiler import compile_project
 
     # Nothing is written, so no IR is built (only the lowering's own checks run).
     return compile_project(

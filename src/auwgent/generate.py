@@ -35,7 +35,7 @@ from auwgent.errors import CompileError, ConfigError
 from auwgent.ir import dumps_ir
 
 if TYPE_CHECKING:
-    from auwgent.compiler.diagnostics import Diagnostic
+    from auwgent.compiler import Diagnostic
     from auwgent.project import Project
 
 __all__ = [
@@ -295,7 +295,7 @@ def generate(
     declares no agent is an error (its previous outputs are kept). ``watching`` (watch mode):
     an agent file that is empty for now (an editor saving it in two steps) keeps its outputs.
     """
-    from auwgent.compiler.pipeline import compile_project
+    from auwgent.compiler import compile_project
 
     started = time.perf_counter()
     output = default_output(project)
@@ -372,7 +372,7 @@ def generate_path(path: Path, *, jobs: int | None = None) -> GenerateResult:
 
 
 def _report(result: GenerateResult, out: TextIO, err: TextIO, color: bool) -> None:
-    from auwgent.compiler.diagnostics import render_all
+    from auwgent.compiler import render_all
 
     for note in result.notes:
         print(f"note: {note}", file=err)
@@ -387,7 +387,7 @@ def _report(result: GenerateResult, out: TextIO, err: TextIO, color: bool) -> No
 
 
 def _color(stream: TextIO) -> bool:
-    from auwgent.compiler.diagnostics import use_color
+    from auwgent.compiler import use_color
 
     return use_color(stream)
 

@@ -201,7 +201,7 @@ def _strict_loader(yaml: Any) -> Any:
 
 
 def _reject_unknown(keys: Iterable[object], shown: str) -> None:
-    from auwgent.compiler.diagnostics import suggest
+    from auwgent.compiler import suggest
 
     for key in keys:
         if key not in _KEYS:

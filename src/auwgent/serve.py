@@ -815,8 +815,7 @@ def serve_command(
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
     import os
 
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.compiler.pipeline import compile_project
+    from auwgent.compiler import compile_project, render_all, use_color
     from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
     from auwgent.project import load_project
     from auwgent.runtime.stores import DEFAULT_SQLITE_PATH, open_store

@@ -26,11 +26,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from auwgent.compiler import (
+    SUFFIX,
+    Diagnostic,
+    SourceFile,
+    agent_parts,
+    did_you_mean,
+    error,
+    listing,
+)
 from auwgent.compiler import nodes as n
-from auwgent.compiler.diagnostics import Diagnostic, did_you_mean, error, listing
-from auwgent.compiler.members import agent_parts
-from auwgent.compiler.modules import SUFFIX
-from auwgent.compiler.source import SourceFile
 from auwgent.errors import ConfigError
 from auwgent.mcp.shapes import (
     canonical,
@@ -44,8 +49,7 @@ from auwgent.mcp.shapes import (
 )
 
 if TYPE_CHECKING:
-    from auwgent.compiler.modules import ModuleGraph
-    from auwgent.compiler.pipeline import CompileResult
+    from auwgent.compiler import CompileResult, ModuleGraph
 
 __all__ = ["declaration_text", "module_text", "run_check_mcp", "run_import"]
 
@@ -62,8 +66,7 @@ class _Project:
     """A compiled project's module graph and its ``mcp`` declarations."""
 
     def __init__(self, result: CompileResult) -> None:
-        from auwgent.compiler.modules import resolve_modules
-        from auwgent.compiler.parser import parse
+        from auwgent.compiler import parse, resolve_modules
 
         self.result = result
         modules = {path: parse(source)[0] for path, source in result.sources.items()}
@@ -106,7 +109,7 @@ class _Project:
 
 def _compile(path: Path, err: TextIO) -> tuple[_Project | None, int]:
     """The checked project, or ``None`` and the exit code once the problem is reported."""
-    from auwgent.compiler.diagnostics import render_all, use_color
+    from auwgent.compiler import render_all, use_color
     from auwgent.console import check_project
     from auwgent.project import load_project
 
@@ -131,7 +134,7 @@ def load_mcp_config(file: Path | None, servers: Mapping[str, n.McpDecl]) -> dict
     listing given ``LIST_TIMEOUT``. Raises ``ConfigError`` naming the file and the key path."""
     import json
 
-    from auwgent.compiler.lower import lower_mcp_server
+    from auwgent.compiler import lower_mcp_server
     from auwgent.runtime.mcp import ServerOptions, parse_mcp_options
 
     value = None
@@ -158,7 +161,7 @@ def _list_tools(
 ) -> dict[str, list[Any] | str]:
     """Each server's tools (keyed as given), or the message saying why they could not be
     listed (without the server's name). ``options`` are by server name."""
-    from auwgent.compiler.lower import lower_mcp_server
+    from auwgent.compiler import lower_mcp_server
     from auwgent.errors import McpError
     from auwgent.runtime.mcp import McpConnection
 
@@ -353,8 +356,7 @@ def _declaration(server: str, tool: Any, local: str) -> tuple[str, str | None]:
 def run_check_mcp(path: Path, *, out: TextIO, err: TextIO, mcp_config: Path | None = None) -> int:
     """``auwgent check --mcp [--mcp-config FILE]``: the project's diagnostics plus its ``@mcp``
     tools' drift."""
-    from auwgent.compiler.diagnostics import render_all, sort_key, use_color
-    from auwgent.compiler.pipeline import CompileResult
+    from auwgent.compiler import CompileResult, render_all, sort_key, use_color
     from auwgent.console import summary
 
     started = time.perf_counter()
@@ -413,7 +415,7 @@ def drift_diagnostics(project: _Project, options: Mapping[str, Any]) -> list[Dia
 def _tool_drift(
     project: _Project, path: str, tool: n.ToolDecl, server: str, offered: list[Any]
 ) -> Iterator[Diagnostic]:
-    from auwgent.compiler.lower import lower_tool_in
+    from auwgent.compiler import lower_tool_in
 
     source = project.source(path)
     use = n.mcp_of(tool.annotations)

@@ -209,8 +209,7 @@ def serve_command(path: Path, *, agent: str, app: str, port: int | None, err: Te
     """``auwgent mcp serve [path] --agent NAME --app module:attr [--http PORT]``."""
     from importlib.util import find_spec
 
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.compiler.pipeline import compile_project
+    from auwgent.compiler import compile_project, render_all, use_color
     from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
     from auwgent.errors import ConfigError
     from auwgent.project import load_project

@@ -93,7 +93,12 @@ class CallRunner:
             return await self.decided(inv, kind, name, verdict, event.call_id)
         if contract.code_api is not None:  # code mode: the one callable, execute_code
             return await execute(self.run, inv, contract, str(args["code"]), event.call_id)
-        return await self._execute(inv, kind, name, args, event.call_id)
+        return await self.run_call(inv, kind, name, args, event.call_id)
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
+        """Around each tool call (the model's, a workflow step's, one from code mode): the
+        implementation itself, once the call is decided, checked and approved."""
+        return await self.run.core.registry.call(name, args)
 
     async def tool_result(
         self, inv: Invocation, name: str, args: Mapping[str, Any], result: Any
@@ -109,7 +114,7 @@ class CallRunner:
         """A gated call after its decision: pending, denied (the caller is told), or run."""
         args = verdict.args
         if verdict.approved:
-            return await self._execute(inv, kind, name, args, call_id)
+            return await self.run_call(inv, kind, name, args, call_id)
         return CallOutcome(
             kind,  # type: ignore[arg-type]
             name,
@@ -120,9 +125,11 @@ class CallRunner:
             request_id=verdict.request_id or None,
         )
 
-    async def _execute(
+    async def run_call(
         self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None
     ) -> CallOutcome:
+        """Around each call that runs (decided, checked and approved): the tool, workflow or
+        helper itself."""
         if kind == "tool":
             return await self._tool(inv, name, args, call_id, _declared_returns(inv, name))
         if kind == "workflow":
@@ -174,7 +181,7 @@ class CallRunner:
             message = not_configured(name)
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
-            result = await registry.call(name, args)
+            result = await self.call_tool(name, args)
             images: tuple[Mapping[str, Any], ...] = ()
             if isinstance(result, ToolParts):
                 result, images = result.result, result.parts
@@ -318,7 +325,7 @@ class CallRunner:
                 raise ToolError(message)
             args = dict(verdict.args)
         try:
-            result = await self.run.core.registry.call(name, args)
+            result = await self.call_tool(name, args)
             value = self._check_result(name, result, tool["returns"])
         except Exception as exc:
             await self._tool_failed(inv, name, exc, describe_error(exc))

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from auwgent._records import replace
+from auwgent._typing import assert_never
 from auwgent.errors import AuwgentError, FallbackError, ProviderError
 from auwgent.runtime import schema
 from auwgent.runtime.budgets import Budgets
@@ -48,6 +49,7 @@ from auwgent.runtime.providers.base import (
     ModelRequest,
     StreamEvent,
     TextDelta,
+    ToolCallDelta,
     Usage,
 )
 from auwgent.runtime.run_memory import RunMemory
@@ -277,6 +279,8 @@ class ModelCaller:
             self._content_part(inv, event)
             if event.kind in REASONING_KINDS:
                 rnd.reasoning.append(event)
+        elif not isinstance(event, ToolCallDelta):  # a call's fragments: the decoder's alone
+            assert_never(event)
 
     async def _fallback(
         self, cfg: Mapping[str, Any], request: ModelRequest, rnd: Round
@@ -365,6 +369,8 @@ class ModelCaller:
                 await hooks
         elif isinstance(event, RejectedEvent):
             self._rejected(inv, rnd, event)
+        elif not isinstance(event, FinalEvent):
+            assert_never(event)
         elif event.kind in CALL_KINDS:
             if event.call_id is not None:
                 rnd.native_calls.append(event)

@@ -274,10 +274,7 @@ def run_command(
     """``auwgent test [PATH] [-k PATTERN] [--junit FILE]``; returns the exit code."""
     import asyncio
 
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.compiler.parser import parse
-    from auwgent.compiler.pipeline import compile_project
-    from auwgent.compiler.testspec import collect_tests
+    from auwgent.compiler import collect_tests, compile_project, parse, render_all, use_color
     from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
     from auwgent.errors import ConfigError
     from auwgent.project import load_project

@@ -622,18 +622,16 @@ async def iter_sse(response: Reply, call: Call) -> AsyncIterator[str]:
     that), so that the call is retried.
     """
     cap = call.limits.event_bytes
-    data: list[str] = []
-    size = 0  # bytes of the current event's data lines, as received
+    events = _Events(call)
     pending: list[bytes] = []  # the start of a line whose end has not arrived
     waiting = 0  # their length
-    started = False
     body = _Body(response, call)
     try:
         while (chunk := await body.read()) is not None:
             if b"\n" not in chunk:
                 pending.append(chunk)
                 waiting += len(chunk)
-                if size + waiting > cap:
+                if events.size + waiting > cap:
                     raise _event_too_large(call)
                 continue
             if pending:
@@ -644,37 +642,57 @@ async def iter_sse(response: Reply, call: Call) -> AsyncIterator[str]:
             if tail:
                 pending.append(tail)
             waiting = len(tail)
-            for raw in lines:
-                line = raw.rstrip(b"\r")
-                if not line:
-                    if data:
-                        started = True
-                        yield "\n".join(data)
-                        data = []
-                        size = 0
-                elif line.startswith(b"data:"):
-                    size += len(raw)  # as received, so a line counts the same while it arrives
-                    if size > cap:
-                        raise _event_too_large(call)
-                    value = line[6:] if line.startswith(b"data: ") else line[5:]
-                    data.append(value.decode("utf-8"))
-            if size + waiting > cap:
+            for event in events.complete(lines):
+                yield event
+            if events.size + waiting > cap:
                 raise _event_too_large(call)
         last = b"".join(pending).strip()
         if last.startswith(b"data:"):
             # The last event without its blank line: kept, as servers that end abruptly
             # after a complete last line are common.
             value = last[5:]
-            data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+            events.data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
     except UnicodeDecodeError as exc:
         # Caught around the loop (no cost per event) so the message names the provider.
         raise ProviderError(call.provider, f"malformed UTF-8 in the event stream ({exc})") from None
     finally:
         body.close()
-    if not started:
+    if not events.started:
         raise StreamInterrupted(call.provider, "the stream ended before its first event")
-    if data:
-        yield "\n".join(data)
+    if events.data:
+        yield "\n".join(events.data)
+
+
+class _Events:
+    """The events of an SSE stream as its whole lines arrive (see :func:`iter_sse`)."""
+
+    __slots__ = ("call", "cap", "data", "size", "started")
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.cap = call.limits.event_bytes
+        self.data: list[str] = []  # the current event's data lines
+        self.size = 0  # bytes of the current event's data lines, as received
+        self.started = False  # an event was complete
+
+    def complete(self, lines: list[bytes]) -> list[str]:
+        """The events that ``lines`` (whole lines, without their ``\\n``) complete."""
+        done: list[str] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r")
+            if not line:
+                if self.data:
+                    self.started = True
+                    done.append("\n".join(self.data))
+                    self.data = []
+                    self.size = 0
+            elif line.startswith(b"data:"):
+                self.size += len(raw)  # as received, so a line counts the same while it arrives
+                if self.size > self.cap:
+                    raise _event_too_large(self.call)
+                value = line[6:] if line.startswith(b"data: ") else line[5:]
+                self.data.append(value.decode("utf-8"))
+        return done
 
 
 def _event_too_large(call: Call) -> ProviderError:

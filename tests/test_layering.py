@@ -137,8 +137,10 @@ def private_imports(root: Path) -> list[str]:
     for name, (path, is_package) in found.items():
         for target, imported, line in _import_froms(name, path, is_package):
             private = imported.startswith("_") and not imported.startswith("__")
-            if private and target.split(".")[0] == root_package(found) and (
-                f"{target}.{imported}" not in found
+            if (
+                private
+                and target.split(".")[0] == root_package(found)
+                and (f"{target}.{imported}" not in found)
             ):
                 problems.append(f"{name}:{line} imports {target}.{imported}")
     return problems

@@ -35,17 +35,28 @@ import functools
 import importlib
 import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from auwgent.compiler import compile_project, render_all, use_color
+from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictError
+from auwgent.project import load_project
+from auwgent.runtime.agent import agent_from_ir, check_config_name
 from auwgent.runtime.approvals import AWAITING, check_decisions
 from auwgent.runtime.leases import CONFLICT, Lease, report_conflict
 from auwgent.runtime.parts import INPUT_SCHEMA, InputError, check_input
-from auwgent.runtime.stores import SessionStoreError, StoredSessionError
+from auwgent.runtime.readiness import problems
+from auwgent.runtime.stores import (
+    DEFAULT_SQLITE_PATH,
+    SessionStoreError,
+    StoredSessionError,
+    open_store,
+)
 from auwgent.serve_security import (
     LOCAL_PRINCIPAL,
     Authenticate,
@@ -138,8 +149,6 @@ class _Agents:
         self._agents: dict[str, Any] = {}
 
     def get(self, name: str) -> Any:
-        from auwgent.runtime.agent import agent_from_ir
-
         agent = self._agents.get(name)
         if agent is None:
             doc = self.docs[name]
@@ -539,8 +548,6 @@ class _Server:
         """200 when this worker can take runs; 503 naming what keeps it from them."""
         from starlette.responses import JSONResponse
 
-        from auwgent.runtime.readiness import problems
-
         found = await problems()
         if found:
             return JSONResponse({"status": "unavailable", "reasons": found}, status_code=503)
@@ -639,8 +646,6 @@ def _check_decisions(decisions: Any) -> dict[str, Any]:
 
 def _check_choice(agent: Any, body: Mapping[str, Any]) -> None:
     """Refuse an unknown named config or persona before anything runs."""
-    from auwgent.runtime.agent import check_config_name
-
     if body.get("config") is not None:
         check_config_name(agent.core.doc, body["config"], "config")
     if body.get("persona") is not None:
@@ -813,12 +818,6 @@ def serve_command(
     stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
-    import os
-
-    from auwgent.compiler import compile_project, render_all, use_color
-    from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
-    from auwgent.project import load_project
-    from auwgent.runtime.stores import DEFAULT_SQLITE_PATH, open_store
 
     token = token or os.environ.get("AUWGENT_SERVE_TOKEN") or None
     try:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .. import _version
 from .._records import record
+from ..ir import with_hash
 from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
 from .diagnostics import Diagnostic, error
@@ -110,8 +111,6 @@ def lower_file(graph: ModuleGraph, path: str, *, hashed: bool = True) -> Lowered
     if not hashed:
         return Lowered(document, ())
     # Imported here so that `auwgent check` loads neither json nor hashlib.
-    from ..ir import with_hash
-
     return Lowered(with_hash(document), ())
 
 

@@ -21,11 +21,20 @@ error with its line. Limits: ``"codeLimits"`` in the runtime config (:class:`.co
 from __future__ import annotations
 
 import _thread
+import ast
+import asyncio
 import atexit
+import functools
+import itertools
 import json
 import keyword
+import os
 import re
+import sys
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from auwgent._records import replace
@@ -387,8 +396,6 @@ class _Execution:
     def _wait(self) -> tuple[float, str]:
         """How long this execution may wait for a sandbox worker, and what sets it: the
         code's own timeout, or what is left of the run's ``timeouts.run``."""
-        import asyncio
-
         wait, bound = self.limits.timeout, "codeLimits.timeout"
         deadline = self.run.deadline
         if deadline is not None:
@@ -398,8 +405,6 @@ class _Execution:
         return wait, bound
 
     async def _in_sandbox(self, pm: Any, sandbox: _Sandboxes) -> tuple[bool, Any]:
-        import asyncio
-
         module = pm.ExternalModule({n: _never for n in self.by_name}, stubs=self.api.stub)
         session = sandbox.pool.checkout(
             script_name="code.py",
@@ -570,8 +575,6 @@ def _plain(value: Any) -> Any:
     Raises :class:`_Unconvertible` naming the value's problem: nested too deeply for the
     host's JSON encoder, an integer too long to write in decimal, a value that contains itself.
     """
-    import sys
-
     try:
         return json.loads(json.dumps(value, ensure_ascii=False, default=str))
     except RecursionError:
@@ -593,8 +596,6 @@ def _plain(value: Any) -> Any:
 def _last_expression_line(code: str) -> int | None:
     """The line where the code's last statement starts (the expression whose value is
     returned), or ``None`` when the host cannot parse the code."""
-    import ast
-
     try:
         body = ast.parse(code).body
     except (SyntaxError, ValueError, RecursionError):
@@ -631,8 +632,6 @@ class _Slots:
     """A counting semaphore that coroutines of any event loop (or thread) can wait on."""
 
     def __init__(self, size: int) -> None:
-        from collections import deque
-
         self.size = size
         self.free = size
         self._lock = _thread.allocate_lock()
@@ -640,8 +639,6 @@ class _Slots:
 
     async def acquire(self, timeout: float) -> bool:
         """Take a slot; ``False`` when none became free within ``timeout`` seconds."""
-        import asyncio
-
         loop = asyncio.get_running_loop()
         with self._lock:
             if self.free > 0 and not self._waiters:
@@ -688,8 +685,6 @@ class _Sandboxes:
     """The process's Monty pool, its slots and its threads."""
 
     def __init__(self) -> None:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
 
         import pydantic_monty as pm
 
@@ -698,8 +693,6 @@ class _Sandboxes:
         # Each execution makes one blocking call at a time, and an exit may overlap the next
         # execution's start: twice the workers is enough never to queue here.
         self.threads = ThreadPoolExecutor(2 * workers + 2, thread_name_prefix="auwgent-sandbox")
-        import itertools
-
         self.busy: dict[int, tuple[float, float]] = {}  # call id -> (started, its limit)
         self._ids = itertools.count()  # next() is atomic: loops in several threads share it
         pool = pm.Monty(max_processes=workers)
@@ -711,10 +704,6 @@ class _Sandboxes:
     async def run(self, limit: float, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` in the pool's threads; ``limit`` is how long it may take
         (the code's timeout), for :func:`stuck`."""
-        import asyncio
-        import functools
-        import time
-
         key = next(self._ids)
         self.busy[key] = (time.monotonic(), limit)
         try:
@@ -728,8 +717,6 @@ async def _sandboxes() -> _Sandboxes:
     """The process's sandboxes, started on first use (in a thread: it spawns processes)."""
     if _SANDBOXES is not None:
         return _SANDBOXES
-    import asyncio
-
     return await asyncio.to_thread(_start_sandboxes)
 
 
@@ -745,8 +732,6 @@ def stuck() -> list[str]:
     """What is wrong with the sandbox workers: one line per sandbox call that has run longer
     than its limit plus :data:`STUCK_GRACE` (a worker that stopped answering). Empty when code
     mode never ran or all is well."""
-    import time
-
     sandboxes = _SANDBOXES
     if sandboxes is None:
         return []

@@ -27,9 +27,12 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from auwgent._names import suggest
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
+from auwgent.runtime.loops import parse_loop_detection
 from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
@@ -167,8 +170,6 @@ def _budget(config: Mapping[str, Any]) -> Budget | None:
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
-    from auwgent._names import suggest  # only on this error path
-
     hint = suggest(key, valid)
     tip = f"; did you mean {hint!r}?" if hint else f" (valid keys: {', '.join(valid)})"
     return ConfigError(f"{path}{key}: unknown config key{tip}")
@@ -257,8 +258,6 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         from auwgent.runtime.memory import parse_memory_options
 
         memory = parse_memory_options(config["memory"])
-    from auwgent.runtime.loops import parse_loop_detection
-
     return RuntimeOptions(
         api_keys=config.get("apiKeys"),
         context=config.get("context"),
@@ -323,8 +322,6 @@ def _timezone(name: Any) -> tzinfo | None:
         raise ConfigError(
             f"timezone: expected an IANA zone name such as 'Africa/Accra', got {name!r}"
         )
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only when a zone is configured
-
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:

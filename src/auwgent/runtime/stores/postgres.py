@@ -14,6 +14,7 @@ conversation and content, written in the save's transaction and deleted with the
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -260,6 +261,4 @@ def _require_extra() -> None:
 
 def _shown(dsn: str) -> str:
     """The DSN without its password."""
-    import re
-
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", re.sub(r"password=\S+", "password=***", dsn))

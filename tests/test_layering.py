@@ -1,16 +1,22 @@
 """The package's import graph: no circles, and every import points down the layers.
 
 Every module under ``src/auwgent`` is parsed with ``ast`` (nothing is imported, so the test
-also sees imports inside functions). Module-level and function-level imports count alike;
-imports under ``if TYPE_CHECKING:`` are left out, because they never run: they only name
-types for the checker. A ``from package import name`` counts as an import of the submodule
-when ``name`` is one, else of the package. Importing a submodule is not counted as importing
-its parent package's ``__init__`` (Python runs it, but nothing in it is used).
+also sees imports inside functions). Module-level, function-level and ``if TYPE_CHECKING:``
+imports count alike: a circle only the type checker follows is still two modules that cannot
+be read one without the other. A ``from package import name`` counts as an import of the
+submodule when ``name`` is one, else of the package. Importing a submodule is not counted as
+importing its parent package's ``__init__`` (Python runs it, but nothing in it is used).
+
+Two more rules: outside the compiler, the compiler is imported only through its public face
+(``from auwgent.compiler import name``, a name of its ``__all__``); and no module imports a
+private name (``_name``) of another module (private modules such as ``auwgent._records`` are
+the package's own and may be imported).
 
 The layers (docs/architecture.md), lowest first; a module may import its own package and any
 lower layer, never a higher one and never a sibling on its own layer:
 
-0. ``auwgent._version``, ``auwgent._names``, ``auwgent._records``, ``auwgent.errors``
+0. ``auwgent._version``, ``auwgent._names``, ``auwgent._records``, ``auwgent._typing``,
+   ``auwgent.errors``
 1. ``auwgent.ir``: the IR contract and the product's vocabulary
 2. ``auwgent.compiler``, ``auwgent.codegen``, ``auwgent.runtime`` (siblings: none imports
    another)
@@ -35,6 +41,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: dict[str, int] = {
     "auwgent._names": 0,
     "auwgent._records": 0,
+    "auwgent._typing": 0,
     "auwgent._version": 0,
     "auwgent.errors": 0,
     "auwgent.ir": 1,
@@ -74,30 +81,12 @@ def modules(root: Path) -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for inner in node.body:
-                skipped.update(id(sub) for sub in ast.walk(inner))
-    return skipped
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
 def _imported(name: str, path: Path, is_package: bool) -> Iterator[str]:
     """What the module imports: ``import a.b`` gives ``a.b``; ``from a import b`` gives
     ``a.b`` when that is a module, else ``a``."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    skipped = _type_checking_nodes(tree)
     package = name.split(".") if is_package else name.split(".")[:-1]
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -105,6 +94,60 @@ def _imported(name: str, path: Path, is_package: bool) -> Iterator[str]:
             target = ".".join([*base, *([node.module] if node.module else [])])
             for alias in node.names:
                 yield f"{target}.{alias.name}"
+
+
+def _import_froms(name: str, path: Path, is_package: bool) -> Iterator[tuple[str, str, int]]:
+    """Every ``from X import y`` of the module: (X as an absolute name, y, line)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = name.split(".") if is_package else name.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                yield target, alias.name, node.lineno
+
+
+def face_violations(root: Path, face: str, allowed: set[str]) -> list[str]:
+    """Imports of ``face``'s inner modules, or of names it does not export, from outside it."""
+    problems = []
+    for name, (path, is_package) in modules(root).items():
+        if name == face or name.startswith(face + "."):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                problems += [
+                    f"{name}:{node.lineno} imports {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith(face + ".")
+                ]
+        for target, imported, line in _import_froms(name, path, is_package):
+            if target.startswith(face + "."):
+                problems.append(f"{name}:{line} imports {target} (use {face})")
+            elif target == face and imported not in allowed:
+                problems.append(f"{name}:{line} imports {face}.{imported} (not in its __all__)")
+    return problems
+
+
+def private_imports(root: Path) -> list[str]:
+    """``from module import _name`` of a private name (not a module) of another module."""
+    found = modules(root)
+    problems = []
+    for name, (path, is_package) in found.items():
+        for target, imported, line in _import_froms(name, path, is_package):
+            private = imported.startswith("_") and not imported.startswith("__")
+            if (
+                private
+                and target.split(".")[0] == root_package(found)
+                and (f"{target}.{imported}" not in found)
+            ):
+                problems.append(f"{name}:{line} imports {target}.{imported}")
+    return problems
+
+
+def root_package(found: Mapping[str, object]) -> str:
+    return min(found, key=len).split(".")[0]
 
 
 def import_graph(root: Path) -> Graph:
@@ -200,6 +243,27 @@ def test_no_import_circles(graph: Graph) -> None:
     assert not found, "import circles:\n" + "\n".join(details)
 
 
+def _exported(package: str) -> set[str]:
+    """The names in ``package``'s ``__all__``, read with ``ast``."""
+    init = SRC.joinpath(*package.split("."), "__init__.py")
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError(f"{package} has no __all__")
+
+
+def test_the_compiler_is_used_through_its_face() -> None:
+    problems = face_violations(SRC, "auwgent.compiler", _exported("auwgent.compiler"))
+    assert not problems, "\n".join(problems)
+
+
+def test_no_private_name_crosses_a_module_boundary() -> None:
+    problems = private_imports(SRC)
+    assert not problems, "\n".join(problems)
+
+
 def test_runtime_never_imports_testing(graph: Graph) -> None:
     bad = [
         f"{source} imports {target}"
@@ -248,7 +312,7 @@ def test_function_level_and_relative_imports_count(tmp_path: Path) -> None:
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
 
 
-def test_type_checking_imports_are_left_out(tmp_path: Path) -> None:
+def test_type_checking_imports_count(tmp_path: Path) -> None:
     graph = _tree(
         tmp_path,
         {
@@ -258,8 +322,27 @@ def test_type_checking_imports_are_left_out(tmp_path: Path) -> None:
         },
     )
     assert graph["pkg"] == {"pkg.a"}
-    assert graph["pkg.a"] == set()
-    assert cycles(graph) == []
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+
+
+def test_face_and_private_name_rules_name_the_import(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/comp/__init__.py": "from pkg.comp.inner import parse\n__all__ = ['parse']\n",
+            "pkg/comp/inner.py": "def parse(): ...\n_HIDDEN = 1\n",
+            "pkg/good.py": "from pkg.comp import parse\nfrom pkg import _records\n",
+            "pkg/_records.py": "",
+            "pkg/bad.py": "from pkg.comp.inner import _HIDDEN\nfrom pkg.comp import other\n",
+        },
+    )
+    assert face_violations(tmp_path, "pkg.comp", {"parse"}) == [
+        "pkg.bad:1 imports pkg.comp.inner (use pkg.comp)",
+        "pkg.bad:2 imports pkg.comp.other (not in its __all__)",
+    ]
+    assert private_imports(tmp_path) == ["pkg.bad:1 imports pkg.comp.inner._HIDDEN"]
 
 
 def test_layer_violations_are_named() -> None:

@@ -21,6 +21,7 @@ are records: importing the runtime then needs neither ``dataclasses`` nor ``insp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError
 from functools import cache
 from operator import attrgetter
 from types import CodeType, FunctionType
@@ -54,14 +55,10 @@ _FIELDS = "__record_fields__"
 
 
 def frozen_setattr(self: object, name: str, value: object) -> None:
-    from dataclasses import FrozenInstanceError
-
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
 def frozen_delattr(self: object, name: str) -> None:
-    from dataclasses import FrozenInstanceError
-
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 

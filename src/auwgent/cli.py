@@ -10,14 +10,20 @@ Exit codes (:mod:`auwgent.console`): 0 success (warnings allowed), 1 the sources
 
 from __future__ import annotations
 
+import argparse
 import gc
+import importlib.util
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import NoReturn, TextIO
 
+from auwgent import generate
+from auwgent._version import __version__
+from auwgent.compiler import render_all, use_color
 from auwgent.console import (
     EXIT_ERRORS,
     EXIT_INTERNAL,
@@ -26,18 +32,22 @@ from auwgent.console import (
     check_project,
     summary,
 )
-
-if TYPE_CHECKING:
-    import argparse
+from auwgent.errors import ConfigError
+from auwgent.evals.check import check_with_datasets
+from auwgent.evals.command import EvalArgs, run_eval
+from auwgent.evals.files import dataset_files
+from auwgent.fmt import run_fmt
+from auwgent.lsp.server import serve
+from auwgent.mcp.importer import run_check_mcp
+from auwgent.mcp.importer import run_import as import_tools
+from auwgent.mcp.serve import serve_command as serve_mcp
+from auwgent.project import load_project
+from auwgent.serve import serve_command
+from auwgent.testing.dsl import run_command
 
 
 def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) -> int:
     """``auwgent check PATH``: print diagnostics and a summary; return the exit code."""
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.errors import ConfigError
-    from auwgent.evals.files import dataset_files
-    from auwgent.project import load_project
-
     started = time.perf_counter()
     # The compiler pauses the cyclic garbage collector while it runs (see pipeline._compile);
     # pausing it here already covers loading the project and the compiler's own imports,
@@ -51,8 +61,6 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
         if dataset_files(project.evals):  # they are checked against the IR: build it
-            from auwgent.evals.check import check_with_datasets
-
             report = check_with_datasets(project, jobs=jobs)
         else:
             report = check_project(project, jobs=jobs)
@@ -89,8 +97,6 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.mcp:
-            from auwgent.mcp.importer import run_check_mcp
-
             return run_check_mcp(args.path, out=out, err=err, mcp_config=args.mcp_config)
         if args.mcp_config is not None:
             print("error: --mcp-config goes with --mcp (plain check starts no server)", file=err)
@@ -113,8 +119,6 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_jobs(parser)
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent import generate
-
         if args.watch:
             return generate.watch(args.path, out=out, err=err, jobs=args.jobs)
         return generate.run_generate(args.path, out=out, err=err, jobs=args.jobs)
@@ -140,8 +144,6 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent.testing.dsl import run_command
-
         return run_command(args.path, args.pattern, args.junit, out=out, err=err)
 
     parser.set_defaults(run=run)
@@ -168,8 +170,6 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument("--scorers", action="append", default=[], metavar="MODULE:FUNCTION")
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent.evals.command import EvalArgs, run_eval
-
         asked = {k: v for k, v in vars(args).items() if k in EvalArgs.__dataclass_fields__}
         return run_eval(EvalArgs(**{**asked, "mode": args.mode or "offline"}), out=out, err=err)
 
@@ -177,8 +177,6 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _positive(text: str) -> int:
-    import argparse
-
     value = int(text) if text.isdigit() else 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
@@ -243,8 +241,6 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent.serve import serve_command
-
         options = {} if args.stream_buffer is None else {"stream_buffer": args.stream_buffer}
         return serve_command(
             args.path,
@@ -302,12 +298,10 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _add_mcp_config(importing)
 
     def run_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent.mcp.importer import run_import
-
         only = (
             [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
         )
-        return run_import(
+        return import_tools(
             args.path,
             args.server,
             only=only,
@@ -340,9 +334,7 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
     def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent.mcp.serve import serve_command
-
-        return serve_command(args.path, agent=args.agent, app=args.app, port=args.http, err=err)
+        return serve_mcp(args.path, agent=args.agent, app=args.app, port=args.http, err=err)
 
     serving.set_defaults(run=run_serve)
 
@@ -375,8 +367,6 @@ def _add_fmt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from auwgent.fmt import run_fmt
-
         return run_fmt(args.paths, check=args.check, out=out, err=err)
 
     parser.set_defaults(run=run)
@@ -399,16 +389,12 @@ def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 file=err,
             )
             return EXIT_USAGE
-        from auwgent.lsp.server import serve
-
         return serve()
 
     parser.set_defaults(run=run)
 
 
 def _installed(module: str) -> bool:
-    import importlib.util
-
     try:
         return importlib.util.find_spec(module) is not None
     except ValueError:  # a module set to None in sys.modules (blocked)
@@ -438,8 +424,6 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive_int(text: str) -> int:
-    import argparse
-
     try:
         value = int(text)
     except ValueError:
@@ -463,9 +447,6 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
-    import argparse
-
-    from auwgent._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="auwgent",
@@ -551,9 +532,6 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 def _positive_float(text: str) -> float:
-    import argparse
-    import math
-
     try:
         value = float(text)
     except ValueError:

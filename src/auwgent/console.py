@@ -14,8 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from auwgent.compiler import compile_project
+
 if TYPE_CHECKING:
-    from auwgent.compiler.pipeline import CompileResult
+    from auwgent.compiler import CompileResult
     from auwgent.project import Project
 
 __all__ = [
@@ -54,8 +56,6 @@ def check_project(project: Project, *, jobs: int | None = None) -> CompileResult
     ``jobs`` is how many processes a large project may be checked in (default: one per
     usable CPU); the report is the same for any value.
     """
-    from auwgent.compiler.pipeline import compile_project
-
     # Nothing is written, so no IR is built (only the lowering's own checks run).
     return compile_project(
         project.files,

@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from auwgent.compiler.diagnostics import render_all, use_color
-from auwgent.compiler.format import FormatError, format_source
-from auwgent.compiler.source import SourceFile
+from auwgent.compiler import FormatError, SourceFile, format_source, render_all, use_color
 from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
 from auwgent.errors import ConfigError
 from auwgent.project import load_project

@@ -17,6 +17,7 @@ already right is left untouched, so tools watching the output only see real chan
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -27,15 +28,19 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
+import watchfiles
+
 from auwgent.codegen.python import module_name, render_python
 from auwgent.codegen.typescript import HEADER as _TS_HEADER
 from auwgent.codegen.typescript import render_typescript
+from auwgent.compiler import compile_project, render_all, use_color
 from auwgent.console import display_path, plural
 from auwgent.errors import CompileError, ConfigError
 from auwgent.ir import dumps_ir
+from auwgent.project import load_project
 
 if TYPE_CHECKING:
-    from auwgent.compiler.diagnostics import Diagnostic
+    from auwgent.compiler import Diagnostic
     from auwgent.project import Project
 
 __all__ = [
@@ -295,8 +300,6 @@ def generate(
     declares no agent is an error (its previous outputs are kept). ``watching`` (watch mode):
     an agent file that is empty for now (an editor saving it in two steps) keeps its outputs.
     """
-    from auwgent.compiler.pipeline import compile_project
-
     started = time.perf_counter()
     output = default_output(project)
     notes: list[str] = []
@@ -366,14 +369,10 @@ def generate_path(path: Path, *, jobs: int | None = None) -> GenerateResult:
 
     Raises ``ConfigError`` when the project (auwgent.yml, the source path) cannot be loaded.
     """
-    from auwgent.project import load_project
-
     return generate(load_project(path), jobs=jobs)
 
 
 def _report(result: GenerateResult, out: TextIO, err: TextIO, color: bool) -> None:
-    from auwgent.compiler.diagnostics import render_all
-
     for note in result.notes:
         print(f"note: {note}", file=err)
     if result.diagnostics:
@@ -387,8 +386,6 @@ def _report(result: GenerateResult, out: TextIO, err: TextIO, color: bool) -> No
 
 
 def _color(stream: TextIO) -> bool:
-    from auwgent.compiler.diagnostics import use_color
-
     return use_color(stream)
 
 
@@ -444,11 +441,6 @@ def _watch(
     on_cycle: Callable[[GenerateResult], None] | None,
     jobs: int | None,
 ) -> int:
-    import logging
-
-    import watchfiles
-
-    from auwgent.project import load_project
 
     # On Ctrl-C watchfiles logs "KeyboardInterrupt caught, stopping watch"; with no logging
     # configured Python prints that warning to stderr. "stopped watching" already says it.

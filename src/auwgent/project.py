@@ -19,7 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from auwgent._records import record
+from auwgent.compiler import suggest
 from auwgent.errors import ConfigError
 
 CONFIG_NAMES = ("auwgent.yml", "auwgent.yaml")
@@ -159,8 +162,6 @@ def _read_yaml(config: Path, shown: str) -> dict[str, Any]:
         raise ConfigError(f"{shown}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{shown}: cannot read the file ({exc})") from None
-    import yaml
-
     try:
         data = yaml.load(text, Loader=_strict_loader(yaml))  # a SafeLoader: no Python tags
     except yaml.MarkedYAMLError as exc:
@@ -201,8 +202,6 @@ def _strict_loader(yaml: Any) -> Any:
 
 
 def _reject_unknown(keys: Iterable[object], shown: str) -> None:
-    from auwgent.compiler.diagnostics import suggest
-
     for key in keys:
         if key not in _KEYS:
             hint = suggest(str(key), _KEYS)

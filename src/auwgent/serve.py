@@ -35,17 +35,28 @@ import functools
 import importlib
 import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from auwgent.compiler import compile_project, render_all, use_color
+from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictError
+from auwgent.project import load_project
+from auwgent.runtime.agent import agent_from_ir, check_config_name
 from auwgent.runtime.approvals import AWAITING, check_decisions
 from auwgent.runtime.leases import CONFLICT, Lease, report_conflict
 from auwgent.runtime.parts import INPUT_SCHEMA, InputError, check_input
-from auwgent.runtime.stores import SessionStoreError, StoredSessionError
+from auwgent.runtime.readiness import problems
+from auwgent.runtime.stores import (
+    DEFAULT_SQLITE_PATH,
+    SessionStoreError,
+    StoredSessionError,
+    open_store,
+)
 from auwgent.serve_security import (
     LOCAL_PRINCIPAL,
     Authenticate,
@@ -138,8 +149,6 @@ class _Agents:
         self._agents: dict[str, Any] = {}
 
     def get(self, name: str) -> Any:
-        from auwgent.runtime.agent import agent_from_ir
-
         agent = self._agents.get(name)
         if agent is None:
             doc = self.docs[name]
@@ -360,10 +369,10 @@ class _Server:
             self.settable[name] = settable
         client = check_client_context(context, settable)
         try:
-            checked = agent._core.context_schema.check(client, "context")
+            checked = agent.core.context_schema.check(client, "context")
         except AuwgentError as exc:
             raise BoundaryError(422, "bad_context", str(exc)) from exc
-        run = type(agent)(agent._core, {**checked, **agent.context}, agent._config)
+        run = agent.fork({**checked, **agent.context})
         run.use_principal(principal)
         run.use_memory_scope(memory_scope(principal, conversation, self.settings))
         return run
@@ -562,8 +571,6 @@ class _Server:
         """200 when this worker can take runs; 503 naming what keeps it from them."""
         from starlette.responses import JSONResponse
 
-        from auwgent.runtime.readiness import problems
-
         found = await problems()
         if found:
             return JSONResponse({"status": "unavailable", "reasons": found}, status_code=503)
@@ -662,12 +669,10 @@ def _check_decisions(decisions: Any) -> dict[str, Any]:
 
 def _check_choice(agent: Any, body: Mapping[str, Any]) -> None:
     """Refuse an unknown named config or persona before anything runs."""
-    from auwgent.runtime.agent import _check_config_name
-
     if body.get("config") is not None:
-        _check_config_name(agent._core.doc, body["config"], "config")
+        check_config_name(agent.core.doc, body["config"], "config")
     if body.get("persona") is not None:
-        agent._core.check_persona(body["persona"], "persona")
+        agent.core.check_persona(body["persona"], "persona")
 
 
 def openapi_document(agents: list[str]) -> dict[str, Any]:
@@ -836,13 +841,6 @@ def serve_command(
     stream_buffer: int = DEFAULT_STREAM_BUFFER,
 ) -> int:
     """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
-    import os
-
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.compiler.pipeline import compile_project
-    from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
-    from auwgent.project import load_project
-    from auwgent.runtime.stores import DEFAULT_SQLITE_PATH, open_store
 
     token = token or os.environ.get("AUWGENT_SERVE_TOKEN") or None
     try:

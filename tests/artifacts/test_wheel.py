@@ -25,8 +25,8 @@ PACKAGE = ROOT / "src" / "auwgent"
 EXTRAS: dict[str, tuple[str, ...]] = {
     "": ("auwgent.runtime",),
     "serve": ("starlette", "uvicorn", "auwgent.serve"),
-    "redis": ("redis", "auwgent.runtime.stores_redis"),
-    "postgres": ("psycopg", "psycopg_pool", "auwgent.runtime.stores_postgres"),
+    "redis": ("redis", "auwgent.runtime.stores.redis"),
+    "postgres": ("psycopg", "psycopg_pool", "auwgent.runtime.stores.postgres"),
     "otel": ("opentelemetry.sdk.trace", "auwgent.runtime.tracing"),
     "lsp": ("pygls", "lsprotocol", "auwgent.lsp.server"),
     "code": ("pydantic_monty", "auwgent.runtime.code_mode"),

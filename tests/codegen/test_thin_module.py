@@ -71,18 +71,7 @@ def _factory(node: ast.FunctionDef) -> bool:
 
 def _behaviour(tree: ast.Module) -> list[str]:
     """Everything in the module that would behave, as ``line: what``."""
-    found: list[str] = []
-    for statement in tree.body:
-        if isinstance(statement, ast.ImportFrom) and statement.module not in ALLOWED_IMPORTS:
-            found.append(f"{statement.lineno}: import from {statement.module}")
-        elif isinstance(statement, ast.FunctionDef) and not (
-            statement.name == "auwgent" and _factory(statement)
-        ):
-            found.append(f"{statement.lineno}: module-level function {statement.name}")
-        elif not isinstance(statement, (ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) and not (
-            isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr))
-        ):
-            found.append(f"{statement.lineno}: {type(statement).__name__} statement")
+    found = [f for statement in tree.body for f in _top_level(statement)]
     for node in ast.walk(tree):
         if isinstance(node, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.Lambda)):
             found.append(f"{node.lineno}: {type(node).__name__}")
@@ -95,17 +84,37 @@ def _behaviour(tree: ast.Module) -> list[str]:
             if name not in ALLOWED_CALLS:
                 found.append(f"{node.lineno}: call of {name}")
         elif isinstance(node, ast.ClassDef):
-            for deco in node.decorator_list:
-                if not (isinstance(deco, ast.Name) and deco.id == "_placeholders"):
-                    found.append(f"{node.lineno}: class decorator {ast.unparse(deco)}")
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    if item.decorator_list:
-                        found.append(f"{item.lineno}: decorated method {item.name}")
-                    if not (_docstring_only(item.body) or _placeholder_tool(item.body)):
-                        found.append(f"{item.lineno}: method {node.name}.{item.name} has a body")
-                elif not isinstance(item, (ast.AnnAssign, ast.Expr, ast.Pass)):
-                    found.append(f"{item.lineno}: {type(item).__name__} in class {node.name}")
+            found += _class_behaviour(node)
+    return found
+
+
+def _top_level(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, ast.ImportFrom) and statement.module not in ALLOWED_IMPORTS:
+        return [f"{statement.lineno}: import from {statement.module}"]
+    if isinstance(statement, ast.FunctionDef) and not (
+        statement.name == "auwgent" and _factory(statement)
+    ):
+        return [f"{statement.lineno}: module-level function {statement.name}"]
+    if not isinstance(statement, (ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) and not (
+        isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr))
+    ):
+        return [f"{statement.lineno}: {type(statement).__name__} statement"]
+    return []
+
+
+def _class_behaviour(node: ast.ClassDef) -> list[str]:
+    found = []
+    for deco in node.decorator_list:
+        if not (isinstance(deco, ast.Name) and deco.id == "_placeholders"):
+            found.append(f"{node.lineno}: class decorator {ast.unparse(deco)}")
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if item.decorator_list:
+                found.append(f"{item.lineno}: decorated method {item.name}")
+            if not (_docstring_only(item.body) or _placeholder_tool(item.body)):
+                found.append(f"{item.lineno}: method {node.name}.{item.name} has a body")
+        elif not isinstance(item, (ast.AnnAssign, ast.Expr, ast.Pass)):
+            found.append(f"{item.lineno}: {type(item).__name__} in class {node.name}")
     return found
 
 

@@ -179,7 +179,7 @@ class _Field:
     description: str | None = None
 
 
-class _Program:
+class Program:
     """Read-only views over one IR document that several sections need."""
 
     def __init__(self, doc: ir.Document) -> None:
@@ -381,7 +381,7 @@ class _Emitter:
     def __init__(self, doc: ir.Document, ir_text: str) -> None:
         self.doc = doc
         self.ir_text = ir_text
-        self.p = _Program(doc)
+        self.p = Program(doc)
         type_names: list[str] = sorted(doc.get("types", {}))
         for name in type_names:
             if name in _FIXED_NAMES or name.startswith("Auwgent") or not is_identifier(name):

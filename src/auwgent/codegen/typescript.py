@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from auwgent._version import IR_VERSION, __version__
-from auwgent.codegen.python import _Program
+from auwgent.codegen.python import Program
 from auwgent.codegen.writer import CodeWriter
 from auwgent.ir import dumps_ir
 from auwgent.ir import model as ir
@@ -114,7 +114,7 @@ class _Emitter:
     def __init__(self, doc: ir.Document, ir_text: str) -> None:
         self.doc = doc
         self.ir_text = ir_text
-        self.p = _Program(doc)
+        self.p = Program(doc)
         self.w = CodeWriter()
 
     def render(self) -> str:

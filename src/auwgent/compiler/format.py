@@ -31,7 +31,7 @@ from ..errors import AuwgentError
 from .diagnostics import Diagnostic
 from .lexer import TokenKind, Tokens, lex
 from .nodes import StringLit
-from .parser import _STATEMENT_WORDS, parse
+from .parser import STATEMENT_WORDS, parse
 from .source import SourceFile
 
 __all__ = ["FormatError", "format_source", "format_text"]
@@ -49,7 +49,7 @@ _BINARY = frozenset(
 #: A line that starts with one of these continues the line before it.
 _CONTINUES = _BINARY | {K.AT, K.DOT}
 #: Words that are followed by an expression, never called: ``if (x)``, ``return [1]``.
-_KEYWORDS = _STATEMENT_WORDS
+_KEYWORDS = STATEMENT_WORDS
 #: Tokens after which ``-`` is a binary minus (they end an operand).
 _OPERAND_ENDS = frozenset((K.IDENT, K.NUMBER, K.STRING, K.RPAREN, K.RBRACKET, K.RBRACE))
 _NO_SPACE_BEFORE = frozenset((K.RPAREN, K.RBRACKET, K.COMMA, K.COLON, K.DOT, K.QUESTION))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .. import _version
 from .._records import record
+from ..ir import with_hash
 from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
 from .diagnostics import Diagnostic, error
@@ -110,8 +111,6 @@ def lower_file(graph: ModuleGraph, path: str, *, hashed: bool = True) -> Lowered
     if not hashed:
         return Lowered(document, ())
     # Imported here so that `auwgent check` loads neither json nor hashlib.
-    from ..ir import with_hash
-
     return Lowered(with_hash(document), ())
 
 
@@ -838,26 +837,30 @@ class _Names:
                     self.type(workflow.returns)
                 for tool in workflow.tools:
                     self.tool(tool)
-            for block in parts.helpers[:1]:
-                for use in block.uses:
-                    found = low.scope.lookup(use.name.text)
-                    if found is not None and isinstance(found.decl, n.AgentDecl):
-                        self.agent(found.decl, found)
-            for personas in parts.personas[:1]:
-                for name in personas.names:
-                    found = low.scope.lookup(name.text)
-                    if found is not None and isinstance(found.decl, n.PersonaDecl):
-                        low.claim("personas", name.text, found.key, name.span)
-            for attach in parts.intents[:1]:
-                for item in attach.items:
-                    if isinstance(item, n.NameRef):
-                        found = low.scope.lookup(item.name)
-                        if found is None or not isinstance(found.decl, n.IntentDecl):
-                            continue
-                        with low.within(found.path):
-                            self.fields(found.decl.fields)
-                    else:
-                        self.fields(item.fields)
+            self.uses(parts)
+
+    def uses(self, parts: AgentParts) -> None:
+        """What the agent names in the order it is lowered: helpers, personas, intents."""
+        low = self.low
+        for block in parts.helpers[:1]:
+            for use in block.uses:
+                found = low.scope.lookup(use.name.text)
+                if found is not None and isinstance(found.decl, n.AgentDecl):
+                    self.agent(found.decl, found)
+        for personas in parts.personas[:1]:
+            for name in personas.names:
+                found = low.scope.lookup(name.text)
+                if found is not None and isinstance(found.decl, n.PersonaDecl):
+                    low.claim("personas", name.text, found.key, name.span)
+        for attach in parts.intents[:1]:
+            for item in attach.items:
+                if not isinstance(item, n.NameRef):
+                    self.fields(item.fields)
+                    continue
+                found = low.scope.lookup(item.name)
+                if found is not None and isinstance(found.decl, n.IntentDecl):
+                    with low.within(found.path):
+                        self.fields(found.decl.fields)
 
     def tools(self, parts: AgentParts) -> None:
         """The agent's own tools, then its groups' (``_AgentLowering.group_tools``)."""

@@ -140,7 +140,7 @@ HASH: Final = TokenKind.HASH
 EOF: Final = TokenKind.EOF
 
 
-_DECL_WORDS = (
+DECL_WORDS = (
     "import",
     "export",
     "model",
@@ -152,7 +152,7 @@ _DECL_WORDS = (
     "agent",
     "helper",
 )
-_ALL_DECL_WORDS = (*_DECL_WORDS, "tool", "tools", "workflow", "test")
+_ALL_DECL_WORDS = (*DECL_WORDS, "tool", "tools", "workflow", "test")
 _MEMBER_WORDS = (
     "default",
     "config",
@@ -1428,7 +1428,7 @@ class _Parser:
                 _new(Span, (self.starts[pos], self.ends[pos])),
             )
         text = self.texts[pos]
-        if kind is not IDENT or text in _STATEMENT_WORDS or text == "ctx":
+        if kind is not IDENT or text in STATEMENT_WORDS or text == "ctx":
             return None
         self.pos = pos + 1
         span = _new(Span, (self.starts[pos], self.ends[pos]))
@@ -1499,7 +1499,7 @@ class _Parser:
             literal = value.value if isinstance(value, n.StringLit) else value
             return n.Literal(literal, self.span(pos))
         text = self.texts[pos]
-        if kind is IDENT and text not in _STATEMENT_WORDS:
+        if kind is IDENT and text not in STATEMENT_WORDS:
             self.pos = pos + 1
             if text in _KEYWORD_LITERALS:
                 return n.Literal(_KEYWORD_LITERALS[text], self.span(pos))
@@ -1624,7 +1624,7 @@ class _Parser:
 
 _KEYWORD_LITERALS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 # Never names inside an expression, so a missing `)` before `let` is caught on the right line.
-_STATEMENT_WORDS = frozenset(("let", "return", "if", "else"))
+STATEMENT_WORDS = frozenset(("let", "return", "if", "else"))
 
 _DECL_PARSERS: dict[str, Callable[[_Parser, Span | None], n.Decl]] = {
     "model": _Parser.parse_model,

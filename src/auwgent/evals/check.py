@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from auwgent.compiler.diagnostics import Diagnostic, suggest
-from auwgent.compiler.pipeline import CompileResult, compile_project
+from auwgent.compiler import CompileResult, Diagnostic, compile_project, suggest
 from auwgent.console import display_path
 from auwgent.project import Project
 from auwgent.runtime.schema import validate

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from auwgent.compiler.diagnostics import render_all, use_color
-from auwgent.compiler.pipeline import compile_project
+from auwgent.compiler import compile_project, render_all, use_color
 from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
 from auwgent.errors import ConfigError
 from auwgent.project import load_project

@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from auwgent.compiler.diagnostics import Diagnostic, error, suggest
-from auwgent.compiler.source import SourceFile, Span
+from auwgent.compiler import Diagnostic, SourceFile, Span, error, suggest
 from auwgent.runtime.parts import InputError, Part, check_input
 
 __all__ = [

@@ -6,6 +6,7 @@ import difflib
 import html
 import json
 import statistics
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,8 +142,6 @@ def compare(report: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: f
 
 def write_junit(path: Path, report: Mapping[str, Any]) -> None:
     """One ``testsuite`` per dataset, one ``testcase`` per case."""
-    import xml.etree.ElementTree as ET
-
     root = ET.Element("testsuites", name="auwgent eval")
     by_dataset: dict[str, list[Mapping[str, Any]]] = {}
     for case in report["cases"]:

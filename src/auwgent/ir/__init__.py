@@ -8,8 +8,10 @@ Stdlib only, so any part of the package may import it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import lru_cache
+from importlib import resources
 from typing import Any, TypeVar, cast
 
 from auwgent._version import IR_VERSION
@@ -22,8 +24,6 @@ HASH_PREFIX = "sha256:"
 
 def canonical_json(doc: Any) -> str:
     """Return the canonical JSON text of ``doc``: sorted keys, no spaces, UTF-8 as is."""
-    import json  # here: the compiler imports this package for the vocabulary, not for JSON
-
     return json.dumps(
         doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
@@ -60,8 +60,6 @@ def with_hash(doc: _Doc) -> _Doc:
 
 def dumps_ir(doc: Mapping[str, Any]) -> str:
     """Return the on-disk text of an IR document: sorted keys, indent 2, trailing newline."""
-    import json
-
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -69,14 +67,10 @@ def dumps_ir(doc: Mapping[str, Any]) -> str:
 def _schema_text() -> str:
     # Imported here: importlib.resources pulls in tempfile, shutil and more (~13 ms), and
     # the compiler, which imports this module for the hash, never needs the schema.
-    from importlib import resources
-
     return resources.files(__name__).joinpath("schema.json").read_text(encoding="utf-8")
 
 
 def load_schema() -> dict[str, Any]:
     """Return the JSON Schema (draft 2020-12) of the IR, a fresh copy on every call."""
-    import json
-
     schema: dict[str, Any] = json.loads(_schema_text())
     return schema

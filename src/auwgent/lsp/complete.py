@@ -16,12 +16,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..compiler import nodes as n
-from ..compiler.checker.agents import CONFIG_KEYS
-from ..compiler.checker.context import PROVIDERS
-from ..compiler.modules import FileScope, ModuleGraph, Symbol, is_exported
-from ..compiler.parser import _DECL_WORDS, _STATEMENT_WORDS, MEMBER_SYNTAX, parse
-from ..compiler.source import SourceFile, Span
+from auwgent.compiler import (
+    CONFIG_KEYS,
+    DECL_WORDS,
+    MEMBER_SYNTAX,
+    PROVIDERS,
+    STATEMENT_WORDS,
+    FileScope,
+    ModuleGraph,
+    SourceFile,
+    Span,
+    Symbol,
+    is_exported,
+    parse,
+)
+from auwgent.compiler import nodes as n
+
 from .index import Definition, FileIndex
 from .workspace import ProjectState
 
@@ -40,9 +50,9 @@ class Candidate:
 
 
 # The parser's own lists, so that completion offers what the parser reads.
-TOP_KEYWORDS = (*_DECL_WORDS, "tools", "test")
+TOP_KEYWORDS = (*DECL_WORDS, "tools", "test")
 EXPORTABLE = ("model", "mcp", "type", "prompt", "persona", "intent", "helper", "tools")
-STATEMENT_KEYWORDS = tuple(sorted(_STATEMENT_WORDS))
+STATEMENT_KEYWORDS = tuple(sorted(STATEMENT_WORDS))
 PROMPT_KEYWORDS = ("Example", "if", "else", "return")
 VALUE_WORDS = ("true", "false", "null", "ctx")
 PRIMITIVES = ("string", "number", "boolean")

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from auwgent.compiler import FileScope, SourceFile, Span, kind_word
+from auwgent.compiler import nodes as n
+
 from .._records import record_fields
-from ..compiler import nodes as n
-from ..compiler.modules import FileScope, kind_word
-from ..compiler.source import SourceFile, Span
 
 __all__ = ["PROMPT_CONTEXT", "Definition", "FileIndex", "Reference", "index_file"]
 
@@ -162,17 +162,21 @@ class _Indexer:
         doc = None
         if isinstance(decl, n.IntentDecl) and decl.description is not None:
             doc = decl.description.text.value
+        self.define(key, decl.name, kind, decl.span, self._signature(decl), doc)
+        self.members(decl, key)
+
+    def _signature(self, decl: n.Decl) -> str:
+        """The declaration's header as hover shows it."""
         if isinstance(decl, n.PromptDecl | n.PersonaDecl):
             header_end = decl.name.span.end
             if isinstance(decl, n.PromptDecl) and decl.params:
                 header_end = self.source.text.find(")", decl.params[-1].span.end) + 1
-            signature = self.source.text[decl.span.start : header_end]
-        else:
-            signature = _signature_text(self.source, decl.span)
-        self.define(key, decl.name, kind, decl.span, signature, doc)
-        if isinstance(decl, n.TypeDecl):
-            self.fields(decl.fields, key, decl.name.text)
-        elif isinstance(decl, n.IntentDecl):
+            return self.source.text[decl.span.start : header_end]
+        return _signature_text(self.source, decl.span)
+
+    def members(self, decl: n.Decl, key: str) -> None:
+        """The fields, parameters and expressions inside a top-level declaration."""
+        if isinstance(decl, n.TypeDecl | n.IntentDecl):
             self.fields(decl.fields, key, decl.name.text)
         elif isinstance(decl, n.PromptDecl):
             env = self.params(decl.params or (), key, decl.name.text)

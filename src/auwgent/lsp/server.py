@@ -20,11 +20,17 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
+from auwgent.compiler import (
+    STATEMENT_WORDS,  # cannot name anything in an expression
+    Diagnostic,
+    FormatError,
+    Severity,
+    SourceFile,
+    Span,
+    format_source,
+)
+
 from .._version import __version__
-from ..compiler.diagnostics import Diagnostic, Severity
-from ..compiler.format import FormatError, format_source
-from ..compiler.parser import _STATEMENT_WORDS  # cannot name anything in an expression
-from ..compiler.source import SourceFile, Span
 from .complete import Candidate, complete
 from .index import PROMPT_CONTEXT, Definition, FileIndex
 from .workspace import ProjectState, Workspace, offset_to_position, position_to_offset
@@ -384,10 +390,10 @@ def _prepare_rename(ls: AuwgentServer, params: t.PrepareRenameParams) -> t.Range
 @server.feature(t.TEXT_DOCUMENT_RENAME)
 def _rename(ls: AuwgentServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
     new_name = params.new_name
-    if not new_name.isidentifier() or new_name in _STATEMENT_WORDS:
+    if not new_name.isidentifier() or new_name in STATEMENT_WORDS:
         raise JsonRpcInvalidParams(
             f"`{new_name}` is not a name: a name starts with a letter or `_` and goes on with "
-            f"letters, digits and `_`, and is not one of {', '.join(sorted(_STATEMENT_WORDS))}"
+            f"letters, digits and `_`, and is not one of {', '.join(sorted(STATEMENT_WORDS))}"
         )
     found = ls.name_at(params.text_document.uri, params.position)
     if found is None:

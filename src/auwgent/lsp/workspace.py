@@ -23,13 +23,21 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..compiler import nodes as n
-from ..compiler.checker import check
-from ..compiler.diagnostics import Diagnostic, error, sort_key
-from ..compiler.lower import name_clashes
-from ..compiler.modules import ModuleGraph, normalize_import, resolve_modules
-from ..compiler.parser import parse
-from ..compiler.source import SourceFile, Span
+from auwgent.compiler import (
+    Diagnostic,
+    ModuleGraph,
+    SourceFile,
+    Span,
+    check,
+    error,
+    name_clashes,
+    normalize_import,
+    parse,
+    resolve_modules,
+    sort_key,
+)
+from auwgent.compiler import nodes as n
+
 from ..errors import ConfigError
 from ..project import CONFIG_NAMES, load_project
 from .index import FileIndex, index_file

@@ -20,18 +20,34 @@ checked by the same rules.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from auwgent.compiler import (
+    SUFFIX,
+    CompileResult,
+    Diagnostic,
+    SourceFile,
+    agent_parts,
+    did_you_mean,
+    error,
+    listing,
+    lower_mcp_server,
+    lower_tool_in,
+    parse,
+    render_all,
+    resolve_modules,
+    sort_key,
+    use_color,
+)
 from auwgent.compiler import nodes as n
-from auwgent.compiler.diagnostics import Diagnostic, did_you_mean, error, listing
-from auwgent.compiler.members import agent_parts
-from auwgent.compiler.modules import SUFFIX
-from auwgent.compiler.source import SourceFile
-from auwgent.errors import ConfigError
+from auwgent.console import check_project, summary
+from auwgent.errors import ConfigError, McpError
 from auwgent.mcp.shapes import (
     canonical,
     identifier_for,
@@ -42,10 +58,11 @@ from auwgent.mcp.shapes import (
     source_string,
     source_type,
 )
+from auwgent.project import load_project
+from auwgent.runtime.mcp import McpConnection, ServerOptions, parse_mcp_options
 
 if TYPE_CHECKING:
-    from auwgent.compiler.modules import ModuleGraph
-    from auwgent.compiler.pipeline import CompileResult
+    from auwgent.compiler import CompileResult, ModuleGraph
 
 __all__ = ["declaration_text", "module_text", "run_check_mcp", "run_import"]
 
@@ -62,9 +79,6 @@ class _Project:
     """A compiled project's module graph and its ``mcp`` declarations."""
 
     def __init__(self, result: CompileResult) -> None:
-        from auwgent.compiler.modules import resolve_modules
-        from auwgent.compiler.parser import parse
-
         self.result = result
         modules = {path: parse(source)[0] for path, source in result.sources.items()}
         self.graph: ModuleGraph = resolve_modules(modules)
@@ -106,10 +120,6 @@ class _Project:
 
 def _compile(path: Path, err: TextIO) -> tuple[_Project | None, int]:
     """The checked project, or ``None`` and the exit code once the problem is reported."""
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.console import check_project
-    from auwgent.project import load_project
-
     if not _sdk_installed():
         print(f"error: MCP servers need the MCP SDK: {_INSTALL}", file=err)
         return None, EXIT_USAGE
@@ -129,10 +139,6 @@ def _compile(path: Path, err: TextIO) -> tuple[_Project | None, int]:
 def load_mcp_config(file: Path | None, servers: Mapping[str, n.McpDecl]) -> dict[str, Any]:
     """``--mcp-config FILE``: each declared server's ``ServerOptions`` (``env``, ``headers``),
     listing given ``LIST_TIMEOUT``. Raises ``ConfigError`` naming the file and the key path."""
-    import json
-
-    from auwgent.compiler.lower import lower_mcp_server
-    from auwgent.runtime.mcp import ServerOptions, parse_mcp_options
 
     value = None
     if file is not None:
@@ -158,9 +164,6 @@ def _list_tools(
 ) -> dict[str, list[Any] | str]:
     """Each server's tools (keyed as given), or the message saying why they could not be
     listed (without the server's name). ``options`` are by server name."""
-    from auwgent.compiler.lower import lower_mcp_server
-    from auwgent.errors import McpError
-    from auwgent.runtime.mcp import McpConnection
 
     async def one(decl: n.McpDecl) -> list[Any] | str:
         name = decl.name.text
@@ -179,8 +182,6 @@ def _list_tools(
 
 
 def _sdk_installed() -> bool:
-    from importlib.util import find_spec
-
     return find_spec("mcp") is not None
 
 
@@ -245,8 +246,6 @@ def _write_module(
 ) -> int:
     """``--out FILE``: the module declaring the server's tool group, importing the server from
     the file that declares it (unless that is ``FILE``, which is never overwritten)."""
-    from auwgent.project import load_project
-
     server_file = (load_project(path).source_root / declared_in).resolve()
     target = out_file.resolve()
     if target == server_file:
@@ -353,10 +352,6 @@ def _declaration(server: str, tool: Any, local: str) -> tuple[str, str | None]:
 def run_check_mcp(path: Path, *, out: TextIO, err: TextIO, mcp_config: Path | None = None) -> int:
     """``auwgent check --mcp [--mcp-config FILE]``: the project's diagnostics plus its ``@mcp``
     tools' drift."""
-    from auwgent.compiler.diagnostics import render_all, sort_key, use_color
-    from auwgent.compiler.pipeline import CompileResult
-    from auwgent.console import summary
-
     started = time.perf_counter()
     project, code = _compile(path, err)
     if project is None:
@@ -413,8 +408,6 @@ def drift_diagnostics(project: _Project, options: Mapping[str, Any]) -> list[Dia
 def _tool_drift(
     project: _Project, path: str, tool: n.ToolDecl, server: str, offered: list[Any]
 ) -> Iterator[Diagnostic]:
-    from auwgent.compiler.lower import lower_tool_in
-
     source = project.source(path)
     use = n.mcp_of(tool.annotations)
     name = use.remote.value if use is not None and use.remote is not None else tool.name.text

@@ -23,11 +23,23 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from auwgent.errors import AuwgentError
+from auwgent.compiler import compile_project, render_all, use_color
+from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
+from auwgent.errors import AuwgentError, ConfigError
+from auwgent.project import load_project
+from auwgent.runtime.agent import agent_from_ir
+from auwgent.runtime.engine import Run
+from auwgent.runtime.intents import IntentEvent
+from auwgent.runtime.invocation import Invocation, effective_tools
 from auwgent.runtime.parts import INPUT_SCHEMA, InputError, Part, check_input
+from auwgent.runtime.protocol.contract import FinalEvent
+from auwgent.runtime.schema import to_json_schema
+from auwgent.runtime.tools import result_text
+from auwgent.serve import ServeError, load_factory
 
 if TYPE_CHECKING:
     from auwgent.ir.model import Agent as IRAgent
@@ -54,8 +66,6 @@ class McpAgentServer:
     def tools(self) -> list[Any]:
         """The ``run`` tool, then one tool per workflow (the SDK's ``Tool`` objects)."""
         from mcp.types import Tool
-
-        from auwgent.runtime.schema import to_json_schema
 
         types = self.doc["types"]
         description = self.root.get("description") or f"Run the agent {self.doc['root']}."
@@ -122,15 +132,11 @@ class McpAgentServer:
         return _result(answer if answer is not None else "")
 
     async def _workflow(self, name: str, args: dict[str, Any], progress: Any) -> Any:
-        from auwgent.runtime.calls import Invocation, effective_tools
-        from auwgent.runtime.engine import Run
-        from auwgent.runtime.intents import IntentEvent
-        from auwgent.runtime.protocol.contract import FinalEvent
-
-        core = self.agent._core  # the agent's checked core: this call takes its call path
+        core = self.agent.core  # the agent's checked core: this call takes its call path
         sink: asyncio.Queue[IntentEvent | None] = asyncio.Queue()
         run = Run(
             core,
+            self.agent.services,
             context=dict(self.agent.context),
             config=self.agent.config_name,
             conversation_id=None,
@@ -173,8 +179,6 @@ def _intent_message(name: str, agent: str, value: Any) -> str:
 def _result(value: Any, error: bool = False) -> Any:
     from mcp.types import CallToolResult, TextContent
 
-    from auwgent.runtime.tools import result_text
-
     structured = value if isinstance(value, dict) and not error else None
     return CallToolResult(
         content=[TextContent(type="text", text=result_text(value))],
@@ -206,15 +210,6 @@ def lowlevel_server(served: McpAgentServer, name: str) -> Any:
 
 def serve_command(path: Path, *, agent: str, app: str, port: int | None, err: TextIO) -> int:
     """``auwgent mcp serve [path] --agent NAME --app module:attr [--http PORT]``."""
-    from importlib.util import find_spec
-
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.compiler.pipeline import compile_project
-    from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
-    from auwgent.errors import ConfigError
-    from auwgent.project import load_project
-    from auwgent.runtime.agent import agent_from_ir
-    from auwgent.serve import ServeError, load_factory
 
     if find_spec("mcp") is None:
         print("error: auwgent mcp serve needs the MCP SDK: pip install 'auwgent[mcp]'", file=err)

@@ -10,48 +10,30 @@ model, a tool or a handler does: see :mod:`auwgent.runtime.engine`.
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import json
-import os
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
-from auwgent.runtime import code_mode
-from auwgent.runtime.config import (
-    DEFAULT_MAX_TOOL_LOOPS,
-    config_names,
-    parse_options,
-    provider_key,
-    resolve_api_keys,
-    resolve_base_url,
-)
-from auwgent.runtime.context import ContextSchema
-from auwgent.runtime.intents import _COMPLETE_SPEC, BUILTIN_INTENTS, HandlerSet
-from auwgent.runtime.middleware import MiddlewareChain
+from auwgent.ir import compute_hash
+from auwgent.ir.model import Document as IRDocument
+from auwgent.runtime import approvals
+from auwgent.runtime.approvals import ResumeJournal
+from auwgent.runtime.config import config_names, parse_options
+from auwgent.runtime.core import AgentCore
+from auwgent.runtime.engine import Run
+from auwgent.runtime.intents import IntentEvent, Sink
+from auwgent.runtime.leases import Lease
 from auwgent.runtime.parts import Part, check_input
-from auwgent.runtime.tools import ToolRegistry, declared_tools
+from auwgent.runtime.services import Services
+from auwgent.runtime.session import Session, check_session
 
-if TYPE_CHECKING:
-    import asyncio
-
-    from auwgent.ir.model import Agent as IRAgent
-    from auwgent.ir.model import Document as IRDocument
-    from auwgent.runtime.approvals import ResumeJournal
-    from auwgent.runtime.calls import Invocation
-    from auwgent.runtime.intents import IntentEvent, Sink
-    from auwgent.runtime.leases import Lease
-    from auwgent.runtime.mcp import McpServers
-    from auwgent.runtime.memory import Ingestion
-    from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
-    from auwgent.runtime.providers.base import FunctionSpec, Provider
-    from auwgent.runtime.session import Session
-
-# What only a run needs (the engine, the codecs, the prompt renderer, asyncio, httpx) is
-# imported on first use: importing generated bindings and building the agent stay fast.
-
-__all__ = ["Agent", "AgentCore", "agent_from_ir", "create_agent"]
+__all__ = ["Agent", "agent_from_ir", "check_config_name", "create_agent"]
 
 _AgentT = TypeVar("_AgentT", bound="Agent")
 
@@ -74,8 +56,6 @@ def _check_versions(
             f"ir_version: the generated module holds IR version {found}, but this runtime "
             f"(auwgent {__version__}) reads version {IR_VERSION}; {regen}"
         )
-    from auwgent.ir import compute_hash
-
     stored = doc.get("hash")
     if stored != ir_hash or compute_hash(dict(doc)) != ir_hash:
         raise ConfigError(
@@ -91,346 +71,18 @@ def _check_versions(
         )
 
 
-class AgentCore:
-    """Everything a run needs that does not change between runs (checked at construction)."""
-
-    def __init__(self, doc: IRDocument, config: Mapping[str, Any]) -> None:
-        self.doc = doc
-        self.root: str = doc["root"]
-        if self.root not in doc["agents"]:
-            raise ConfigError(f"root: agent {self.root!r} is missing from the IR")
-        options = self.options = parse_options(config)
-        self.provider_override = _provider_override(options.provider)
-        self.api_keys: dict[str, str] = {}
-        if self.provider_override is None:
-            self.api_keys = resolve_api_keys(doc, options.api_keys)
-        self.context_schema = ContextSchema(doc)
-        self.mcp: McpServers | None = None
-        if doc.get("mcp") or options.mcp is not None:
-            from auwgent.runtime.mcp import McpServers
-
-            self.mcp = McpServers(doc, options.mcp)
-        routed = self.mcp.implementations() if self.mcp is not None else None
-        self.registry = ToolRegistry(options.tools, declared_tools(doc), routed)
-        self.middleware = MiddlewareChain(options.middleware)
-        self.approver: Any = options.approver
-        if code_mode.wanted(options, doc):
-            code_mode.require()
-        self.stores = _session_stores(options.middleware)
-        self.handlers = HandlerSet()
-        self.partial_handlers = HandlerSet()
-        self.wants_partials = self.middleware.has_partial
-        self.intent_names = list(BUILTIN_INTENTS) + [
-            i["name"] for a in doc["agents"].values() for i in a["intents"]
-        ]
-        self.tracer: Any = None
-        if options.tracing or options.tracer_provider is not None:
-            from auwgent.runtime.tracing import make_tracer
-
-            self.tracer = make_tracer(options)
-        self.ingestion: Ingestion | None = None
-        if self.options.memory is not None:
-            from auwgent.runtime.memory import Ingestion
-
-            self.ingestion = Ingestion(self.options.memory)
-        self._contracts: dict[Any, Contract] = {}
-        self._sections: dict[Any, str] = {}
-        # Per (agent, config): the context keys its prompt reads, and the prompt itself when
-        # it reads none (then it is the same for every run).
-        self._prompts: dict[Any, tuple[set[str], str | None]] = {}
-        self._codecs: dict[str, Codec] = {}
-        self._request_parts: dict[Any, tuple[tuple[FunctionSpec, ...], Any]] = {}
-        # The HTTP client the agent creates when the config gives none, and the event loop it
-        # belongs to (its pooled connections cannot serve another loop).
-        self._client: Any = None
-        self._client_loop: Any = None
-        self._providers: dict[tuple[Any, ...], Provider] = {}
-
-    # -- choices per agent -------------------------------------------------------------------
-
-    def config_for(self, agent: IRAgent, selected: str | Mapping[str, str] | None) -> str:
-        """The config ``agent`` runs with: the selected name if it has one, else ``default``."""
-        if isinstance(selected, Mapping):
-            selected = selected.get(agent["name"])
-        if selected is not None and selected in agent["configs"]:
-            return selected
-        return "default"
-
-    def max_loops(self, agent: IRAgent, config_name: str) -> int:
-        if self.options.max_tool_loops is not None:
-            return self.options.max_tool_loops
-        value = agent["configs"][config_name].get("max_tool_loops")
-        return int(value) if value else DEFAULT_MAX_TOOL_LOOPS
-
-    def codec(self, agent: IRAgent, selected: str | Mapping[str, str] | None) -> Codec:
-        cfg = agent["configs"][self.config_for(agent, selected)]
-        name = self.options.protocol or cfg.get("protocol") or "blocks"
-        codec = self._codecs.get(name)
-        if codec is None:
-            from auwgent.runtime.protocol import codec_for
-
-            codec = self._codecs[name] = codec_for(name)
-        return codec
-
-    def provider(self, model: Mapping[str, Any]) -> Provider:
-        """The provider for an IR ``Model``, built once and reused by every run."""
-        if self.provider_override is not None:
-            return self.provider_override
-        client = self._http_client()
-        key = (model["provider"], model.get("id"), model.get("base_url"))
-        found = self._providers.get(key)
-        if found is None:
-            found = self._providers[key] = self.make_provider(model, client)
-        return found
-
-    def _http_client(self) -> Any:
-        """The config's ``httpClient``, else the agent's own, created on first use per loop.
-
-        One client per agent (not per run) keeps connections, and TLS sessions with real APIs,
-        alive between runs. A run in another event loop (each ``run_sync`` has its own) gets a
-        new client; the previous one belongs to its loop and is released by ``run_sync`` or
-        :meth:`Agent.aclose`.
-        """
-        given = self.options.http_client
-        if given is not None:
-            return given
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            from auwgent.runtime.providers.wire import default_wire
-
-            self._client = default_wire()
-            self._client_loop = loop
-            self._providers.clear()  # they hold the previous client
-        return self._client
-
-    async def release_client(self) -> None:
-        """Close the agent's own HTTP client if it belongs to the running loop; never the
-        config's ``httpClient``. A client of another (finished) loop is only dropped."""
-        import asyncio
-
-        if self.mcp is not None:
-            await self.mcp.aclose()
-        client, loop = self._client, self._client_loop
-        if client is None:
-            return
-        self._client = self._client_loop = None
-        self._providers.clear()
-        if loop is asyncio.get_running_loop():
-            await client.aclose()
-
-    def make_provider(self, model: Mapping[str, Any], client: Any) -> Provider:
-        from auwgent.runtime.providers import make_provider
-
-        return make_provider(
-            model,
-            api_key=self.api_keys.get(provider_key(model)),
-            base_url=resolve_base_url(model, self.options.base_urls),
-            client=client,
-            retry=self.options.retry,
-            timeouts=self.options.timeouts,
-            limits=self.options.limits,
-            strict=self.options.strict,
-        )
-
-    # -- what the model sees -----------------------------------------------------------------
-
-    def contract(self, inv: Invocation) -> Contract:
-        key = (
-            inv.name,
-            inv.config_name,
-            tuple(t["name"] for t in inv.tools),
-            inv.handoff == "user",
-        )
-        found = self._contracts.get(key)
-        if found is None:
-            found = self._contracts[key] = self._build_contract(inv)
-        return found
-
-    def _build_contract(self, inv: Invocation) -> Contract:
-        from auwgent.runtime.calls import helper_params
-        from auwgent.runtime.protocol.contract import CallableSpec, Contract
-
-        agent, types = inv.agent, self.doc["types"]
-        specs = [
-            CallableSpec(
-                "tool",
-                t["name"],
-                t.get("description") or "",
-                tuple(t["params"]),
-                t["returns"],
-                configured=self.registry.has(t["name"]),
-                examples=tuple(t.get("examples", ())),
-                approval=t.get("approval"),
-            )
-            for t in inv.tools
-        ]
-        specs += [
-            CallableSpec(
-                "workflow",
-                w["name"],
-                w.get("description") or "",
-                tuple(w["params"]),
-                w["returns"],
-                approval=w.get("approval"),
-            )
-            for w in agent["workflows"]
-        ]
-        for use in agent["helpers"]:
-            helper = self.doc["agents"][use["name"]]
-            specs.append(
-                CallableSpec(
-                    "helper",
-                    helper["name"],
-                    helper.get("description") or "",
-                    helper_params(helper, types),
-                    helper["output"],
-                    approval=use.get("approval"),
-                )
-            )
-        intents: tuple[Mapping[str, Any], ...] = tuple(agent["intents"])
-        if inv.handoff == "user":
-            intents += (_COMPLETE_SPEC,)
-        contract = Contract(
-            agent=agent["name"],
-            callables=tuple(specs),
-            intents=intents,
-            output=agent["output"],
-            types=types,
-            examples=tuple(_declared_order(e, specs) for e in agent.get("examples", ())),
-        )
-        if code_mode.enabled(self.options, agent, inv.config_name):
-            return code_mode.code_contract(contract)  # one callable: execute_code
-        return contract
-
-    def request_parts(
-        self, codec: Codec, contract: Contract
-    ) -> tuple[tuple[FunctionSpec, ...], Mapping[str, Any] | None]:
-        """The function specs and response schema of a contract, made once per codec.
-
-        Contracts are immutable and kept by ``contract()`` for the agent's lifetime, so their
-        JSON schemas need not be rebuilt for every model call.
-        """
-        key = (id(contract), codec.name)
-        found = self._request_parts.get(key)
-        if found is None:
-            found = (codec.functions(contract), codec.response_schema(contract))
-            self._request_parts[key] = found
-        return found
-
-    def system_prompt(
-        self,
-        inv: Invocation,
-        codec: Codec,
-        contract: Contract,
-        context: Mapping[str, Any],
-        *,
-        persona: str | None = None,
-        memory: str = "",
-    ) -> str:
-        """The system prompt, stable to dynamic (docs/prompts.md, "The order of a request"):
-
-        the config prompt and the protocol section, the active persona (when ``inv``'s agent
-        lists it), the Memory section, the context section, then the date-and-time line.
-        """
-        from auwgent.runtime.engine import now_line
-
-        rkey = (inv.name, inv.config_name)
-        found = self._prompts.get(rkey)
-        if found is None:
-            from auwgent.runtime import prompts
-
-            cfg = inv.agent["configs"][inv.config_name]
-            referenced = prompts.referenced_context_keys(self.doc, inv.agent, cfg)
-            # A prompt that reads no context renders the same for every run: rendered once.
-            fixed = None if referenced else prompts.render_prompt(self.doc, inv.agent, cfg, {})
-            found = self._prompts[rkey] = (referenced, fixed)
-        referenced, rendered = found
-        if rendered is None:
-            from auwgent.runtime import prompts
-
-            cfg = inv.agent["configs"][inv.config_name]
-            rendered = prompts.render_prompt(self.doc, inv.agent, cfg, context)
-        skey = (id(contract), codec.name)
-        section = self._sections.get(skey)
-        if section is None:
-            section = self._sections[skey] = codec.system_section(contract)
-        options = self.options
-        parts = [
-            rendered,
-            section,
-            self.persona_section(inv.agent, persona, context) if persona is not None else "",
-            memory,
-            self.context_schema.section(context, referenced) if context else "",
-            now_line(options.timezone, options.clock),
-        ]
-        return "\n\n".join(filter(None, parts))
-
-    def persona_section(
-        self, agent: IRAgent, persona: str | None, context: Mapping[str, Any]
-    ) -> str:
-        """The "Active persona" section, or '' when none is active or ``agent`` lacks it."""
-        if persona is None or persona not in agent.get("personas", ()):
-            return ""
-        from auwgent.runtime import prompts
-
-        body = prompts.render_body(
-            self.doc["personas"][persona]["body"],
-            {},
-            context,
-            schema_text=prompts.schema_text_for(self.doc, agent),
-        )
-        return f"Active persona: {persona}\n{body}" if body.strip() else ""
-
-    def check_persona(self, name: Any, where: str) -> str | None:
-        """``name`` if the IR declares a persona of that name (``None`` clears); else an error."""
-        if name is None:
-            return None
-        valid = list(self.doc.get("personas", {}))
-        if name not in valid:
-            listed = ", ".join(valid) if valid else "none (this agent lists no personas)"
-            raise ConfigError(f"{where}: unknown persona {name!r}; valid personas: {listed}")
-        return str(name)
-
-
-def _session_stores(middleware: Any) -> list[Any]:
-    """The SessionStoreMiddleware instances among the config's middleware (for resume)."""
-    import sys
-
-    stores = sys.modules.get("auwgent.runtime.stores")
-    if stores is None:  # never imported: there can be no instance (and no import cost)
-        return []
-    items = middleware if isinstance(middleware, (list, tuple)) else ()
-    return [m for m in items if isinstance(m, stores.SessionStoreMiddleware)]
-
-
-def _provider_override(value: Any) -> Provider | None:
-    if value is None and os.environ.get("AUWGENT_PROVIDER", "").strip().lower() == "offline":
-        value = "offline"
-    if value is None:
-        return None
-    if value == "offline":
-        from auwgent.runtime.providers.offline import OfflineModel
-
-        return OfflineModel()
-    if isinstance(value, str):
-        raise ConfigError(f"provider: unknown provider {value!r} (use 'offline' or a Provider)")
-    if not callable(getattr(value, "stream", None)):
-        raise ConfigError(
-            f"provider: expected a Provider (with stream() and embed()) or 'offline', "
-            f"got {type(value).__name__}"
-        )
-    return value  # type: ignore[no-any-return]
-
-
 class Agent:
     """A runnable agent. Create it with the generated ``auwgent(config)`` factory."""
 
     def __init__(
-        self, core: AgentCore, context: Mapping[str, Any], config_name: str | None
+        self,
+        core: AgentCore,
+        services: Services,
+        context: Mapping[str, Any],
+        config_name: str | None,
     ) -> None:
         self._core = core
+        self._services = services
         self._context: dict[str, Any] = dict(context)
         self._config = config_name
         self._persona = core.check_persona(core.options.persona, "persona")
@@ -445,6 +97,21 @@ class Agent:
         return self._core.root
 
     @property
+    def core(self) -> AgentCore:
+        """The agent's IR views and contracts (shared by every run and every :meth:`fork`)."""
+        return self._core
+
+    @property
+    def services(self) -> Services:
+        """The agent's providers, hooks, stores, tracer and memory (shared like :attr:`core`)."""
+        return self._services
+
+    def fork(self, context: Mapping[str, Any]) -> Agent:
+        """A new agent of the same class on this one's core and services (handlers, providers
+        and connections are shared), with ``context`` and this one's config selection."""
+        return type(self)(self._core, self._services, context, self._config)
+
+    @property
     def context(self) -> Mapping[str, Any]:
         """The current context values (read-only; change them with :meth:`set_context`)."""
         return MappingProxyType(self._context)
@@ -456,12 +123,12 @@ class Agent:
 
     def on_intent(self, handler: Any) -> None:
         """Register a handler of final intents: a class, an instance or ``fn(name, value, agent)``."""
-        self._core.handlers.add(handler, self._core.intent_names, "on_intent")
+        self._services.handlers.add(handler, self._core.intent_names, "on_intent")
 
     def on_intent_partial(self, handler: Any) -> None:
         """Register a handler of streaming partial intents (same forms as :meth:`on_intent`)."""
-        self._core.partial_handlers.add(handler, self._core.intent_names, "on_intent_partial")
-        self._core.wants_partials = True
+        self._services.partial_handlers.add(handler, self._core.intent_names, "on_intent_partial")
+        self._services.wants_partials = True
 
     def on_approval(self, approver: Any) -> None:
         """Set the approver of calls marked ``@approval``: ``fn(request)``, sync or async,
@@ -472,7 +139,7 @@ class Agent:
                 f"on_approval: expected a function of the approval request, got "
                 f"{type(approver).__name__}"
             )
-        self._core.approver = approver
+        self._services.approver = approver
 
     async def resume(
         self,
@@ -531,13 +198,8 @@ class Agent:
         store: Any = None,
         lease: Lease | None = None,
     ) -> Session:
-        import copy
-
-        from auwgent.runtime import approvals
-        from auwgent.runtime.session import check_session
-
-        if store is None and self._core.stores and conversation_id:
-            store = self._core.stores[0].store
+        if store is None and self._services.stores and conversation_id:
+            store = self._services.stores[0].store
         if conversation_id is None:
             store = None
         if store is not None and session is None:
@@ -559,7 +221,7 @@ class Agent:
 
     def use_config(self, name: str) -> None:
         """Make the named config the one runs use (agents and helpers that have it)."""
-        self._config = _check_config_name(self._core.doc, name, "use_config")
+        self._config = check_config_name(self._core.doc, name, "use_config")
 
     def set_context(self, data: Mapping[str, Any]) -> None:
         """Merge ``data`` into the context; declared keys are type-checked (``ContextError``)."""
@@ -589,8 +251,8 @@ class Agent:
 
     async def drain(self) -> None:
         """Wait until background memory ingestion has finished (returns at once without it)."""
-        if self._core.ingestion is not None:
-            await self._core.ingestion.drain()
+        if self._services.ingestion is not None:
+            await self._services.ingestion.drain()
 
     async def run(
         self,
@@ -621,8 +283,6 @@ class Agent:
 
         Memory ingestion is waited for before it returns: its event loop ends with the call.
         """
-        import asyncio
-
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -642,7 +302,7 @@ class Agent:
             finally:
                 # The loop ends with this call: its connections cannot serve the next one.
                 await self.drain()
-                await self._core.release_client()
+                await self._services.aclose()
 
         return asyncio.run(once())
 
@@ -651,7 +311,7 @@ class Agent:
         ``httpClient`` stays open). The agent stays usable: a later run creates a new client.
         """
         await self.drain()
-        await self._core.release_client()
+        await self._services.aclose()
 
     async def __aenter__(self: _AgentT) -> _AgentT:
         return self
@@ -687,8 +347,6 @@ class Agent:
         self, run: Callable[[Sink], Awaitable[Session]]
     ) -> AsyncIterator[IntentEvent]:
         """The intents of ``run(sink)`` as they are put in the sink, until it returns."""
-        import asyncio
-
         channel = _Channel(asyncio.get_running_loop())
         items = channel.items
 
@@ -726,16 +384,15 @@ class Agent:
         journal: ResumeJournal | None = None,
     ) -> Session:
         given = check_input(text, "run()")
-        from auwgent.runtime.engine import Run
-
         selected = self._config
         if config is not None:
-            selected = _check_config_name(self._core.doc, config, "run(config=)")
+            selected = check_config_name(self._core.doc, config, "run(config=)")
         chosen = self._persona
         if persona is not None:
             chosen = self._core.check_persona(persona, "run(persona=)")
         run = Run(
             self._core,
+            self._services,
             context=dict(self._context),
             config=selected,
             conversation_id=conversation_id,
@@ -751,7 +408,7 @@ class Agent:
             result = await run.resume(session, decisions)
         self.last_session = result
         if result.get("status") != "awaiting_approval":  # learn from the turn once, when whole
-            run.start_ingestion()
+            run.after_turn()
         return result
 
 
@@ -765,8 +422,6 @@ class _Channel:
     __slots__ = ("_loop", "_waiter", "items")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        from collections import deque
-
         self._loop = loop
         self._waiter: asyncio.Future[None] | None = None
         self.items: deque[IntentEvent | None] = deque()
@@ -786,7 +441,7 @@ class _Channel:
             await self._waiter
 
 
-def _check_config_name(doc: Mapping[str, Any], name: Any, where: str) -> str:
+def check_config_name(doc: Mapping[str, Any], name: Any, where: str) -> str:
     valid = config_names(doc)
     if name not in valid:
         raise ConfigError(f"{where}: unknown config {name!r}; valid configs: {', '.join(valid)}")
@@ -820,12 +475,18 @@ def create_agent(
         raise ConfigError(f"config: expected a dict, got {type(config).__name__}")
     _check_versions(doc, ir_hash, compiler_version, ir_version)
     # From here on the document is the IR its version and hash say it is.
-    core = AgentCore(cast("IRDocument", doc), config)
-    context = core.context_schema.check(core.options.context or {}, "context")
+    checked = cast("IRDocument", doc)
+    if checked["root"] not in checked["agents"]:
+        raise ConfigError(f"root: agent {checked['root']!r} is missing from the IR")
+    options = parse_options(config)
+    services = Services(checked, options)
+    routed = services.mcp.implementations() if services.mcp is not None else None
+    core = AgentCore(checked, options, routed)
+    context = core.context_schema.check(options.context or {}, "context")
     name = core.options.config
     if name is not None:
-        name = _check_config_name(doc, name, "config")
-    return agent_class(core, context, name)
+        name = check_config_name(doc, name, "config")
+    return agent_class(core, services, context, name)
 
 
 def agent_from_ir(doc: Mapping[str, Any], config: Mapping[str, Any] | None) -> Agent:
@@ -838,19 +499,3 @@ def agent_from_ir(doc: Mapping[str, Any], config: Mapping[str, Any] | None) -> A
         compiler_version=doc["compiler_version"],
         ir_version=doc["ir_version"],
     )
-
-
-def _declared_order(example: Mapping[str, Any], specs: list[CallableSpec]) -> Mapping[str, Any]:
-    """An ``@example`` with its arguments in the target's parameter order.
-
-    The IR stores objects with sorted keys (for a stable hash), so ``@example(location =
-    "Kumasi", days = 3)`` would otherwise reach the model as ``days`` first.
-    """
-    args = example.get("args")
-    kind = "workflow" if example.get("kind") == "workflow" else "tool"
-    spec = next((s for s in specs if s.kind == kind and s.name == example.get("target")), None)
-    if not isinstance(args, Mapping) or spec is None:
-        return example
-    order = {field["name"]: i for i, field in enumerate(spec.params)}
-    ordered = dict(sorted(args.items(), key=lambda item: order.get(item[0], len(order))))
-    return {**example, "args": ordered}

@@ -38,28 +38,24 @@ import logging
 import secrets
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from auwgent.errors import ApprovalError, ConflictError, ToolError, describe_error
+from auwgent.errors import ApprovalError, ConflictError, describe_error
 from auwgent.runtime import schema
+from auwgent.runtime.decisions import Journal, Verdict, json_value
+from auwgent.runtime.host import RunHost
+from auwgent.runtime.invocation import Invocation
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.session import Session
-
-if TYPE_CHECKING:
-    from auwgent.runtime.calls import Invocation
-    from auwgent.runtime.engine import Run
-    from auwgent.runtime.stores import SessionStore
+from auwgent.runtime.stores import SessionStore
 
 __all__ = [
     "AWAITING",
     "DEFAULT_TIMEOUT",
     "ApprovalGate",
-    "Journal",
     "ResumeJournal",
-    "StepPaused",
-    "Verdict",
     "check_decisions",
     "claim",
     "pause",
@@ -78,26 +74,10 @@ _ANSWERS = 'True, False or {"approved": bool, "reason": str, "args": {...}}'
 _UNDERSTOOD = 'expected True, False, "defer" or {"approved": bool, "reason": str, "args": {...}}'
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The gate's answer for one call."""
-
-    approved: bool
-    args: Mapping[str, Any]
-    reason: str | None = None
-    deferred: bool = False
-    request_id: str = ""
-
-    def denial(self, name: str) -> str:
-        """What the caller (the model, a workflow) is told about a denied call."""
-        text = f"{name} was not approved, so it did not run"
-        return f"{text}: {self.reason}" if self.reason else text
-
-
 class ApprovalGate:
     """The approvals of one run (see the module docstring)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunHost) -> None:
         self.run = run
         # The steps a workflow had made when one of its steps was deferred, by request id.
         self.journals: dict[str, list[dict[str, Any]]] = {}
@@ -155,10 +135,9 @@ class ApprovalGate:
         )
 
     async def _ask(self, request: Mapping[str, Any], timeout: float) -> Any:
-        core = self.run.core
-        if core.options.approvals == "defer":
+        if self.run.core.options.approvals == "defer":
             return "defer"
-        approver = core.approver
+        approver = self.run.services.approver
         if approver is None:
             return _Denied("no approver is configured (agent.on_approval or config 'approver')")
         try:
@@ -242,67 +221,7 @@ def judge(
 # Pausing and resuming
 
 
-class StepPaused(BaseException):
-    """A workflow step's approval was deferred: it unwinds the workflow to its caller.
-
-    A BaseException, so that the interpreter (which turns a failing step into a failed
-    workflow) lets it through.
-    """
-
-    def __init__(self, request_id: str) -> None:
-        super().__init__(request_id)
-        self.request_id = request_id
-
-
-@dataclass(slots=True)
-class Journal:
-    """The tool calls of one workflow run, so that a resumed run replays those it made before
-    the pause instead of running them again."""
-
-    done: list[dict[str, Any]] = field(default_factory=list)  # recorded before the pause
-    decided: tuple[Mapping[str, Any], Verdict] | None = None  # the paused step's request
-    steps: list[dict[str, Any]] = field(default_factory=list)  # this run's, in order
-
-    def replayed(self, name: str, args: Mapping[str, Any]) -> tuple[bool, Any]:
-        """``(True, result)`` for a step made before the pause, else ``(False, None)``."""
-        if len(self.steps) >= len(self.done):
-            return False, None
-        step = self.done[len(self.steps)]
-        self._same(step, name, args)
-        self.steps.append(step)
-        return True, step["result"]
-
-    def decision(self, name: str, args: Mapping[str, Any]) -> Verdict | None:
-        """The decision for the step that paused, when this is that step."""
-        if self.decided is None:
-            return None
-        request, verdict = self.decided
-        self.decided = None
-        self._same(request, name, args)
-        return verdict
-
-    def add(self, name: str, args: Mapping[str, Any], result: Any) -> None:
-        self.steps.append({"name": name, "args": dict(args), "result": _json_value(result)})
-
-    def _same(self, recorded: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> None:
-        if recorded["name"] != name or recorded["args"] != dict(args):
-            raise ToolError(
-                f"on resume the workflow asked for {name} where it had asked for "
-                f"{recorded['name']} before the pause (its context or tools changed); "
-                "nothing more of it runs"
-            )
-
-
-def _json_value(value: Any) -> Any:
-    import json
-
-    try:
-        return json.loads(json.dumps(value, default=str))
-    except ValueError:  # NaN and the like
-        return str(value)
-
-
-def pause(run: Run, outcomes: Sequence[CallOutcome]) -> None:
+def pause(run: RunHost, outcomes: Sequence[CallOutcome]) -> None:
     """End the run at this round: record every call of it and mark the session paused."""
     turn = run.turn
     assert turn is not None
@@ -427,14 +346,14 @@ class ResumeJournal:
         """Keep the claimed session, as stored, before the resume changes it."""
         self._stored = copy.deepcopy(session)
 
-    async def record(self, run: Run, record_id: str, entry: Mapping[str, Any]) -> None:
+    async def record(self, run: RunHost, record_id: str, entry: Mapping[str, Any]) -> None:
         """Save ``entry`` as the journal of the paused call ``record_id`` (ConflictError, and
         nothing runs, when another run changed the conversation meanwhile)."""
         stored = self._stored
         assert stored is not None
         for rec in stored["turns"][-1]["paused_round"]:  # type: ignore[typeddict-item]
             if rec["id"] == record_id:
-                rec["journal"] = _json_value(dict(entry))
+                rec["journal"] = json_value(dict(entry))
         stored.pop("revision", None)
         if "revision" in run.session:
             stored["revision"] = run.session["revision"]
@@ -443,7 +362,7 @@ class ResumeJournal:
 
 
 async def resume_outcomes(
-    run: Run, inv: Invocation, decisions: Mapping[str, Any]
+    run: RunHost, inv: Invocation, decisions: Mapping[str, Any]
 ) -> list[CallOutcome] | None:
     """The paused round's outcomes: recorded ones as they were, decided ones now run or denied.
 
@@ -491,7 +410,7 @@ async def resume_outcomes(
 
 
 async def _decided(
-    run: Run,
+    run: RunHost,
     inv: Invocation,
     rec: dict[str, Any],
     request: Mapping[str, Any],
@@ -519,7 +438,7 @@ async def _decided(
 
 
 async def _journaled(
-    run: Run, inv: Invocation, rec: dict[str, Any], entry: Mapping[str, Any]
+    run: RunHost, inv: Invocation, rec: dict[str, Any], entry: Mapping[str, Any]
 ) -> CallOutcome:
     """A call an earlier resume started: its saved outcome, or (interrupted) a refusal."""
     audit = entry.get("approval")

@@ -12,79 +12,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
 from auwgent.runtime import jsontext, origin, schema
-from auwgent.runtime.approvals import Journal, StepPaused
+from auwgent.runtime.code_mode import execute
+from auwgent.runtime.decisions import Journal, StepPaused, Verdict
+from auwgent.runtime.host import RunHost
 from auwgent.runtime.intents import Control
+from auwgent.runtime.invocation import CALL_KINDS, Invocation, effective_tools
 from auwgent.runtime.parts import ToolParts
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import not_configured, result_text
+from auwgent.runtime.workflows import run_workflow
 
-if TYPE_CHECKING:
-    from auwgent.ir.model import Agent as IRAgent
-    from auwgent.runtime.approvals import Verdict
-    from auwgent.runtime.engine import Run
+__all__ = ["CallRunner"]
 
-__all__ = [
-    "CALL_KINDS",
-    "AgentResult",
-    "CallRunner",
-    "Invocation",
-    "describe_error",
-    "effective_tools",
-    "helper_params",
-]
-
-CALL_KINDS = {"tool_call": "tool", "workflow_call": "workflow", "helper_call": "helper"}
 _RESULT_INTENT = {"tool": "tool_result", "workflow": "workflow_result", "helper": "helper_result"}
-_TEXT_INPUT_PARAM: Mapping[str, Any] = {
-    "name": "input",
-    "type": {"kind": "string"},
-    "optional": False,
-    "description": "the request for the helper",
-}
-
-
-@dataclass(slots=True)
-class Invocation:
-    """One agent (the root or a helper) answering one input."""
-
-    agent: IRAgent
-    config_name: str
-    history: list[Message]
-    tools: tuple[Mapping[str, Any], ...]  # model-visible tools: own + granted
-    handoff: str = "none"
-    grant: Any = "none"
-    record: list[dict[str, Any]] | None = None  # where new history messages are also stored
-    completed: bool = False  # a handed-off helper emitted COMPLETE_INTENT
-    summary: str | None = None
-    name: str = field(init=False)  # the agent's name (read at every step of the loop)
-
-    def __post_init__(self) -> None:
-        self.name = str(self.agent["name"])
-
-    def add(self, message: Message) -> None:
-        self.history.append(message)
-        if self.record is not None:
-            self.record.append(message_to_json(message))
-
-
-@dataclass(slots=True)
-class AgentResult:
-    status: str  # "complete", "handoff", "error" or "awaiting_approval" (paused)
-    output: Any = None
-    error: str | None = None
 
 
 class CallRunner:
-    """Runs the calls of one ``agent.run()`` on behalf of its :class:`~auwgent.runtime.engine.Run`."""
+    """Runs the calls of one ``agent.run()`` on behalf of its run (:class:`~.host.RunHost`)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunHost) -> None:
         self.run = run
 
     async def refuse(
@@ -140,10 +92,21 @@ class CallRunner:
         if verdict is not None:
             return await self.decided(inv, kind, name, verdict, event.call_id)
         if contract.code_api is not None:  # code mode: the one callable, execute_code
-            from auwgent.runtime.code_mode import execute
+            return await execute(self.run, inv, contract, str(args["code"]), event.call_id)
+        return await self.run_call(inv, kind, name, args, event.call_id)
 
-            return await execute(self, inv, contract, str(args["code"]), event.call_id)
-        return await self._execute(inv, kind, name, args, event.call_id)
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
+        """Around each tool call (the model's, a workflow step's, one from code mode): the
+        implementation itself, once the call is decided, checked and approved."""
+        return await self.run.core.registry.call(name, args)
+
+    async def tool_result(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], result: Any
+    ) -> None:
+        """After each tool result (a tool, a workflow's step, ``execute_code``): the one place
+        a tool's result is reported, as a ``tool_result`` intent."""
+        payload = {"name": name, "args": args, "result": result, "overridden": False}
+        await self.run.emit("tool_result", payload, inv.name)
 
     async def decided(
         self, inv: Invocation, kind: str, name: str, verdict: Verdict, call_id: str | None
@@ -151,7 +114,7 @@ class CallRunner:
         """A gated call after its decision: pending, denied (the caller is told), or run."""
         args = verdict.args
         if verdict.approved:
-            return await self._execute(inv, kind, name, args, call_id)
+            return await self.run_call(inv, kind, name, args, call_id)
         return CallOutcome(
             kind,  # type: ignore[arg-type]
             name,
@@ -162,9 +125,11 @@ class CallRunner:
             request_id=verdict.request_id or None,
         )
 
-    async def _execute(
+    async def run_call(
         self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None
     ) -> CallOutcome:
+        """Around each call that runs (decided, checked and approved): the tool, workflow or
+        helper itself."""
         if kind == "tool":
             return await self._tool(inv, name, args, call_id, _declared_returns(inv, name))
         if kind == "workflow":
@@ -216,7 +181,7 @@ class CallRunner:
             message = not_configured(name)
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
-            result = await registry.call(name, args)
+            result = await self.call_tool(name, args)
             images: tuple[Mapping[str, Any], ...] = ()
             if isinstance(result, ToolParts):
                 result, images = result.result, result.parts
@@ -226,8 +191,7 @@ class CallRunner:
             message = describe_error(exc)
             await self._tool_failed(inv, name, exc, message)
             return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
-        payload = {"name": name, "args": args, "result": result, "overridden": False}
-        await self.run.emit("tool_result", payload, inv.name)
+        await self.tool_result(inv, name, args, result)
         text = result_text(result)
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
@@ -253,7 +217,7 @@ class CallRunner:
     ) -> None:
         self.run.ctx["activeAgent"] = inv.name
         try:
-            handled = await self.run.core.middleware.error(
+            handled = await self.run.services.middleware.error(
                 ToolError(f"{name}: {message}"), self.run.session, self.run.ctx
             )
         except Exception:
@@ -275,8 +239,6 @@ class CallRunner:
         journal: Journal,
     ) -> CallOutcome:
         """Run a workflow; ``journal`` replays the steps of a run resumed after a pause."""
-        from auwgent.runtime.workflows import run_workflow
-
         workflow = next(w for w in inv.agent["workflows"] if w["name"] == name)
 
         async def call_tool(tool: str, tool_args: dict[str, Any], loc: Any) -> Any:
@@ -363,13 +325,12 @@ class CallRunner:
                 raise ToolError(message)
             args = dict(verdict.args)
         try:
-            result = await self.run.core.registry.call(name, args)
+            result = await self.call_tool(name, args)
             value = self._check_result(name, result, tool["returns"])
         except Exception as exc:
             await self._tool_failed(inv, name, exc, describe_error(exc))
             raise
-        payload = {"name": name, "args": args, "result": result, "overridden": False}
-        await self.run.emit("tool_result", payload, inv.name)
+        await self.tool_result(inv, name, args, result)
         return value
 
     async def _helper(
@@ -452,32 +413,6 @@ def _speaker(inv: Invocation, kind: str, name: str) -> str:
     """The agent_name of a call's intents: the helper itself for helper calls (the manual's
     "helper invoked: {agent_name}"), else the agent that made the call."""
     return name if kind == "helper" else inv.name
-
-
-def effective_tools(
-    agent: Mapping[str, Any], grant: Any, parent_tools: Sequence[Mapping[str, Any]]
-) -> tuple[Mapping[str, Any], ...]:
-    """A helper's model-visible tools: its own, then those its parent grants it."""
-    own = list(agent["tools"])
-    names = {t["name"] for t in own}
-    if grant == "all":
-        granted = list(parent_tools)
-    elif isinstance(grant, (list, tuple)):
-        wanted = set(grant)
-        granted = [t for t in parent_tools if t["name"] in wanted]
-    else:
-        granted = []
-    return tuple(own + [t for t in granted if t["name"] not in names])
-
-
-def helper_params(
-    helper: Mapping[str, Any], types: Mapping[str, Any]
-) -> tuple[Mapping[str, Any], ...]:
-    """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
-    if helper["input"]["kind"] == "text":
-        return (_TEXT_INPUT_PARAM,)
-    resolved = schema.resolve(helper["input"], types)
-    return tuple(resolved.get("fields", ()))
 
 
 def _check_args(

@@ -21,24 +21,40 @@ error with its line. Limits: ``"codeLimits"`` in the runtime config (:class:`.co
 from __future__ import annotations
 
 import _thread
+import ast
+import asyncio
 import atexit
+import functools
+import itertools
 import json
 import keyword
+import os
 import re
+import sys
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from auwgent._records import replace
 from auwgent.errors import ConfigError
+from auwgent.runtime import origin
+from auwgent.runtime.config import CodeLimits, RuntimeOptions
+from auwgent.runtime.host import RunHost
+from auwgent.runtime.invocation import Invocation
+from auwgent.runtime.protocol.contract import (
+    CallableSpec,
+    CallOutcome,
+    CodeApi,
+    Contract,
+    FinalEvent,
+)
+from auwgent.runtime.protocol.section import BLOCK_KIND
+from auwgent.runtime.schema import parsed_result, referenced_types
+from auwgent.runtime.tools import result_text
 
-if TYPE_CHECKING:
-    from auwgent.runtime.calls import CallRunner, Invocation
-    from auwgent.runtime.config import CodeLimits, RuntimeOptions
-    from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
-
-# What only a run needs (the codec contract, asyncio, the schema module, the sandbox) is
-# imported on first use: the runtime config and agent construction import this module and
-# must stay light.
+# The sandbox (pydantic-monty, an optional extra) is imported on first use.
 
 __all__ = [
     "EXECUTE_CODE",
@@ -116,7 +132,6 @@ _INTRO = (
 
 def code_contract(contract: Contract) -> Contract:
     """``contract`` as code mode offers it: ``execute_code`` only, the ``api`` stub beside."""
-    from auwgent.runtime.protocol.contract import CallableSpec, CodeApi
 
     stub = api_stub(contract.callables, contract.types, contract.examples)
     section = f"{_INTRO}\n\n```python\n{stub}```"
@@ -134,7 +149,6 @@ def api_stub(
 ) -> str:
     """The ``.pyi`` source of module ``api``: TypedDicts for the named types the callables
     use, then one function per callable with its description and ``@example`` calls."""
-    from auwgent.runtime.schema import referenced_types
 
     specs = [s for s in callables if _identifier(s.name)]
     named: list[str] = []
@@ -290,22 +304,19 @@ def _py_value(value: Any) -> str:
 
 
 async def execute(
-    runner: CallRunner, inv: Invocation, contract: Contract, code: str, call_id: str | None
+    run: RunHost, inv: Invocation, contract: Contract, code: str, call_id: str | None
 ) -> CallOutcome:
     """Run one ``execute_code`` call; its ``tool_result`` or ``tool_error`` is emitted here."""
-    from auwgent.runtime.protocol.contract import CallOutcome
 
     assert contract.code_api is not None
-    limits = runner.run.core.options.code_limits
+    limits = run.core.options.code_limits
     inner = replace(contract, callables=contract.code_api.callables, code_api=None)
-    run = _Execution(runner, inv, inner, contract.code_api, limits, code)
-    ok, report = await run.drive()
+    execution = _Execution(run, inv, inner, contract.code_api, limits, code)
+    ok, report = await execution.drive()
     args = {"code": code}
     if not ok:
-        return await runner.refuse(inv, "tool", EXECUTE_CODE, args, str(report), call_id)
-    payload = {"name": EXECUTE_CODE, "args": args, "result": report, "overridden": False}
-    await runner.run.emit("tool_result", payload, inv.name)
-    from auwgent.runtime.tools import result_text
+        return await run.calls.refuse(inv, "tool", EXECUTE_CODE, args, str(report), call_id)
+    await run.calls.tool_result(inv, EXECUTE_CODE, args, report)
 
     return CallOutcome("tool", EXECUTE_CODE, args, "ok", result_text(report), call_id=call_id)
 
@@ -347,14 +358,14 @@ class _Execution:
 
     def __init__(
         self,
-        runner: CallRunner,
+        run: RunHost,
         inv: Invocation,
         inner: Contract,
         api: CodeApi,
         limits: CodeLimits,
         code: str,
     ) -> None:
-        self.runner = runner
+        self.run = run
         # A deferred approval cannot wait for agent.resume() in the middle of running code:
         # the approval gate treats it as it does inside a helper (denied, with the reason).
         self.inv = replace(inv, record=None)
@@ -385,10 +396,8 @@ class _Execution:
     def _wait(self) -> tuple[float, str]:
         """How long this execution may wait for a sandbox worker, and what sets it: the
         code's own timeout, or what is left of the run's ``timeouts.run``."""
-        import asyncio
-
         wait, bound = self.limits.timeout, "codeLimits.timeout"
-        deadline = self.runner.run.deadline
+        deadline = self.run.deadline
         if deadline is not None:
             left = deadline - asyncio.get_running_loop().time()
             if left < wait:
@@ -396,8 +405,6 @@ class _Execution:
         return wait, bound
 
     async def _in_sandbox(self, pm: Any, sandbox: _Sandboxes) -> tuple[bool, Any]:
-        import asyncio
-
         module = pm.ExternalModule({n: _never for n in self.by_name}, stubs=self.api.stub)
         session = sandbox.pool.checkout(
             script_name="code.py",
@@ -465,20 +472,15 @@ class _Execution:
             return _raise(ValueError(f"api.{spec.name}(): an argument cannot be passed: {problem}"))
         if isinstance(args, str):
             return _raise(TypeError(f"api.{spec.name}(): {args}"))
-        from auwgent.runtime.protocol.contract import FinalEvent
-        from auwgent.runtime.protocol.section import BLOCK_KIND
 
         raw = self._source(snapshot)
         event = FinalEvent(
             BLOCK_KIND[spec.kind], spec.name, 0, {"type": spec.name, "args": args}, raw
         )
-        from auwgent.runtime import origin
 
         with origin.via(VIA):
-            outcome = await self.runner.call(self.inv, self.inner, event)
+            outcome = await self.run.calls.call(self.inv, self.inner, event)
         if outcome.status == "ok":
-            from auwgent.runtime.schema import parsed_result
-
             return {"return_value": parsed_result(outcome.result, spec.returns, self.inner.types)}
         if outcome.status == "skipped":
             return _raise(RuntimeError(f"api.{spec.name}: the application skipped this call"))
@@ -573,8 +575,6 @@ def _plain(value: Any) -> Any:
     Raises :class:`_Unconvertible` naming the value's problem: nested too deeply for the
     host's JSON encoder, an integer too long to write in decimal, a value that contains itself.
     """
-    import sys
-
     try:
         return json.loads(json.dumps(value, ensure_ascii=False, default=str))
     except RecursionError:
@@ -596,8 +596,6 @@ def _plain(value: Any) -> Any:
 def _last_expression_line(code: str) -> int | None:
     """The line where the code's last statement starts (the expression whose value is
     returned), or ``None`` when the host cannot parse the code."""
-    import ast
-
     try:
         body = ast.parse(code).body
     except (SyntaxError, ValueError, RecursionError):
@@ -634,8 +632,6 @@ class _Slots:
     """A counting semaphore that coroutines of any event loop (or thread) can wait on."""
 
     def __init__(self, size: int) -> None:
-        from collections import deque
-
         self.size = size
         self.free = size
         self._lock = _thread.allocate_lock()
@@ -643,8 +639,6 @@ class _Slots:
 
     async def acquire(self, timeout: float) -> bool:
         """Take a slot; ``False`` when none became free within ``timeout`` seconds."""
-        import asyncio
-
         loop = asyncio.get_running_loop()
         with self._lock:
             if self.free > 0 and not self._waiters:
@@ -691,8 +685,6 @@ class _Sandboxes:
     """The process's Monty pool, its slots and its threads."""
 
     def __init__(self) -> None:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
 
         import pydantic_monty as pm
 
@@ -701,8 +693,6 @@ class _Sandboxes:
         # Each execution makes one blocking call at a time, and an exit may overlap the next
         # execution's start: twice the workers is enough never to queue here.
         self.threads = ThreadPoolExecutor(2 * workers + 2, thread_name_prefix="auwgent-sandbox")
-        import itertools
-
         self.busy: dict[int, tuple[float, float]] = {}  # call id -> (started, its limit)
         self._ids = itertools.count()  # next() is atomic: loops in several threads share it
         pool = pm.Monty(max_processes=workers)
@@ -714,10 +704,6 @@ class _Sandboxes:
     async def run(self, limit: float, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` in the pool's threads; ``limit`` is how long it may take
         (the code's timeout), for :func:`stuck`."""
-        import asyncio
-        import functools
-        import time
-
         key = next(self._ids)
         self.busy[key] = (time.monotonic(), limit)
         try:
@@ -731,8 +717,6 @@ async def _sandboxes() -> _Sandboxes:
     """The process's sandboxes, started on first use (in a thread: it spawns processes)."""
     if _SANDBOXES is not None:
         return _SANDBOXES
-    import asyncio
-
     return await asyncio.to_thread(_start_sandboxes)
 
 
@@ -748,8 +732,6 @@ def stuck() -> list[str]:
     """What is wrong with the sandbox workers: one line per sandbox call that has run longer
     than its limit plus :data:`STUCK_GRACE` (a worker that stopped answering). Empty when code
     mode never ran or all is well."""
-    import time
-
     sandboxes = _SANDBOXES
     if sandboxes is None:
         return []

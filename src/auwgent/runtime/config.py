@@ -27,9 +27,12 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from auwgent._names import suggest
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
+from auwgent.runtime.loops import parse_loop_detection
 from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
@@ -167,8 +170,6 @@ def _budget(config: Mapping[str, Any]) -> Budget | None:
 
 
 def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
-    from auwgent._names import suggest  # only on this error path
-
     hint = suggest(key, valid)
     tip = f"; did you mean {hint!r}?" if hint else f" (valid keys: {', '.join(valid)})"
     return ConfigError(f"{path}{key}: unknown config key{tip}")
@@ -251,19 +252,53 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
             raise ConfigError(
                 f"httpClient: expected an httpx.AsyncClient, got {type(client).__name__}"
             )
+    _check_plain_values(config)
+    memory = None
+    if config.get("memory") is not None:
+        from auwgent.runtime.memory import parse_memory_options
+
+        memory = parse_memory_options(config["memory"])
+    return RuntimeOptions(
+        api_keys=config.get("apiKeys"),
+        context=config.get("context"),
+        config=config.get("config"),
+        tools=config.get("tools"),
+        middleware=config.get("middleware"),
+        provider=config.get("provider"),
+        tracing=config.get("tracing"),
+        tracer_provider=config.get("tracerProvider"),
+        code_mode=config.get("codeMode"),
+        code_limits=parse_code_limits(config.get("codeLimits")),
+        mcp=config.get("mcp"),
+        budget=_budget(config),
+        loop_repeats=parse_loop_detection(config.get("loopDetection")),
+        approver=config.get("approver"),
+        approvals=config.get("approvals", "ask"),
+        max_tool_loops=loops,
+        max_output_retries=retries,
+        protocol=protocol,
+        retry=retry,
+        timeouts=timeouts,
+        limits=limits,
+        run_timeout=run_timeout,
+        base_urls=dict(base_urls),
+        http_client=client,
+        persona=config.get("persona"),
+        timezone=_timezone(config.get("timezone")),
+        clock=config.get("clock"),
+        memory=memory,
+        strict=config.get("strict", True),
+    )
+
+
+def _check_plain_values(config: Mapping[str, Any]) -> None:
+    """The keys whose value is used as given, once it is of the right kind."""
     persona = config.get("persona")
     if persona is not None and not isinstance(persona, str):
         raise ConfigError(f"persona: expected a persona name, got {type(persona).__name__}")
     clock = config.get("clock")
     if clock is not None and not callable(clock):
         raise ConfigError(f"clock: expected a function returning a datetime, got {clock!r}")
-    memory = None
-    if config.get("memory") is not None:
-        from auwgent.runtime.memory import parse_memory_options
-
-        memory = parse_memory_options(config["memory"])
-    from auwgent.runtime.loops import parse_loop_detection
-
     strict = config.get("strict", True)
     if not isinstance(strict, bool):
         raise ConfigError(f"strict: expected true or false, got {strict!r}")
@@ -278,37 +313,6 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     code_mode = config.get("codeMode")
     if code_mode is not None and not isinstance(code_mode, bool):
         raise ConfigError(f"codeMode: expected true or false, got {code_mode!r}")
-    return RuntimeOptions(
-        api_keys=config.get("apiKeys"),
-        context=config.get("context"),
-        config=config.get("config"),
-        tools=config.get("tools"),
-        middleware=config.get("middleware"),
-        provider=config.get("provider"),
-        tracing=config.get("tracing"),
-        tracer_provider=config.get("tracerProvider"),
-        code_mode=code_mode,
-        code_limits=parse_code_limits(config.get("codeLimits")),
-        mcp=config.get("mcp"),
-        budget=_budget(config),
-        loop_repeats=parse_loop_detection(config.get("loopDetection")),
-        approver=approver,
-        approvals=approvals,
-        max_tool_loops=loops,
-        max_output_retries=retries,
-        protocol=protocol,
-        retry=retry,
-        timeouts=timeouts,
-        limits=limits,
-        run_timeout=run_timeout,
-        base_urls=dict(base_urls),
-        http_client=client,
-        persona=persona,
-        timezone=_timezone(config.get("timezone")),
-        clock=clock,
-        memory=memory,
-        strict=strict,
-    )
 
 
 def _timezone(name: Any) -> tzinfo | None:
@@ -318,8 +322,6 @@ def _timezone(name: Any) -> tzinfo | None:
         raise ConfigError(
             f"timezone: expected an IANA zone name such as 'Africa/Accra', got {name!r}"
         )
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only when a zone is configured
-
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from auwgent.errors import ContextError
+from auwgent.runtime.protocol.section import (
+    frame,
+)
 
 __all__ = ["ContextSchema"]
 
@@ -63,10 +66,6 @@ class ContextSchema:
 
     def section(self, values: Mapping[str, Any], referenced: set[str]) -> str:
         """The context section: undeclared keys the prompt does not reference (may be empty)."""
-        from auwgent.runtime.protocol.section import (
-            frame,
-        )  # the one framing rule; first needed here
-
         lines = [
             f"- {frame(key)}: {frame(value)}"
             for key, value in values.items()

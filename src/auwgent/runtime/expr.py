@@ -95,16 +95,8 @@ def steps(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> S
     if e == "index":
         target = yield from steps(expr["object"], scope, ctx, strict)
         return index_of(target, (yield from steps(expr["index"], scope, ctx, strict)), strict)
-    if e == "array":
-        items = []
-        for item in expr["items"]:
-            items.append((yield from steps(item, scope, ctx, strict)))
-        return items
-    if e == "object":
-        fields = {}
-        for f in expr["fields"]:
-            fields[f["name"]] = yield from steps(f["value"], scope, ctx, strict)
-        return fields
+    if e in ("array", "object", "call"):
+        return (yield from _collection_steps(expr, scope, ctx, strict))
     if e == "unary":
         operand = yield from steps(expr["operand"], scope, ctx, strict)
         return apply_unary(expr["op"], operand, strict)
@@ -118,12 +110,26 @@ def steps(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> S
             return True
         right = yield from steps(expr["right"], scope, ctx, strict)
         return apply_binary(op, left, right, strict)
-    if e == "call":
-        args: dict[str, Any] = {}
-        for arg in expr["args"]:
-            args[arg["name"]] = yield from steps(arg["value"], scope, ctx, strict)
-        return (yield (expr, args))
     raise ExprError(f"unknown expression kind {e!r}")
+
+
+def _collection_steps(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> Steps:
+    """:func:`steps` of an array, an object or a call: its parts, left to right."""
+    e = expr["e"]
+    if e == "array":
+        items = []
+        for item in expr["items"]:
+            items.append((yield from steps(item, scope, ctx, strict)))
+        return items
+    if e == "object":
+        fields = {}
+        for f in expr["fields"]:
+            fields[f["name"]] = yield from steps(f["value"], scope, ctx, strict)
+        return fields
+    args: dict[str, Any] = {}
+    for arg in expr["args"]:
+        args[arg["name"]] = yield from steps(arg["value"], scope, ctx, strict)
+    return (yield (expr, args))
 
 
 def evaluate(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], *, strict: bool) -> Any:

@@ -16,11 +16,14 @@ the call is refused.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import re
+import sys
 import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from auwgent.errors import AuwgentError
@@ -43,7 +46,7 @@ BUILTIN_INTENTS = vocabulary.BUILTIN_INTENTS
 
 #: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
 COMPLETE_INTENT = "handoff_complete"
-_COMPLETE_SPEC: Mapping[str, Any] = {
+COMPLETE_SPEC: Mapping[str, Any] = {
     "name": COMPLETE_INTENT,
     "description": (
         "Emit when the conversation you were handed is finished and control should return to "
@@ -187,8 +190,6 @@ def shown(value: Any) -> str:
 
 async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     """Call ``fn`` and await its result when it is awaitable."""
-    import inspect  # not at the top: building an agent seldom needs it
-
     result = fn(*args)
     # Most hooks and handlers return None; skip isawaitable's ABC check for them.
     if result is not None and inspect.isawaitable(result):
@@ -237,8 +238,6 @@ class _Handler:
             return found
 
     async def __call__(self, name: str, value: Any, agent_name: str) -> Any:
-        import inspect  # not at the top: building an agent seldom needs it
-
         # call_maybe_async written out: one coroutine less for every intent dispatched.
         if self._function is not None:
             result = self._function(name, value, agent_name)
@@ -343,9 +342,6 @@ class HandlerSet:
 def _caller_level() -> int:
     """The ``stacklevel`` of the application's frame that registered a handler: the first
     frame outside this package and outside the (generated) agent's ``on_intent`` methods."""
-    import sys
-    from pathlib import Path
-
     package = str(Path(__file__).resolve().parents[1])
     frame = sys._getframe(1)
     level = 1

@@ -23,7 +23,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from auwgent.errors import ConflictError, describe_error
-from auwgent.runtime.stores_shared import SessionStoreError
+from auwgent.runtime.stores.shared import SessionStoreError
 
 __all__ = ["CONFLICT", "Lease", "LeaseLost", "report_conflict"]
 

@@ -94,6 +94,34 @@ class LoopDetector:
             return "warn", found
         return "stop", found
 
+    def watch(
+        self,
+        agent: str,
+        tools: Sequence[Mapping[str, Any]],
+        outcomes: Sequence[Any],
+        problems: list[str],
+    ) -> str | None:
+        """Observe one round's call ``outcomes`` of ``agent`` (whose model sees ``tools``).
+
+        Returns the error message when the run must stop; a first warning is added to
+        ``problems``, which go back to the model after the results. Skipped calls and tools
+        marked ``@repeatable`` are not steps.
+        """
+        repeatable = {t["name"] for t in tools if t.get("repeatable")}
+        steps = [
+            (o.kind, o.name, o.args, o.result if o.status == "ok" else o.error)
+            for o in outcomes
+            if o.status != "skipped" and not (o.kind == "tool" and o.name in repeatable)
+        ]
+        verdict = self.observe(agent, steps)
+        if verdict is None:
+            return None
+        kind, reason = verdict
+        if kind == "stop":
+            return self.failure(reason)
+        problems.append(self.note(reason))
+        return None
+
     @staticmethod
     def note(reason: str) -> str:
         """What the model is told the first time."""

@@ -27,8 +27,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from typing import Any
 
 from auwgent.errors import ConfigError, McpError
@@ -352,8 +354,6 @@ class _Transport:
 def _errlog() -> Any:
     """Where a launched server's stderr goes: ours, when it is a real file (under pytest's
     capture or in a notebook it is not, and the process needs a file descriptor)."""
-    import sys
-
     for stream in (sys.stderr, sys.__stderr__):
         try:
             if stream is not None:
@@ -365,8 +365,6 @@ def _errlog() -> Any:
 
 
 def _sdk_installed() -> bool:
-    from importlib.util import find_spec
-
     return find_spec("mcp") is not None
 
 

@@ -37,6 +37,8 @@ from collections.abc import Container, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from auwgent.errors import ConfigError
+from auwgent.runtime.parts import InputError, check_input, input_text
+from auwgent.runtime.providers.base import ContentPart, Message, ToolCall
 
 if TYPE_CHECKING:
     from auwgent.runtime.providers.base import Message
@@ -149,8 +151,6 @@ def new_session(root: str) -> Session:
 def new_turn(given: str | Sequence[Mapping[str, Any]], agent: str) -> Turn:
     """A fresh turn for the user input ``given`` (a string or checked parts), answered by
     ``agent``."""
-    from auwgent.runtime.parts import input_text
-
     turn_input: TurnInput = {"text": input_text(given)}
     if not isinstance(given, str):
         turn_input["parts"] = [dict(p) for p in given]
@@ -327,8 +327,6 @@ def _check_message(message: Any, where: str) -> None:
 
 
 def _check_parts(parts: Any, where: str) -> None:
-    from auwgent.runtime.parts import InputError, check_input
-
     if not isinstance(parts, list):
         raise ConfigError(f"{where}: expected a list, got {_kind(parts)}")
     try:
@@ -357,8 +355,6 @@ def message_to_json(message: Message) -> dict[str, Any]:
 
 def message_from_json(data: Mapping[str, Any]) -> Message:
     """The inverse of :func:`message_to_json`."""
-    from auwgent.runtime.providers.base import ContentPart, Message, ToolCall
-
     calls = tuple(
         ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
         for c in data.get("tool_calls", ())

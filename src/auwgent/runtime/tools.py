@@ -14,10 +14,12 @@ event loop itself, without the thread hop (about 0.3 ms and several context swit
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType, MethodType
 from typing import Any, TypeVar
 
+from auwgent._names import suggest
 from auwgent.errors import ConfigError, ToolError
 from auwgent.runtime import jsontext
 from auwgent.runtime.adapters import instance_of
@@ -135,8 +137,6 @@ class ToolRegistry:
         missing = [name for name in declared if name not in self._impls]
         if not missing:
             return
-        from auwgent._names import suggest  # only when some tool has no implementation
-
         for attr in dir(type(tools)):
             if attr.startswith("_") or attr in declared:
                 continue
@@ -155,8 +155,6 @@ class ToolRegistry:
 
         Raises ``ToolError`` when there is none; the implementation's own exceptions propagate.
         """
-        import inspect  # not at the top: building an agent seldom needs it
-
         fn = self._impls.get(name)
         if fn is None:
             raise ToolError(not_configured(name))
@@ -247,8 +245,6 @@ def _parameters(fn: Callable[..., Any]) -> tuple[set[str], set[str]] | None:
 
 
 def _tip(name: str, known: Iterable[str]) -> str:
-    from auwgent._names import suggest  # only on this error path
-
     hint = suggest(str(name), known)
     return f"; did you mean {hint!r}?" if hint else ""
 

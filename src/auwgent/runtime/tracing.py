@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from auwgent._version import __version__
 from auwgent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ def make_tracer(options: RuntimeOptions) -> Any:
         raise ConfigError(
             f"tracerProvider: expected an OpenTelemetry TracerProvider, got {provider!r}"
         )
-    from auwgent._version import __version__
-
     return (provider or trace.get_tracer_provider()).get_tracer("auwgent", __version__)
 
 

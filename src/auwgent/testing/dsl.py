@@ -10,13 +10,21 @@ A run that ends with an ``error`` intent fails unless the test expects an error.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from auwgent.compiler import collect_tests, compile_project, parse, render_all, use_color
+from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
+from auwgent.errors import ConfigError
+from auwgent.project import load_project
+from auwgent.runtime.agent import agent_from_ir
+from auwgent.runtime.config import api_key_field, models_in_use
 from auwgent.runtime.protocol.native import function_name
 from auwgent.runtime.providers.offline import structured_reply
 from auwgent.runtime.providers.scripted import ScriptedModel, block_text
@@ -136,9 +144,6 @@ def _script(replies: Sequence[Mapping[str, Any]], kinds: Mapping[str, str]) -> A
 
 async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) -> TestOutcome:
     """Run one test spec (``auwgent.compiler.testspec``) against its agent's IR ``doc``."""
-    from auwgent.runtime.agent import agent_from_ir
-    from auwgent.runtime.config import api_key_field, models_in_use
-
     outcome = TestOutcome(spec["name"], spec.get("shown", spec["file"]), spec["line"])
     started = time.perf_counter()
     executions = _Executions(doc, spec["tools"])
@@ -272,15 +277,6 @@ def run_command(
     path: Path, pattern: str | None, junit: Path | None, *, out: TextIO, err: TextIO
 ) -> int:
     """``auwgent test [PATH] [-k PATTERN] [--junit FILE]``; returns the exit code."""
-    import asyncio
-
-    from auwgent.compiler.diagnostics import render_all, use_color
-    from auwgent.compiler.parser import parse
-    from auwgent.compiler.pipeline import compile_project
-    from auwgent.compiler.testspec import collect_tests
-    from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
-    from auwgent.errors import ConfigError
-    from auwgent.project import load_project
 
     try:
         project = load_project(path)
@@ -319,8 +315,6 @@ def run_command(
 
 def write_junit(path: Path, outcomes: Sequence[TestOutcome], elapsed: float) -> None:
     """A JUnit XML report (one ``testsuite``, one ``testcase`` per test)."""
-    import xml.etree.ElementTree as ET
-
     failed = sum(1 for o in outcomes if not o.passed)
     suite = ET.Element(
         "testsuite",

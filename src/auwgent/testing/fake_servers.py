@@ -30,6 +30,7 @@ The servers run in a background thread, so sync and async tests can use them ali
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import sys
@@ -938,8 +939,6 @@ _ANTHROPIC_ERRORS = {
 def thinking_signature(thinking: str) -> str:
     """The signature :class:`FakeAnthropicServer` gives a thinking block (and checks when the
     block comes back in a later request)."""
-    import hashlib
-
     return "sig_" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
 
 

@@ -117,7 +117,7 @@ async def test_the_span_tree_of_a_run(project: ModuleType) -> None:
 async def test_tracing_is_off_unless_configured(project: ModuleType) -> None:
     agent = project.auwgent({"provider": script(), "tools": Tools})
     await agent.run("hi")
-    assert agent._core.tracer is None
+    assert agent.services.tracer is None
     with pytest.raises(ConfigError, match="tracerProvider: expected an OpenTelemetry"):
         project.auwgent({"provider": script(), "tracerProvider": object()})
 

@@ -624,7 +624,7 @@ async def test_printing_100_mb_is_cut_to_max_output_with_a_note(bindings: Module
 
 async def test_default_limits_are_the_documented_ones(bindings: ModuleType) -> None:
     run = Run(bindings, [DONE])
-    limits = run.agent._core.options.code_limits
+    limits = run.agent.core.options.code_limits
     assert (limits.timeout, limits.memory, limits.max_calls, limits.max_output) == (
         10,
         100_000_000,

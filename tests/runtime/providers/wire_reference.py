@@ -189,17 +189,9 @@ def anthropic_reference(record: dict[str, Any]) -> dict[str, Any]:
     ``tool_use`` block's input in ``input_json_delta`` fragments). Blocks other than text and
     ``tool_use`` are "others", by type, in block order (a citation in a stream is one too).
     """
-    if is_stream(record):
-        events = _chunks(record)
-        if not any(e.get("type") == "message_stop" for e in events):
-            return {"error": True}
-    else:
-        message = json.loads(record["response"]["body"])
-        events = [{"type": "message_start", "message": {**message, "content": []}}]
-        for index, block in enumerate(message.get("content") or ()):
-            events.append({"type": "content_block_start", "index": index, "content_block": block})
-            events.append({"type": "content_block_stop", "index": index})
-        events.append({"type": "message_delta", "delta": message, "usage": {}})
+    events = _anthropic_events(record)
+    if events is None:
+        return {"error": True}
     text = ""
     calls: list[dict[str, Any]] = []
     others: list[str] = []
@@ -247,6 +239,23 @@ def anthropic_reference(record: dict[str, Any]) -> dict[str, Any]:
     )
     usage_pair = (prompt, counts.get("output_tokens")) if counts else None
     return {"text": text, "calls": calls, "others": others, "usage": usage_pair, "finish": finish}
+
+
+def _anthropic_events(record: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The response as stream events (a whole message told as its blocks); ``None`` for a
+    stream that never stopped."""
+    if is_stream(record):
+        events = _chunks(record)
+        if not any(e.get("type") == "message_stop" for e in events):
+            return None
+        return events
+    message = json.loads(record["response"]["body"])
+    events = [{"type": "message_start", "message": {**message, "content": []}}]
+    for index, block in enumerate(message.get("content") or ()):
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta", "delta": message, "usage": {}})
+    return events
 
 
 def embedding_reference(record: dict[str, Any]) -> list[list[float]] | None:

@@ -21,12 +21,12 @@ import pytest
 from auwgent.runtime.parts import MAX_PART_BYTES
 from auwgent.runtime.session import new_session, new_turn
 from auwgent.runtime.stores import (
+    BLOB_THRESHOLD,
     JSONFileSessionStore,
     MemorySessionStore,
     SessionStoreError,
     SQLiteSessionStore,
 )
-from auwgent.runtime.stores_shared import BLOB_THRESHOLD
 
 BIG = base64.b64encode(os.urandom(BLOB_THRESHOLD)).decode()  # past the threshold once encoded
 SMALL = base64.b64encode(b"\x89PNG-tiny").decode()
@@ -48,13 +48,13 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     elif request.param == "memory":
         made = MemorySessionStore()
     elif request.param == "redis":
-        from auwgent.runtime.stores_redis import RedisSessionStore
+        from auwgent.runtime.stores import RedisSessionStore
 
         made = RedisSessionStore(
             request.getfixturevalue("redis_url"), prefix=f"t{uuid.uuid4().hex[:8]}:"
         )
     else:
-        from auwgent.runtime.stores_postgres import PostgresSessionStore
+        from auwgent.runtime.stores import PostgresSessionStore
 
         made = PostgresSessionStore(request.getfixturevalue("postgres_url"))
     yield made

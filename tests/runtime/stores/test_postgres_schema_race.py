@@ -15,7 +15,7 @@ psycopg = pytest.importorskip("psycopg")
 
 WORKER = """
 import asyncio, os, sys, time
-from auwgent.runtime.stores_postgres import PostgresSessionStore
+from auwgent.runtime.stores import PostgresSessionStore
 
 async def main(url, go):
     print("ready", flush=True)

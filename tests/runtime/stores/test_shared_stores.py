@@ -27,13 +27,13 @@ pytestmark = pytest.mark.servers
 @pytest.fixture(params=["redis", "postgres"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     if request.param == "redis":
-        from auwgent.runtime.stores_redis import RedisSessionStore
+        from auwgent.runtime.stores import RedisSessionStore
 
         made: Any = RedisSessionStore(
             request.getfixturevalue("redis_url"), prefix=f"t{uuid.uuid4().hex[:8]}:"
         )
     else:
-        from auwgent.runtime.stores_postgres import PostgresSessionStore
+        from auwgent.runtime.stores import PostgresSessionStore
 
         made = PostgresSessionStore(request.getfixturevalue("postgres_url"))
     yield made
@@ -162,8 +162,7 @@ async def test_renewal_keeps_the_lock_past_its_ttl_and_a_stolen_lock_stops_the_r
 
 
 async def test_time_to_live(request: pytest.FixtureRequest, store: Any) -> None:
-    from auwgent.runtime.stores_postgres import PostgresSessionStore
-    from auwgent.runtime.stores_redis import RedisSessionStore
+    from auwgent.runtime.stores import PostgresSessionStore, RedisSessionStore
 
     if isinstance(store, RedisSessionStore):
         short: Any = RedisSessionStore(store.url, prefix=store.prefix, ttl=0.3)
@@ -180,7 +179,7 @@ async def test_time_to_live(request: pytest.FixtureRequest, store: Any) -> None:
 
 
 async def test_an_unreachable_server_is_a_clear_error() -> None:
-    from auwgent.runtime.stores_redis import RedisSessionStore
+    from auwgent.runtime.stores import RedisSessionStore
     from servers import free_port
 
     store = RedisSessionStore(f"redis://127.0.0.1:{free_port()}/0")
@@ -194,9 +193,9 @@ import sys
 for name in {blocked!r}:
     sys.modules[name] = None  # as if the extra were not installed
 from auwgent.runtime.stores import open_store
-from auwgent.runtime.stores_postgres import PostgresSessionStore
-from auwgent.runtime.stores_redis import RedisSessionStore
-from auwgent.runtime.stores_shared import SessionStoreError
+from auwgent.runtime.stores import PostgresSessionStore
+from auwgent.runtime.stores import RedisSessionStore
+from auwgent.runtime.stores import SessionStoreError
 for make in ({make}, lambda: open_store({url!r})):
     try:
         make()

@@ -99,41 +99,12 @@ def check_file(cx: Context) -> None:
     seen: dict[str, Span] = {}
     agents: list[n.AgentDecl] = []
     for decl in cx.scope.module.decls:
-        match decl:
-            case n.ImportDecl() | n.TestDecl():
-                continue  # tests are checked once every file is (checker.tests)
-            case n.ToolDecl() | n.WorkflowDecl():
-                _outside_agent(cx, decl)
-                continue
-            case n.ToolsBlock(tools=tools, groups=groups):
-                for tool in tools:
-                    _outside_agent(cx, tool)
-                for name in groups:
-                    cx.report(
-                        "E2003",
-                        f"tool group `{name.text}` is named outside an agent or helper",
-                        name.span,
-                        help="name it in the `tools { }` block of the agent or helper that uses it",
-                    )
-                continue
+        if _outside_declaration(cx, decl):
+            continue
         _top_level_name(cx, decl, seen)
-        match decl:
-            case n.ModelDecl():
-                prompts.check_model_decl(cx, decl)
-            case n.McpDecl():
-                mcp.check_mcp_decl(cx, decl)
-            case n.PromptDecl():
-                prompts.check_prompt_decl(cx, decl)
-            case n.PersonaDecl():
-                prompts.check_persona_decl(cx, decl)
-            case n.IntentDecl():
-                check_intent_decl(cx, decl)
-            case n.ToolGroupDecl():
-                check_tool_group(cx, decl)
-            case n.AgentDecl():
-                if not decl.is_helper:
-                    agents.append(decl)
-                check_agent(cx, decl)
+        if isinstance(decl, n.AgentDecl) and not decl.is_helper:
+            agents.append(decl)
+        _check_declaration(cx, decl)
     for extra in agents[1:]:
         cx.report(
             "E2002",
@@ -142,6 +113,47 @@ def check_file(cx: Context) -> None:
             notes=[Note(f"`{agents[0].name.text}` is declared here", agents[0].name.span)],
             help="move it to its own file (helpers may share a file with the agent)",
         )
+
+
+def _outside_declaration(cx: Context, decl: n.Decl) -> bool:
+    """Check what is not a top-level name of its own (imports, tests, tools outside an
+    agent); ``True`` when ``decl`` is one of these."""
+    match decl:
+        case n.ImportDecl() | n.TestDecl():
+            return True  # tests are checked once every file is (checker.tests)
+        case n.ToolDecl() | n.WorkflowDecl():
+            _outside_agent(cx, decl)
+            return True
+        case n.ToolsBlock(tools=tools, groups=groups):
+            for tool in tools:
+                _outside_agent(cx, tool)
+            for name in groups:
+                cx.report(
+                    "E2003",
+                    f"tool group `{name.text}` is named outside an agent or helper",
+                    name.span,
+                    help="name it in the `tools { }` block of the agent or helper that uses it",
+                )
+            return True
+    return False
+
+
+def _check_declaration(cx: Context, decl: n.Decl) -> None:
+    match decl:
+        case n.ModelDecl():
+            prompts.check_model_decl(cx, decl)
+        case n.McpDecl():
+            mcp.check_mcp_decl(cx, decl)
+        case n.PromptDecl():
+            prompts.check_prompt_decl(cx, decl)
+        case n.PersonaDecl():
+            prompts.check_persona_decl(cx, decl)
+        case n.IntentDecl():
+            check_intent_decl(cx, decl)
+        case n.ToolGroupDecl():
+            check_tool_group(cx, decl)
+        case n.AgentDecl():
+            check_agent(cx, decl)
 
 
 def _top_level_name(cx: Context, decl: n.Decl, seen: dict[str, Span]) -> None:

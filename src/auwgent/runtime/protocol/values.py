@@ -1247,17 +1247,25 @@ def _check(type_: IRType | None, types: Types, cache: _Checks) -> Check:
     if kind == "boolean":
         return lambda v, d: type(v) is bool or type(v) is float or _untyped_container(v, d)
     if kind == "array":
-        items: list[Check] = []  # filled below: a recursive type refers to itself
+        return _array_check(type_, resolved, types, cache)
+    return _object_check(type_, resolved, types, cache)
 
-        def array(v: Any, d: int) -> bool:
-            if type(v) is list:
-                check = items[0]
-                return d <= MAX_DEPTH and all(x is None or check(x, d + 1) for x in v)
-            return type(v) is dict and _untyped(v, d) or type(v) in _SCALARS
 
-        cache[id(type_)] = (type_, array)
-        items.append(_cached_check(resolved["items"], types, cache))
-        return array
+def _array_check(type_: IRType, resolved: Any, types: Types, cache: _Checks) -> Check:
+    items: list[Check] = []  # filled below: a recursive type refers to itself
+
+    def array(v: Any, d: int) -> bool:
+        if type(v) is list:
+            check = items[0]
+            return d <= MAX_DEPTH and all(x is None or check(x, d + 1) for x in v)
+        return type(v) is dict and _untyped(v, d) or type(v) in _SCALARS
+
+    cache[id(type_)] = (type_, array)
+    items.append(_cached_check(resolved["items"], types, cache))
+    return array
+
+
+def _object_check(type_: IRType, resolved: Any, types: Types, cache: _Checks) -> Check:
     checks: dict[str, Check] = {}
     exact: dict[str, tuple[type, ...]] = {  # the scalar types a field keeps as they are
         f["name"]: _KEPT[k]

@@ -6,35 +6,30 @@ Keys and base URLs are resolved by the caller (config fields, then environment) 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
+from auwgent.runtime.providers.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicProvider
+from auwgent.runtime.providers.base import (
+    ContentPart,
+    Finish,
+    FunctionSpec,
+    Message,
+    ModelRequest,
+    Provider,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
+from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
+from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
     import httpx
-
-    from auwgent.runtime.providers.anthropic import (
-        DEFAULT_ANTHROPIC_BASE_URL,
-        AnthropicProvider,
-    )
-    from auwgent.runtime.providers.base import (
-        ContentPart,
-        Finish,
-        FunctionSpec,
-        Message,
-        ModelRequest,
-        Provider,
-        StreamEvent,
-        TextDelta,
-        ToolCall,
-        ToolCallDelta,
-        Usage,
-    )
-    from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
-    from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
-    from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
 
 __all__ = [
     "DEFAULT_ANTHROPIC_BASE_URL",
@@ -60,46 +55,6 @@ __all__ = [
     "make_provider",
     "provider_name",
 ]
-
-
-# Everything loads on first use: the adapters (and httpx under them) only when a run needs
-# them, and the neutral types and the retry/timeout settings each from their own module, so
-# that importing one of them (as the config parser and the session module do) pulls in
-# nothing else.
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "ContentPart",
-            "Finish",
-            "FunctionSpec",
-            "Message",
-            "ModelRequest",
-            "Provider",
-            "StreamEvent",
-            "TextDelta",
-            "ToolCall",
-            "ToolCallDelta",
-            "Usage",
-        ),
-        "base",
-    ),
-    "Limits": "policy",
-    "RetryPolicy": "policy",
-    "Timeouts": "policy",
-    "AnthropicProvider": "anthropic",
-    "DEFAULT_ANTHROPIC_BASE_URL": "anthropic",
-    "GeminiProvider": "gemini",
-    "DEFAULT_GEMINI_BASE_URL": "gemini",
-    "OpenAIProvider": "openai",
-    "DEFAULT_OPENAI_BASE_URL": "openai",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 def provider_name(model: Mapping[str, Any]) -> str:
@@ -138,10 +93,6 @@ def make_provider(
     the runtime config) makes OpenAI-compatible native tools and structured output carry
     ``strict: true``.
     """
-    from auwgent.runtime.providers.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicProvider
-    from auwgent.runtime.providers.gemini import DEFAULT_GEMINI_BASE_URL, GeminiProvider
-    from auwgent.runtime.providers.openai import DEFAULT_OPENAI_BASE_URL, OpenAIProvider
-
     name = provider_name(model)
     common: dict[str, Any] = {
         "client": client,

@@ -25,17 +25,24 @@ redacted from anything that could reach a message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import email.utils
 import json
 import math
+import random
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import httpx
+
 from auwgent.errors import ProviderError
 from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
+from auwgent.runtime.providers.wire import transport_errors
 
 if TYPE_CHECKING:
     import asyncio
@@ -135,8 +142,6 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         return max(0.0, float(text))
     except ValueError:
         pass
-    import email.utils  # only for the rare HTTP-date form; keeps the runtime import light
-
     try:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
@@ -163,8 +168,6 @@ def retry_delay(
         return ceiling
     if rng is not None:
         return rng(0.0, ceiling)
-    import random
-
     return random.uniform(0.0, ceiling)
 
 
@@ -235,8 +238,6 @@ def _redact(text: str, secret: str | None) -> str:
     """
     if not secret or len(secret) < 8 or secret not in text:
         return text
-    import re
-
     pattern = rf"(?<![A-Za-z0-9_\-]){re.escape(secret)}(?![A-Za-z0-9_\-])"
     return re.sub(pattern, "***", text)
 
@@ -246,9 +247,6 @@ def _is_retryable(status: int) -> bool:
 
 
 async def _send_once(wire: Wire, request: Any, call: Call, watchdog: _Watchdog) -> Reply:
-    import asyncio
-
-    import httpx
 
     first_byte = call.timeouts.first_byte
     wait = call.remaining() if call.whole else min(first_byte, call.remaining())
@@ -267,8 +265,6 @@ async def _send_once(wire: Wire, request: Any, call: Call, watchdog: _Watchdog) 
 
 async def _failure_of(response: Reply, call: Call) -> tuple[ProviderError, float | None]:
     """The error a failed response stands for, and the wait its body asks for (if any)."""
-    from auwgent.runtime.providers.wire import transport_errors
-
     try:
         body = await response.aread()
     except transport_errors():
@@ -347,9 +343,6 @@ async def open_response(
     the call's deadline comes first. ``sleep`` (``asyncio.sleep`` by default) waits between
     attempts.
     """
-    import asyncio
-
-    from auwgent.runtime.providers.wire import transport_errors
 
     if sleep is None:
         sleep = asyncio.sleep
@@ -438,8 +431,6 @@ class _RetryUnstarted(AsyncIterator[T]):
         return self._first()
 
     async def _first(self) -> T:
-        import asyncio
-
         retry = self._call.retry
         for number in range(1, retry.attempts + 1):
             self._current = self._attempt()
@@ -476,8 +467,6 @@ class _Watchdog:
     """
 
     def __init__(self, tick: float) -> None:
-        import asyncio
-
         loop = self._loop = asyncio.get_running_loop()
         # asyncio's own loops keep time with time.monotonic: read it directly (loop.time() is
         # one more Python call per wait).
@@ -545,9 +534,6 @@ class _Body:
     """
 
     def __init__(self, response: Reply, call: Call) -> None:
-        import asyncio
-
-        from auwgent.runtime.providers.wire import transport_errors
 
         # Looked up once here: an import statement in read() would run for every piece.
         self._cancelled: type[BaseException] = asyncio.CancelledError
@@ -622,18 +608,16 @@ async def iter_sse(response: Reply, call: Call) -> AsyncIterator[str]:
     that), so that the call is retried.
     """
     cap = call.limits.event_bytes
-    data: list[str] = []
-    size = 0  # bytes of the current event's data lines, as received
+    events = _Events(call)
     pending: list[bytes] = []  # the start of a line whose end has not arrived
     waiting = 0  # their length
-    started = False
     body = _Body(response, call)
     try:
         while (chunk := await body.read()) is not None:
             if b"\n" not in chunk:
                 pending.append(chunk)
                 waiting += len(chunk)
-                if size + waiting > cap:
+                if events.size + waiting > cap:
                     raise _event_too_large(call)
                 continue
             if pending:
@@ -644,37 +628,57 @@ async def iter_sse(response: Reply, call: Call) -> AsyncIterator[str]:
             if tail:
                 pending.append(tail)
             waiting = len(tail)
-            for raw in lines:
-                line = raw.rstrip(b"\r")
-                if not line:
-                    if data:
-                        started = True
-                        yield "\n".join(data)
-                        data = []
-                        size = 0
-                elif line.startswith(b"data:"):
-                    size += len(raw)  # as received, so a line counts the same while it arrives
-                    if size > cap:
-                        raise _event_too_large(call)
-                    value = line[6:] if line.startswith(b"data: ") else line[5:]
-                    data.append(value.decode("utf-8"))
-            if size + waiting > cap:
+            for event in events.complete(lines):
+                yield event
+            if events.size + waiting > cap:
                 raise _event_too_large(call)
         last = b"".join(pending).strip()
         if last.startswith(b"data:"):
             # The last event without its blank line: kept, as servers that end abruptly
             # after a complete last line are common.
             value = last[5:]
-            data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
+            events.data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8"))
     except UnicodeDecodeError as exc:
         # Caught around the loop (no cost per event) so the message names the provider.
         raise ProviderError(call.provider, f"malformed UTF-8 in the event stream ({exc})") from None
     finally:
         body.close()
-    if not started:
+    if not events.started:
         raise StreamInterrupted(call.provider, "the stream ended before its first event")
-    if data:
-        yield "\n".join(data)
+    if events.data:
+        yield "\n".join(events.data)
+
+
+class _Events:
+    """The events of an SSE stream as its whole lines arrive (see :func:`iter_sse`)."""
+
+    __slots__ = ("call", "cap", "data", "size", "started")
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.cap = call.limits.event_bytes
+        self.data: list[str] = []  # the current event's data lines
+        self.size = 0  # bytes of the current event's data lines, as received
+        self.started = False  # an event was complete
+
+    def complete(self, lines: list[bytes]) -> list[str]:
+        """The events that ``lines`` (whole lines, without their ``\\n``) complete."""
+        done: list[str] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r")
+            if not line:
+                if self.data:
+                    self.started = True
+                    done.append("\n".join(self.data))
+                    self.data = []
+                    self.size = 0
+            elif line.startswith(b"data:"):
+                self.size += len(raw)  # as received, so a line counts the same while it arrives
+                if self.size > self.cap:
+                    raise _event_too_large(self.call)
+                value = line[6:] if line.startswith(b"data: ") else line[5:]
+                self.data.append(value.decode("utf-8"))
+        return done
 
 
 def _event_too_large(call: Call) -> ProviderError:

@@ -20,8 +20,14 @@ application/json``. What either raises when sending fails, or reading a body, is
 
 from __future__ import annotations
 
+import urllib.request
+import zlib
 from collections.abc import AsyncIterator, Mapping
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import httpcore
+import httpx
 
 from auwgent._version import __version__
 
@@ -85,8 +91,6 @@ class HttpxWire:
         self.client = client
 
     def timeout(self, timeouts: Timeouts, *, whole: bool) -> httpx.Timeout:
-        import httpx
-
         connect, read = _backstop(timeouts, whole)
         return httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
 
@@ -153,8 +157,6 @@ class PoolWire:
     def prepare(
         self, url: str, headers: Mapping[str, str], body: bytes, timeout: Any
     ) -> tuple[httpcore.Request, _Target]:
-        import httpcore
-
         target = self._urls.get(url)
         if target is None:
             if len(self._urls) >= 256:
@@ -201,8 +203,6 @@ class PoolWire:
                 return connection
             self._open.discard(connection)
             await connection.aclose()
-        import httpcore
-
         connection = httpcore.AsyncHTTPConnection(
             target.url.origin,
             ssl_context=_tls() if target.origin[0] == b"https" else None,
@@ -252,8 +252,6 @@ class _Target(NamedTuple):
 
 
 def _target(url: str) -> _Target:
-    import httpcore
-
     parsed = httpcore.URL(url)
     origin = parsed.origin
     key = (origin.scheme, origin.host, origin.port)
@@ -318,8 +316,6 @@ class _PoolReply:
 
 
 def _phrase(status: int) -> str:
-    from http import HTTPStatus
-
     try:
         return HTTPStatus(status).phrase
     except ValueError:
@@ -330,9 +326,6 @@ async def _decoded(stream: AsyncIterator[bytes], coding: str) -> AsyncIterator[b
     """A body compressed although ``identity`` was asked for (some gateways do): gzip and
     deflate are undone as they arrive. Any other coding, or a corrupt body, fails as it does
     through httpx (``DecodingError``, a transport error: the call fails, nothing is parsed)."""
-    import zlib
-
-    import httpx
 
     if coding not in ("gzip", "x-gzip", "deflate"):
         raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
@@ -381,8 +374,6 @@ def as_wire(client: Any) -> Wire:
 def default_wire() -> Wire:
     """The agent's own: the connection pool, or an httpx client when a proxy is configured
     (in the environment, or in the system settings on macOS and Windows)."""
-    import urllib.request
-
     proxies = urllib.request.getproxies()
     if any(proxies.get(scheme) for scheme in ("http", "https", "all")):
         import httpx

@@ -1,4 +1,5 @@
-"""Session stores: keep conversations between runs and processes.
+"""The built-in session stores, the middleware that plugs a store into an agent, and
+:func:`open_store`.
 
 A store is anything with two async methods (:class:`SessionStore`): ``load(key)`` returns the
 saved session or ``None``, ``save(key, session)`` writes it. Two ship with Auwgent:
@@ -47,18 +48,20 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from auwgent.runtime.session import Session
-from auwgent.runtime.stores_shared import (
+from auwgent.runtime.stores.postgres import PostgresSessionStore
+from auwgent.runtime.stores.redis import RedisSessionStore
+from auwgent.runtime.stores.shared import (
     SessionStoreError,
     StoredSessionError,
-    _check_key,
-    _check_revision,
-    _checked,
-    _decode,
-    _encode,
-    _revision_problem,
-    _session_problem,
+    check_key,
+    check_revision,
+    checked_session,
+    decode_session,
+    encode_session,
     join_blobs,
     parse_stored,
+    revision_problem,
+    session_problem,
     split_blobs,
     stored_refs,
 )
@@ -71,6 +74,7 @@ __all__ = [
     "SessionStoreError",
     "SessionStoreMiddleware",
     "StoredSessionError",
+    "open_store",
 ]
 
 DEFAULT_SQLITE_PATH = "auwgent_sessions.db"
@@ -158,7 +162,7 @@ class SQLiteSessionStore:
     revision and writes, and a writer that finds the file locked by another process waits up
     to ``timeout`` seconds. Large part data (images, files) is kept by reference in
     ``auwgent_blobs``, one row per conversation and content, deleted with the conversation
-    (see :mod:`auwgent.runtime.stores_shared`). The blocking sqlite3 calls run in worker
+    (see :mod:`auwgent.runtime.stores.shared`). The blocking sqlite3 calls run in worker
     threads; each thread keeps its connection to the file (opening one costs more than a
     read), and drops it after an error.
 
@@ -187,7 +191,7 @@ class SQLiteSessionStore:
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key``, or ``None``."""
-        _check_key(key)
+        check_key(key)
         return await asyncio.to_thread(self._load, key)
 
     async def save(self, key: str, session: Session) -> None:
@@ -195,30 +199,30 @@ class SQLiteSessionStore:
 
         Large part data goes to ``auwgent_blobs``, by reference, in the same transaction.
         """
-        text, blobs = split_blobs(_encode(_check_key(key), session))
+        text, blobs = split_blobs(encode_session(check_key(key), session))
         revision = await asyncio.to_thread(self._save, key, text, blobs, session)
         _with_revision(session, revision)
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
-        _check_key(key)
+        check_key(key)
         return await asyncio.to_thread(self._delete, key)
 
     async def revision(self, key: str) -> int | None:
         """How many times ``key`` was saved (``None`` when it never was)."""
-        _check_key(key)
+        check_key(key)
         return await asyncio.to_thread(self._revision, key)
 
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody else holds it
-        (used by ``auwgent serve``; see :mod:`auwgent.runtime.stores_shared`)."""
-        _check_key(key)
+        (used by ``auwgent serve``; see :mod:`auwgent.runtime.stores.shared`)."""
+        check_key(key)
         return await asyncio.to_thread(self._lock, key, owner, ttl)
 
     async def renew(self, key: str, owner: str, ttl: float) -> bool:
         """Extend the lock of ``key`` to ``ttl`` seconds from now if ``owner`` still holds it
         (``False``: it expired or another run took it)."""
-        _check_key(key)
+        check_key(key)
         return await asyncio.to_thread(self._renew, key, owner, ttl)
 
     async def unlock(self, key: str, owner: str) -> None:
@@ -255,7 +259,7 @@ class SQLiteSessionStore:
             if not isinstance(row[0], str):
                 raise SessionStoreError(f"stored session {key!r} in {where} is corrupt: not text")
             if '"data_ref":' not in row[0]:
-                return _with_revision(_decode(key, row[0], where), int(row[1]))
+                return _with_revision(decode_session(key, row[0], where), int(row[1]))
             value = parse_stored(key, row[0], where)
             refs = stored_refs(value)
             marks = ", ".join("?" * len(refs))
@@ -272,7 +276,7 @@ class SQLiteSessionStore:
                 row = db.execute(
                     "SELECT revision FROM auwgent_sessions WHERE key = ?", (key,)
                 ).fetchone()
-                revision = _check_revision(key, None if row is None else int(row[0]), session)
+                revision = check_revision(key, None if row is None else int(row[0]), session)
                 db.execute(_UPSERT, (key, text, session["version"], revision, _now()))
                 db.executemany(
                     "INSERT OR IGNORE INTO auwgent_blobs (key, ref, data) VALUES (?, ?, ?)",
@@ -385,19 +389,19 @@ class JSONFileSessionStore:
 
     def path_for(self, key: str) -> Path:
         """The file that holds the session of ``key``."""
-        key = _check_key(key)
+        key = check_key(key)
         readable = _UNSAFE.sub("_", key)[:64]
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
         return self.directory / f"{readable}-{digest}.json"
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key``, or ``None``."""
-        return await asyncio.to_thread(self._load, _check_key(key))
+        return await asyncio.to_thread(self._load, check_key(key))
 
     async def save(self, key: str, session: Session) -> None:
         """Save ``session`` under ``key`` by atomically replacing its file (ConflictError on a
         stale revision)."""
-        text = _encode(_check_key(key), session)
+        text = encode_session(check_key(key), session)
         revision = await asyncio.to_thread(self._save, key, text, session)
         _with_revision(session, revision)
 
@@ -406,7 +410,7 @@ class JSONFileSessionStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _directory_lock(path.parent):
             stored = self._read(key, path)
-            revision = _check_revision(key, None if stored is None else stored[1], session)
+            revision = check_revision(key, None if stored is None else stored[1], session)
             quoted = json.dumps(key, ensure_ascii=False)
             self._write(
                 path,
@@ -447,11 +451,11 @@ class JSONFileSessionStore:
         if not isinstance(envelope, dict) or "session" not in envelope:
             raise SessionStoreError(f"stored session {key!r} in {path} is corrupt: no 'session'")
         revision = envelope.get("revision", 0)
-        if _revision_problem(revision) is not None or revision is None:
+        if revision_problem(revision) is not None or revision is None:
             raise SessionStoreError(
                 f"stored session {key!r} in {path} is corrupt: 'revision' is {revision!r}"
             )
-        return _checked(key, envelope["session"], str(path)), revision
+        return checked_session(key, envelope["session"], str(path)), revision
 
     def _write(self, path: Path, text: str) -> None:
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -515,22 +519,22 @@ class MemorySessionStore:
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (a fresh copy), or ``None``."""
-        text = self._texts.get(_check_key(key))
+        text = self._texts.get(check_key(key))
         if text is None:
             return None
-        return _with_revision(_decode(key, text, "memory"), self._revisions.get(key, 0))
+        return _with_revision(decode_session(key, text, "memory"), self._revisions.get(key, 0))
 
     async def save(self, key: str, session: Session) -> None:
         """Save a copy of ``session`` under ``key`` (ConflictError on a stale revision)."""
-        text = _encode(_check_key(key), session)
+        text = encode_session(check_key(key), session)
         stored = self._revisions.get(key, 0) if key in self._texts else None
-        revision = _check_revision(key, stored, session)
+        revision = check_revision(key, stored, session)
         self._texts[key], self._revisions[key] = text, revision
         _with_revision(session, revision)
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; ``True`` when there was a session to delete."""
-        self._revisions.pop(_check_key(key), None)
+        self._revisions.pop(check_key(key), None)
         return self._texts.pop(key, None) is not None
 
     def keys(self) -> list[str]:
@@ -539,7 +543,7 @@ class MemorySessionStore:
 
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody else holds it."""
-        holder = self._locks.get(_check_key(key))
+        holder = self._locks.get(check_key(key))
         if holder is not None and holder[0] != owner and holder[1] > time.monotonic():
             return False
         self._locks[key] = (owner, time.monotonic() + ttl)
@@ -547,7 +551,7 @@ class MemorySessionStore:
 
     async def renew(self, key: str, owner: str, ttl: float) -> bool:
         """Extend the lock of ``key`` if ``owner`` still holds it (``False``: lost)."""
-        holder = self._locks.get(_check_key(key))
+        holder = self._locks.get(check_key(key))
         if holder is None or holder[0] != owner or holder[1] <= time.monotonic():
             return False
         self._locks[key] = (owner, time.monotonic() + ttl)
@@ -623,7 +627,7 @@ class SessionStoreMiddleware:
             stored = await self.store.load(key)
             if stored is not None:
                 # Custom stores may not check what they read: the built-in stores' checks.
-                problem = _session_problem(stored)
+                problem = session_problem(stored)
                 if problem is not None:
                     raise StoredSessionError(f"stored session {key!r} is unusable: {problem}")
             _check_owner(key, stored, ctx.get("rootAgent"))
@@ -713,12 +717,8 @@ def open_store(url: str) -> Any:
     if url.startswith("sqlite:///"):
         return SQLiteSessionStore(url[len("sqlite:///") :] or DEFAULT_SQLITE_PATH)
     if url.startswith(("redis://", "rediss://")):
-        from auwgent.runtime.stores_redis import RedisSessionStore
-
         return RedisSessionStore(url)
     if url.startswith(("postgresql://", "postgres://")):
-        from auwgent.runtime.stores_postgres import PostgresSessionStore
-
         return PostgresSessionStore(url)
     if url == "memory:":
         return MemorySessionStore()

@@ -2,7 +2,7 @@
 
 Each conversation is one hash, ``<prefix>session:<key>``, holding the session JSON and its
 revision; each save is one Lua script that compares the revision and writes, atomically, so
-two workers can never both win (see :mod:`auwgent.runtime.stores_shared`). Large part data
+two workers can never both win (see :mod:`auwgent.runtime.stores.shared`). Large part data
 (images, files) is kept by reference in the same hash, one field ``blob:<ref>`` per content,
 written by the same script (one key per conversation, so Redis Cluster takes it too) and
 deleted or expired with the conversation. With ``ttl`` a
@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from auwgent.runtime.session import Session
-from auwgent.runtime.stores_shared import (
+from auwgent.runtime.stores.shared import (
     SessionStoreError,
-    _check_key,
+    check_key,
     conflict,
     expected_revision,
     from_stored,
@@ -108,7 +108,7 @@ class RedisSessionStore:
         return f"RedisSessionStore({self.url!r}, prefix={self.prefix!r})"
 
     def _session_key(self, key: str) -> str:
-        return f"{self.prefix}session:{_check_key(key)}"
+        return f"{self.prefix}session:{check_key(key)}"
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (with its ``revision``), or ``None``."""
@@ -152,13 +152,13 @@ class RedisSessionStore:
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody holds it."""
         taken = self.client.set(
-            f"{self.prefix}lock:{_check_key(key)}", owner, nx=True, px=int(ttl * 1000)
+            f"{self.prefix}lock:{check_key(key)}", owner, nx=True, px=int(ttl * 1000)
         )
         return bool(await self._call(taken))
 
     async def renew(self, key: str, owner: str, ttl: float) -> bool:
         """Extend the lock of ``key`` to ``ttl`` seconds if ``owner`` still holds it."""
-        lock = f"{self.prefix}lock:{_check_key(key)}"
+        lock = f"{self.prefix}lock:{check_key(key)}"
         return bool(
             await self._call(self._renew_script(keys=[lock], args=[owner, int(ttl * 1000)]))
         )

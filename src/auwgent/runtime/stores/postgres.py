@@ -5,7 +5,7 @@ that workers starting together do not race): the session JSON, its
 revision, the update time and, with ``ttl``, when it expires. A save is one statement that
 compares the revision (``UPDATE ... WHERE revision = %s``, or an insert that only succeeds
 when no live row exists), so concurrent workers can never both win (see
-:mod:`auwgent.runtime.stores_shared`). Conversation locks are rows of ``auwgent_locks`` with an
+:mod:`auwgent.runtime.stores.shared`). Conversation locks are rows of ``auwgent_locks`` with an
 expiry. Large part data (images, files) is kept by reference in ``auwgent_blobs``, one row per
 conversation and content, written in the save's transaction and deleted with the conversation
 (an expired conversation's rows go when its key is saved again or deleted). Connections come from a ``psycopg_pool.AsyncConnectionPool`` opened on first use.
@@ -14,13 +14,14 @@ conversation and content, written in the save's transaction and deleted with the
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from auwgent.runtime.session import Session
-from auwgent.runtime.stores_shared import (
+from auwgent.runtime.stores.shared import (
     SessionStoreError,
-    _check_key,
+    check_key,
     conflict,
     expected_revision,
     from_stored,
@@ -121,7 +122,7 @@ class PostgresSessionStore:
 
     async def load(self, key: str) -> Session | None:
         """The session saved under ``key`` (with its ``revision``), or ``None``."""
-        row = await self._one(_LOAD, (_check_key(key),))
+        row = await self._one(_LOAD, (check_key(key),))
         if row is None:
             return None
         if '"data_ref":' not in row[0]:
@@ -149,17 +150,17 @@ class PostgresSessionStore:
         """Forget ``key``; ``True`` when there was a session to delete."""
         await self._one("DELETE FROM auwgent_blobs WHERE key = %s RETURNING key", (key,))
         row = await self._one(
-            "DELETE FROM auwgent_sessions WHERE key = %s RETURNING key", (_check_key(key),)
+            "DELETE FROM auwgent_sessions WHERE key = %s RETURNING key", (check_key(key),)
         )
         return row is not None
 
     async def lock(self, key: str, owner: str, ttl: float) -> bool:
         """Take the conversation lock of ``key`` for ``ttl`` seconds if nobody holds it."""
-        return await self._one(_LOCK, (_check_key(key), owner, ttl)) is not None
+        return await self._one(_LOCK, (check_key(key), owner, ttl)) is not None
 
     async def renew(self, key: str, owner: str, ttl: float) -> bool:
         """Extend the lock of ``key`` to ``ttl`` seconds if ``owner`` still holds it."""
-        row = await self._one(_RENEW, (ttl, _check_key(key), owner))
+        row = await self._one(_RENEW, (ttl, check_key(key), owner))
         return row is not None
 
     async def unlock(self, key: str, owner: str) -> None:
@@ -260,6 +261,4 @@ def _require_extra() -> None:
 
 def _shown(dsn: str) -> str:
     """The DSN without its password."""
-    import re
-
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", re.sub(r"password=\S+", "password=***", dsn))

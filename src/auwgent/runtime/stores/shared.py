@@ -63,20 +63,20 @@ class StoredSessionError(SessionStoreError, ConfigError):
 # -- encoding and revisions (every store, the built-in ones included) ------------------------
 
 
-def _check_key(key: object) -> str:
+def check_key(key: object) -> str:
     if not isinstance(key, str) or not key:
         raise SessionStoreError(f"session key must be a non-empty string, got {key!r}")
     return key
 
 
-def _encode(key: str, session: Mapping[str, Any]) -> str:
+def encode_session(key: str, session: Mapping[str, Any]) -> str:
     """The session as JSON text; raised before anything is written, so a bad value is harmless.
 
     The revision is the store's own bookkeeping, kept beside the text, not in it.
     """
-    problem = _session_problem(session)
+    problem = session_problem(session)
     if problem is None:
-        problem = _revision_problem(session.get("revision"))
+        problem = revision_problem(session.get("revision"))
     if problem is not None:
         raise SessionStoreError(f"cannot save session {key!r}: {problem}")
     body = {k: v for k, v in session.items() if k != "revision"}
@@ -89,24 +89,24 @@ def _encode(key: str, session: Mapping[str, Any]) -> str:
         ) from error
 
 
-def _decode(key: str, text: str, where: str) -> Session:
+def decode_session(key: str, text: str, where: str) -> Session:
     try:
         value = json.loads(text)
     except ValueError as error:
         raise SessionStoreError(
             f"stored session {key!r} in {where} is corrupt: not valid JSON ({error})"
         ) from error
-    return _checked(key, value, where)
+    return checked_session(key, value, where)
 
 
-def _checked(key: str, value: Any, where: str) -> Session:
-    problem = _session_problem(value)
+def checked_session(key: str, value: Any, where: str) -> Session:
+    problem = session_problem(value)
     if problem is not None:
         raise StoredSessionError(f"stored session {key!r} in {where} is unusable: {problem}")
     return cast(Session, value)
 
 
-def _session_problem(value: Any) -> str | None:
+def session_problem(value: Any) -> str | None:
     """What makes ``value`` unusable as a session (the field and why), or ``None``."""
     try:
         check_session(value, None)
@@ -115,7 +115,7 @@ def _session_problem(value: Any) -> str | None:
     return None
 
 
-def _revision_problem(revision: Any) -> str | None:
+def revision_problem(revision: Any) -> str | None:
     if revision is None or (
         isinstance(revision, int) and not isinstance(revision, bool) and revision >= 0
     ):
@@ -123,7 +123,7 @@ def _revision_problem(revision: Any) -> str | None:
     return f"'revision' must be a non-negative integer or absent, got {revision!r}"
 
 
-def _check_revision(key: str, stored: int | None, session: Mapping[str, Any]) -> int:
+def check_revision(key: str, stored: int | None, session: Mapping[str, Any]) -> int:
     """The revision the save of ``session`` creates; ConflictError when it was based on a stale
     one (``stored`` is ``None`` when nothing is stored under ``key``)."""
     expected = session.get("revision")
@@ -145,7 +145,7 @@ def _conflict(key: str, stored: int | None, expected: int | None) -> ConflictErr
 
 def expected_revision(key: str, session: Mapping[str, Any]) -> int:
     """The revision a save of ``session`` must find in the store (0: none stored)."""
-    problem = _revision_problem(session.get("revision"))
+    problem = revision_problem(session.get("revision"))
     if problem is not None:
         raise SessionStoreError(f"cannot save session {key!r}: {problem}")
     return int(session.get("revision") or 0)
@@ -153,13 +153,13 @@ def expected_revision(key: str, session: Mapping[str, Any]) -> int:
 
 def to_stored(key: str, session: Mapping[str, Any]) -> str:
     """The session's JSON text without its revision (the store keeps that beside it)."""
-    _check_key(key)
-    return _encode(key, {k: v for k, v in session.items() if k != "revision"})
+    check_key(key)
+    return encode_session(key, {k: v for k, v in session.items() if k != "revision"})
 
 
 def from_stored(key: str, text: str, revision: int, where: str) -> Session:
     """A stored session, checked, with the revision it was read at."""
-    session = _decode(key, text, where)
+    session = decode_session(key, text, where)
     session["revision"] = revision
     return session
 
@@ -254,6 +254,6 @@ def join_blobs(
             )
         return {**{k: v for k, v in part.items() if k != _REF}, "data": blobs[ref]}
 
-    session = _checked(key, _map_parts(value, back), where)
+    session = checked_session(key, _map_parts(value, back), where)
     session["revision"] = revision
     return session

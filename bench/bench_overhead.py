@@ -692,6 +692,41 @@ def stop_servers(child: subprocess.Popen[str]) -> str:
     return tally
 
 
+Variant = Callable[[str, Callable[[], Awaitable[str]]], "Checked"]
+
+
+def floors(
+    clients: dict[str, Any], variant: Variant, loop: Any, base: str, key: str, stream: bool
+) -> dict[str, Runner]:
+    """The raw loop on each floor client, each with an API key of its own."""
+    table: dict[str, Runner] = {}
+    for floor, floor_client in clients.items():
+        fkey = f"{key}-{floor.split()[-1]}"
+        table[floor] = variant(fkey, functools.partial(loop, floor_client, base, fkey, stream))
+    return table
+
+
+def framework_runners(
+    frameworks: list[str], variant: Variant, http2_client: Any, base: str, stream: bool
+) -> dict[str, Runner]:
+    """The raw loop on httpx2, and each installed framework on the same client."""
+    mode = "stream" if stream else "run"
+    key2 = f"sk-raw2-{mode}"
+    table: dict[str, Runner] = {
+        "raw httpx2": variant(
+            key2, functools.partial(raw_openai_loop, http2_client, base, key2, stream)
+        )
+    }
+    for name, title, build in (
+        ("pydantic_ai", "PydanticAI", pydantic_ai_runner),
+        ("agents", "OpenAI Agents SDK", openai_agents_runner),
+    ):
+        if name in frameworks:
+            fkey = f"sk-{name}-{mode}"
+            table[title] = variant(fkey, build(base, http2_client, fkey, stream))
+    return table
+
+
 async def main(args: argparse.Namespace) -> None:
     child, bases = start_servers(args.chunk_size)
     workdir = Path(tempfile.mkdtemp(prefix="auwgent-bench-"))
@@ -743,11 +778,7 @@ async def main(args: argparse.Namespace) -> None:
                     f"{label}, httpClient": variant(gkey, given.stream if stream else given.run),
                     raw: variant(key, functools.partial(raw_loop, client, base, key, stream)),
                 }
-                for floor, floor_client in floor_clients.items():
-                    fkey = f"{key}-{floor.split()[-1]}"
-                    table[floor] = variant(
-                        fkey, functools.partial(raw_loop, floor_client, base, fkey, stream)
-                    )
+                table |= floors(floor_clients, variant, raw_loop, base, key, stream)
                 if provider == "openai" and not stream:
                     for tool, title in (("sync", "sync tool"), ("inline", "@inline_tool")):
                         tkey = f"sk-openai-run-{tool}"
@@ -755,17 +786,7 @@ async def main(args: argparse.Namespace) -> None:
                         agents.append(agent)
                         table[f"auwgent run(), {title}"] = variant(tkey, AgentRunner(agent).run)
                 if provider == "openai" and http2_client is not None:
-                    key2 = f"sk-raw2-{mode}"
-                    table["raw httpx2"] = variant(
-                        key2, functools.partial(raw_openai_loop, http2_client, base, key2, stream)
-                    )
-                    for name, title, build in (
-                        ("pydantic_ai", "PydanticAI", pydantic_ai_runner),
-                        ("agents", "OpenAI Agents SDK", openai_agents_runner),
-                    ):
-                        if name in frameworks:
-                            fkey = f"sk-{name}-{mode}"
-                            table[title] = variant(fkey, build(base, http2_client, fkey, stream))
+                    table |= framework_runners(frameworks, variant, http2_client, base, stream)
                 samples = await measure(table, args.runs, args.warmup)
                 for agent in agents:
                     await agent.aclose()
@@ -788,11 +809,7 @@ async def main(args: argparse.Namespace) -> None:
                 lambda: raw_openai_loop(default_client, base, "sk-concurrent-raw", False),
             ),
         }
-        for floor, floor_client in floor_clients.items():
-            fkey = f"sk-concurrent-{floor.split()[-1]}"
-            concurrent[floor] = variant(
-                fkey, functools.partial(raw_openai_loop, floor_client, base, fkey, False)
-            )
+        concurrent |= floors(floor_clients, variant, raw_openai_loop, base, "sk-concurrent", False)
         samples = await measure_concurrent(concurrent, args.concurrency, args.repeats)
         rss = {
             "auwgent run()": peak_rss_growth(

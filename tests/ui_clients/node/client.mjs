@@ -54,13 +54,15 @@ class RecordingTransport extends DefaultChatTransport {
     this.responses = [];
   }
   processResponseStream(stream) {
-    const [mine, theirs] = super.processResponseStream(stream).tee();
     const chunks = [];
     this.responses.push(chunks);
-    this.done = (this.done ?? Promise.resolve()).then(async () => {
-      for await (const chunk of mine) chunks.push(structuredClone(chunk));
+    const record = new TransformStream({
+      transform(chunk, controller) {
+        chunks.push(structuredClone(chunk)); // as read: the chat updates parts in place later
+        controller.enqueue(chunk);
+      },
     });
-    return theirs;
+    return super.processResponseStream(stream).pipeThrough(record);
   }
 }
 
@@ -68,7 +70,7 @@ async function reread(chunks, message) {
   // The same chunks through readUIMessageStream: the message it builds, the last one.
   const stream = new ReadableStream({
     start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
+      for (const chunk of chunks) controller.enqueue(structuredClone(chunk)); // it keeps them
       controller.close();
     },
   });
@@ -97,7 +99,6 @@ async function aiSdk() {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
-  await transport.done;
   const reread_ = [];
   let base;
   for (const chunks of transport.responses) {

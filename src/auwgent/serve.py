@@ -346,7 +346,7 @@ class _Server:
         run.use_memory_scope(memory_scope(principal, conversation, self.settings))
         return run
 
-    def stream(self, produce: Callable[[EventBuffer], Any], encoder: Any = None) -> Any:
+    def stream(self, produce: Callable[[EventBuffer], Any], encoder: Encoder | None = None) -> Any:
         """Run ``produce`` as a task that outlives the response (a client may go away): its
         events go through a bounded buffer (serve_stream), which the response detaches when
         it ends, however it ends; ``encoder`` (a UI stream, serve_ui) encodes them."""
@@ -366,7 +366,7 @@ class _Server:
         task.add_done_callback(self.running.discard)
 
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-        headers.update(getattr(encoder, "headers", {}))
+        headers.update(encoder.headers if encoder is not None else {})
         return _event_stream()(buffer, headers)
 
     async def execute(
@@ -468,8 +468,6 @@ class _Server:
     async def ui_run(self, request: Any, principal: Principal, name: str, dialect: str) -> Any:
         """A run (or, answering approvals, a resume) asked for by a UI client (serve_ui)."""
         ui = read_request(dialect, await self.body_of(request, UI_FIELDS[dialect]))
-        where = "id" if dialect == "ai-sdk" else "threadId"
-        ui.conversation_id = check_id(ui.conversation_id, where)
         if ui.decisions is not None:
             decisions = _check_decisions(ui.decisions)
             return await self.resume(principal, ui.conversation_id, decisions, (dialect, ui), name)
@@ -511,8 +509,8 @@ class _Server:
             )
             context = body.get("context")
             encoder = _encoder(ui, session)
-            produce = lambda q: self.execute(q, agent, key, events, lease, context)  # noqa: E731
-            return self.stream(produce, encoder)
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context),
+                               encoder)  # fmt: skip
 
         return await _guarded(self.start, key, launch)
 
@@ -557,8 +555,8 @@ class _Server:
                 session, decisions, conversation_id=key, store=self.store, lease=lease
             )
             encoder = _encoder(ui, session, resuming=True)
-            produce = lambda q: self.execute(q, agent, key, events, lease, context)  # noqa: E731
-            return self.stream(produce, encoder)
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context),
+                               encoder)  # fmt: skip
 
         return await _guarded(self.start, key, launch)
 

@@ -60,7 +60,10 @@ def encode(name: str, data: Any) -> bytes:
 
 
 class Encoder(Protocol):
-    """A response's own encoding of the events, fed in the order they are sent."""
+    """A response's own encoding of the events, fed in the order they are sent; ``headers``
+    go on the response."""
+
+    headers: Mapping[str, str]
 
     def partial(self, data: Mapping[str, Any]) -> bytes: ...
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auwgent.serve_security import BoundaryError
+from auwgent.serve_security import BoundaryError, check_id
 
 __all__ = [
     "AG_UI",
@@ -89,9 +89,7 @@ def read_request(dialect: str, body: Mapping[str, Any]) -> UiRequest:
 
 
 def _read_ai_sdk(body: Mapping[str, Any]) -> UiRequest:
-    chat = body.get("id")
-    if not isinstance(chat, str) or not chat:
-        raise _bad("id: expected the chat's id (a non-empty string)")
+    chat = check_id(body.get("id"), "id")
     if body.get("trigger", "submit-message") != "submit-message":
         raise _bad(
             f"trigger: only 'submit-message' is supported, got {body.get('trigger')!r} (the "
@@ -176,9 +174,7 @@ def _ai_sdk_decisions(parts: Any, where: str) -> dict[str, Any]:
 
 
 def _read_ag_ui(body: Mapping[str, Any]) -> UiRequest:
-    thread = body.get("threadId")
-    if not isinstance(thread, str) or not thread:
-        raise _bad("threadId: expected the thread's id (a non-empty string)")
+    thread = check_id(body.get("threadId"), "threadId")
     version = body.get("protocolVersion")
     if version is not None and not str(version).startswith("1"):
         raise _bad(f"protocolVersion: this server speaks AG-UI 1.x, got {version!r}")

@@ -183,7 +183,9 @@ def test_ai_sdk_structured_output_streams_as_a_data_part(server: tuple[str, Path
     assert final["data"]["value"] == {"type": "Report", "response": report}
     for message in (read["messages"][-1], read["reread"][0]):
         (part,) = message["parts"]
-        assert part["type"] == "data-response_schema" and part["data"]["value"]["response"] == report
+        assert (
+            part["type"] == "data-response_schema" and part["data"]["value"]["response"] == report
+        )
 
 
 def test_ai_sdk_approval_waits_and_is_granted(server: tuple[str, Path]) -> None:

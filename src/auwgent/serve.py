@@ -17,6 +17,9 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
   a store does, so no approved call runs twice, even across a worker's crash.
 - ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
   worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
+- ``?ui=ai-sdk`` / ``?ui=ag-ui`` on the runs and approvals endpoints: the Vercel AI SDK's UI
+  message stream or AG-UI events instead, with those clients' request bodies
+  (:mod:`auwgent.serve_ui`).
 
 The application's code comes from ``--app module:attr``: a function called with an agent's
 name that returns its runtime config (tools, middleware, approver, keys, ...); the same module
@@ -66,6 +69,7 @@ from auwgent.serve_security import (
     parse_settings,
 )
 from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, Encoder, EventBuffer
+from auwgent.serve_ui import DIALECTS as UI_DIALECTS
 from auwgent.serve_ui import FIELDS as UI_FIELDS
 from auwgent.serve_ui import UiRequest, dialect_of, encoder_for, read_request
 
@@ -707,10 +711,20 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
     error = {"$ref": "#/components/schemas/Error"}
     sse = {"text/event-stream": {"schema": {"type": "string"}}}
     json_error = {"application/json": {"schema": error}}
+    ui = {
+        "name": "ui",
+        "in": "query",
+        "required": False,
+        "description": "answer a UI stream instead of serve's own events: the Vercel AI SDK's "
+        "UI message stream (the body is DefaultChatTransport's) or AG-UI events (the body is "
+        "RunAgentInput); docs/ui-stream.md",
+        "schema": {"type": "string", "enum": list(UI_DIALECTS)},
+    }
     responses_run = {
         "200": {
             "description": "one SSE event per intent, then `session` (or, for a client that "
-            "reads too slowly, a last `error` event with code `slow_client`)",
+            "reads too slowly, a last `error` event with code `slow_client`); with `ui`, that "
+            "dialect's stream",
             "content": sse,
         },
         "400": {"description": "bad request (the message names the field)", "content": json_error},
@@ -772,6 +786,7 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                             "required": True,
                             "schema": {"type": "string", "enum": agents},
                         },
+                        ui,
                     ],  # fmt: skip
                     "requestBody": {
                         "required": True,
@@ -813,7 +828,8 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                             "in": "path",
                             "required": True,
                             "schema": {"type": "string"},
-                        }
+                        },
+                        ui,
                     ],  # fmt: skip
                     "requestBody": {
                         "required": True,

@@ -547,7 +547,7 @@ class _Encoder:
 
 
 class AiSdkEncoder(_Encoder):
-    """The Vercel AI SDK's UI message stream (protocol v1, as ``ai`` 5 to 7 read it)."""
+    """The Vercel AI SDK's UI message stream (protocol v1, as ``ai`` 7 reads it)."""
 
     headers = {"x-vercel-ai-ui-message-stream": "v1"}
 

@@ -18,12 +18,13 @@ from typing import Any
 import httpx
 import pytest
 
-from auwgent.testing import FakeOpenAIServer, status, text
+from auwgent.testing import FakeAnthropicServer, FakeOpenAIServer, status, text
 from serve.test_serve import TOKEN, headers, serving
 
 pytestmark = pytest.mark.servers
 
 NODE = Path(__file__).with_name("node")
+THOUGHT = "Clouds are coming from the west."
 CLIENT = NODE / "client.mjs"
 
 MAIN = """
@@ -49,18 +50,34 @@ agent Reporter {
 }
 """
 
+THINKER = """
+agent Thinker {
+    default config {
+        model: anthropic("claude-sonnet-4-5", { thinking: { type: "enabled", budget_tokens: 2048 } })
+        prompt: "Think, then answer."
+    }
+}
+"""
+
 APP = """
 import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 def get_weather(location):
     return "28C and sunny in " + location
 
 def send_email(to):
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sent.txt"), "a") as f:
+    with open(os.path.join(HERE, "sent.txt"), "a") as f:
         f.write(to + "\\n")
     return "sent to " + to
 
 def config(agent_name):
+    if agent_name == "Thinker":
+        with open(os.path.join(HERE, "anthropic.url")) as f:
+            url = f.read()
+        return {"apiKeys": {"anthropicApiKey": "sk-ant-test"}, "baseUrls": {"anthropic": url},
+                "retry": {"attempts": 1}}
     config = {
         "apiKeys": {"openaiApiKey": "sk-test"},
         "baseUrls": {"openai": os.environ["FAKE_OPENAI_URL"]},
@@ -101,11 +118,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     (project / "agents").mkdir()
     (project / "agents" / "main.agent").write_text(MAIN, encoding="utf-8")
     (project / "agents" / "reporter.agent").write_text(REPORTER, encoding="utf-8")
+    (project / "agents" / "thinker.agent").write_text(THINKER, encoding="utf-8")
     (project / "app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    answer = text("[response_text]\nIt will rain.\n[/response_text]", thinking=THOUGHT)
     with (
+        FakeAnthropicServer(lambda request: answer) as anthropic,
         FakeOpenAIServer(model) as fake,
         serving(project, fake.base_url, f"sqlite:///{project / 's.db'}") as url,
     ):
+        (project / "anthropic.url").write_text(anthropic.base_url, encoding="utf-8")
         yield url, project
 
 
@@ -328,3 +349,27 @@ def test_ag_ui_error(server: tuple[str, Path]) -> None:
     assert events[1]["name"] == "auwgent.error"
     assert "the model refused the request" in events[-1]["message"]
     assert events[-1]["code"] == "error"
+
+
+# -- the model's thinking ----------------------------------------------------------------------
+
+
+def test_thinking_comes_as_reasoning_before_the_end(server: tuple[str, Path]) -> None:
+    url, _ = server
+    read = client("ai-sdk", url, "Thinker", "ai-think", "Will it rain?")
+    (chunks,) = read["responses"]
+    assert kinds(chunks) == [
+        "start", "text-start", "text-delta", "text-end", "reasoning-start", "reasoning-delta",
+        "reasoning-end", "finish",
+    ]  # fmt: skip
+    assert joined(chunks, "reasoning-delta", "delta") == THOUGHT
+    parts = read["messages"][-1]["parts"]
+    assert [(p["type"], p["text"]) for p in parts] == [
+        ("text", "It will rain."), ("reasoning", THOUGHT),
+    ]  # fmt: skip
+    events = client("ag-ui", url, "Thinker", "ag-think", "Will it rain?")["runs"][0]
+    assert kinds(events)[-6:] == [
+        "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END", "REASONING_END", "RUN_FINISHED",
+    ]  # fmt: skip
+    assert joined(events, "REASONING_MESSAGE_CONTENT", "delta") == THOUGHT

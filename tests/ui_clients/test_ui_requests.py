@@ -144,3 +144,13 @@ def test_a_context_key_a_client_may_not_set_is_refused(
             "value": "yes"}], "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}  # fmt: skip
     answer = post(url, "ag-ui", body)
     assert answer.status_code == 422 and "context.is_admin" in answer.text
+
+
+def test_the_openapi_document_names_the_ui_parameter(
+    server: tuple[str, FakeOpenAIServer],
+) -> None:
+    url, _ = server
+    spec = httpx.get(f"{url}/openapi.json", headers=headers()).json()
+    for path in ("/v1/agents/{agent}/runs", "/v1/conversations/{conversation}/approvals"):
+        (ui,) = [p for p in spec["paths"][path]["post"]["parameters"] if p["name"] == "ui"]
+        assert ui["in"] == "query" and ui["schema"]["enum"] == ["ai-sdk", "ag-ui"]

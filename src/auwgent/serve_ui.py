@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -388,7 +389,7 @@ def _error_text(error: Any) -> str:
 # -- encoders --------------------------------------------------------------------------------
 
 
-class _Encoder:
+class _Encoder(ABC):
     """What the two dialects share: the parts of the turn, fed in the stream's order."""
 
     headers: Mapping[str, str] = {}
@@ -498,52 +499,52 @@ class _Encoder:
         part.done = True
         return part, self.call_started(part) + self.call_ready(part)
 
-    # Dialect steps (overridden) -------------------------------------------------------------
+    # Dialect steps -------------------------------------------------------------------------
 
-    def beginning(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def beginning(self) -> list[dict[str, Any]]: ...
 
-    def text_partial(self, data: Mapping[str, Any], delta: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def text_partial(self, data: Mapping[str, Any], delta: str) -> list[dict[str, Any]]: ...
 
-    def text_final(self, agent: Any, name: str, text: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def text_final(self, agent: Any, name: str, text: str) -> list[dict[str, Any]]: ...
 
-    def call_started(self, part: _Part) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def call_started(self, part: _Part) -> list[dict[str, Any]]: ...
 
-    def call_delta(self, part: _Part, delta: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def call_delta(self, part: _Part, delta: str) -> list[dict[str, Any]]: ...
 
-    def call_ready(self, part: _Part) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def call_ready(self, part: _Part) -> list[dict[str, Any]]: ...
 
-    def call_outcome(self, part: _Part, name: str, value: Mapping[str, Any]) -> list[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def call_outcome(self, part: _Part, name: str, value: Mapping[str, Any]) -> list[Any]: ...
 
-    def approval_request(self, part: _Part | None, value: Mapping[str, Any]) -> list[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def approval_request(self, part: _Part | None, value: Mapping[str, Any]) -> list[Any]: ...
 
-    def approval_result(self, part: _Part | None, value: Mapping[str, Any]) -> list[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def approval_result(self, part: _Part | None, value: Mapping[str, Any]) -> list[Any]: ...
 
-    def error_intent(self, value: Mapping[str, Any]) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def error_intent(self, value: Mapping[str, Any]) -> list[dict[str, Any]]: ...
 
-    def structured_partial(self, data: Mapping[str, Any], snapshot: Any) -> list[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def structured_partial(self, data: Mapping[str, Any], snapshot: Any) -> list[Any]: ...
 
-    def structured_final(self, agent: Any, name: str, value: Any) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def structured_final(self, agent: Any, name: str, value: Any) -> list[dict[str, Any]]: ...
 
-    def session(self, session: Mapping[str, Any]) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def session(self, session: Mapping[str, Any]) -> list[dict[str, Any]]: ...
 
-    def stream_error(self, message: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def stream_error(self, message: str) -> list[dict[str, Any]]: ...
 
-    def ending(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def ending(self) -> list[dict[str, Any]]: ...
 
 
 class AiSdkEncoder(_Encoder):

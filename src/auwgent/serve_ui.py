@@ -467,6 +467,32 @@ class _Encoder(ABC):
             chunks = [*self.beginning(), *chunks]
         return _frames(chunks)
 
+    def text_partial(self, data: Mapping[str, Any], delta: str) -> list[dict[str, Any]]:
+        part, new = self.parts.streaming(data, "text")
+        chunks = self.text_start(part) if new else []
+        part.sent += delta
+        return chunks + (self.text_delta(part, delta) if delta else [])
+
+    def text_final(self, agent: Any, name: str, text: str) -> list[dict[str, Any]]:
+        part = self.parts.closing(agent, name)
+        chunks: list[dict[str, Any]] = []
+        if part is None:
+            part = _Part(self.parts.mint("text"), agent, name)
+            chunks = self.text_start(part)
+        rest = text[len(part.sent) :] if text.startswith(part.sent) else ""
+        return chunks + (self.text_delta(part, rest) if rest else []) + self.text_end(part)
+
+    def close_open(self) -> list[dict[str, Any]]:
+        """End what was left open (a text, or a call's input, the run stopped in)."""
+        chunks: list[dict[str, Any]] = []
+        for part in self.parts.open.values():
+            if part.id.startswith("text-"):
+                chunks += self.text_end(part)
+            elif part.id.startswith("call-") and not part.done:
+                chunks += self.call_unfinished(part)
+        self.parts.open.clear()
+        return chunks
+
     def call_final(self, agent: Any, name: str, value: Mapping[str, Any]) -> list[dict[str, Any]]:
         part = self.parts.closing(agent, name)
         chunks: list[dict[str, Any]] = []
@@ -505,10 +531,16 @@ class _Encoder(ABC):
     def beginning(self) -> list[dict[str, Any]]: ...
 
     @abstractmethod
-    def text_partial(self, data: Mapping[str, Any], delta: str) -> list[dict[str, Any]]: ...
+    def text_start(self, part: _Part) -> list[dict[str, Any]]: ...
 
     @abstractmethod
-    def text_final(self, agent: Any, name: str, text: str) -> list[dict[str, Any]]: ...
+    def text_delta(self, part: _Part, delta: str) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def text_end(self, part: _Part) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def call_unfinished(self, part: _Part) -> list[dict[str, Any]]: ...
 
     @abstractmethod
     def call_started(self, part: _Part) -> list[dict[str, Any]]: ...
@@ -565,22 +597,14 @@ class AiSdkEncoder(_Encoder):
     def beginning(self) -> list[dict[str, Any]]:
         return [{"type": "start", "messageMetadata": {"conversationId": self.conversation}}]
 
-    def text_partial(self, data: Mapping[str, Any], delta: str) -> list[dict[str, Any]]:
-        part, new = self.parts.streaming(data, "text")
-        chunks: list[dict[str, Any]] = [{"type": "text-start", "id": part.id}] if new else []
-        part.sent += delta
-        return chunks + ([{"type": "text-delta", "id": part.id, "delta": delta}] if delta else [])
+    def text_start(self, part: _Part) -> list[dict[str, Any]]:
+        return [{"type": "text-start", "id": part.id}]
 
-    def text_final(self, agent: Any, name: str, text: str) -> list[dict[str, Any]]:
-        part = self.parts.closing(agent, name)
-        chunks: list[dict[str, Any]] = []
-        if part is None:
-            part = _Part(self.parts.mint("text"), agent, name)
-            chunks.append({"type": "text-start", "id": part.id})
-        rest = text[len(part.sent) :] if text.startswith(part.sent) else ""
-        if rest:
-            chunks.append({"type": "text-delta", "id": part.id, "delta": rest})
-        return [*chunks, {"type": "text-end", "id": part.id}]
+    def text_delta(self, part: _Part, delta: str) -> list[dict[str, Any]]:
+        return [{"type": "text-delta", "id": part.id, "delta": delta}]
+
+    def text_end(self, part: _Part) -> list[dict[str, Any]]:
+        return [{"type": "text-end", "id": part.id}]
 
     def call_started(self, part: _Part) -> list[dict[str, Any]]:
         return [{"type": "tool-input-start", "toolCallId": part.id, "toolName": part.tool}]
@@ -592,6 +616,11 @@ class AiSdkEncoder(_Encoder):
     def call_ready(self, part: _Part) -> list[dict[str, Any]]:
         return [{"type": "tool-input-available", "toolCallId": part.id, "toolName": part.tool,
                  "input": part.args}]  # fmt: skip
+
+    def call_unfinished(self, part: _Part) -> list[dict[str, Any]]:
+        stopped = "the run stopped before the call was complete"
+        return [{"type": "tool-input-error", "toolCallId": part.id, "toolName": part.tool,
+                 "input": part.args, "errorText": stopped}]  # fmt: skip
 
     def call_outcome(self, part: _Part, name: str, value: Mapping[str, Any]) -> list[Any]:
         if name == "tool_error" and not part.done:
@@ -641,10 +670,7 @@ class AiSdkEncoder(_Encoder):
             chunks += [{"type": "reasoning-start", "id": part_id},
                        {"type": "reasoning-delta", "id": part_id, "delta": text},
                        {"type": "reasoning-end", "id": part_id}]  # fmt: skip
-        for part in list(self.parts.open.values()):
-            if part.id.startswith("text-"):
-                chunks.append({"type": "text-end", "id": part.id})
-        self.parts.open.clear()
+        chunks += self.close_open()
         status, _ = _status(session)
         usage, calls = _usage(session)
         reason = {"complete": "stop", "awaiting_approval": "tool-calls"}.get(status, "error")
@@ -683,28 +709,14 @@ class AgUiEncoder(_Encoder):
     def beginning(self) -> list[dict[str, Any]]:
         return [{"type": "RUN_STARTED", "threadId": self.thread, "runId": self.run}]
 
-    def text_partial(self, data: Mapping[str, Any], delta: str) -> list[dict[str, Any]]:
-        part, new = self.parts.streaming(data, "text")
-        chunks: list[dict[str, Any]] = []
-        if new:
-            chunks.append({"type": "TEXT_MESSAGE_START", "messageId": part.id,
-                           "role": "assistant"})  # fmt: skip
-        part.sent += delta
-        if delta:
-            chunks.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": part.id, "delta": delta})
-        return chunks
+    def text_start(self, part: _Part) -> list[dict[str, Any]]:
+        return [{"type": "TEXT_MESSAGE_START", "messageId": part.id, "role": "assistant"}]
 
-    def text_final(self, agent: Any, name: str, text: str) -> list[dict[str, Any]]:
-        part = self.parts.closing(agent, name)
-        chunks: list[dict[str, Any]] = []
-        if part is None:
-            part = _Part(self.parts.mint("text"), agent, name)
-            chunks.append({"type": "TEXT_MESSAGE_START", "messageId": part.id,
-                           "role": "assistant"})  # fmt: skip
-        rest = text[len(part.sent) :] if text.startswith(part.sent) else ""
-        if rest:
-            chunks.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": part.id, "delta": rest})
-        return [*chunks, {"type": "TEXT_MESSAGE_END", "messageId": part.id}]
+    def text_delta(self, part: _Part, delta: str) -> list[dict[str, Any]]:
+        return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": part.id, "delta": delta}]
+
+    def text_end(self, part: _Part) -> list[dict[str, Any]]:
+        return [{"type": "TEXT_MESSAGE_END", "messageId": part.id}]
 
     def call_started(self, part: _Part) -> list[dict[str, Any]]:
         return [{"type": "TOOL_CALL_START", "toolCallId": part.id, "toolCallName": part.tool}]
@@ -801,16 +813,8 @@ class AgUiEncoder(_Encoder):
             ]
         return chunks
 
-    def close_open(self) -> list[dict[str, Any]]:
-        """End what was left open (a text or call the run stopped in the middle of)."""
-        chunks: list[dict[str, Any]] = []
-        for part in self.parts.open.values():
-            if part.id.startswith("text-"):
-                chunks.append({"type": "TEXT_MESSAGE_END", "messageId": part.id})
-            elif part.id.startswith("call-") and not part.done:
-                chunks.append({"type": "TOOL_CALL_END", "toolCallId": part.id})
-        self.parts.open.clear()
-        return chunks
+    def call_unfinished(self, part: _Part) -> list[dict[str, Any]]:
+        return self.call_ready(part)
 
     def interrupt(self, request: Mapping[str, Any]) -> dict[str, Any]:
         part = self.parts.approvals.get(str(request.get("id")))

@@ -53,7 +53,9 @@ agent Reporter {
 THINKER = """
 agent Thinker {
     default config {
-        model: anthropic("claude-sonnet-4-5", { thinking: { type: "enabled", budget_tokens: 2048 } })
+        model: anthropic("claude-sonnet-4-5", {
+            thinking: { type: "enabled", budget_tokens: 2048 }
+        })
         prompt: "Think, then answer."
     }
 }
@@ -373,3 +375,15 @@ def test_thinking_comes_as_reasoning_before_the_end(server: tuple[str, Path]) ->
         "REASONING_MESSAGE_END", "REASONING_END", "RUN_FINISHED",
     ]  # fmt: skip
     assert joined(events, "REASONING_MESSAGE_CONTENT", "delta") == THOUGHT
+
+
+def test_a_resume_on_another_agents_path_is_refused(server: tuple[str, Path]) -> None:
+    url, _ = server
+    paused = client("ag-ui", url, "Main", "ag-wrong", "Send the mail to Ada")["runs"][0]
+    (interrupt,) = paused[-1]["outcome"]["interrupts"]
+    resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+    body = {"threadId": "ag-wrong", "runId": "r2", "messages": [], "resume": resume}
+    answer = httpx.post(f"{url}/v1/agents/Reporter/runs?ui=ag-ui", json=body, headers=headers())
+    assert answer.status_code == 409 and "not 'Reporter'" in answer.json()["error"]["message"]
+    stored = httpx.get(f"{url}/v1/conversations/ag-wrong", headers=headers()).json()
+    assert stored["status"] == "awaiting_approval"  # nothing ran

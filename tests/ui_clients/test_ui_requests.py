@@ -127,12 +127,14 @@ def test_bad_ui_requests_are_refused_naming_the_field(
     assert message in answer.json()["error"]["message"]
 
 
-def test_a_resume_of_another_agents_conversation_is_refused(
+def test_a_resume_of_no_conversation_is_refused(
     server: tuple[str, FakeOpenAIServer],
 ) -> None:
     url, _ = server
-    answer = post(url, "ag-ui", {"threadId": "nothing-here", "runId": "r", "messages": [],
-                                 "resume": [{"interruptId": "i", "status": "cancelled"}]})  # fmt: skip
+    resume = [{"interruptId": "i", "status": "cancelled"}]
+    answer = post(
+        url, "ag-ui", {"threadId": "nothing", "runId": "r", "messages": [], "resume": resume}
+    )
     assert answer.status_code == 404 and "no conversation" in answer.text
 
 
@@ -140,8 +142,9 @@ def test_a_context_key_a_client_may_not_set_is_refused(
     server: tuple[str, FakeOpenAIServer],
 ) -> None:
     url, _ = server
-    body = {"threadId": "t-ctx", "runId": "r", "context": [{"description": "is_admin",
-            "value": "yes"}], "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}  # fmt: skip
+    context = [{"description": "is_admin", "value": "yes"}]
+    messages = [{"id": "u1", "role": "user", "content": "Hi"}]
+    body = {"threadId": "t-ctx", "runId": "r", "context": context, "messages": messages}
     answer = post(url, "ag-ui", body)
     assert answer.status_code == 422 and "context.is_admin" in answer.text
 

@@ -748,7 +748,14 @@ class AgUiEncoder(_Encoder):
         return [self.custom("approval_request", value)]
 
     def approval_result(self, part: _Part | None, value: Mapping[str, Any]) -> list[Any]:
-        return [self.custom("approval_result", value)]
+        chunks = [self.custom("approval_result", value)]
+        if part is not None and value.get("approved") is False:  # the call ends, unrun
+            reason = value.get("reason")
+            denied = f"{part.tool} was not approved" + (f": {reason}" if reason else "")
+            chunks.append({"type": "TOOL_CALL_RESULT", "messageId": self.parts.mint("result"),
+                           "toolCallId": part.id, "role": "tool", "content": denied,
+                           "metadata": {"auwgent": {"denied": True}}})  # fmt: skip
+        return chunks
 
     def error_intent(self, value: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [self.custom("error", value)]

@@ -93,11 +93,13 @@ def config(agent_name):
 
 
 def model(request: Any) -> Any:
-    """The model's answers, by what the user asked last (tool results come back as user
-    messages that start with ``[tool_result``)."""
+    """The model's answers, by what the user asked last (tool results and errors come back
+    as user messages that start with ``[tool_result`` or ``[tool_error``)."""
     said = [json.dumps(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
-    asked = [m for m in said if "[tool_result" not in m][-1]
-    answered = "[tool_result" in said[-1]
+    asked = [m for m in said if not m.startswith(('"[tool_result', '"[tool_error'))][-1]
+    answered = said[-1].startswith(('"[tool_result', '"[tool_error'))
+    if "[tool_error" in said[-1]:
+        return text("[response_text]\nI did not send it.\n[/response_text]")
     if "fail" in asked:
         return status(400, message="the model refused the request")
     if "report" in asked:
@@ -387,3 +389,28 @@ def test_a_resume_on_another_agents_path_is_refused(server: tuple[str, Path]) ->
     assert answer.status_code == 409 and "not 'Reporter'" in answer.json()["error"]["message"]
     stored = httpx.get(f"{url}/v1/conversations/ag-wrong", headers=headers()).json()
     assert stored["status"] == "awaiting_approval"  # nothing ran
+
+
+def test_a_denial_from_either_client_never_runs_the_call(server: tuple[str, Path]) -> None:
+    url, project = server
+    before = (project / "sent.txt").read_text() if (project / "sent.txt").exists() else ""
+    read = client("ai-sdk", url, "Main", "ai-deny", "Send the mail to Ada", "deny")
+    resumed = read["responses"][1]
+    assert kinds(resumed)[:3] == ["start", "tool-approval-response", "tool-output-denied"]
+    assert resumed[1]["approved"] is False
+    parts = read["messages"][-1]["parts"]
+    assert [(p["type"], p.get("state")) for p in parts] == [
+        ("tool-send_email", "output-denied"), ("text", "done"),
+    ]  # fmt: skip
+    assert parts[1]["text"] == "I did not send it."
+    events = client("ag-ui", url, "Main", "ag-deny", "Send the mail to Ada", "deny")["runs"][1]
+    assert kinds(events) == [
+        "RUN_STARTED", "CUSTOM", "TOOL_CALL_RESULT", "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]  # fmt: skip
+    assert events[1]["value"] == {"id": events[1]["value"]["id"], "approved": False,
+                                  "reason": "cancelled"}  # fmt: skip
+    assert events[2]["content"] == "send_email was not approved: cancelled"
+    assert events[2]["metadata"] == {"auwgent": {"denied": True}}
+    after = (project / "sent.txt").read_text() if (project / "sent.txt").exists() else ""
+    assert after == before  # neither denied call ran

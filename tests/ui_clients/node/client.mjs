@@ -1,14 +1,15 @@
 // The real UI clients against a running `auwgent serve` (tests/ui_clients/test_ui_clients.py).
 //
-//   node client.mjs ai-sdk URL TOKEN CHAT_ID TEXT [approve]
-//   node client.mjs ag-ui  URL TOKEN THREAD_ID TEXT [approve]
+//   node client.mjs ai-sdk URL TOKEN CHAT_ID TEXT [approve | deny]
+//   node client.mjs ag-ui  URL TOKEN THREAD_ID TEXT [approve | deny]
 //
 // ai-sdk: a Chat (the package's AbstractChat over a plain in-memory state) with the package's
 // DefaultChatTransport sends TEXT; every chunk the transport reads is recorded, and the chunks
-// are read again by readUIMessageStream. With `approve`, a waiting approval is granted with
-// addToolApprovalResponse and the Chat sends the answer itself (sendAutomaticallyWhen).
-// ag-ui: an HttpAgent runs with TEXT as a user message; every event is recorded. With
-// `approve`, an interrupt is resolved with {approved: true} in a second run's `resume`.
+// are read again by readUIMessageStream. With `approve` (`deny`), a waiting approval is
+// granted (denied) with addToolApprovalResponse and the Chat sends the answer itself
+// (sendAutomaticallyWhen). ag-ui: an HttpAgent runs with TEXT as a user message; every event
+// is recorded. With `approve`, an interrupt is resolved with {approved: true} in a second
+// run's `resume`; with `deny`, it is cancelled.
 // Prints one JSON object: what was read, in order, and what the client made of it.
 import {
   AbstractChat,
@@ -18,7 +19,7 @@ import {
 } from "ai";
 import { HttpAgent } from "@ag-ui/client";
 
-const [mode, url, token, id, text, approve] = process.argv.slice(2);
+const [mode, url, token, id, text, decide] = process.argv.slice(2);
 const headers = { authorization: `Bearer ${token}` };
 
 class State {
@@ -90,10 +91,11 @@ async function aiSdk() {
   });
   await chat.sendMessage({ text });
   const requests = [];
-  if (approve) {
+  if (decide) {
     const waiting = chat.messages.at(-1).parts.find((p) => p.state === "approval-requested");
     requests.push(waiting?.approval?.id ?? null);
-    if (waiting) await chat.addToolApprovalResponse({ id: waiting.approval.id, approved: true });
+    const approved = decide === "approve";
+    if (waiting) await chat.addToolApprovalResponse({ id: waiting.approval.id, approved });
     // The chat resubmits on its own; wait until it has and the answer is in.
     for (let i = 0; i < 200 && (transport.responses.length < 2 || chat.status !== "ready"); i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -130,12 +132,12 @@ async function agUi() {
   await run();
   const finished = runs[0].find((e) => e.type === "RUN_FINISHED");
   const interrupts = finished?.outcome?.type === "interrupt" ? finished.outcome.interrupts : [];
-  if (approve && interrupts.length) {
-    const resume = interrupts.map((i) => ({
-      interruptId: i.id,
-      status: "resolved",
-      payload: { approved: true },
-    }));
+  if (decide && interrupts.length) {
+    const resume = interrupts.map((i) =>
+      decide === "approve"
+        ? { interruptId: i.id, status: "resolved", payload: { approved: true } }
+        : { interruptId: i.id, status: "cancelled" },
+    );
     await run({ resume });
   }
   return { runs, messages: agent.messages, state: agent.state, errors };

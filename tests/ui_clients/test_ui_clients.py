@@ -200,12 +200,14 @@ def test_ai_sdk_structured_output_streams_as_a_data_part(server: tuple[str, Path
     url, _ = server
     read = client("ai-sdk", url, "Reporter", "ai-report", "Write the report")
     (chunks,) = read["responses"]
-    assert kinds(chunks) == ["start", "data-response_schema", "data-response_schema", "finish"]
-    partial, final = chunks[1], chunks[2]
-    assert partial["id"] == final["id"]  # one part, filled in
-    assert partial["data"]["complete"] is False and final["data"]["complete"] is True
+    # One partial or more (how many depends on how fast the client reads), then the final.
+    data = chunks[1:-1]
+    assert [chunks[0]["type"], chunks[-1]["type"]] == ["start", "finish"] and len(data) >= 2
+    assert {c["type"] for c in data} == {"data-response_schema"}
+    assert len({c["id"] for c in data}) == 1  # one part, filled in
+    assert [c["data"]["complete"] for c in data] == [False] * (len(data) - 1) + [True]
     report = {"city": "Accra", "summary": "sunny and warm"}
-    assert final["data"]["value"] == {"type": "Report", "response": report}
+    assert data[-1]["data"]["value"] == {"type": "Report", "response": report}
     for message in (read["messages"][-1], read["reread"][0]):
         (part,) = message["parts"]
         assert (
@@ -309,12 +311,14 @@ def test_ag_ui_structured_output_streams_as_state(server: tuple[str, Path]) -> N
     read = client("ag-ui", url, "Reporter", "ag-report", "Write the report")
     assert read["errors"] == []
     (events,) = read["runs"]
-    assert kinds(events) == ["RUN_STARTED", "STATE_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    states = events[1:-1]  # one partial or more, then the final
+    assert [events[0]["type"], events[-1]["type"]] == ["RUN_STARTED", "RUN_FINISHED"]
+    assert {e["type"] for e in states} == {"STATE_SNAPSHOT"} and len(states) >= 2
+    assert [e["snapshot"]["complete"] for e in states] == [False] * (len(states) - 1) + [True]
     report = {"city": "Accra", "summary": "sunny and warm"}
-    assert events[1]["snapshot"]["complete"] is False
-    assert events[2]["snapshot"] == {"output": report, "outputType": "Report", "complete": True}
+    assert states[-1]["snapshot"] == {"output": report, "outputType": "Report", "complete": True}
     assert events[-1]["result"] == report
-    assert read["state"] == events[2]["snapshot"]  # HttpAgent's state
+    assert read["state"] == states[-1]["snapshot"]  # HttpAgent's state
 
 
 def test_ag_ui_approval_waits_and_is_granted(server: tuple[str, Path]) -> None:

@@ -97,7 +97,7 @@ async function aiSdk() {
     const approved = decide === "approve";
     if (waiting) await chat.addToolApprovalResponse({ id: waiting.approval.id, approved });
     // The chat resubmits on its own; wait until it has and the answer is in.
-    for (let i = 0; i < 200 && (transport.responses.length < 2 || chat.status !== "ready"); i++) {
+    for (let i = 0; i < 1200 && (transport.responses.length < 2 || chat.status !== "ready"); i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -67,6 +67,8 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 def get_weather(location):
+    if location == "Atlantis":
+        raise ValueError("no weather station in Atlantis")
     return "28C and sunny in " + location
 
 def send_email(to):
@@ -99,7 +101,7 @@ def model(request: Any) -> Any:
     asked = [m for m in said if not m.startswith(('"[tool_result', '"[tool_error'))][-1]
     answered = said[-1].startswith(('"[tool_result', '"[tool_error'))
     if "[tool_error" in said[-1]:
-        return text("[response_text]\nI did not send it.\n[/response_text]")
+        return text("[response_text]\nThat did not work.\n[/response_text]")
     if "fail" in asked:
         return status(400, message="the model refused the request")
     if "report" in asked:
@@ -111,7 +113,8 @@ def model(request: Any) -> Any:
         return text("[tool_call: send_email]\nto: ada@example.com\n[/tool_call]", chunk_size=8)
     if answered:
         return text("[response_text]\nIt is 28C and sunny.\n[/response_text]", chunk_size=5)
-    return text('[tool_call: get_weather]\n{"location": "Accra"}\n[/tool_call]', chunk_size=6)
+    place = "Atlantis" if "Atlantis" in asked else "Accra"
+    return text(f'[tool_call: get_weather]\n{{"location": "{place}"}}\n[/tool_call]', chunk_size=6)
 
 
 @pytest.fixture(scope="module")
@@ -406,7 +409,7 @@ def test_a_denial_from_either_client_never_runs_the_call(server: tuple[str, Path
     assert [(p["type"], p.get("state")) for p in parts] == [
         ("tool-send_email", "output-denied"), ("text", "done"),
     ]  # fmt: skip
-    assert parts[1]["text"] == "I did not send it."
+    assert parts[1]["text"] == "That did not work."
     events = client("ag-ui", url, "Main", "ag-deny", "Send the mail to Ada", "deny")["runs"][1]
     assert kinds(events) == [
         "RUN_STARTED", "CUSTOM", "TOOL_CALL_RESULT", "TEXT_MESSAGE_START",
@@ -418,3 +421,24 @@ def test_a_denial_from_either_client_never_runs_the_call(server: tuple[str, Path
     assert events[2]["metadata"] == {"auwgent": {"denied": True}}
     after = (project / "sent.txt").read_text() if (project / "sent.txt").exists() else ""
     assert after == before  # neither denied call ran
+
+
+def test_a_tool_that_fails_is_an_error_of_its_call(server: tuple[str, Path]) -> None:
+    url, _ = server
+    read = client("ai-sdk", url, "Main", "ai-broken", "Weather in Atlantis?")
+    (chunks,) = read["responses"]
+    assert kinds(chunks) == [
+        "start", "tool-input-start", "tool-input-delta", "tool-input-available",
+        "tool-output-error", "text-start", "text-delta", "text-end", "finish",
+    ]  # fmt: skip
+    failed = first(chunks, "tool-output-error")
+    assert failed["toolCallId"] == chunks[1]["toolCallId"]
+    assert "no weather station in Atlantis" in failed["errorText"]
+    tool_part = read["messages"][-1]["parts"][0]
+    assert tool_part["state"] == "output-error" and tool_part["errorText"] == failed["errorText"]
+    events = client("ag-ui", url, "Main", "ag-broken", "Weather in Atlantis?")["runs"][0]
+    result = first(events, "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == first(events, "TOOL_CALL_START")["toolCallId"]
+    assert "no weather station in Atlantis" in result["content"]
+    assert result["metadata"] == {"auwgent": {"error": True}}
+    assert events[-1]["outcome"] == {"type": "success"}

@@ -17,6 +17,7 @@ names its calls as the paused run did: the encoder replays the paused turn's int
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,8 @@ __all__ = [
     "encoder_for",
     "read_request",
 ]
+
+log = logging.getLogger("auwgent")
 
 AI_SDK = "ai-sdk"
 AG_UI = "ag-ui"
@@ -338,9 +341,10 @@ def _json(value: Any) -> str:
 
 
 def _open_prefix(args: Any) -> str:
-    """The JSON of partial arguments without its closing quotes and brackets: what a later,
-    longer version of the same arguments starts with."""
-    return _json(args).rstrip('"}] ')
+    """The JSON of partial arguments without its closing quotes and brackets, nor a number
+    (or literal) it ends with, which may still change as it grows (``1.`` to ``1.5``): what a
+    later, longer version of the same arguments starts with."""
+    return _json(args).rstrip('"}] 0123456789.+-eE')
 
 
 def _frames(chunks: Sequence[Mapping[str, Any]]) -> bytes:
@@ -501,7 +505,9 @@ class _Encoder(ABC):
             self.parts.calls.append(part)
             chunks += self.call_started(part)
         full = _json(value.get("args", {}))
-        if full.startswith(part.sent) and full != part.sent:
+        if not full.startswith(part.sent):  # never seen: partials grow into their final value
+            log.warning("auwgent serve: %s's streamed arguments are not its final ones", part.tool)
+        elif full != part.sent:
             chunks += self.call_delta(part, full[len(part.sent) :])
         part.args, part.done = value.get("args", {}), True
         return chunks + self.call_ready(part)

@@ -139,3 +139,14 @@ def test_a_stream_cut_short_still_ends() -> None:
     ag = asyncio.run(main(AG_UI))
     assert [c["type"] for c in ag][-2:] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
     assert "read too slowly" in ag[-1]["message"]
+
+
+def test_streamed_arguments_add_up_when_a_number_grows() -> None:
+    """``1.`` decodes as 1.0 before it is 1.5: the number is held back until it is whole."""
+    encoder = encoder_for(AG_UI, None, "t", "r")
+    sent = b""
+    for args in ({"n": 1.0}, {"n": 1.5}, {"n": 1.5, "m": 2}):
+        sent += encoder.partial(call_partial({"type": "add", "args": args}))
+    sent += encoder.intent("tool_call", {"type": "add", "args": {"n": 1.5, "m": 20}}, "Main")
+    args = "".join(c.get("delta", "") for c in chunks(sent) if c["type"] == "TOOL_CALL_ARGS")
+    assert json.loads(args) == {"n": 1.5, "m": 20}

@@ -74,11 +74,12 @@ suite ruff ruff check src tests bench examples conformance ts/test
 suite format ruff format --check src tests bench examples conformance ts/test
 suite mypy mypy
 # tests/test_docs_run.py type-checks the docs' TypeScript with ts/'s tsc, and the MCP tests
-# launch the real file-system server from tests/mcptools/node: install both when npm is there.
+# launch the real file-system server from tests/mcptools/node, and the UI stream tests run the
+# real AI SDK and AG-UI clients from tests/ui_clients/node: install them when npm is there.
 node_deps() {
   local dir
   command -v npm >/dev/null 2>&1 || { echo "npm is not installed: the tests that need it skip"; return 0; }
-  for dir in ts tests/mcptools/node; do
+  for dir in ts tests/mcptools/node tests/ui_clients/node; do
     (cd "$ROOT/$dir" && npm_ci) || return 1
   done
 }

@@ -17,6 +17,9 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
   a store does, so no approved call runs twice, even across a worker's crash.
 - ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
   worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
+- ``?ui=ai-sdk`` / ``?ui=ag-ui`` on the runs and approvals endpoints: the Vercel AI SDK's UI
+  message stream or AG-UI events instead, with those clients' request bodies
+  (:mod:`auwgent.serve_ui`).
 
 The application's code comes from ``--app module:attr``: a function called with an agent's
 name that returns its runtime config (tools, middleware, approver, keys, ...); the same module
@@ -76,8 +79,10 @@ from auwgent.serve_security import (
     memory_scope,
     parse_settings,
 )
-from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, EventBuffer
-from auwgent.serve_stream import encode as _sse
+from auwgent.serve_stream import DEFAULT_STREAM_BUFFER, Encoder, EventBuffer
+from auwgent.serve_ui import DIALECTS as UI_DIALECTS
+from auwgent.serve_ui import FIELDS as UI_FIELDS
+from auwgent.serve_ui import UiRequest, dialect_of, encoder_for, read_request
 
 __all__ = ["ServeError", "build_app", "load_factory"]
 
@@ -377,18 +382,18 @@ class _Server:
         run.use_memory_scope(memory_scope(principal, conversation, self.settings))
         return run
 
-    def stream(self, produce: Callable[[EventBuffer], Any]) -> Any:
+    def stream(self, produce: Callable[[EventBuffer], Any], encoder: Encoder | None = None) -> Any:
         """Run ``produce`` as a task that outlives the response (a client may go away): its
         events go through a bounded buffer (serve_stream), which the response detaches when
-        it ends, however it ends."""
-        buffer = EventBuffer(self.stream_buffer)
+        it ends, however it ends; ``encoder`` (a UI stream, serve_ui) encodes them."""
+        buffer = EventBuffer(self.stream_buffer, encoder)
 
         async def body() -> None:
             try:
                 await produce(buffer)
             except Exception as exc:  # reported in the stream, never as a traceback
                 log.exception("auwgent serve: a run failed")
-                buffer.put_nowait(_sse("error", {"message": f"{type(exc).__name__}: {exc}"}))
+                buffer.put_event("error", {"message": f"{type(exc).__name__}: {exc}"})
             finally:
                 buffer.close()
 
@@ -397,6 +402,7 @@ class _Server:
         task.add_done_callback(self.running.discard)
 
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+        headers.update(encoder.headers if encoder is not None else {})
         return _event_stream()(buffer, headers)
 
     async def execute(
@@ -427,7 +433,7 @@ class _Server:
             final = agent.last_session
             if conversation is not None and final is not None and lease is not None:
                 await self.save(queue, conversation, final, lease, context)
-            queue.put_nowait(_sse("session", session_event(final)))
+            queue.put_event("session", final, sent=session_event(final))
         finally:
             if lease is not None:
                 await lease.release()
@@ -445,7 +451,7 @@ class _Server:
         if lease.lost.is_set():  # the conversation is another run's now: never saved
             if final["turns"] and final["turns"][-1].get("status") != CONFLICT:
                 report_conflict(final, lease.message())  # lost after the run had ended
-                queue.put_nowait(_sse("error", {"message": lease.message()}))
+                queue.put_event("error", {"message": lease.message()})
             return
         if final.get("status") == AWAITING and context is not None:
             final["paused_context"] = context
@@ -455,7 +461,7 @@ class _Server:
             await self.store.save(conversation, final)
         except ConflictError as exc:
             report_conflict(final, str(exc))
-            queue.put_nowait(_sse("error", {"message": str(exc)}))
+            queue.put_event("error", {"message": str(exc)})
 
     async def start(self, conversation: Any, launch: Callable[[Any, Lease | None], Any]) -> Any:
         """Lock and load the conversation, then answer what ``launch(session, lease)`` returns
@@ -490,7 +496,29 @@ class _Server:
         if name not in self.docs:
             known = ", ".join(sorted(self.docs))
             return _error(404, f"no agent {name!r}; agents: {known}", "no_agent")
-        body = await self.body_of(request, _RUN_FIELDS)
+        dialect = dialect_of(request.query_params)
+        if dialect is not None:
+            return await self.ui_run(request, principal, name, dialect)
+        return await self.run(principal, name, await self.body_of(request, _RUN_FIELDS))
+
+    async def ui_run(self, request: Any, principal: Principal, name: str, dialect: str) -> Any:
+        """A run (or, answering approvals, a resume) asked for by a UI client (serve_ui)."""
+        ui = read_request(dialect, await self.body_of(request, UI_FIELDS[dialect]))
+        if ui.decisions is not None:
+            decisions = _check_decisions(ui.decisions)
+            return await self.resume(principal, ui.conversation_id, decisions, (dialect, ui), name)
+        body = {"input": ui.input, "conversation_id": ui.conversation_id, "context": ui.context,
+                "config": ui.config, "persona": ui.persona}  # fmt: skip
+        return await self.run(principal, name, body, (dialect, ui))
+
+    async def run(
+        self,
+        principal: Principal,
+        name: str,
+        body: Mapping[str, Any],
+        ui: tuple[str, UiRequest] | None = None,
+    ) -> Any:
+        """Start a run of ``name`` with ``body``, answering its stream (in ``ui``'s dialect)."""
         try:
             text = check_input(body.get("input"), "input")
         except InputError as exc:
@@ -516,15 +544,31 @@ class _Server:
                 lease=lease,
             )
             context = body.get("context")
-            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context))
+            encoder = _encoder(ui, session)
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context),
+                               encoder)  # fmt: skip
 
         return await _guarded(self.start, key, launch)
 
     async def approvals(self, request: Any) -> Any:
         principal = await self.principal_of(request)
         conversation = check_id(request.path_params["conversation"], "conversation")
+        dialect = dialect_of(request.query_params)
         body = await self.body_of(request, ("decisions",))
         decisions = _check_decisions(body.get("decisions"))
+        ui = None if dialect is None else (dialect, UiRequest(conversation))
+        return await self.resume(principal, conversation, decisions, ui)
+
+    async def resume(
+        self,
+        principal: Principal,
+        conversation: str,
+        decisions: dict[str, Any],
+        ui: tuple[str, UiRequest] | None,
+        agent_name: str | None = None,
+    ) -> Any:
+        """Resume ``conversation`` with ``decisions`` (of the agent ``agent_name``, when the
+        request named one), answering the resumed run's stream."""
         key = conversation_key(principal, conversation)
 
         async def launch(session: Any, lease: Lease | None) -> Any:
@@ -533,6 +577,8 @@ class _Server:
             name = session.get("agent")
             if name not in self.docs:
                 return _unusable(conversation, session, "not served here")
+            if agent_name is not None and name != agent_name:
+                return _unusable(conversation, session, f"not {agent_name!r}")
             try:
                 check_decisions(session, decisions, claimed=True)  # refused before the claim
             except ApprovalError as exc:  # nothing pending (409), or decisions that do not fit
@@ -544,7 +590,9 @@ class _Server:
             events = agent.resume_stream(
                 session, decisions, conversation_id=key, store=self.store, lease=lease
             )
-            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context))
+            encoder = _encoder(ui, session, resuming=True)
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context),
+                               encoder)  # fmt: skip
 
         return await _guarded(self.start, key, launch)
 
@@ -614,6 +662,17 @@ def _event_stream() -> Any:
     return EventStream
 
 
+def _encoder(
+    ui: tuple[str, UiRequest] | None, session: Any, *, resuming: bool = False
+) -> Encoder | None:
+    """The encoder of a UI client's stream (``None``: serve's own events)."""
+    if ui is None:
+        return None
+    dialect, request = ui
+    return encoder_for(dialect, session, request.conversation_id, request.run_id,
+                       resuming=resuming)  # fmt: skip
+
+
 async def _guarded(start: Callable[..., Any], conversation: Any, launch: Any) -> Any:
     """Turn the expected failures of starting a run into JSON errors."""
     try:
@@ -680,10 +739,20 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
     error = {"$ref": "#/components/schemas/Error"}
     sse = {"text/event-stream": {"schema": {"type": "string"}}}
     json_error = {"application/json": {"schema": error}}
+    ui = {
+        "name": "ui",
+        "in": "query",
+        "required": False,
+        "description": "answer a UI stream instead of serve's own events: the Vercel AI SDK's "
+        "UI message stream (the body is DefaultChatTransport's) or AG-UI events (the body is "
+        "RunAgentInput); docs/ui-stream.md",
+        "schema": {"type": "string", "enum": list(UI_DIALECTS)},
+    }
     responses_run = {
         "200": {
             "description": "one SSE event per intent, then `session` (or, for a client that "
-            "reads too slowly, a last `error` event with code `slow_client`)",
+            "reads too slowly, a last `error` event with code `slow_client`); with `ui`, that "
+            "dialect's stream",
             "content": sse,
         },
         "400": {"description": "bad request (the message names the field)", "content": json_error},
@@ -745,6 +814,7 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                             "required": True,
                             "schema": {"type": "string", "enum": agents},
                         },
+                        ui,
                     ],  # fmt: skip
                     "requestBody": {
                         "required": True,
@@ -786,7 +856,8 @@ def openapi_document(agents: list[str]) -> dict[str, Any]:
                             "in": "path",
                             "required": True,
                             "schema": {"type": "string"},
-                        }
+                        },
+                        ui,
                     ],  # fmt: skip
                     "requestBody": {
                         "required": True,

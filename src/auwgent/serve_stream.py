@@ -24,6 +24,10 @@ not handed to the socket yet. The policy (docs/serve.md, "Slow and gone clients"
 
 A client that goes away detaches the buffer: the run goes on and is saved, and its events
 are discarded as they come, never kept.
+
+The events wait as serve's own Server-Sent Events (their sizes are counted so); a buffer given
+an :class:`Encoder` (a UI stream, :mod:`auwgent.serve_ui`) hands each one to it as it is sent,
+in order, and its output is what the response carries, then the encoder's end.
 """
 
 from __future__ import annotations
@@ -34,9 +38,9 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["DEFAULT_STREAM_BUFFER", "EventBuffer", "encode"]
+__all__ = ["DEFAULT_STREAM_BUFFER", "Encoder", "EventBuffer", "encode"]
 
 log = logging.getLogger("auwgent")
 
@@ -55,10 +59,28 @@ def encode(name: str, data: Any) -> bytes:
     return f"event: {name}\ndata: {text}\n\n".encode()
 
 
+class Encoder(Protocol):
+    """A response's own encoding of the events, fed in the order they are sent; ``headers``
+    go on the response."""
+
+    headers: Mapping[str, str]
+
+    def partial(self, data: Mapping[str, Any]) -> bytes: ...
+
+    def intent(self, name: Any, value: Any, agent: Any) -> bytes: ...
+
+    def event(self, name: str, data: Any) -> bytes: ...
+
+    def end(self) -> bytes: ...
+
+
 @dataclass(slots=True)
 class _Final:
     data: bytes
     ends: tuple[Any, Any] | None  # the (agent, name) whose partials this final intent ends
+    name: str = ""
+    value: Any = None  # the intent's or the event's payload
+    intent: bool = False
 
     @property
     def size(self) -> int:
@@ -66,6 +88,11 @@ class _Final:
 
     def encoded(self) -> bytes:
         return self.data
+
+    def translated(self, encoder: Encoder) -> bytes:
+        if self.intent and self.ends is not None:
+            return encoder.intent(self.name, self.value, self.ends[0])
+        return encoder.event(self.name, self.value)
 
 
 @dataclass(slots=True)
@@ -95,12 +122,18 @@ class _Partial:
             self.before_bytes += len(delta.encode())
         self.latest, self.latest_bytes = data, data_bytes
 
-    def encoded(self) -> bytes:
+    def merged(self) -> Mapping[str, Any]:
+        """The waiting partials as one: the latest, with every delta joined."""
         if not self.before:
-            return self.latest_bytes
+            return self.latest
         delta = "".join(self.before) + (_delta(self.latest) or "")
-        value = {**self.latest["value"], "delta": delta}
-        return encode("partial", {**self.latest, "value": value})
+        return {**self.latest, "value": {**self.latest["value"], "delta": delta}}
+
+    def encoded(self) -> bytes:
+        return self.latest_bytes if not self.before else encode("partial", self.merged())
+
+    def translated(self, encoder: Encoder) -> bytes:
+        return encoder.partial(self.merged())
 
 
 def _delta(data: Mapping[str, Any]) -> str | None:
@@ -118,8 +151,9 @@ def _key(data: Mapping[str, Any]) -> _Key:
 class EventBuffer:
     """The events waiting for one response (see the module's docstring for the policy)."""
 
-    def __init__(self, limit: int = DEFAULT_STREAM_BUFFER) -> None:
+    def __init__(self, limit: int = DEFAULT_STREAM_BUFFER, encoder: Encoder | None = None) -> None:
         self.limit = limit
+        self.encoder = encoder
         self._waiting: deque[_Final | _Partial] = deque()
         self._tail: dict[_Key, _Partial] = {}  # the waiting partials after the last final
         self._queued = 0  # bytes in _waiting
@@ -133,13 +167,15 @@ class EventBuffer:
         """The bytes this buffer holds now."""
         return self._queued + self._in_flight
 
-    def put_nowait(self, event: bytes) -> None:
-        """A final event that is not an intent (``session``, ``error``), already encoded."""
-        self._final(_Final(event, None))
+    def put_event(self, name: str, data: Any, *, sent: Any = None) -> None:
+        """A final event that is not an intent (``session``, ``error``); ``sent``, when given,
+        is what the stream's own dialect sends in place of ``data`` (an encoder reads
+        ``data``)."""
+        self._final(_Final(encode(name, data if sent is None else sent), None, name, data))
 
     def put_intent(self, name: str, value: Any, agent: Any) -> None:
         """A final intent of ``agent``: its event, which also ends its partials' drop."""
-        self._final(_Final(encode(name, value), (agent, name)))
+        self._final(_Final(encode(name, value), (agent, name), name, value, intent=True))
 
     def put_partial(self, data: Mapping[str, Any]) -> None:
         """A partial event's data (``{"name", "value", "agent"}``): coalesced or dropped."""
@@ -186,6 +222,8 @@ class EventBuffer:
         while True:
             while not self._waiting:
                 if self._closed:
+                    if self.encoder is not None:
+                        yield self.encoder.end()
                     return
                 self._ready.clear()
                 await self._ready.wait()
@@ -193,7 +231,7 @@ class EventBuffer:
             self._queued -= entry.size
             if isinstance(entry, _Partial) and self._tail.get(entry.key) is entry:
                 del self._tail[entry.key]
-            data = entry.encoded()
+            data = entry.encoded() if self.encoder is None else entry.translated(self.encoder)
             self._in_flight = len(data)
             for start in range(0, len(data), PIECE):
                 yield data[start : start + PIECE]
@@ -248,7 +286,8 @@ class EventBuffer:
             f"the client read too slowly: more than {self.limit} bytes of events were waiting "
             "(--stream-buffer); the stream ends here, the run goes on and saves its session"
         )
-        error = _Final(encode("error", {"message": message, "code": "slow_client"}), None)
+        payload = {"message": message, "code": "slow_client"}
+        error = _Final(encode("error", payload), None, "error", payload)
         self._waiting = deque([error])
         self._tail.clear()
         self._queued = error.size

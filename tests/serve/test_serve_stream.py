@@ -58,7 +58,7 @@ def test_a_held_up_client_gets_the_deltas_joined_and_the_finals_in_order() -> No
         buffer.put_intent("response_text", {"text": "Hello, world"}, "Main")
         buffer.put_partial(text_partial("Ne", segment=0))  # the next answer's first block
         buffer.put_partial(text_partial("xt"))
-        buffer.put_nowait(b'event: session\ndata: {"turns": []}\n\n')
+        buffer.put_event("session", {"turns": []})
         buffer.close()
         return await rest(body, first)
 
@@ -147,7 +147,7 @@ def test_finals_that_do_not_fit_end_the_stream_with_an_error() -> None:
         buffer.put_partial(text_partial("x" * 100))
         buffer.put_intent("tool_result", {"result": "y" * 300}, "Main")  # partials make room
         buffer.put_intent("response_text", {"text": "z" * 300}, "Main")  # does not fit
-        buffer.put_nowait(b"event: session\ndata: {}\n\n")  # the stream has ended: discarded
+        buffer.put_event("session", {})  # the stream has ended: discarded
         buffer.close()
         return await rest(body, first)
 
@@ -162,7 +162,7 @@ def test_a_client_that_keeps_up_gets_events_of_any_size() -> None:
         buffer = EventBuffer(100)
         body = buffer.events()
         buffer.put_intent("response_text", {"text": "z" * 5000}, "Main")
-        buffer.put_nowait(b'event: session\ndata: {"big": "' + b"s" * 200_000 + b'"}\n\n')
+        buffer.put_event("session", {"big": "s" * 200_000})
         buffer.close()
         return await rest(body)
 

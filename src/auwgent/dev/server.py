@@ -284,6 +284,7 @@ def session_summary(conversation: str, session: Mapping[str, Any]) -> dict[str, 
         "turns": len(turns),
         "status": session.get("status") or (turns[-1].get("status") if turns else None),
         "pending": len(session.get("pending_approvals") or ()),
+        "pending_approvals": list(session.get("pending_approvals") or ()),
         "first_input": first,
         "usage": session.get("usage"),
     }

@@ -5,7 +5,7 @@ import * as api from "./api";
 import { answerOf, runStats, Timeline, type RunStats } from "./timeline";
 import type { Project, Session, SessionSummary, TestRun, TurnRecord } from "./types";
 import { ApprovalsView, type Decision } from "./views/approvals";
-import { ContextForm, type Values } from "./views/context";
+import { ContextForm, contextDefaults, type Values } from "./views/context";
 import { RunsView } from "./views/runs";
 import { SessionsView } from "./views/sessions";
 import { TestsView } from "./views/tests";
@@ -84,6 +84,8 @@ export function App(props: { poll?: number }) {
   }, []);
 
   const info = project?.agents.find((a) => a.name === agent);
+  const infoName = info?.name;
+  useEffect(() => setContext(info === undefined ? {} : contextDefaults(info.context)), [infoName]);
 
   /** Fold a stream into the timeline; at its end, the run's stats and the sessions list. */
   const consume = async (go: (onEvent: (event: string, data: unknown) => void) => Promise<Session | null>) => {
@@ -190,7 +192,7 @@ export function App(props: { poll?: number }) {
       <header>
         <h1>auwgent dev</h1>
         <label>agent{" "}
-          <select value={agent} onChange={(e) => { setAgent(e.currentTarget.value); setConfig("default"); setContext({}); reset(newId(), null); }}>
+          <select value={agent} onChange={(e) => { setAgent(e.currentTarget.value); setConfig("default"); reset(newId(), null); }}>
             {project?.agents.map((a) => <option key={a.name}>{a.name}</option>)}
           </select>
         </label>

@@ -77,6 +77,7 @@ test("the timeline marks partial items and shows their text so far", () => {
   assert.equal(items.length, 2);
   assert.ok(items[0].classList.contains("partial"));
   assert.match(items[0].textContent ?? "", /response_text.*streaming.*Hel/s);
+  assert.match(items[1].textContent ?? "", /lookup_order\(order="A-17"\)/);
   assert.equal(items[1].getAttribute("data-intent"), "tool_call");
   assert.match(root.textContent ?? "", /run 1/);
 });

@@ -106,3 +106,9 @@ function JsonField(props: { id: string; label: unknown; type: IrType; value: unk
     </div>
   );
 }
+
+/** The form's first values: a required boolean starts unchecked, which is `false` (the
+ * other keys start unset). */
+export function contextDefaults(fields: ContextField[]): Values {
+  return Object.fromEntries(fields.filter((f) => f.type.kind === "boolean" && !f.optional).map((f) => [f.name, false]));
+}

@@ -1,5 +1,7 @@
-/** The live timeline of the conversation's intents. */
+/** The live timeline of the conversation's intents: a one-line summary of each (a call with
+ * its arguments, a result, an approval), its whole payload a click away. */
 
+import { useEffect, useRef } from "preact/hooks";
 import type { Item } from "../timeline";
 
 const KINDS: Record<string, string> = {
@@ -16,14 +18,47 @@ const KINDS: Record<string, string> = {
   approval_result: "approval",
 };
 
-function body(item: Item): string {
+type Value = Record<string, unknown>;
+
+const short = (value: unknown, limit = 160): string => {
+  const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? "");
+  return text.length > limit ? `${text.slice(0, limit)}…` : text;
+};
+
+const args = (value: unknown): string =>
+  Object.entries((value as Value | undefined) ?? {}).map(([k, v]) => `${k}=${short(v, 60)}`).join(", ");
+
+/** The one line shown for an intent (its kind decides which fields matter). */
+export function summary(item: Item): string {
   if (item.partial && item.text !== "") return item.text;
-  const value = item.value as Record<string, unknown> | null;
-  if (item.name === "response_text" && value !== null && typeof value.text === "string") return value.text;
-  return JSON.stringify(value, null, 2) ?? "";
+  const v = (item.value ?? {}) as Value;
+  switch (item.name) {
+    case "response_text":
+      return String(v.text ?? "");
+    case "tool_call":
+    case "workflow_call":
+    case "helper_call":
+      return `${String(v.type ?? v.name ?? "")}(${args(v.args)})`;
+    case "tool_result":
+    case "workflow_result":
+    case "helper_result":
+      return `${String(v.name ?? "")} → ${short(v.result ?? v.output)}`;
+    case "tool_error":
+      return `${String(v.tool ?? v.name ?? "")}: ${String(v.message ?? "")}`;
+    case "error":
+      return String(v.message ?? "");
+    case "approval_request":
+      return `${String(v.kind ?? "")} ${String(v.name ?? "")}(${args(v.args)}) waits for a decision`;
+    case "approval_result":
+      return `${v.approved === true ? "approved" : "denied"}${v.reason ? `: ${String(v.reason)}` : ""}`;
+    default:
+      return short(item.value, 400);
+  }
 }
 
 export function TimelineView(props: { items: Item[] }) {
+  const end = useRef<HTMLLIElement>(null);
+  useEffect(() => end.current?.scrollIntoView?.({ block: "nearest" }), [props.items]);
   if (props.items.length === 0) return <p class="muted">No intents yet: send a message.</p>;
   let run = 0;
   return (
@@ -40,10 +75,17 @@ export function TimelineView(props: { items: Item[] }) {
               {item.agent ? <span class="muted"> {item.agent}</span> : null}
               {item.partial ? <span class="badge">streaming</span> : null}
             </div>
-            <pre>{body(item)}</pre>
+            <div class="intent-line">{summary(item)}</div>
+            {item.partial ? null : (
+              <details>
+                <summary>payload</summary>
+                <pre>{JSON.stringify(item.value, null, 2)}</pre>
+              </details>
+            )}
           </li>,
         ];
       })}
+      <li ref={end} class="end" aria-hidden="true" />
     </ol>
   );
 }

@@ -105,7 +105,7 @@ def _start_watching(
     def cycle(result: GenerateResult) -> None:
         problems = [*result.errors]
         if result.diagnostics:
-            problems.append(render_all(result.diagnostics))
+            problems.append(render_all(result.diagnostics, color=False))
         server.compiled(load_docs(result.outputs) if result.ok else None, problems)
         first.set()
 

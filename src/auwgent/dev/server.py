@@ -254,7 +254,8 @@ def agent_summary(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
     return {
         "name": name,
         "description": agent.get("description"),
-        "configs": list(agent["configs"]),
+        # The generated IR has its keys sorted: ``default`` first, then the rest by name.
+        "configs": sorted(agent["configs"], key=lambda c: (c != "default", c)),
         "personas": sorted(doc.get("personas") or ()),
         "context": [
             {
@@ -309,7 +310,7 @@ async def run_project_tests(root: Path, pattern: str | None) -> dict[str, Any]:
     except ConfigError as exc:
         return {"ok": False, "problems": [str(exc)], "results": []}
     if not result.ok:
-        return {"ok": False, "problems": [render_all(result.diagnostics)], "results": []}
+        return {"ok": False, "problems": [render_all(result.diagnostics, color=False)], "results": []}
     specs = project_tests(result, pattern)
     docs = {doc["root"]: doc for doc in result.documents.values()}
     started = time.perf_counter()

@@ -6,7 +6,7 @@
 // tests/dev/test_console_build.py), so a test can tell when the committed build is stale.
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -49,7 +49,7 @@ if (process.argv.includes("--tests")) {
   });
 } else {
   mkdirSync(out, { recursive: true });
-  await build({
+  const bundle = await build({
     ...common,
     entryPoints: [join(here, "src", "main.tsx")],
     outfile: join(out, "console.js"),
@@ -57,9 +57,22 @@ if (process.argv.includes("--tests")) {
     target: "es2020",
     minify: true,
     legalComments: "none",
+    write: false,
   });
-  copyFileSync(join(here, "src", "console.css"), join(out, "console.css"));
-  copyFileSync(join(here, "index.html"), join(out, "index.html"));
-  writeFileSync(join(out, "SOURCE_HASH"), sourceHash() + "\n");
-  console.log(`built the console into ${relative(process.cwd(), out)}`);
+  const files = {
+    "console.js": bundle.outputFiles[0].contents,
+    "console.css": readFileSync(join(here, "src", "console.css")),
+    "index.html": readFileSync(join(here, "index.html")),
+    SOURCE_HASH: Buffer.from(sourceHash() + "\n"),
+  };
+  // Only what changed is written: a server or a test reading the files meanwhile (the
+  // artifact tests run scripts/build.sh) never sees one half written.
+  let written = 0;
+  for (const [name, contents] of Object.entries(files)) {
+    const path = join(out, name);
+    if (existsSync(path) && Buffer.compare(readFileSync(path), Buffer.from(contents)) === 0) continue;
+    writeFileSync(path, contents);
+    written += 1;
+  }
+  console.log(`built the console into ${relative(process.cwd(), out)} (${written} file(s) changed)`);
 }

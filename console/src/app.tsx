@@ -2,7 +2,7 @@
 
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import * as api from "./api";
-import { answerOf, runStats, Timeline, type RunStats } from "./timeline";
+import { addRun, answerOf, runStats, Timeline, type RunStats } from "./timeline";
 import type { Project, Session, SessionSummary, TestRun, TurnRecord } from "./types";
 import { ApprovalsView, type Decision } from "./views/approvals";
 import { ContextForm, contextDefaults, type Values } from "./views/context";
@@ -40,7 +40,7 @@ export function App(props: { poll?: number }) {
   const timeline = useRef(new Timeline());
   const [items, setItems] = useState(timeline.current.items);
   const [runs, setRuns] = useState<RunStats[]>([]);
-  const [selected, setSelected] = useState<string | null>(null);
+  const [selected, setSelected] = useState<number | null>(null);
   const [record, setRecord] = useState<TurnRecord | null>(null);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [tests, setTests] = useState<TestRun | null>(null);
@@ -99,8 +99,8 @@ export function App(props: { poll?: number }) {
       });
       if (session !== null && session.turns.length > 0) {
         const turn = session.turns[session.turns.length - 1];
-        const stats = runStats(turn, performance.now() - started);
-        setRuns((old) => [...old.filter((r) => r.turn !== turn.id), stats]);
+        const ms = performance.now() - started;
+        setRuns((old) => addRun(old, turn, ms));
         setMessages(messagesOf(session));
       }
       await refreshSessions();
@@ -171,9 +171,9 @@ export function App(props: { poll?: number }) {
     await consume((onEvent) => api.streamApprovals(id, decisions, onEvent));
   };
 
-  const select = async (turn: string) => {
-    setSelected(turn);
-    setRecord(await api.getTurn(turn));
+  const select = async (index: number) => {
+    setSelected(index);
+    setRecord(await api.getTurn(runs[index].turn));
   };
 
   const runAll = async (pattern: string) => {

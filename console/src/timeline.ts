@@ -96,6 +96,8 @@ export interface RunStats {
   outputTokens: number;
   totalTokens: number;
   ms: number | null;
+  /** A resume of the turn (after approvals): its numbers are its own, not the turn's. */
+  resumed: boolean;
 }
 
 export function runStats(turn: Turn, ms: number | null): RunStats {
@@ -110,7 +112,26 @@ export function runStats(turn: Turn, ms: number | null): RunStats {
     outputTokens: sum("output_tokens"),
     totalTokens: sum("total_tokens"),
     ms,
+    resumed: false,
   };
+}
+
+type Counted = "modelCalls" | "inputTokens" | "outputTokens" | "totalTokens";
+
+/** `runs` with the run that just ended `turn` added: a resume of a turn already listed
+ * counts only what it added to the turn's model calls and tokens. */
+export function addRun(runs: RunStats[], turn: Turn, ms: number | null): RunStats[] {
+  const total = runStats(turn, ms);
+  const earlier = runs.filter((r) => r.turn === turn.id);
+  const own = (key: Counted) => total[key] - earlier.reduce((n, r) => n + r[key], 0);
+  return [...runs, {
+    ...total,
+    modelCalls: own("modelCalls"),
+    inputTokens: own("inputTokens"),
+    outputTokens: own("outputTokens"),
+    totalTokens: own("totalTokens"),
+    resumed: earlier.length > 0,
+  }];
 }
 
 /** The answer of a turn as chat shows it: its text, else its structured output as JSON. */

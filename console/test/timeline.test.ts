@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { answerOf, runStats, Timeline } from "../src/timeline";
+import { addRun, answerOf, runStats, Timeline } from "../src/timeline";
 import type { Turn } from "../src/types";
 
 const text = (delta: string, segment = 0) => ({
@@ -49,8 +49,17 @@ test("a stored session's timeline has one run per turn; stats add the model call
   const t = Timeline.of({ agent: "Desk", turns: [turn, { ...turn, id: "t2" }] });
   assert.deepEqual(t.items.map((i) => i.run), [1, 1, 2, 2]);
   assert.deepEqual(runStats(turn, 12), {
-    turn: "t1", input: "hi", status: "complete", modelCalls: 2, inputTokens: 10, outputTokens: 3, totalTokens: 13, ms: 12,
+    turn: "t1", input: "hi", status: "complete", modelCalls: 2, inputTokens: 10, outputTokens: 3, totalTokens: 13, ms: 12, resumed: false,
   });
   assert.equal(answerOf(turn), "Hello.");
   assert.equal(answerOf({ ...turn, intents: [], status: "awaiting_approval" }), "(waiting for approval)");
+});
+
+test("a resumed turn is a run of its own, counting only what it added", () => {
+  const paused = { ...turn, model_calls: turn.model_calls.slice(0, 1), status: "awaiting_approval" };
+  const runs = addRun(addRun([], paused, 5), turn, 7);
+  assert.deepEqual(runs.map((r) => [r.turn, r.resumed, r.modelCalls, r.totalTokens, r.ms]), [
+    ["t1", false, 1, 13, 5],
+    ["t1", true, 1, 0, 7],
+  ]);
 });

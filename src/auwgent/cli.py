@@ -280,7 +280,9 @@ def _add_dev(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="a function called with an agent's name that returns its runtime config "
         "(tools, keys, middleware), as for auwgent serve",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)"
+    )
     parser.add_argument(
         "--port", type=_port, default=4747, help="default 4747; 0 picks a free port"
     )

@@ -13,8 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -149,5 +149,3 @@ def stream(url: str, path: str, body: object) -> list[tuple[str, object]]:
     with httpx.stream("POST", url + path, json=body, timeout=60) as response:
         assert response.status_code == 200, response.read()
         return read_sse(response)
-
-

@@ -5,10 +5,10 @@ import type { Span, TurnRecord } from "../types";
 
 export function RunsView(props: {
   runs: RunStats[];
-  selected: string | null;
+  selected: number | null;
   record: TurnRecord | null;
   tracing: boolean;
-  onSelect: (turn: string) => void;
+  onSelect: (index: number) => void;
 }) {
   if (props.runs.length === 0) return <p class="muted">No run in this conversation yet.</p>;
   return (
@@ -19,9 +19,9 @@ export function RunsView(props: {
         </thead>
         <tbody>
           {props.runs.map((run, i) => (
-            <tr key={run.turn} class={run.turn === props.selected ? "current" : ""}>
-              <td><button type="button" onClick={() => props.onSelect(run.turn)} aria-pressed={run.turn === props.selected}>#{i + 1}</button></td>
-              <td class="clip">{run.input}</td>
+            <tr key={i} class={i === props.selected ? "current" : ""}>
+              <td><button type="button" onClick={() => props.onSelect(i)} aria-pressed={i === props.selected}>#{i + 1}</button></td>
+              <td class="clip">{run.resumed ? <span class="badge">resumed</span> : null} {run.input}</td>
               <td>{run.status}</td>
               <td>{run.modelCalls}</td>
               <td>{run.inputTokens} / {run.outputTokens} / {run.totalTokens}</td>
@@ -31,6 +31,7 @@ export function RunsView(props: {
         </tbody>
       </table>
       {props.record === null ? null : <Record record={props.record} tracing={props.tracing} />}
+      {props.record === null ? null : <p class="muted">The trace and the requests are the turn's: a turn resumed after approvals has one trace per run.</p>}
     </div>
   );
 }
@@ -48,9 +49,29 @@ function Record(props: { record: TurnRecord; tracing: boolean }) {
       {record.requests.map((request, i) => (
         <details key={i} class="request-sent">
           <summary>{request.kind === "http" ? `${String(request.method)} ${String(request.url)}` : `model request ${i + 1} (the offline model's input)`}</summary>
-          <pre>{JSON.stringify(request.kind === "http" ? request : request.body, null, 2)}</pre>
+          {request.kind === "http" ? <pre>{JSON.stringify(request, null, 2)}</pre> : <ModelRequest body={request.body as Body} />}
         </details>
       ))}
+    </div>
+  );
+}
+
+type Body = { system: string; messages: { role: string; content: string }[]; [key: string]: unknown };
+
+/** The runtime's request to an in-process model: the system prompt and the messages as
+ * text, the rest (functions, response schema, options) as JSON. */
+function ModelRequest(props: { body: Body }) {
+  const { system, messages, ...rest } = props.body;
+  return (
+    <div class="model-request">
+      <h4>system</h4>
+      <pre>{system}</pre>
+      <h4>messages</h4>
+      <ol class="sent-messages">
+        {messages.map((m, i) => <li key={i}><strong>{m.role}</strong><pre>{m.content || JSON.stringify(m)}</pre></li>)}
+      </ol>
+      <h4>the rest</h4>
+      <pre>{JSON.stringify(rest, null, 2)}</pre>
     </div>
   );
 }

@@ -310,7 +310,11 @@ async def run_project_tests(root: Path, pattern: str | None) -> dict[str, Any]:
     except ConfigError as exc:
         return {"ok": False, "problems": [str(exc)], "results": []}
     if not result.ok:
-        return {"ok": False, "problems": [render_all(result.diagnostics, color=False)], "results": []}
+        return {
+            "ok": False,
+            "problems": [render_all(result.diagnostics, color=False)],
+            "results": [],
+        }
     specs = project_tests(result, pattern)
     docs = {doc["root"]: doc for doc in result.documents.values()}
     started = time.perf_counter()

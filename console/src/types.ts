@@ -18,7 +18,7 @@ export interface AgentInfo {
   tools: { name: string; approval: boolean }[];
   helpers: string[];
   output: string;
-  mode: "offline" | "live" | "app";
+  mode: "offline" | "live" | "app" | "error";
   mode_reason: string;
 }
 

@@ -201,3 +201,14 @@ def test_offline_flag_and_no_app(start_dev: DevFactory) -> None:
 
 def test_the_project_folder_is_not_written_by_the_tests() -> None:
     assert not (PROJECT / "generated").exists()
+
+
+def test_an_app_config_that_fails_is_shown(start_dev: DevFactory) -> None:
+    with start_dev("--app", "app:broken") as dev:
+        (desk,) = httpx.get(dev.url + "/dev/api/project").json()["agents"]
+        assert desk["mode"] == "error"
+        assert desk["mode_reason"] == (
+            "the --app config failed: RuntimeError: the orders database is down"
+        )
+        failed = httpx.post(dev.url + "/v1/agents/Desk/runs", json={"input": "hi"})
+        assert failed.status_code == 500 and failed.json()["error"]["code"] == "internal"

@@ -71,6 +71,7 @@ class DevServer:
         self.problems: list[str] = []
         self._lock = threading.Lock()
         self._serve: Any = None
+        self._agents: tuple[int, list[dict[str, Any]]] | None = None  # (version, summaries)
         self.settings = ServeSettings(
             allow_origins=frozenset({f"http://127.0.0.1:{port}", f"http://localhost:{port}"})
         )
@@ -180,20 +181,29 @@ class DevServer:
         from starlette.responses import JSONResponse
 
         with self._lock:
-            docs = dict(self.docs)
+            version, docs = self.version, dict(self.docs)
             answer = {
-                "version": self.version,
+                "version": version,
                 "root": str(self.root),
                 "problems": list(self.problems),
                 "tracing": self.tracer is not None,
             }
-        agents = []
-        for name in sorted(docs):
-            summary = agent_summary(docs[name], name)
+        cached = self._agents
+        if cached is None or cached[0] != version:  # the console asks often; the app once
+            cached = self._agents = (version, [self.describe(docs, name) for name in sorted(docs)])
+        return JSONResponse({**answer, "agents": cached[1]})
+
+    def describe(self, docs: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, Any]:
+        """An agent as the console shows it, with how it is run (``error``: the ``--app``
+        config of the agent failed, and the reason says how)."""
+        summary = agent_summary(docs[name], name)
+        try:
             base = dict(self.factory(name)) if self.factory is not None else {}
             summary["mode"], summary["mode_reason"] = self.mode_of(docs[name], base)
-            agents.append(summary)
-        return JSONResponse({**answer, "agents": agents})
+        except Exception as exc:  # the application's code: shown, never a failed page
+            summary["mode"] = "error"
+            summary["mode_reason"] = f"the --app config failed: {type(exc).__name__}: {exc}"
+        return summary
 
     async def sessions(self, request: Any) -> Any:
         """The stored conversations of the console (the local principal), newest first."""

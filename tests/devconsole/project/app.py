@@ -30,3 +30,8 @@ def live(agent_name: str) -> dict[str, Any]:
         "apiKeys": {"openaiApiKey": "sk-dev-console-test-secret"},
         "baseUrls": {"openai": os.environ["FAKE_OPENAI_URL"]},
     }
+
+
+def broken(agent_name: str) -> dict[str, Any]:
+    """An application whose config fails (the console shows why)."""
+    raise RuntimeError("the orders database is down")

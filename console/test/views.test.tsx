@@ -6,7 +6,7 @@ import { Timeline } from "../src/timeline";
 import type { SessionSummary } from "../src/types";
 import { ApprovalsView, type Decision } from "../src/views/approvals";
 import { ContextForm, type Values } from "../src/views/context";
-import { Waterfall } from "../src/views/runs";
+import { traces, Waterfall } from "../src/views/runs";
 import { TestsView } from "../src/views/tests";
 import { TimelineView } from "../src/views/timeline";
 
@@ -104,4 +104,11 @@ test("test results: the summary, and the report of a failure", () => {
   render(<TestsView result={result} running={false} onRun={() => {}} />, root);
   assert.match(root.querySelector(".summary")?.textContent ?? "", /1 passed, 1 failed/);
   assert.match(root.querySelector(".fail")?.textContent ?? "", /FAIL.*bad one.*expected: x/s);
+});
+
+test("a resumed turn's spans are two traces, each on its own axis", () => {
+  const span = (id: string, parent: string | null, start: number) =>
+    ({ name: id, id, parent, start, end: start + 10, status: "unset", attributes: {} });
+  const spans = [span("run1", null, 0), span("chat1", "run1", 1), span("tool1", "chat1", 2), span("run2", null, 900), span("chat2", "run2", 901)];
+  assert.deepEqual(traces(spans).map((group) => group.map((s) => s.id)), [["run1", "chat1", "tool1"], ["run2", "chat2"]]);
 });

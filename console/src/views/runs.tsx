@@ -41,7 +41,7 @@ function Record(props: { record: TurnRecord; tracing: boolean }) {
   return (
     <div>
       <h3>Trace</h3>
-      {record.spans.length > 0 ? <Waterfall spans={record.spans} /> : (
+      {record.spans.length > 0 ? traces(record.spans).map((spans, i) => <Waterfall key={i} spans={spans} />) : (
         <p class="muted">{props.tracing ? "No span recorded for this run." : 'Tracing needs OpenTelemetry: pip install "auwgent[otel]".'}</p>
       )}
       <h3>Requests to the model, as sent</h3>
@@ -74,6 +74,22 @@ function ModelRequest(props: { body: Body }) {
       <pre>{JSON.stringify(rest, null, 2)}</pre>
     </div>
   );
+}
+
+/** The spans grouped by the trace they belong to (a root span and its descendants), in
+ * start order: a turn resumed after approvals has one trace per run, each on its own axis. */
+export function traces(spans: Span[]): Span[][] {
+  const byId = new Map(spans.map((s) => [s.id, s]));
+  const rootOf = (span: Span): string => {
+    const parent = span.parent === null ? undefined : byId.get(span.parent);
+    return parent === undefined ? span.id : rootOf(parent);
+  };
+  const groups = new Map<string, Span[]>();
+  for (const span of spans) {
+    const root = rootOf(span);
+    groups.set(root, [...(groups.get(root) ?? []), span]);
+  }
+  return [...groups.values()];
 }
 
 /** Span depth from the parent links (the root at 0). */

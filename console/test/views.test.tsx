@@ -8,7 +8,7 @@ import { ApprovalsView, type Decision } from "../src/views/approvals";
 import { ContextForm, type Values } from "../src/views/context";
 import { traces, Waterfall } from "../src/views/runs";
 import { TestsView } from "../src/views/tests";
-import { TimelineView } from "../src/views/timeline";
+import { summary, TimelineView } from "../src/views/timeline";
 
 let root: HTMLElement;
 beforeEach(() => {
@@ -111,4 +111,17 @@ test("a resumed turn's spans are two traces, each on its own axis", () => {
     ({ name: id, id, parent, start, end: start + 10, status: "unset", attributes: {} });
   const spans = [span("run1", null, 0), span("chat1", "run1", 1), span("tool1", "chat1", 2), span("run2", null, 900), span("chat2", "run2", 901)];
   assert.deepEqual(traces(spans).map((group) => group.map((s) => s.id)), [["run1", "chat1", "tool1"], ["run2", "chat2"]]);
+});
+
+test("each built-in intent has its own one-line summary", () => {
+  const line = (name: string, value: unknown) =>
+    summary({ key: 1, name, agent: "Desk", value, partial: false, text: "", run: 1 });
+  assert.equal(line("helper_call", { type: "Analyst", args: { topic: "sales" } }), 'Analyst(topic="sales")');
+  assert.equal(line("workflow_result", { name: "check", result: "ok" }), 'check → "ok"');
+  assert.equal(line("tool_skipped", { type: "delete", args: {} }), "delete() skipped");
+  assert.equal(line("response_schema", { type: "Order", response: { id: 1 } }), 'Order {"id":1}');
+  assert.equal(line("handoff_complete", { summary: "done" }), "the helper hands the conversation back: done");
+  assert.equal(line("approval_result", { approved: false, reason: "too much" }), "denied: too much");
+  assert.equal(line("error", { message: "boom" }), "boom");
+  assert.equal(line("Planning", { step: "one" }), '{"step":"one"}');
 });

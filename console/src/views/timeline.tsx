@@ -12,7 +12,10 @@ const KINDS: Record<string, string> = {
   tool_result: "result",
   workflow_result: "result",
   helper_result: "result",
+  tool_skipped: "error",
   tool_error: "error",
+  response_schema: "text",
+  handoff_complete: "result",
   error: "error",
   approval_request: "approval",
   approval_result: "approval",
@@ -43,6 +46,12 @@ export function summary(item: Item): string {
     case "workflow_result":
     case "helper_result":
       return `${String(v.name ?? "")} → ${short(v.result ?? v.output)}`;
+    case "tool_skipped":
+      return `${String(v.type ?? "")}(${args(v.args)}) skipped`;
+    case "response_schema":
+      return `${String(v.type ?? "")} ${short(v.response, 400)}`;
+    case "handoff_complete":
+      return `the helper hands the conversation back${v.summary ? `: ${String(v.summary)}` : ""}`;
     case "tool_error":
       return `${String(v.tool ?? v.name ?? "")}: ${String(v.message ?? "")}`;
     case "error":

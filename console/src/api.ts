@@ -36,6 +36,7 @@ export interface RunBody {
   conversation_id: string;
   context?: Record<string, unknown>;
   config?: string;
+  persona?: string;
 }
 
 /** A run's events, as they come: `onEvent` for each; resolves with the final session. */

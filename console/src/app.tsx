@@ -34,6 +34,7 @@ export function App(props: { poll?: number }) {
   const [view, setView] = useState<View>("chat");
   const [agent, setAgent] = useState("");
   const [config, setConfig] = useState("default");
+  const [persona, setPersona] = useState("");
   const [context, setContext] = useState<Values>({});
   const [conversation, setConversation] = useState(newId);
   const [messages, setMessages] = useState<Message[]>([]);
@@ -83,6 +84,10 @@ export function App(props: { poll?: number }) {
     return () => window.removeEventListener("keydown", keys);
   }, []);
 
+  useEffect(() => {
+    if (view === "approvals" || view === "sessions") void refreshSessions();
+  }, [view]);
+
   const info = project?.agents.find((a) => a.name === agent);
   const infoName = info?.name;
   useEffect(() => setContext(info === undefined ? {} : contextDefaults(info.context)), [infoName]);
@@ -118,7 +123,7 @@ export function App(props: { poll?: number }) {
     setInput("");
     setMessages((old) => [...old, { role: "user", text }]);
     await consume((onEvent) =>
-      api.streamRun(info.name, { input: text, conversation_id: conversation, context, config }, onEvent));
+      api.streamRun(info.name, { input: text, conversation_id: conversation, context, config, ...(persona ? { persona } : {}) }, onEvent));
   };
 
   const reset = (id: string, session: Session | null) => {
@@ -191,16 +196,23 @@ export function App(props: { poll?: number }) {
     <div class="console">
       <header>
         <h1>auwgent dev</h1>
-        <label>agent{" "}
-          <select value={agent} onChange={(e) => { setAgent(e.currentTarget.value); setConfig("default"); reset(newId(), null); }}>
+        <label for="pick-agent">agent</label>
+          <select id="pick-agent" value={agent} onChange={(e) => { setAgent(e.currentTarget.value); setConfig("default"); setPersona(""); reset(newId(), null); }}>
             {project?.agents.map((a) => <option key={a.name}>{a.name}</option>)}
           </select>
-        </label>
-        <label>config{" "}
-          <select value={config} onChange={(e) => setConfig(e.currentTarget.value)}>
+        <label for="pick-config">config</label>
+          <select id="pick-config" value={config} onChange={(e) => setConfig(e.currentTarget.value)}>
             {info?.configs.map((c) => <option key={c}>{c}</option>)}
           </select>
-        </label>
+        {info !== undefined && info.personas.length > 0 ? (
+          <>
+            <label for="pick-persona">persona</label>
+            <select id="pick-persona" value={persona} onChange={(e) => setPersona(e.currentTarget.value)}>
+              <option value="">(the config's)</option>
+              {info.personas.map((p) => <option key={p}>{p}</option>)}
+            </select>
+          </>
+        ) : null}
         {info ? <span class={`mode ${info.mode}`} title={info.mode_reason}>model: {info.mode}</span> : null}
         <button type="button" onClick={() => reset(newId(), null)}>New conversation</button>
         <span class="muted conv">conversation <code>{conversation}</code></span>

@@ -80,6 +80,8 @@ def finals(sse_text: str) -> list[tuple[str, Any]]:
 def test_chat_approve_and_the_session(page: Any, dev: DevProcess) -> None:
     page.fill("#ctx-customer", "Ada")
     page.check("#ctx-vip")
+    page.select_option("#pick-config", "careful")
+    page.select_option("#pick-persona", "Terse")
     send(page, ASK)
     page.wait_for_selector("li.intent[data-intent=approval_request]")
     timeline = page.inner_text("aside")
@@ -107,8 +109,11 @@ def test_chat_approve_and_the_session(page: Any, dev: DevProcess) -> None:
     page.wait_for_selector("ol.waterfall")
     names = page.locator(".span-name").all_inner_texts()
     assert names.count("invoke_agent Desk") == 2 and "execute_tool refund_order" in names
+    assert names.count("chat gpt-4o") == 2  # the careful config's model
     page.locator("details.request-sent summary").first.click()
-    assert "You help Ada with their orders." in page.inner_text("details.request-sent")
+    sent = page.inner_text("details.request-sent")
+    assert "You help Ada with their orders, carefully." in sent  # the config chosen
+    assert "Answer in one short line." in sent  # and the persona
     shot(page, "runs")
 
     page.keyboard.press("Alt+3")
@@ -159,6 +164,7 @@ def test_the_console_and_the_api_give_the_same_intents(page: Any, tmp_path: Path
         send(page, ASK)
     page.wait_for_selector("li.intent[data-intent=approval_request]")
     in_console = finals(answer.value.text())
+    assert "event: partial" in answer.value.text()  # what the timeline fills in from
 
     folder = copy_project(tmp_path / "serve")
     with serve_process(folder, free_port(), "--app", "app:deferring") as url:

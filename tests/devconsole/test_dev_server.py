@@ -20,6 +20,7 @@ from .conftest import PROJECT, DevFactory, DevProcess, copy_project, stream
 pytestmark = pytest.mark.servers
 
 CONTEXT = {"customer": "Ada", "vip": False}
+ASK_REFUND = "Please refund A-17"
 
 
 def run(dev: DevProcess, conversation: str, words: str = "Please refund A-17") -> list[Any]:
@@ -44,6 +45,7 @@ def test_serves_the_console_and_describes_the_project(dev: DevProcess) -> None:
         ("customer", "string"),
         ("vip", "boolean"),
     ]
+    assert desk["personas"] == ["Terse"]
     assert desk["tools"] == [
         {"name": "lookup_order", "approval": False},
         {"name": "refund_order", "approval": True},
@@ -93,12 +95,14 @@ def test_a_run_waits_for_approval_then_resumes_with_its_trace_and_requests(
     assert len(second["messages"]) > len(first["messages"])
 
 
-def test_the_named_config_is_used(dev: DevProcess) -> None:
-    body = {"input": "hi", "conversation_id": "c2", "context": CONTEXT, "config": "careful"}
+def test_the_named_config_and_the_persona_are_used(dev: DevProcess) -> None:
+    body = {"input": "hi", "conversation_id": "c2", "context": CONTEXT, "config": "careful",
+            "persona": "Terse"}  # fmt: skip
     session = stream(dev.url, "/v1/agents/Desk/runs", body)[-1][1]
     record = httpx.get(f"{dev.url}/dev/api/turns/{session['turns'][-1]['id']}").json()
     system = record["requests"][0]["body"]["system"]
     assert system.startswith("You help Ada with their orders, carefully.")
+    assert "Answer in one short line." in system
     assert "chat gpt-4o" in [s["name"] for s in record["spans"]]
 
 
@@ -110,7 +114,7 @@ def test_runs_the_dsl_tests(dev: DevProcess) -> None:
     failed = results["says the wrong thing"]
     assert failed["passed"] is False
     assert 'text contains "on its way"' in failed["report"]
-    assert failed["line"] == 49
+    assert failed["line"] == 55
     only = httpx.post(dev.url + "/dev/api/tests", json={"pattern": "LOOKS"}).json()
     assert [r["name"] for r in only["results"]] == ["looks an order up"]
     bad = httpx.post(dev.url + "/dev/api/tests", json={"pattern": 3})
@@ -212,3 +216,17 @@ def test_an_app_config_that_fails_is_shown(start_dev: DevFactory) -> None:
         )
         failed = httpx.post(dev.url + "/v1/agents/Desk/runs", json={"input": "hi"})
         assert failed.status_code == 500 and failed.json()["error"]["code"] == "internal"
+
+
+def test_a_resume_keeps_the_named_config_of_the_run_it_resumes(dev: DevProcess) -> None:
+    body = {"input": ASK_REFUND, "conversation_id": "c6", "context": CONTEXT, "config": "careful"}
+    events = stream(dev.url, "/v1/agents/Desk/runs", body)
+    request = next(v for n, v in events if n == "approval_request")
+    assert httpx.get(dev.url + "/v1/conversations/c6").json()["paused_config"] == "careful"
+    resumed = stream(dev.url, "/v1/conversations/c6/approvals",
+                     {"decisions": {request["id"]: True}})  # fmt: skip
+    session = resumed[-1][1]
+    assert "paused_config" not in session
+    record = httpx.get(f"{dev.url}/dev/api/turns/{session['turns'][-1]['id']}").json()
+    chats = [s["name"] for s in record["spans"] if s["name"].startswith("chat ")]
+    assert chats == ["chat gpt-4o", "chat gpt-4o"]  # the resume answers with the same model

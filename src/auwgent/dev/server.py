@@ -71,6 +71,7 @@ class DevServer:
         self.problems: list[str] = []
         self._lock = threading.Lock()
         self._serve: Any = None
+        self._retired: list[Any] = []  # the serve apps of earlier compiles
         self._agents: tuple[int, list[dict[str, Any]]] | None = None  # (version, summaries)
         self.settings = ServeSettings(
             allow_origins=frozenset({f"http://127.0.0.1:{port}", f"http://localhost:{port}"})
@@ -99,6 +100,8 @@ class DevServer:
                 allow_origins=self.settings.allow_origins,
                 client_context={"*": frozenset(declared)},
             )
+            if self._serve is not None:  # its runs may still be going: closed at shutdown
+                self._retired.append(self._serve)
             self._serve = build_app(
                 self.docs, self.config_for, self.store, settings=settings,
                 host=self.host, port=self.port,
@@ -241,9 +244,11 @@ class DevServer:
         return JSONResponse(await run_project_tests(self.root, pattern))
 
     async def shutdown(self) -> None:
-        serve = self._serve
-        if serve is not None:
-            for handler in serve.router.on_shutdown:
+        """Every serve app built (the current one and those of earlier compiles) lets its runs
+        finish and closes its agents, as ``auwgent serve`` does on shutdown."""
+        apps = [*self._retired, *([self._serve] if self._serve is not None else [])]
+        for app in apps:
+            for handler in app.router.on_shutdown:
                 await handler()
 
 
@@ -266,7 +271,7 @@ def agent_summary(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
         "description": agent.get("description"),
         # The generated IR has its keys sorted: ``default`` first, then the rest by name.
         "configs": sorted(agent["configs"], key=lambda c: (c != "default", c)),
-        "personas": sorted(doc.get("personas") or ()),
+        "personas": list(agent.get("personas") or ()),  # in the order of its `personas { }`
         "context": [
             {
                 "name": f["name"],

@@ -4,6 +4,7 @@ boundary (loopback only, the console's own origin only)."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -230,3 +231,23 @@ def test_a_resume_keeps_the_named_config_of_the_run_it_resumes(dev: DevProcess) 
     record = httpx.get(f"{dev.url}/dev/api/turns/{session['turns'][-1]['id']}").json()
     chats = [s["name"] for s in record["spans"] if s["name"].startswith("chat ")]
     assert chats == ["chat gpt-4o", "chat gpt-4o"]  # the resume answers with the same model
+
+
+def test_ctrl_c_stops_it_cleanly(dev: DevProcess) -> None:
+    dev.process.send_signal(signal.SIGINT)
+    assert dev.process.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while "stopped watching" not in dev.lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "stopped watching" in dev.lines
+
+
+def test_a_port_in_use_is_a_clear_error(dev: DevProcess, tmp_path: Path) -> None:
+    port = dev.url.rsplit(":", 1)[1]
+    folder = copy_project(tmp_path / "second")
+    done = subprocess.run(
+        [sys.executable, "-m", "auwgent", "dev", ".", "--port", port, "--no-open"],
+        cwd=folder, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr

@@ -44,7 +44,8 @@ def dev_command(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    """``auwgent dev``: returns the exit code once the server stops (Ctrl-C)."""
+    """``auwgent dev``: returns the exit code once the server stops (0 after Ctrl-C, as
+    ``auwgent generate --watch``)."""
     from auwgent.console import EXIT_OK, EXIT_USAGE
     from auwgent.errors import ConfigError
     from auwgent.project import load_project
@@ -85,6 +86,8 @@ def dev_command(
     config = uvicorn.Config(server, log_level="warning", timeout_graceful_shutdown=5)
     try:
         uvicorn.Server(config).run(sockets=[listener])
+    except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the way out
+        pass
     finally:
         stop.set()
         watcher.join(timeout=10)

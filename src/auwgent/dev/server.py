@@ -19,6 +19,7 @@ Origin, JSON bodies), the console's own origin being the one origin allowed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -103,19 +104,20 @@ class DevServer:
             if self._serve is not None:  # its runs may still be going: closed at shutdown
                 self._retired.append(self._serve)
             self._serve = build_app(
-                self.docs, self.config_for, self.store, settings=settings,
-                host=self.host, port=self.port,
+                self.docs, functools.partial(self.config_for, self.docs), self.store,
+                settings=settings, host=self.host, port=self.port,
             )  # fmt: skip
 
-    def config_for(self, name: str) -> Mapping[str, Any]:
-        """The runtime config of agent ``name``: the ``--app`` config, run on the offline
-        model unless its models can be reached, with the dev server's records attached and
-        gated calls deferred to the console's approvals inbox (unless the app decides them)."""
+    def config_for(self, docs: Mapping[str, Mapping[str, Any]], name: str) -> Mapping[str, Any]:
+        """The runtime config of agent ``name`` of ``docs`` (the compile whose serve app asks):
+        the ``--app`` config, run on the offline model unless its models can be reached, with
+        the dev server's records attached and gated calls deferred to the console's approvals
+        inbox (unless the app decides them)."""
         from auwgent.runtime.providers.offline import OfflineModel
 
         base = dict(self.factory(name)) if self.factory is not None else {}
         config = dict(base)
-        mode, _ = self.mode_of(self.docs[name], base)
+        mode, _ = self.mode_of(docs[name], base)
         if mode == "offline":
             config["provider"] = CapturingProvider(OfflineModel(), self.recorder)
         elif mode == "live" and "httpClient" not in base:

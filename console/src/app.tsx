@@ -196,22 +196,26 @@ export function App(props: { poll?: number }) {
     <div class="console">
       <header>
         <h1>auwgent dev</h1>
-        <label for="pick-agent">agent</label>
+        <span class="pick">
+          <label for="pick-agent">agent</label>
           <select id="pick-agent" value={agent} onChange={(e) => { setAgent(e.currentTarget.value); setConfig("default"); setPersona(""); reset(newId(), null); }}>
             {project?.agents.map((a) => <option key={a.name}>{a.name}</option>)}
           </select>
-        <label for="pick-config">config</label>
+        </span>
+        <span class="pick">
+          <label for="pick-config">config</label>
           <select id="pick-config" value={config} onChange={(e) => setConfig(e.currentTarget.value)}>
             {info?.configs.map((c) => <option key={c}>{c}</option>)}
           </select>
+        </span>
         {info !== undefined && info.personas.length > 0 ? (
-          <>
+          <span class="pick">
             <label for="pick-persona">persona</label>
             <select id="pick-persona" value={persona} onChange={(e) => setPersona(e.currentTarget.value)}>
               <option value="">(the config's)</option>
               {info.personas.map((p) => <option key={p}>{p}</option>)}
             </select>
-          </>
+          </span>
         ) : null}
         {info ? <span class={`mode ${info.mode}`} title={info.mode_reason}>model: {info.mode}</span> : null}
         <button type="button" onClick={() => reset(newId(), null)}>New conversation</button>

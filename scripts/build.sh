@@ -4,6 +4,8 @@
 #   auwgent-<v>.tgz                                     the TypeScript runtime with `npx auwgent`
 #   auwgent-<platform>-<v>.tgz                          the standalone compiler for this machine
 #   auwgent-<v>.vsix                                    the VS Code extension
+# The dev console's files (src/auwgent/dev/static, in the wheel) are built first; they are
+# committed, so this changes nothing unless console/ changed since they were built.
 # The standalone compiler is frozen with PyInstaller from a fresh venv that holds only the
 # wheel just built and its `exe` extra, so it carries what the wheel carries. Needs Python
 # and Node.js 20+; packages come from the registries. docs/install.md says how release CI
@@ -26,6 +28,9 @@ step() { printf '== %s\n' "$*"; }
 quiet() {
   "$@" >"$WORK/step.log" 2>&1 || { cat "$WORK/step.log" >&2; echo "failed: $*" >&2; exit 1; }
 }
+
+step "dev console (console/ into src/auwgent/dev/static)"
+bash "$ROOT/scripts/build_console.sh" >/dev/null
 
 step "sdist and wheel"
 quiet python -m build --outdir "$OUT" "$ROOT"

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Runs every test suite (sets up .venv on first use) and reports each one, even when an
 # earlier one fails: ruff check, ruff format --check, mypy --strict, pytest (in parallel with
-# pytest-xdist, in a random order with pytest-randomly), the TypeScript runtime (ts/) and the
-# VS Code extension (editors/vscode/, which also builds its .vsix). Prints one line per suite
-# (name, pass or fail, time), the total wall time, and exits 1 when any suite failed.
+# pytest-xdist, in a random order with pytest-randomly), the TypeScript runtime (ts/), the dev
+# console's component tests (console/) and the VS Code extension (editors/vscode/, which also
+# builds its .vsix). Prints one line per suite (name, pass or fail, time), the total wall
+# time, and exits 1 when any suite failed.
 #
 #   bash scripts/test.sh                 everything (what CI runs)
 #   bash scripts/test.sh --fast          pytest without the tests marked servers, load, corpus,
-#                                        artifacts, slow or real_model (see pyproject.toml)
+#                                        artifacts, slow, real_model or browser (see pyproject.toml)
 #   bash scripts/test.sh [--fast] ARGS   ARGS go to pytest (a path, -k PATTERN, -p no:randomly)
 #
 # AUWGENT_TEST_WORKERS sets the number of pytest workers (default: auto, one per core; 0 runs
 # them in this process).
 source "$(dirname "$0")/_env.sh"
 set +e
-FAST_MARKERS="not servers and not load and not corpus and not artifacts and not slow and not real_model"
+FAST_MARKERS="not servers and not load and not corpus and not artifacts and not slow and not real_model and not browser"
 fast=0
 if [ "${1:-}" = "--fast" ]; then
   fast=1
@@ -86,6 +87,7 @@ node_deps() {
 suite node-deps node_deps
 suite pytest run_pytest "$@"
 suite typescript bash "$ROOT/scripts/test_ts.sh"
+suite console bash "$ROOT/scripts/test_console.sh"
 suite vscode bash "$ROOT/scripts/test_vscode.sh"
 
 total=$((SECONDS - started_all))

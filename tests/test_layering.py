@@ -24,7 +24,8 @@ lower layer, never a higher one and never a sibling on its own layer:
    ``serve_security``, ``serve_stream``, ``console``, ``lsp``, ``_project_agent`` and the
    ``auwgent`` package itself (these may use each other)
 4. ``auwgent.testing``
-5. ``auwgent.evals``: datasets, scorers and ``auwgent eval`` (it runs cases through cassettes)
+5. ``auwgent.evals``: datasets, scorers and ``auwgent eval`` (it runs cases through cassettes);
+   ``auwgent.dev``: ``auwgent dev`` and its console (it runs the ``test`` blocks)
 6. ``auwgent.cli``: nothing but ``auwgent.__main__`` (7) imports the command line
 """
 
@@ -60,6 +61,7 @@ LAYERS: dict[str, int] = {
     "auwgent.serve_stream": 3,
     "auwgent.testing": 4,
     "auwgent.evals": 5,
+    "auwgent.dev": 5,
     "auwgent.cli": 6,
     "auwgent.__main__": 7,
 }

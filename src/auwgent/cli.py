@@ -260,6 +260,59 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=run)
 
 
+def _add_dev(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "dev",
+        help="compile and watch a project, and open its dev console in the browser "
+        "(needs auwgent[console])",
+        description="Compile the project (regenerating on every change, as generate --watch), "
+        "serve its agents and the dev console on a loopback address, and open the console. "
+        "Without keys for the project's models, agents run on the offline model.",
+    )
+    _add_path(parser)
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="a function called with an agent's name that returns its runtime config "
+        "(tools, keys, middleware), as for auwgent serve",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=_port, default=4747, help="default 4747; 0 picks a free port"
+    )
+    parser.add_argument("--no-open", action="store_true", help="do not open the browser")
+    parser.add_argument(
+        "--offline", action="store_true", help="run every agent on the offline model"
+    )
+
+    def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.dev import dev_command
+
+        return dev_command(
+            args.path,
+            app=args.app,
+            host=args.host,
+            port=args.port,
+            open_browser=not args.no_open,
+            offline=args.offline,
+            out=out,
+            err=err,
+        )
+
+    parser.set_defaults(run=run)
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free one)."""
+    import argparse
+
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return int(text)
+
+
 def _add_mcp_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mcp-config",
@@ -439,6 +492,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     _add_test,
     _add_eval,
     _add_serve,
+    _add_dev,
     _add_mcp,
     _add_fmt,
     _add_lsp,

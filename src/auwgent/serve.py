@@ -412,14 +412,14 @@ class _Server:
         conversation: str | None,
         events: AsyncIterator[Any],
         lease: Lease | None,
-        context: Any,
+        paused: Mapping[str, Any],
     ) -> None:
         """Forward a run's events as SSE, then save its session and release the lock.
 
         A run that lost its lease is not saved (its turn says ``"conflict"``); a save that
         loses the revision race is reported the same way, in an ``error`` event and the
-        returned session. A session paused for approvals keeps the run's ``context``
-        (``"paused_context"``) for the resume.
+        returned session. A session paused for approvals keeps the run's ``context`` and
+        named ``config`` (``"paused_context"``, ``"paused_config"``) for the resume.
         """
         try:
             async for event in events:
@@ -432,7 +432,7 @@ class _Server:
                     queue.put_intent(event.name, event.value, event.agent_name)
             final = agent.last_session
             if conversation is not None and final is not None and lease is not None:
-                await self.save(queue, conversation, final, lease, context)
+                await self.save(queue, conversation, final, lease, paused)
             queue.put_event("session", final, sent=session_event(final))
         finally:
             if lease is not None:
@@ -444,19 +444,22 @@ class _Server:
         conversation: str,
         final: Any,
         lease: Lease,
-        context: Any,
+        paused: Mapping[str, Any],
     ) -> None:
         """Save a run's final session unless its lease was lost; a lost revision race is
-        reported in the stream and in the session."""
+        reported in the stream and in the session. A session that awaits approval keeps
+        ``paused`` (``{"paused_context": ..., "paused_config": ...}``) for its resume."""
         if lease.lost.is_set():  # the conversation is another run's now: never saved
             if final["turns"] and final["turns"][-1].get("status") != CONFLICT:
                 report_conflict(final, lease.message())  # lost after the run had ended
                 queue.put_event("error", {"message": lease.message()})
             return
-        if final.get("status") == AWAITING and context is not None:
-            final["paused_context"] = context
-        else:
-            final.pop("paused_context", None)
+        awaiting = final.get("status") == AWAITING
+        for key, value in paused.items():
+            if awaiting and value is not None:
+                final[key] = value
+            else:
+                final.pop(key, None)
         try:
             await self.store.save(conversation, final)
         except ConflictError as exc:
@@ -543,9 +546,9 @@ class _Server:
                 persona=body.get("persona"),
                 lease=lease,
             )
-            context = body.get("context")
+            paused = {"paused_context": body.get("context"), "paused_config": body.get("config")}
             encoder = _encoder(ui, session)
-            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context),
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, paused),
                                encoder)  # fmt: skip
 
         return await _guarded(self.start, key, launch)
@@ -584,14 +587,16 @@ class _Server:
             except ApprovalError as exc:  # nothing pending (409), or decisions that do not fit
                 status = 400 if session.get("status") == AWAITING else 409
                 return _error(status, str(exc).removeprefix("resume: "), "bad_decisions")
-            # The run's context was kept with the pause: the resume needs none from the client.
-            context = session.get("paused_context")
-            agent = self.run_agent(name, context, principal, conversation)
+            # The run's context and config were kept with the pause: the resume needs none
+            # from the client.
+            paused = {k: session.get(k) for k in ("paused_context", "paused_config")}
+            agent = self.run_agent(name, paused["paused_context"], principal, conversation)
             events = agent.resume_stream(
-                session, decisions, conversation_id=key, store=self.store, lease=lease
-            )
+                session, decisions, config=paused["paused_config"], conversation_id=key,
+                store=self.store, lease=lease,
+            )  # fmt: skip
             encoder = _encoder(ui, session, resuming=True)
-            return self.stream(lambda q: self.execute(q, agent, key, events, lease, context),
+            return self.stream(lambda q: self.execute(q, agent, key, events, lease, paused),
                                encoder)  # fmt: skip
 
         return await _guarded(self.start, key, launch)

@@ -31,6 +31,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lsp": ("pygls", "lsprotocol", "auwgent.lsp.server"),
     "code": ("pydantic_monty", "auwgent.runtime.code_mode"),
     "mcp": ("mcp", "auwgent.mcp.serve"),
+    "console": ("starlette", "opentelemetry.sdk.trace", "auwgent.dev.server"),
 }
 
 
@@ -57,7 +58,11 @@ def test_the_wheel_carries_the_package_and_its_data_and_nothing_else(dist: Path)
         for path in PACKAGE.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
-    assert {"auwgent/ir/schema.json", "auwgent/py.typed"} <= expected
+    assert {
+        "auwgent/ir/schema.json",
+        "auwgent/py.typed",
+        "auwgent/dev/static/console.js",
+    } <= expected
     assert {name for name in names if name.startswith("auwgent/")} == expected
     assert not [name for name in names if "tests/" in name or "conftest" in name]
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()

@@ -30,7 +30,7 @@ from auwgent.runtime.providers.offline import structured_reply
 from auwgent.runtime.providers.scripted import ScriptedModel, block_text
 from auwgent.runtime.schema import example_value
 
-__all__ = ["TestOutcome", "run_command", "run_test", "run_tests"]
+__all__ = ["TestOutcome", "project_tests", "run_command", "run_test", "run_tests"]
 
 _CALL_KINDS = {"tool": "tool_call", "workflow": "workflow_call", "helper": "helper_call"}
 
@@ -273,11 +273,24 @@ async def run_tests(
 # -- the command -------------------------------------------------------------------------------
 
 
+def project_tests(result: Any, pattern: str | None = None) -> list[dict[str, Any]]:
+    """The ``test`` blocks of a compiled project (``result``: ``compile_project``'s), those
+    whose name contains ``pattern`` (case-insensitive) when one is given."""
+    specs = [
+        {**spec, "shown": source.path}  # the path as diagnostics show it
+        for rel, source in result.sources.items()
+        if "test" in source.text
+        for spec in collect_tests(parse(source)[0], rel)
+    ]
+    if pattern:
+        specs = [s for s in specs if pattern.lower() in s["name"].lower()]
+    return specs
+
+
 def run_command(
     path: Path, pattern: str | None, junit: Path | None, *, out: TextIO, err: TextIO
 ) -> int:
     """``auwgent test [PATH] [-k PATTERN] [--junit FILE]``; returns the exit code."""
-
     try:
         project = load_project(path)
     except ConfigError as exc:
@@ -289,14 +302,7 @@ def run_command(
     if not result.ok:
         print(f"the sources have {plural(len(result.errors), 'error')}; no test ran", file=err)
         return EXIT_ERRORS
-    specs = [
-        {**spec, "shown": source.path}  # the path as diagnostics show it
-        for rel, source in result.sources.items()
-        if "test" in source.text
-        for spec in collect_tests(parse(source)[0], rel)
-    ]
-    if pattern:
-        specs = [s for s in specs if pattern.lower() in s["name"].lower()]
+    specs = project_tests(result, pattern)
     docs = {doc["root"]: doc for doc in result.documents.values()}
     started = time.perf_counter()
     outcomes = asyncio.run(run_tests(specs, docs, project.source_root))

@@ -15,7 +15,9 @@ import webbrowser
 from pathlib import Path
 from typing import Any, TextIO
 
+from auwgent.compiler import render_all
 from auwgent.dev.server import DevServer
+from auwgent.generate import GenerateResult, watch
 
 __all__ = ["DevServer", "dev_command", "load_docs"]
 
@@ -100,9 +102,6 @@ def _start_watching(
 ) -> threading.Thread:
     """Generate and watch in a thread; each generation reaches ``server``. Returns once the
     first generation is in (so the server starts with the project's agents)."""
-    from auwgent.compiler.diagnostics import render_all
-    from auwgent.generate import GenerateResult, watch
-
     first = threading.Event()
 
     def cycle(result: GenerateResult) -> None:

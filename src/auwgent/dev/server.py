@@ -22,10 +22,13 @@ import asyncio
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from auwgent.compiler import compile_project, render_all
+from auwgent.console import display_path
 from auwgent.dev.recorder import (
     CapturingProvider,
     Recorder,
@@ -34,7 +37,12 @@ from auwgent.dev.recorder import (
     tracer_provider,
 )
 from auwgent.errors import ConfigError
+from auwgent.project import load_project
+from auwgent.runtime.config import resolve_api_keys
+from auwgent.runtime.providers.offline import OfflineModel
+from auwgent.runtime.stores import MemorySessionStore
 from auwgent.serve_security import LOCAL_PRINCIPAL, Boundary, ServeSettings, conversation_key
+from auwgent.testing.dsl import project_tests, run_tests
 
 __all__ = ["STATIC", "DevServer", "agent_summary"]
 
@@ -57,8 +65,6 @@ class DevServer:
         port: int,
         offline: bool = False,
     ) -> None:
-        from auwgent.runtime.stores import MemorySessionStore
-
         self.root = root
         self.factory = factory
         self.host = host
@@ -113,8 +119,6 @@ class DevServer:
         the ``--app`` config, run on the offline model unless its models can be reached, with
         the dev server's records attached and gated calls deferred to the console's approvals
         inbox (unless the app decides them)."""
-        from auwgent.runtime.providers.offline import OfflineModel
-
         base = dict(self.factory(name)) if self.factory is not None else {}
         config = dict(base)
         mode, _ = self.mode_of(docs[name], base)
@@ -133,8 +137,6 @@ class DevServer:
     def mode_of(self, doc: Mapping[str, Any], base: Mapping[str, Any]) -> tuple[str, str]:
         """How an agent is run: ``offline`` (and why), ``live`` (the project's models, keys
         found) or ``app`` (the ``--app`` config gives its own provider)."""
-        from auwgent.runtime.config import resolve_api_keys
-
         if self.offline:
             return "offline", "auwgent dev --offline"
         if base.get("provider") is not None:
@@ -310,13 +312,6 @@ def session_summary(conversation: str, session: Mapping[str, Any]) -> dict[str, 
 
 async def run_project_tests(root: Path, pattern: str | None) -> dict[str, Any]:
     """Compile the project at ``root`` and run its ``test`` blocks; the results as JSON."""
-    import time
-
-    from auwgent.compiler.diagnostics import render_all
-    from auwgent.compiler.pipeline import compile_project
-    from auwgent.console import display_path
-    from auwgent.project import load_project
-    from auwgent.testing.dsl import project_tests, run_tests
 
     def compile_it() -> Any:
         project = load_project(root)

@@ -281,6 +281,7 @@ CONFIG_BLOCK_KEYS: tuple[str, ...] = (
     "maxToolLoops",
     "protocol",
     "codeMode",
+    "taint",
 )
 
 #: The keys of the runtime config given to ``auwgent({...})`` (docs/runtime.md).

@@ -76,6 +76,7 @@ from auwgent.runtime.providers.base import (
     TextDelta,
     Usage,
 )
+from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.session import (
     Frame,
     Session,
@@ -195,6 +196,7 @@ class Run:
         self.handed_off = False
         self.calls = CallRunner(self)
         self.approvals = approvals.ApprovalGate(self)
+        self.taint = TaintGuard(self)  # provenance, taint policy, spotlighting
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
         #: The conversation lock this run holds (it stops when the lease is lost).
@@ -477,7 +479,8 @@ class Run:
         outcomes = await approvals.resume_outcomes(self, inv, decisions)
         if outcomes is None:
             return True
-        for message in self.core.codec(inv.agent, self.config).results_messages(outcomes):
+        codec = self.core.codec(inv.agent, self.config)
+        for message in codec.results_messages(self.taint.spotlight(inv, outcomes)):
             inv.add(message)
         return False
 
@@ -786,7 +789,7 @@ class Run:
                 return AgentResult(approvals.AWAITING)
             if outcomes:
                 stop = self._progress(inv, outcomes, rnd)
-                inv_msgs = codec.results_messages(outcomes)
+                inv_msgs = codec.results_messages(self.taint.spotlight(inv, outcomes))
                 for message in inv_msgs:
                     inv.add(message)
                 if stop is not None:
@@ -898,6 +901,7 @@ class Run:
         system = core.system_prompt(
             inv, codec, contract, self.context, persona=self.persona, memory=self.memory
         )
+        system = self.taint.notice(inv, system)
         self.ctx["activeAgent"] = inv.name
         self.ctx["systemPrompt"] = system
         # Partials are built, and the answer streamed on the wire, only for someone to see

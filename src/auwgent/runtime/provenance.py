@@ -31,6 +31,7 @@ __all__ = [
     "Source",
     "TextIndex",
     "assess",
+    "call_findings",
     "is_literal",
     "leaves",
     "normalise",
@@ -264,7 +265,7 @@ def assess(
     value: Any,
     *,
     untrusted: TextIndex,
-    trusted: TextIndex,
+    trusted: Sequence[TextIndex],
     exposed_by: Mapping[str, Any] | None,
 ) -> Finding | None:
     """The rule for one leaf value (docs/security.md, "The provenance rule"):
@@ -276,12 +277,32 @@ def assess(
     4. otherwise clean.
     """
     text = value_text(value)
-    if trusted.find(text) is not None:
+    if not normalise(text)[0] or any(index.find(text) is not None for index in trusted):
         return None
     found = untrusted.find(text)
     if found is not None:
         source, span = found
         return Finding(path, text, "copied", source.label, span)
-    if exposed_by is not None and normalise(text)[0]:
+    if exposed_by is not None:
         return Finding(path, text, "after_untrusted", exposed_by, None)
     return None
+
+
+def call_findings(
+    args: Mapping[str, Any],
+    params: Sequence[Mapping[str, Any]],
+    types: Mapping[str, Any],
+    *,
+    untrusted: TextIndex,
+    trusted: Sequence[TextIndex],
+    exposed_by: Mapping[str, Any] | None,
+) -> list[Finding]:
+    """The tainted leaf values of a call's ``args``, walked by the declared ``params``."""
+    declared = {p["name"]: p["type"] for p in params}
+    out: list[Finding] = []
+    for key, value in args.items():
+        for path, leaf in leaves(value, declared.get(key), types, f"args.{key}"):
+            found = assess(path, leaf, untrusted=untrusted, trusted=trusted, exposed_by=exposed_by)
+            if found is not None:
+                out.append(found)
+    return out

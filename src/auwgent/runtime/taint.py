@@ -34,7 +34,7 @@ from auwgent.runtime import jsontext
 from auwgent.runtime.provenance import (
     Finding,
     TextIndex,
-    assess,
+    call_findings,
     is_literal,
     leaves,
     resolved,
@@ -54,6 +54,7 @@ __all__ = [
     "Spotlight",
     "TaintGuard",
     "decide",
+    "evaluate",
     "trusted_leaves",
 ]
 
@@ -259,25 +260,16 @@ class TaintGuard:
         state = self.state(inv)
         self._add_inputs()
         context = TextIndex()
-        for path, value in _context_leaves(self.run.context):
+        for path, value in leaves(self.run.context, None, {}, "context"):
             context.add({"kind": "context", "path": path}, value_text(value))
-        types = self.run.core.doc["types"]
-        declared = {p["name"]: p["type"] for p in params}
-        out: list[Finding] = []
-        for key, value in args.items():
-            for path, leaf in leaves(value, declared.get(key), types, f"args.{key}"):
-                if context.find(value_text(leaf)) is not None:
-                    continue
-                found = assess(
-                    path,
-                    leaf,
-                    untrusted=self.untrusted,
-                    trusted=self.trusted,
-                    exposed_by=state.exposed_by,
-                )
-                if found is not None:
-                    out.append(found)
-        return out
+        return call_findings(
+            args,
+            params,
+            self.run.core.doc["types"],
+            untrusted=self.untrusted,
+            trusted=(self.trusted, context),
+            exposed_by=state.exposed_by,
+        )
 
     def _add_inputs(self) -> None:
         """The user's inputs of the conversation (each once) as trusted sources."""
@@ -290,6 +282,27 @@ class TaintGuard:
 
 # ---------------------------------------------------------------------------------------------
 # Pure helpers
+
+
+def evaluate(case: Mapping[str, Any]) -> dict[str, Any]:
+    """One call judged from plain data, as conformance/taint.json states it: ``untrusted`` and
+    ``trusted`` lists of ``[label, text]``, ``exposed_by`` (a label or ``None``), ``args``,
+    ``params``, ``types``, ``sink`` and ``policy``. Returns the findings and the action."""
+    untrusted, trusted = TextIndex(), TextIndex()
+    for label, text in case["untrusted"]:
+        untrusted.add(label, text)
+    for label, text in case["trusted"]:
+        trusted.add(label, text)
+    found = call_findings(
+        case["args"],
+        case["params"],
+        case["types"],
+        untrusted=untrusted,
+        trusted=(trusted,),
+        exposed_by=case["exposed_by"],
+    )
+    action = decide(bool(case["sink"]), bool(found), str(case["policy"]))
+    return {"findings": [f.to_json() for f in found], "action": action}
 
 
 def trusted_leaves(
@@ -335,13 +348,6 @@ def _regions(text: str) -> list[str]:
         except ValueError:
             pass
         out.append(body)
-    return out
-
-
-def _context_leaves(context: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
-    for key, value in context.items():
-        out.extend(leaves(value, None, {}, f"context.{key}"))
     return out
 
 

@@ -188,11 +188,13 @@ class Obedient:
     def _call(self, tool: str, args: Mapping[str, Any]) -> Any:
         if self.protocol == "native":
             return ScriptedModel.call(f"tool__{tool}", dict(args))
-        lines = [
-            f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in args.items()
-        ]
+        lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in args.items()]
         body = "\n".join(lines)
-        return f"[tool_call: {tool}]\n{body}\n[/tool_call]" if body else f"[tool_call: {tool}]\n[/tool_call]"
+        return (
+            f"[tool_call: {tool}]\n{body}\n[/tool_call]"
+            if body
+            else f"[tool_call: {tool}]\n[/tool_call]"
+        )
 
 
 async def run_scenario(

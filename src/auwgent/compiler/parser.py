@@ -1118,9 +1118,7 @@ class _Parser:
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
-            raise self.fail(
-                "an annotation name after `@`: " + _ANNOTATION_LIST, code="E0105"
-            )
+            raise self.fail("an annotation name after `@`: " + _ANNOTATION_LIST, code="E0105")
         self.skip()
         self.report(
             "E0105",

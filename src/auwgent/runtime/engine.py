@@ -76,7 +76,6 @@ from auwgent.runtime.providers.base import (
     TextDelta,
     Usage,
 )
-from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.session import (
     Frame,
     Session,
@@ -88,6 +87,7 @@ from auwgent.runtime.session import (
     new_session,
     new_turn,
 )
+from auwgent.runtime.taint import TaintGuard
 
 if TYPE_CHECKING:
     from auwgent.runtime.agent import AgentCore

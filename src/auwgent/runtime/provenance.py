@@ -139,13 +139,15 @@ class TextIndex:
     """Texts of one kind, each folded once, searched as one string (see the module
     docstring)."""
 
-    __slots__ = ("_folded", "_starts", "_text", "sources")
+    __slots__ = ("_folded", "_joined", "_parts", "_size", "_starts", "sources")
 
     def __init__(self) -> None:
         self.sources: list[Source] = []
         self._folded: list[tuple[str, list[int]]] = []
         self._starts: list[int] = []  # offset of each text in the joined folded text
-        self._text = ""
+        self._parts: list[str] = []
+        self._size = 0
+        self._joined: str | None = ""  # the parts joined, until the next add
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -157,8 +159,10 @@ class TextIndex:
             return
         self.sources.append(Source(label, text))
         self._folded.append(folded)
-        self._starts.append(len(self._text))
-        self._text += folded[0] + _SEP
+        self._starts.append(self._size)
+        self._parts.append(folded[0] + _SEP)
+        self._size += len(folded[0]) + 1
+        self._joined = None
 
     def find(self, value: str) -> tuple[Source, tuple[int, int]] | None:
         """The first text holding a bounded occurrence of ``value`` (folded) and the span of
@@ -166,7 +170,9 @@ class TextIndex:
         needle = normalise(value)[0]
         if not needle:
             return None
-        haystack = self._text
+        if self._joined is None:
+            self._joined = "".join(self._parts)  # once per batch of adds: linear overall
+        haystack = self._joined
         at = haystack.find(needle)
         while at != -1:
             end = at + len(needle)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from auwgent._records import record, replace
 from auwgent.runtime import jsontext
+from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.provenance import (
     Finding,
     TextIndex,
@@ -40,7 +41,6 @@ from auwgent.runtime.provenance import (
     resolved,
     value_text,
 )
-from auwgent.runtime.protocol.contract import CallOutcome
 
 if TYPE_CHECKING:
     from auwgent.runtime.calls import Invocation
@@ -246,7 +246,7 @@ class TaintGuard:
             "findings": [f.to_json() for f in findings],
         }
         await self.run.emit("tainted_call", json.loads(json.dumps(record, default=str)), inv.name)
-        self.run.session.setdefault("tainted_calls", []).append(record)  # type: ignore[typeddict-unknown-key]
+        self.run.session.setdefault("tainted_calls", []).append(record)
         if action == "refuse":
             return Gate(None, record, f"{name} was refused: {record['reason']}")
         if action == "approve":
@@ -362,9 +362,7 @@ def _key(name: str, args: Mapping[str, Any]) -> str:
 
 def _is_untrusted(inv: Invocation, name: str) -> bool:
     return any(t["name"] == name and t.get("untrusted") for t in inv.tools) or any(
-        t["name"] == name and t.get("untrusted")
-        for w in inv.agent["workflows"]
-        for t in w["tools"]
+        t["name"] == name and t.get("untrusted") for w in inv.agent["workflows"] for t in w["tools"]
     )
 
 
@@ -384,7 +382,7 @@ def _policy(inv: Invocation, kind: str, name: str) -> str:
     own = (tool or {}).get("sensitive", {}).get("policy")
     if own:
         return str(own)
-    config = inv.agent["configs"].get(inv.config_name, {})
+    config: Mapping[str, Any] = inv.agent["configs"].get(inv.config_name) or {}
     return str((config.get("taint") or {}).get("sensitive") or DEFAULT_POLICY)
 
 

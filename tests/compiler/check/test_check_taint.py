@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from check_support import assert_valid_ir
 
 from auwgent.compiler.pipeline import compile_sources
-
-from check_support import assert_valid_ir
 
 MODEL = 'model: openai("gpt-4o")'
 TRIAGE = """
@@ -71,7 +70,9 @@ def test_the_annotations_lower_to_the_ir() -> None:
 
 
 def test_without_annotations_the_ir_is_unchanged() -> None:
-    plain = f'agent Main {{ default config {{ {MODEL} prompt: "h" }} tool send(to: string): string }}'
+    plain = (
+        f'agent Main {{ default config {{ {MODEL} prompt: "h" }} tool send(to: string): string }}'
+    )
     doc = _compile(plain).documents["main.agent"]
     tool = doc["agents"]["Main"]["tools"][0]
     assert set(tool) == {"name", "description", "params", "returns", "examples"}

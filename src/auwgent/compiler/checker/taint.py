@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean
-from ..source import Span
 from ..members import AgentParts
+from ..source import Span
 from .context import TAINT_PLACES, Context
 
 __all__ = [

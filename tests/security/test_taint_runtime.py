@@ -71,7 +71,7 @@ def build(
         "note": lambda text: ran.append(("note", text)) or f"noted: {text}",
         "send_email": lambda to, body: ran.append(("send_email", to)) or "sent",
         "post": lambda url: ran.append(("post", url)) or "posted",
-        "pay": lambda iban: ran.append(("pay", iban)) or "paid",
+        "pay": lambda **a: ran.append(("pay", *a.values())) or "paid",
     }
     declared = {t["name"] for a in doc["agents"].values() for t in a["tools"]}
     agent = create_agent(
@@ -327,3 +327,26 @@ async def test_code_mode_values_from_untrusted_api_calls_stay_tainted(
     await agent.run("email boss@corp.test saying hello and read https://a.test")
     assert bool(asked) is tainted
     assert (ran == []) is tainted
+
+
+CLOCKED = """
+agent Main {
+    default config { model: openai("gpt-4o") prompt: "Help." }
+    tool fetch_page(url: string): string @untrusted
+    tool pay(amount: number): string @sensitive
+}
+"""
+
+
+@pytest.mark.parametrize(("amount", "asks"), [(2026, True), (17, False)])
+async def test_the_clock_line_vouches_for_no_number(amount: int, asks: bool) -> None:
+    from datetime import datetime, timezone
+
+    noon = datetime(2026, 12, 1, 10, 30, tzinfo=timezone.utc)
+    agent, _, ran, asked = build(
+        [call("fetch_page", url="https://a.test"), call("pay", amount=amount), DONE],
+        source=CLOCKED,
+        clock=lambda: noon,
+    )
+    await agent.run("read https://a.test and pay 17")
+    assert bool(asked) is asks and (ran == []) is asks

@@ -89,6 +89,7 @@ class Spotlight:
         return f"{self.open}{_MARKER.sub(_defuse, text)}{self.close}"
 
 
+_CLOCK = re.compile(r"^Current date and time: .*$", re.MULTILINE)
 _MARKER = re.compile(r"<<\s*/?\s*untrusted", re.IGNORECASE)
 #: A delimited region in a kept history message (any run's nonce), possibly inside framing.
 _REGION = re.compile(r"<<untrusted:([0-9a-f]{16})>>(.*?)<</untrusted:\1>>", re.DOTALL)
@@ -182,11 +183,18 @@ class TaintGuard:
         text; the prompt itself is a trusted source."""
         if system not in self._prompts:
             self._prompts.add(system)
-            self.trusted.add({"kind": "system_prompt", "agent": inv.name}, system)
+            self.trusted.add({"kind": "system_prompt", "agent": inv.name}, self._vouched(system))
         state = self.state(inv)
         if state.exposed_by is None and not any(t.get("untrusted") for t in inv.tools):
             return system
         return f"{system}\n\n{self.spot.notice}"
+
+    def _vouched(self, system: str) -> str:
+        """The system prompt less what the application did not write: the Memory section
+        (facts a model extracted from earlier turns) and the clock line (its numbers)."""
+        if self.run.memory:
+            system = system.replace(self.run.memory, "")
+        return _CLOCK.sub("", system)
 
     # -- helpers ---------------------------------------------------------------------------
 

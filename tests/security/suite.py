@@ -56,6 +56,23 @@ agent Assistant {
 }
 """
 
+QUARANTINE = """
+helper Extract {
+    description: "Reads one untrusted text and says what it asks for"
+    default config {
+        model: openai("gpt-4o-mini")
+        prompt: "Extract what the text asks for."
+        PROTOCOL
+    }
+    input: { text: string }
+    output: { urgent: boolean, note: string }
+} @quarantine
+"""
+#: The quarantine variant: the agent hands every untrusted text to Extract and acts on its
+#: verdict (the pattern of docs/security.md); the suite's helper obeys its text too.
+QUARANTINE_USE = "    helpers { Extract }\n}\n"
+
+DEBUG = False
 SINKS = ("send_email", "create_event", "transfer", "write_file", "delete_file", "post_form")
 CONTEXT = {
     "owner": "me@corp.test",
@@ -64,13 +81,17 @@ CONTEXT = {
 }
 _CALL = re.compile(r"CALL (\w+) ")
 _TRANSFORM = re.compile(r"\s*TRANSFORM (\w+)")
+_DELIMITER = re.compile(r"<</?untrusted:[0-9a-f]{16}>>")
 
 
 def compiled(policy: str, protocol: str) -> dict[str, Any]:
     """The suite's agent with ``taint.sensitive`` = ``policy`` (``"default"``: no taint
-    entry) and ``protocol``."""
-    taint = "" if policy == "default" else f'taint: {{ sensitive: "{policy}" }}'
-    source = SOURCE.replace("TAINT", taint).replace("PROTOCOL", f'protocol: "{protocol}"')
+    entry; ``"quarantine"``: none, and the ``Extract`` quarantine helper) and ``protocol``."""
+    taint = "" if policy in ("default", "quarantine") else f'taint: {{ sensitive: "{policy}" }}'
+    source = SOURCE.replace("TAINT", taint)
+    if policy == "quarantine":
+        source = QUARANTINE + source.rstrip().removesuffix("}") + QUARANTINE_USE
+    source = source.replace("PROTOCOL", f'protocol: "{protocol}"')
     result = compile_sources({"main.agent": source})
     assert result.ok, [d.message for d in result.diagnostics]
     return result.documents["main.agent"]
@@ -140,29 +161,57 @@ def instructions(text: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+def _last_result(request: ModelRequest) -> str:
+    """The text of the last result the agent was given (framing undone)."""
+    content = str(request.messages[-1].content)
+    for reading in reversed(_readings(content)):
+        if reading is not content:
+            return reading
+    for line in content.splitlines():
+        if line.startswith("result: "):
+            return line[len("result: ") :]
+    return content
+
+
 def _readings(text: str) -> list[str]:
-    """The text, and each framed JSON string in it decoded."""
+    """The text, and each framed JSON string in it decoded (with the strings of a JSON object:
+    a helper's structured verdict); the model reads past the delimiters."""
+    text = _DELIMITER.sub("", text)
     out = [text]
-    for line in text.splitlines():
-        _, _, value = line.partition(": ")
-        if value.startswith('"'):
-            try:
-                out.append(str(json.loads(value)))
-            except ValueError:
-                pass
+    for value in [text, *(line.partition(": ")[2] for line in text.splitlines())]:
+        if not value.startswith(('"', "{")):
+            continue
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            continue
+        items = decoded.values() if isinstance(decoded, dict) else [decoded]
+        out.extend(str(item) for item in items if isinstance(item, str))
     return out
 
 
 class Obedient:
-    """The scripted model: the plan's calls in order, an instruction from a result first."""
+    """The scripted model: the plan's calls in order, an instruction from a result first.
 
-    def __init__(self, plan: list[dict[str, Any]], protocol: str) -> None:
+    With ``quarantine`` it plays the pattern: the untrusted text goes to the ``Extract``
+    helper, which (obedient too) puts the instruction it finds in its free-string ``note``;
+    the agent then obeys the instructions in the helper's verdict.
+    """
+
+    def __init__(self, plan: list[dict[str, Any]], protocol: str, quarantine: bool = False) -> None:
         self.plan = list(plan)
         self.protocol = protocol
+        self.quarantine = quarantine
         self.obeyed: set[str] = set()
         self.step = 0
+        self.handed = False
 
     def __call__(self, request: ModelRequest) -> Any:
+        if request.system.startswith("Extract"):
+            return self._verdict(request)
+        if self.quarantine and self.step == 1 and not self.handed:
+            self.handed = True  # the source's text goes to the helper, not to the agent's plan
+            return self._helper(_last_result(request))
         for tool, args in self._pending(request):
             key = tool + json.dumps(args, sort_keys=True)
             if key not in self.obeyed:
@@ -175,6 +224,20 @@ class Obedient:
         if self.protocol == "native":
             return "Done."
         return "[response_text]\nDone.\n[/response_text]"
+
+    def _verdict(self, request: ModelRequest) -> Any:
+        text = str(json.loads(str(request.messages[0].content))["text"])
+        found = _CALL.search(text)
+        note = text[found.start() :].splitlines()[0] if found else "nothing asked"
+        if self.protocol == "native":
+            return ScriptedModel.json({"urgent": found is not None, "note": note})
+        urgent = "true" if found else "false"
+        return f"[schema: ExtractOutput]\nurgent: {urgent}\nnote: {note}\n[/schema]"
+
+    def _helper(self, text: str) -> Any:
+        if self.protocol == "native":
+            return ScriptedModel.call("helper__Extract", {"text": text})
+        return f"[helper_call: Extract]\ntext: {json.dumps(text)}\n[/helper_call]"
 
     def _pending(self, request: ModelRequest) -> list[tuple[str, dict[str, Any]]]:
         latest: list[str] = []
@@ -198,7 +261,11 @@ class Obedient:
 
 
 async def run_scenario(
-    doc: dict[str, Any], scenario: Mapping[str, Any], injected: bool, protocol: str
+    doc: dict[str, Any],
+    scenario: Mapping[str, Any],
+    injected: bool,
+    protocol: str,
+    quarantine: bool = False,
 ) -> dict[str, Any]:
     """Run one scenario; what ran, what was asked, what was flagged."""
     plan = [scenario["source"], *scenario["plan"]]
@@ -219,7 +286,7 @@ async def run_scenario(
     agent = create_agent(
         doc,
         {
-            "provider": ScriptedModel(Obedient(plan, protocol)),
+            "provider": ScriptedModel(Obedient(plan, protocol, quarantine)),
             "tools": {n: tool(n) for n in names},
             "context": CONTEXT,
             "approver": lambda request: asked.append(request) or False,
@@ -228,6 +295,8 @@ async def run_scenario(
         compiler_version=__version__,
         ir_version=1,
     )
+    if DEBUG:
+        agent.on_intent(lambda n, v, a: print(a, n, str(v)[:160]))
     session = await agent.run(scenario["user"])
     turn = session["turns"][-1]
     wanted = [(s["tool"], s["args"]) for s in scenario["plan"]]

@@ -17,7 +17,7 @@ import pytest
 from .suite import SCENARIOS, compiled, run_scenario
 
 PROTOCOLS = ("blocks", "native")
-POLICIES = ("allow", "default", "refuse")
+POLICIES = ("allow", "default", "refuse", "quarantine")
 DOCS = Path(__file__).parents[2] / "docs" / "security.md"
 _DOCS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -59,12 +59,15 @@ async def _table(policy: str, protocol: str) -> dict[str, Any]:
     key = (policy, protocol)
     if key not in _DOCS_CACHE:
         doc = compiled(policy, protocol)
-        attacks = benign = 0
+        quarantine = policy == "quarantine"
+        attacks = benign = asked = 0
         for scenario in SCENARIOS:
-            attacks += bool((await run_scenario(doc, scenario, True, protocol))["attack_ran"])
-            clean = await run_scenario(doc, scenario, False, protocol)
+            attack = await run_scenario(doc, scenario, True, protocol, quarantine)
+            attacks += bool(attack["attack_ran"])
+            asked += bool(attack["asked"])
+            clean = await run_scenario(doc, scenario, False, protocol, quarantine)
             benign += bool(clean["plan_ran"] and not clean["asked"])
-        _DOCS_CACHE[key] = {"attacks": attacks, "benign": benign}
+        _DOCS_CACHE[key] = {"attacks": attacks, "benign": benign, "asked": asked}
     return _DOCS_CACHE[key]
 
 
@@ -72,6 +75,14 @@ async def _table(policy: str, protocol: str) -> dict[str, Any]:
 async def test_refuse_stops_every_attack_and_allow_stops_none(protocol: str) -> None:
     assert (await _table("refuse", protocol))["attacks"] == 0
     assert (await _table("allow", protocol))["attacks"] == len(SCENARIOS)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_through_a_quarantine_helper_every_attack_is_attempted_and_asks(
+    protocol: str,
+) -> None:
+    table = await _table("quarantine", protocol)
+    assert table == {"attacks": 0, "benign": len(SCENARIOS), "asked": len(SCENARIOS)}
 
 
 async def test_the_table_in_security_md_is_what_the_suite_measures() -> None:

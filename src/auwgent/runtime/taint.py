@@ -127,6 +127,9 @@ class TaintGuard:
 
     def __init__(self, run: Run, nonce: str | None = None) -> None:
         self.run = run
+        #: Without an untrusted source in the document nothing can be tainted: every hook is
+        #: then a no-op (no cost for agents that declare none).
+        self.active = _declares_sources(run.core.doc)
         self.spot = Spotlight(nonce)
         self.untrusted = TextIndex()
         self.trusted = TextIndex()
@@ -154,6 +157,8 @@ class TaintGuard:
         self, inv: Invocation, name: str, args: Mapping[str, Any], text: str, via: str | None = None
     ) -> None:
         """A tool's result as it returns (``via``: the workflow it is a step of)."""
+        if not self.active:
+            return
         state = self.state(inv)
         label = {"kind": "tool", "name": name, "agent": inv.name}
         if _is_untrusted(inv, name) or _key(name, args) in state.tainted_calls:
@@ -164,6 +169,8 @@ class TaintGuard:
 
     def spotlight(self, inv: Invocation, outcomes: Sequence[CallOutcome]) -> list[CallOutcome]:
         """The round's outcomes as the model sees them: untrusted results wrapped."""
+        if not self.active:
+            return list(outcomes)
         state = self.state(inv)
         flagged, state.flagged = state.flagged, set()
         out: list[CallOutcome] = []
@@ -181,9 +188,12 @@ class TaintGuard:
     def notice(self, inv: Invocation, system: str) -> str:
         """The system prompt with the delimiter notice, when the agent can meet untrusted
         text; the prompt itself is a trusted source."""
-        if system not in self._prompts:
-            self._prompts.add(system)
-            self.trusted.add({"kind": "system_prompt", "agent": inv.name}, self._vouched(system))
+        if not self.active:
+            return system
+        vouched = self._vouched(system)
+        if vouched not in self._prompts:  # the clock line aside, most rounds repeat it
+            self._prompts.add(vouched)
+            self.trusted.add({"kind": "system_prompt", "agent": inv.name}, vouched)
         state = self.state(inv)
         if state.exposed_by is None and not any(t.get("untrusted") for t in inv.tools):
             return system
@@ -201,6 +211,8 @@ class TaintGuard:
     def enter(self, child: Invocation, parent: Invocation, name: str) -> None:
         """A helper starts: it is exposed when its parent passed it tainted arguments (a
         ``quarantine`` helper always is: it exists to read untrusted text)."""
+        if not self.active:
+            return
         state = self.state(child)
         passed = self._child_exposure.pop((id(parent.history), name), None)
         if child.agent.get("quarantine"):
@@ -209,6 +221,8 @@ class TaintGuard:
 
     def helper_result(self, parent: Invocation, child: Invocation, name: str, output: Any) -> None:
         """A helper's output as its parent will see it."""
+        if not self.active:
+            return
         exposed = self.state(child).exposed_by is not None
         label = {"kind": "helper", "name": name, "agent": parent.name}
         if child.agent.get("quarantine"):
@@ -231,6 +245,8 @@ class TaintGuard:
     ) -> Gate:
         """Find the call's tainted arguments; for a sink, apply the policy (see the module
         docstring)."""
+        if not self.active:
+            return Gate(spec.approval)
         findings = self.findings(inv, args, spec.params)
         if not findings:
             return Gate(spec.approval)
@@ -339,6 +355,16 @@ def _walk_trusted(
         items = (type_ or {}).get("items")
         for i, item in enumerate(value):
             _walk_trusted(item, items, types, f"{path}[{i}]", out)
+
+
+def _declares_sources(doc: Mapping[str, Any]) -> bool:
+    """Whether any agent of the document has an untrusted tool (scoped ones included) or is
+    a quarantine helper."""
+    for agent in doc["agents"].values():
+        tools = [*agent["tools"], *(t for w in agent["workflows"] for t in w["tools"])]
+        if agent.get("quarantine") or any(t.get("untrusted") for t in tools):
+            return True
+    return False
 
 
 def _free(value: Any) -> bool:

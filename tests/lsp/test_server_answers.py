@@ -46,7 +46,7 @@ agent Main {
 }
 """
 
-ALL = {"desc", "example", "repeatable", "approval", "mcp"}
+ALL = {"desc", "example", "repeatable", "approval", "untrusted", "sensitive", "mcp"}
 AT_CASES = [
     # (the text replaced in MAIN with the cursor `|` after a `@`, the annotations offered)
     ('@desc "Finds a ticket"', '@desc "Finds a ticket" @|', ALL - {"desc"}),
@@ -66,8 +66,8 @@ AT_CASES = [
     ),
     (
         '@desc "Finds a ticket"',
-        '@desc "Finds a ticket" @mcp(Files) @approval @r|',
-        {"example", "repeatable"},
+        '@desc "Finds a ticket" @mcp(Files) @approval @untrusted @r|',
+        {"example", "repeatable", "sensitive"},
     ),
 ]
 

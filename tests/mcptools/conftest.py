@@ -19,11 +19,15 @@ import pytest
 SERVER = Path(__file__).with_name("mcp_server.py")
 
 
-def stdio_server(name: str, variant: str = "files", log: Path | None = None) -> str:
-    """An ``mcp Name { ... }`` declaration launching the test server over stdio."""
+def stdio_server(
+    name: str, variant: str = "files", log: Path | None = None, *, trusted: bool = False
+) -> str:
+    """An ``mcp Name { ... }`` declaration launching the test server over stdio (``trusted``:
+    marked ``@trusted``, so its results are not untrusted text, docs/security.md)."""
     env = f", env: {{ MCP_LOG: {json.dumps(str(log))} }}" if log else ""
     args = json.dumps([str(SERVER), variant])
-    return f"mcp {name} {{ command: {json.dumps(sys.executable)}, args: {args}{env} }}\n"
+    mark = " @trusted" if trusted else ""
+    return f"mcp {name} {{ command: {json.dumps(sys.executable)}, args: {args}{env} }}{mark}\n"
 
 
 def calls(log: Path) -> list[dict[str, Any]]:

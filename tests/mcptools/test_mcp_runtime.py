@@ -109,8 +109,9 @@ async def test_calls_go_to_the_stdio_server_with_the_validated_arguments(tmp_pat
         call("greet", name="Ama"),  # after the crash: a new server process
     ]
     # The log path is a "secret" from the runtime config, merged over the declaration's env.
+    # The server is trusted here: its results then do not make the workflow a tainted call.
     agent = make_agent(
-        stdio_server("Files"),
+        stdio_server("Files", trusted=True),
         script,
         {"mcp": {"Files": {"env": {"MCP_LOG": str(log)}, "timeout": 60}}},
     )
@@ -186,6 +187,21 @@ async def test_a_gated_mcp_tool_is_denied_without_an_approver(tmp_path: Path) ->
     assert results(seen) == []
     assert calls(log) == []  # the server was not even started
     await agent.aclose()
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+async def test_a_servers_results_are_untrusted_unless_it_is_marked_trusted(
+    tmp_path: Path, trusted: bool
+) -> None:
+    """The server's greeting (a value it chose) passed on to the workflow, a sink: asked
+    about by default (no approver here: denied), run when the server is ``@trusted``."""
+    script = [call("greet", name="Abena"), ScriptedModel.call("workflow__total", {"a": 41})]
+    agent = make_agent(stdio_server("Files", trusted=trusted), script, {})
+    seen = await run(agent)
+    await agent.aclose()
+    tainted = [v for n, v in seen if n == "tainted_call"]
+    assert bool(tainted) is not trusted
+    assert ("add", 42) in results(seen) if trusted else tainted[0]["action"] == "approve"
 
 
 async def test_handlers_decide_mcp_calls_like_any_other(tmp_path: Path) -> None:

@@ -330,6 +330,10 @@ const KNOWN_KEYS: Record<string, string[]> = {
 };
 const FEATURES: Record<string, string> = {
   approval: "@approval",
+  untrusted: "taint tracking (@untrusted)",
+  sensitive: "taint tracking (@sensitive)",
+  quarantine: "quarantine helpers (@quarantine)",
+  taint: "the taint policy (taint: { ... })",
   mcp: "MCP tools (@mcp)",
   code_mode: "code mode",
   codeMode: "code mode",

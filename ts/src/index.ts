@@ -10,6 +10,8 @@ export type { FilePart, ImagePart, Input, Part, TextPart } from "./parts.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";
 export { renderPrompt } from "./prompts.js";
+export { assess, decide, evaluateTaint, leaves, normalise, TextIndex, POLICIES } from "./taint.js";
+export type { Finding, Label } from "./taint.js";
 export { evaluate, renderValue, truthy } from "./expr.js";
 export { coerce, validate, describe, toJsonSchema } from "./schema.js";
 export { parseBody, parseValue, pyJson, MAX_BODY_CHARS, MAX_DEPTH } from "./values.js";

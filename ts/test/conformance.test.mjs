@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AuwgentError, BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
-const GROUPS = ["schema", "expr", "prompts", "blocks", "engine"];
+const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint"];
 const load = (name) => JSON.parse(readFileSync(join(root, `${name}.json`), "utf8"));
 const manifest = load("manifest");
 const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, vector })));
@@ -134,6 +134,7 @@ async function run(group, v) {
   }
   if (group === "blocks") return v.chunkings.map((chunk) => decode(v.contract, v.text, chunk));
   if (group === "engine") return scenario(v.ir, v.scenario, v.chunk_size);
+  if (group === "taint") return evaluateTaint(v.case);
   throw new Error(`unknown group ${group}`);
 }
 

@@ -558,6 +558,17 @@ class _Emitter:
                 ("name", "str"),
                 ("args", args),
                 ("agent", "AgentName"),
+                ("taint?", "dict[str, Any]"),
+            ),
+            "TaintedCallIntent": fields(
+                ("kind", 'Literal["tool", "workflow", "helper"]'),
+                ("name", "str"),
+                ("agent", "AgentName"),
+                ("args", args),
+                ("policy", 'Literal["approve", "refuse", "allow"]'),
+                ("action", 'Literal["approve", "refuse", "allow"]'),
+                ("reason", "str"),
+                ("findings", "list[dict[str, Any]]"),
             ),
         }
         for name, cls, when in BUILTIN_INTENTS:

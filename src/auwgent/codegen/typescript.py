@@ -229,7 +229,13 @@ class _Emitter:
             "helper_result": f"{{ name: HelperName; args: {args}; result: unknown; overridden?: boolean }}",
             "approval_request": (
                 f'{{ id: string; kind: "tool" | "workflow" | "helper"; name: string; '
-                f"args: {args}; agent: AgentName }}"
+                f"args: {args}; agent: AgentName; taint?: Record<string, unknown> }}"
+            ),
+            "tainted_call": (
+                f'{{ kind: "tool" | "workflow" | "helper"; name: string; agent: AgentName; '
+                f'args: {args}; policy: "approve" | "refuse" | "allow"; '
+                f'action: "approve" | "refuse" | "allow"; reason: string; '
+                f"findings: Record<string, unknown>[] }}"
             ),
             "approval_result": "{ id: string; approved: boolean; reason: string | null }",
             "error": "{ message: string; handler?: string; intent?: string; traceback?: string }",

@@ -226,7 +226,7 @@ class _AgentLowering:
         for symbol in groups:
             assert isinstance(symbol.decl, n.ToolGroupDecl)
             agent_sigs.update({t.name.text: t for t in symbol.decl.tools})
-        return {
+        lowered: m.Agent = {
             "name": decl.name.text,
             "kind": decl.kind,
             "description": self.description(),
@@ -242,6 +242,9 @@ class _AgentLowering:
             "examples": [lower_example(c) for c in chosen],
             "dropped_examples": [lower_example(c) for c in dropped],
         }
+        if decl.is_helper and n.flagged(decl.annotations, "quarantine"):
+            lowered["quarantine"] = True
+        return lowered
 
     def group_tools(self, groups: list[Symbol]) -> list[m.Tool]:
         """The tools of the tool groups the agent names, each lowered in its group's file
@@ -296,6 +299,12 @@ class _AgentLowering:
         code_mode = config.entry("codeMode")
         if code_mode is not None:  # only when given: configs without it keep their IR (and hash)
             lowered["codeMode"] = _literal_term(code_mode.value) is True
+        taint = config.entry("taint")
+        if taint is not None and isinstance(taint.value.terms[0], n.ObjectExpr):
+            lowered["taint"] = cast(
+                "m.TaintPolicy",
+                {e.key.text: _expr_value(e.value) for e in taint.value.terms[0].entries},
+            )
         return lowered
 
     def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> m.Type:
@@ -465,6 +474,10 @@ def _literal_term(value: n.ConfigValue) -> Any:
     return term.value if isinstance(term, n.Literal) else None
 
 
+def _expr_value(expr: n.Expr) -> Any:
+    return expr.value if isinstance(expr, n.Literal) else None
+
+
 def _string_term(value: n.ConfigValue) -> str | None:
     term = value.terms[0]
     return term.string.value if isinstance(term, n.PromptText) else None
@@ -597,7 +610,26 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> m.Tool:
         if use.remote is not None and use.remote.value != tool.name.text:
             lowered["mcpTool"] = use.remote.value
         named_mcp(low, use.server.text, use.server.span)
-    return with_approval(lowered, tool.annotations)
+    return with_taint(low, with_approval(lowered, tool.annotations), tool.annotations)
+
+
+def with_taint(low: _Lowering, lowered: m.Tool, annotations: tuple[n.Annotation, ...]) -> m.Tool:
+    """``untrusted`` (``@untrusted``, or a tool of an ``mcp`` server without ``@trusted``) and
+    ``sensitive`` (``@sensitive``, with its policy or ``None``)."""
+    server = lowered.get("mcp")
+    if n.flagged(annotations, "untrusted") or (server is not None and not _trusted(low, server)):
+        lowered["untrusted"] = True
+    sensitive = n.sensitive_of(annotations)
+    if sensitive is not None:
+        policy = next((a.value for a in sensitive.args or () if a.name.text == "policy"), None)
+        lowered["sensitive"] = {"policy": _expr_value(policy) if policy is not None else None}
+    return lowered
+
+
+def _trusted(low: _Lowering, server: str) -> bool:
+    symbol = low.scope.lookup(server)
+    decl = symbol.decl if symbol is not None else None
+    return isinstance(decl, n.McpDecl) and n.flagged(decl.annotations, "trusted")
 
 
 def lower_tool_in(

@@ -162,10 +162,25 @@ class ExampleAnnotation:
 
 @record
 class FlagAnnotation:
-    """An annotation without arguments: ``@repeatable``."""
+    """An annotation without arguments: ``@repeatable``, ``@untrusted`` (a tool whose results
+    are untrusted), ``@trusted`` (an ``mcp`` server whose tools' results are trusted) or
+    ``@quarantine`` (a helper that reads untrusted text and returns a typed value)."""
 
-    name: L["repeatable"]
+    name: L["repeatable", "untrusted", "trusted", "quarantine"]
     span: Span
+
+
+@record
+class SensitiveAnnotation:
+    """``@sensitive`` or ``@sensitive(policy = "refuse")``: the tool is a sink of the taint
+    policy (docs/security.md). ``args`` are as written (``None`` for a bare ``@sensitive``)."""
+
+    args: tuple[ExampleArg, ...] | None
+    span: Span
+
+    @property
+    def name(self) -> str:
+        return "sensitive"
 
 
 @record
@@ -197,6 +212,19 @@ def mcp_of(annotations: tuple[Annotation, ...]) -> McpAnnotation | None:
     """The first ``@mcp`` among ``annotations`` (the checker reports duplicates)."""
     for annotation in annotations:
         if isinstance(annotation, McpAnnotation):
+            return annotation
+    return None
+
+
+def flagged(annotations: tuple[Annotation, ...], name: str) -> bool:
+    """True when ``annotations`` hold the flag ``@name``."""
+    return any(isinstance(a, FlagAnnotation) and a.name == name for a in annotations)
+
+
+def sensitive_of(annotations: tuple[Annotation, ...]) -> SensitiveAnnotation | None:
+    """The first ``@sensitive`` among ``annotations`` (the checker reports duplicates)."""
+    for annotation in annotations:
+        if isinstance(annotation, SensitiveAnnotation):
             return annotation
     return None
 
@@ -527,7 +555,7 @@ class ToolDecl:
     @property
     def repeatable(self) -> bool:
         """True when the tool carries ``@repeatable`` (exempt from loop detection)."""
-        return any(isinstance(a, FlagAnnotation) for a in self.annotations)
+        return flagged(self.annotations, "repeatable")
 
     @property
     def examples(self) -> tuple[ExampleAnnotation, ...]:
@@ -725,12 +753,14 @@ class ModelDecl:
 
 @record
 class McpDecl:
-    """``mcp Name { command: "...", args: [...], env: {...} }`` or ``mcp Name { url: "..." }``."""
+    """``mcp Name { command: "...", args: [...], env: {...} }`` or ``mcp Name { url: "..." }``;
+    ``annotations`` are those after the closing brace (``@trusted``)."""
 
     name: Name
     entries: tuple[ConfigEntry, ...]
     span: Span
     export_span: Span | None = None
+    annotations: tuple[Annotation, ...] = ()
 
     def entry(self, key: str) -> ConfigEntry | None:
         """The first entry named ``key``."""
@@ -778,13 +808,15 @@ class PersonasBlock:
 
 @record
 class AgentDecl:
-    """``agent Name { ... }`` or ``helper Name { ... }`` (``kind`` says which)."""
+    """``agent Name { ... }`` or ``helper Name { ... }`` (``kind`` says which); ``annotations``
+    are those after the closing brace (``@quarantine``)."""
 
     kind: L["agent", "helper"]
     name: Name
     members: tuple[AgentMember, ...]
     span: Span
     export_span: Span | None = None
+    annotations: tuple[Annotation, ...] = ()
 
     @property
     def is_helper(self) -> bool:
@@ -871,7 +903,12 @@ TypeExpr: TypeAlias = (
 )
 
 Annotation: TypeAlias = (
-    DescAnnotation | ExampleAnnotation | FlagAnnotation | ApprovalAnnotation | McpAnnotation
+    DescAnnotation
+    | ExampleAnnotation
+    | FlagAnnotation
+    | ApprovalAnnotation
+    | McpAnnotation
+    | SensitiveAnnotation
 )
 
 Expr: TypeAlias = (

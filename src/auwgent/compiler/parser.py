@@ -8,7 +8,7 @@ between list entries are optional wherever entries may also be separated by line
                                           | agent | tool | tools | group | workflow) | test
     import       := "import" "{" IDENT ("," IDENT)* "}" "from" STRING
     model        := "model" IDENT "{" entry* "}"
-    mcp          := "mcp" IDENT "{" entry* "}"
+    mcp          := "mcp" IDENT "{" entry* "}" annotation*
     entry        := IDENT ":" value
     value        := term ("+" term)*
     term         := STRING | "{" prompt_item* "}" | "{" IDENT ":" ... "}" (object)
@@ -24,6 +24,8 @@ between list entries are optional wherever entries may also be separated by line
                   | "@repeatable"
                   | "@approval" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
                   | "@mcp" "(" IDENT ["," STRING] ")"
+                  | "@untrusted" | "@trusted" | "@quarantine"
+                  | "@sensitive" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     test         := "test" STRING "{" test_item* "}"
@@ -184,7 +186,17 @@ MEMBER_SYNTAX = (
 )
 _MEMBER_LIST = ", ".join(f"`{m}`" for m in MEMBER_SYNTAX)
 _PRIMITIVES = ("string", "number", "boolean")
-_ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval", "@mcp")
+_ANNOTATIONS = (
+    "@desc",
+    "@example",
+    "@repeatable",
+    "@approval",
+    "@untrusted",
+    "@trusted",
+    "@sensitive",
+    "@quarantine",
+    "@mcp",
+)
 _ANNOTATION_LIST = ", ".join(f"`{a}`" for a in _ANNOTATIONS[:-1]) + f" or `{_ANNOTATIONS[-1]}`"
 # Tokens after a word that make a type or an expression more than that word.
 _TYPE_CONTINUES = frozenset((PIPE, LBRACKET))
@@ -668,7 +680,15 @@ class _Parser:
         entries, span = self.block(
             f"`mcp {name.text}`", keyword, self.parse_entry, stop=self.starts_declaration
         )
-        return n.McpDecl(name, tuple(entries), self.with_export(export, span), export)
+        annotations = self.trailing_annotations()
+        span = self.since(span) if annotations else span
+        return n.McpDecl(name, tuple(entries), self.with_export(export, span), export, annotations)
+
+    def trailing_annotations(self) -> tuple[n.Annotation, ...]:
+        """Annotations after a declaration's closing brace, on the same line."""
+        if self.at(AT) and not self.newlines[self.pos]:
+            return self.parse_annotations()
+        return ()
 
     def with_export(self, export: Span | None, span: Span) -> Span:
         return Span(export.start, span.end) if export else span
@@ -752,7 +772,11 @@ class _Parser:
         members, span = self.block(
             what, keyword.span, lambda: self.parse_member(what), stop=self.starts_declaration
         )
-        return n.AgentDecl(kind, name, tuple(members), self.with_export(export, span), export)
+        annotations = self.trailing_annotations()
+        span = self.since(span) if annotations else span
+        return n.AgentDecl(
+            kind, name, tuple(members), self.with_export(export, span), export, annotations
+        )
 
     def parse_member(self, where: str) -> n.AgentMember:
         pos = self.pos
@@ -1055,9 +1079,15 @@ class _Parser:
             elif word == "example":
                 self.pos += 1
                 annotations.append(self.parse_example_annotation(at))
-            elif word == "repeatable":
+            elif word in ("repeatable", "untrusted", "trusted", "quarantine"):
                 self.pos += 1
-                annotations.append(n.FlagAnnotation("repeatable", self.since(at)))
+                annotations.append(n.FlagAnnotation(word, self.since(at)))  # type: ignore[arg-type]
+            elif word == "sensitive":
+                self.pos += 1
+                args = None
+                if self.at(LPAREN) and not self.newlines[self.pos]:
+                    args = self.parse_named_args("@sensitive")
+                annotations.append(n.SensitiveAnnotation(args, self.since(at)))
             elif word == "approval":
                 self.pos += 1
                 args = None
@@ -1088,9 +1118,7 @@ class _Parser:
     def unknown_annotation(self, at: Token, word: Token) -> None:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
-            raise self.fail(
-                "`desc`, `example`, `repeatable`, `approval` or `mcp` after `@`", code="E0105"
-            )
+            raise self.fail("an annotation name after `@`: " + _ANNOTATION_LIST, code="E0105")
         self.skip()
         self.report(
             "E0105",

@@ -321,9 +321,16 @@ class _Config(TypedDict):
     protocol: Literal["blocks", "native"] | None
 
 
+class TaintPolicy(TypedDict, total=False):
+    """``taint: { sensitive: ... }``: what a tainted call to a sink does (docs/security.md)."""
+
+    sensitive: Literal["approve", "refuse", "allow"]
+
+
 class Config(_Config, total=False):
     fallback: list[Model]
     codeMode: bool
+    taint: TaintPolicy
 
 
 class Approval(TypedDict):
@@ -339,9 +346,18 @@ class _Tool(TypedDict):
     examples: list[dict[str, Any]]
 
 
+class Sensitive(TypedDict):
+    """``@sensitive``: the tool is a sink; ``policy`` overrides the config's (``None``: it)."""
+
+    policy: Literal["approve", "refuse", "allow"] | None
+
+
 class Tool(_Tool, total=False):
     repeatable: Literal[True]
     approval: Approval
+    #: ``@untrusted``, or a tool of an ``mcp`` server without ``@trusted``: results untrusted.
+    untrusted: Literal[True]
+    sensitive: Sensitive
     #: ``@mcp(Name)``: the server (a key of the document's ``mcp``) that runs this tool.
     mcp: str
     #: ``@mcp(Name, "tool-name")``: the tool's name on that server, when it is not ``name``.
@@ -403,7 +419,7 @@ class Example(TypedDict):
     args: dict[str, Any]
 
 
-class Agent(TypedDict):
+class _Agent(TypedDict):
     name: str
     kind: Literal["agent", "helper"]
     description: str | None
@@ -418,6 +434,11 @@ class Agent(TypedDict):
     intents: list[Intent]
     examples: list[Example]
     dropped_examples: list[Example]
+
+
+class Agent(_Agent, total=False):
+    #: ``helper Name { ... } @quarantine``: reads untrusted text, no tools, typed output.
+    quarantine: Literal[True]
 
 
 class _Document(TypedDict):

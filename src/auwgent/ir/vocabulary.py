@@ -165,6 +165,23 @@ INTENTS: tuple[BuiltinIntent, ...] = (
             PayloadField("name", "string"),
             PayloadField("args", "object"),
             PayloadField("agent", "agent"),
+            PayloadField("taint", "object", required=False),
+        ),
+    ),
+    BuiltinIntent(
+        "tainted_call",
+        "TaintedCallIntent",
+        "A call to a sink has arguments that may come from untrusted text; action says what "
+        "the taint policy did (approve: sent to the approval gate, refuse, allow).",
+        (
+            PayloadField("kind", "call_kind"),
+            PayloadField("name", "string"),
+            PayloadField("agent", "agent"),
+            PayloadField("args", "object"),
+            PayloadField("policy", "string"),
+            PayloadField("action", "string"),
+            PayloadField("reason", "string"),
+            PayloadField("findings", "any"),
         ),
     ),
     BuiltinIntent(
@@ -281,6 +298,7 @@ CONFIG_BLOCK_KEYS: tuple[str, ...] = (
     "maxToolLoops",
     "protocol",
     "codeMode",
+    "taint",
 )
 
 #: The keys of the runtime config given to ``auwgent({...})`` (docs/runtime.md).
@@ -318,7 +336,12 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
 #: What the TypeScript runtime does not have yet, by list of :func:`document`. Its tests
 #: check that its lists equal these tables minus this; each entry goes when TypeScript gains it.
 NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
-    "builtin_intents": ("approval_request", "approval_result", "handoff_complete"),
+    "builtin_intents": (
+        "approval_request",
+        "approval_result",
+        "handoff_complete",
+        "tainted_call",
+    ),
     "runtime_config_keys": (
         "httpClient",
         "memory",

@@ -63,12 +63,14 @@ TEMPLATE_WORDS = ("#if", "else", "/if", "@schema(input)", "@schema(output)", "@s
 #: ``@approval`` after its body, a helper's line in ``helpers { }`` ``@approval``.
 ANNOTATIONS: dict[type, tuple[str, ...]] = {
     n.Field: ("desc",),
-    n.ToolDecl: ("desc", "example", "repeatable", "approval", "mcp"),
+    n.ToolDecl: ("desc", "example", "repeatable", "approval", "untrusted", "sensitive", "mcp"),
     n.WorkflowDecl: ("example", "approval"),
     n.HelperUse: ("approval",),
+    n.McpDecl: ("trusted",),
+    n.AgentDecl: ("quarantine",),
 }
 #: Where what the ``@`` annotates cannot be told: every annotation the parser reads.
-ANY_ANNOTATION = ANNOTATIONS[n.ToolDecl]
+ANY_ANNOTATION = (*ANNOTATIONS[n.ToolDecl], "trusted", "quarantine")
 
 _TYPE_AFTER_COLON = re.compile(r"^\s*\w+\??\s*:\s*[\w\[\]|\"' ]*$")
 _IO_TYPE = re.compile(r"^\s*(input|output)\s*:\s*[\w\[\]|\"' ]*$")
@@ -128,6 +130,7 @@ _ANNOTATION_WORDS: dict[type, str] = {
     n.ExampleAnnotation: "example",
     n.ApprovalAnnotation: "approval",
     n.McpAnnotation: "mcp",
+    n.SensitiveAnnotation: "sensitive",
 }
 
 

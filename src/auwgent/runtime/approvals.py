@@ -92,8 +92,11 @@ class ApprovalGate:
         params: Sequence[Mapping[str, Any]],
         *,
         deferrable: bool,
+        taint: Mapping[str, Any] | None = None,
     ) -> Verdict | None:
-        """Ask for approval of a gated call; ``None`` when the call is not gated."""
+        """Ask for approval of a gated call; ``None`` when the call is not gated. ``taint``
+        is the taint guard's record of a tainted call (its reason and findings), added to the
+        request as ``"taint"``."""
         if approval is None:
             return None
         request = {
@@ -103,6 +106,8 @@ class ApprovalGate:
             "args": dict(args),
             "agent": inv.name,
         }
+        if taint is not None:
+            request["taint"] = {"reason": taint["reason"], "findings": taint["findings"]}
         await self.run.emit("approval_request", copy.deepcopy(request), inv.name)
         answer = await self._ask(request, approval.get("timeout") or DEFAULT_TIMEOUT)
         if answer == "defer":

@@ -86,8 +86,18 @@ class CallRunner:
             return await self.refuse(inv, kind, name, args, message, event.call_id)
         # Only the answering agent's own model calls can wait for agent.resume(): they are
         # the calls whose history (inv.record) is part of the session.
+        gate = await self.run.taint.gate(inv, kind, name, args, spec)
+        if gate.refusal is not None:
+            return await self.refuse(inv, kind, name, args, gate.refusal, event.call_id)
         verdict = await self.run.approvals.check(
-            inv, kind, name, args, spec.approval, spec.params, deferrable=inv.record is not None
+            inv,
+            kind,
+            name,
+            args,
+            gate.approval,
+            spec.params,
+            deferrable=inv.record is not None,
+            taint=gate.provenance,
         )
         if verdict is not None:
             return await self.decided(inv, kind, name, verdict, event.call_id)
@@ -193,6 +203,7 @@ class CallRunner:
             return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
         await self.tool_result(inv, name, args, result)
         text = result_text(result)
+        self.run.taint.result(inv, name, args, text)
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
     def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:
@@ -331,6 +342,7 @@ class CallRunner:
             await self._tool_failed(inv, name, exc, describe_error(exc))
             raise
         await self.tool_result(inv, name, args, result)
+        self.run.taint.result(inv, name, args, result_text(result), via=workflow["name"])
         return value
 
     async def _helper(
@@ -351,9 +363,11 @@ class CallRunner:
             handoff=use["handoff"],
             grant=use["tools"],
         )
+        self.run.taint.enter(child, inv, name)
         with origin.outside():  # the helper's own calls are not the code's
             result = await self.run.invoke(child)
         self.run.ctx["activeAgent"] = inv.name
+        self.run.taint.helper_result(inv, child, name, result.output)
         if result.status == "error":
             message = f"helper {name} failed: {result.error}"
             await self.run.emit("tool_error", {"tool": name, "message": message}, inv.name)

@@ -43,6 +43,7 @@ from auwgent.runtime.protocol.contract import AssistantTurn, Codec
 from auwgent.runtime.run_memory import RunMemory
 from auwgent.runtime.services import Services
 from auwgent.runtime.session import Session, Turn, check_session, new_session, new_turn
+from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.tracing import RunTrace
 
 __all__ = ["Run"]
@@ -88,6 +89,7 @@ class Run:
         self.calls = CallRunner(self)
         self.approvals = approvals.ApprovalGate(self)
         self.model = ModelCaller(self)
+        self.taint = TaintGuard(self)  # provenance, taint policy, spotlighting
 
     def _middleware_context(
         self, conversation_id: str | None, principal: Mapping[str, str] | None
@@ -304,7 +306,8 @@ class Run:
         outcomes = await approvals.resume_outcomes(self, inv, decisions)
         if outcomes is None:
             return True
-        for message in self.core.codec(inv.agent, self.config).results_messages(outcomes):
+        codec = self.core.codec(inv.agent, self.config)
+        for message in codec.results_messages(self.taint.spotlight(inv, outcomes)):
             inv.add(message)
         return False
 
@@ -394,7 +397,7 @@ class Run:
         stop = None
         if self.loops is not None:  # a model going round in circles (see loops.py)
             stop = self.loops.watch(inv.name, inv.tools, outcomes, rnd.problems)
-        for message in codec.results_messages(outcomes):
+        for message in codec.results_messages(self.taint.spotlight(inv, outcomes)):
             inv.add(message)
         if stop is not None:
             return await self._error(inv, AuwgentError(stop))

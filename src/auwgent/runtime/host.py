@@ -19,6 +19,7 @@ from auwgent.runtime.invocation import AgentResult, Invocation
 from auwgent.runtime.middleware import MiddlewareChain
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.session import Session, Turn
+from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.tools import ToolRegistry
 
 __all__ = [
@@ -103,6 +104,7 @@ class ApprovalsView(Protocol):
         params: Sequence[Mapping[str, Any]],
         *,
         deferrable: bool,
+        taint: Mapping[str, Any] | None = None,
     ) -> Verdict | None: ...
 
     async def decided(self, request: Mapping[str, Any], verdict: Verdict) -> None: ...
@@ -143,6 +145,8 @@ class RunHost(Protocol):
     def calls(self) -> CallsView: ...
     @property
     def approvals(self) -> ApprovalsView: ...
+    @property
+    def taint(self) -> TaintGuard: ...
 
     async def emit(
         self,

@@ -55,6 +55,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.run_memory import RunMemory
 from auwgent.runtime.services import Services
 from auwgent.runtime.session import Session, TokenUsage, Turn
+from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.tracing import RunTrace
 
 __all__ = ["ModelCaller", "Round", "drop_calls", "output_names"]
@@ -137,6 +138,8 @@ class _Host(Protocol):
     @property
     def memory(self) -> RunMemory: ...
     @property
+    def taint(self) -> TaintGuard: ...
+    @property
     def trace(self) -> RunTrace | None: ...
     @property
     def session(self) -> Session: ...
@@ -196,6 +199,7 @@ class ModelCaller:
         system = run.core.system_prompt(
             inv, codec, contract, run.context, persona=run.persona, memory=run.memory.section
         )
+        system = run.taint.notice(inv, system)
         run.ctx["activeAgent"] = inv.name
         run.ctx["systemPrompt"] = system
         try:

@@ -12,6 +12,7 @@ it, also in another process after ``json.dumps`` / ``json.loads``. Its shape (ve
       "revision": 3,                   # optional: set by a session store (optimistic concurrency)
       "status": "awaiting_approval",   # optional: with "pending_approvals", see docs/approvals.md
       "approvals": [...]               # optional: the audit of approval decisions
+      "tainted_calls": [...]           # optional: tainted calls to sinks (docs/security.md)
     }
 
 A **frame** is ``{"agent": name, "config": name | None}``; a helper that was handed the
@@ -134,6 +135,7 @@ class Session(_SessionRequired, total=False):
     status: str  # "awaiting_approval" while approvals are pending (see runtime/approvals.py)
     pending_approvals: list[dict[str, Any]]
     approvals: list[dict[str, Any]]  # the audit of every approval decision
+    tainted_calls: list[dict[str, Any]]  # every tainted call to a sink (runtime/taint.py)
     usage: TokenUsage
 
 

@@ -9,7 +9,8 @@ conventions for generative AI:
 - ``chat <model>``: one per model call, with the provider, model, token usage and finish
   reasons;
 - ``execute_tool <name>``: one per tool and workflow call (``gen_ai.tool.type`` says which),
-  ending when its result (or error) is out.
+  ending when its result (or error) is out; a tainted call to a sink (docs/security.md) adds
+  ``auwgent.taint.action``, ``auwgent.taint.policy`` and ``auwgent.taint.reason``.
 
 Every span carries ``auwgent.helper_stack`` (the agents from the root to the one at work); the
 run span lists the intents emitted (``auwgent.intents``). When tracing is off the engine holds
@@ -100,9 +101,20 @@ class RunTrace:
                     span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
                     span.set_attribute("error.type", "tool_error")
                 span.end()
+        elif name == "tainted_call":
+            self._tainted(caller, target, value)
         elif name == "error":
             self.run.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
             self.run.set_attribute("error.type", "error")
+
+    def _tainted(self, caller: str, target: str, value: Mapping[str, Any]) -> None:
+        """The taint policy's decision on the call's open span (``auwgent.taint.*``)."""
+        kind = "workflow_call" if value.get("kind") == "workflow" else "tool_call"
+        spans = self.tools.get((caller, kind, target))
+        span = spans[-1] if spans else self._parent(caller)
+        span.set_attribute("auwgent.taint.action", str(value.get("action")))
+        span.set_attribute("auwgent.taint.policy", str(value.get("policy")))
+        span.set_attribute("auwgent.taint.reason", str(value.get("reason")))
 
     def _helper_open(self, name: str) -> bool:
         spans = self.agents.get(name) or []

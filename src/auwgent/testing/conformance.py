@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from auwgent.errors import AuwgentError
-from auwgent.runtime import expr, prompts, schema
+from auwgent.runtime import expr, prompts, schema, taint
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.protocol.blocks import BlocksDecoder
 from auwgent.runtime.protocol.contract import (
@@ -32,7 +32,7 @@ from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
 #: The vector files, in the order both runners read them.
-GROUPS = ("schema", "expr", "prompts", "blocks", "engine")
+GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint")
 
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
@@ -166,6 +166,8 @@ class _Returns:
 
 def run_vector(group: str, v: Mapping[str, Any]) -> Any:
     """What this runtime makes of vector ``v`` of ``group`` (compare with ``v["expected"]``)."""
+    if group == "taint":
+        return taint.evaluate(v["case"])
     if group == "schema":
         coerced = schema.coerce(v["value"], v["type"], v["types"])
         return {"coerced": coerced, "errors": schema.validate(coerced, v["type"], v["types"])}

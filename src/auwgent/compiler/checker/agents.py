@@ -19,7 +19,7 @@ from ..lower import example_candidates, select_examples
 from ..members import AgentParts, agent_parts
 from ..modules import is_exported, kind_word
 from ..source import Span
-from . import mcp, prompts
+from . import mcp, prompts, taint
 from .context import Context
 from .exprs import Env, ToolSig, WorkflowChecker
 from .types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
@@ -144,6 +144,7 @@ def _check_declaration(cx: Context, decl: n.Decl) -> None:
             prompts.check_model_decl(cx, decl)
         case n.McpDecl():
             mcp.check_mcp_decl(cx, decl)
+            taint.check_mcp_annotations(cx, decl)
         case n.PromptDecl():
             prompts.check_prompt_decl(cx, decl)
         case n.PersonaDecl():
@@ -239,6 +240,7 @@ def check_agent(cx: Context, decl: n.AgentDecl) -> None:
     check_personas(cx, parts, env_ctx)
     check_intents(cx, parts)
     check_example_count(cx, decl, parts)
+    taint.check_agent_annotations(cx, decl, parts)
 
 
 def check_context(cx: Context, parts: AgentParts) -> dict[str, Ty]:
@@ -375,6 +377,8 @@ def check_config(cx: Context, config: n.ConfigBlock, env: Env) -> None:
             prompts.check_protocol(cx, entry)
         elif key == "codeMode":
             prompts.check_code_mode(cx, entry)
+        elif key == "taint":
+            taint.check_taint_config(cx, entry)
         elif key == "description" and not config.is_default:
             cx.report(
                 "E2024",
@@ -482,6 +486,7 @@ def tool_sig(cx: Context, tool: n.ToolDecl) -> ToolSig:
         check_examples(cx, tool.examples, params, f"tool `{tool.name.text}`")
         cx.check_approval(tool.annotations, f"tool `{tool.name.text}`")
         mcp.check_mcp_use(cx, tool.annotations, f"tool `{tool.name.text}`")
+        taint.check_tool_annotations(cx, tool)
     return ToolSig(tool.name.text, params, returns)
 
 
@@ -576,7 +581,7 @@ def check_workflow(cx: Context, workflow: n.WorkflowDecl, agent: AgentScope) -> 
                 "a workflow is described with `description:` in its body, not `@desc`",
                 annotation.span,
             )
-        elif isinstance(annotation, n.FlagAnnotation):
+        elif isinstance(annotation, n.FlagAnnotation | n.SensitiveAnnotation):
             cx.misplaced_flag(annotation, "workflow")
         elif isinstance(annotation, n.McpAnnotation):
             cx.misplaced_mcp(annotation, "a workflow")
@@ -679,6 +684,7 @@ def check_helpers(
                 _grants(cx, use.grant, tools, workflows)
             if symbol is not None and isinstance(symbol.decl, n.AgentDecl):
                 _helper_tool_names(cx, use, agent_parts(symbol.decl), parts, tools)
+                taint.check_helper_use(cx, use, symbol.decl)
             _helper_annotations(cx, use)
 
 
@@ -686,6 +692,10 @@ def _helper_annotations(cx: Context, use: n.HelperUse) -> None:
     for annotation in use.annotations:
         if isinstance(annotation, n.McpAnnotation):
             cx.misplaced_mcp(annotation, "a helper")
+        elif isinstance(annotation, n.FlagAnnotation | n.SensitiveAnnotation) and (
+            annotation.name != "repeatable"
+        ):
+            cx.misplaced_flag(annotation, "helper's line in `helpers { }`")
         elif not isinstance(annotation, n.ApprovalAnnotation):
             word = {n.DescAnnotation: "@desc", n.ExampleAnnotation: "@example"}.get(
                 type(annotation), f"@{getattr(annotation, 'name', '')}"

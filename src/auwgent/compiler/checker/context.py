@@ -27,6 +27,14 @@ from ..source import SourceFile, Span
 from .exprs import Env, ExprChecker
 from .types import PRIMS, TEXT, UNKNOWN, Arr, FieldTy, Lit, Named, Obj, Ty, union_of
 
+#: Where each taint annotation goes (checker/taint.py checks them; E2130 elsewhere).
+TAINT_PLACES = {
+    "untrusted": "a tool",
+    "sensitive": "a tool",
+    "trusted": "an `mcp` server (after its closing brace)",
+    "quarantine": "a helper (after its closing brace)",
+}
+
 PROVIDERS = provider_arity()
 
 #: Type names from other languages (lower-cased) and the built-in type the user meant:
@@ -242,7 +250,7 @@ class Context:
                             annotation.span,
                             help="put `@example(...)` on a tool or workflow",
                         )
-                    elif isinstance(annotation, n.FlagAnnotation):
+                    elif isinstance(annotation, n.FlagAnnotation | n.SensitiveAnnotation):
                         self.misplaced_flag(annotation, what)
                     elif isinstance(annotation, n.McpAnnotation):
                         self.misplaced_mcp(annotation, f"a {what}")
@@ -287,7 +295,17 @@ class Context:
             help="only a tool can live on an MCP server: put `@mcp(Name)` on a `tool`",
         )
 
-    def misplaced_flag(self, annotation: n.FlagAnnotation, what: str) -> None:
+    def misplaced_flag(
+        self, annotation: n.FlagAnnotation | n.SensitiveAnnotation, what: str
+    ) -> None:
+        if annotation.name in TAINT_PLACES:  # the taint annotations (docs/security.md)
+            self.report(
+                "E2130",
+                f"`@{annotation.name}` does not apply to a {what}",
+                annotation.span,
+                help=f"`@{annotation.name}` goes on {TAINT_PLACES[annotation.name]}",
+            )
+            return
         self.report(
             "E2033",
             f"`@{annotation.name}` does not apply to a {what}",

@@ -6,28 +6,9 @@ import { frame } from "./section.js";
 import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
+import { CONFIG_KEYS } from "./runtime-config.js";
 
-export const CONFIG_KEYS = [
-  "apiKeys",
-  "context",
-  "tools",
-  "middleware",
-  "config",
-  "baseUrls",
-  "maxToolLoops",
-  "maxOutputRetries",
-  "protocol",
-  "retry",
-  "timeouts",
-  "limits",
-  "budget",
-  "provider",
-  "loopDetection",
-  "persona",
-  "timezone",
-  "clock",
-  "strict",
-] as const;
+export { CONFIG_KEYS } from "./runtime-config.js";
 
 export const DEFAULT_MAX_TOOL_LOOPS = 10;
 export const DEFAULT_MAX_OUTPUT_RETRIES = 2;

@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from auwgent.errors import ConfigError, McpError
 from auwgent.runtime import schema
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "McpConnection",
+    "McpServerConfig",
     "McpServers",
     "ServerOptions",
     "mcp_tools",
@@ -46,9 +47,20 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_START_TIMEOUT = 60.0
-_OPTION_KEYS = ("env", "headers", "timeout", "startTimeout")
 _CLOSE_GRACE = 5.0  # seconds a closing connection gets before its task is cancelled
 _INSTALL = "pip install 'auwgent[mcp]'"
+
+
+class McpServerConfig(TypedDict, total=False):
+    """One server's entry in the runtime config's ``"mcp"`` (every key optional)."""
+
+    env: Mapping[str, str]  # for a server launched by command, merged over its declaration's
+    headers: Mapping[str, str]  # for a server reached by url
+    timeout: float  # seconds per call once the server is up (default 10)
+    startTimeout: float  # seconds to launch and initialize it (default 60)
+
+
+_OPTION_KEYS = tuple(McpServerConfig.__annotations__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from ".
 import { ConfigError, UnsupportedError } from "./errors.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
+import type { Agent as IRAgent, Document, Model } from "./ir.js";
 import type { FunctionSpec, Provider } from "./providers/base.js";
 import { AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL } from "./providers/anthropic.js";
 import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
@@ -396,7 +397,7 @@ export class AgentCore {
   private prompts = new Map<string, { referenced: Set<string>; fixed: string | null }>();
 
   constructor(
-    public doc: Record<string, any>,
+    public doc: Document,
     config: Record<string, any>,
   ) {
     this.root = doc.root;
@@ -415,17 +416,17 @@ export class AgentCore {
     this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
   }
 
-  configFor(agent: Record<string, any>, selected: string | null): string {
+  configFor(agent: IRAgent, selected: string | null): string {
     return selected !== null && selected in agent.configs ? selected : "default";
   }
 
-  maxLoops(agent: Record<string, any>, configName: string): number {
+  maxLoops(agent: IRAgent, configName: string): number {
     if (this.options.maxToolLoops !== null) return this.options.maxToolLoops;
     const value = agent.configs[configName].max_tool_loops;
     return value ? Number(value) : DEFAULT_MAX_TOOL_LOOPS;
   }
 
-  codec(agent: Record<string, any>, selected: string | null): Codec {
+  codec(agent: IRAgent, selected: string | null): Codec {
     const cfg = agent.configs[this.configFor(agent, selected)];
     const name = this.options.protocol ?? cfg.protocol ?? "blocks";
     let codec = this.codecs.get(name);
@@ -436,7 +437,7 @@ export class AgentCore {
     return codec;
   }
 
-  provider(model: Record<string, any>): Provider {
+  provider(model: Model): Provider {
     if (this.providerOverride !== null) return this.providerOverride;
     const key = `${model.provider}\u0000${model.id ?? ""}\u0000${model.base_url ?? ""}`;
     let found = this.providers.get(key);
@@ -497,7 +498,7 @@ export class AgentCore {
   }
 
   /** The "Active persona" section, or "" when none is active or the agent does not list it. */
-  personaSection(agent: Record<string, any>, persona: string | null, context: Record<string, any>): string {
+  personaSection(agent: IRAgent, persona: string | null, context: Record<string, any>): string {
     if (persona === null || !(agent.personas ?? []).includes(persona)) return "";
     const body = renderBody(this.doc.personas[persona].body, {}, context, schemaTextFor(this.doc, agent));
     return body.trim() ? `Active persona: ${persona}\n${body}` : "";
@@ -730,7 +731,7 @@ function handlerLabel(handler: Function): string {
   return handler.name || "handler";
 }
 
-function checkConfigName(doc: Record<string, any>, name: unknown, where: string): string {
+function checkConfigName(doc: Document, name: unknown, where: string): string {
   const valid = configNames(doc);
   if (typeof name !== "string" || !valid.includes(name))
     throw new ConfigError(`${where}: unknown config ${JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
@@ -809,14 +810,14 @@ function versionTuple(text: string): number[] {
 
 /** Build an agent from its IR and the runtime config; throws ConfigError naming the key path. */
 export function createAgent(ir: string | Record<string, any>, config: Record<string, any> | undefined, meta: IRMeta): Agent {
-  let doc: Record<string, any>;
+  let doc: Document;
   if (typeof ir === "string") {
     try {
       doc = JSON.parse(ir);
     } catch (error) {
       throw new ConfigError(`ir: the embedded IR is not valid JSON (${String(error)})`);
     }
-  } else doc = ir;
+  } else doc = ir as Document; // the generated module's irDocument: checked by its hash below
   const cfg = config ?? {};
   if (typeof cfg !== "object" || Array.isArray(cfg)) throw new ConfigError(`config: expected an object, got ${typeof cfg}`);
   const regen = "regenerate the bindings with `auwgent generate`";

@@ -9,6 +9,7 @@ import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
 import { REASONING_KINDS, type FinishEvent, type Message, type ModelRequest, type StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
+import type { Agent as IRAgent, Intent, Model } from "./ir.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
@@ -18,7 +19,7 @@ import { ToolParts, type Input } from "./parts.js";
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
 export const COMPLETE_INTENT = "handoff_complete";
-export const COMPLETE_SPEC = {
+export const COMPLETE_SPEC: Intent = {
   name: COMPLETE_INTENT,
   description:
     "Emit when the conversation you were handed is finished and control should return to " +
@@ -52,7 +53,7 @@ export class Invocation {
   completed = false;
   summary: string | null = null;
   constructor(
-    public agent: Record<string, any>,
+    public agent: IRAgent,
     public configName: string,
     public history: Message[],
     public tools: Record<string, any>[],
@@ -125,7 +126,8 @@ export function effectiveTools(agent: Record<string, any>, grant: unknown, paren
 
 export function helperParams(helper: Record<string, any>, types: Types): IRField[] {
   if (helper.input.kind === "text") return [TEXT_INPUT_PARAM];
-  return resolve(helper.input, types).fields ?? [];
+  const resolved = resolve(helper.input, types);
+  return resolved.kind === "object" ? resolved.fields : [];
 }
 
 /** The arguments the model sent with a call refused before its body was read (a name out of
@@ -777,7 +779,7 @@ export class Run {
 
   /** How `model_calls` names who answers for `model`: `provider:model`, or the name of the
    * provider that replaces every model. */
-  private answering(model: Record<string, any>): string {
+  private answering(model: Model): string {
     const override = this.core.providerOverride;
     if (override !== null) return String(override.name || override.constructor?.name || "provider");
     return `${providerKey(model)}:${model.model}`;
@@ -947,7 +949,7 @@ export class Run {
   }
 
   private async workflow(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
-    const workflow = inv.agent.workflows.find((w: any) => w.name === name);
+    const workflow = inv.agent.workflows.find((w) => w.name === name)!; // a name the contract offered
     this.ctx.workflow = name;
     let result: unknown;
     try {
@@ -1009,7 +1011,7 @@ export class Run {
 
   private async helper(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
     const core = this.core;
-    const use = inv.agent.helpers.find((h: any) => h.name === name);
+    const use = inv.agent.helpers.find((h) => h.name === name)!; // a name the contract offered
     const helper = core.doc.agents[name];
     const text = helper.input.kind === "text" ? String(args.input ?? "") : JSON.stringify(args);
     const child = new Invocation(

@@ -18,7 +18,7 @@ from auwgent.compiler.diagnostics import Diagnostic, suggest
 from auwgent.compiler.pipeline import CompileResult, compile_project
 from auwgent.console import display_path
 from auwgent.project import Project
-from auwgent.runtime.schema import validate
+from auwgent.runtime.evaluate.schema import validate
 
 from .dataset import Case, Dataset, Key, load_dataset
 from .files import dataset_files

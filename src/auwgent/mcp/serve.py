@@ -55,7 +55,7 @@ class McpAgentServer:
         """The ``run`` tool, then one tool per workflow (the SDK's ``Tool`` objects)."""
         from mcp.types import Tool
 
-        from auwgent.runtime.schema import to_json_schema
+        from auwgent.runtime.evaluate.schema import object_type, to_json_schema
 
         types = self.doc["types"]
         description = self.root.get("description") or f"Run the agent {self.doc['root']}."
@@ -72,7 +72,7 @@ class McpAgentServer:
         }
         tools = [Tool(name=RUN_TOOL, description=description, input_schema=run_input)]
         for workflow in self.root["workflows"]:
-            params = {"kind": "object", "fields": workflow["params"]}
+            params = object_type(workflow["params"])
             tools.append(
                 Tool(
                     name=workflow["name"],

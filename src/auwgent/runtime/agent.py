@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
     from auwgent.ir.model import Agent as IRAgent
     from auwgent.ir.model import Document as IRDocument
+    from auwgent.ir.model import Example as IRExample
+    from auwgent.ir.model import Intent as IRIntent
     from auwgent.runtime.approvals import ResumeJournal
     from auwgent.runtime.calls import Invocation
     from auwgent.runtime.intents import IntentEvent, Sink
@@ -289,7 +291,7 @@ class AgentCore:
                     approval=use.get("approval"),
                 )
             )
-        intents: tuple[Mapping[str, Any], ...] = tuple(agent["intents"])
+        intents: tuple[IRIntent, ...] = tuple(agent["intents"])
         if inv.handoff == "user":
             intents += (_COMPLETE_SPEC,)
         contract = Contract(
@@ -339,7 +341,7 @@ class AgentCore:
         rkey = (inv.name, inv.config_name)
         found = self._prompts.get(rkey)
         if found is None:
-            from auwgent.runtime import prompts
+            from auwgent.runtime.evaluate import prompts
 
             cfg = inv.agent["configs"][inv.config_name]
             referenced = prompts.referenced_context_keys(self.doc, inv.agent, cfg)
@@ -348,7 +350,7 @@ class AgentCore:
             found = self._prompts[rkey] = (referenced, fixed)
         referenced, rendered = found
         if rendered is None:
-            from auwgent.runtime import prompts
+            from auwgent.runtime.evaluate import prompts
 
             cfg = inv.agent["configs"][inv.config_name]
             rendered = prompts.render_prompt(self.doc, inv.agent, cfg, context)
@@ -373,7 +375,7 @@ class AgentCore:
         """The "Active persona" section, or '' when none is active or ``agent`` lacks it."""
         if persona is None or persona not in agent.get("personas", ()):
             return ""
-        from auwgent.runtime import prompts
+        from auwgent.runtime.evaluate import prompts
 
         body = prompts.render_body(
             self.doc["personas"][persona]["body"],
@@ -840,7 +842,7 @@ def agent_from_ir(doc: Mapping[str, Any], config: Mapping[str, Any] | None) -> A
     )
 
 
-def _declared_order(example: Mapping[str, Any], specs: list[CallableSpec]) -> Mapping[str, Any]:
+def _declared_order(example: IRExample, specs: list[CallableSpec]) -> IRExample:
     """An ``@example`` with its arguments in the target's parameter order.
 
     The IR stores objects with sorted keys (for a stable hash), so ``@example(location =

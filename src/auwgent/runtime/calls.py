@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
-from auwgent.runtime import jsontext, origin, schema
+from auwgent.runtime import jsontext, origin
 from auwgent.runtime.approvals import Journal, StepPaused
+from auwgent.runtime.evaluate import schema
 from auwgent.runtime.intents import Control
 from auwgent.runtime.parts import ToolParts
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
@@ -42,7 +43,7 @@ __all__ = [
 
 CALL_KINDS = {"tool_call": "tool", "workflow_call": "workflow", "helper_call": "helper"}
 _RESULT_INTENT = {"tool": "tool_result", "workflow": "workflow_result", "helper": "helper_result"}
-_TEXT_INPUT_PARAM: Mapping[str, Any] = {
+_TEXT_INPUT_PARAM: schema.IRField = {
     "name": "input",
     "type": {"kind": "string"},
     "optional": False,
@@ -209,7 +210,7 @@ class CallRunner:
         name: str,
         args: Mapping[str, Any],
         call_id: str | None,
-        returns: Mapping[str, Any] | None,
+        returns: schema.IRType | None,
     ) -> CallOutcome:
         registry = self.run.core.registry
         if not registry.has(name):
@@ -231,7 +232,7 @@ class CallRunner:
         text = result_text(result)
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
-    def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:
+    def _check_result(self, name: str, result: Any, returns: schema.IRType) -> Any:
         """``result`` as a workflow reads it; ``ToolError`` when it breaks the declared type.
 
         A JSON string from a tool declared to return structured data is decoded first, so it
@@ -275,7 +276,7 @@ class CallRunner:
         journal: Journal,
     ) -> CallOutcome:
         """Run a workflow; ``journal`` replays the steps of a run resumed after a pause."""
-        from auwgent.runtime.workflows import run_workflow
+        from auwgent.runtime.evaluate.workflows import run_workflow
 
         workflow = next(w for w in inv.agent["workflows"] if w["name"] == name)
 
@@ -443,7 +444,7 @@ def _decided(
     return CallOutcome(kind, name, args, "ok", text, call_id=call_id)  # type: ignore[arg-type]
 
 
-def _declared_returns(inv: Invocation, name: str) -> Mapping[str, Any] | None:
+def _declared_returns(inv: Invocation, name: str) -> schema.IRType | None:
     """The declared return type of the tool ``name`` that ``inv``'s model may call."""
     return next((t["returns"] for t in inv.tools if t["name"] == name), None)
 
@@ -470,18 +471,15 @@ def effective_tools(
     return tuple(own + [t for t in granted if t["name"] not in names])
 
 
-def helper_params(
-    helper: Mapping[str, Any], types: Mapping[str, Any]
-) -> tuple[Mapping[str, Any], ...]:
+def helper_params(helper: Mapping[str, Any], types: schema.Types) -> tuple[schema.IRField, ...]:
     """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
     if helper["input"]["kind"] == "text":
         return (_TEXT_INPUT_PARAM,)
     resolved = schema.resolve(helper["input"], types)
-    return tuple(resolved.get("fields", ()))
+    return tuple(resolved["fields"]) if resolved["kind"] == "object" else ()
 
 
 def _check_args(
-    params: Sequence[Mapping[str, Any]], args: Mapping[str, Any], types: Mapping[str, Any]
+    params: Sequence[schema.IRField], args: Mapping[str, Any], types: schema.Types
 ) -> list[str]:
-    obj = {"kind": "object", "fields": list(params)}
-    return schema.validate(args, obj, types, path="$")
+    return schema.validate(args, schema.object_type(params), types, path="$")

@@ -34,6 +34,7 @@ from auwgent.errors import ConfigError
 if TYPE_CHECKING:
     from auwgent.runtime.calls import CallRunner, Invocation
     from auwgent.runtime.config import CodeLimits, RuntimeOptions
+    from auwgent.runtime.evaluate.schema import IRField
     from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, CodeApi, Contract
 
 # What only a run needs (the codec contract, asyncio, the schema module, the sandbox) is
@@ -91,7 +92,7 @@ def require() -> None:
 # ---------------------------------------------------------------------------------------------
 # What the model sees
 
-_CODE_PARAM: Mapping[str, Any] = {
+_CODE_PARAM: IRField = {
     "name": "code",
     "type": {"kind": "string"},
     "optional": False,
@@ -134,7 +135,7 @@ def api_stub(
 ) -> str:
     """The ``.pyi`` source of module ``api``: TypedDicts for the named types the callables
     use, then one function per callable with its description and ``@example`` calls."""
-    from auwgent.runtime.schema import referenced_types
+    from auwgent.runtime.evaluate.schema import referenced_types
 
     specs = [s for s in callables if _identifier(s.name)]
     named: list[str] = []
@@ -477,7 +478,7 @@ class _Execution:
         with origin.via(VIA):
             outcome = await self.runner.call(self.inv, self.inner, event)
         if outcome.status == "ok":
-            from auwgent.runtime.schema import parsed_result
+            from auwgent.runtime.evaluate.schema import parsed_result
 
             return {"return_value": parsed_result(outcome.result, spec.returns, self.inner.types)}
         if outcome.status == "skipped":

@@ -34,7 +34,7 @@ from auwgent.errors import (
     FallbackError,
     ProviderError,
 )
-from auwgent.runtime import approvals, origin, schema
+from auwgent.runtime import approvals, origin
 from auwgent.runtime.calls import (
     CALL_KINDS,
     AgentResult,
@@ -44,6 +44,7 @@ from auwgent.runtime.calls import (
     effective_tools,
 )
 from auwgent.runtime.config import provider_key
+from auwgent.runtime.evaluate import schema
 from auwgent.runtime.intents import (
     COMPLETE_INTENT,
     Control,
@@ -1189,7 +1190,7 @@ class Run:
             rnd.problems.append(f"{name} is not an intent you can emit")
             return
         payload = dict(event.payload)
-        obj = {"kind": "object", "fields": spec["fields"]}
+        obj = schema.object_type(spec["fields"])
         errors = schema.validate(payload, obj, self.core.doc["types"])
         if errors:
             rnd.problems.append(f"Your {name} intent is invalid: " + "; ".join(errors))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from auwgent.errors import ConfigError, McpError
-from auwgent.runtime import schema
+from auwgent.runtime.evaluate import schema
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
@@ -143,7 +143,7 @@ class McpServers:
         self.servers: Mapping[str, Mapping[str, Any]] = doc.get("mcp") or {}
         self.options = parse_mcp_options(config, self.servers)
         self.tools = mcp_tools(doc)
-        self.types: Mapping[str, Any] = doc["types"]
+        self.types: schema.Types = doc["types"]
         if self.tools and not _sdk_installed():
             raise ConfigError(f"mcp: the agent has @mcp tools; install the MCP SDK: {_INSTALL}")
         self._connections: dict[str, McpConnection] = {}
@@ -162,7 +162,7 @@ class McpServers:
         return call
 
     async def call(
-        self, server: str, tool: str, args: Mapping[str, Any], returns: Mapping[str, Any]
+        self, server: str, tool: str, args: Mapping[str, Any], returns: schema.IRType
     ) -> Any:
         """Call ``tool`` on ``server``; its value shaped for the declared ``returns``."""
         connection = self.connection(server)
@@ -407,7 +407,7 @@ def _text(result: Any) -> str:
     return "\n".join(b.text for b in result.content if getattr(b, "type", None) == "text")
 
 
-def _value(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
+def _value(result: Any, returns: schema.IRType, types: schema.Types) -> Any:
     """What a tool of the declared ``returns`` type gives back from an MCP ``CallToolResult``.
 
     A string tool gets the text; a structured one gets the structured content (unwrapped from

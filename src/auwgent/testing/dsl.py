@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from auwgent.runtime.evaluate.schema import example_value
 from auwgent.runtime.protocol.native import function_name
 from auwgent.runtime.providers.offline import structured_reply
 from auwgent.runtime.providers.scripted import ScriptedModel, block_text
-from auwgent.runtime.schema import example_value
 
 __all__ = ["TestOutcome", "run_command", "run_test", "run_tests"]
 

@@ -17,7 +17,7 @@ block protocol accepts and lines the result up with the declared fields:
   value ends where a declared field's name followed by ``:`` starts.
 
 Values are interpreted by their declared type (a string field keeps the text as written; other
-fields read JSON-like values) and then coerced with :func:`auwgent.runtime.schema.coerce`.
+fields read JSON-like values) and then coerced with :func:`auwgent.runtime.evaluate.schema.coerce`.
 A key given twice with different values raises :class:`BodyError` in every form and at any
 depth: the decoder rejects the block rather than guess which one the model meant. A bare
 ``null`` means "not given".
@@ -38,12 +38,12 @@ lines), :mod:`.loose` (loose JSON), :mod:`.align` (alignment to the schema), :mo
 public face.
 """
 
+from auwgent.runtime.evaluate.schema import object_type
 from auwgent.runtime.protocol.values.common import (
     MAX_BODY_CHARS,
     MAX_DEPTH,
     BodyError,
     Repair,
-    object_type,
     repair,
 )
 from auwgent.runtime.protocol.values.read import (

@@ -7,10 +7,18 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from auwgent.runtime.evaluate.schema import (
+    IRField,
+    IRType,
+    Types,
+    coerce,
+    field_map,
+    resolve,
+    validate,
+)
 from auwgent.runtime.protocol.values.common import MAX_DEPTH, BodyError, Repair, repair
 from auwgent.runtime.protocol.values.lines import Entries, Raw
 from auwgent.runtime.protocol.values.loose import JSON_WORD, TOO_LONG, Loose, bare, duplicate, show
-from auwgent.runtime.schema import IRField, IRType, Types, coerce, field_map, resolve, validate
 
 _STRINGY = ("string", "text", "literal")
 
@@ -51,7 +59,7 @@ def _check(type_: IRType | None, types: Types, cache: _Checks) -> Check:
         return lambda v, d: type(v) in _NUMBERS or _untyped_container(v, d)
     if kind == "boolean":
         return lambda v, d: type(v) is bool or type(v) is float or _untyped_container(v, d)
-    if kind == "array":
+    if resolved["kind"] == "array":
         items: list[Check] = []  # filled below: a recursive type refers to itself
 
         def array(v: Any, d: int) -> bool:
@@ -63,6 +71,8 @@ def _check(type_: IRType | None, types: Types, cache: _Checks) -> Check:
         cache[id(type_)] = (type_, array)
         items.append(_cached_check(resolved["items"], types, cache))
         return array
+    if resolved["kind"] != "object":  # every other kind of _CHECKED_KINDS returned above
+        return _never
     checks: dict[str, Check] = {}
     exact: dict[str, tuple[type, ...]] = {  # the scalar types a field keeps as they are
         f["name"]: _KEPT[k]
@@ -172,7 +182,7 @@ class Reader:
         return found[1]
 
     def coerce(self, value: Any, type_: IRType) -> Any:
-        """:func:`~auwgent.runtime.schema.coerce`, each change listed as a repair."""
+        """:func:`~auwgent.runtime.evaluate.schema.coerce`, each change listed as a repair."""
         try:
             out = coerce(value, type_, self.types)
         except ValueError:  # int() of a string of digits longer than Python reads
@@ -319,7 +329,9 @@ class Reader:
         if isinstance(raw, list) and raw and all(isinstance(p, tuple) for p in raw):
             return self.align(raw, resolved if kind == "object" else None)  # nested block
         if isinstance(raw, list):
-            items = resolved["items"] if resolved is not None and kind == "array" else None
+            items = (
+                resolved["items"] if resolved is not None and resolved["kind"] == "array" else None
+            )
             self._enter()
             values = [self.interpret(item, items) for item in raw]
             self.depth -= 1
@@ -352,7 +364,7 @@ class Reader:
             return None if text == "null" else _unquote(text)
         if not text:
             return None  # `key:` with nothing after it: not given
-        if kind == "array" and text[0] != "[" and type_ is not None:
+        if type_ is not None and type_["kind"] == "array" and text[0] != "[":
             parts = [p.strip() for p in text.split(",")]
             if any("\n" in part for part in parts):  # one item or one per line: not said
                 raise BodyError(

@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from auwgent.runtime.schema import IRField, IRType
-
 MAX_BODY_CHARS = 1 << 20
 """The longest block body or native argument text read (1,048,576 characters)."""
 MAX_DEPTH = 64
@@ -24,8 +20,3 @@ class BodyError(ValueError):
 def repair(kind: str, path: str, detail: str) -> Repair:
     """A :data:`Repair` dict."""
     return {"kind": kind, "path": path, "detail": detail}
-
-
-def object_type(fields: Sequence[IRField]) -> IRType:
-    """An inline IR object type holding ``fields``."""
-    return {"kind": "object", "fields": list(fields)}

@@ -7,9 +7,9 @@ import json
 import re
 from typing import Any, Protocol
 
+from auwgent.runtime.evaluate.schema import IRField, IRType, Types, resolve
 from auwgent.runtime.protocol.values.common import MAX_DEPTH, BodyError
 from auwgent.runtime.protocol.values.lines import Raw
-from auwgent.runtime.schema import IRField, IRType, Types, resolve
 
 
 class SchemaReader(Protocol):

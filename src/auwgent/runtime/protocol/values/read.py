@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from auwgent.runtime.evaluate.schema import IRField, IRType, Types, object_type, resolve
 from auwgent.runtime.protocol.values.align import Reader
 from auwgent.runtime.protocol.values.common import (
     MAX_BODY_CHARS,
     MAX_DEPTH,
     BodyError,
     Repair,
-    object_type,
 )
 from auwgent.runtime.protocol.values.lines import (
     ANY_FENCE,
@@ -25,7 +25,6 @@ from auwgent.runtime.protocol.values.lines import (
 )
 from auwgent.runtime.protocol.values.loose import Loose
 from auwgent.runtime.protocol.values.stream import JsonPrefix, JsonSnapshot, Stale, fast_partial
-from auwgent.runtime.schema import IRField, IRType, Types, resolve
 
 
 def parse_body(

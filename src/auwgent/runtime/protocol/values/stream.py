@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from auwgent.runtime.evaluate.schema import IRField, IRType, Types, object_type, resolve
 from auwgent.runtime.protocol.values.align import OPEN, Reader
-from auwgent.runtime.protocol.values.common import MAX_DEPTH, BodyError, object_type
+from auwgent.runtime.protocol.values.common import MAX_DEPTH, BodyError
 from auwgent.runtime.protocol.values.lines import OPEN_FENCE, Raw
-from auwgent.runtime.schema import IRField, IRType, Types, resolve
 
 _STRING_BODY = re.compile(r'[^"\\]*')
 _STRUCTURAL = re.compile(r'["{}\[\],:]')
@@ -396,7 +396,7 @@ class JsonSnapshot:
                 if resolved is not None and kind == "object" and not array
                 else None,
                 items=resolved["items"]
-                if resolved is not None and kind == "array" and array
+                if resolved is not None and resolved["kind"] == "array" and array
                 else None,
                 atomic=kind == "union" or (parent is not None and parent.atomic),
                 done=[] if array else {},

@@ -20,7 +20,7 @@ import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from ".
 import { ConfigError, UnsupportedError } from "./errors.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
-import type { Agent as IRAgent, Document, Model } from "./ir.js";
+import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
 import type { FunctionSpec, Provider } from "./providers/base.js";
 import { AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL } from "./providers/anthropic.js";
 import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
@@ -157,7 +157,7 @@ class MiddlewareChain {
  */
 class ToolRegistry {
   private impls = new Map<string, Fn>();
-  constructor(tools: unknown, declared: Map<string, Record<string, any>[]>) {
+  constructor(tools: unknown, declared: Map<string, Tool[]>) {
     if (tools == null) return;
     if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
     const problems: string[] = [];
@@ -184,10 +184,10 @@ class ToolRegistry {
 }
 
 /** Every declaration of every tool of the document, by name. */
-function declaredTools(doc: Record<string, any>): Map<string, Record<string, any>[]> {
-  const found = new Map<string, Record<string, any>[]>();
-  const add = (t: Record<string, any>) => found.set(t.name, [...(found.get(t.name) ?? []), t]);
-  for (const agent of Object.values<any>(doc.agents)) {
+function declaredTools(doc: Document): Map<string, Tool[]> {
+  const found = new Map<string, Tool[]>();
+  const add = (t: Tool) => found.set(t.name, [...(found.get(t.name) ?? []), t]);
+  for (const agent of Object.values(doc.agents)) {
     for (const t of agent.tools) add(t);
     for (const w of agent.workflows) for (const t of w.tools) add(t);
   }
@@ -195,7 +195,7 @@ function declaredTools(doc: Record<string, any>): Map<string, Record<string, any
 }
 
 /** What keeps `fn` from reading the declared parameters from its args object. */
-function signatureProblems(name: string, fn: Fn, declarations: Record<string, any>[]): string[] {
+function signatureProblems(name: string, fn: Fn, declarations: Tool[]): string[] {
   if (fn.length > 1) return [`tools.${name}: the implementation takes ${fn.length} parameters; a tool takes one args object ({ ${declarations[0]!.params.map((p: any) => p.name).join(", ")} })`];
   const takes = destructured(fn);
   if (takes === null) return []; // (args) => ..., a rest element, or source it cannot read
@@ -543,7 +543,7 @@ function cached<T>(table: WeakMap<Contract, Map<string, T>>, contract: Contract,
   return found;
 }
 
-function declaredOrder(example: Record<string, any>, specs: CallableSpec[]): Record<string, any> {
+function declaredOrder(example: Example, specs: CallableSpec[]): Example {
   const args = example.args;
   const kind = example.kind === "workflow" ? "workflow" : "tool";
   const spec = specs.find((s) => s.kind === kind && s.name === example.target);

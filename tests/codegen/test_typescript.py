@@ -122,3 +122,17 @@ agent Main {
     text = render_typescript(result.documents["main.agent"])
     assert "    openaiApiKey: string;\n    anthropicApiKey: string;" in text
     assert "    anthropic?: string;" in text
+
+
+def test_the_config_takes_the_runtime_keys_from_the_runtime_config() -> None:
+    # Only the keys typed by the agent are declared here; the others (retry, timeouts, limits,
+    # budget, ...) come from the runtime's RuntimeConfig, generated from the Python table.
+    text = _render()
+    assert "    type RuntimeConfig,\n" in text
+    head = 'export interface AuwgentConfig extends Omit<RuntimeConfig, "apiKeys" | "context" | '
+    assert head in text
+    body = text[text.index(head) :].split("\n}\n", 1)[0]
+    assert "retry" not in body and "timeouts" not in body and "strict" not in body
+    runtime_config = (ROOT / "ts" / "src" / "runtime-config.ts").read_text(encoding="utf-8")
+    for key in ("apiKeys", "context", "tools", "middleware", "config", "persona", "baseUrls"):
+        assert f"  {key}?: " in runtime_config, key

@@ -20,6 +20,7 @@ import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from ".
 import { ConfigError, UnsupportedError } from "./errors.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
+import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
 import type { FunctionSpec, Provider } from "./providers/base.js";
 import { AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL } from "./providers/anthropic.js";
 import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
@@ -156,7 +157,7 @@ class MiddlewareChain {
  */
 class ToolRegistry {
   private impls = new Map<string, Fn>();
-  constructor(tools: unknown, declared: Map<string, Record<string, any>[]>) {
+  constructor(tools: unknown, declared: Map<string, Tool[]>) {
     if (tools == null) return;
     if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
     const problems: string[] = [];
@@ -183,10 +184,10 @@ class ToolRegistry {
 }
 
 /** Every declaration of every tool of the document, by name. */
-function declaredTools(doc: Record<string, any>): Map<string, Record<string, any>[]> {
-  const found = new Map<string, Record<string, any>[]>();
-  const add = (t: Record<string, any>) => found.set(t.name, [...(found.get(t.name) ?? []), t]);
-  for (const agent of Object.values<any>(doc.agents)) {
+function declaredTools(doc: Document): Map<string, Tool[]> {
+  const found = new Map<string, Tool[]>();
+  const add = (t: Tool) => found.set(t.name, [...(found.get(t.name) ?? []), t]);
+  for (const agent of Object.values(doc.agents)) {
     for (const t of agent.tools) add(t);
     for (const w of agent.workflows) for (const t of w.tools) add(t);
   }
@@ -194,7 +195,7 @@ function declaredTools(doc: Record<string, any>): Map<string, Record<string, any
 }
 
 /** What keeps `fn` from reading the declared parameters from its args object. */
-function signatureProblems(name: string, fn: Fn, declarations: Record<string, any>[]): string[] {
+function signatureProblems(name: string, fn: Fn, declarations: Tool[]): string[] {
   if (fn.length > 1) return [`tools.${name}: the implementation takes ${fn.length} parameters; a tool takes one args object ({ ${declarations[0]!.params.map((p: any) => p.name).join(", ")} })`];
   const takes = destructured(fn);
   if (takes === null) return []; // (args) => ..., a rest element, or source it cannot read
@@ -400,7 +401,7 @@ export class AgentCore {
   private prompts = new Map<string, { referenced: Set<string>; fixed: string | null }>();
 
   constructor(
-    public doc: Record<string, any>,
+    public doc: Document,
     config: Record<string, any>,
   ) {
     this.root = doc.root;
@@ -419,17 +420,17 @@ export class AgentCore {
     this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
   }
 
-  configFor(agent: Record<string, any>, selected: string | null): string {
+  configFor(agent: IRAgent, selected: string | null): string {
     return selected !== null && selected in agent.configs ? selected : "default";
   }
 
-  maxLoops(agent: Record<string, any>, configName: string): number {
+  maxLoops(agent: IRAgent, configName: string): number {
     if (this.options.maxToolLoops !== null) return this.options.maxToolLoops;
     const value = agent.configs[configName].max_tool_loops;
     return value ? Number(value) : DEFAULT_MAX_TOOL_LOOPS;
   }
 
-  codec(agent: Record<string, any>, selected: string | null): Codec {
+  codec(agent: IRAgent, selected: string | null): Codec {
     const cfg = agent.configs[this.configFor(agent, selected)];
     const name = this.options.protocol ?? cfg.protocol ?? "blocks";
     let codec = this.codecs.get(name);
@@ -440,7 +441,7 @@ export class AgentCore {
     return codec;
   }
 
-  provider(model: Record<string, any>): Provider {
+  provider(model: Model): Provider {
     if (this.providerOverride !== null) return this.providerOverride;
     const key = `${model.provider}\u0000${model.id ?? ""}\u0000${model.base_url ?? ""}`;
     let found = this.providers.get(key);
@@ -501,7 +502,7 @@ export class AgentCore {
   }
 
   /** The "Active persona" section, or "" when none is active or the agent does not list it. */
-  personaSection(agent: Record<string, any>, persona: string | null, context: Record<string, any>): string {
+  personaSection(agent: IRAgent, persona: string | null, context: Record<string, any>): string {
     if (persona === null || !(agent.personas ?? []).includes(persona)) return "";
     const body = renderBody(this.doc.personas[persona].body, {}, context, schemaTextFor(this.doc, agent));
     return body.trim() ? `Active persona: ${persona}\n${body}` : "";
@@ -546,7 +547,7 @@ function cached<T>(table: WeakMap<Contract, Map<string, T>>, contract: Contract,
   return found;
 }
 
-function declaredOrder(example: Record<string, any>, specs: CallableSpec[]): Record<string, any> {
+function declaredOrder(example: Example, specs: CallableSpec[]): Example {
   const args = example.args;
   const kind = example.kind === "workflow" ? "workflow" : "tool";
   const spec = specs.find((s) => s.kind === kind && s.name === example.target);
@@ -734,7 +735,7 @@ function handlerLabel(handler: Function): string {
   return handler.name || "handler";
 }
 
-function checkConfigName(doc: Record<string, any>, name: unknown, where: string): string {
+function checkConfigName(doc: Document, name: unknown, where: string): string {
   const valid = configNames(doc);
   if (typeof name !== "string" || !valid.includes(name))
     throw new ConfigError(`${where}: unknown config ${JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
@@ -813,14 +814,14 @@ function versionTuple(text: string): number[] {
 
 /** Build an agent from its IR and the runtime config; throws ConfigError naming the key path. */
 export function createAgent(ir: string | Record<string, any>, config: Record<string, any> | undefined, meta: IRMeta): Agent {
-  let doc: Record<string, any>;
+  let doc: Document;
   if (typeof ir === "string") {
     try {
       doc = JSON.parse(ir);
     } catch (error) {
       throw new ConfigError(`ir: the embedded IR is not valid JSON (${String(error)})`);
     }
-  } else doc = ir;
+  } else doc = ir as Document; // the generated module's irDocument: checked by its hash below
   const cfg = config ?? {};
   if (typeof cfg !== "object" || Array.isArray(cfg)) throw new ConfigError(`config: expected an object, got ${typeof cfg}`);
   const regen = "regenerate the bindings with `auwgent generate`";

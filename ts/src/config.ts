@@ -6,28 +6,10 @@ import { frame } from "./section.js";
 import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
+import { CONFIG_KEYS } from "./runtime-config.js";
+import type { Agent as IRAgent, Document, Model } from "./ir.js";
 
-export const CONFIG_KEYS = [
-  "apiKeys",
-  "context",
-  "tools",
-  "middleware",
-  "config",
-  "baseUrls",
-  "maxToolLoops",
-  "maxOutputRetries",
-  "protocol",
-  "retry",
-  "timeouts",
-  "limits",
-  "budget",
-  "provider",
-  "loopDetection",
-  "persona",
-  "timezone",
-  "clock",
-  "strict",
-] as const;
+export { CONFIG_KEYS } from "./runtime-config.js";
 
 export const DEFAULT_MAX_TOOL_LOOPS = 10;
 export const DEFAULT_MAX_OUTPUT_RETRIES = 2;
@@ -187,15 +169,15 @@ function clockOf(clock: unknown): (() => Date) | null {
 // ---------------------------------------------------------------------------------------------
 // Models, keys and base URLs
 
-export function configNames(doc: Record<string, any>): string[] {
+export function configNames(doc: Document): string[] {
   const names = ["default"];
-  for (const agent of Object.values<any>(doc.agents)) for (const name of Object.keys(agent.configs)) if (!names.includes(name)) names.push(name);
+  for (const agent of Object.values(doc.agents)) for (const name of Object.keys(agent.configs)) if (!names.includes(name)) names.push(name);
   return names;
 }
 
-export function* modelsInUse(doc: Record<string, any>): Generator<Record<string, any>> {
-  for (const agent of Object.values<any>(doc.agents))
-    for (const cfg of Object.values<any>(agent.configs)) {
+export function* modelsInUse(doc: Document): Generator<Model, void, undefined> {
+  for (const agent of Object.values(doc.agents))
+    for (const cfg of Object.values(agent.configs)) {
       yield cfg.model;
       yield* cfg.fallback ?? [];
       if (cfg.embedding) yield cfg.embedding;
@@ -208,15 +190,15 @@ function camelId(ident: string): string {
   return words[0]!.slice(0, 1).toLowerCase() + words[0]!.slice(1) + words.slice(1).map((w) => w.slice(0, 1).toUpperCase() + w.slice(1)).join("");
 }
 
-export function providerKey(model: Record<string, any>): string {
+export function providerKey(model: Model): string {
   return model.provider === "custom" ? String(model.id) : String(model.provider);
 }
 
-export function apiKeyField(model: Record<string, any>): string {
+export function apiKeyField(model: Model): string {
   return camelId(providerKey(model)) + "ApiKey";
 }
 
-export function apiKeyEnv(model: Record<string, any>): string[] {
+export function apiKeyEnv(model: Model): string[] {
   if (model.provider === "gemini") return ["GEMINI_API_KEY", "GOOGLE_API_KEY"];
   if (model.provider === "openai") return ["OPENAI_API_KEY"];
   if (model.provider === "anthropic") return ["ANTHROPIC_API_KEY"];
@@ -228,10 +210,10 @@ function env(name: string): string | undefined {
   return value ? value : undefined;
 }
 
-export function resolveApiKeys(doc: Record<string, any>, apiKeys: unknown): Record<string, string> {
+export function resolveApiKeys(doc: Document, apiKeys: unknown): Record<string, string> {
   const given = apiKeys ?? {};
   if (typeof given !== "object" || Array.isArray(given)) throw new ConfigError(`apiKeys: expected an object, got ${typeof given}`);
-  const fields = new Map<string, Record<string, any>>();
+  const fields = new Map<string, Model>();
   for (const m of modelsInUse(doc)) fields.set(apiKeyField(m), m);
   const keys: Record<string, string> = {};
   for (const [field, model] of fields) {
@@ -249,7 +231,7 @@ export function resolveApiKeys(doc: Record<string, any>, apiKeys: unknown): Reco
   return keys;
 }
 
-export function resolveBaseUrl(model: Record<string, any>, baseUrls: Record<string, string>): string | null {
+export function resolveBaseUrl(model: Model, baseUrls: Record<string, string>): string | null {
   const key = providerKey(model);
   if (key in baseUrls) return baseUrls[key]!;
   if (model.provider === "openai" || model.provider === "gemini" || model.provider === "anthropic") return env(`${String(model.provider).toUpperCase()}_BASE_URL`) ?? null;
@@ -263,10 +245,10 @@ export class ContextSchema {
   private types: Types;
   private declared = new Map<string, [string, IRField][]>();
 
-  constructor(doc: Record<string, any>) {
+  constructor(doc: Document) {
     this.types = doc.types;
-    for (const agent of Object.values<any>(doc.agents))
-      for (const f of agent.context as IRField[]) {
+    for (const agent of Object.values(doc.agents))
+      for (const f of agent.context) {
         if (!this.declared.has(f.name)) this.declared.set(f.name, []);
         this.declared.get(f.name)!.push([agent.name, f]);
       }
@@ -290,8 +272,8 @@ export class ContextSchema {
     return { ...(data as Record<string, any>) };
   }
 
-  missing(agent: Record<string, any>, values: Record<string, any>): string[] {
-    return (agent.context as IRField[]).filter((f) => !f.optional && !(f.name in values)).map((f) => f.name);
+  missing(agent: IRAgent, values: Record<string, any>): string[] {
+    return agent.context.filter((f) => !f.optional && !(f.name in values)).map((f) => f.name);
   }
 
   /** The context section: undeclared keys the prompt does not reference (may be empty). A

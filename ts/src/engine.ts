@@ -9,6 +9,7 @@ import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
 import { REASONING_KINDS, type FinishEvent, type Message, type ModelRequest, type StreamEvent } from "./providers/base.js";
 import { describe, resolve, validate, type IRField, type IRType, type Types } from "./schema.js";
+import type { Config, Agent as IRAgent, Intent, Model, Tool, Workflow } from "./ir.js";
 import { findCallable, resultText, type CallKind, type CallOutcome, type Contract } from "./section.js";
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
@@ -18,7 +19,7 @@ import { ToolParts, type Input } from "./parts.js";
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
 export const COMPLETE_INTENT = "handoff_complete";
-export const COMPLETE_SPEC = {
+export const COMPLETE_SPEC: Intent = {
   name: COMPLETE_INTENT,
   description:
     "Emit when the conversation you were handed is finished and control should return to " +
@@ -52,10 +53,10 @@ export class Invocation {
   completed = false;
   summary: string | null = null;
   constructor(
-    public agent: Record<string, any>,
+    public agent: IRAgent,
     public configName: string,
     public history: Message[],
-    public tools: Record<string, any>[],
+    public tools: Tool[],
     public handoff = "none",
     public grant: unknown = "none",
     public record: Record<string, any>[] | null = null,
@@ -114,18 +115,19 @@ function start(rnd: Round, call: () => Promise<CallOutcome>): void {
 
 export type IntentSink = (name: string, value: unknown, agentName: string, partial: boolean) => void;
 
-export function effectiveTools(agent: Record<string, any>, grant: unknown, parentTools: Record<string, any>[]): Record<string, any>[] {
+export function effectiveTools(agent: IRAgent, grant: unknown, parentTools: Tool[]): Tool[] {
   const own = [...agent.tools];
   const names = new Set(own.map((t) => t.name));
-  let granted: Record<string, any>[] = [];
+  let granted: Tool[] = [];
   if (grant === "all") granted = [...parentTools];
   else if (Array.isArray(grant)) granted = parentTools.filter((t) => grant.includes(t.name));
   return [...own, ...granted.filter((t) => !names.has(t.name))];
 }
 
-export function helperParams(helper: Record<string, any>, types: Types): IRField[] {
+export function helperParams(helper: IRAgent, types: Types): IRField[] {
   if (helper.input.kind === "text") return [TEXT_INPUT_PARAM];
-  return resolve(helper.input, types).fields ?? [];
+  const resolved = resolve(helper.input, types);
+  return resolved.kind === "object" ? resolved.fields : [];
 }
 
 /** The arguments the model sent with a call refused before its body was read (a name out of
@@ -143,8 +145,8 @@ function refusedArgs(inv: Invocation, name: string, event: RejectedEvent, types:
     const open = raw.indexOf("]");
     if (open < 0) return {};
     const body = raw.slice(open + 1).replace(/\[\/[^\]\n]*\]\s*$/, "");
-    let spec: Record<string, any> | undefined;
-    for (const w of inv.agent.workflows ?? []) spec ??= (w.tools ?? []).find((t: Record<string, any>) => t.name === name);
+    let spec: Tool | undefined;
+    for (const w of inv.agent.workflows ?? []) spec ??= (w.tools ?? []).find((t) => t.name === name);
     return parseBody(body, spec ? spec.params : [], types);
   } catch {
     return {};
@@ -348,9 +350,9 @@ export class Run {
 
   /** The top frame's tools and grant, recomputed from the IR: a session only says which
    * helper is answering, never what it may call (a stored grant is not trusted). */
-  private stackTools(stack: Frame[]): [Record<string, any>[], unknown] {
+  private stackTools(stack: Frame[]): [Tool[], unknown] {
     const agents = this.core.doc.agents;
-    let tools: Record<string, any>[] = [...agents[stack[0]!.agent].tools];
+    let tools: Tool[] = [...agents[stack[0]!.agent].tools];
     let grant: unknown = "none";
     for (let i = 1; i < stack.length; i++) {
       const below = stack[i - 1]!.agent;
@@ -358,7 +360,7 @@ export class Run {
       // A helper called by a nested helper (handoff none) hands the conversation over from
       // there: the IR path from the frame below to that parent gives its tools.
       const parent = String(stack[i]!.parent || below);
-      const choices: [Record<string, any>[], unknown][] = [];
+      const choices: [Tool[], unknown][] = [];
       for (const via of pathsTools(agents, below, parent, tools, new Set()))
         for (const use of agents[parent].helpers)
           if (use.name === name && use.handoff === "user") choices.push([effectiveTools(agents[name], use.tools, via), use.tools]);
@@ -752,7 +754,7 @@ export class Run {
    * that fails with a retryable error (after its own retries) before producing any event
    * hands the same request to the next one. Once an event is out, a failure passes through.
    */
-  private async *stream(cfg: Record<string, any>, request: ModelRequest, answered: Round): AsyncGenerator<StreamEvent> {
+  private async *stream(cfg: Config, request: ModelRequest, answered: Round): AsyncGenerator<StreamEvent> {
     const models = [cfg.model, ...(cfg.fallback ?? [])];
     const failed: [string, ProviderError][] = [];
     for (let index = 0; index < models.length; index++) {
@@ -777,7 +779,7 @@ export class Run {
 
   /** How `model_calls` names who answers for `model`: `provider:model`, or the name of the
    * provider that replaces every model. */
-  private answering(model: Record<string, any>): string {
+  private answering(model: Model): string {
     const override = this.core.providerOverride;
     if (override !== null) return String(override.name || override.constructor?.name || "provider");
     return `${providerKey(model)}:${model.model}`;
@@ -947,7 +949,7 @@ export class Run {
   }
 
   private async workflow(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
-    const workflow = inv.agent.workflows.find((w: any) => w.name === name);
+    const workflow = inv.agent.workflows.find((w) => w.name === name)!; // a name the contract offered
     this.ctx.workflow = name;
     let result: unknown;
     try {
@@ -965,7 +967,7 @@ export class Run {
     return { kind: "workflow", name, args, status: "ok", result: resultText(result), callId };
   }
 
-  private async workflowTool(inv: Invocation, workflow: Record<string, any>, name: string, args: Record<string, any>): Promise<unknown> {
+  private async workflowTool(inv: Invocation, workflow: Workflow, name: string, args: Record<string, any>): Promise<unknown> {
     const tool = workflow.tools.find((t: any) => t.name === name) ?? inv.tools.find((t) => t.name === name);
     if (!tool) throw new ToolError(`workflow ${workflow.name} cannot call ${name}: no such tool`);
     const control = await this.emit("tool_call", { type: name, args }, inv.name);
@@ -1009,7 +1011,7 @@ export class Run {
 
   private async helper(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
     const core = this.core;
-    const use = inv.agent.helpers.find((h: any) => h.name === name);
+    const use = inv.agent.helpers.find((h) => h.name === name)!; // a name the contract offered
     const helper = core.doc.agents[name];
     const text = helper.input.kind === "text" ? String(args.input ?? "") : JSON.stringify(args);
     const child = new Invocation(
@@ -1121,7 +1123,7 @@ function spentIn(turns: readonly Turn[]): { requests: number; tokens: number } {
 }
 
 /** The tools `goal` has on each helper path from `start` (`tools`) in the IR. */
-function* pathsTools(agents: Record<string, any>, start: string, goal: string, tools: Record<string, any>[], seen: Set<string>): Generator<Record<string, any>[]> {
+function* pathsTools(agents: Record<string, IRAgent>, start: string, goal: string, tools: Tool[], seen: Set<string>): Generator<Tool[], void, undefined> {
   if (start === goal) {
     yield tools;
     return;

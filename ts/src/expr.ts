@@ -1,9 +1,10 @@
 // IR expressions (docs/ir.md, "Expressions") over plain JSON values.
 // strict (workflows): a mistake raises ExprError; lenient (templates): it yields null.
 
+import type { Expr } from "./ir.js";
 import { formatNumber, isNumber, isObject } from "./schema.js";
 
-export type IRExpr = { e: string; [key: string]: any };
+export type IRExpr = Expr;
 
 export class ExprError extends Error {
   constructor(
@@ -16,32 +17,44 @@ export class ExprError extends Error {
 }
 
 export function evaluate(expr: IRExpr, scope: Record<string, any>, ctx: Record<string, any>, strict: boolean): any {
-  const e = expr.e;
-  if (e === "lit") return expr.value;
-  if (e === "name") {
-    if (Object.prototype.hasOwnProperty.call(scope, expr.name)) return scope[expr.name];
-    if (strict) throw new ExprError(`unknown variable '${expr.name}'`);
-    return null;
+  switch (expr.e) {
+    case "lit":
+      return expr.value;
+    case "name":
+      if (Object.prototype.hasOwnProperty.call(scope, expr.name)) return scope[expr.name];
+      if (strict) throw new ExprError(`unknown variable '${expr.name}'`);
+      return null;
+    case "ctx":
+      return ctxGet(ctx, expr.name);
+    case "member":
+      return memberOf(evaluate(expr.object, scope, ctx, strict), expr.name, strict);
+    case "index":
+      return indexOf(evaluate(expr.object, scope, ctx, strict), evaluate(expr.index, scope, ctx, strict), strict);
+    case "array":
+      return expr.items.map((item) => evaluate(item, scope, ctx, strict));
+    case "object": {
+      const out: Record<string, any> = {};
+      for (const f of expr.fields) out[f.name] = evaluate(f.value, scope, ctx, strict);
+      return out;
+    }
+    case "unary":
+      return applyUnary(expr.op, evaluate(expr.operand, scope, ctx, strict), strict);
+    case "binary": {
+      const left = evaluate(expr.left, scope, ctx, strict);
+      if (expr.op === "&&" && !truthy(left)) return false;
+      if (expr.op === "||" && truthy(left)) return true;
+      return applyBinary(expr.op, left, evaluate(expr.right, scope, ctx, strict), strict);
+    }
+    case "call":
+      throw new ExprError(`tool call ${expr.tool}(...) is only allowed in workflows`);
   }
-  if (e === "ctx") return ctxGet(ctx, expr.name);
-  if (e === "member") return memberOf(evaluate(expr.object, scope, ctx, strict), expr.name, strict);
-  if (e === "index")
-    return indexOf(evaluate(expr.object, scope, ctx, strict), evaluate(expr.index, scope, ctx, strict), strict);
-  if (e === "array") return (expr.items as IRExpr[]).map((item) => evaluate(item, scope, ctx, strict));
-  if (e === "object") {
-    const out: Record<string, any> = {};
-    for (const f of expr.fields) out[f.name] = evaluate(f.value, scope, ctx, strict);
-    return out;
-  }
-  if (e === "unary") return applyUnary(expr.op, evaluate(expr.operand, scope, ctx, strict), strict);
-  if (e === "binary") {
-    const left = evaluate(expr.left, scope, ctx, strict);
-    if (expr.op === "&&" && !truthy(left)) return false;
-    if (expr.op === "||" && truthy(left)) return true;
-    return applyBinary(expr.op, left, evaluate(expr.right, scope, ctx, strict), strict);
-  }
-  if (e === "call") throw new ExprError(`tool call ${expr.tool}(...) is only allowed in workflows`);
-  throw new ExprError(`unknown expression kind '${e}'`);
+  return unknownKind("expression", expr, "e");
+}
+
+/** Every kind of a closed IR union is handled (the compiler checks it: `node` is `never`); an
+ * IR edited by hand to hold another kind is refused, naming it. */
+export function unknownKind(what: string, node: never, tag: string): never {
+  throw new ExprError(`unknown ${what} kind '${(node as Record<string, unknown>)[tag]}'`);
 }
 
 export function ctxGet(ctx: Record<string, any>, name: string): any {

@@ -3,6 +3,7 @@
 
 export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, HOOKS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export { CONFIG_KEYS } from "./config.js";
+export type { AuwgentBudget, AuwgentLimits, AuwgentRetry, AuwgentTimeouts, RuntimeConfig } from "./runtime-config.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
 export { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, InputError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { checkInput, file, image, text, toolParts, ToolParts, FILE_MEDIA_TYPES, IMAGE_MEDIA_TYPES, MAX_PART_BYTES } from "./parts.js";

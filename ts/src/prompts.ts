@@ -1,15 +1,14 @@
 // Prompt evaluation: a config's prompt parts and the context in, the system prompt text out
 // (docs/ir.md, "Prompts"; docs/prompts.md). Lenient: a missing value renders as empty.
 
-import { evaluate, renderValue, truthy, type IRExpr } from "./expr.js";
+import { evaluate, renderValue, truthy, unknownKind, type IRExpr } from "./expr.js";
+import type { Agent, Config, Document, PromptItem, TNode, TText } from "./ir.js";
 import { describe, describeFields, type Types } from "./schema.js";
-
-type Node = Record<string, any>;
 type SchemaText = (target: string) => string;
 
 const SEPARATOR = "\n\n";
 
-export function renderTemplate(nodes: Node[], scope: Record<string, any>, ctx: Record<string, any>, schemaText: SchemaText): string {
+export function renderTemplate(nodes: TNode[], scope: Record<string, any>, ctx: Record<string, any>, schemaText: SchemaText): string {
   const out: string[] = [];
   let dropLineBreak = false;
   nodes.forEach((node, i) => {
@@ -32,7 +31,7 @@ export function renderTemplate(nodes: Node[], scope: Record<string, any>, ctx: R
     } else if (kind === "schema") {
       out.push(schemaText(node.target));
     } else {
-      throw new Error(`unknown template node '${kind}'`);
+      unknownKind("template node", node, "t");
     }
     dropLineBreak = false;
   });
@@ -73,9 +72,11 @@ function indentBefore(text: string): string {
   return m ? m[1]! : "";
 }
 
-function aloneOnLines(nodes: Node[], i: number): boolean {
-  const before = i > 0 ? nodes[i - 1]! : { t: "text", value: "" };
-  const after = i + 1 < nodes.length ? nodes[i + 1]! : { t: "text", value: "" };
+const EMPTY_TEXT: TText = { t: "text", value: "" };
+
+function aloneOnLines(nodes: TNode[], i: number): boolean {
+  const before = i > 0 ? nodes[i - 1]! : EMPTY_TEXT;
+  const after = i + 1 < nodes.length ? nodes[i + 1]! : EMPTY_TEXT;
   if (before.t !== "text" || after.t !== "text") return false;
   return /(?:^|\n)[ \t]*$/.test(before.value) && /^[ \t]*(?:\r?\n|$)/.test(after.value);
 }
@@ -84,7 +85,7 @@ export function renderExample(user: string, assistant: string): string {
   return `Example:\nUser: ${user}\nAssistant: ${assistant}`;
 }
 
-export function renderBody(items: Node[], scope: Record<string, any>, ctx: Record<string, any>, schemaText: SchemaText): string {
+export function renderBody(items: PromptItem[], scope: Record<string, any>, ctx: Record<string, any>, schemaText: SchemaText): string {
   const parts: string[] = [];
   for (const item of items) {
     let text: string;
@@ -94,13 +95,13 @@ export function renderBody(items: Node[], scope: Record<string, any>, ctx: Recor
     else if (item.kind === "if") {
       const chosen = truthy(evaluate(item.cond, scope, ctx, false)) ? item.then : item.else;
       text = renderBody(chosen, scope, ctx, schemaText);
-    } else throw new Error(`unknown prompt item '${item.kind}'`);
+    } else throw new Error(`unknown prompt item '${(item as { kind: string }).kind}'`);
     if (text.trim()) parts.push(text);
   }
   return parts.join(SEPARATOR);
 }
 
-export function schemaTextFor(doc: Record<string, any>, agent: Record<string, any>): SchemaText {
+export function schemaTextFor(doc: Document, agent: Agent): SchemaText {
   const types: Types = doc.types ?? {};
   return (target: string) => {
     if (target === "context") {
@@ -113,7 +114,7 @@ export function schemaTextFor(doc: Record<string, any>, agent: Record<string, an
   };
 }
 
-export function renderPrompt(doc: Record<string, any>, agent: Record<string, any>, config: Record<string, any>, ctx: Record<string, any>): string {
+export function renderPrompt(doc: Document, agent: Agent, config: Config, ctx: Record<string, any>): string {
   const schemaText = schemaTextFor(doc, agent);
   const parts: string[] = [];
   for (const part of config.prompt ?? []) {
@@ -122,16 +123,16 @@ export function renderPrompt(doc: Record<string, any>, agent: Record<string, any
       const prompt = doc.prompts[part.name];
       const values = (part.args ?? []).map((arg: IRExpr) => evaluate(arg, {}, ctx, false));
       const scope: Record<string, any> = {};
-      (prompt.params ?? []).forEach((p: any, i: number) => (scope[p.name] = i < values.length ? values[i] : null));
+      (prompt.params ?? []).forEach((p, i) => (scope[p.name] = i < values.length ? values[i] : null));
       text = renderBody(prompt.body, scope, ctx, schemaText);
     } else if (part.kind === "inline") text = renderBody(part.body, {}, ctx, schemaText);
-    else throw new Error(`unknown prompt part '${part.kind}'`);
+    else throw new Error(`unknown prompt part '${(part as { kind: string }).kind}'`);
     if (text.trim()) parts.push(text);
   }
   return parts.join(SEPARATOR);
 }
 
-export function referencedContextKeys(doc: Record<string, any>, config: Record<string, any>): Set<string> {
+export function referencedContextKeys(doc: Document, config: Config): Set<string> {
   const keys = new Set<string>();
   const expr = (e: any): void => {
     if (!e || typeof e !== "object") return;
@@ -140,7 +141,7 @@ export function referencedContextKeys(doc: Record<string, any>, config: Record<s
     for (const item of e.items ?? []) expr(item);
     for (const f of [...(e.fields ?? []), ...(e.args ?? [])]) expr(f.value);
   };
-  const nodes = (list: Node[]): void => {
+  const nodes = (list: TNode[]): void => {
     for (const n of list) {
       if (n.t === "expr") expr(n.expr);
       else if (n.t === "if") {
@@ -150,7 +151,7 @@ export function referencedContextKeys(doc: Record<string, any>, config: Record<s
       }
     }
   };
-  const items = (list: Node[]): void => {
+  const items = (list: PromptItem[]): void => {
     for (const it of list) {
       if (it.kind === "text") nodes(it.template);
       else if (it.kind === "example") {

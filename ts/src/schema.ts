@@ -2,8 +2,10 @@
 // Pure functions over the plain IR dicts; the rules match the Python runtime's schema module
 // and are pinned by the conformance vectors in conformance/schema.json.
 
-export type IRType = { kind: string; [key: string]: any };
-export type IRField = { name: string; type: IRType; optional: boolean; description?: string | null };
+import type { Field, ObjectType, Type } from "./ir.js";
+
+export type IRType = Type;
+export type IRField = Field;
 export type Types = Record<string, IRType>;
 
 const NUMBER_RE = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
@@ -91,11 +93,11 @@ export function validate(value: unknown, type: IRType, types: Types, path = "$")
   return [`${path}: unknown type kind '${kind}'`];
 }
 
-function validateObject(value: unknown, type: IRType, types: Types, path: string): string[] {
+function validateObject(value: unknown, type: ObjectType, types: Types, path: string): string[] {
   if (!isObject(value)) return [mismatch(path, "object", value)];
   const errors: string[] = [];
   const declared = new Map<string, IRField>();
-  for (const f of type.fields as IRField[]) declared.set(f.name, f);
+  for (const f of type.fields) declared.set(f.name, f);
   for (const [name, field] of declared) {
     const sub = join(path, name);
     if (!(name in value)) {
@@ -150,7 +152,7 @@ export function coerce(value: unknown, type: IRType, types: Types): any {
   if (kind === "array" && Array.isArray(value)) return value.map((item) => coerce(item, type.items, types));
   if (kind === "object" && isObject(value)) {
     const declared = new Map<string, IRField>();
-    for (const f of type.fields as IRField[]) declared.set(f.name, f);
+    for (const f of type.fields) declared.set(f.name, f);
     const out: Record<string, any> = {};
     for (const [key, item] of Object.entries(value)) {
       const field = declared.get(key);
@@ -238,8 +240,9 @@ function jsonSchema(type: IRType, types: Types, stack: string[], defs: Record<st
     };
   }
   if (kind === "union") {
-    const variants = type.variants as IRType[];
-    if (variants.every((v) => v.kind === "literal")) return { type: "string", enum: variants.map((v) => v.value) };
+    const variants = type.variants;
+    const literals = variants.flatMap((v) => (v.kind === "literal" ? [v.value] : []));
+    if (literals.length === variants.length) return { type: "string", enum: literals };
     return { anyOf: variants.map((v) => jsonSchema(v, types, stack, defs)) };
   }
   if (kind === "ref") {

@@ -3,6 +3,7 @@
 
 import { compactJson } from "./expr.js";
 import { describe, referencedTypes, resolve, type IRField, type IRType, type Types } from "./schema.js";
+import type { Example, Intent } from "./ir.js";
 import { pyJson } from "./values.js";
 
 export type CallKind = "tool" | "workflow" | "helper";
@@ -14,16 +15,17 @@ export interface CallableSpec {
   params: IRField[];
   returns: IRType;
   configured: boolean;
-  examples: Record<string, any>[];
+  /** The tool's own @example argument objects. */
+  examples: Record<string, unknown>[];
 }
 
 export interface Contract {
   agent: string;
   callables: CallableSpec[];
-  intents: Record<string, any>[];
+  intents: Intent[];
   output: IRType;
   types: Types;
-  examples: Record<string, any>[];
+  examples: Example[];
 }
 
 export interface CallOutcome {

@@ -975,7 +975,7 @@ class Reader {
     if (raw instanceof Raw) return raw.open ? this.openValue(raw.text, resolved) : this.interpretText(raw.text, resolved);
     if (raw instanceof Block) return this.align(raw.entries, kind === "object" ? resolved : null);
     if (Array.isArray(raw)) {
-      const items = resolved && kind === "array" ? resolved.items : null;
+      const items = resolved && resolved.kind === "array" ? resolved.items : null;
       this.enter();
       const values = raw.map((item) => this.interpret(item, items));
       this.depth--;
@@ -1009,7 +1009,7 @@ class Reader {
     const kind = type ? type.kind : null;
     if (kind !== null && STRINGY.has(kind)) return text === "null" ? null : unquote(text);
     if (!text) return null; // `key:` with nothing after it: not given
-    if (kind === "array" && text[0] !== "[" && type) {
+    if (type && type.kind === "array" && text[0] !== "[") {
       const parts = text.split(",").map((p) => p.trim());
       // One item or one per line: not said.
       if (parts.some((p) => p.includes("\n")))

@@ -3,7 +3,8 @@
 // intents, scoping). Failures become WorkflowError naming the .agent file and line.
 
 import { AuwgentError, WorkflowError } from "./errors.js";
-import { applyBinary, applyUnary, ctxGet, ExprError, indexOf, memberOf, truthy, type IRExpr } from "./expr.js";
+import { applyBinary, applyUnary, ctxGet, ExprError, indexOf, memberOf, truthy, unknownKind, type IRExpr } from "./expr.js";
+import type { Block, Loc, Stmt, Workflow } from "./ir.js";
 
 export type CallTool = (name: string, args: Record<string, any>, loc: [number, number]) => Promise<any>;
 
@@ -33,10 +34,10 @@ export function describeError(error: unknown): string {
   return String(error);
 }
 
-export async function runWorkflow(workflow: Record<string, any>, args: Record<string, any>, ctx: Record<string, any>, callTool: CallTool): Promise<any> {
+export async function runWorkflow(workflow: Workflow, args: Record<string, any>, ctx: Record<string, any>, callTool: CallTool): Promise<any> {
   const run: RunState = { ctx, callTool, source: workflow.source ?? null, line: line(workflow.loc) };
   const scope = new Scope();
-  const declared = (workflow.params ?? []).map((p: any) => p.name);
+  const declared = (workflow.params ?? []).map((p) => p.name);
   const unknown = Object.keys(args).filter((n) => !declared.includes(n));
   if (unknown.length) throw new WorkflowError(`workflow '${workflow.name}' has no parameter '${unknown[0]}'`, run.source, run.line);
   for (const p of workflow.params ?? []) {
@@ -48,7 +49,7 @@ export async function runWorkflow(workflow: Record<string, any>, args: Record<st
   return outcome ? outcome.value : null;
 }
 
-async function block(body: any[], scope: Scope, run: RunState): Promise<Returned | null> {
+async function block(body: Block, scope: Scope, run: RunState): Promise<Returned | null> {
   for (const stmt of body) {
     run.line = line(stmt.loc);
     let outcome: Returned | null;
@@ -63,7 +64,7 @@ async function block(body: any[], scope: Scope, run: RunState): Promise<Returned
   return null;
 }
 
-async function statement(stmt: any, scope: Scope, run: RunState): Promise<Returned | null> {
+async function statement(stmt: Stmt, scope: Scope, run: RunState): Promise<Returned | null> {
   switch (stmt.s) {
     case "let":
       if (scope.names.has(stmt.name)) throw new ExprError(`'${stmt.name}' is already declared in this block`);
@@ -84,7 +85,7 @@ async function statement(stmt: any, scope: Scope, run: RunState): Promise<Return
       await ev(stmt.value, scope, run);
       return null;
   }
-  throw new ExprError(`unknown statement kind '${stmt.s}'`);
+  return unknownKind("statement", stmt, "s");
 }
 
 async function ev(expr: IRExpr, scope: Scope, run: RunState): Promise<any> {
@@ -134,9 +135,9 @@ async function ev(expr: IRExpr, scope: Scope, run: RunState): Promise<any> {
       }
     }
   }
-  throw new ExprError(`unknown expression kind '${expr.e}'`);
+  return unknownKind("expression", expr, "e");
 }
 
-function line(loc: any): number | null {
+function line(loc: Loc | null | undefined): number | null {
   return loc ? Number(loc[0]) : null;
 }

@@ -17,7 +17,7 @@ from typing import Any
 from auwgent.compiler import CompileResult, Diagnostic, compile_project, suggest
 from auwgent.console import display_path
 from auwgent.project import Project
-from auwgent.runtime.schema import validate
+from auwgent.runtime.evaluate.schema import validate
 
 from .dataset import Case, Dataset, Key, load_dataset
 from .files import dataset_files

@@ -15,10 +15,10 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.schema import validate
+from auwgent.runtime.evaluate.schema import IRType, Types, validate
 
 from .jsonpath import PathError, equal, matches, select
 
@@ -35,8 +35,8 @@ class Observed:
     tokens: int
     seconds: float
     error: str | None = None
-    output_type: Mapping[str, Any] = field(default_factory=dict)
-    types: Mapping[str, Any] = field(default_factory=dict)
+    output_type: Mapping[str, Any] = field(default_factory=dict)  # an IR type (ir.model.Type)
+    types: Types = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -141,7 +141,8 @@ def _json(spec: Any, observed: Observed) -> Score:
 
 
 def _schema(spec: Any, observed: Observed) -> Score:
-    problems = validate(_answer(observed), observed.output_type, observed.types) if spec else []
+    type_ = cast("IRType", observed.output_type)
+    problems = validate(_answer(observed), type_, observed.types) if spec else []
     ok = not problems
     return Score("schema", float(ok), ok, "; ".join(problems), None, _answer(observed))
 

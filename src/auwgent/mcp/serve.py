@@ -33,11 +33,11 @@ from auwgent.errors import AuwgentError, ConfigError
 from auwgent.project import load_project
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.engine import Run
+from auwgent.runtime.evaluate.schema import object_type, to_json_schema
 from auwgent.runtime.intents import IntentEvent
 from auwgent.runtime.invocation import Invocation, effective_tools
 from auwgent.runtime.parts import INPUT_SCHEMA, InputError, Part, check_input
 from auwgent.runtime.protocol.contract import FinalEvent
-from auwgent.runtime.schema import to_json_schema
 from auwgent.runtime.tools import result_text
 from auwgent.serve import ServeError, load_factory
 
@@ -82,7 +82,7 @@ class McpAgentServer:
         }
         tools = [Tool(name=RUN_TOOL, description=description, input_schema=run_input)]
         for workflow in self.root["workflows"]:
-            params = {"kind": "object", "fields": workflow["params"]}
+            params = object_type(workflow["params"])
             tools.append(
                 Tool(
                     name=workflow["name"],

@@ -43,8 +43,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from auwgent.errors import ApprovalError, ConflictError, describe_error
-from auwgent.runtime import schema
 from auwgent.runtime.decisions import Journal, Verdict, json_value
+from auwgent.runtime.evaluate import schema
 from auwgent.runtime.host import RunHost
 from auwgent.runtime.invocation import Invocation
 from auwgent.runtime.protocol.contract import CallOutcome
@@ -89,7 +89,7 @@ class ApprovalGate:
         name: str,
         args: Mapping[str, Any],
         approval: Mapping[str, Any] | None,
-        params: Sequence[Mapping[str, Any]],
+        params: Sequence[schema.IRField],
         *,
         deferrable: bool,
         taint: Mapping[str, Any] | None = None,
@@ -195,7 +195,7 @@ async def _call(approver: Any, request: dict[str, Any]) -> Any:
 def judge(
     answer: Any,
     args: Mapping[str, Any],
-    params: Sequence[Mapping[str, Any]],
+    params: Sequence[schema.IRField],
     types: Mapping[str, Any],
 ) -> Verdict:
     """An approver's (or ``agent.resume``'s) answer as a verdict; anything unclear is a denial."""
@@ -213,9 +213,7 @@ def judge(
     if not isinstance(edited, Mapping):
         return Verdict(False, args, "the edited arguments are not an object")
     # Checked even when unedited: a resumed call meets the declaration of the agent now.
-    errors = schema.validate(
-        dict(edited), {"kind": "object", "fields": list(params)}, types, path="$"
-    )
+    errors = schema.validate(dict(edited), schema.object_type(params), types, path="$")
     if errors:
         kind = "edited arguments" if edited is not args else "arguments"
         return Verdict(False, args, f"the {kind} are invalid: " + "; ".join(errors))
@@ -389,7 +387,7 @@ async def resume_outcomes(
             request = requests[rec["request_id"]]
             # The decision is about the call itself, or about the workflow step that paused.
             spec = contract.callable(kind, name)
-            params: Sequence[Mapping[str, Any]] | None = None if spec is None else spec.params
+            params: Sequence[schema.IRField] | None = None if spec is None else spec.params
             if spec is not None and "steps" in rec:
                 params = _step_params(inv, name, str(request["name"]))
             answer = decisions[rec["request_id"]]
@@ -460,7 +458,7 @@ async def _journaled(
                                   rec["call_id"])  # fmt: skip
 
 
-def _step_params(inv: Invocation, workflow: str, tool: str) -> Sequence[Mapping[str, Any]] | None:
+def _step_params(inv: Invocation, workflow: str, tool: str) -> Sequence[schema.IRField] | None:
     """The parameters of ``tool`` as ``workflow`` sees it (scoped, else the agent's)."""
     found = next((w for w in inv.agent["workflows"] if w["name"] == workflow), None)
     tools = [*(found["tools"] if found else ()), *inv.tools]

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     import httpx
 
+    from auwgent.runtime.mcp import McpServerConfig
     from auwgent.runtime.memory import MemoryConfig
     from auwgent.runtime.providers.base import Provider
 
@@ -48,6 +49,7 @@ __all__ = [
     "ApprovalAnswer",
     "ApprovalDecision",
     "ApprovalResultIntent",
+    "AuwgentBudget",
     "AuwgentCodeLimits",
     "AuwgentLimits",
     "AuwgentRetry",
@@ -182,9 +184,13 @@ class ResponseTextPartialIntent(TypedDict):
 # --------------------------------------------------------------------------- fixed config
 
 
+# --- generated from auwgent.runtime.config.KEYS (scripts/generate_runtime_config.py)
+
+
 class AuwgentRetry(TypedDict, total=False):
     """Retries with backoff on 429, 5xx and connection errors (delays in seconds)."""
 
+    #: Tries, the first included.
     attempts: int
     baseDelay: float
     maxDelay: float
@@ -197,7 +203,7 @@ class AuwgentTimeouts(TypedDict, total=False):
     firstByte: float
     idle: float
     call: float
-    run: float
+    run: float | None
 
 
 class AuwgentLimits(TypedDict, total=False):
@@ -205,6 +211,15 @@ class AuwgentLimits(TypedDict, total=False):
 
     eventBytes: int
     responseBytes: int
+
+
+class AuwgentBudget(TypedDict, total=False):
+    """Caps on model requests and tokens, per run and per conversation."""
+
+    tokens: int
+    requests: int
+    conversationTokens: int
+    conversationRequests: int
 
 
 class AuwgentCodeLimits(TypedDict, total=False):
@@ -218,41 +233,45 @@ class AuwgentCodeLimits(TypedDict, total=False):
 
 class RuntimeConfig(TypedDict, total=False):
     """The runtime config keys every agent accepts (docs/runtime.md); a generated
-    ``AuwgentConfig`` adds the keys typed by its agent (apiKeys, context, tools, ...)."""
+    ``AuwgentConfig`` adds the keys typed by its agent (apiKeys, context, tools, ...).
+    """
 
     #: Middleware classes or instances.
     middleware: Sequence[object]
-    #: The date line's zone, e.g. "Africa/Accra".
-    timezone: str
-    #: Replaces the system clock.
-    clock: Callable[[], datetime]
-    #: Recall and background ingestion.
-    memory: MemoryConfig
     maxToolLoops: int
     maxOutputRetries: int
     protocol: Literal["blocks", "native"]
     retry: AuwgentRetry
     timeouts: AuwgentTimeouts
     limits: AuwgentLimits
-    #: Code mode for every agent (docs/code-mode.md).
-    codeMode: bool
-    codeLimits: AuwgentCodeLimits
     httpClient: httpx.AsyncClient
-    #: "defer": every gated call pauses the run for agent.resume().
-    approvals: Literal["ask", "defer"]
     #: A provider replacing every model; "offline" runs without a network.
     provider: Provider | Literal["offline"]
-    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true
-    #: (default True).
-    strict: bool
-    #: {"repeats": N} (default 3) or False: stop a model repeating the same calls.
+    #: The date line's zone, e.g. "Africa/Accra".
+    timezone: str
+    #: Replaces the system clock.
+    clock: Callable[[], datetime]
+    #: Recall and background ingestion.
+    memory: MemoryConfig
+    #: {"repeats": N} (default 3) or false: stop a model repeating the same calls.
     loopDetection: Mapping[str, int] | bool
-    #: requests, tokens, conversationRequests, conversationTokens.
-    budget: Mapping[str, int]
+    budget: AuwgentBudget
     #: OpenTelemetry spans with the global provider.
     tracing: bool
     #: OpenTelemetry spans with this provider.
-    tracerProvider: Any
+    tracerProvider: object
+    #: Native tools and structured output on OpenAI-compatible APIs carry strict: true (default true).
+    strict: bool
+    #: "defer": every gated call pauses the run for agent.resume().
+    approvals: Literal["ask", "defer"]
+    #: Code mode for every agent (docs/code-mode.md).
+    codeMode: bool
+    codeLimits: AuwgentCodeLimits
+    #: Per MCP server declared in the IR: env, headers, timeout, startTimeout.
+    mcp: Mapping[str, McpServerConfig]
+
+
+# --- end of generated runtime config
 
 
 # --------------------------------------------------------------------------- base classes

@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from auwgent.errors import ToolError, WorkflowError, describe_error
-from auwgent.runtime import jsontext, origin, schema
+from auwgent.runtime import jsontext, origin
 from auwgent.runtime.code_mode import execute
 from auwgent.runtime.decisions import Journal, StepPaused, Verdict
+from auwgent.runtime.evaluate import schema
+from auwgent.runtime.evaluate.workflows import run_workflow
 from auwgent.runtime.host import RunHost
 from auwgent.runtime.intents import Control
 from auwgent.runtime.invocation import CALL_KINDS, Invocation, effective_tools
@@ -26,7 +28,6 @@ from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
 from auwgent.runtime.tools import not_configured, result_text
-from auwgent.runtime.workflows import run_workflow
 
 __all__ = ["CallRunner"]
 
@@ -184,7 +185,7 @@ class CallRunner:
         name: str,
         args: Mapping[str, Any],
         call_id: str | None,
-        returns: Mapping[str, Any] | None,
+        returns: schema.IRType | None,
     ) -> CallOutcome:
         registry = self.run.core.registry
         if not registry.has(name):
@@ -206,7 +207,7 @@ class CallRunner:
         self.run.taint.result(inv, name, args, text)
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
-    def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:
+    def _check_result(self, name: str, result: Any, returns: schema.IRType) -> Any:
         """``result`` as a workflow reads it; ``ToolError`` when it breaks the declared type.
 
         A JSON string from a tool declared to return structured data is decoded first, so it
@@ -418,7 +419,7 @@ def _decided(
     return CallOutcome(kind, name, args, "ok", text, call_id=call_id)  # type: ignore[arg-type]
 
 
-def _declared_returns(inv: Invocation, name: str) -> Mapping[str, Any] | None:
+def _declared_returns(inv: Invocation, name: str) -> schema.IRType | None:
     """The declared return type of the tool ``name`` that ``inv``'s model may call."""
     return next((t["returns"] for t in inv.tools if t["name"] == name), None)
 
@@ -430,7 +431,6 @@ def _speaker(inv: Invocation, kind: str, name: str) -> str:
 
 
 def _check_args(
-    params: Sequence[Mapping[str, Any]], args: Mapping[str, Any], types: Mapping[str, Any]
+    params: Sequence[schema.IRField], args: Mapping[str, Any], types: schema.Types
 ) -> list[str]:
-    obj = {"kind": "object", "fields": list(params)}
-    return schema.validate(args, obj, types, path="$")
+    return schema.validate(args, schema.object_type(params), types, path="$")

@@ -41,6 +41,7 @@ from auwgent._records import replace
 from auwgent.errors import ConfigError
 from auwgent.runtime import origin
 from auwgent.runtime.config import CodeLimits, RuntimeOptions
+from auwgent.runtime.evaluate.schema import IRField, parsed_result, referenced_types
 from auwgent.runtime.host import RunHost
 from auwgent.runtime.invocation import Invocation
 from auwgent.runtime.protocol.contract import (
@@ -51,7 +52,6 @@ from auwgent.runtime.protocol.contract import (
     FinalEvent,
 )
 from auwgent.runtime.protocol.section import BLOCK_KIND
-from auwgent.runtime.schema import parsed_result, referenced_types
 from auwgent.runtime.tools import result_text
 
 # The sandbox (pydantic-monty, an optional extra) is imported on first use.
@@ -107,7 +107,7 @@ def require() -> None:
 # ---------------------------------------------------------------------------------------------
 # What the model sees
 
-_CODE_PARAM: Mapping[str, Any] = {
+_CODE_PARAM: IRField = {
     "name": "code",
     "type": {"kind": "string"},
     "optional": False,

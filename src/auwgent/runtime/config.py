@@ -1,47 +1,46 @@
 """The runtime config given to ``auwgent({...})``: read once, checked at construction.
 
-Every mistake raises :class:`~auwgent.errors.ConfigError` naming the key path. The keys:
+The config is a table: :data:`KEYS` holds one :class:`Key` per runtime config key (its name,
+the :class:`RuntimeOptions` field it sets, its parser and what the docs and the generated types
+say of it), and :func:`parse_options` reads the given dict through it. Every mistake raises
+:class:`~auwgent.errors.ConfigError` naming the key path. The sub-objects (``retry``,
+``timeouts``, ``limits``, ``budget``, ``codeLimits``) read themselves (``from_config``);
+``memory``, ``loopDetection`` and ``mcp`` are checked by their own modules' parsers.
 
-``apiKeys``, ``context``, ``tools``, ``middleware``, ``config`` (a named config),
-``baseUrls``, ``maxToolLoops``, ``maxOutputRetries``, ``protocol`` (``"blocks"`` or
-``"native"``), ``retry`` ``{attempts, baseDelay, maxDelay}``, ``timeouts`` ``{connect,
-firstByte, idle, call, run}`` (seconds), ``limits`` ``{eventBytes, responseBytes}`` (bytes),
-``httpClient`` (an ``httpx.AsyncClient``), ``provider`` (a Provider instance, or
-``"offline"``) which replaces every model of the agent, ``persona`` (the persona runs take
-on), ``timezone`` (an IANA zone name for the date-and-time line; the machine's local zone by
-default), ``clock`` (a function returning an aware ``datetime``), ``memory`` (see
-:mod:`auwgent.runtime.memory`), ``loopDetection`` (``{repeats}`` or ``False``; see
-:mod:`auwgent.runtime.loops`), ``budget`` (``{tokens, requests, conversationTokens,
-conversationRequests}``), ``tracing`` / ``tracerProvider`` (see :mod:`auwgent.runtime.tracing`),
-``approver`` (a function deciding on calls marked ``@approval``) and ``approvals`` (``"ask"``,
-the default, or ``"defer"``: every gated call pauses the run for ``agent.resume``),
-``codeMode`` (``True`` / ``False``: code mode for every agent, over the DSL's ``codeMode``),
-``codeLimits`` ``{timeout, memory, maxCalls, maxOutput}`` (see
-:mod:`auwgent.runtime.code_mode`) and ``mcp`` (per MCP server ``{env, headers, timeout}``; see
-:mod:`auwgent.runtime.mcp`).
+Generated from the table by ``scripts/generate_runtime_config.py`` (``tests/runtime/
+test_config_table.py`` fails when one differs): ``auwgent.runtime.bindings.RuntimeConfig``,
+``RuntimeConfig`` of the TypeScript runtime (``ts/src/runtime-config.ts``) and the key table
+of docs/runtime.md.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from auwgent._names import suggest
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
+from auwgent.runtime.config_fields import Field, Section, number, unknown_key
 from auwgent.runtime.loops import parse_loop_detection
-from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
+from auwgent.runtime.providers.policy import LIMITS, RETRY, TIMEOUTS, Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
     from datetime import datetime, tzinfo
+
+    import httpx
 
     from auwgent.runtime.memory import MemoryOptions
 
 __all__ = [
     "CONFIG_KEYS",
+    "KEYS",
+    "SECTIONS",
+    "Budget",
+    "CodeLimits",
+    "Key",
     "RuntimeOptions",
     "api_key_env",
     "api_key_field",
@@ -53,9 +52,20 @@ __all__ = [
     "resolve_base_url",
 ]
 
-CONFIG_KEYS = RUNTIME_CONFIG_KEYS
+DEFAULT_MAX_TOOL_LOOPS = 10
+DEFAULT_MAX_OUTPUT_RETRIES = 2
 
-_CODE_LIMIT_KEYS = ("timeout", "memory", "maxCalls", "maxOutput")
+CODE_LIMITS = Section(
+    "codeLimits",
+    (
+        Field("timeout", "timeout", minimum=0.001),
+        Field("memory", "memory", integer=True, minimum=1),
+        Field("maxCalls", "max_calls", integer=True, minimum=1),
+        Field("maxOutput", "max_output", integer=True, minimum=1),
+    ),
+    "AuwgentCodeLimits",
+    "Code mode's limits per execute_code call (seconds, bytes, calls, characters).",
+)
 
 
 class CodeLimits(NamedTuple):
@@ -73,75 +83,30 @@ class CodeLimits(NamedTuple):
     max_calls: int = 50
     max_output: int = 20_000
 
-
-def parse_code_limits(value: Any) -> CodeLimits:
-    """The checked ``"codeLimits"`` object (defaults for what it leaves out)."""
-    if value is None:
-        return CodeLimits()
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"codeLimits: expected an object, got {type(value).__name__}")
-    for key in value:
-        if key not in _CODE_LIMIT_KEYS:
-            raise _unknown_key("codeLimits.", str(key), _CODE_LIMIT_KEYS)
-    default = CodeLimits()
-
-    def get(key: str, fallback: Any, integer: bool) -> Any:
-        minimum = 0.001 if key == "timeout" else 1
-        given = value.get(key, fallback)
-        return _number(f"codeLimits.{key}", given, integer=integer, minimum=minimum)
-
-    return CodeLimits(
-        timeout=float(get("timeout", default.timeout, False)),
-        memory=get("memory", default.memory, True),
-        max_calls=get("maxCalls", default.max_calls, True),
-        max_output=get("maxOutput", default.max_output, True),
-    )
+    @classmethod
+    def from_config(cls, value: object) -> CodeLimits:
+        """The runtime config's ``"codeLimits"`` (or the limits themselves)."""
+        if isinstance(value, cls):
+            return value
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(f"codeLimits: expected an object, got {type(value).__name__}")
+        given = CODE_LIMITS.read(value)
+        if "timeout" in given:
+            given["timeout"] = float(given["timeout"])
+        return cls()._replace(**given)
 
 
-DEFAULT_MAX_TOOL_LOOPS = 10
-DEFAULT_MAX_OUTPUT_RETRIES = 2
-
-
-class RuntimeOptions(NamedTuple):
-    """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
-    the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
-
-    The values the agent checks against its IR at construction (``apiKeys``, ``context``,
-    ``config``, ``tools``, ``middleware``, ``provider``, ``tracing``) are kept as given.
-    A named tuple, not a dataclass: see :mod:`auwgent.runtime.providers.http` (import time).
-    """
-
-    api_keys: Any = None
-    context: Any = None
-    config: Any = None  # the named config runs use
-    tools: Any = None
-    middleware: Any = None
-    provider: Any = None
-    tracing: Any = None
-    tracer_provider: Any = None
-
-    max_tool_loops: int | None = None
-    max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
-    protocol: str | None = None
-    retry: RetryPolicy = RetryPolicy()
-    timeouts: Timeouts = Timeouts()
-    limits: Limits = Limits()
-    run_timeout: float | None = None
-    base_urls: Mapping[str, str] = MappingProxyType({})
-    http_client: Any = None
-    persona: str | None = None
-    timezone: tzinfo | None = None  # None: the machine's local zone, read at each call
-    clock: Callable[[], datetime] | None = None
-    memory: MemoryOptions | None = None
-    loop_repeats: int | None = 3  # None: no-progress detection is off
-    budget: Budget | None = None
-    # OpenAI-compatible native tools and structured output carry ``strict: true``.
-    strict: bool = True
-    approver: Any = None
-    approvals: str = "ask"
-    code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
-    code_limits: CodeLimits = CodeLimits()
-    mcp: Any = None  # "mcp": per-server {env, headers, timeout}, checked by runtime.mcp
+BUDGET = Section(
+    "budget",
+    (
+        Field("tokens", "tokens", integer=True, minimum=1),
+        Field("requests", "requests", integer=True, minimum=1),
+        Field("conversationTokens", "conversation_tokens", integer=True, minimum=1),
+        Field("conversationRequests", "conversation_requests", integer=True, minimum=1),
+    ),
+    "AuwgentBudget",
+    "Caps on model requests and tokens, per run and per conversation.",
+)
 
 
 class Budget(NamedTuple):
@@ -152,170 +117,139 @@ class Budget(NamedTuple):
     conversation_tokens: int | None = None
     conversation_requests: int | None = None
 
-
-_BUDGET_KEYS = ("tokens", "requests", "conversationTokens", "conversationRequests")
-
-
-def _budget(config: Mapping[str, Any]) -> Budget | None:
-    if config.get("budget") is None:
-        return None
-    given = _sub(config, "budget", _BUDGET_KEYS)
-    values = {k: _number(f"budget.{k}", v, integer=True, minimum=1) for k, v in given.items()}
-    return Budget(
-        tokens=values.get("tokens"),
-        requests=values.get("requests"),
-        conversation_tokens=values.get("conversationTokens"),
-        conversation_requests=values.get("conversationRequests"),
-    )
+    @classmethod
+    def from_config(cls, value: object) -> Budget | None:
+        """The runtime config's ``"budget"`` (or the budget itself); ``None``: no caps."""
+        if value is None or isinstance(value, cls):
+            return value
+        return cls()._replace(**BUDGET.read(value))
 
 
-def _unknown_key(path: str, key: str, valid: tuple[str, ...]) -> ConfigError:
-    hint = suggest(key, valid)
-    tip = f"; did you mean {hint!r}?" if hint else f" (valid keys: {', '.join(valid)})"
-    return ConfigError(f"{path}{key}: unknown config key{tip}")
+#: Every sub-object of the runtime config read by a :class:`Section` (the generated types
+#: declare one type each).
+SECTIONS: tuple[Section, ...] = (RETRY, TIMEOUTS, LIMITS, BUDGET, CODE_LIMITS)
 
 
-def _number(path: str, value: Any, *, integer: bool = False, minimum: float = 0) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        kind = "an integer" if integer else "a number"
-        raise ConfigError(f"{path}: expected {kind}, got {value!r}")
-    if integer and not isinstance(value, int):
-        raise ConfigError(f"{path}: expected an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{path}: must be at least {minimum}, got {value!r}")
+class RuntimeOptions(NamedTuple):
+    """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
+    the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
+
+    The values the agent checks against its IR at construction (``apiKeys``, ``context``,
+    ``config``, ``tools``, ``provider``) and the tracing switches are kept as
+    given, typed ``object``: the agent's checks say what they must be.
+    A named tuple, not a dataclass: see :mod:`auwgent.runtime.providers.http` (import time).
+    """
+
+    api_keys: object = None
+    context: object = None
+    config: object = None  # the named config runs use
+    tools: object = None
+    middleware: Sequence[object] | None = None
+    base_urls: Mapping[str, str] = MappingProxyType({})
+    max_tool_loops: int | None = None
+    max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
+    protocol: str | None = None
+    retry: RetryPolicy = RetryPolicy()
+    timeouts: Timeouts = Timeouts()
+    limits: Limits = Limits()
+    http_client: httpx.AsyncClient | None = None
+    provider: object = None
+    persona: str | None = None
+    timezone: tzinfo | None = None  # None: the machine's local zone, read at each call
+    clock: Callable[[], datetime] | None = None
+    memory: MemoryOptions | None = None
+    loop_repeats: int | None = 3  # None: no-progress detection is off
+    budget: Budget | None = None
+    tracing: object = None
+    tracer_provider: object = None
+    # OpenAI-compatible native tools and structured output carry ``strict: true``.
+    strict: bool = True
+    approver: Callable[..., object] | None = None
+    approvals: str = "ask"
+    code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
+    code_limits: CodeLimits = CodeLimits()
+    mcp: Mapping[str, object] | None = None  # per server; checked against the IR by runtime.mcp
+
+    @property
+    def run_timeout(self) -> float | None:
+        """``timeouts.run``: the deadline of a whole run (``None``: none)."""
+        return self.timeouts.run
+
+
+# -- the parsers of single keys ----------------------------------------------------------------
+
+
+def _kept(value: object) -> object:
     return value
 
 
-def _sub(config: Mapping[str, Any], key: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
-    value = config.get(key) or {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key}: expected an object, got {type(value).__name__}")
-    for sub in value:
-        if sub not in keys:
-            raise _unknown_key(f"{key}.", str(sub), keys)
-    return value
-
-
-def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
-    """Check the runtime config's keys and read its engine options."""
-    for key in config:
-        if key not in CONFIG_KEYS:
-            raise _unknown_key("", str(key), CONFIG_KEYS)
-    loops = config.get("maxToolLoops")
-    if loops is not None:
-        _number("maxToolLoops", loops, integer=True, minimum=1)
-    retries = config.get("maxOutputRetries", DEFAULT_MAX_OUTPUT_RETRIES)
-    _number("maxOutputRetries", retries, integer=True, minimum=0)
-    protocol = config.get("protocol")
-    if protocol not in (None, "blocks", "native"):
-        raise ConfigError(f"protocol: expected 'blocks' or 'native', got {protocol!r}")
-    retry_cfg = _sub(config, "retry", ("attempts", "baseDelay", "maxDelay"))
-    retry = RetryPolicy(
-        attempts=_number("retry.attempts", retry_cfg.get("attempts", 4), integer=True, minimum=1),
-        base_delay=_number("retry.baseDelay", retry_cfg.get("baseDelay", 0.5)),
-        max_delay=_number("retry.maxDelay", retry_cfg.get("maxDelay", 20.0)),
-    )
-    t_cfg = _sub(config, "timeouts", ("connect", "firstByte", "idle", "call", "run"))
-    default = Timeouts()
-    timeouts = Timeouts(
-        connect=_number("timeouts.connect", t_cfg.get("connect", default.connect)),
-        first_byte=_number("timeouts.firstByte", t_cfg.get("firstByte", default.first_byte)),
-        idle=_number("timeouts.idle", t_cfg.get("idle", default.idle)),
-        call=_number("timeouts.call", t_cfg.get("call", default.call)),
-    )
-    l_cfg = _sub(config, "limits", ("eventBytes", "responseBytes"))
-    caps = Limits()
-    limits = Limits(
-        event_bytes=_number(
-            "limits.eventBytes", l_cfg.get("eventBytes", caps.event_bytes), integer=True, minimum=1
-        ),
-        response_bytes=_number(
-            "limits.responseBytes",
-            l_cfg.get("responseBytes", caps.response_bytes),
-            integer=True,
-            minimum=1,
-        ),
-    )
-    run_timeout = t_cfg.get("run")
-    if run_timeout is not None:
-        _number("timeouts.run", run_timeout)
-    base_urls = config.get("baseUrls") or {}
-    if not isinstance(base_urls, Mapping) or not all(
-        isinstance(v, str) for v in base_urls.values()
-    ):
-        raise ConfigError("baseUrls: expected an object of provider name → URL string")
-    client = config.get("httpClient")
-    if client is not None:
-        import httpx  # only checked when given: keeps import of this module light
-
-        if not isinstance(client, httpx.AsyncClient):
-            raise ConfigError(
-                f"httpClient: expected an httpx.AsyncClient, got {type(client).__name__}"
-            )
-    _check_plain_values(config)
-    memory = None
-    if config.get("memory") is not None:
-        from auwgent.runtime.memory import parse_memory_options
-
-        memory = parse_memory_options(config["memory"])
-    return RuntimeOptions(
-        api_keys=config.get("apiKeys"),
-        context=config.get("context"),
-        config=config.get("config"),
-        tools=config.get("tools"),
-        middleware=config.get("middleware"),
-        provider=config.get("provider"),
-        tracing=config.get("tracing"),
-        tracer_provider=config.get("tracerProvider"),
-        code_mode=config.get("codeMode"),
-        code_limits=parse_code_limits(config.get("codeLimits")),
-        mcp=config.get("mcp"),
-        budget=_budget(config),
-        loop_repeats=parse_loop_detection(config.get("loopDetection")),
-        approver=config.get("approver"),
-        approvals=config.get("approvals", "ask"),
-        max_tool_loops=loops,
-        max_output_retries=retries,
-        protocol=protocol,
-        retry=retry,
-        timeouts=timeouts,
-        limits=limits,
-        run_timeout=run_timeout,
-        base_urls=dict(base_urls),
-        http_client=client,
-        persona=config.get("persona"),
-        timezone=_timezone(config.get("timezone")),
-        clock=config.get("clock"),
-        memory=memory,
-        strict=config.get("strict", True),
-    )
-
-
-def _check_plain_values(config: Mapping[str, Any]) -> None:
-    """The keys whose value is used as given, once it is of the right kind."""
-    persona = config.get("persona")
-    if persona is not None and not isinstance(persona, str):
-        raise ConfigError(f"persona: expected a persona name, got {type(persona).__name__}")
-    clock = config.get("clock")
-    if clock is not None and not callable(clock):
-        raise ConfigError(f"clock: expected a function returning a datetime, got {clock!r}")
-    strict = config.get("strict", True)
-    if not isinstance(strict, bool):
-        raise ConfigError(f"strict: expected true or false, got {strict!r}")
-    approver = config.get("approver")
-    if approver is not None and not callable(approver):
+def _middleware(value: object) -> Sequence[object] | None:
+    if value is not None and not isinstance(value, (list, tuple)):
         raise ConfigError(
-            f"approver: expected a function of the approval request, got {type(approver).__name__}"
+            f"middleware: expected a list of middleware classes or instances, "
+            f"got {type(value).__name__}"
         )
-    approvals = config.get("approvals", "ask")
-    if approvals not in ("ask", "defer"):
-        raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
-    code_mode = config.get("codeMode")
-    if code_mode is not None and not isinstance(code_mode, bool):
-        raise ConfigError(f"codeMode: expected true or false, got {code_mode!r}")
+    return value
 
 
-def _timezone(name: Any) -> tzinfo | None:
+def _max_tool_loops(value: object) -> int | None:
+    if value is None:
+        return None
+    return int(number("maxToolLoops", value, integer=True, minimum=1))
+
+
+def _max_output_retries(value: object) -> int:
+    return int(number("maxOutputRetries", value, integer=True, minimum=0))
+
+
+def _choice(key: str, choices: tuple[str | None, ...], what: str) -> Callable[[object], Any]:
+    def parse(value: object) -> object:
+        if value not in choices:
+            raise ConfigError(f"{key}: expected {what}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _true_or_false(key: str) -> Callable[[object], Any]:
+    def parse(value: object) -> object:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+
+    return parse
+
+
+def _code_mode(value: object) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ConfigError(f"codeMode: expected true or false, got {value!r}")
+    return value
+
+
+def _base_urls(value: object) -> Mapping[str, str]:
+    urls = value or {}
+    if not isinstance(urls, Mapping) or not all(isinstance(v, str) for v in urls.values()):
+        raise ConfigError("baseUrls: expected an object of provider name → URL string")
+    return dict(urls)
+
+
+def _http_client(value: object) -> httpx.AsyncClient | None:
+    if value is None:
+        return None
+    import httpx  # only checked when given: keeps import of this module light
+
+    if not isinstance(value, httpx.AsyncClient):
+        raise ConfigError(f"httpClient: expected an httpx.AsyncClient, got {type(value).__name__}")
+    return value
+
+
+def _persona(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"persona: expected a persona name, got {type(value).__name__}")
+    return value
+
+
+def _timezone(name: object) -> tzinfo | None:
     if name is None:
         return None
     if not isinstance(name, str):
@@ -329,6 +263,345 @@ def _timezone(name: Any) -> tzinfo | None:
             f"timezone: unknown time zone {name!r}; use an IANA name such as 'Africa/Accra' "
             "or 'UTC'"
         ) from exc
+
+
+def _clock(value: object) -> Callable[[], datetime] | None:
+    if value is not None and not callable(value):
+        raise ConfigError(f"clock: expected a function returning a datetime, got {value!r}")
+    return value
+
+
+def _memory(value: object) -> MemoryOptions | None:
+    if value is None:
+        return None
+    from auwgent.runtime.memory import parse_memory_options  # sqlite: only when memory is on
+
+    return parse_memory_options(value)
+
+
+def _approver(value: object) -> Callable[..., object] | None:
+    if value is not None and not callable(value):
+        raise ConfigError(
+            f"approver: expected a function of the approval request, got {type(value).__name__}"
+        )
+    return value
+
+
+def _mcp(value: object) -> Mapping[str, object] | None:
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigError(f"mcp: expected an object of servers, got {type(value).__name__}")
+    return value
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+class Key(NamedTuple):
+    """One runtime config key: what it sets, how it is read, and what is said of it.
+
+    ``python`` is its type in ``RuntimeConfig`` (``None``: each generated ``AuwgentConfig``
+    types it from its agent); ``typescript`` its type in the TypeScript ``RuntimeConfig``
+    (``None``: the TypeScript runtime does not have it yet, as
+    :data:`auwgent.ir.vocabulary.NOT_YET_IN_TYPESCRIPT` says). ``default`` is what the parser
+    reads when the key is left out. ``comment`` is the one line the generated types carry.
+    """
+
+    name: str
+    field: str
+    parse: Callable[[object], object]
+    doc: str
+    python: str | None
+    typescript: str | None
+    default: object = None
+    comment: str = ""
+
+
+_SEE_PROVIDERS = "See `providers.md`."
+
+#: The runtime config keys, in the order of :data:`auwgent.ir.vocabulary.RUNTIME_CONFIG_KEYS`.
+KEYS: tuple[Key, ...] = (
+    Key(
+        "apiKeys",
+        "api_keys",
+        _kept,
+        '`geminiApiKey`, `openaiApiKey`, `anthropicApiKey`, and for `custom("my-groq-api", '
+        "...)` the camel-cased id plus `ApiKey` (`myGroqApiApiKey`). Only providers the agent "
+        "and its helpers use (in any config, embeddings included) need one. Missing ones are "
+        "read from `GEMINI_API_KEY` (then `GOOGLE_API_KEY`), `OPENAI_API_KEY`, "
+        "`ANTHROPIC_API_KEY`, or the upper-snake id plus `_API_KEY` (`MY_GROQ_API_API_KEY`).",
+        None,
+        "Record<string, string>",
+    ),
+    Key(
+        "context",
+        "context",
+        _kept,
+        "context values; declared keys are type-checked (see below).",
+        None,
+        "Record<string, unknown>",
+    ),
+    Key(
+        "tools",
+        "tools",
+        _kept,
+        "a class (instantiated without arguments), an instance, or a dict of callables.",
+        None,
+        "Record<string, (args: any) => unknown>",
+    ),
+    Key(
+        "middleware",
+        "middleware",
+        _middleware,
+        "a list of middleware classes or instances (see `middleware.md`).",
+        "Sequence[object]",
+        "object[]",
+        comment="Middleware classes or instances.",
+    ),
+    Key(
+        "config",
+        "config",
+        _kept,
+        'the named config runs use (`"Strict"`); unknown names list the valid ones.',
+        None,
+        "string",
+    ),
+    Key(
+        "baseUrls",
+        "base_urls",
+        _base_urls,
+        '`{"openai": ..., "gemini": ..., "anthropic": ..., "<custom id>": ...}`; else '
+        "`OPENAI_BASE_URL` / `GEMINI_BASE_URL` / `ANTHROPIC_BASE_URL`.",
+        None,
+        "Record<string, string>",
+    ),
+    Key(
+        "maxToolLoops",
+        "max_tool_loops",
+        _max_tool_loops,
+        "model calls allowed per agent invocation (overrides the DSL's `maxToolLoops`; "
+        "default 10).",
+        "int",
+        "number",
+    ),
+    Key(
+        "maxOutputRetries",
+        "max_output_retries",
+        _max_output_retries,
+        "how often invalid output is sent back before giving up (default 2).",
+        "int",
+        "number",
+        default=DEFAULT_MAX_OUTPUT_RETRIES,
+    ),
+    Key(
+        "protocol",
+        "protocol",
+        _choice("protocol", (None, "blocks", "native"), "'blocks' or 'native'"),
+        '`"blocks"` (default) or `"native"`, overriding the config\'s `protocol`.',
+        'Literal["blocks", "native"]',
+        '"blocks" | "native"',
+    ),
+    Key(
+        "retry",
+        "retry",
+        RetryPolicy.from_config,
+        "`{attempts, baseDelay, maxDelay}` for provider requests.",
+        "AuwgentRetry",
+        "AuwgentRetry",
+    ),
+    Key(
+        "timeouts",
+        "timeouts",
+        Timeouts.from_config,
+        "`{connect, firstByte, idle, call, run}` in seconds; `call` bounds one model call "
+        "(default 300), `run` a whole `run()` (no default). " + _SEE_PROVIDERS,
+        "AuwgentTimeouts",
+        "AuwgentTimeouts",
+    ),
+    Key(
+        "limits",
+        "limits",
+        Limits.from_config,
+        "`{eventBytes, responseBytes}`: caps on one streamed event (default 16 MiB) and one "
+        "provider response (default 64 MiB). " + _SEE_PROVIDERS,
+        "AuwgentLimits",
+        "AuwgentLimits",
+    ),
+    Key(
+        "httpClient",
+        "http_client",
+        _http_client,
+        "an `httpx.AsyncClient` to send requests with (otherwise the agent's own connections, "
+        "see below and [providers.md](providers.md#connections)); never closed by the agent.",
+        "httpx.AsyncClient",
+        None,
+    ),
+    Key(
+        "provider",
+        "provider",
+        _kept,
+        'a `Provider` instance, or `"offline"`: replaces every model; no keys needed.',
+        'Provider | Literal["offline"]',
+        "Provider",
+        comment='A provider replacing every model; "offline" runs without a network.',
+    ),
+    Key(
+        "persona",
+        "persona",
+        _persona,
+        "the persona runs take on (a name from a `personas { }` list; see "
+        "[personas.md](personas.md)). Unknown names list the valid ones.",
+        None,
+        "string",
+    ),
+    Key(
+        "timezone",
+        "timezone",
+        _timezone,
+        'the IANA zone of the date-and-time line (`"Africa/Accra"`, `"UTC"`); default: the '
+        "machine's local zone.",
+        "str",
+        "string",
+        comment='The date line\'s zone, e.g. "Africa/Accra".',
+    ),
+    Key(
+        "clock",
+        "clock",
+        _clock,
+        "a function returning an aware `datetime`, read for the date-and-time line on every "
+        "model call (tests pin it); a naive value is read in `timezone`.",
+        "Callable[[], datetime]",
+        "() => Date",
+        comment="Replaces the system clock.",
+    ),
+    Key(
+        "memory",
+        "memory",
+        _memory,
+        "`{store, budget, ingester, counter, limit, maxPending}`: recall before each run and "
+        "background ingestion after it ([memory.md](memory.md)).",
+        "MemoryConfig",
+        None,
+        comment="Recall and background ingestion.",
+    ),
+    Key(
+        "loopDetection",
+        "loop_repeats",
+        parse_loop_detection,
+        '`{"repeats": N}` (default 3) or `False`: stop a model that keeps making the same '
+        "calls ([resilience.md](resilience.md)).",
+        "Mapping[str, int] | bool",
+        "{ repeats?: number } | false",
+        comment='{"repeats": N} (default 3) or false: stop a model repeating the same calls.',
+    ),
+    Key(
+        "budget",
+        "budget",
+        Budget.from_config,
+        "`{requests, tokens, conversationRequests, conversationTokens}`: caps on model "
+        "requests and tokens ([observability.md](observability.md)).",
+        "AuwgentBudget",
+        "AuwgentBudget",
+    ),
+    Key(
+        "tracing",
+        "tracing",
+        _kept,
+        "`True`: OpenTelemetry spans of every run with the global tracer provider "
+        "([observability.md](observability.md)).",
+        "bool",
+        None,
+        comment="OpenTelemetry spans with the global provider.",
+    ),
+    Key(
+        "tracerProvider",
+        "tracer_provider",
+        _kept,
+        "an OpenTelemetry tracer provider for the spans of every run "
+        "([observability.md](observability.md)).",
+        "object",
+        None,
+        comment="OpenTelemetry spans with this provider.",
+    ),
+    Key(
+        "strict",
+        "strict",
+        _true_or_false("strict"),
+        '`True` (default): with `protocol: "native"`, OpenAI and `custom` tools and structured '
+        "output carry `strict: true` with strict-form schemas (see `providers.md`); `False` "
+        "for endpoints that refuse it.",
+        "bool",
+        "boolean",
+        default=True,
+        comment="Native tools and structured output on OpenAI-compatible APIs carry strict: "
+        "true (default true).",
+    ),
+    Key(
+        "approver",
+        "approver",
+        _approver,
+        "a function (sync or async) deciding on calls marked `@approval`; same as "
+        "`agent.on_approval(fn)` (see `approvals.md`).",
+        None,
+        None,
+    ),
+    Key(
+        "approvals",
+        "approvals",
+        _choice("approvals", ("ask", "defer"), "'ask' or 'defer'"),
+        '`"ask"` (default: ask the approver) or `"defer"`: every gated call pauses the run '
+        "for `agent.resume`.",
+        'Literal["ask", "defer"]',
+        None,
+        default="ask",
+        comment='"defer": every gated call pauses the run for agent.resume().',
+    ),
+    Key(
+        "codeMode",
+        "code_mode",
+        _code_mode,
+        "`True` / `False`: code mode for every agent and helper, over the DSL configs' "
+        "`codeMode` (see [code-mode.md](code-mode.md)); needs the `code` extra.",
+        "bool",
+        None,
+        comment="Code mode for every agent (docs/code-mode.md).",
+    ),
+    Key(
+        "codeLimits",
+        "code_limits",
+        CodeLimits.from_config,
+        'per `execute_code` call: `{"timeout": 10, "memory": 100_000_000, "maxCalls": 50, '
+        '"maxOutput": 20_000}` (seconds, bytes, calls, characters; these are the defaults).',
+        "AuwgentCodeLimits",
+        None,
+    ),
+    Key(
+        "mcp",
+        "mcp",
+        _mcp,
+        'per MCP server declared in the IR, `{"env": {...}, "headers": {...}, "timeout": '
+        'seconds, "startTimeout": seconds}`: secrets for `@mcp` tools\' servers (`env` for a '
+        "launched server, merged over the declaration's; `headers` for a `url` server), the "
+        "bound on every call once the server is up (default 10) and the bound on starting it, "
+        "launch and initialize (default 60). An unknown server name, key or value is a "
+        "`ConfigError` naming its path ([mcp.md](mcp.md)).",
+        "Mapping[str, McpServerConfig]",
+        None,
+        comment="Per MCP server declared in the IR: env, headers, timeout, startTimeout.",
+    ),
+)
+
+CONFIG_KEYS: tuple[str, ...] = tuple(key.name for key in KEYS)
+if CONFIG_KEYS != RUNTIME_CONFIG_KEYS:  # pragma: no cover - a table edited out of step
+    raise RuntimeError("runtime config table and auwgent.ir.vocabulary.RUNTIME_CONFIG_KEYS differ")
+
+
+def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
+    """Check the runtime config's keys and read every one through its :class:`Key`."""
+    for key in config:
+        if key not in CONFIG_KEYS:
+            raise unknown_key("", str(key), CONFIG_KEYS)
+    values = {key.field: key.parse(config.get(key.name, key.default)) for key in KEYS}
+    return RuntimeOptions._make(values[name] for name in RuntimeOptions._fields)
 
 
 # ---------------------------------------------------------------------------------------------

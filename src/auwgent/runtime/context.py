@@ -45,7 +45,7 @@ class ContextSchema:
             if not isinstance(key, str):
                 raise ContextError(f"{path}: context keys must be strings, got {key!r}")
             for agent, f in self._declared.get(key, ()):
-                from auwgent.runtime import schema  # first needed here, not at import
+                from auwgent.runtime.evaluate import schema  # first needed here, not at import
 
                 errors = schema.validate(value, f["type"], self._types, path=f"{path}.{key}")
                 if errors:

@@ -9,21 +9,28 @@ same for every run. Providers, hooks and stores are :mod:`.services`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
 from auwgent.ir.model import Agent as IRAgent
 from auwgent.ir.model import Document as IRDocument
-from auwgent.runtime import code_mode, prompts
+from auwgent.runtime import code_mode
 from auwgent.runtime.clock import now_line
 from auwgent.runtime.config import DEFAULT_MAX_TOOL_LOOPS, RuntimeOptions
 from auwgent.runtime.context import ContextSchema
+from auwgent.runtime.evaluate import prompts
 from auwgent.runtime.intents import BUILTIN_INTENTS, COMPLETE_SPEC
 from auwgent.runtime.invocation import Invocation, helper_params
 from auwgent.runtime.protocol import codec_for
 from auwgent.runtime.protocol.contract import CallableSpec, Codec, Contract
 from auwgent.runtime.providers.base import FunctionSpec
 from auwgent.runtime.tools import ToolRegistry, declared_tools
+
+if TYPE_CHECKING:
+    from auwgent.ir.model import Example as IRExample
+    from auwgent.ir.model import Intent as IRIntent
+else:
+    IRExample = IRIntent = Mapping[str, Any]
 
 __all__ = ["AgentCore", "RoutedTools"]
 
@@ -130,7 +137,7 @@ class AgentCore:
                     approval=use.get("approval"),
                 )
             )
-        intents: tuple[Mapping[str, Any], ...] = tuple(agent["intents"])
+        intents: tuple[IRIntent, ...] = tuple(agent["intents"])
         if inv.handoff == "user":
             intents += (COMPLETE_SPEC,)
         contract = Contract(
@@ -227,7 +234,7 @@ class AgentCore:
         return str(name)
 
 
-def _declared_order(example: Mapping[str, Any], specs: list[CallableSpec]) -> Mapping[str, Any]:
+def _declared_order(example: IRExample, specs: list[CallableSpec]) -> IRExample:
     """An ``@example`` with its arguments in the target's parameter order.
 
     The IR stores objects with sorted keys (for a stable hash), so ``@example(location =

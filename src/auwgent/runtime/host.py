@@ -14,6 +14,7 @@ from auwgent.ir.model import Agent as IRAgent
 from auwgent.ir.model import Document as IRDocument
 from auwgent.runtime.config import RuntimeOptions
 from auwgent.runtime.decisions import Journal, Verdict
+from auwgent.runtime.evaluate.schema import IRField
 from auwgent.runtime.intents import Control
 from auwgent.runtime.invocation import AgentResult, Invocation
 from auwgent.runtime.middleware import MiddlewareChain
@@ -101,7 +102,7 @@ class ApprovalsView(Protocol):
         name: str,
         args: Mapping[str, Any],
         approval: Mapping[str, Any] | None,
-        params: Sequence[Mapping[str, Any]],
+        params: Sequence[IRField],
         *,
         deferrable: bool,
         taint: Mapping[str, Any] | None = None,

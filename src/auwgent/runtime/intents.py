@@ -24,11 +24,14 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from auwgent.errors import AuwgentError
 from auwgent.ir import vocabulary
 from auwgent.runtime.adapters import instance_of
+
+if TYPE_CHECKING:
+    from auwgent.ir.model import Intent as IRIntent
 
 __all__ = [
     "BUILTIN_INTENTS",
@@ -46,7 +49,7 @@ BUILTIN_INTENTS = vocabulary.BUILTIN_INTENTS
 
 #: The intent a helper that was handed the conversation (``handoff user``) emits when it is done.
 COMPLETE_INTENT = "handoff_complete"
-COMPLETE_SPEC: Mapping[str, Any] = {
+COMPLETE_SPEC: IRIntent = {
     "name": COMPLETE_INTENT,
     "description": (
         "Emit when the conversation you were handed is finished and control should return to "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auwgent.ir.model import Agent as IRAgent
-from auwgent.runtime import schema
+from auwgent.runtime.evaluate import schema
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import message_to_json
 
@@ -27,7 +27,7 @@ __all__ = [
 #: A call intent's name -> the kind of callable it calls.
 CALL_KINDS = {"tool_call": "tool", "workflow_call": "workflow", "helper_call": "helper"}
 
-_TEXT_INPUT_PARAM: Mapping[str, Any] = {
+_TEXT_INPUT_PARAM: schema.IRField = {
     "name": "input",
     "type": {"kind": "string"},
     "optional": False,
@@ -82,11 +82,9 @@ def effective_tools(
     return tuple(own + [t for t in granted if t["name"] not in names])
 
 
-def helper_params(
-    helper: Mapping[str, Any], types: Mapping[str, Any]
-) -> tuple[Mapping[str, Any], ...]:
+def helper_params(helper: Mapping[str, Any], types: schema.Types) -> tuple[schema.IRField, ...]:
     """The params a parent's model passes to a helper: ``input`` for Text, else its fields."""
     if helper["input"]["kind"] == "text":
         return (_TEXT_INPUT_PARAM,)
     resolved = schema.resolve(helper["input"], types)
-    return tuple(resolved.get("fields", ()))
+    return tuple(resolved["fields"]) if resolved["kind"] == "object" else ()

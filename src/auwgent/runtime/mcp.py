@@ -31,15 +31,16 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.util import find_spec
-from typing import Any
+from typing import Any, TypedDict
 
 from auwgent.errors import ConfigError, McpError
-from auwgent.runtime import schema
+from auwgent.runtime.evaluate import schema
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "McpConnection",
+    "McpServerConfig",
     "McpServers",
     "ServerOptions",
     "mcp_tools",
@@ -48,9 +49,20 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_START_TIMEOUT = 60.0
-_OPTION_KEYS = ("env", "headers", "timeout", "startTimeout")
 _CLOSE_GRACE = 5.0  # seconds a closing connection gets before its task is cancelled
 _INSTALL = "pip install 'auwgent[mcp]'"
+
+
+class McpServerConfig(TypedDict, total=False):
+    """One server's entry in the runtime config's ``"mcp"`` (every key optional)."""
+
+    env: Mapping[str, str]  # for a server launched by command, merged over its declaration's
+    headers: Mapping[str, str]  # for a server reached by url
+    timeout: float  # seconds per call once the server is up (default 10)
+    startTimeout: float  # seconds to launch and initialize it (default 60)
+
+
+_OPTION_KEYS = tuple(McpServerConfig.__annotations__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +145,7 @@ class McpServers:
         self.servers: Mapping[str, Mapping[str, Any]] = doc.get("mcp") or {}
         self.options = parse_mcp_options(config, self.servers)
         self.tools = mcp_tools(doc)
-        self.types: Mapping[str, Any] = doc["types"]
+        self.types: schema.Types = doc["types"]
         if self.tools and not _sdk_installed():
             raise ConfigError(f"mcp: the agent has @mcp tools; install the MCP SDK: {_INSTALL}")
         self._connections: dict[str, McpConnection] = {}
@@ -152,7 +164,7 @@ class McpServers:
         return call
 
     async def call(
-        self, server: str, tool: str, args: Mapping[str, Any], returns: Mapping[str, Any]
+        self, server: str, tool: str, args: Mapping[str, Any], returns: schema.IRType
     ) -> Any:
         """Call ``tool`` on ``server``; its value shaped for the declared ``returns``."""
         connection = self.connection(server)
@@ -393,7 +405,7 @@ def _text(result: Any) -> str:
     return "\n".join(b.text for b in result.content if getattr(b, "type", None) == "text")
 
 
-def _value(result: Any, returns: Mapping[str, Any], types: Mapping[str, Any]) -> Any:
+def _value(result: Any, returns: schema.IRType, types: schema.Types) -> Any:
     """What a tool of the declared ``returns`` type gives back from an MCP ``CallToolResult``.
 
     A string tool gets the text; a structured one gets the structured content (unwrapped from

@@ -24,12 +24,12 @@ from typing import Any, Protocol, cast
 from auwgent._records import replace
 from auwgent._typing import assert_never
 from auwgent.errors import AuwgentError, FallbackError, ProviderError
-from auwgent.runtime import schema
 from auwgent.runtime.budgets import Budgets
 from auwgent.runtime.calls import CallRunner
 from auwgent.runtime.config import provider_key
 from auwgent.runtime.core import AgentCore
 from auwgent.runtime.dispatch import IntentDispatcher
+from auwgent.runtime.evaluate import schema
 from auwgent.runtime.intents import COMPLETE_INTENT
 from auwgent.runtime.invocation import CALL_KINDS, Invocation
 from auwgent.runtime.protocol.contract import (
@@ -460,7 +460,7 @@ class ModelCaller:
             rnd.problems.append(f"{name} is not an intent you can emit")
             return
         payload = dict(event.payload)
-        obj = {"kind": "object", "fields": spec["fields"]}
+        obj = schema.object_type(spec["fields"])
         errors = schema.validate(payload, obj, self._run.core.doc["types"])
         if errors:
             rnd.problems.append(f"Your {name} intent is invalid: " + "; ".join(errors))

@@ -36,7 +36,7 @@ _ENDS = {"tool_result": "tool_call", "tool_error": "tool_call", "workflow_result
 
 def make_tracer(options: RuntimeOptions) -> Any:
     """The OpenTelemetry tracer the config asks for, or ``None`` (tracing off)."""
-    provider = options.tracer_provider
+    provider: Any = options.tracer_provider  # checked below, when tracing is on
     if provider is None and not options.tracing:
         return None
     try:

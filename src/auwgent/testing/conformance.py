@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from auwgent.errors import AuwgentError
-from auwgent.runtime import expr, prompts, schema, taint
+from auwgent.runtime import taint
 from auwgent.runtime.agent import agent_from_ir
+from auwgent.runtime.evaluate import expr, prompts, schema
 from auwgent.runtime.protocol.blocks import BlocksDecoder
 from auwgent.runtime.protocol.contract import (
     CallableSpec,

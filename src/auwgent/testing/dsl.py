@@ -25,10 +25,10 @@ from auwgent.errors import ConfigError
 from auwgent.project import load_project
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.config import api_key_field, models_in_use
+from auwgent.runtime.evaluate.schema import example_value
 from auwgent.runtime.protocol.native import function_name
 from auwgent.runtime.providers.offline import structured_reply
 from auwgent.runtime.providers.scripted import ScriptedModel, block_text
-from auwgent.runtime.schema import example_value
 
 __all__ = ["TestOutcome", "project_tests", "run_command", "run_test", "run_tests"]
 

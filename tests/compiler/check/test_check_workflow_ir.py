@@ -13,7 +13,7 @@ from typing import Any
 from check_support import assert_valid_ir
 
 from auwgent.compiler.pipeline import compile_sources
-from auwgent.runtime.workflows import run_workflow
+from auwgent.runtime.evaluate.workflows import run_workflow
 
 SOURCE = """
 agent Main {

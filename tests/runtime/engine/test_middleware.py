@@ -216,7 +216,7 @@ class FakeDb:
 
 
 def _ctx_doc() -> dict[str, Any]:
-    from auwgent.runtime import prompts  # noqa: F401  (the prompt below references ctx)
+    from auwgent.runtime.evaluate import prompts  # noqa: F401  (the prompt below references ctx)
 
     cfg = config("You are helpful.")
     cfg["prompt"] = [

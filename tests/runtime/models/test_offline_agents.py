@@ -10,7 +10,7 @@ from auwgent import ConfigError, __version__
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import dumps_ir
 from auwgent.runtime.agent import Agent, create_agent
-from auwgent.runtime.schema import validate
+from auwgent.runtime.evaluate.schema import validate
 from auwgent.testing import OfflineModel, ScriptedModel
 
 WEATHER = """

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from auwgent.runtime.evaluate.schema import validate
 from auwgent.runtime.protocol import codec_for
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
@@ -29,7 +30,6 @@ from auwgent.runtime.providers.base import (
     ToolCall,
     ToolCallDelta,
 )
-from auwgent.runtime.schema import validate
 from auwgent.testing import OfflineModel
 
 STRING = {"kind": "string"}

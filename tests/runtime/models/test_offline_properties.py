@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auwgent.runtime.evaluate.schema import validate
 from auwgent.runtime.protocol import codec_for
 from auwgent.runtime.protocol.contract import CallableSpec, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message, ModelRequest, StreamEvent
-from auwgent.runtime.schema import validate
 from auwgent.testing.offline import OfflineModel
 
 NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)

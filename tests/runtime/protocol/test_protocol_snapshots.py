@@ -16,15 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from protocol_contracts import STRING, fld
 
-from auwgent.runtime.protocol import BlocksCodec, NativeCodec, values
+from auwgent.runtime.protocol import BlocksCodec, NativeCodec
 from auwgent.runtime.protocol.contract import CallableSpec, Contract, FinalEvent, PartialEvent
-from auwgent.runtime.protocol.values import (
-    BodyError,
-    JsonPrefix,
-    JsonSnapshot,
-    _parse_body,
-    parse_body,
-)
+from auwgent.runtime.protocol.values import BodyError, JsonPrefix, JsonSnapshot, align, parse_body
+from auwgent.runtime.protocol.values.read import _parse_body
 from auwgent.runtime.providers.base import TextDelta, ToolCallDelta
 
 NUMBER = {"kind": "number"}
@@ -287,7 +282,7 @@ def test_values_kept_as_parsed_read_as_the_general_reader_does(
 
     fast = read(text)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(values._Reader, "plain", lambda self, type_: values._never)
+        patch.setattr(align.Reader, "plain", lambda self, type_: align._never)
         assert read(text) == fast
 
 
@@ -302,5 +297,5 @@ def test_listed_bodies_read_as_the_general_reader_does(text: str) -> None:
 
     fast = read()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(values._Reader, "plain", lambda self, type_: values._never)
+        patch.setattr(align.Reader, "plain", lambda self, type_: align._never)
         assert read() == fast

@@ -12,9 +12,9 @@ import pytest
 
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.errors import WorkflowError
-from auwgent.runtime.prompts import referenced_context_keys, render_prompt
-from auwgent.runtime.schema import example_value, validate
-from auwgent.runtime.workflows import run_workflow
+from auwgent.runtime.evaluate.prompts import referenced_context_keys, render_prompt
+from auwgent.runtime.evaluate.schema import example_value, validate
+from auwgent.runtime.evaluate.workflows import run_workflow
 
 SOURCE = '''
 model MyGemini {

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from auwgent.runtime.expr import ExprError, evaluate, json_equal, render_value, truthy
+from auwgent.runtime.evaluate.expr import ExprError, evaluate, json_equal, render_value, truthy
 
 
 def lit(v: Any) -> dict[str, Any]:

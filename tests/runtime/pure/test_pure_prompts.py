@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from auwgent.runtime.prompts import (
+from auwgent.runtime.evaluate.prompts import (
     referenced_context_keys,
     render_body,
     render_prompt,

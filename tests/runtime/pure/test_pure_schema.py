@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from auwgent.runtime.schema import (
+from auwgent.runtime.evaluate.schema import (
     coerce,
     describe,
     describe_fields,

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from auwgent.errors import ToolError, WorkflowError
-from auwgent.runtime.expr import json_equal
-from auwgent.runtime.workflows import run_workflow
+from auwgent.runtime.evaluate.expr import json_equal
+from auwgent.runtime.evaluate.workflows import run_workflow
 from golden import UPDATE
 
 CASES = sorted((Path(__file__).parents[2] / "data" / "workflows").glob("*.json"))

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auwgent.runtime.evaluate.schema import IRField, IRType
 from auwgent.runtime.protocol import section
 from auwgent.runtime.protocol.contract import (
     AssistantTurn,
@@ -35,8 +36,6 @@ from auwgent.runtime.protocol.contract import (
     DecodeEvent,
     FinalEvent,
     IntentKind,
-    IRField,
-    IRType,
     PartialEvent,
     RejectedEvent,
 )

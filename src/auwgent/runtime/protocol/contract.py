@@ -6,25 +6,27 @@ that contract into the request (a protocol section in the system prompt, or nati
 and decodes the model's stream back into :data:`DecodeEvent` values. The engine turns decode
 events into intents; the codec never runs anything.
 
-All IR values here (types, fields, intents) are the plain JSON dicts of ``docs/ir.md``.
+All IR values here (types, fields, intents) are the plain JSON dicts of ``docs/ir.md``, typed
+by :mod:`auwgent.ir.model`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from auwgent._records import record
+from auwgent.runtime.evaluate.schema import IRField, IRType
 from auwgent.runtime.protocol.lazy import TextPrefix
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent
+
+if TYPE_CHECKING:
+    from auwgent.ir.model import Approval, Example, Intent
 
 CallKind = Literal["tool", "workflow", "helper"]
 IntentKind = Literal[
     "response_text", "response_schema", "tool_call", "workflow_call", "helper_call", "custom"
 ]
-
-IRType = Mapping[str, Any]
-IRField = Mapping[str, Any]
 
 
 @record
@@ -42,7 +44,7 @@ class CallableSpec:
     returns: IRType
     configured: bool = True  # False: no implementation; description gets "[NOT CONFIGURED]"
     examples: tuple[Mapping[str, Any], ...] = ()  # the tool's own @example argument objects
-    approval: Mapping[str, Any] | None = None  # IR Approval ({"timeout"}) when @approval
+    approval: Approval | None = None  # when @approval
     # Its lone string parameter takes a block's body as it is (code mode's ``execute_code``):
     # no field parsing; a surrounding code fence and common indentation are removed.
     raw_body: bool = False
@@ -62,10 +64,10 @@ class CodeApi:
 class Contract:
     agent: str
     callables: tuple[CallableSpec, ...]
-    intents: tuple[Mapping[str, Any], ...]  # IR Intent dicts (custom intents)
+    intents: tuple[Intent, ...]  # the custom intents
     output: IRType  # {"kind": "text"} or a structured type
     types: Mapping[str, IRType]  # the IR document's named types
-    examples: tuple[Mapping[str, Any], ...] = ()  # IR Example dicts, already selected
+    examples: tuple[Example, ...] = ()  # already selected
     code_api: CodeApi | None = None  # set in code mode: ``callables`` is then execute_code
 
     def callable(self, kind: CallKind, name: str) -> CallableSpec | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from auwgent.runtime import jsontext
+from auwgent.runtime.evaluate.schema import IRField, IRType, to_json_schema
 from auwgent.runtime.protocol import section
 from auwgent.runtime.protocol.blocks import (
     PartialBudget,
@@ -31,8 +32,6 @@ from auwgent.runtime.protocol.contract import (
     DecodeEvent,
     FinalEvent,
     IntentKind,
-    IRField,
-    IRType,
     PartialEvent,
     RejectedEvent,
 )
@@ -56,7 +55,6 @@ from auwgent.runtime.providers.base import (
     ToolCall,
     ToolCallDelta,
 )
-from auwgent.runtime.schema import to_json_schema
 
 __all__ = ["NativeCodec", "NativeDecoder", "function_name", "parse_function_name"]
 

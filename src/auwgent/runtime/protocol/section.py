@@ -11,6 +11,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auwgent.runtime.evaluate.schema import (
+    IRField,
+    IRType,
+    Types,
+    describe,
+    referenced_types,
+    resolve,
+)
 from auwgent.runtime.protocol.contract import (
     CallableSpec,
     CallKind,
@@ -18,7 +26,6 @@ from auwgent.runtime.protocol.contract import (
     Contract,
     IntentKind,
 )
-from auwgent.runtime.schema import IRField, IRType, Types, describe, referenced_types, resolve
 
 __all__ = [
     "BLOCK_KIND",

@@ -6,7 +6,7 @@ request from the protocol contract the engine attaches to it (``request.contract
 1. On the first model call of a turn it calls every tool the model may use and that has an
    implementation, once each, with the arguments of the tool's first ``@example`` that gives
    every required one, else arguments built from the declared parameter types
-   (:func:`auwgent.runtime.schema.example_value`).
+   (:func:`auwgent.runtime.evaluate.schema.example_value`).
 2. Once the history holds those results (or when there is no tool to call) it answers: for a
    structured output, a value of the first output variant that validates against the declared
    type; for ``Text``, a short text quoting the user's last input.
@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from auwgent.runtime.code_mode import EXECUTE_CODE
+from auwgent.runtime.evaluate.schema import example_value
 from auwgent.runtime.protocol.contract import CallableSpec, Contract
 from auwgent.runtime.protocol.native import function_name, parse_function_name
 from auwgent.runtime.protocol.section import output_variants
@@ -46,7 +47,6 @@ from auwgent.runtime.providers.scripted import (
     hashed_embedding,
     reply_events,
 )
-from auwgent.runtime.schema import example_value
 
 __all__ = ["OfflineModel", "hashed_embedding", "structured_reply"]
 

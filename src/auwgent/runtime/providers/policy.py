@@ -8,7 +8,43 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Limits", "RetryPolicy", "Timeouts"]
+from auwgent.runtime.config_fields import Field, Section
+
+__all__ = ["LIMITS", "RETRY", "TIMEOUTS", "Limits", "RetryPolicy", "Timeouts"]
+
+#: The runtime config's ``"retry"``, ``"timeouts"`` and ``"limits"`` (each value's
+#: ``from_config`` reads its section).
+RETRY = Section(
+    "retry",
+    (
+        Field("attempts", "attempts", integer=True, minimum=1, doc="Tries, the first included."),
+        Field("baseDelay", "base_delay"),
+        Field("maxDelay", "max_delay"),
+    ),
+    "AuwgentRetry",
+    "Retries with backoff on 429, 5xx and connection errors (delays in seconds).",
+)
+TIMEOUTS = Section(
+    "timeouts",
+    (
+        Field("connect", "connect"),
+        Field("firstByte", "first_byte"),
+        Field("idle", "idle"),
+        Field("call", "call"),
+        Field("run", "run", nullable=True),
+    ),
+    "AuwgentTimeouts",
+    "Timeouts in seconds.",
+)
+LIMITS = Section(
+    "limits",
+    (
+        Field("eventBytes", "event_bytes", integer=True, minimum=1),
+        Field("responseBytes", "response_bytes", integer=True, minimum=1),
+    ),
+    "AuwgentLimits",
+    "Size caps on one event and one response from a provider, in bytes.",
+)
 
 
 # The value classes here are named tuples, not dataclasses: they are built when an
@@ -47,6 +83,11 @@ class RetryPolicy(_RetryFields):
             raise ValueError("RetryPolicy delays must not be negative")
         return super().__new__(cls, attempts, base_delay, max_delay, jitter)
 
+    @classmethod
+    def from_config(cls, value: object) -> RetryPolicy:
+        """The runtime config's ``"retry"`` (or the policy itself); defaults fill the rest."""
+        return value if isinstance(value, cls) else cls()._replace(**RETRY.read(value))
+
 
 class Timeouts(NamedTuple):
     """Time limits of provider calls, in seconds.
@@ -55,7 +96,8 @@ class Timeouts(NamedTuple):
     the response headers, and again from the headers to the first piece of the body.
     ``idle``: the longest silence allowed between two later pieces of a response body.
     ``call``: the deadline of one model call, from its first attempt to the end of its
-    response, retries and their waits included. The limit on a whole run belongs to the engine.
+    response, retries and their waits included. ``run``: the deadline of a whole run, which
+    the engine (not a provider) keeps; ``None``, the default, is none.
 
     With the default retry policy, a server that never answers is given up after at most
     4 x 25 s plus 3.5 s of backoff (103.5 s); an endless stream ends at ``call``.
@@ -65,6 +107,12 @@ class Timeouts(NamedTuple):
     first_byte: float = 25.0
     idle: float = 30.0
     call: float = 300.0
+    run: float | None = None
+
+    @classmethod
+    def from_config(cls, value: object) -> Timeouts:
+        """The runtime config's ``"timeouts"`` (or the timeouts themselves)."""
+        return value if isinstance(value, cls) else cls()._replace(**TIMEOUTS.read(value))
 
     @property
     def piece(self) -> float:
@@ -93,3 +141,8 @@ class Limits(_LimitFields):
         if event_bytes < 1 or response_bytes < 1:
             raise ValueError("Limits must be at least 1 byte")
         return super().__new__(cls, event_bytes, response_bytes)
+
+    @classmethod
+    def from_config(cls, value: object) -> Limits:
+        """The runtime config's ``"limits"`` (or the limits themselves)."""
+        return value if isinstance(value, cls) else cls()._replace(**LIMITS.read(value))

@@ -22,10 +22,16 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-IRType = Mapping[str, Any]
-IRField = Mapping[str, Any]
+# The IR's types (auwgent.ir.model) for the type checker; at run time the IR is plain dicts and
+# these names only stay importable (building the TypedDicts costs import time).
+if TYPE_CHECKING:
+    from auwgent.ir.model import ArrayType, ObjectType, UnionType
+    from auwgent.ir.model import Field as IRField
+    from auwgent.ir.model import Type as IRType
+else:
+    IRType = IRField = Mapping[str, Any]
 Types = Mapping[str, IRType]
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "example_value",
     "field_map",
     "format_number",
+    "object_type",
     "referenced_types",
     "resolve",
     "to_json_schema",
@@ -71,6 +78,11 @@ def resolve(type_: IRType, types: Types) -> IRType:
     return type_
 
 
+def object_type(fields: Sequence[IRField]) -> ObjectType:
+    """An inline IR object type holding ``fields`` (a call's parameters, an intent's fields)."""
+    return {"kind": "object", "fields": list(fields)}
+
+
 def field_map(type_: IRType, types: Types) -> dict[str, IRField]:
     """The fields of an object type (refs followed) by name; ``{}`` for any other type."""
     resolved = resolve(type_, types)
@@ -84,18 +96,17 @@ def referenced_types(type_: IRType, types: Types) -> list[str]:
     found: list[str] = []
 
     def walk(t: IRType) -> None:
-        kind = t["kind"]
-        if kind == "ref":
+        if t["kind"] == "ref":
             if t["name"] not in found:
                 found.append(t["name"])
                 if t["name"] in types:
                     walk(types[t["name"]])
-        elif kind == "array":
+        elif t["kind"] == "array":
             walk(t["items"])
-        elif kind == "object":
+        elif t["kind"] == "object":
             for f in t["fields"]:
                 walk(f["type"])
-        elif kind == "union":
+        elif t["kind"] == "union":
             for v in t["variants"]:
                 walk(v)
 
@@ -120,23 +131,23 @@ def validate(value: Any, type_: IRType, types: Types, *, path: str = "$") -> lis
         return [] if _is_number(value) else [_mismatch(path, "number", value)]
     if kind == "boolean":
         return [] if isinstance(value, bool) else [_mismatch(path, "boolean", value)]
-    if kind == "literal":
+    if type_["kind"] == "literal":
         ok = isinstance(value, str) and value == type_["value"]
         return [] if ok else [_mismatch(path, json.dumps(type_["value"]), value)]
-    if kind == "ref":
+    if type_["kind"] == "ref":
         if type_["name"] not in types:
             return [f"{path}: unknown type {type_['name']!r}"]
         return validate(value, types[type_["name"]], types, path=path)
-    if kind == "array":
+    if type_["kind"] == "array":
         return _validate_array(value, type_, types, path)
-    if kind == "object":
+    if type_["kind"] == "object":
         return _validate_object(value, type_, types, path)
-    if kind == "union":
+    if type_["kind"] == "union":
         return _validate_union(value, type_, types, path)
     return [f"{path}: unknown type kind {kind!r}"]
 
 
-def _validate_array(value: Any, type_: IRType, types: Types, path: str) -> list[str]:
+def _validate_array(value: Any, type_: ArrayType, types: Types, path: str) -> list[str]:
     if not isinstance(value, (list, tuple)):
         return [_mismatch(path, describe(type_, types), value)]
     errors: list[str] = []
@@ -145,7 +156,7 @@ def _validate_array(value: Any, type_: IRType, types: Types, path: str) -> list[
     return errors
 
 
-def _validate_object(value: Any, type_: IRType, types: Types, path: str) -> list[str]:
+def _validate_object(value: Any, type_: ObjectType, types: Types, path: str) -> list[str]:
     if not isinstance(value, Mapping):
         return [_mismatch(path, "object", value)]
     errors: list[str] = []
@@ -164,7 +175,7 @@ def _validate_object(value: Any, type_: IRType, types: Types, path: str) -> list
     return errors
 
 
-def _validate_union(value: Any, type_: IRType, types: Types, path: str) -> list[str]:
+def _validate_union(value: Any, type_: UnionType, types: Types, path: str) -> list[str]:
     best: list[str] | None = None
     for variant in type_["variants"]:
         errors = validate(value, variant, types, path=path)
@@ -237,7 +248,7 @@ def coerce(value: Any, type_: IRType, types: Types) -> Any:
     Nothing else changes; the result is meant to be checked with :func:`validate`.
     """
     kind = type_["kind"]
-    if kind == "ref":
+    if type_["kind"] == "ref":
         return coerce(value, types[type_["name"]], types) if type_["name"] in types else value
     if kind == "number":
         return _to_number(value)
@@ -245,19 +256,19 @@ def coerce(value: Any, type_: IRType, types: Types) -> Any:
         return _to_boolean(value)
     if kind in ("string", "text"):
         return _to_string(value)
-    if kind == "literal":
+    if type_["kind"] == "literal":
         text = _to_string(value)
         return text if text == type_["value"] else value
-    if kind == "array" and isinstance(value, list):
+    if type_["kind"] == "array" and isinstance(value, list):
         return [coerce(item, type_["items"], types) for item in value]
-    if kind == "object" and isinstance(value, Mapping):
+    if type_["kind"] == "object" and isinstance(value, Mapping):
         return _coerce_object(value, type_, types)
-    if kind == "union":
+    if type_["kind"] == "union":
         return _coerce_union(value, type_, types)
     return value
 
 
-def _coerce_object(value: Mapping[str, Any], type_: IRType, types: Types) -> dict[str, Any]:
+def _coerce_object(value: Mapping[str, Any], type_: ObjectType, types: Types) -> dict[str, Any]:
     declared = {f["name"]: f for f in type_["fields"]}
     out: dict[str, Any] = {}
     for key, item in value.items():
@@ -271,7 +282,7 @@ def _coerce_object(value: Mapping[str, Any], type_: IRType, types: Types) -> dic
     return out
 
 
-def _coerce_union(value: Any, type_: IRType, types: Types) -> Any:
+def _coerce_union(value: Any, type_: UnionType, types: Types) -> Any:
     variants = type_["variants"]
     if any(not validate(value, v, types) for v in variants):
         return value
@@ -387,18 +398,19 @@ def _schema(
         return {"type": "string"}
     if kind in ("number", "boolean"):
         return {"type": kind}
-    if kind == "literal":
+    if type_["kind"] == "literal":
         return {"type": "string", "enum": [type_["value"]]}
-    if kind == "array":
+    if type_["kind"] == "array":
         return {"type": "array", "items": _schema(type_["items"], types, stack, defs)}
-    if kind == "object":
+    if type_["kind"] == "object":
         return _object_schema(type_, types, stack, defs)
-    if kind == "union":
+    if type_["kind"] == "union":
         variants = type_["variants"]
-        if all(v["kind"] == "literal" for v in variants):
-            return {"type": "string", "enum": [v["value"] for v in variants]}
+        literals = [v["value"] for v in variants if v["kind"] == "literal"]
+        if len(literals) == len(variants):
+            return {"type": "string", "enum": literals}
         return {"anyOf": [_schema(v, types, stack, defs) for v in variants]}
-    if kind == "ref":
+    if type_["kind"] == "ref":
         name = type_["name"]
         if name in stack:
             if name not in defs:
@@ -410,7 +422,7 @@ def _schema(
 
 
 def _object_schema(
-    type_: IRType, types: Types, stack: tuple[str, ...], defs: dict[str, dict[str, Any]]
+    type_: ObjectType, types: Types, stack: tuple[str, ...], defs: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for f in type_["fields"]:
@@ -459,17 +471,17 @@ class _Describer:
         kind = type_["kind"]
         if kind in ("text", "string", "number", "boolean"):
             return "string" if kind == "text" else str(kind)
-        if kind == "literal":
+        if type_["kind"] == "literal":
             return json.dumps(type_["value"], ensure_ascii=False)
-        if kind == "array":
+        if type_["kind"] == "array":
             inner = self.type(type_["items"], stack)
             return f"({inner})[]" if type_["items"]["kind"] == "union" else f"{inner}[]"
-        if kind == "object":
+        if type_["kind"] == "object":
             body = self.fields(type_["fields"], stack)
             return f"{{ {body} }}" if body else "{}"
-        if kind == "union":
+        if type_["kind"] == "union":
             return " | ".join(self.type(v, stack) for v in type_["variants"])
-        if kind == "ref":
+        if type_["kind"] == "ref":
             name = type_["name"]
             if stack is None or name in stack or name not in self.types:
                 return str(name)
@@ -480,9 +492,10 @@ class _Describer:
         parts = []
         for f in fields:
             text = f"{f['name']}{'?' if f['optional'] else ''}: {self.type(f['type'], stack)}"
-            if self.notes and f.get("description"):
+            note = f.get("description")
+            if self.notes and note:
                 # "*/" would end the comment early; the model only needs the words.
-                text += f" /* {f['description'].replace('*/', '* /')} */"
+                text += f" /* {note.replace('*/', '* /')} */"
             parts.append(text)
         return ", ".join(parts)
 
@@ -510,24 +523,24 @@ def _example(type_: IRType, types: Types, stack: tuple[str, ...]) -> Any:
         return 1
     if kind == "boolean":
         return True
-    if kind == "literal":
+    if type_["kind"] == "literal":
         return type_["value"]
-    if kind == "array":
+    if type_["kind"] == "array":
         if _recurs(type_["items"], types, stack):
             return []
         return [_example(type_["items"], types, stack)]
-    if kind == "object":
+    if type_["kind"] == "object":
         out: dict[str, Any] = {}
         for f in type_["fields"]:
             if f["optional"] and _recurs(f["type"], types, stack):
                 continue
             out[f["name"]] = _example(f["type"], types, stack)
         return out
-    if kind == "union":
+    if type_["kind"] == "union":
         variants = type_["variants"]
         finite = [v for v in variants if not _recurs(v, types, stack)]
         return _example((finite or variants)[0], types, stack)
-    if kind == "ref":
+    if type_["kind"] == "ref":
         name = type_["name"]
         if name in stack or name not in types:
             return None

@@ -15,18 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from auwgent.errors import WorkflowError, describe_error
-from auwgent.runtime.expr import (
+from auwgent.runtime.evaluate.expr import (
     ExprError,
     IRExpr,
     steps,
     truthy,
 )
 
-IRWorkflow = Mapping[str, Any]
-IRStmt = Mapping[str, Any]
+# The IR's types (auwgent.ir.model) for the type checker; plain dicts at run time.
+if TYPE_CHECKING:
+    from typing_extensions import Never
+
+    from auwgent.ir.model import Block as IRBlock
+    from auwgent.ir.model import CallExpr, IfStmt
+    from auwgent.ir.model import Stmt as IRStmt
+    from auwgent.ir.model import Workflow as IRWorkflow
+else:
+    IRWorkflow = IRStmt = CallExpr = IfStmt = Mapping[str, Any]
+    IRBlock = list[IRStmt]
 CallTool = Callable[[str, dict[str, Any], tuple[int, int]], Awaitable[Any]]
 
 __all__ = ["CallTool", "IRWorkflow", "run_workflow"]
@@ -119,29 +128,34 @@ async def _block(body: Sequence[IRStmt], scope: _Scope, run: _Run) -> _Returned 
 
 
 async def _statement(stmt: IRStmt, scope: _Scope, run: _Run) -> _Returned | None:
-    kind = stmt["s"]
-    if kind == "let":
+    if stmt["s"] == "let":
         if stmt["name"] in scope.names:
             raise ExprError(f"{stmt['name']!r} is already declared in this block")
         scope.names[stmt["name"]] = await _eval(stmt["value"], scope, run)
-    elif kind == "assign":
+    elif stmt["s"] == "assign":
         owner = scope.find(stmt["name"])
         if owner is None:
             raise ExprError(f"cannot assign to undeclared variable {stmt['name']!r}")
         owner.names[stmt["name"]] = await _eval(stmt["value"], scope, run)
-    elif kind == "if":
+    elif stmt["s"] == "if":
         return await _if(stmt, scope, run)
-    elif kind == "return":
+    elif stmt["s"] == "return":
         value = stmt.get("value")
         return _Returned(None if value is None else await _eval(value, scope, run))
-    elif kind == "expr":
+    elif stmt["s"] == "expr":
         await _eval(stmt["value"], scope, run)
     else:
-        raise ExprError(f"unknown statement kind {kind!r}")
+        _unknown(stmt)
     return None
 
 
-async def _if(stmt: IRStmt, scope: _Scope, run: _Run) -> _Returned | None:
+def _unknown(stmt: Never) -> NoReturn:
+    """Every kind of statement is handled (the checker proves it); an IR edited by hand to hold
+    another is refused, naming it."""
+    raise ExprError(f"unknown statement kind {stmt['s']!r}")
+
+
+async def _if(stmt: IfStmt, scope: _Scope, run: _Run) -> _Returned | None:
     for branch in stmt["branches"]:
         if truthy(await _eval(branch["cond"], scope, run)):
             return await _block(branch["body"], _Scope(parent=scope), run)
@@ -152,7 +166,7 @@ async def _if(stmt: IRStmt, scope: _Scope, run: _Run) -> _Returned | None:
 
 
 async def _eval(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
-    """Strict evaluation by :func:`auwgent.runtime.expr.steps`, running its tool calls."""
+    """Strict evaluation by :func:`auwgent.runtime.evaluate.expr.steps`, running its tool calls."""
     evaluation = steps(expr, scope, run.ctx, True)
     try:
         request = next(evaluation)
@@ -163,7 +177,7 @@ async def _eval(expr: IRExpr, scope: _Scope, run: _Run) -> Any:
         return done.value
 
 
-async def _call(expr: IRExpr, args: dict[str, Any], run: _Run) -> Any:
+async def _call(expr: CallExpr, args: dict[str, Any], run: _Run) -> Any:
     loc = expr.get("loc") or [run.line or 0, 0]
     where = (int(loc[0]), int(loc[1]))
     try:

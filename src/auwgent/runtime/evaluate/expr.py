@@ -16,7 +16,7 @@ the sign of the dividend. Booleans are never numbers. ``ctx.x`` for a key that w
 or a string, as in JavaScript.
 
 One evaluator serves both (:func:`steps`): it yields at each tool call, so the workflow
-interpreter (:mod:`auwgent.runtime.workflows`) runs the call and sends the result back, and
+interpreter (:mod:`auwgent.runtime.evaluate.workflows`) runs the call and sends the result back, and
 :func:`evaluate` (templates) refuses it.
 """
 
@@ -25,11 +25,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from auwgent.runtime.schema import format_number
+from auwgent.runtime.evaluate.schema import format_number
 
-IRExpr = Mapping[str, Any]
+# The IR's expression type (auwgent.ir.model.Expr) for the type checker; plain dicts at run time.
+if TYPE_CHECKING:
+    from typing_extensions import Never
+
+    from auwgent.ir.model import BinaryExpr, CallExpr
+    from auwgent.ir.model import Expr as IRExpr
+else:
+    IRExpr = CallExpr = BinaryExpr = Mapping[str, Any]
 
 __all__ = [
     "CallRequest",
@@ -62,7 +69,7 @@ class ExprError(Exception):
 
 #: What :func:`steps` yields at a tool call (the call and its evaluated arguments); what is
 #: sent back is the call's result.
-CallRequest = tuple[IRExpr, dict[str, Any]]
+CallRequest = tuple[CallExpr, dict[str, Any]]
 Steps = Generator[CallRequest, Any, Any]
 
 
@@ -82,54 +89,78 @@ def steps(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> S
     (:func:`evaluate`, where a call is an error) and the workflow interpreter (which awaits
     each call). ``&&`` and ``||`` short-circuit: a call on the side not needed never happens.
     """
-    e = expr["e"]
-    if e == "lit":
+    if expr["e"] == "lit":
         return expr["value"]
-    if e == "name":
+    if expr["e"] == "name":
         return _lookup(expr["name"], scope, strict)
-    if e == "ctx":
+    if expr["e"] == "ctx":
         return ctx.get(expr["name"])
-    if e == "member":
+    if expr["e"] == "member":
         target = yield from steps(expr["object"], scope, ctx, strict)
         return member_of(target, expr["name"], strict)
-    if e == "index":
+    if expr["e"] == "index":
         target = yield from steps(expr["object"], scope, ctx, strict)
         return index_of(target, (yield from steps(expr["index"], scope, ctx, strict)), strict)
-    if e in ("array", "object", "call"):
-        return (yield from _collection_steps(expr, scope, ctx, strict))
-    if e == "unary":
-        operand = yield from steps(expr["operand"], scope, ctx, strict)
-        return apply_unary(expr["op"], operand, strict)
-    if e == "binary":
-        op = expr["op"]
-        left = yield from steps(expr["left"], scope, ctx, strict)
-        # && and || decide on the left side alone when they can; the right side is not evaluated.
-        if op == "&&" and not truthy(left):
-            return False
-        if op == "||" and truthy(left):
-            return True
-        right = yield from steps(expr["right"], scope, ctx, strict)
-        return apply_binary(op, left, right, strict)
-    raise ExprError(f"unknown expression kind {e!r}")
-
-
-def _collection_steps(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> Steps:
-    """:func:`steps` of an array, an object or a call: its parts, left to right."""
-    e = expr["e"]
-    if e == "array":
+    if expr["e"] == "array":
         items = []
         for item in expr["items"]:
             items.append((yield from steps(item, scope, ctx, strict)))
         return items
-    if e == "object":
+    if expr["e"] == "object":
         fields = {}
         for f in expr["fields"]:
             fields[f["name"]] = yield from steps(f["value"], scope, ctx, strict)
         return fields
-    args: dict[str, Any] = {}
-    for arg in expr["args"]:
-        args[arg["name"]] = yield from steps(arg["value"], scope, ctx, strict)
-    return (yield (expr, args))
+    if expr["e"] == "unary":
+        operand = yield from steps(expr["operand"], scope, ctx, strict)
+        return apply_unary(expr["op"], operand, strict)
+    if expr["e"] == "binary":
+        return (yield from _binary_steps(expr, scope, ctx, strict))
+    if expr["e"] == "call":
+        args: dict[str, Any] = {}
+        for arg in expr["args"]:
+            args[arg["name"]] = yield from steps(arg["value"], scope, ctx, strict)
+        return (yield (expr, args))
+    return _unknown(expr)
+
+
+def _binary_steps(expr: BinaryExpr, scope: Names, ctx: Mapping[str, Any], strict: bool) -> Steps:
+    op = expr["op"]
+    left = yield from steps(expr["left"], scope, ctx, strict)
+    # && and || decide on the left side alone when they can; the right side is not evaluated.
+    if op == "&&" and not truthy(left):
+        return False
+    if op == "||" and truthy(left):
+        return True
+    right = yield from steps(expr["right"], scope, ctx, strict)
+    return apply_binary(op, left, right, strict)
+
+
+def _unknown(expr: Never) -> NoReturn:
+    """Every kind of expression is handled (the checker proves it); an IR edited by hand to hold
+    another is refused, naming it."""
+    raise ExprError(f"unknown expression kind {expr['e']!r}")
+
+
+def sub_expressions(expr: IRExpr) -> list[IRExpr]:
+    """The expressions directly inside ``expr``, in evaluation order."""
+    if expr["e"] == "lit" or expr["e"] == "name" or expr["e"] == "ctx":
+        return []
+    if expr["e"] == "member":
+        return [expr["object"]]
+    if expr["e"] == "unary":
+        return [expr["operand"]]
+    if expr["e"] == "index":
+        return [expr["object"], expr["index"]]
+    if expr["e"] == "binary":
+        return [expr["left"], expr["right"]]
+    if expr["e"] == "array":
+        return list(expr["items"])
+    if expr["e"] == "object":
+        return [f["value"] for f in expr["fields"]]
+    if expr["e"] == "call":
+        return [a["value"] for a in expr["args"]]
+    return _unknown(expr)
 
 
 def evaluate(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], *, strict: bool) -> Any:
@@ -147,7 +178,7 @@ def evaluate(expr: IRExpr, scope: Names, ctx: Mapping[str, Any], *, strict: bool
     raise ExprError(f"tool call {call['tool']}(...) is only allowed in workflows", _loc(call))
 
 
-def _loc(expr: IRExpr) -> tuple[int, int] | None:
+def _loc(expr: CallExpr) -> tuple[int, int] | None:
     loc = expr.get("loc")
     return (int(loc[0]), int(loc[1])) if loc else None
 

@@ -12,19 +12,18 @@ import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from auwgent.runtime.expr import IRExpr, evaluate, render_value, truthy
-from auwgent.runtime.schema import describe, describe_fields
+from auwgent.runtime.evaluate.expr import IRExpr, evaluate, render_value, sub_expressions, truthy
+from auwgent.runtime.evaluate.schema import describe, describe_fields
 
-TNode = Mapping[str, Any]
-PromptItem = Mapping[str, Any]
 # The IR's types (auwgent.ir.model) for the type checker; at run time the IR is plain dicts and
 # these names only stay importable (building the TypedDicts would cost ~10 ms of import time).
 if TYPE_CHECKING:
     from auwgent.ir.model import Agent as IRAgent
     from auwgent.ir.model import Config as IRConfig
     from auwgent.ir.model import Document as IRDocument
+    from auwgent.ir.model import NamedPrompt, PromptItem, TIf, TNode
 else:
-    IRDocument = IRAgent = IRConfig = Mapping[str, Any]
+    IRDocument = IRAgent = IRConfig = TNode = TIf = PromptItem = NamedPrompt = Mapping[str, Any]
 SchemaText = Callable[[str], str]
 
 __all__ = [
@@ -55,14 +54,14 @@ def render_template(
     drop_line_break = False
     for i, node in enumerate(nodes):
         kind = node["t"]
-        if kind == "text":
+        if node["t"] == "text":
             text = node["value"]
             if drop_line_break:
                 text = _LINE_START_AFTER.sub("", text, count=1)
             out.append(text)
-        elif kind == "expr":
+        elif node["t"] == "expr":
             out.append(render_value(evaluate(node["expr"], scope, ctx, strict=False)))
-        elif kind == "if":
+        elif node["t"] == "if":
             out.append(_render_if(node, scope, ctx, schema_text, out))
             if out[-1] == "" and _alone_on_lines(nodes, i):
                 # An {{#if}} that rendered nothing leaves no empty line: drop its indentation
@@ -71,7 +70,7 @@ def render_template(
                     out[-2] = out[-2].rstrip(" \t")
                 drop_line_break = True
                 continue
-        elif kind == "schema":
+        elif node["t"] == "schema":
             out.append(schema_text(node["target"]))
         else:
             raise ValueError(f"unknown template node {kind!r}")
@@ -80,7 +79,7 @@ def render_template(
 
 
 def _render_if(
-    node: TNode,
+    node: TIf,
     scope: Mapping[str, Any],
     ctx: Mapping[str, Any],
     schema_text: SchemaText,
@@ -144,13 +143,13 @@ def render_body(
     parts: list[str] = []
     for item in items:
         kind = item["kind"]
-        if kind == "text":
+        if item["kind"] == "text":
             text = render_template(item["template"], scope, ctx, schema_text=schema_text)
-        elif kind == "example":
+        elif item["kind"] == "example":
             user = render_template(item["user"], scope, ctx, schema_text=schema_text)
             assistant = render_template(item["assistant"], scope, ctx, schema_text=schema_text)
             text = render_example(user, assistant)
-        elif kind == "if":
+        elif item["kind"] == "if":
             chosen = (
                 item["then"]
                 if truthy(evaluate(item["cond"], scope, ctx, strict=False))
@@ -207,7 +206,7 @@ def render_prompt(doc: IRDocument, agent: IRAgent, config: IRConfig, ctx: Mappin
 
 
 def _bind_args(
-    prompt: Mapping[str, Any], args: Sequence[IRExpr], ctx: Mapping[str, Any]
+    prompt: NamedPrompt, args: Sequence[IRExpr], ctx: Mapping[str, Any]
 ) -> dict[str, Any]:
     values = [evaluate(arg, {}, ctx, strict=False) for arg in args]
     params = prompt.get("params", [])
@@ -257,10 +256,5 @@ def _ctx_in_nodes(nodes: Sequence[TNode]) -> Iterator[str]:
 def _ctx_in_expr(expr: IRExpr) -> Iterator[str]:
     if expr["e"] == "ctx":
         yield expr["name"]
-    for key in ("object", "index", "operand", "left", "right"):
-        if key in expr:
-            yield from _ctx_in_expr(expr[key])
-    for item in expr.get("items", []):
-        yield from _ctx_in_expr(item)
-    for f in expr.get("fields", []) + expr.get("args", []):
-        yield from _ctx_in_expr(f["value"])
+    for sub in sub_expressions(expr):
+        yield from _ctx_in_expr(sub)

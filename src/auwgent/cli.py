@@ -37,7 +37,6 @@ from auwgent.evals.check import check_with_datasets
 from auwgent.evals.command import EvalArgs, run_eval
 from auwgent.evals.files import dataset_files
 from auwgent.fmt import run_fmt
-from auwgent.lsp.server import serve
 from auwgent.mcp.importer import run_check_mcp
 from auwgent.mcp.importer import run_import as import_tools
 from auwgent.mcp.serve import serve_command as serve_mcp
@@ -442,6 +441,8 @@ def _add_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 file=err,
             )
             return EXIT_USAGE
+        from auwgent.lsp.server import serve  # the lsp extra: imported once it is known there
+
         return serve()
 
     parser.set_defaults(run=run)

@@ -101,6 +101,25 @@ class AgentCore:
 
     def _build_contract(self, inv: Invocation) -> Contract:
         agent, types = inv.agent, self.doc["types"]
+        specs = self._callable_specs(inv)
+        intents: tuple[IRIntent, ...] = tuple(agent["intents"])
+        if inv.handoff == "user":
+            intents += (COMPLETE_SPEC,)
+        contract = Contract(
+            agent=agent["name"],
+            callables=tuple(specs),
+            intents=intents,
+            output=agent["output"],
+            types=types,
+            examples=tuple(_declared_order(e, specs) for e in agent.get("examples", ())),
+        )
+        if code_mode.enabled(self.options, agent, inv.config_name):
+            return code_mode.code_contract(contract)  # one callable: execute_code
+        return contract
+
+    def _callable_specs(self, inv: Invocation) -> list[CallableSpec]:
+        """What ``inv``'s model may call: its tools, its agent's workflows and helpers."""
+        agent, types = inv.agent, self.doc["types"]
         specs = [
             CallableSpec(
                 "tool",
@@ -137,20 +156,7 @@ class AgentCore:
                     approval=use.get("approval"),
                 )
             )
-        intents: tuple[IRIntent, ...] = tuple(agent["intents"])
-        if inv.handoff == "user":
-            intents += (COMPLETE_SPEC,)
-        contract = Contract(
-            agent=agent["name"],
-            callables=tuple(specs),
-            intents=intents,
-            output=agent["output"],
-            types=types,
-            examples=tuple(_declared_order(e, specs) for e in agent.get("examples", ())),
-        )
-        if code_mode.enabled(self.options, agent, inv.config_name):
-            return code_mode.code_contract(contract)  # one callable: execute_code
-        return contract
+        return specs
 
     def request_parts(
         self, codec: Codec, contract: Contract

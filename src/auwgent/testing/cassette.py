@@ -54,7 +54,7 @@ _MODES = ("replay", "record", "auto")
 
 _SECRET_HEADERS = ("authorization", "x-goog-api-key", "api-key")
 _KEPT_RESPONSE_HEADERS = ("content-type", "retry-after")
-# The line the runtime ends every system prompt with (engine.now_line).
+# The line the runtime ends every system prompt with (runtime.clock.now_line).
 _DATE_LINE = re.compile(r"(?:\A|(?<=\n\n))Current date and time: [^\n]*\Z")
 _NOW = "Current date and time: <now>"
 _MADE_ID = re.compile(r"auwgent_call_[0-9a-f]{24}")

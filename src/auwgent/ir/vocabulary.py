@@ -313,6 +313,7 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
     "codeMode",
     "codeLimits",
     "mcp",
+    "durable",
 )
 
 #: What the TypeScript runtime does not have yet, by list of :func:`document`. Its tests
@@ -329,6 +330,7 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "codeMode",
         "codeLimits",
         "mcp",
+        "durable",
     ),
 }
 

@@ -87,6 +87,14 @@ class CallRunner:
     def __init__(self, run: Run) -> None:
         self.run = run
 
+    async def run_tool(self, name: str, args: Mapping[str, Any]) -> Any:
+        """A tool implementation's result: straight from the registry, or through the run's
+        durable steps (:mod:`.steps`)."""
+        steps = self.run.steps
+        if steps is None:
+            return await self.run.core.registry.call(name, args)
+        return await steps.tool(self.run.core.registry, name, args)
+
     async def refuse(
         self,
         inv: Invocation,
@@ -216,7 +224,7 @@ class CallRunner:
             message = not_configured(name)
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
-            result = await registry.call(name, args)
+            result = await self.run_tool(name, args)
             images: tuple[Mapping[str, Any], ...] = ()
             if isinstance(result, ToolParts):
                 result, images = result.result, result.parts
@@ -363,7 +371,7 @@ class CallRunner:
                 raise ToolError(message)
             args = dict(verdict.args)
         try:
-            result = await self.run.core.registry.call(name, args)
+            result = await self.run_tool(name, args)
             value = self._check_result(name, result, tool["returns"])
         except Exception as exc:
             await self._tool_failed(inv, name, exc, describe_error(exc))

@@ -139,6 +139,7 @@ class RuntimeOptions(NamedTuple):
     code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
     code_limits: CodeLimits = CodeLimits()
     mcp: Any = None  # "mcp": per-server {env, headers, timeout}, checked by runtime.mcp
+    durable: str | None = None  # "dbos": model requests and tool calls are DBOS steps
 
 
 class Budget(NamedTuple):
@@ -275,6 +276,9 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     approvals = config.get("approvals", "ask")
     if approvals not in ("ask", "defer"):
         raise ConfigError(f"approvals: expected 'ask' or 'defer', got {approvals!r}")
+    durable = config.get("durable")
+    if durable not in (None, "dbos"):
+        raise ConfigError(f"durable: expected 'dbos' (or no key), got {durable!r}")
     code_mode = config.get("codeMode")
     if code_mode is not None and not isinstance(code_mode, bool):
         raise ConfigError(f"codeMode: expected true or false, got {code_mode!r}")
@@ -290,6 +294,7 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
         code_mode=code_mode,
         code_limits=parse_code_limits(config.get("codeLimits")),
         mcp=config.get("mcp"),
+        durable=durable,
         budget=_budget(config),
         loop_repeats=parse_loop_detection(config.get("loopDetection")),
         approver=approver,

@@ -91,6 +91,7 @@ from auwgent.runtime.session import (
 if TYPE_CHECKING:
     from auwgent.runtime.agent import AgentCore
     from auwgent.runtime.loops import LoopDetector
+    from auwgent.runtime.steps import StepRunner
     from auwgent.runtime.tracing import RunTrace
 
 __all__ = ["COMPLETE_INTENT", "Run"]
@@ -192,6 +193,13 @@ class Run:
 
             self.loops = LoopDetector(core.options.loop_repeats)
         self.sink = sink
+        #: Where model requests and tool calls run as durable steps (``None``: straight
+        #: through; see :mod:`.steps`).
+        self.steps: StepRunner | None = None
+        if core.options.durable is not None:
+            from auwgent.runtime.durable import step_runner
+
+            self.steps = step_runner(core.options.durable)
         self.handed_off = False
         self.calls = CallRunner(self)
         self.approvals = approvals.ApprovalGate(self)
@@ -938,11 +946,7 @@ class Run:
             # The agent keeps its providers and HTTP client across runs (connections are reused).
             # Without fallback models the provider's events are read directly: one async
             # generator less to resume per event.
-            if cfg.get("fallback"):
-                events = self._stream(cfg, request, rnd)
-            else:
-                rnd.model = self._answering(cfg["model"])
-                events = core.provider(cfg["model"]).stream(request)
+            events = self._events(cfg, request, rnd)
             async for event in events:
                 if isinstance(event, TextDelta):
                     rnd.chunks.append(event.text)
@@ -979,6 +983,18 @@ class Run:
             _drop(rnd.calls)
             raise
         return rnd
+
+    def _events(
+        self, cfg: Mapping[str, Any], request: ModelRequest, rnd: _Round
+    ) -> AsyncIterator[StreamEvent]:
+        """The provider's events of one model request (through the run's durable steps when
+        it has them, :mod:`.steps`)."""
+        if cfg.get("fallback"):
+            events = self._stream(cfg, request, rnd)
+        else:
+            rnd.model = self._answering(cfg["model"])
+            events = self.core.provider(cfg["model"]).stream(request)
+        return events if self.steps is None else self.steps.model(events)
 
     async def _stream(
         self, cfg: Mapping[str, Any], request: ModelRequest, rnd: _Round

@@ -180,13 +180,13 @@ class DurableRuns:
             "log_level": "WARNING",
         }
         DBOS(config=config)
+        DBOS.launch()
         for agent in self.docs:
             DBOS.register_queue(
                 queue_name(agent),
                 worker_concurrency=self.concurrency,
                 polling_interval_sec=self.poll,
             )
-        DBOS.launch()
         self._beat = threading.Thread(target=self._heartbeat, name="auwgent-durable", daemon=True)
         self._beat.start()
 

@@ -296,8 +296,7 @@ def _add_durable(parser: argparse.ArgumentParser) -> None:
         type=_positive_float,
         default=15.0,
         metavar="SECONDS",
-        help="how long a worker may stay silent before the others continue its runs "
-        "(default 15)",
+        help="how long a worker may stay silent before the others continue its runs (default 15)",
     )
 
 

@@ -293,7 +293,7 @@ def test_runs_survive_a_killed_worker_and_repeat_nothing_completed(
                         return (project / f"held-{tag}-{k}").exists()
                     return (tag, k) in model.stalled
 
-                _wait(lambda: all(held(t) for t in tags), "every run at its point")
+                _wait(lambda tags=tags: all(held(t) for t in tags), "every run at its point")
                 survivor.resume()
                 victim.kill()
                 clients += batch

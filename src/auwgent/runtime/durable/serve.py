@@ -106,7 +106,9 @@ class _Worker:
         if key is not None:
             session = await DBOS.run_step_async(_STEP_LOAD, server.store.load, key)
         if session is not None and session.get("agent") != name:
-            writer.put("error", {"message": f"the conversation is a session of {session.get('agent')!r}"})
+            writer.put(
+                "error", {"message": f"the conversation is a session of {session.get('agent')!r}"}
+            )
             return "error"
         events = agent.stream(
             job["input"], session=session, config=job["config"], persona=job["persona"]
@@ -114,7 +116,9 @@ class _Worker:
         async for event in events:
             if event.partial:
                 value = partial_value(event.value)
-                writer.put("partial", {"name": event.name, "value": value, "agent": event.agent_name})
+                writer.put(
+                    "partial", {"name": event.name, "value": value, "agent": event.agent_name}
+                )
             else:
                 writer.put(event.name, event.value)
         final = agent.last_session

@@ -80,6 +80,9 @@ def config(agent_name):
 
 ROUNDS = 3  # tool rounds per run, then the answer
 TTL = 1.5  # --worker-ttl: a killed worker's runs move after this long
+#: Each round, this many runs are held at their points on the victim, which is then killed
+#: (it executes them all at once: --durable-concurrency).
+KILL_ROUNDS, RUNS_PER_KILL = 5, 10
 
 
 class Model:
@@ -122,7 +125,8 @@ class Worker:
         self.url = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "app:config",
                 "--port", str(self.port), "--store", pg, "--token", TOKEN,
-                "--durable", "dbos", "--worker-ttl", str(TTL)]  # fmt: skip
+                "--durable", "dbos", "--worker-ttl", str(TTL),
+                "--durable-concurrency", str(RUNS_PER_KILL)]  # fmt: skip
         env = {**os.environ, "FAKE_OPENAI_URL": fake, "EFFECTS_URL": pg,
                "PYTHONPATH": str(project)}  # fmt: skip
         self.process = subprocess.Popen(
@@ -250,9 +254,6 @@ def _wait(condition: Any, what: str, timeout: float = 60) -> None:
         time.sleep(0.02)
 
 
-KILL_ROUNDS, RUNS_PER_KILL = 5, 10
-
-
 @pytest.mark.slow
 def test_runs_survive_a_killed_worker_and_repeat_nothing_completed(
     project: Path, database: str
@@ -321,7 +322,11 @@ def test_runs_survive_a_killed_worker_and_repeat_nothing_completed(
         assert client.done(), (tag, points[tag], client.events[-3:])
         seqs = [seq for seq, _, _ in client.events]
         assert seqs == list(range(len(seqs))), (tag, seqs)  # every event once, in order
-        assert client.reconnects >= 1, (tag, points[tag])
+        assert client.reconnects >= 1, (
+            tag,
+            points[tag],
+            [e for e in client.events if e[1] == "error"],
+        )
         names = [name for _, name, _ in client.events if name != "partial"]
         assert names == ["tool_call", "tool_result"] * ROUNDS + ["response_text", "session"]
         session = client.events[-1][2]

@@ -208,20 +208,29 @@ class Client(threading.Thread):
         return bool(self.events) and self.events[-1][1] == "session"
 
     def read(self, response: httpx.Response) -> None:
-        seq, name, data = -1, "", ""
         try:
-            for line in response.iter_lines():
-                if line.startswith("id: "):
-                    seq = int(line[4:])
-                elif line.startswith("event: "):
-                    name = line[7:]
-                elif line.startswith("data: "):
-                    data = line[6:]
-                elif line == "" and name:
-                    self.events.append((seq, name, json.loads(data)))
-                    name = ""
+            self.events += read_events(response)
         except httpx.HTTPError:
             pass  # the worker died: reconnect
+
+
+def read_events(response: httpx.Response, limit: int | None = None) -> list[tuple[int, str, Any]]:
+    """The events of an SSE response as (id, name, data), the first ``limit`` of them."""
+    events: list[tuple[int, str, Any]] = []
+    seq, name, data = -1, "", ""
+    for line in response.iter_lines():
+        if line.startswith("id: "):
+            seq = int(line[4:])
+        elif line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data = line[6:]
+        elif line == "" and name:
+            events.append((seq, name, json.loads(data)))
+            name = ""
+            if len(events) == limit:
+                break
+    return events
 
 
 @pytest.fixture
@@ -347,3 +356,46 @@ def test_runs_survive_a_killed_worker_and_repeat_nothing_completed(
         results = [m for m in turns[0]["messages"] if "[tool_result" in json.dumps(m)]
         assert len(results) == ROUNDS, (tag, turns[0]["messages"])
     assert len(clients) == KILL_ROUNDS * RUNS_PER_KILL
+
+
+def test_a_client_that_drops_reads_on_from_another_worker(project: Path, database: str) -> None:
+    """A client reads a few events from one worker, drops, and reconnects to the other with
+    ``Last-Event-ID``: it sees every event once, in order, the same as the whole log."""
+    model = Model()
+    with FakeOpenAIServer(model) as fake:
+        first = Worker(project, fake.base_url, database)
+        second = Worker(project, fake.base_url, database)
+        try:
+            first.ready()
+            second.ready()
+            body = {"input": "record solo", "conversation_id": "solo"}
+            with httpx.stream(
+                "POST", f"{first.url}/v1/agents/Main/runs", json=body, headers=headers(TOKEN),
+                timeout=30,
+            ) as response:  # fmt: skip
+                assert response.status_code == 200
+                run_id = response.headers["x-auwgent-run"]
+                seen = read_events(response, limit=5)
+
+            def events(url: str, last: str | None) -> httpx.Response:
+                extra = {} if last is None else {"last-event-id": last}
+                return httpx.get(
+                    f"{url}/v1/runs/{run_id}/events", headers={**headers(TOKEN), **extra},
+                    timeout=30,
+                )  # fmt: skip
+
+            rest = events(second.url, str(seen[-1][0]))
+            whole = events(first.url, None)
+            unknown = httpx.get(f"{second.url}/v1/runs/nope/events", headers=headers(TOKEN))
+            bad = events(second.url, "soon")
+        finally:
+            first.stop()
+            second.stop()
+    assert rest.status_code == whole.status_code == 200
+    read = seen + read_events(rest)
+    assert [seq for seq, _, _ in read] == list(range(len(read)))
+    assert read == read_events(whole)
+    assert read[-1][1] == "session"
+    assert read[-1][2]["turns"][-1]["status"] == "complete"
+    assert unknown.status_code == 404
+    assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]

@@ -506,6 +506,8 @@ class _Server:
         body = await self.body_of(request, ("decisions",))
         decisions = _check_decisions(body.get("decisions"))
         key = conversation_key(principal, conversation)
+        if self.durable is not None:  # the paused run waits for them as a DBOS message
+            return await _guarded(functools.partial(self.durable.approve, self), key, decisions)
 
         async def launch(session: Any, lease: Lease | None) -> Any:
             if session is None:

@@ -399,3 +399,90 @@ def test_a_client_that_drops_reads_on_from_another_worker(project: Path, databas
     assert read[-1][2]["turns"][-1]["status"] == "complete"
     assert unknown.status_code == 404
     assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]
+
+
+APPROVAL_AGENT = """
+agent Main {
+    default config {
+        model: openai("gpt-4o")
+        prompt: "You are a helpful assistant."
+    }
+    tool send_email(to: string): string @approval
+}
+"""
+
+APPROVAL_APP = """
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def send_email(to):
+    with open(os.path.join(HERE, "sent.txt"), "a") as log:
+        log.write(to + "\\n")
+    return "sent to " + to
+
+def config(agent_name):
+    return {
+        "apiKeys": {"openaiApiKey": "sk-test"},
+        "baseUrls": {"openai": os.environ["FAKE_OPENAI_URL"]},
+        "tools": {"send_email": send_email},
+        "retry": {"attempts": 1},
+        "approvals": "defer",
+    }
+"""
+
+
+def approval_script(request: Any) -> Any:
+    if "[tool_result" in json.dumps(request.body["messages"][-1]):
+        return text("[response_text]\nSent.\n[/response_text]")
+    return text('[tool_call: send_email]\n{"to": "ada@example.com"}\n[/tool_call]')
+
+
+def test_a_paused_run_waits_for_its_decisions_as_a_dbos_message(
+    tmp_path: Path, database: str
+) -> None:
+    """A run paused for approval is a workflow waiting for a message: the decisions posted to
+    the other worker reach it, the approved call runs once, and the run's events go on in
+    the approvals response; a second post finds nothing pending."""
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "main.agent").write_text(APPROVAL_AGENT, encoding="utf-8")
+    (tmp_path / "app.py").write_text(textwrap.dedent(APPROVAL_APP), encoding="utf-8")
+    with FakeOpenAIServer(approval_script) as fake:
+        first = Worker(tmp_path, fake.base_url, database)
+        second = Worker(tmp_path, fake.base_url, database)
+        try:
+            first.ready()
+            second.ready()
+            body = {"input": "mail ada", "conversation_id": "mail"}
+            with httpx.stream(
+                "POST", f"{first.url}/v1/agents/Main/runs", json=body, headers=headers(TOKEN),
+                timeout=30,
+            ) as response:  # fmt: skip
+                paused = read_events(response)
+            session = paused[-1][2]
+            assert session["status"] == "awaiting_approval", paused
+            request_id = session["pending_approvals"][0]["id"]
+            approve = {"decisions": {request_id: True}}
+            url = f"{second.url}/v1/conversations/mail/approvals"
+            with httpx.stream(
+                "POST", url, json=approve, headers=headers(TOKEN), timeout=30
+            ) as response:
+                assert response.status_code == 200, response.read()
+                resumed = read_events(response)
+            again = httpx.post(url, json=approve, headers=headers(TOKEN), timeout=30)
+            stored = httpx.get(
+                f"{first.url}/v1/conversations/mail", headers=headers(TOKEN), timeout=30
+            ).json()
+        finally:
+            first.stop()
+            second.stop()
+    names = [name for _, name, _ in resumed if name != "partial"]
+    assert "tool_result" in names and names[-2:] == ["response_text", "session"], names
+    # One run, one log: the resumed events follow the paused ones (after the pause's own row,
+    # which is never sent).
+    seqs = [seq for seq, _, _ in paused + resumed]
+    assert seqs == [*range(len(paused)), *range(len(paused) + 1, len(seqs) + 1)]
+    assert resumed[-1][2]["turns"][-1]["status"] == "complete"
+    assert (tmp_path / "sent.txt").read_text() == "ada@example.com\n"
+    assert again.status_code == 409
+    assert stored["turns"][-1]["status"] == "complete" and len(stored["turns"]) == 1

@@ -19,10 +19,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-__all__ = ["END", "EventLog", "RunWriter", "sse"]
+__all__ = ["END", "PAUSED", "EventLog", "RunWriter", "sse"]
 
 #: The name of a run's last row: the reader stops there.
 END = "end"
+#: The row of a run paused for approvals: a reader stops there too (the approvals response
+#: reads on from it).
+PAUSED = "paused"
 _CHANNEL = "auwgent_run_events"
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS auwgent_run_events (
@@ -101,6 +104,17 @@ class EventLog:
             row = await cursor.fetchone()
         return None if row is None else (str(row[0]), str(row[1]))
 
+    async def last(self, run_id: str, name: str) -> int | None:
+        """The number of ``run_id``'s last row named ``name`` (``None``: none)."""
+        pool = await self.pool()
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT max(seq) FROM auwgent_run_events WHERE run_id = %s AND name = %s",
+                (run_id, name),
+            )
+            row = await cursor.fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     async def write(self, run_id: str, rows: list[tuple[int, str, str]]) -> None:
         pool = await self.pool()
         async with pool.connection() as conn:
@@ -123,7 +137,7 @@ class EventLog:
                     cursor = await conn.execute(_READ, (run_id, after))
                     rows = await cursor.fetchall()
                 for seq, name, data in rows:
-                    if name == END:
+                    if name in (END, PAUSED):
                         return
                     yield sse(seq, name, data)
                     after = seq

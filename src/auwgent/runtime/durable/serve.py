@@ -34,7 +34,8 @@ from dbos._error import DBOSWorkflowIDInUseError
 
 from auwgent._version import __version__
 from auwgent.errors import ConflictError
-from auwgent.runtime.durable.events import EventLog, RunWriter, create_schema
+from auwgent.runtime.approvals import AWAITING, check_decisions
+from auwgent.runtime.durable.events import PAUSED, EventLog, RunWriter, create_schema
 from auwgent.runtime.leases import report_conflict
 
 __all__ = ["DurableRuns", "WORKFLOW"]
@@ -50,6 +51,10 @@ DEFAULT_WORKER_TTL = 15.0
 _MARK = "durable_run"  # the session key naming the run that saved it
 _STEP_LOAD: Any = {"name": "auwgent.load_session"}
 _STEP_SAVE: Any = {"name": "auwgent.save_session"}
+
+#: The DBOS message topic of a paused run's approval decisions.
+APPROVALS_TOPIC = "auwgent.approvals"
+_APPROVAL_WAIT = 24 * 3600.0
 
 _worker: _Worker | None = None
 
@@ -98,8 +103,6 @@ class _Worker:
             await writer.close()
 
     async def _run(self, server: Any, job: dict[str, Any], run_id: str, writer: RunWriter) -> str:
-        from auwgent.serve import _partial_value as partial_value
-
         name, key = job["agent"], job["key"]
         agent = server.run_agent(name, job["context"], job["principal"], job["conversation"])
         session = None
@@ -113,6 +116,30 @@ class _Worker:
         events = agent.stream(
             job["input"], session=session, config=job["config"], persona=job["persona"]
         )
+        final = await self._forward(agent, events, writer, server.store, key, run_id)
+        while key is not None and final.get("status") == AWAITING:
+            # Paused for approvals: the workflow waits for the decisions as a DBOS message
+            # (POST .../approvals sends it to this run, on whichever worker runs it).
+            writer.put(PAUSED, None)
+            decisions = await DBOS.recv_async(APPROVALS_TOPIC, timeout_seconds=_APPROVAL_WAIT)
+            if decisions is None:
+                continue  # still waiting (recv's timeout is only how long one wait lasts)
+            events = agent.resume_stream(final, decisions)
+            final = await self._forward(agent, events, writer, server.store, key, run_id)
+        return str(final["turns"][-1]["status"]) if final.get("turns") else "complete"
+
+    async def _forward(
+        self,
+        agent: Any,
+        events: Any,
+        writer: RunWriter,
+        store: Any,
+        key: str | None,
+        run_id: str,
+    ) -> dict[str, Any]:
+        """Write a run's events to its log, then save its session (a step) and write it."""
+        from auwgent.serve import _partial_value as partial_value
+
         async for event in events:
             if event.partial:
                 value = partial_value(event.value)
@@ -121,13 +148,13 @@ class _Worker:
                 )
             else:
                 writer.put(event.name, event.value)
-        final = agent.last_session
-        if key is not None and final is not None:
-            final = await DBOS.run_step_async(_STEP_SAVE, _save, server.store, key, final, run_id)
+        final: dict[str, Any] = dict(agent.last_session or {})
+        if key is not None and final:
+            final = await DBOS.run_step_async(_STEP_SAVE, _save, store, key, final, run_id)
             for problem in final.pop("save_problems", ()):
                 writer.put("error", {"message": problem})
         writer.put("session", final)
-        return str(final["turns"][-1]["status"]) if final and final["turns"] else "complete"
+        return final
 
 
 async def _save(store: Any, key: str, final: dict[str, Any], run_id: str) -> dict[str, Any]:
@@ -276,6 +303,29 @@ class DurableRuns:
         if not last.lstrip("-").isdigit():
             return _error(400, f"Last-Event-ID: expected an event id, got {last!r}", "bad_request")
         return self.stream(run_id, int(last))
+
+    async def approve(self, server: Any, key: str, decisions: Any) -> Any:
+        """``POST /v1/conversations/{id}/approvals``: send the decisions to the paused run
+        (checked against the saved session first), answer its events from the pause on."""
+        from auwgent.errors import ApprovalError
+        from auwgent.serve import _error
+
+        session = await server.store.load(key)
+        run_id = None if session is None else session.get(_MARK)
+        if session is None or not isinstance(run_id, str):
+            return _error(409, "this conversation has no paused durable run", "bad_decisions")
+        try:
+            check_decisions(session, decisions)
+        except ApprovalError as exc:
+            return _error(409, str(exc).removeprefix("resume: "), "bad_decisions")
+        pause = await self.log.last(run_id, PAUSED)
+        if pause is None:
+            return _error(409, "the run has not paused yet; try again", "busy")
+        # One message per pause: a second POST of the same pause adds nothing.
+        await DBOS.send_async(
+            run_id, dict(decisions), APPROVALS_TOPIC, idempotency_key=f"{run_id}:{pause}"
+        )
+        return self.stream(run_id, pause)
 
     def stream(self, run_id: str, after: int) -> Any:
         from starlette.responses import StreamingResponse

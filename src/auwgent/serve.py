@@ -15,6 +15,9 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 - ``POST /v1/conversations/{id}/approvals`` with ``{"decisions": {...}}``: resumes a run
   that awaits approval, answering like a run; claimed and journaled as ``agent.resume`` with
   a store does, so no approved call runs twice, even across a worker's crash.
+- With ``--durable dbos``: every run is a DBOS workflow on a queue shared by the workers,
+  and ``GET /v1/runs/{run}/events`` (``Last-Event-ID``) reads a run's events on from any
+  worker (:mod:`auwgent.runtime.durable.serve`, ``docs/durable.md``).
 - ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
   worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
 

@@ -17,7 +17,12 @@ It prints medians of wall time per batch, the ratio to in-process ``stream()``, 
 of the worker against the in-process agent, and the in-process cost of tracing when it is off
 (no tracer) against on (a no-op exporter).
 
-Run: ``.venv/bin/python bench/bench_serve.py [--runs 200] [--rounds 3]``
+The durable rows: one worker with a PostgreSQL store, and one with the same store and
+``--durable dbos`` (every run a DBOS workflow on a queue, its events read back from the
+PostgreSQL event log), on a PostgreSQL started for the bench (``tests/servers.py``); the
+ratio is the durable worker's against the plain one on the same database.
+
+Run: ``.venv/bin/python bench/bench_serve.py [--runs 200] [--rounds 3] [--no-durable]``
 """
 
 from __future__ import annotations
@@ -135,14 +140,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(folder: Path, fake_url: str, db: Path) -> tuple[subprocess.Popen[bytes], str]:
-    (folder / "agents").mkdir(exist_ok=True)
-    (folder / "agents" / "main.agent").write_text(AGENT, encoding="utf-8")
-    (folder / "app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+def start_server(
+    folder: Path, fake_url: str, store: str | None = None, *extra: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    if not (folder / "agents").exists():
+        (folder / "agents").mkdir()
+        (folder / "agents" / "main.agent").write_text(AGENT, encoding="utf-8")
+        (folder / "app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    store = store or f"sqlite:///{folder / 'serve.db'}"
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "app:config",
-         "--port", str(port), "--store", f"sqlite:///{db}"],
+         "--port", str(port), "--store", store, *extra],
         cwd=folder, env={**os.environ, "FAKE_URL": fake_url, "PYTHONPATH": str(folder)},
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -254,11 +263,35 @@ def encoding_cost(rounds: int = 20_000) -> dict[str, float]:
     return costs
 
 
+def durable_cost(folder: Path, fake_url: str, runs: int, rounds: int) -> tuple[float, float]:
+    """Median wall time of ``runs`` concurrent runs: plain serve on a PostgreSQL store, and
+    the same with ``--durable dbos``."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+    from servers import postgres_server
+
+    with postgres_server() as pg:
+        plain = start_server(folder, fake_url, pg)
+        durable = start_server(
+            folder, fake_url, pg, "--durable", "dbos", "--durable-concurrency", str(runs)
+        )
+        times: dict[str, list[float]] = {"plain": [], "durable": []}
+        try:
+            for r in range(rounds):
+                for name, (_, url) in (("plain", plain), ("durable", durable)):
+                    times[name].append(through_serve([url], runs, f"{name}{r}"))
+        finally:
+            for process, _ in (plain, durable):
+                process.terminate()
+                process.wait(timeout=60)
+    return statistics.median(times["plain"]), statistics.median(times["durable"])
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--fake", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-durable", action="store_true", help="leave out the durable rows")
     args = parser.parse_args(argv)
     if args.fake:
         fake_child()
@@ -271,8 +304,8 @@ def main(argv: list[str]) -> int:
     sides = Sides(child.pid)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        one, url = start_server(folder, fake_url, folder / "one.db")
-        two = [start_server(folder, fake_url, folder / "two.db") for _ in range(2)]
+        one, url = start_server(folder, fake_url, f"sqlite:///{folder / 'one.db'}")
+        two = [start_server(folder, fake_url, f"sqlite:///{folder / 'two.db'}") for _ in range(2)]
         try:
             agent = make(fake_url, folder / "local.db")
             n = args.runs
@@ -291,6 +324,9 @@ def main(argv: list[str]) -> int:
                 process.terminate()
                 process.wait(timeout=30)
         off, on = tracing_cost(fake_url, folder, 20)
+        durable = None
+        if not args.no_durable:
+            durable = durable_cost(folder, fake_url, args.runs, args.rounds)
     child.stdin.close()
     child.wait(timeout=30)
     sides.report(args.runs, args.rounds)
@@ -300,6 +336,14 @@ def main(argv: list[str]) -> int:
     print("one run in-process, CPU (median of 5 x 20 runs):")
     print(f"  tracing off         {off * 1000:8.2f} ms")
     print(f"  tracing on (no-op)  {on * 1000:8.2f} ms   ratio {on / off:.2f}x")
+    if durable is not None:
+        plain_pg, durable_pg = durable
+        print(f"{args.runs} concurrent runs through serve on PostgreSQL (wall):")
+        print(f"  plain               {plain_pg * 1000:8.1f} ms")
+        print(
+            f"  --durable dbos      {durable_pg * 1000:8.1f} ms   ratio {durable_pg / plain_pg:.2f}x"
+            f"   ({(durable_pg - plain_pg) / args.runs * 1000:.2f} ms more per run)"
+        )
     return 0
 
 

@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
     ]
     rows = []
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(script) as fake:
-        process, url = start_server(Path(tmp), fake.base_url, Path(tmp) / "serve.db")
+        process, url = start_server(Path(tmp), fake.base_url)
         try:
             for answer, (_, chunk) in zip(answers, cases, strict=True):
                 rows.append((len(answer.encode()), chunk, *measure(url, answer)))

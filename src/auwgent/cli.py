@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from auwgent import generate
 from auwgent._version import __version__
@@ -239,8 +239,14 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "whose final events do not fit ends with an error event",
     )
 
+    _add_durable(parser)
+
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        options = {} if args.stream_buffer is None else {"stream_buffer": args.stream_buffer}
+        options: dict[str, Any] = {}
+        if args.stream_buffer is not None:
+            options["stream_buffer"] = args.stream_buffer
+        if args.durable is not None:
+            options["durable"] = _durable_options(args)
         return serve_command(
             args.path,
             app=args.app,
@@ -310,6 +316,48 @@ def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
     return int(text)
+
+
+def _add_durable(parser: argparse.ArgumentParser) -> None:
+    """``auwgent serve``'s durable runs (docs/durable.md)."""
+    parser.add_argument(
+        "--durable",
+        choices=["dbos"],
+        help="run every run as a DBOS workflow on a queue shared by the workers of one "
+        "PostgreSQL: a worker that dies loses no run (needs auwgent[dbos])",
+    )
+    parser.add_argument(
+        "--durable-url",
+        metavar="URL",
+        help="the PostgreSQL of the durable runs (or AUWGENT_DURABLE_URL; default: --store "
+        "when it is a postgresql:// URL)",
+    )
+    parser.add_argument(
+        "--durable-concurrency",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="how many runs of one agent a worker executes at once (default 8)",
+    )
+    parser.add_argument(
+        "--worker-ttl",
+        type=_positive_float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long a worker may stay silent before the others continue its runs (default 15)",
+    )
+
+
+def _durable_options(args: argparse.Namespace) -> dict[str, Any]:
+    url = args.durable_url or os.environ.get("AUWGENT_DURABLE_URL")
+    if not url and (args.store or "").startswith(("postgresql://", "postgres://")):
+        url = args.store
+    return {
+        "engine": args.durable,
+        "url": url,
+        "concurrency": args.durable_concurrency,
+        "worker_ttl": args.worker_ttl,
+    }
 
 
 def _add_mcp_config(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,9 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
 - ``POST /v1/conversations/{id}/approvals`` with ``{"decisions": {...}}``: resumes a run
   that awaits approval, answering like a run; claimed and journaled as ``agent.resume`` with
   a store does, so no approved call runs twice, even across a worker's crash.
+- With ``--durable dbos``: every run is a DBOS workflow on a queue shared by the workers,
+  and ``GET /v1/runs/{run}/events`` (``Last-Event-ID``) reads a run's events on from any
+  worker (:mod:`auwgent.runtime.durable.serve`, ``docs/durable.md``).
 - ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
   worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
 - ``?ui=ai-sdk`` / ``?ui=ag-ui`` on the runs and approvals endpoints: the Vercel AI SDK's UI
@@ -223,6 +226,7 @@ def build_app(
     max_body: int = DEFAULT_MAX_BODY,
     lock_ttl: float = LOCK_TTL,
     stream_buffer: int = DEFAULT_STREAM_BUFFER,
+    durable: Any = None,
 ) -> Any:
     """The Starlette application serving ``docs`` (agent name → IR document), bound at
     ``host:port`` (its Host check); ``authenticate`` gives each request's principal (``None``:
@@ -238,8 +242,14 @@ def build_app(
     server = _Server(docs, factory, store, authenticate, settings, max_body)
     server.lock_ttl = lock_ttl
     server.stream_buffer = stream_buffer
+    server.durable = durable  # runs as DBOS workflows (runtime/durable/serve.py)
+    durable_routes = []
+    if durable is not None:
+        events = functools.partial(durable.events, server)
+        durable_routes = [Route("/v1/runs/{run}/events", _json_errors(events), methods=["GET"])]
     return Starlette(
         routes=[
+            *durable_routes,
             Route("/v1/agents/{agent}/runs", _json_errors(server.runs), methods=["POST"]),
             Route(
                 "/v1/conversations/{conversation}",
@@ -317,6 +327,7 @@ class _Server:
         self.lock_ttl = LOCK_TTL
         self.stream_buffer = DEFAULT_STREAM_BUFFER
         self.running: set[asyncio.Task[Any]] = set()
+        self.durable: Any = None
         self.settable: dict[str, frozenset[str]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -535,6 +546,10 @@ class _Server:
         except AuwgentError as exc:
             return _error(422, str(exc), "bad_config")
         key = None if conversation is None else conversation_key(principal, conversation)
+        if self.durable is not None:
+            job = {"agent": name, "input": text, "key": key, "conversation": conversation,
+                   "principal": principal, **{f: body.get(f) for f in _RUN_FIELDS[2:]}}  # fmt: skip
+            return await _guarded(self.durable.start, self, job)
 
         async def launch(session: Any, lease: Lease | None) -> Any:
             if session is not None and session.get("agent") != name:
@@ -573,6 +588,8 @@ class _Server:
         """Resume ``conversation`` with ``decisions`` (of the agent ``agent_name``, when the
         request named one), answering the resumed run's stream."""
         key = conversation_key(principal, conversation)
+        if self.durable is not None:  # the paused run waits for them as a DBOS message
+            return await _guarded(functools.partial(self.durable.approve, self), key, decisions)
 
         async def launch(session: Any, lease: Lease | None) -> Any:
             if session is None:
@@ -640,6 +657,8 @@ class _Server:
         if self.running:
             await asyncio.wait(list(self.running), timeout=60)
         await self.agents.aclose()
+        if self.durable is not None:
+            await self.durable.aclose()
         closing = getattr(self.store, "aclose", None)
         if closing is not None:
             await closing()
@@ -915,8 +934,12 @@ def serve_command(
     allow_hosts: list[str] | None = None,
     lock_ttl: float = LOCK_TTL,
     stream_buffer: int = DEFAULT_STREAM_BUFFER,
+    durable: Mapping[str, Any] | None = None,
 ) -> int:
-    """``auwgent serve``: compile the project, build the app, run uvicorn until stopped."""
+    """``auwgent serve``: compile the project, build the app, run uvicorn until stopped.
+
+    ``durable``: ``{"engine": "dbos", "url", "concurrency", "worker_ttl"}`` runs every run as
+    a DBOS workflow (docs/durable.md)."""
 
     token = token or os.environ.get("AUWGENT_SERVE_TOKEN") or None
     try:
@@ -940,6 +963,13 @@ def serve_command(
         print(render_all(result.diagnostics, color=use_color(err)), file=err)
         return EXIT_ERRORS
     docs = {doc["root"]: doc for doc in result.documents.values()}
+    runs = None
+    if durable is not None:
+        try:
+            runs = _durable_runs(durable, docs, factory, store_url, settings)
+        except (ConfigError, ServeError) as exc:
+            print(f"error: {exc}", file=err)
+            return EXIT_USAGE
     application = build_app(
         docs,
         factory,
@@ -950,6 +980,7 @@ def serve_command(
         port=port,
         lock_ttl=lock_ttl,
         stream_buffer=stream_buffer,
+        durable=runs,
     )
     print(f"auwgent serve: {', '.join(sorted(docs))} on http://{host}:{port}", file=out)
     out.flush()
@@ -957,3 +988,48 @@ def serve_command(
         application, host=host, port=port, log_level="warning", timeout_graceful_shutdown=60
     )
     return EXIT_OK
+
+
+def _durable_runs(
+    durable: Mapping[str, Any],
+    docs: Mapping[str, Mapping[str, Any]],
+    factory: Callable[[str], Mapping[str, Any]],
+    store_url: str | None,
+    settings: ServeSettings,
+) -> Any:
+    """``--durable dbos``: the DBOS side of this worker, launched (its queues and heartbeat).
+
+    The workflows run in DBOS's own event loop, with their own agents (the application's
+    config with ``"durable": "dbos"``) and their own connection to the session store."""
+    from auwgent.runtime.stores import DEFAULT_SQLITE_PATH, open_store
+
+    url = durable.get("url")
+    if not url or not str(url).startswith(("postgresql://", "postgres://")):
+        raise ServeError(
+            "--durable dbos needs a PostgreSQL URL: --durable-url, AUWGENT_DURABLE_URL, or a "
+            "postgresql:// --store"
+        )
+    try:
+        from auwgent.runtime.durable.serve import DurableRuns
+    except ImportError as exc:
+        raise ServeError(
+            f'--durable dbos needs the dbos and postgres extras: pip install "auwgent[dbos]" '
+            f"({exc})"
+        ) from exc
+    store = store_url or f"sqlite:///{DEFAULT_SQLITE_PATH}"
+
+    def durable_factory(name: str) -> Mapping[str, Any]:
+        return {**factory(name), "durable": "dbos"}
+
+    def worker_server() -> _Server:
+        return _Server(docs, durable_factory, open_store(store), None, settings, DEFAULT_MAX_BODY)
+
+    runs = DurableRuns(
+        str(url),
+        docs,
+        worker_server,
+        concurrency=int(durable["concurrency"]),
+        worker_ttl=float(durable["worker_ttl"]),
+    )
+    runs.launch()
+    return runs

@@ -331,6 +331,7 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
     "codeMode",
     "codeLimits",
     "mcp",
+    "durable",
 )
 
 #: What the TypeScript runtime does not have yet, by list of :func:`document`. Its tests
@@ -352,6 +353,7 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "codeMode",
         "codeLimits",
         "mcp",
+        "durable",
     ),
 }
 

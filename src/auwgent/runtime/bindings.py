@@ -269,6 +269,8 @@ class RuntimeConfig(TypedDict, total=False):
     codeLimits: AuwgentCodeLimits
     #: Per MCP server declared in the IR: env, headers, timeout, startTimeout.
     mcp: Mapping[str, McpServerConfig]
+    #: "dbos": model requests and tool calls are DBOS steps (docs/durable.md).
+    durable: Literal["dbos"]
 
 
 # --- end of generated runtime config

@@ -108,8 +108,12 @@ class CallRunner:
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
         """Around each tool call (the model's, a workflow step's, one from code mode): the
-        implementation itself, once the call is decided, checked and approved."""
-        return await self.run.core.registry.call(name, args)
+        implementation itself, once the call is decided, checked and approved; through the
+        run's durable steps when it has them (:mod:`.steps`)."""
+        steps = self.run.steps
+        if steps is None:
+            return await self.run.core.registry.call(name, args)
+        return await steps.tool(self.run.core.registry, name, args)
 
     async def tool_result(
         self, inv: Invocation, name: str, args: Mapping[str, Any], result: Any

@@ -169,6 +169,7 @@ class RuntimeOptions(NamedTuple):
     code_mode: bool | None = None  # None: each config's DSL `codeMode` decides
     code_limits: CodeLimits = CodeLimits()
     mcp: Mapping[str, object] | None = None  # per server; checked against the IR by runtime.mcp
+    durable: str | None = None  # "dbos": model requests and tool calls are DBOS steps
 
     @property
     def run_timeout(self) -> float | None:
@@ -587,6 +588,17 @@ KEYS: tuple[Key, ...] = (
         "Mapping[str, McpServerConfig]",
         None,
         comment="Per MCP server declared in the IR: env, headers, timeout, startTimeout.",
+    ),
+    Key(
+        "durable",
+        "durable",
+        _choice("durable", (None, "dbos"), "'dbos' (or no key)"),
+        '`"dbos"`: each model request and each tool call of a run is a step of the DBOS '
+        "workflow the run executes in, checkpointed before the next (extra `auwgent[dbos]`; "
+        "[durable.md](durable.md)).",
+        'Literal["dbos"]',
+        None,
+        comment='"dbos": model requests and tool calls are DBOS steps (docs/durable.md).',
     ),
 )
 

@@ -43,6 +43,7 @@ from auwgent.runtime.protocol.contract import AssistantTurn, Codec
 from auwgent.runtime.run_memory import RunMemory
 from auwgent.runtime.services import Services
 from auwgent.runtime.session import Session, Turn, check_session, new_session, new_turn
+from auwgent.runtime.steps import StepRunner
 from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.tracing import RunTrace
 
@@ -73,6 +74,13 @@ class Run:
         self.trace = RunTrace(services.tracer, core.root) if services.tracer is not None else None
         repeats = core.options.loop_repeats
         self.loops = LoopDetector(repeats) if repeats is not None else None
+        #: Where model requests and tool calls run as durable steps (``None``: straight
+        #: through; see :mod:`.steps`).
+        self.steps: StepRunner | None = None
+        if core.options.durable is not None:
+            from auwgent.runtime.durable import step_runner  # the dbos extra, only when asked
+
+            self.steps = step_runner(core.options.durable)
         self.handed_off = False
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)

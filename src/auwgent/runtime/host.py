@@ -20,6 +20,7 @@ from auwgent.runtime.invocation import AgentResult, Invocation
 from auwgent.runtime.middleware import MiddlewareChain
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.session import Session, Turn
+from auwgent.runtime.steps import StepRunner
 from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.tools import ToolRegistry
 
@@ -148,6 +149,8 @@ class RunHost(Protocol):
     def approvals(self) -> ApprovalsView: ...
     @property
     def taint(self) -> TaintGuard: ...
+    @property
+    def steps(self) -> StepRunner | None: ...
 
     async def emit(
         self,

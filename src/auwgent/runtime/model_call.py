@@ -55,6 +55,7 @@ from auwgent.runtime.providers.base import (
 from auwgent.runtime.run_memory import RunMemory
 from auwgent.runtime.services import Services
 from auwgent.runtime.session import Session, TokenUsage, Turn
+from auwgent.runtime.steps import StepRunner
 from auwgent.runtime.taint import TaintGuard
 from auwgent.runtime.tracing import RunTrace
 
@@ -139,6 +140,8 @@ class _Host(Protocol):
     def memory(self) -> RunMemory: ...
     @property
     def taint(self) -> TaintGuard: ...
+    @property
+    def steps(self) -> StepRunner | None: ...
     @property
     def trace(self) -> RunTrace | None: ...
     @property
@@ -259,6 +262,9 @@ class ModelCaller:
         else:
             rnd.model = pool.answering(cfg["model"])
             events = pool.provider(cfg["model"]).stream(request)
+        steps = self._run.steps
+        if steps is not None:  # a durable step: recorded, or replayed from its record
+            events = steps.model(events)
         dispatch = self._run.dispatch
         async for event in events:
             self._take(inv, event, rnd)

@@ -146,6 +146,10 @@ class ToolRegistry:
                     f"tools.{attr}: no tool named {attr!r} is declared; did you mean {hint!r}?"
                 )
 
+    def implementation(self, name: str) -> Callable[..., Any] | None:
+        """The function that implements ``name`` (``None``: none configured)."""
+        return self._impls.get(name)
+
     def has(self, name: str) -> bool:
         """Whether ``name`` has an implementation."""
         return name in self._impls

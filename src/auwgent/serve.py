@@ -17,7 +17,7 @@ shared store). The endpoints (see ``docs/serve.md`` and ``/openapi.json``):
   a store does, so no approved call runs twice, even across a worker's crash.
 - With ``--durable dbos``: every run is a DBOS workflow on a queue shared by the workers,
   and ``GET /v1/runs/{run}/events`` (``Last-Event-ID``) reads a run's events on from any
-  worker (:mod:`auwgent.runtime.durable.serve`, ``docs/durable.md``).
+  worker (:mod:`auwgent.serve_durable`, ``docs/durable.md``).
 - ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 with the reasons when the
   worker's threads or code mode's sandbox workers are stuck) and ``GET /openapi.json``.
 - ``?ui=ai-sdk`` / ``?ui=ag-ui`` on the runs and approvals endpoints: the Vercel AI SDK's UI
@@ -63,6 +63,7 @@ from auwgent.runtime.stores import (
     StoredSessionError,
     open_store,
 )
+from auwgent.serve_answers import error_response, partial_value, unusable_session
 from auwgent.serve_security import (
     LOCAL_PRINCIPAL,
     Authenticate,
@@ -171,26 +172,6 @@ class _Agents:
             await agent.aclose()
 
 
-def _error(status: int, message: str, code: str) -> Any:
-    from starlette.responses import JSONResponse
-
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
-
-
-_PARTIAL_KEYS = {
-    "text": ("partial", "complete", "mode", "segment", "delta"),
-    "structured": ("partial", "complete", "mode", "segment", "snapshot"),
-}
-
-
-def _partial_value(value: Mapping[str, Any]) -> dict[str, Any]:
-    """A partial as the stream sends it: a text partial carries only its ``delta`` (the client
-    adds the deltas up), a structured one its snapshot; neither carries ``raw``. So a partial
-    costs what is new, never the text so far again (docs/serve.md)."""
-    keys = _PARTIAL_KEYS["text" if value.get("mode") == "text" else "structured"]
-    return {key: value[key] for key in keys if key in value}
-
-
 #: What the stream's ``session`` event leaves out of the session: the system prompt, and each
 #: turn's content: its input, the transcript for the model (``messages``), its intents (the
 #: events the stream sends) and its output (the final intent the stream sent).
@@ -242,7 +223,7 @@ def build_app(
     server = _Server(docs, factory, store, authenticate, settings, max_body)
     server.lock_ttl = lock_ttl
     server.stream_buffer = stream_buffer
-    server.durable = durable  # runs as DBOS workflows (runtime/durable/serve.py)
+    server.durable = durable  # runs as DBOS workflows (serve_durable.py)
     durable_routes = []
     if durable is not None:
         events = functools.partial(durable.events, server)
@@ -275,7 +256,7 @@ async def _http_error(request: Any, exc: Any) -> Any:
     """The router's own refusals (no such path, a method it does not take) as JSON errors."""
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
     message = f"{request.method} {request.url.path}: {exc.detail}"
-    response = _error(exc.status_code, message, code)
+    response = error_response(exc.status_code, message, code)
     response.headers.update(exc.headers or {})
     return response
 
@@ -298,10 +279,10 @@ def _json_errors(endpoint: Callable[[Any], Any]) -> Callable[[Any], Any]:
         try:
             return await endpoint(request)
         except BoundaryError as exc:
-            return _error(exc.status, str(exc), exc.code)
+            return error_response(exc.status, str(exc), exc.code)
         except Exception as exc:
             log.exception("auwgent serve: %s %s failed", request.method, request.url.path)
-            return _error(500, f"the server failed: {type(exc).__name__}", "internal")
+            return error_response(500, f"the server failed: {type(exc).__name__}", "internal")
 
     return answer
 
@@ -435,7 +416,7 @@ class _Server:
         try:
             async for event in events:
                 if event.partial:
-                    value = _partial_value(event.value)
+                    value = partial_value(event.value)
                     queue.put_partial(
                         {"name": event.name, "value": value, "agent": event.agent_name}
                     )
@@ -485,10 +466,12 @@ class _Server:
         lease = None
         if conversation is not None:
             if not isinstance(conversation, str) or not conversation:
-                return _error(400, "conversation_id must be a non-empty string", "bad_request")
+                return error_response(
+                    400, "conversation_id must be a non-empty string", "bad_request"
+                )
             lease = Lease(self.store, conversation, self.lock_ttl)
             if not await lease.acquire():
-                return _error(
+                return error_response(
                     409, f"conversation {conversation!r} already has a run in progress", "busy"
                 )
         try:
@@ -509,7 +492,7 @@ class _Server:
         name = request.path_params["agent"]
         if name not in self.docs:
             known = ", ".join(sorted(self.docs))
-            return _error(404, f"no agent {name!r}; agents: {known}", "no_agent")
+            return error_response(404, f"no agent {name!r}; agents: {known}", "no_agent")
         dialect = dialect_of(request.query_params)
         if dialect is not None:
             return await self.ui_run(request, principal, name, dialect)
@@ -536,7 +519,7 @@ class _Server:
         try:
             text = check_input(body.get("input"), "input")
         except InputError as exc:
-            return _error(400, str(exc), "bad_request")
+            return error_response(400, str(exc), "bad_request")
         conversation = body.get("conversation_id")
         if conversation is not None:
             conversation = check_id(conversation, "conversation_id")
@@ -544,7 +527,7 @@ class _Server:
         try:
             _check_choice(agent, body)
         except AuwgentError as exc:
-            return _error(422, str(exc), "bad_config")
+            return error_response(422, str(exc), "bad_config")
         key = None if conversation is None else conversation_key(principal, conversation)
         if self.durable is not None:
             job = {"agent": name, "input": text, "key": key, "conversation": conversation,
@@ -553,7 +536,7 @@ class _Server:
 
         async def launch(session: Any, lease: Lease | None) -> Any:
             if session is not None and session.get("agent") != name:
-                return _unusable(conversation, session, f"not {name!r}")
+                return unusable_session(conversation, session, f"not {name!r}")
             events = agent.stream(
                 text,
                 session=session,
@@ -593,17 +576,17 @@ class _Server:
 
         async def launch(session: Any, lease: Lease | None) -> Any:
             if session is None:
-                return _error(404, f"no conversation {conversation!r}", "not_found")
+                return error_response(404, f"no conversation {conversation!r}", "not_found")
             name = session.get("agent")
             if name not in self.docs:
-                return _unusable(conversation, session, "not served here")
+                return unusable_session(conversation, session, "not served here")
             if agent_name is not None and name != agent_name:
-                return _unusable(conversation, session, f"not {agent_name!r}")
+                return unusable_session(conversation, session, f"not {agent_name!r}")
             try:
                 check_decisions(session, decisions, claimed=True)  # refused before the claim
             except ApprovalError as exc:  # nothing pending (409), or decisions that do not fit
                 status = 400 if session.get("status") == AWAITING else 409
-                return _error(status, str(exc).removeprefix("resume: "), "bad_decisions")
+                return error_response(status, str(exc).removeprefix("resume: "), "bad_decisions")
             # The run's context and config were kept with the pause: the resume needs none
             # from the client.
             paused = {k: session.get(k) for k in ("paused_context", "paused_config")}
@@ -627,9 +610,9 @@ class _Server:
             session = await self.store.load(conversation_key(principal, conversation))
         except SessionStoreError as exc:
             status = 409 if isinstance(exc, StoredSessionError) else 503
-            return _error(status, str(exc), "store")
+            return error_response(status, str(exc), "store")
         if session is None:
-            return _error(404, f"no conversation {conversation!r}", "not_found")
+            return error_response(404, f"no conversation {conversation!r}", "not_found")
         return JSONResponse(session)
 
     async def healthz(self, request: Any) -> Any:
@@ -702,22 +685,13 @@ async def _guarded(start: Callable[..., Any], conversation: Any, launch: Any) ->
     try:
         return await start(conversation, launch)
     except StoredSessionError as exc:
-        return _error(409, str(exc), "unusable_session")
+        return error_response(409, str(exc), "unusable_session")
     except ConflictError as exc:
-        return _error(409, str(exc), "conflict")
+        return error_response(409, str(exc), "conflict")
     except SessionStoreError as exc:
-        return _error(503, str(exc), "store")
+        return error_response(503, str(exc), "store")
     except AuwgentError as exc:
-        return _error(422, str(exc), "bad_request")
-
-
-def _unusable(conversation: Any, session: Mapping[str, Any], why: str) -> Any:
-    """409: the stored session of ``conversation`` belongs to an agent this run cannot use."""
-    agent = session.get("agent")
-    return _error(
-        409, f"conversation {conversation!r} is a session of agent {agent!r}, {why}",
-        "unusable_session",
-    )  # fmt: skip
+        return error_response(422, str(exc), "bad_request")
 
 
 def _check_decisions(decisions: Any) -> dict[str, Any]:
@@ -1010,7 +984,7 @@ def _durable_runs(
             "postgresql:// --store"
         )
     try:
-        from auwgent.runtime.durable.serve import DurableRuns
+        from auwgent.serve_durable import DurableRuns
     except ImportError as exc:
         raise ServeError(
             f'--durable dbos needs the dbos and postgres extras: pip install "auwgent[dbos]" '

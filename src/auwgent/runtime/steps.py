@@ -22,6 +22,9 @@ from typing import Any, Protocol
 
 from auwgent.runtime.providers.base import StreamEvent
 
+#: The keyword a tool implementation declares to be given its idempotency key (docs/durable.md).
+IDEMPOTENCY_PARAM = "idempotency_key"
+
 
 class StepRunner(Protocol):
     """Runs a run's model requests and tool calls as checkpointed steps."""

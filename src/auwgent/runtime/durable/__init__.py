@@ -11,15 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from auwgent.errors import ConfigError
+from auwgent.runtime.steps import IDEMPOTENCY_PARAM
 
 if TYPE_CHECKING:
     from auwgent.runtime.steps import StepRunner
 
 __all__ = ["IDEMPOTENCY_PARAM", "step_runner"]
-
-#: The keyword parameter a tool implementation declares to be given its idempotency key: a
-#: string that is the same each time the same call of the same run is attempted.
-IDEMPOTENCY_PARAM = "idempotency_key"
 
 
 def step_runner(engine: str) -> StepRunner:

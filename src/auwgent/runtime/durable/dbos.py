@@ -25,8 +25,8 @@ from typing import Any
 from dbos import DBOS, StepOptions
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.durable import IDEMPOTENCY_PARAM
 from auwgent.runtime.providers.base import StreamEvent
+from auwgent.runtime.steps import IDEMPOTENCY_PARAM
 
 __all__ = ["DBOSSteps"]
 

@@ -37,6 +37,7 @@ from auwgent.errors import ConflictError
 from auwgent.runtime.approvals import AWAITING, check_decisions
 from auwgent.runtime.durable.events import PAUSED, EventLog, RunWriter, create_schema
 from auwgent.runtime.leases import report_conflict
+from auwgent.serve_answers import error_response, partial_value, unusable_session
 
 __all__ = ["DurableRuns", "WORKFLOW"]
 
@@ -138,7 +139,6 @@ class _Worker:
         run_id: str,
     ) -> dict[str, Any]:
         """Write a run's events to its log, then save its session (a step) and write it."""
-        from auwgent.serve import _partial_value as partial_value
 
         async for event in events:
             if event.partial:
@@ -276,51 +276,52 @@ class DurableRuns:
 
     async def start(self, server: Any, job: dict[str, Any]) -> Any:
         """``POST /v1/agents/{agent}/runs``: enqueue the run, answer its events."""
-        from auwgent.serve import _error, _unusable
 
         revision = None
         if job["key"] is not None:
             session = await server.store.load(job["key"])
             if session is not None and session.get("agent") != job["agent"]:
-                return _unusable(job["conversation"], session, f"not {job['agent']!r}")
+                return unusable_session(job["conversation"], session, f"not {job['agent']!r}")
             revision = None if session is None else session.get("revision")
         try:
             run_id = await self.submit(job, revision)
         except ConflictError as exc:
-            return _error(409, str(exc), "busy")
+            return error_response(409, str(exc), "busy")
         return self.stream(run_id, -1)
 
     async def events(self, server: Any, request: Any) -> Any:
         """``GET /v1/runs/{run}/events``: the run's events after ``Last-Event-ID``."""
-        from auwgent.serve import _error
         from auwgent.serve_security import check_id
 
         principal = await server.principal_of(request)
         run_id = check_id(request.path_params["run"], "run")
         if await self.log.owner(run_id) != (principal["tenant"], principal["user"]):
-            return _error(404, f"no run {run_id!r}", "not_found")
+            return error_response(404, f"no run {run_id!r}", "not_found")
         last = request.headers.get("last-event-id", "-1").strip() or "-1"
         if not last.lstrip("-").isdigit():
-            return _error(400, f"Last-Event-ID: expected an event id, got {last!r}", "bad_request")
+            return error_response(
+                400, f"Last-Event-ID: expected an event id, got {last!r}", "bad_request"
+            )
         return self.stream(run_id, int(last))
 
     async def approve(self, server: Any, key: str, decisions: Any) -> Any:
         """``POST /v1/conversations/{id}/approvals``: send the decisions to the paused run
         (checked against the saved session first), answer its events from the pause on."""
         from auwgent.errors import ApprovalError
-        from auwgent.serve import _error
 
         session = await server.store.load(key)
         run_id = None if session is None else session.get(_MARK)
         if session is None or not isinstance(run_id, str):
-            return _error(409, "this conversation has no paused durable run", "bad_decisions")
+            return error_response(
+                409, "this conversation has no paused durable run", "bad_decisions"
+            )
         try:
             check_decisions(session, decisions)
         except ApprovalError as exc:
-            return _error(409, str(exc).removeprefix("resume: "), "bad_decisions")
+            return error_response(409, str(exc).removeprefix("resume: "), "bad_decisions")
         pause = await self.log.last(run_id, PAUSED)
         if pause is None:
-            return _error(409, "the run has not paused yet; try again", "busy")
+            return error_response(409, "the run has not paused yet; try again", "busy")
         # One message per pause: a second POST of the same pause adds nothing.
         await DBOS.send_async(
             run_id, dict(decisions), APPROVALS_TOPIC, idempotency_key=f"{run_id}:{pause}"

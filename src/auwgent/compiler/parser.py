@@ -24,6 +24,7 @@ between list entries are optional wherever entries may also be separated by line
                   | "@repeatable"
                   | "@approval" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
                   | "@mcp" "(" IDENT ["," STRING] ")"
+                  | "@maxOutput" "(" (NUMBER | IDENT "=" expr) ")"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     test         := "test" STRING "{" test_item* "}"
@@ -184,7 +185,7 @@ MEMBER_SYNTAX = (
 )
 _MEMBER_LIST = ", ".join(f"`{m}`" for m in MEMBER_SYNTAX)
 _PRIMITIVES = ("string", "number", "boolean")
-_ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval", "@mcp")
+_ANNOTATIONS = ("@desc", "@example", "@repeatable", "@approval", "@mcp", "@maxOutput")
 _ANNOTATION_LIST = ", ".join(f"`{a}`" for a in _ANNOTATIONS[:-1]) + f" or `{_ANNOTATIONS[-1]}`"
 # Tokens after a word that make a type or an expression more than that word.
 _TYPE_CONTINUES = frozenset((PIPE, LBRACKET))
@@ -1067,9 +1068,24 @@ class _Parser:
             elif word == "mcp":
                 self.pos += 1
                 annotations.append(self.parse_mcp_annotation(at))
+            elif word == "maxOutput":
+                self.pos += 1
+                annotations.append(self.parse_max_output(at))
             else:
                 self.unknown_annotation(self.tokens.token(self.pos - 1), self.peek())
         return tuple(annotations)
+
+    def parse_max_output(self, at: Span) -> n.MaxOutputAnnotation:
+        """``@maxOutput(N)`` (tokens) or ``@maxOutput(tokens = N)`` / ``(chars = N)``."""
+        if self.kind(1) is NUMBER and self.kind(2) is RPAREN:
+            self.expect(LPAREN)
+            token = self.advance()
+            self.expect(RPAREN)
+            value = n.Literal(token.value, token.span)
+            args = (n.ExampleArg(n.Name("tokens", token.span), value, token.span),)
+        else:
+            args = self.parse_named_args("@maxOutput")
+        return n.MaxOutputAnnotation(args, self.since(at))
 
     def parse_mcp_annotation(self, at: Span) -> n.McpAnnotation:
         """``@mcp(Server)`` or ``@mcp(Server, "tool-name")``; ``@mcp()`` parses (the checker
@@ -1089,7 +1105,7 @@ class _Parser:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
             raise self.fail(
-                "`desc`, `example`, `repeatable`, `approval` or `mcp` after `@`", code="E0105"
+                "`desc`, `example`, `repeatable`, `approval`, `mcp` or `maxOutput` after `@`", code="E0105"
             )
         self.skip()
         self.report(

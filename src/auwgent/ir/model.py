@@ -304,13 +304,28 @@ class Persona(TypedDict):
 # -- agents --------------------------------------------------------------------------------------
 
 
-class Model(TypedDict):
+class _Model(TypedDict):
     provider: Literal["gemini", "openai", "anthropic", "custom"]
     model: str
     options: dict[str, Any]
     id: str | None
     base_url: str | None
     name: str | None
+
+
+class Model(_Model, total=False):
+    #: A model block's ``contextWindow`` / ``maxOutputTokens`` (tokens; docs/context.md).
+    contextWindow: int
+    maxOutputTokens: int
+
+
+class History(TypedDict, total=False):
+    """A config's ``history { ... }`` (docs/context.md)."""
+
+    keepLast: int
+    compact: Literal["drop", "summarize", "clearToolResults"]
+    summarizeWith: Model
+    trigger: float
 
 
 class _Config(TypedDict):
@@ -324,6 +339,9 @@ class _Config(TypedDict):
 class Config(_Config, total=False):
     fallback: list[Model]
     codeMode: bool
+    #: ``maxToolOutput``: ``{"tokens": N}`` or ``{"chars": N}``.
+    maxToolOutput: dict[str, int]
+    history: History
 
 
 class Approval(TypedDict):
@@ -341,6 +359,8 @@ class _Tool(TypedDict):
 
 class Tool(_Tool, total=False):
     repeatable: Literal[True]
+    #: ``@maxOutput``: ``{"tokens": N}`` or ``{"chars": N}``.
+    maxOutput: dict[str, int]
     approval: Approval
     #: ``@mcp(Name)``: the server (a key of the document's ``mcp``) that runs this tool.
     mcp: str

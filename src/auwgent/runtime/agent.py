@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
 from auwgent.runtime import code_mode
+from auwgent.runtime.context_budget import RECALL_TOOL
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
     config_names,
@@ -260,7 +261,7 @@ class AgentCore:
                 t.get("description") or "",
                 tuple(t["params"]),
                 t["returns"],
-                configured=self.registry.has(t["name"]),
+                configured=self.registry.has(t["name"]) or t is RECALL_TOOL,
                 examples=tuple(t.get("examples", ())),
                 approval=t.get("approval"),
             )

@@ -23,6 +23,7 @@ from auwgent.runtime.parts import ToolParts
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
+from auwgent.runtime.context_budget import RECALL
 from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:
@@ -165,6 +166,8 @@ class CallRunner:
     async def _execute(
         self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], call_id: str | None
     ) -> CallOutcome:
+        if kind == "tool" and name == RECALL and self.run.budget.offers_recall(inv):
+            return await self.run.budget.recall_call(inv, args, call_id)
         if kind == "tool":
             return await self._tool(inv, name, args, call_id, _declared_returns(inv, name))
         if kind == "workflow":
@@ -228,7 +231,7 @@ class CallRunner:
             return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
         payload = {"name": name, "args": args, "result": result, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
-        text = result_text(result)
+        text = self.run.budget.cap(inv, name, result_text(result))  # @maxOutput
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
     def _check_result(self, name: str, result: Any, returns: Mapping[str, Any]) -> Any:

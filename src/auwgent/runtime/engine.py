@@ -44,6 +44,7 @@ from auwgent.runtime.calls import (
     effective_tools,
 )
 from auwgent.runtime.config import provider_key
+from auwgent.runtime.context_budget import ContextBudget
 from auwgent.runtime.intents import (
     COMPLETE_INTENT,
     Control,
@@ -194,6 +195,7 @@ class Run:
         self.sink = sink
         self.handed_off = False
         self.calls = CallRunner(self)
+        self.budget = ContextBudget(self)  # context windows, tool caps, compaction
         self.approvals = approvals.ApprovalGate(self)
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
@@ -771,10 +773,11 @@ class Run:
             )
             return AgentResult("error", error=msg)
         codec = core.codec(inv.agent, self.config)
-        contract = core.contract(inv)
         limit = core.max_loops(inv.agent, inv.config_name)
         retries = 0
         for _ in range(limit):
+            inv.tools = self.budget.tools(inv.tools)  # `recall` once a result was cut
+            contract = core.contract(inv)
             rnd = await self._round(inv, codec, contract, top)
             self._remember(inv, codec, rnd)
             outcomes = rnd.outcomes
@@ -924,6 +927,11 @@ class Run:
             stream=partials,
             contract=contract,
         )
+        try:
+            request = await self.budget.fit(inv, request)  # compaction, the window check
+        except Exception as exc:
+            rnd.error = exc
+            return rnd
         over = self._over_budget()
         if over is not None:
             rnd.error = AuwgentError(over)
@@ -973,6 +981,7 @@ class Run:
             usage = cast("Mapping[str, int] | None", rnd.usage)
             self.trace.chat_end(span, rnd.model, usage, finish, rnd.error)
         self._count(rnd)
+        self.budget.observe(request, rnd.usage)
         try:
             rnd.outcomes = await _outcomes(rnd.calls)
         except asyncio.CancelledError:

@@ -356,7 +356,8 @@ class ContextBudget:
     # -- session state -----------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        """``session["context"]``: ``kept`` (cut results by id) and ``compactions``."""
+        """``session["context"]``: ``kept`` (cut results by id), ``cuts`` (the length each
+        was cut at) and ``compactions``."""
         found = self.run.session.get("context")
         if not isinstance(found, dict):
             found = {"kept": {}, "compactions": []}
@@ -377,9 +378,10 @@ class ContextBudget:
         limit = cap_chars(cap, limits_for(cfg["model"]))
         if len(text) <= limit:
             return text
-        kept = self.state()["kept"]
-        ref = f"r{len(kept) + 1}"
-        kept[ref] = text
+        state = self.state()
+        ref = f"r{len(state['kept']) + 1}"
+        state["kept"][ref] = text
+        state.setdefault("cuts", {})[ref] = limit  # recall's slices are as long
         return cut(text, limit, ref)
 
     def tools(self, tools: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
@@ -397,8 +399,8 @@ class ContextBudget:
     async def recall_call(
         self, inv: Invocation, args: Mapping[str, Any], call_id: str | None
     ) -> CallOutcome:
-        """The model's ``recall`` call: the kept text from ``offset``, cut to the config's
-        tool cap again (the marker gives the next offset)."""
+        """The model's ``recall`` call: the kept text from ``offset``, in slices as long as
+        the cut that kept it (else the config's tool cap); the marker gives the next offset."""
         ref = str(args.get("id", ""))
         full = recall(self.run.session, ref)
         if full is None:
@@ -408,7 +410,8 @@ class ContextBudget:
         offset = max(0, int(args.get("offset") or 0))
         cfg = inv.agent["configs"][inv.config_name]
         cap = cfg.get("maxToolOutput") or DEFAULT_TOOL_OUTPUT
-        text = cut(full, cap_chars(cap, limits_for(cfg["model"])), ref, offset)
+        limit = self.state().get("cuts", {}).get(ref) or cap_chars(cap, limits_for(cfg["model"]))
+        text = cut(full, int(limit), ref, offset)
         payload = {"name": RECALL, "args": args, "result": text, "overridden": False}
         await self.run.emit("tool_result", payload, inv.name)
         return CallOutcome("tool", RECALL, args, "ok", text, call_id=call_id)

@@ -138,7 +138,8 @@ async def test_two_hundred_turns_stay_within_the_budget(policy: str) -> None:
     assert compactions and {c["policy"] for c in compactions} == {policy}
     assert [name for name, _ in seen].count("context_compacted") == len(compactions)
     # (the summarizer's own input shows results as stubs: it reads the transcript to compress)
-    later = [w for w, r in zip(wire, chats) if not _summarizing(r)][shown[-1] + 1 :]
+    answers = [w for w, r in zip(wire, chats, strict=True) if not _summarizing(r)]
+    later = answers[shown[-1] + 1 :]
     stub = "an earlier tool result of"
     if policy == "clearToolResults":
         assert all(stub in w for w in later)
@@ -178,9 +179,10 @@ async def test_a_call_and_its_result_are_never_parted() -> None:
 
 async def test_a_pending_approval_survives_compaction() -> None:
     def model(request: RecordedRequest) -> ServerReply:
-        if _last_user(request).startswith("turn 60:") and request.body["messages"][-1][
-            "role"
-        ] == "user":
+        if (
+            _last_user(request).startswith("turn 60:")
+            and request.body["messages"][-1]["role"] == "user"
+        ):
             return tool_calls([("tool__delete", {"table": "orders"})])
         return _model(request)
 

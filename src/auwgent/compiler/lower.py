@@ -467,7 +467,7 @@ def with_budget(low: _Lowering, lowered: m.Config, config: n.ConfigBlock) -> m.C
         policy: dict[str, Any] = {}
         for item in history.value.terms[0].entries:
             if item.key.text == "summarizeWith":
-                policy["summarizeWith"] = lower_model(low, cast("n.Expr", item.value))
+                policy["summarizeWith"] = lower_model(low, item.value)
             else:
                 policy[item.key.text] = const_value(item.value)
         lowered["history"] = cast("m.History", policy)

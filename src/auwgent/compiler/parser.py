@@ -1081,8 +1081,12 @@ class _Parser:
             self.expect(LPAREN)
             token = self.advance()
             self.expect(RPAREN)
-            value = n.Literal(token.value, token.span)
-            args = (n.ExampleArg(n.Name("tokens", token.span), value, token.span),)
+            value = n.Literal(
+                token.value if isinstance(token.value, int | float) else None, token.span
+            )
+            args: tuple[n.ExampleArg, ...] = (
+                n.ExampleArg(n.Name("tokens", token.span), value, token.span),
+            )
         else:
             args = self.parse_named_args("@maxOutput")
         return n.MaxOutputAnnotation(args, self.since(at))
@@ -1105,7 +1109,8 @@ class _Parser:
         """Report ``@word`` and skip its argument, so the annotations after it still parse."""
         if word.kind is not IDENT:
             raise self.fail(
-                "`desc`, `example`, `repeatable`, `approval`, `mcp` or `maxOutput` after `@`", code="E0105"
+                "`desc`, `example`, `repeatable`, `approval`, `mcp` or `maxOutput` after `@`",
+                code="E0105",
             )
         self.skip()
         self.report(

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
 from auwgent.runtime import code_mode
-from auwgent.runtime.context_budget import RECALL_TOOL
 from auwgent.runtime.config import (
     DEFAULT_MAX_TOOL_LOOPS,
     config_names,
@@ -29,6 +28,7 @@ from auwgent.runtime.config import (
     resolve_base_url,
 )
 from auwgent.runtime.context import ContextSchema
+from auwgent.runtime.context_budget import RECALL_TOOL
 from auwgent.runtime.intents import _COMPLETE_SPEC, BUILTIN_INTENTS, HandlerSet
 from auwgent.runtime.middleware import MiddlewareChain
 from auwgent.runtime.parts import Part, check_input

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 from auwgent.errors import ToolError, WorkflowError, describe_error
 from auwgent.runtime import jsontext, origin, schema
 from auwgent.runtime.approvals import Journal, StepPaused
+from auwgent.runtime.context_budget import RECALL
 from auwgent.runtime.intents import Control
 from auwgent.runtime.parts import ToolParts
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
-from auwgent.runtime.context_budget import RECALL
 from auwgent.runtime.tools import not_configured, result_text
 
 if TYPE_CHECKING:

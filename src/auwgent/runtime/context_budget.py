@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from auwgent._records import replace
 from auwgent.errors import AuwgentError
@@ -387,7 +387,7 @@ class ContextBudget:
     def tools(self, tools: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
         """The model-visible tools, with ``recall`` once this session kept something (and
         the agent has no tool of that name)."""
-        context = self.run.session.get("context") or {}
+        context = cast("Mapping[str, Any]", self.run.session.get("context") or {})
         if not context.get("kept") or any(t["name"] == RECALL for t in tools):
             return tools
         return (*tools, RECALL_TOOL)
@@ -419,18 +419,10 @@ class ContextBudget:
     # -- requests ----------------------------------------------------------------------------
 
     def observe(self, request: ModelRequest, usage: TokenUsage | None) -> None:
-        """Calibrate the estimator with the input tokens reported for ``request``, and note
-        the estimate it was sent with on the turn's last model call."""
+        """Calibrate the estimator with the input tokens reported for ``request``."""
         found = self._raw.pop(id(request), None)
-        if found is None:
-            return
-        key, raw = found
-        turn = self.run.turn
-        if turn is not None and turn["model_calls"]:
-            estimate = math.ceil(raw * self.calibration.factor(key))
-            turn["model_calls"][-1]["estimated_input_tokens"] = estimate  # type: ignore[typeddict-unknown-key]
-        if usage is not None:
-            self.calibration.observe(key, raw, usage.get("input_tokens"))
+        if found is not None and usage is not None:
+            self.calibration.observe(found[0], found[1], usage.get("input_tokens"))
 
     async def fit(self, inv: Invocation, request: ModelRequest) -> ModelRequest:
         """``request`` as it may be sent: the recorded compaction applied to earlier turns,
@@ -486,7 +478,7 @@ class ContextBudget:
         return segments, refs, list(history[at:])
 
     def _last_record(self, turns: int) -> Mapping[str, Any] | None:
-        context = self.run.session.get("context") or {}
+        context = cast("Mapping[str, Any]", self.run.session.get("context") or {})
         records = [r for r in context.get("compactions", ()) if int(r["turns"]) <= turns]
         return records[-1] if records else None
 
@@ -527,9 +519,7 @@ class ContextBudget:
         await self.run.emit("context_compacted", payload, inv.name)
         return newer
 
-    async def _summary(
-        self, inv: Invocation, policy: HistoryPolicy, old: Sequence[Message]
-    ) -> str:
+    async def _summary(self, inv: Invocation, policy: HistoryPolicy, old: Sequence[Message]) -> str:
         """One request to the ``summarizeWith`` model (else the config's): its usage counts
         in the turn's ``model_calls`` and the run's budget like any other model call."""
         run = self.run
@@ -563,7 +553,7 @@ class ContextBudget:
         text = "".join(chunks).strip()
         if not text:
             raise ContextWindowError(
-                f"history.compact \"summarize\": {model['model']} answered with an empty summary"
+                f'history.compact "summarize": {model["model"]} answered with an empty summary'
             )
         return text
 

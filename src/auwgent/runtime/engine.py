@@ -927,14 +927,9 @@ class Run:
             stream=partials,
             contract=contract,
         )
-        try:
-            request = await self.budget.fit(inv, request)  # compaction, the window check
-        except Exception as exc:
-            rnd.error = exc
-            return rnd
-        over = self._over_budget()
-        if over is not None:
-            rnd.error = AuwgentError(over)
+        request, refused = await self._admit(inv, request)
+        if refused is not None:
+            rnd.error = refused
             return rnd
         self.spent["requests"] += 1  # counted before it starts: concurrent helpers see it
         decoder = codec.decoder(contract, partials=partials)
@@ -1052,6 +1047,18 @@ class Run:
                     "usage": rnd.usage,
                 }
             )
+
+    async def _admit(
+        self, inv: Invocation, request: ModelRequest
+    ) -> tuple[ModelRequest, Exception | None]:
+        """``request`` fitted to the context window (see :mod:`.context_budget`), or why it
+        must not be sent: it cannot fit, or a budget is spent."""
+        try:
+            request = await self.budget.fit(inv, request)  # compaction, the window check
+        except Exception as exc:
+            return request, exc
+        over = self._over_budget()
+        return request, None if over is None else AuwgentError(over)
 
     def _over_budget(self) -> str | None:
         """Why the next model call must not be made, or ``None`` (see :mod:`.config`)."""

@@ -150,7 +150,8 @@ def _history_value(cx: Context, key: str, value: n.Expr) -> Any:
     elif key == "compact" and given not in COMPACT_POLICIES:
         cx.report(
             "E2142",
-            "`compact` must be " + ", ".join(f'"{p}"' for p in COMPACT_POLICIES[:-1])
+            "`compact` must be "
+            + ", ".join(f'"{p}"' for p in COMPACT_POLICIES[:-1])
             + f' or "{COMPACT_POLICIES[-1]}"',
             value.span,
         )

@@ -14,9 +14,9 @@ from auwgent.ir import anthropic_options
 from auwgent.ir.gemini_options import alias_of, camel, option_problem
 
 from .. import nodes as n
-from . import budget
 from ..diagnostics import Note, did_you_mean
 from ..source import Span
+from . import budget
 from .context import PROVIDERS, Context, env_for_prompt
 from .exprs import Env
 from .types import FieldTy

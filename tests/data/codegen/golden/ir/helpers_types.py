@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal, TypedDict, Union
 
 from auwgent.runtime.bindings import (
     ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentCodeLimits, AuwgentLimits,
-    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent,
-    IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
-    ResponseTextPartialIntent, ToolErrorIntent,
+    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ContextCompactedIntent, ErrorIntent,
+    HandoffCompleteIntent, IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent,
+    ResponseTextIntent, ResponseTextPartialIntent, ToolErrorIntent,
 )
 from auwgent.runtime.bindings import (
     IntentHandler as _IntentHandler, Middleware as _Middleware,
@@ -31,14 +31,14 @@ __all__ = [
     "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
     "AuwgentCodeLimits", "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware",
     "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION",
-    "ConfigName", "DataAnalyzerInput", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent",
-    "HelperName", "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl",
-    "IntentName", "MainOutput", "MaybeAwaitable", "MiddlewareContext", "OutputTypeName",
-    "PartialIntent", "PersonaName", "PlanningIntent", "ROOT_AGENT",
-    "ResponseSchemaAnalysisReportIntent", "ResponseSchemaIntent", "ResponseSchemaMainOutputIntent",
-    "ResponseTextIntent", "ResponseTextPartialIntent", "ToolCallIntent", "ToolErrorIntent",
-    "ToolName", "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent", "WorkflowName",
-    "WorkflowResultIntent", "auwgent",
+    "ConfigName", "ContextCompactedIntent", "DataAnalyzerInput", "ErrorIntent",
+    "HandoffCompleteIntent", "HelperCallIntent", "HelperName", "HelperResultIntent", "IR_HASH",
+    "IR_JSON", "IR_VERSION", "IntentControl", "IntentName", "MainOutput", "MaybeAwaitable",
+    "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName", "PlanningIntent",
+    "ROOT_AGENT", "ResponseSchemaAnalysisReportIntent", "ResponseSchemaIntent",
+    "ResponseSchemaMainOutputIntent", "ResponseTextIntent", "ResponseTextPartialIntent",
+    "ToolCallIntent", "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent",
+    "WorkflowCallIntent", "WorkflowName", "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -63,6 +63,7 @@ IntentName = Literal[
     "approval_request",
     "approval_result",
     "error",
+    "context_compacted",
     "handoff_complete",
     "Planning",
 ]
@@ -325,6 +326,11 @@ class AuwgentBaseIntentHandler(_IntentHandler):
 
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
+
+    async def context_compacted(
+        self, intent: ContextCompactedIntent, agent_name: AgentName
+    ) -> IntentControl | None:
+        """Earlier turns were compacted by the config's history policy before a model call."""
 
     async def handoff_complete(
         self, intent: HandoffCompleteIntent, agent_name: AgentName

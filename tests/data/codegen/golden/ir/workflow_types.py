@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal, TypedDict, Union
 
 from auwgent.runtime.bindings import (
     ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentCodeLimits, AuwgentLimits,
-    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent,
-    IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
-    ResponseTextPartialIntent, ToolErrorIntent,
+    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ContextCompactedIntent, ErrorIntent,
+    HandoffCompleteIntent, IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent,
+    ResponseTextIntent, ResponseTextPartialIntent, ToolErrorIntent,
 )
 from auwgent.runtime.bindings import (
     IntentHandler as _IntentHandler, Middleware as _Middleware,
@@ -31,12 +31,13 @@ __all__ = [
     "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
     "AuwgentCodeLimits", "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware",
     "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION",
-    "ConfigName", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent", "HelperName",
-    "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl", "IntentName",
-    "MaybeAwaitable", "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName",
-    "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent",
-    "ToolCallIntent", "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent",
-    "WorkflowCallIntent", "WorkflowName", "WorkflowResultIntent", "auwgent",
+    "ConfigName", "ContextCompactedIntent", "ErrorIntent", "HandoffCompleteIntent",
+    "HelperCallIntent", "HelperName", "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION",
+    "IntentControl", "IntentName", "MaybeAwaitable", "MiddlewareContext", "OutputTypeName",
+    "PartialIntent", "PersonaName", "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent",
+    "ResponseTextPartialIntent", "ToolCallIntent", "ToolErrorIntent", "ToolName",
+    "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent", "WorkflowName",
+    "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -61,6 +62,7 @@ IntentName = Literal[
     "approval_request",
     "approval_result",
     "error",
+    "context_compacted",
     "handoff_complete",
 ]
 OutputTypeName = str
@@ -278,6 +280,11 @@ class AuwgentBaseIntentHandler(_IntentHandler):
 
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
+
+    async def context_compacted(
+        self, intent: ContextCompactedIntent, agent_name: AgentName
+    ) -> IntentControl | None:
+        """Earlier turns were compacted by the config's history policy before a model call."""
 
     async def handoff_complete(
         self, intent: HandoffCompleteIntent, agent_name: AgentName

@@ -29,6 +29,8 @@ PAIRS: dict[str, Any] = {
     "/$defs/Field": m.Field,
     "/$defs/Agent": m.Agent,
     "/$defs/Config": m.Config,
+    "/$defs/History": m.History,
+    "/$defs/OutputCap": m.OutputCap,
     "/$defs/Model": m.Model,
     "/$defs/Tool": m.Tool,
     "/$defs/Approval": m.Approval,

@@ -23,13 +23,13 @@ from auwgent.testing.fake_servers import (
 )
 
 HUGE = "".join(f"line {i:07d} of the export\n" for i in range(2 * 1024 * 1024 // 26))
-WINDOW, OUTPUT, TRIGGER = 16000, 1000, 0.8
+WINDOW, OUTPUT, TRIGGER = 12000, 1000, 0.8
 BUDGET = WINDOW - OUTPUT
 
 SOURCE = """
 model Small {
     provider: openai("gpt-4o-mini")
-    contextWindow: 16000
+    contextWindow: 12000
     maxOutputTokens: 1000
 }
 agent Main {
@@ -38,7 +38,7 @@ agent Main {
         prompt: "You answer briefly."
         HISTORY
     }
-    tool export(table: string): string @desc "Exports a table" @maxOutput(4000)
+    tool export(table: string): string @desc "Exports a table" @maxOutput(chars = 16000)
     tool delete(table: string): string @desc "Deletes a table" @approval
 }
 """
@@ -210,6 +210,7 @@ async def test_a_request_that_cannot_fit_is_not_sent() -> None:
     turn = session["turns"][-1]
     assert turn["status"] == "error"
     assert "context window exceeded" in turn["error"]
-    assert "by zone: system" in turn["error"] and "turn 17" in turn["error"]
+    assert "over the 11000 it may use (contextWindow 12000 - maxOutputTokens 1000)" in turn["error"]
+    assert "by zone: system " in turn["error"] and ", turn 1" in turn["error"]
     assert "nothing was sent" in turn["error"]
     assert server.requests == []

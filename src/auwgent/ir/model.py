@@ -33,16 +33,17 @@ __all__ = [
     "ExprStmt",
     "Field",
     "HelperUse",
+    "History",
     "IfBranch",
     "IfStmt",
     "IndexExpr",
     "Intent",
     "LitExpr",
+    "LiteralType",
+    "Loc",
     "McpHttpServer",
     "McpServer",
     "McpStdioServer",
-    "LiteralType",
-    "Loc",
     "MemberExpr",
     "Model",
     "NameExpr",
@@ -50,6 +51,7 @@ __all__ = [
     "NamedPrompt",
     "ObjectExpr",
     "ObjectType",
+    "OutputCap",
     "Persona",
     "PrimitiveType",
     "PromptBody",
@@ -319,6 +321,13 @@ class Model(_Model, total=False):
     maxOutputTokens: int
 
 
+class OutputCap(TypedDict, total=False):
+    """``@maxOutput`` / ``maxToolOutput``: one of the two, tokens or characters."""
+
+    tokens: int
+    chars: int
+
+
 class History(TypedDict, total=False):
     """A config's ``history { ... }`` (docs/context.md)."""
 
@@ -340,7 +349,7 @@ class Config(_Config, total=False):
     fallback: list[Model]
     codeMode: bool
     #: ``maxToolOutput``: ``{"tokens": N}`` or ``{"chars": N}``.
-    maxToolOutput: dict[str, int]
+    maxToolOutput: OutputCap
     history: History
 
 
@@ -360,7 +369,7 @@ class _Tool(TypedDict):
 class Tool(_Tool, total=False):
     repeatable: Literal[True]
     #: ``@maxOutput``: ``{"tokens": N}`` or ``{"chars": N}``.
-    maxOutput: dict[str, int]
+    maxOutput: OutputCap
     approval: Approval
     #: ``@mcp(Name)``: the server (a key of the document's ``mcp``) that runs this tool.
     mcp: str

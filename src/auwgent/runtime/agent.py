@@ -28,7 +28,6 @@ from auwgent.runtime.config import (
     resolve_base_url,
 )
 from auwgent.runtime.context import ContextSchema
-from auwgent.runtime.context_budget import RECALL_TOOL
 from auwgent.runtime.intents import _COMPLETE_SPEC, BUILTIN_INTENTS, HandlerSet
 from auwgent.runtime.middleware import MiddlewareChain
 from auwgent.runtime.parts import Part, check_input
@@ -261,7 +260,8 @@ class AgentCore:
                 t.get("description") or "",
                 tuple(t["params"]),
                 t["returns"],
-                configured=self.registry.has(t["name"]) or t is RECALL_TOOL,
+                # (the built-in `recall` of runtime/context_budget.py runs without the registry)
+                configured=self.registry.has(t["name"]) or t.get("builtin") is True,
                 examples=tuple(t.get("examples", ())),
                 approval=t.get("approval"),
             )

@@ -83,6 +83,7 @@ RECALL_TOOL: Mapping[str, Any] = {
     ],
     "returns": {"kind": "string"},
     "examples": [],
+    "builtin": True,
 }
 
 

@@ -15,7 +15,7 @@ export { coerce, validate, describe, toJsonSchema } from "./schema.js";
 export { parseBody, parseValue, pyJson, MAX_BODY_CHARS, MAX_DEPTH } from "./values.js";
 export type { Repair } from "./values.js";
 export { blocksSection } from "./section.js";
-export { Calibration, capChars, cleared, compactView, cut, estimateRequest, limitsFor, rawEstimate, stub, summaryMessage, DEFAULT_TOOL_OUTPUT, PART_TOKENS, RECALL } from "./budget.js";
+export { Calibration, capChars, cleared, compactView, ContextWindowError, cut, estimateRequest, limitsFor, rawEstimate, recall, RunBudget, stub, summaryMessage, DEFAULT_TOOL_OUTPUT, PART_TOKENS, RECALL, RECALL_TOOL } from "./budget.js";
 export type { CompactionRecord, Limits } from "./budget.js";
 export { MODELS } from "./models.js";
 export type { Contract, CallableSpec } from "./section.js";

@@ -461,7 +461,8 @@ def with_budget(low: _Lowering, lowered: m.Config, config: n.ConfigBlock) -> m.C
     cap = config.entry("maxToolOutput")
     if cap is not None:
         value = const_value(cast("n.Expr", cap.value.terms[0]))
-        lowered["maxToolOutput"] = value if isinstance(value, dict) else {"tokens": value}
+        given = value if isinstance(value, dict) else {"tokens": value}
+        lowered["maxToolOutput"] = cast("m.OutputCap", given)
     history = config.entry("history")
     if history is not None and isinstance(history.value.terms[0], n.ObjectExpr):
         policy: dict[str, Any] = {}
@@ -622,7 +623,7 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> m.Tool:
     max_output = n.max_output_of(tool.annotations)
     if max_output is not None and max_output.args:
         arg = max_output.args[0]
-        lowered["maxOutput"] = {arg.name.text: const_value(arg.value)}
+        lowered["maxOutput"] = cast("m.OutputCap", {arg.name.text: const_value(arg.value)})
     use = n.mcp_of(tool.annotations)
     if use is not None and use.server is not None:
         lowered["mcp"] = use.server.text

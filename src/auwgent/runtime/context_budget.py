@@ -196,9 +196,10 @@ class Calibration:
         self._sums: dict[str, tuple[int, int]] = {}
 
     def factor(self, model: str) -> float:
-        """The multiplier for ``model``'s raw estimates (1.0 before any usage was seen)."""
+        """The multiplier for ``model``'s raw estimates (1.0 before any usage was seen), kept
+        between 0.5 and 3: a provider that reports nonsense cannot switch the check off."""
         raw, reported = self._sums.get(model, (0, 0))
-        return reported / raw if raw and reported else 1.0
+        return min(3.0, max(0.5, reported / raw)) if raw and reported else 1.0
 
     def observe(self, model: str, raw: int, reported: int | None) -> None:
         """Take one request's raw estimate and the input tokens its provider reported."""
@@ -211,7 +212,7 @@ class Calibration:
 # -- cutting tool results --------------------------------------------------------------------
 
 
-def cap_chars(cap: Mapping[str, int], limits: Limits) -> int:
+def cap_chars(cap: Mapping[str, Any], limits: Limits) -> int:
     """A ``{"tokens": N}`` or ``{"chars": N}`` cap in characters."""
     if "chars" in cap:
         return int(cap["chars"])

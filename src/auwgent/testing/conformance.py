@@ -27,8 +27,8 @@ from auwgent.runtime.protocol.contract import (
 )
 from auwgent.runtime.providers.base import FunctionSpec, TextDelta, Usage
 from auwgent.runtime.providers.openai import build_chat_body
-from auwgent.runtime.session import message_to_json, messages_from_json
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
+from auwgent.runtime.session import message_to_json, messages_from_json
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 

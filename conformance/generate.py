@@ -572,7 +572,7 @@ def context_vectors() -> list[dict[str, Any]]:
             "id": f"context/cut/{i}", "kind": "cut", "text": long, "limit": limit,
             "ref": "r1", "offset": offset,
         })  # fmt: skip
-    segments = [_turn(n, ("result %d " % n) * (5 if n % 2 else 40)) for n in range(5)]
+    segments = [_turn(n, f"result {n} " * (5 if n % 2 else 40)) for n in range(5)]
     refs = [[None, *(f"t{n}.{k}" for k in range(3))] for n in range(5)]
     records: list[dict[str, Any] | None] = [
         None,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from auwgent._records import replace
 from auwgent.errors import AuwgentError
+from auwgent.ir.vocabulary import provider_key
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.providers.base import (
     FunctionSpec,
@@ -534,19 +535,36 @@ class ContextBudget:
             options=model.get("options") or {},
             stream=True,
         )
+        limits = limits_for(model)
+        size = estimate_request(limits, request.system, request.messages)
+        if size > limits.budget:
+            raise ContextWindowError(
+                f'history.compact "summarize": the turns to summarize need about {size} tokens, '
+                f"over the {limits.budget} {model['model']} may use; nothing was sent"
+            )
         run.spent["requests"] += 1
+        span = None
+        if run.trace is not None:
+            span = run.trace.chat_start(inv.name, provider_key(model), str(model["model"]))
         chunks: list[str] = []
         usage: TokenUsage | None = None
-        async for event in run.core.provider(model).stream(request):
-            if isinstance(event, TextDelta):
-                chunks.append(event.text)
-            elif isinstance(event, Usage):
-                usage = _token_usage(event)
+        try:
+            async for event in run.core.provider(model).stream(request):
+                if isinstance(event, TextDelta):
+                    chunks.append(event.text)
+                elif isinstance(event, Usage):
+                    usage = _token_usage(event)
+        except Exception as exc:
+            if span is not None and run.trace is not None:
+                run.trace.chat_end(span, str(model["model"]), None, None, exc)
+            raise
+        if span is not None and run.trace is not None:
+            run.trace.chat_end(span, str(model["model"]), cast("Any", usage), "stop", None)
         run.spent["tokens"] += usage["total_tokens"] if usage is not None else 0
         if run.turn is not None:
             run.turn["model_calls"].append(
                 {
-                    "model": f"{model.get('provider')}:{model['model']}",
+                    "model": f"{provider_key(model)}:{model['model']}",
                     "finish_reason": None,
                     "usage": usage,
                     "purpose": "summarize",

@@ -504,9 +504,8 @@ class ContextBudget:
         assert policy.compact is not None
         newer: dict[str, Any] = {"policy": policy.compact, "turns": covered}
         if policy.compact == "summarize":
-            old = compact_view(segments[:covered], refs[:covered], record)
-            stubbed = cleared(old, [f"s{i}" for i in range(len(old))])
-            newer["summary"] = await self._summary(inv, policy, stubbed)
+            old = _to_summarize(segments[:covered], refs[:covered], record)
+            newer["summary"] = await self._summary(inv, policy, old)
         after_view = compact_view(segments, refs, newer)
         current = inv.history[sum(len(s) for s in segments) :]
         after = estimate_request(limits, "", [*after_view, *current])
@@ -589,6 +588,23 @@ def _zones(limits: Limits, request: ModelRequest, earlier: int) -> dict[str, int
         "history": head["messages"] - limits.request_tokens,
         "turn": turn,
     }
+
+
+def _to_summarize(
+    segments: Sequence[Sequence[Message]],
+    refs: Sequence[Sequence[str | None]],
+    record: Mapping[str, Any] | None,
+) -> list[Message]:
+    """What a new summary covers: the previous summary (when the last record is one), then
+    the turns after it, with their tool results as stubs naming their recall ids."""
+    start = 0
+    out: list[Message] = []
+    if record is not None and record["policy"] == "summarize":
+        start = int(record["turns"])
+        out.append(summary_message(str(record["summary"]), start))
+    for index in range(start, len(segments)):
+        out.extend(cleared(segments[index], refs[index]))
+    return out
 
 
 def _token_usage(event: Usage) -> TokenUsage:

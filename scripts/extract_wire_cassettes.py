@@ -115,7 +115,9 @@ def _request_summary(request: dict[str, Any], uri: str) -> dict[str, Any]:
             tools.append(str(tool["function"].get("name")))
         elif "input_schema" in tool:  # an Anthropic function (server tools have a type)
             tools.append(str(tool.get("name")))
-        for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or ():
+        for declaration in (
+            tool.get("functionDeclarations") or tool.get("function_declarations") or ()
+        ):
             if isinstance(declaration, dict):
                 tools.append(str(declaration.get("name")))
     stream = bool(body.get("stream")) or "alt=sse" in uri or ":streamGenerateContent" in uri

@@ -30,6 +30,8 @@ PAIRS: dict[str, Any] = {
     "/$defs/Agent": m.Agent,
     "/$defs/Config": m.Config,
     "/$defs/Config/properties/taint": m.TaintPolicy,
+    "/$defs/History": m.History,
+    "/$defs/OutputCap": m.OutputCap,
     "/$defs/Model": m.Model,
     "/$defs/Tool": m.Tool,
     "/$defs/Tool/properties/sensitive": m.Sensitive,

@@ -241,6 +241,11 @@ def test_a_client_too_slow_for_the_final_events_gets_an_error_and_the_run_is_sav
 ) -> None:
     script = [answer(), text("[response_text]\nShort.\n[/response_text]")]
     store = f"sqlite:///{tmp_path / 's.db'}"
+    # The second run sends the 2 MB answer back as history: a window that holds it (gpt-4o's
+    # 128000 tokens would not, and the run would end before sending; docs/context.md).
+    big = 'model Big {\n    provider: openai("gpt-4o")\n    contextWindow: 2000000\n}\n'
+    agent = big + AGENT.replace('model: openai("gpt-4o")', "model: Big")
+    (project / "agents" / "main.agent").write_text(agent, encoding="utf-8")
     with (
         FakeOpenAIServer(script) as fake,
         worker(project, fake.base_url, store, ["--stream-buffer", str(MB)]) as (_, port, url),

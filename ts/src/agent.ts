@@ -5,6 +5,7 @@
 
 import { createHash } from "node:crypto";
 import { BlocksCodec, type Codec } from "./blocks.js";
+import { Calibration } from "./budget.js";
 import {
   closest,
   configNames,
@@ -44,6 +45,7 @@ export const BUILTIN_INTENTS = [
   "helper_call",
   "helper_result",
   "error",
+  "context_compacted",
 ] as const;
 
 export const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
@@ -322,9 +324,9 @@ let lastNow: [number, string, string | null] = [-1, "", null];
 const KNOWN_KEYS: Record<string, string[]> = {
   document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
   agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "tools", "workflows"],
-  config: ["embedding", "fallback", "max_tool_loops", "model", "prompt", "protocol"],
-  model: ["base_url", "id", "model", "name", "options", "provider"],
-  tool: ["description", "examples", "name", "params", "repeatable", "returns"],
+  config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol"],
+  model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
+  tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns"],
   workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
   helper: ["handoff", "name", "tools"],
   intent: ["description", "fields", "name"],
@@ -364,6 +366,8 @@ function checkUnsupported(doc: Record<string, any>): void {
     checkKnown("agent", agent, at);
     for (const [cname, cfg] of Object.entries<any>(agent.configs)) {
       checkKnown("config", cfg, `${at}.configs.${cname}`);
+      if (cfg.history?.compact === "summarize")
+        throw new UnsupportedError(`ir: ${at}.configs.${cname}.history has compact "summarize", which this TypeScript runtime does not run yet; see docs/typescript.md`);
       checkKnown("model", cfg.model, `${at}.configs.${cname}.model`);
       if (cfg.embedding) checkKnown("model", cfg.embedding, `${at}.configs.${cname}.embedding`);
     }
@@ -382,6 +386,8 @@ export class AgentCore {
   options: RuntimeOptions;
   providerOverride: Provider | null;
   apiKeys: Record<string, string> = {};
+  /** Per model, reported over estimated input tokens (src/budget.ts), for the agent's life. */
+  calibration = new Calibration();
   contextSchema: ContextSchema;
   registry: ToolRegistry;
   middleware: MiddlewareChain;
@@ -482,7 +488,7 @@ export class AgentCore {
       description: t.description ?? "",
       params: t.params,
       returns: t.returns,
-      configured: this.registry.has(t.name),
+      configured: this.registry.has(t.name) || (t as Tool & { builtin?: boolean }).builtin === true, // the built-in `recall` (budget.ts)
       examples: t.examples ?? [],
     }));
     for (const w of agent.workflows)

@@ -14,6 +14,7 @@ import { findCallable, resultText, type CallKind, type CallOutcome, type Contrac
 import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSession, newTurn, type Frame, type SessionState, type Turn, type Usage } from "./session.js";
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
+import { RECALL, RunBudget } from "./budget.js";
 import { ToolParts, type Input } from "./parts.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
@@ -174,6 +175,8 @@ export class Run {
   turn: Turn | null = null;
   session: SessionState;
   ctx: Record<string, any>;
+  /** Context windows, tool caps, `recall`, compaction (src/budget.ts). */
+  budget: RunBudget;
 
   constructor(
     public core: AgentCore,
@@ -183,6 +186,7 @@ export class Run {
     public persona: string | null = null,
   ) {
     this.session = newSession(core.root);
+    this.budget = new RunBudget(this, core.calibration);
     this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
     this.ctx = {
       activeAgent: core.root,
@@ -525,11 +529,12 @@ export class Run {
       return { status: "error", error: msg };
     }
     const codec = core.codec(inv.agent, this.config);
-    const contract = core.contract(inv);
     const limit = core.maxLoops(inv.agent, inv.configName);
     let retries = 0;
     for (let loop = 0; loop < limit; loop++) {
       if (this.cancelled) return { status: "error", error: "the run was cancelled" };
+      inv.tools = this.budget.tools(inv.tools) as Tool[]; // `recall` once a result was cut
+      const contract = core.contract(inv);
       const rnd = await this.round(inv, codec, contract, top);
       const text = rnd.chunks.join("");
       if (text || rnd.nativeCalls.length || rnd.reasoning.length) {
@@ -637,7 +642,7 @@ export class Run {
     this.ctx.systemPrompt = system;
     if (top) this.session.system_prompt = system;
     const [functions, responseSchema] = core.requestParts(codec, contract);
-    const request: ModelRequest = {
+    let request: ModelRequest = {
       model: String(cfg.model.model),
       system,
       messages: [...inv.history],
@@ -647,6 +652,12 @@ export class Run {
       stream: partials,
       contract,
     };
+    try {
+      request = await this.budget.fit(inv, request); // compaction, the window check
+    } catch (error) {
+      rnd.error = error;
+      return rnd;
+    }
     const over = this.overBudget();
     if (over !== null) {
       rnd.error = new AuwgentError(over);
@@ -689,6 +700,7 @@ export class Run {
       rnd.error = error;
     }
     this.count(rnd);
+    this.budget.observe(request, rnd.usage?.input_tokens);
     // Most rounds have no call or one: no Promise.all for those.
     const calls = rnd.calls;
     if (calls.length === 1) rnd.outcomes = [await started(calls[0]!)];
@@ -903,9 +915,18 @@ export class Run {
     if (outcome) return outcome;
     const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");
     if (errors.length) return this.refuse(inv, kind, name, args, `invalid arguments for ${name}: ` + errors.join("; "), callId);
+    if (kind === "tool" && name === RECALL && this.budget.offersRecall(inv)) return this.recall(inv, args, callId);
     if (kind === "tool") return this.tool(inv, name, args, callId);
     if (kind === "workflow") return this.workflow(inv, name, args, callId);
     return this.helper(inv, name, args, callId);
+  }
+
+  /** The built-in `recall` (src/budget.ts): the next slice of a kept result. */
+  private async recall(inv: Invocation, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
+    const [ok, text] = this.budget.recallText(inv, args);
+    if (!ok) return this.refuse(inv, "tool", RECALL, args, text, callId);
+    await this.emit("tool_result", { name: RECALL, args, result: text, overridden: false }, inv.name);
+    return { kind: "tool", name: RECALL, args, status: "ok", result: text, callId };
   }
 
   private async controlled(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, control: Control | null, callId: string | null): Promise<CallOutcome | null> {
@@ -934,7 +955,8 @@ export class Run {
       return { kind: "tool", name, args, status: "error", error: message, callId };
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
-    return { kind: "tool", name, args, status: "ok", result: resultText(result), callId, ...(images.length ? { parts: images } : {}) };
+    const text = this.budget.cap(inv, name, resultText(result)); // @maxOutput
+    return { kind: "tool", name, args, status: "ok", result: text, callId, ...(images.length ? { parts: images } : {}) };
   }
 
   private async toolFailed(inv: Invocation, name: string, message: string): Promise<void> {

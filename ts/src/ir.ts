@@ -65,6 +65,8 @@ export interface Config {
   fallback?: Model[];
   codeMode?: boolean;
   taint?: TaintPolicy;
+  maxToolOutput?: OutputCap;
+  history?: History;
 }
 
 export interface Document {
@@ -106,6 +108,13 @@ export interface HelperUse {
   tools: "none" | "all" | string[];
   handoff: "none" | "user" | "user_then_continue";
   approval?: Approval;
+}
+
+export interface History {
+  keepLast?: number;
+  compact?: "drop" | "summarize" | "clearToolResults";
+  summarizeWith?: Model;
+  trigger?: number;
 }
 
 export interface IfBranch {
@@ -169,6 +178,8 @@ export interface Model {
   id: string | null;
   base_url: string | null;
   name: string | null;
+  contextWindow?: number;
+  maxOutputTokens?: number;
 }
 
 export interface NameExpr {
@@ -195,6 +206,11 @@ export interface ObjectExpr {
 export interface ObjectType {
   kind: "object";
   fields: Field[];
+}
+
+export interface OutputCap {
+  tokens?: number;
+  chars?: number;
 }
 
 export interface Persona {
@@ -254,6 +270,10 @@ export interface ReturnStmt {
   value: Expr | null;
 }
 
+export interface Sensitive {
+  policy: "approve" | "refuse" | "allow" | null;
+}
+
 export type Stmt = BindStmt | IfStmt | ReturnStmt | ExprStmt;
 
 export interface TExpr {
@@ -280,6 +300,10 @@ export interface TText {
   value: string;
 }
 
+export interface TaintPolicy {
+  sensitive?: "approve" | "refuse" | "allow";
+}
+
 export type Template = TNode[];
 
 export interface Tool {
@@ -289,6 +313,7 @@ export interface Tool {
   returns: Type;
   examples: Record<string, unknown>[];
   repeatable?: true;
+  maxOutput?: OutputCap;
   approval?: Approval;
   untrusted?: true;
   sensitive?: Sensitive;

@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AuwgentError, BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
-const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint"];
+const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context"];
 const load = (name) => JSON.parse(readFileSync(join(root, `${name}.json`), "utf8"));
 const manifest = load("manifest");
 const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, vector })));
@@ -119,6 +119,23 @@ async function scenario(ir, sc, chunk) {
   return normal(out);
 }
 
+/** A context vector through src/budget.ts (the same rules as runtime/context_budget.py). */
+function contextVector(v) {
+  if (v.kind === "limits") {
+    const { contextWindow, maxOutputTokens, budget } = limitsFor(v.model);
+    return { contextWindow, maxOutputTokens, budget };
+  }
+  if (v.kind === "estimate") {
+    const limits = limitsFor(v.model);
+    return {
+      zones: rawEstimate(limits, v.system, v.messages, v.functions),
+      total: estimateRequest(limits, v.system, v.messages, v.functions, v.factor),
+    };
+  }
+  if (v.kind === "cut") return cut(v.text, v.limit, v.ref, v.offset);
+  return JSON.parse(JSON.stringify(compactView(v.segments, v.refs, v.record)));
+}
+
 async function run(group, v) {
   if (group === "schema") {
     const coerced = coerce(v.value, v.type, v.types);
@@ -135,6 +152,7 @@ async function run(group, v) {
   if (group === "blocks") return v.chunkings.map((chunk) => decode(v.contract, v.text, chunk));
   if (group === "engine") return scenario(v.ir, v.scenario, v.chunk_size);
   if (group === "taint") return evaluateTaint(v.case);
+  if (group === "context") return contextVector(v);
   throw new Error(`unknown group ${group}`);
 }
 

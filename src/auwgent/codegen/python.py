@@ -44,7 +44,8 @@ BUILTIN_INTENTS: tuple[tuple[str, str, str], ...] = tuple(
 #: declarations that are the same for every agent.
 _SHARED = (
     "ApprovalAnswer", "ApprovalDecision", "ApprovalResultIntent", "AuwgentCodeLimits",
-    "AuwgentLimits", "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "ErrorIntent",
+    "AuwgentLimits", "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts",
+    "ContextCompactedIntent", "ErrorIntent",
     "HandoffCompleteIntent", "IntentControl", "MaybeAwaitable", "MiddlewareContext",
     "PartialIntent", "ResponseTextIntent", "ResponseTextPartialIntent", "ToolErrorIntent",
 )  # fmt: skip

@@ -246,6 +246,9 @@ class _Emitter:
             "approval_result": "{ id: string; approved: boolean; reason: string | null }",
             "error": "{ message: string; handler?: string; intent?: string; traceback?: string }",
             "handoff_complete": "{ summary?: string }",
+            "context_compacted": (
+                "{ policy: string; turns: number; before: number; after: number }"
+            ),
         }
         w.blank()
         w.fill("/** The payload of every intent, by intent name (custom intents included). */")

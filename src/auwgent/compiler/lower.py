@@ -305,7 +305,7 @@ class _AgentLowering:
                 "m.TaintPolicy",
                 {e.key.text: _expr_value(e.value) for e in taint.value.terms[0].entries},
             )
-        return lowered
+        return with_budget(low, lowered, config)
 
     def io(self, decls: list[n.InputDecl] | list[n.OutputDecl], suffix: str) -> m.Type:
         if not decls:
@@ -429,6 +429,7 @@ def low_field(low: _Lowering, item: n.Field) -> m.Field:
 def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> m.Model | None:
     """A ``model:`` value: a model block by name or an inline provider call."""
     name: str | None = None
+    limits: dict[str, Any] = {}
     if isinstance(term, n.NameRef):
         symbol = low.scope.lookup(term.name)
         if symbol is None or not isinstance(symbol.decl, n.ModelDecl):
@@ -438,6 +439,11 @@ def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> m.Model | None:
         if provider is None:
             return None
         term = provider.value.terms[0]
+        limits = {
+            e.name.text: _literal_term(e.value)
+            for e in symbol.decl.entries
+            if e.name.text in ("contextWindow", "maxOutputTokens")
+        }
     if not isinstance(term, n.Call) or term.callee.text not in _PROVIDER_WORDS:
         return None
     values = [const_value(arg) for arg in term.args]
@@ -445,7 +451,7 @@ def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> m.Model | None:
     strings = 3 if kind == "custom" else 1
     options = values[strings] if len(values) > strings else {}
     custom = kind == "custom"
-    return {
+    lowered: m.Model = {
         "provider": kind,
         "model": values[2] if custom else values[0],
         "options": options,
@@ -453,6 +459,28 @@ def lower_model(low: _Lowering, term: n.ConfigTerm | n.Expr) -> m.Model | None:
         "id": values[0] if custom else None,
         "base_url": values[1] if custom else None,
     }
+    lowered.update(limits)  # type: ignore[typeddict-item]
+    return lowered
+
+
+def with_budget(low: _Lowering, lowered: m.Config, config: n.ConfigBlock) -> m.Config:
+    """``lowered`` plus ``maxToolOutput`` and ``history`` when the config gives them (the
+    keys are left out otherwise, so IR without them is unchanged)."""
+    cap = config.entry("maxToolOutput")
+    if cap is not None:
+        value = const_value(cast("n.Expr", cap.value.terms[0]))
+        given = value if isinstance(value, dict) else {"tokens": value}
+        lowered["maxToolOutput"] = cast("m.OutputCap", given)
+    history = config.entry("history")
+    if history is not None and isinstance(history.value.terms[0], n.ObjectExpr):
+        policy: dict[str, Any] = {}
+        for item in history.value.terms[0].entries:
+            if item.key.text == "summarizeWith":
+                policy["summarizeWith"] = lower_model(low, item.value)
+            else:
+                policy[item.key.text] = const_value(item.value)
+        lowered["history"] = cast("m.History", policy)
+    return lowered
 
 
 def const_value(expr: n.Expr) -> Any:
@@ -604,6 +632,10 @@ def lower_tool(low: _Lowering, tool: n.ToolDecl) -> m.Tool:
     }
     if tool.repeatable:
         lowered["repeatable"] = True
+    max_output = n.max_output_of(tool.annotations)
+    if max_output is not None and max_output.args:
+        arg = max_output.args[0]
+        lowered["maxOutput"] = cast("m.OutputCap", {arg.name.text: const_value(arg.value)})
     use = n.mcp_of(tool.annotations)
     if use is not None and use.server is not None:
         lowered["mcp"] = use.server.text

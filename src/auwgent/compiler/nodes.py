@@ -208,6 +208,29 @@ class McpAnnotation:
     remote: StringLit | None = None
 
 
+@record
+class MaxOutputAnnotation:
+    """``@maxOutput(4000)``, ``@maxOutput(tokens = 4000)`` or ``@maxOutput(chars = 16000)``:
+    the most of a tool's result the model sees (docs/context.md). A bare number is tokens and
+    is stored as a ``tokens`` argument; the checker knows the names."""
+
+    args: tuple[ExampleArg, ...]
+    span: Span
+
+    @property
+    def name(self) -> str:
+        """The annotation's word, for messages that name misplaced annotations."""
+        return "maxOutput"
+
+
+def max_output_of(annotations: tuple[Annotation, ...]) -> MaxOutputAnnotation | None:
+    """The first ``@maxOutput`` among ``annotations`` (the checker reports duplicates)."""
+    for annotation in annotations:
+        if isinstance(annotation, MaxOutputAnnotation):
+            return annotation
+    return None
+
+
 def mcp_of(annotations: tuple[Annotation, ...]) -> McpAnnotation | None:
     """The first ``@mcp`` among ``annotations`` (the checker reports duplicates)."""
     for annotation in annotations:
@@ -909,6 +932,7 @@ Annotation: TypeAlias = (
     | ApprovalAnnotation
     | McpAnnotation
     | SensitiveAnnotation
+    | MaxOutputAnnotation
 )
 
 Expr: TypeAlias = (

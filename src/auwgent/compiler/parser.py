@@ -26,6 +26,7 @@ between list entries are optional wherever entries may also be separated by line
                   | "@mcp" "(" IDENT ["," STRING] ")"
                   | "@untrusted" | "@trusted" | "@quarantine"
                   | "@sensitive" ["(" [IDENT "=" expr ("," IDENT "=" expr)*] ")"]
+                  | "@maxOutput" "(" (NUMBER | IDENT "=" expr) ")"
     prompt       := "prompt" IDENT ["(" params ")"] "{" prompt_item* "}"
     persona      := "persona" IDENT "{" prompt_item* "}"
     test         := "test" STRING "{" test_item* "}"
@@ -196,6 +197,7 @@ _ANNOTATIONS = (
     "@sensitive",
     "@quarantine",
     "@mcp",
+    "@maxOutput",
 )
 _ANNOTATION_LIST = ", ".join(f"`{a}`" for a in _ANNOTATIONS[:-1]) + f" or `{_ANNOTATIONS[-1]}`"
 # Tokens after a word that make a type or an expression more than that word.
@@ -1097,9 +1099,28 @@ class _Parser:
             elif word == "mcp":
                 self.pos += 1
                 annotations.append(self.parse_mcp_annotation(at))
+            elif word == "maxOutput":
+                self.pos += 1
+                annotations.append(self.parse_max_output(at))
             else:
                 self.unknown_annotation(self.tokens.token(self.pos - 1), self.peek())
         return tuple(annotations)
+
+    def parse_max_output(self, at: Span) -> n.MaxOutputAnnotation:
+        """``@maxOutput(N)`` (tokens) or ``@maxOutput(tokens = N)`` / ``(chars = N)``."""
+        if self.kind(1) is NUMBER and self.kind(2) is RPAREN:
+            self.expect(LPAREN)
+            token = self.advance()
+            self.expect(RPAREN)
+            value = n.Literal(
+                token.value if isinstance(token.value, int | float) else None, token.span
+            )
+            args: tuple[n.ExampleArg, ...] = (
+                n.ExampleArg(n.Name("tokens", token.span), value, token.span),
+            )
+        else:
+            args = self.parse_named_args("@maxOutput")
+        return n.MaxOutputAnnotation(args, self.since(at))
 
     def parse_mcp_annotation(self, at: Span) -> n.McpAnnotation:
         """``@mcp(Server)`` or ``@mcp(Server, "tool-name")``; ``@mcp()`` parses (the checker

@@ -33,16 +33,17 @@ __all__ = [
     "ExprStmt",
     "Field",
     "HelperUse",
+    "History",
     "IfBranch",
     "IfStmt",
     "IndexExpr",
     "Intent",
     "LitExpr",
+    "LiteralType",
+    "Loc",
     "McpHttpServer",
     "McpServer",
     "McpStdioServer",
-    "LiteralType",
-    "Loc",
     "MemberExpr",
     "Model",
     "NameExpr",
@@ -50,6 +51,7 @@ __all__ = [
     "NamedPrompt",
     "ObjectExpr",
     "ObjectType",
+    "OutputCap",
     "Persona",
     "PrimitiveType",
     "PromptBody",
@@ -62,12 +64,14 @@ __all__ = [
     "PromptText",
     "RefType",
     "ReturnStmt",
+    "Sensitive",
     "Stmt",
     "TExpr",
     "TIf",
     "TNode",
     "TSchema",
     "TText",
+    "TaintPolicy",
     "Template",
     "Tool",
     "Type",
@@ -304,13 +308,35 @@ class Persona(TypedDict):
 # -- agents --------------------------------------------------------------------------------------
 
 
-class Model(TypedDict):
+class _Model(TypedDict):
     provider: Literal["gemini", "openai", "anthropic", "custom"]
     model: str
     options: dict[str, Any]
     id: str | None
     base_url: str | None
     name: str | None
+
+
+class Model(_Model, total=False):
+    #: A model block's ``contextWindow`` / ``maxOutputTokens`` (tokens; docs/context.md).
+    contextWindow: int
+    maxOutputTokens: int
+
+
+class OutputCap(TypedDict, total=False):
+    """``@maxOutput`` / ``maxToolOutput``: one of the two, tokens or characters."""
+
+    tokens: int
+    chars: int
+
+
+class History(TypedDict, total=False):
+    """A config's ``history { ... }`` (docs/context.md)."""
+
+    keepLast: int
+    compact: Literal["drop", "summarize", "clearToolResults"]
+    summarizeWith: Model
+    trigger: float
 
 
 class _Config(TypedDict):
@@ -331,6 +357,9 @@ class Config(_Config, total=False):
     fallback: list[Model]
     codeMode: bool
     taint: TaintPolicy
+    #: ``maxToolOutput``: ``{"tokens": N}`` or ``{"chars": N}``.
+    maxToolOutput: OutputCap
+    history: History
 
 
 class Approval(TypedDict):
@@ -354,6 +383,8 @@ class Sensitive(TypedDict):
 
 class Tool(_Tool, total=False):
     repeatable: Literal[True]
+    #: ``@maxOutput``: ``{"tokens": N}`` or ``{"chars": N}``.
+    maxOutput: OutputCap
     approval: Approval
     #: ``@untrusted``, or a tool of an ``mcp`` server without ``@trusted``: results untrusted.
     untrusted: Literal[True]

@@ -206,6 +206,17 @@ INTENTS: tuple[BuiltinIntent, ...] = (
         ),
     ),
     BuiltinIntent(
+        "context_compacted",
+        "ContextCompactedIntent",
+        "Earlier turns were compacted by the config's history policy before a model call.",
+        (
+            PayloadField("policy", "string"),
+            PayloadField("turns", "any"),
+            PayloadField("before", "any"),
+            PayloadField("after", "any"),
+        ),
+    ),
+    BuiltinIntent(
         "handoff_complete",
         "HandoffCompleteIntent",
         "A helper that was handed the conversation is done; control returns to its caller.",
@@ -299,6 +310,8 @@ CONFIG_BLOCK_KEYS: tuple[str, ...] = (
     "protocol",
     "codeMode",
     "taint",
+    "history",
+    "maxToolOutput",
 )
 
 #: The keys of the runtime config given to ``auwgent({...})`` (docs/runtime.md).

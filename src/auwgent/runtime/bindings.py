@@ -55,6 +55,7 @@ __all__ = [
     "AuwgentRetry",
     "AuwgentSession",
     "AuwgentTimeouts",
+    "ContextCompactedIntent",
     "ErrorIntent",
     "HandoffCompleteIntent",
     "IntentControl",
@@ -133,6 +134,16 @@ class HandoffCompleteIntent(TypedDict, total=False):
     control returns to its caller."""
 
     summary: str
+
+
+class ContextCompactedIntent(TypedDict):
+    """Payload of ``context_compacted``: earlier turns were compacted by the config's history
+    policy before a model call (docs/context.md)."""
+
+    policy: str
+    turns: Any
+    before: Any
+    after: Any
 
 
 class IntentControl(TypedDict, total=False):

@@ -17,6 +17,7 @@ from typing import Any
 from auwgent.errors import ToolError, WorkflowError, describe_error
 from auwgent.runtime import jsontext, origin
 from auwgent.runtime.code_mode import execute
+from auwgent.runtime.context_budget import RECALL
 from auwgent.runtime.decisions import Journal, StepPaused, Verdict
 from auwgent.runtime.evaluate import schema
 from auwgent.runtime.evaluate.workflows import run_workflow
@@ -145,6 +146,8 @@ class CallRunner:
     ) -> CallOutcome:
         """Around each call that runs (decided, checked and approved): the tool, workflow or
         helper itself."""
+        if kind == "tool" and name == RECALL and self.run.budget.offers_recall(inv):
+            return await self.run.budget.recall_call(inv, args, call_id)
         if kind == "tool":
             return await self._tool(inv, name, args, call_id, _declared_returns(inv, name))
         if kind == "workflow":
@@ -208,7 +211,8 @@ class CallRunner:
             return CallOutcome("tool", name, args, "error", error=message, call_id=call_id)
         await self.tool_result(inv, name, args, result)
         text = result_text(result)
-        self.run.taint.result(inv, name, args, text)
+        self.run.taint.result(inv, name, args, text)  # the whole result: what recall may show
+        text = self.run.budget.cap(inv, name, text)  # @maxOutput
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
     def _check_result(self, name: str, result: Any, returns: schema.IRType) -> Any:

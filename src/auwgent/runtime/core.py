@@ -127,7 +127,8 @@ class AgentCore:
                 t.get("description") or "",
                 tuple(t["params"]),
                 t["returns"],
-                configured=self.registry.has(t["name"]),
+                # (the built-in `recall` of runtime/context_budget.py runs without the registry)
+                configured=self.registry.has(t["name"]) or t.get("builtin") is True,
                 examples=tuple(t.get("examples", ())),
                 approval=t.get("approval"),
             )

@@ -25,6 +25,7 @@ from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictErr
 from auwgent.runtime import approvals
 from auwgent.runtime.budgets import Budgets, total_usage
 from auwgent.runtime.calls import CallRunner
+from auwgent.runtime.context_budget import ContextBudget
 from auwgent.runtime.core import AgentCore
 from auwgent.runtime.dispatch import IntentDispatcher
 from auwgent.runtime.handoffs import (
@@ -98,6 +99,7 @@ class Run:
         self.approvals = approvals.ApprovalGate(self)
         self.model = ModelCaller(self)
         self.taint = TaintGuard(self)  # provenance, taint policy, spotlighting
+        self.budget = ContextBudget(self)  # context windows, tool caps, compaction
 
     def _middleware_context(
         self, conversation_id: str | None, principal: Mapping[str, str] | None
@@ -371,11 +373,11 @@ class Run:
             message = f"missing required context {', '.join(missing)} for {inv.name}"
             return await self._error(inv, ContextError(message))
         codec = self.core.codec(inv.agent, self.config)
-        contract = self.core.contract(inv)
         limit = self.core.max_loops(inv.agent, inv.config_name)
         retries = 0
         for _ in range(limit):
-            rnd = await self.model.round(inv, codec, contract, top)
+            inv.tools = self.budget.tools(inv.tools)  # `recall` once a result was cut
+            rnd = await self.model.round(inv, codec, self.core.contract(inv), top)
             self._remember(inv, codec, rnd)
             if rnd.error is not None:
                 return AgentResult("error", error=await self.fail(rnd.error, inv.name))

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from auwgent.ir.model import Agent as IRAgent
 from auwgent.ir.model import Document as IRDocument
 from auwgent.runtime.config import RuntimeOptions
+from auwgent.runtime.context_budget import ContextBudget
 from auwgent.runtime.decisions import Journal, Verdict
 from auwgent.runtime.evaluate.schema import IRField
 from auwgent.runtime.intents import Control
@@ -151,6 +152,8 @@ class RunHost(Protocol):
     def taint(self) -> TaintGuard: ...
     @property
     def steps(self) -> StepRunner | None: ...
+    @property
+    def budget(self) -> ContextBudget: ...
 
     async def emit(
         self,

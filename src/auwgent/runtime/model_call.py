@@ -27,6 +27,7 @@ from auwgent.errors import AuwgentError, FallbackError, ProviderError
 from auwgent.runtime.budgets import Budgets
 from auwgent.runtime.calls import CallRunner
 from auwgent.runtime.config import provider_key
+from auwgent.runtime.context_budget import ContextBudget
 from auwgent.runtime.core import AgentCore
 from auwgent.runtime.dispatch import IntentDispatcher
 from auwgent.runtime.evaluate import schema
@@ -143,6 +144,8 @@ class _Host(Protocol):
     @property
     def steps(self) -> StepRunner | None: ...
     @property
+    def budget(self) -> ContextBudget: ...
+    @property
     def trace(self) -> RunTrace | None: ...
     @property
     def session(self) -> Session: ...
@@ -184,9 +187,10 @@ class ModelCaller:
             stream=partials,
             contract=contract,
         )
-        if not self.before_request(inv, request, rnd):
+        fitted = await self.before_request(inv, request, rnd)
+        if fitted is None:
             return rnd
-        await self.model_call(inv, request, codec.decoder(contract, partials=partials), rnd)
+        await self.model_call(inv, fitted, codec.decoder(contract, partials=partials), rnd)
         try:
             rnd.outcomes = await _outcomes(rnd.calls)
         except asyncio.CancelledError:
@@ -216,14 +220,22 @@ class ModelCaller:
             run.session["system_prompt"] = system
         return system
 
-    def before_request(self, inv: Invocation, request: ModelRequest, rnd: Round) -> bool:
-        """Before each model request: ``False`` (and the round's error) when it must not be
-        made. The budgets are checked here, and the request counted."""
+    async def before_request(
+        self, inv: Invocation, request: ModelRequest, rnd: Round
+    ) -> ModelRequest | None:
+        """Before each model request: the request fitted to the context window (compacted
+        when the policy says so, :mod:`.context_budget`), or ``None`` (and the round's error)
+        when it must not be made: it cannot fit, or a budget is spent."""
+        try:
+            request = await self._run.budget.fit(inv, request)
+        except Exception as exc:
+            rnd.error = exc
+            return None
         over = self._run.budgets.check()
         if over is not None:
             rnd.error = AuwgentError(over)
-            return False
-        return True
+            return None
+        return request
 
     async def model_call(
         self, inv: Invocation, request: ModelRequest, decoder: Decoder, rnd: Round
@@ -246,6 +258,7 @@ class ModelCaller:
             usage = cast("Mapping[str, int] | None", rnd.usage)
             run.trace.chat_end(span, rnd.model, usage, rnd.finish_reason, rnd.error)
         run.budgets.count(run.turn, rnd.model, rnd.finish_reason, rnd.usage)
+        run.budget.observe(request, rnd.usage)  # calibrates the context estimates
 
     async def _stream_decoded(
         self, inv: Invocation, request: ModelRequest, decoder: Decoder, rnd: Round

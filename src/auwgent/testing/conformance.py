@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from auwgent.errors import AuwgentError
-from auwgent.runtime import taint
+from auwgent.runtime import context_budget, taint
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.evaluate import expr, prompts, schema
 from auwgent.runtime.protocol.blocks import BlocksDecoder
@@ -26,14 +26,15 @@ from auwgent.runtime.protocol.contract import (
     FinalEvent,
     RejectedEvent,
 )
-from auwgent.runtime.providers.base import TextDelta, Usage
+from auwgent.runtime.providers.base import FunctionSpec, TextDelta, Usage
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
+from auwgent.runtime.session import message_to_json, messages_from_json
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
 #: The vector files, in the order both runners read them.
-GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint")
+GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint", "context")
 
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
@@ -165,6 +166,35 @@ class _Returns:
         return self.value if name == self.on else None
 
 
+def context_vector(v: Mapping[str, Any]) -> Any:
+    """What :mod:`auwgent.runtime.context_budget` makes of one ``context`` vector."""
+    kind = v["kind"]
+    if kind == "limits":
+        found = context_budget.limits_for(v["model"])
+        return {
+            "contextWindow": found.context_window,
+            "maxOutputTokens": found.max_output_tokens,
+            "budget": found.budget,
+        }
+    if kind == "estimate":
+        limits = context_budget.limits_for(v["model"])
+        messages = messages_from_json(v["messages"])
+        functions = [
+            FunctionSpec(f["name"], f["description"], f["parameters"]) for f in v["functions"]
+        ]
+        return {
+            "zones": context_budget.raw_estimate(limits, v["system"], messages, functions),
+            "total": context_budget.estimate_request(
+                limits, v["system"], messages, functions, v["factor"]
+            ),
+        }
+    if kind == "cut":
+        return context_budget.cut(v["text"], v["limit"], v["ref"], v["offset"])
+    segments = [messages_from_json(s) for s in v["segments"]]
+    view = context_budget.compact_view(segments, v["refs"], v["record"])
+    return [message_to_json(m) for m in view]
+
+
 def run_vector(group: str, v: Mapping[str, Any]) -> Any:
     """What this runtime makes of vector ``v`` of ``group`` (compare with ``v["expected"]``)."""
     if group == "taint":
@@ -183,4 +213,6 @@ def run_vector(group: str, v: Mapping[str, Any]) -> Any:
         return [decode(v["contract"], v["text"], chunk) for chunk in v["chunkings"]]
     if group == "engine":
         return normal(asyncio.run(_scenario(v["ir"], v["scenario"], v["chunk_size"])))
+    if group == "context":
+        return context_vector(v)
     raise ValueError(f"unknown vector group {group!r}")

@@ -19,7 +19,7 @@ from ..lower import example_candidates, select_examples
 from ..members import AgentParts, agent_parts
 from ..modules import is_exported, kind_word
 from ..source import Span
-from . import mcp, prompts, taint
+from . import budget, mcp, prompts, taint
 from .context import Context
 from .exprs import Env, ToolSig, WorkflowChecker
 from .types import UNKNOWN, FieldTy, Named, Obj, Ty, assignable, display, resolve
@@ -379,6 +379,10 @@ def check_config(cx: Context, config: n.ConfigBlock, env: Env) -> None:
             prompts.check_code_mode(cx, entry)
         elif key == "taint":
             taint.check_taint_config(cx, entry)
+        elif key == "history":
+            budget.check_history(cx, entry)
+        elif key == "maxToolOutput":
+            budget.check_max_tool_output(cx, entry)
         elif key == "description" and not config.is_default:
             cx.report(
                 "E2024",
@@ -487,6 +491,7 @@ def tool_sig(cx: Context, tool: n.ToolDecl) -> ToolSig:
         cx.check_approval(tool.annotations, f"tool `{tool.name.text}`")
         mcp.check_mcp_use(cx, tool.annotations, f"tool `{tool.name.text}`")
         taint.check_tool_annotations(cx, tool)
+        budget.check_max_output(cx, tool.annotations, f"tool `{tool.name.text}`")
     return ToolSig(tool.name.text, params, returns)
 
 
@@ -585,6 +590,8 @@ def check_workflow(cx: Context, workflow: n.WorkflowDecl, agent: AgentScope) -> 
             cx.misplaced_flag(annotation, "workflow")
         elif isinstance(annotation, n.McpAnnotation):
             cx.misplaced_mcp(annotation, "a workflow")
+        elif isinstance(annotation, n.MaxOutputAnnotation):
+            cx.report("E2140", "`@maxOutput` applies to a tool, not a workflow", annotation.span)
     params = cx.fields_of(workflow.params, "parameter")
     returns = cx.type_of(workflow.returns) if workflow.returns is not None else UNKNOWN
     if workflow.returns is None:

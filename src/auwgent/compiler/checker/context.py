@@ -254,6 +254,13 @@ class Context:
                         self.misplaced_flag(annotation, what)
                     elif isinstance(annotation, n.McpAnnotation):
                         self.misplaced_mcp(annotation, f"a {what}")
+                    elif isinstance(annotation, n.MaxOutputAnnotation):
+                        self.report(
+                            "E2140",
+                            f"`@maxOutput` does not apply to a {what}",
+                            annotation.span,
+                            help="put `@maxOutput(N)` on a tool",
+                        )
                     elif isinstance(annotation, n.ApprovalAnnotation):
                         self.report(
                             "E2034",

@@ -16,6 +16,7 @@ from auwgent.ir.gemini_options import alias_of, camel, option_problem
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean
 from ..source import Span
+from . import budget
 from .context import PROVIDERS, Context, env_for_prompt
 from .exprs import Env
 from .types import FieldTy
@@ -24,22 +25,29 @@ from .types import FieldTy
 
 
 def check_model_decl(cx: Context, decl: n.ModelDecl) -> None:
-    """``model X { provider: gemini("...") }``: exactly a provider entry."""
+    """``model X { provider: gemini("...") }``: a provider entry, and optionally the
+    ``contextWindow`` / ``maxOutputTokens`` that override the table (docs/context.md)."""
     seen: dict[str, Span] = {}
     provider: n.ConfigEntry | None = None
+    limits: dict[str, n.ConfigEntry] = {}
     for entry in decl.entries:
         if cx.duplicate(entry.name, seen, "field"):
             continue
+        if entry.name.text in budget.MODEL_LIMITS:
+            limits[entry.name.text] = entry
+            continue
         if entry.name.text != "provider":
+            fields = ["provider", *budget.MODEL_LIMITS]
             cx.report(
                 "E2026",
                 f"unknown field `{entry.name.text}` in a model block",
                 entry.name.span,
-                help=did_you_mean(entry.name.text, ["provider"])
-                or 'a model block has one field: `provider: gemini("...")`',
+                help=did_you_mean(entry.name.text, fields)
+                or "a model block's fields: " + ", ".join(fields),
             )
             continue
         provider = entry
+    budget.check_model_limits(cx, limits)
     if provider is None:
         cx.report(
             "E2021",

@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal, TypedDict, Union
 
 from auwgent.runtime.bindings import (
     ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentCodeLimits, AuwgentLimits,
-    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent,
-    IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
-    ResponseTextPartialIntent, ToolErrorIntent,
+    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ContextCompactedIntent, ErrorIntent,
+    HandoffCompleteIntent, IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent,
+    ResponseTextIntent, ResponseTextPartialIntent, ToolErrorIntent,
 )
 from auwgent.runtime.bindings import (
     IntentHandler as _IntentHandler, Middleware as _Middleware,
@@ -31,11 +31,11 @@ __all__ = [
     "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
     "AuwgentCodeLimits", "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware",
     "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION",
-    "ConfigName", "ContextPrefs", "EdgeOutput1", "ErrorIntent", "HandoffCompleteIntent",
-    "HelperCallIntent", "HelperName", "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION",
-    "IntentControl", "IntentName", "MaybeAwaitable", "MiddlewareContext", "MoodIntent",
-    "NeedsReviewIntent", "OutputTypeName", "PartialIntent", "Person", "PersonAddress",
-    "PersonAddressGeo", "PersonaName", "PingResultItem", "ROOT_AGENT",
+    "ConfigName", "ContextCompactedIntent", "ContextPrefs", "EdgeOutput1", "ErrorIntent",
+    "HandoffCompleteIntent", "HelperCallIntent", "HelperName", "HelperResultIntent", "IR_HASH",
+    "IR_JSON", "IR_VERSION", "IntentControl", "IntentName", "MaybeAwaitable", "MiddlewareContext",
+    "MoodIntent", "NeedsReviewIntent", "OutputTypeName", "PartialIntent", "Person",
+    "PersonAddress", "PersonAddressGeo", "PersonaName", "PingResultItem", "ROOT_AGENT",
     "ResponseSchemaEdgeOutput1Intent", "ResponseSchemaIntent", "ResponseSchemaPersonIntent",
     "ResponseTextIntent", "ResponseTextPartialIntent", "TaintedCallIntent", "ToolCallIntent",
     "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent",
@@ -65,6 +65,7 @@ IntentName = Literal[
     "tainted_call",
     "approval_result",
     "error",
+    "context_compacted",
     "handoff_complete",
     "Mood",
     "needs-review",
@@ -440,6 +441,11 @@ class AuwgentBaseIntentHandler(_IntentHandler):
 
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
+
+    async def context_compacted(
+        self, intent: ContextCompactedIntent, agent_name: AgentName
+    ) -> IntentControl | None:
+        """Earlier turns were compacted by the config's history policy before a model call."""
 
     async def handoff_complete(
         self, intent: HandoffCompleteIntent, agent_name: AgentName

@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal, TypedDict, Union
 
 from auwgent.runtime.bindings import (
     ApprovalAnswer, ApprovalDecision, ApprovalResultIntent, AuwgentCodeLimits, AuwgentLimits,
-    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ErrorIntent, HandoffCompleteIntent,
-    IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent, ResponseTextIntent,
-    ResponseTextPartialIntent, ToolErrorIntent,
+    AuwgentRetry, AuwgentSession, AuwgentTimeouts, ContextCompactedIntent, ErrorIntent,
+    HandoffCompleteIntent, IntentControl, MaybeAwaitable, MiddlewareContext, PartialIntent,
+    ResponseTextIntent, ResponseTextPartialIntent, ToolErrorIntent,
 )
 from auwgent.runtime.bindings import (
     IntentHandler as _IntentHandler, Middleware as _Middleware,
@@ -31,12 +31,13 @@ __all__ = [
     "AuwgentBaseIntentHandler", "AuwgentBasePartialIntentHandler", "AuwgentBaseUrls",
     "AuwgentCodeLimits", "AuwgentConfig", "AuwgentContext", "AuwgentLimits", "AuwgentMiddleware",
     "AuwgentRetry", "AuwgentSession", "AuwgentTimeouts", "AuwgentTools", "COMPILER_VERSION",
-    "ConfigName", "ErrorIntent", "HandoffCompleteIntent", "HelperCallIntent", "HelperName",
-    "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION", "IntentControl", "IntentName",
-    "MaybeAwaitable", "MiddlewareContext", "OutputTypeName", "PartialIntent", "PersonaName",
-    "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent",
-    "TaintedCallIntent", "ToolCallIntent", "ToolErrorIntent", "ToolName", "ToolResultIntent",
-    "ToolSkippedIntent", "WorkflowCallIntent", "WorkflowName", "WorkflowResultIntent", "auwgent",
+    "ConfigName", "ContextCompactedIntent", "ErrorIntent", "HandoffCompleteIntent",
+    "HelperCallIntent", "HelperName", "HelperResultIntent", "IR_HASH", "IR_JSON", "IR_VERSION",
+    "IntentControl", "IntentName", "MaybeAwaitable", "MiddlewareContext", "OutputTypeName",
+    "PartialIntent", "PersonaName", "ROOT_AGENT", "ResponseSchemaIntent", "ResponseTextIntent",
+    "ResponseTextPartialIntent", "ToolCallIntent", "ToolErrorIntent", "ToolName",
+    "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent", "WorkflowName",
+    "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -59,9 +60,9 @@ IntentName = Literal[
     "helper_call",
     "helper_result",
     "approval_request",
-    "tainted_call",
     "approval_result",
     "error",
+    "context_compacted",
     "handoff_complete",
 ]
 OutputTypeName = str
@@ -130,36 +131,16 @@ class HelperResultIntent(TypedDict):
     result: Any
 
 
-class _ApprovalRequestIntentRequired(TypedDict):
+class ApprovalRequestIntent(TypedDict):
+    """Payload of ``approval_request``: a call marked @approval waits for the approver (before
+    it runs).
+    """
+
     id: str
     kind: Literal["tool", "workflow", "helper"]
     name: str
     args: dict[str, Any]
     agent: AgentName
-
-
-class ApprovalRequestIntent(_ApprovalRequestIntentRequired, total=False):
-    """Payload of ``approval_request``: a call marked @approval waits for the approver (before
-    it runs).
-    """
-
-    taint: dict[str, Any]
-
-
-class TaintedCallIntent(TypedDict):
-    """Payload of ``tainted_call``: a call to a sink has arguments that may come from untrusted
-    text; action says what the taint policy did (approve: sent to the approval gate, refuse,
-    allow).
-    """
-
-    kind: Literal["tool", "workflow", "helper"]
-    name: str
-    agent: AgentName
-    args: dict[str, Any]
-    policy: Literal["approve", "refuse", "allow"]
-    action: Literal["approve", "refuse", "allow"]
-    reason: str
-    findings: list[dict[str, Any]]
 
 
 #: ``agent.on_approval(fn)`` / config ``approver``: called with each request.
@@ -292,13 +273,6 @@ class AuwgentBaseIntentHandler(_IntentHandler):
     ) -> IntentControl | None:
         """A call marked @approval waits for the approver (before it runs)."""
 
-    async def tainted_call(
-        self, intent: TaintedCallIntent, agent_name: AgentName
-    ) -> IntentControl | None:
-        """A call to a sink has arguments that may come from untrusted text; action says what the
-        taint policy did (approve: sent to the approval gate, refuse, allow).
-        """
-
     async def approval_result(
         self, intent: ApprovalResultIntent, agent_name: AgentName
     ) -> IntentControl | None:
@@ -306,6 +280,11 @@ class AuwgentBaseIntentHandler(_IntentHandler):
 
     async def error(self, intent: ErrorIntent, agent_name: AgentName) -> IntentControl | None:
         """The run failed."""
+
+    async def context_compacted(
+        self, intent: ContextCompactedIntent, agent_name: AgentName
+    ) -> IntentControl | None:
+        """Earlier turns were compacted by the config's history policy before a model call."""
 
     async def handoff_complete(
         self, intent: HandoffCompleteIntent, agent_name: AgentName

@@ -35,9 +35,9 @@ __all__ = [
     "HandoffCompleteIntent", "HelperCallIntent", "HelperName", "HelperResultIntent", "IR_HASH",
     "IR_JSON", "IR_VERSION", "IntentControl", "IntentName", "MaybeAwaitable", "MiddlewareContext",
     "OutputTypeName", "PartialIntent", "PersonaName", "PlanningIntent", "ROOT_AGENT",
-    "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent", "ToolCallIntent",
-    "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent", "WorkflowCallIntent",
-    "WorkflowName", "WorkflowResultIntent", "auwgent",
+    "ResponseSchemaIntent", "ResponseTextIntent", "ResponseTextPartialIntent", "TaintedCallIntent",
+    "ToolCallIntent", "ToolErrorIntent", "ToolName", "ToolResultIntent", "ToolSkippedIntent",
+    "WorkflowCallIntent", "WorkflowName", "WorkflowResultIntent", "auwgent",
 ]
 
 
@@ -60,6 +60,7 @@ IntentName = Literal[
     "helper_call",
     "helper_result",
     "approval_request",
+    "tainted_call",
     "approval_result",
     "error",
     "context_compacted",
@@ -133,16 +134,36 @@ class HelperResultIntent(TypedDict):
     result: Any
 
 
-class ApprovalRequestIntent(TypedDict):
-    """Payload of ``approval_request``: a call marked @approval waits for the approver (before
-    it runs).
-    """
-
+class _ApprovalRequestIntentRequired(TypedDict):
     id: str
     kind: Literal["tool", "workflow", "helper"]
     name: str
     args: dict[str, Any]
     agent: AgentName
+
+
+class ApprovalRequestIntent(_ApprovalRequestIntentRequired, total=False):
+    """Payload of ``approval_request``: a call marked @approval waits for the approver (before
+    it runs).
+    """
+
+    taint: dict[str, Any]
+
+
+class TaintedCallIntent(TypedDict):
+    """Payload of ``tainted_call``: a call to a sink has arguments that may come from untrusted
+    text; action says what the taint policy did (approve: sent to the approval gate, refuse,
+    allow).
+    """
+
+    kind: Literal["tool", "workflow", "helper"]
+    name: str
+    agent: AgentName
+    args: dict[str, Any]
+    policy: Literal["approve", "refuse", "allow"]
+    action: Literal["approve", "refuse", "allow"]
+    reason: str
+    findings: list[dict[str, Any]]
 
 
 #: ``agent.on_approval(fn)`` / config ``approver``: called with each request.
@@ -274,6 +295,13 @@ class AuwgentBaseIntentHandler(_IntentHandler):
         self, intent: ApprovalRequestIntent, agent_name: AgentName
     ) -> IntentControl | None:
         """A call marked @approval waits for the approver (before it runs)."""
+
+    async def tainted_call(
+        self, intent: TaintedCallIntent, agent_name: AgentName
+    ) -> IntentControl | None:
+        """A call to a sink has arguments that may come from untrusted text; action says what the
+        taint policy did (approve: sent to the approval gate, refuse, allow).
+        """
 
     async def approval_result(
         self, intent: ApprovalResultIntent, agent_name: AgentName

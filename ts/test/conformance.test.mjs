@@ -90,10 +90,19 @@ async function scenario(ir, sc, chunk) {
   );
   const ends = [];
   const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null, ...(sc.config ?? {}) };
-  if (sc.llm_end) config.middleware = [{ onLLMEnd: (response) => void ends.push(structuredClone(response)) }];
+  const middleware = [];
+  if (sc.llm_end) middleware.push({ onLLMEnd: (response) => void ends.push(structuredClone(response)) });
+  const seen = {};
+  const guards = (sc.guards ?? []).map((spec) => seer(spec, seen));
+  for (const { spec, guard } of guards) {
+    if (spec.kind !== "middleware") continue;
+    middleware.push({ name: spec.name, onIntent: (name, value) => guard(name, value), ...("target" in spec ? { target: spec.target } : {}) });
+  }
+  if (middleware.length) config.middleware = middleware;
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
+  for (const { spec, guard } of guards) if (spec.kind === "handler") agent.onIntent(guard);
   if (sc.handler_raises)
     agent.onIntent(function guard(name) {
       if (name === sc.handler_raises) throw new ToolFailure("guard down");
@@ -116,7 +125,23 @@ async function scenario(ir, sc, chunk) {
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;
+  if (guards.length) out.seen = seen; // what each guard was shown, in order
   return normal(out);
+}
+
+/** A scenario's guard: it notes every intent it is shown (`name` or `name type`) in
+ * `seen[spec.name]` and, on the intent `spec.on`, returns `spec.returns` or throws `spec.raises`. */
+function seer(spec, seen) {
+  const notes = (seen[spec.name] ??= []);
+  const guard = (name, value) => {
+    const kind = value && typeof value === "object" ? value.type : undefined;
+    notes.push(typeof kind === "string" ? `${name} ${kind}` : name);
+    if (name !== spec.on) return undefined;
+    if ("raises" in spec) throw new ToolFailure(spec.raises);
+    return structuredClone(spec.returns);
+  };
+  Object.defineProperty(guard, "name", { value: spec.name });
+  return { spec, guard };
 }
 
 async function run(group, v) {

@@ -109,12 +109,21 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     }
     config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
     ends: list[Any] = []
+    middleware: list[Any] = []
     if sc.get("llm_end"):
-        config["middleware"] = [{"onLLMEnd": lambda response, ctx: ends.append(dict(response))}]
+        middleware.append({"onLLMEnd": lambda response, ctx: ends.append(dict(response))})
+    seen: dict[str, list[str]] = {}
+    guards = [_Seer(g, seen) for g in sc.get("guards", ())]
+    middleware += [g.middleware() for g in guards if g.kind == "middleware"]
+    if middleware:
+        config["middleware"] = middleware
     agent = agent_from_ir(ir, config)
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
+    for guard in guards:
+        if guard.kind == "handler":
+            agent.on_intent(guard)
     if "handler_raises" in sc:
         agent.on_intent(_Guard(sc["handler_raises"]))
     if "guard_returns" in sc:
@@ -135,7 +144,36 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["raised"] = raised
     if sc.get("llm_end"):
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
+    if guards:
+        out["seen"] = seen  # what each guard was shown, in order
     return out
+
+
+class _Seer:
+    """A scenario's guard (``{"kind": "middleware" | "handler", "name", "on", "returns" |
+    "raises", "target"}``): it notes every intent it is shown (``name`` or ``name type``) in
+    ``seen[name]`` and, on the intent named ``on``, returns ``returns`` or raises."""
+
+    def __init__(self, spec: Mapping[str, Any], seen: dict[str, list[str]]) -> None:
+        self.kind = spec["kind"]
+        self.name = spec["name"]
+        self.spec = spec
+        self.notes = seen.setdefault(self.name, [])
+
+    def __call__(self, name: str, value: Any, who: str) -> Any:
+        kind = value.get("type") if isinstance(value, Mapping) else None
+        self.notes.append(f"{name} {kind}" if isinstance(kind, str) else name)
+        if name != self.spec["on"]:
+            return None
+        if "raises" in self.spec:
+            raise ToolFailure(self.spec["raises"])
+        return json.loads(json.dumps(self.spec.get("returns")))
+
+    def middleware(self) -> dict[str, Any]:
+        hooks: dict[str, Any] = {"name": self.name, "onIntent": lambda n, v, ctx: self(n, v, "")}
+        if "target" in self.spec:
+            hooks["target"] = self.spec["target"]
+        return hooks
 
 
 class _Guard:

@@ -525,6 +525,38 @@ SCENARIOS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
+# The offline model (no replies: it answers from the contract), on the engine agent and on
+# one with a structured union output and tools without examples.
+OFFLINE_AGENT = """
+type Item { sku: string qty: number note?: string }
+type Quote { total: number items: Item[] }
+type Refusal { reason: string }
+agent Shop {
+    default config { model: openai("gpt-4o") prompt: "You quote orders." }
+    tool price(sku: string, rush?: boolean): number
+    tool stock(items: Item[], region: "eu" | "us"): { ok: boolean }
+    tool unused(x: string): string
+    output: Quote | Refusal
+}
+"""
+OFFLINE_WEATHER = {"get_weather": {"return": {"temperature": 30, "condition": "sunny"}}}
+OFFLINE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
+    ("engine", {"inputs": ["hi"]}),
+    ("engine", {"inputs": ["hi"], "protocol": "native"}),
+    ("engine", {"inputs": ["weather in Accra?"], "tools": OFFLINE_WEATHER}),
+    ("engine", {"inputs": ["weather in Accra?"], "tools": OFFLINE_WEATHER, "protocol": "native"}),
+    ("engine", {"inputs": ["one", "two  words\n here"], "tools": OFFLINE_WEATHER}),
+    ("engine", {"inputs": ["x" * 130 + " [/response_text] done"]}),
+    ("engine", {"inputs": ["weather?"], "tools": {"get_weather": {"raise": "station offline"}}}),
+    ("engine", {"inputs": ["hi"], "persona": "Pirate", "tools": OFFLINE_WEATHER}),
+    ("shop", {"inputs": ["quote 2 apples"]}),
+    ("shop", {"inputs": ["quote 2 apples"], "protocol": "native"}),
+    # One configured tool each: calls of one response run concurrently (no defined order).
+    ("shop", {"inputs": ["quote"], "tools": {"price": {"return": 3}}}),
+    ("shop", {"inputs": ["quote"], "protocol": "native", "tools": {"stock": {"return": {"ok": True}}}}),
+    ("shop", {"inputs": ["quote"], "tools": {"stock": {"return": {"ok": "yes"}}}}),
+]  # fmt: skip
+
 # A scenario with "from" starts from the session a first scenario left: that session is written
 # by the Python runtime and continued by each runtime (so sessions move between them).
 STARTS: dict[str, dict[str, Any]] = {
@@ -543,6 +575,10 @@ def engine_vectors() -> list[dict[str, Any]]:
             )
             sc = {**sc, "session": start["session"]}
         out.append({"id": f"engine/{i}", "ir": ir, "scenario": sc, "chunk_size": 5})
+    irs = {"engine": ir, "shop": compile_ir(OFFLINE_AGENT)}
+    for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
+        sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}
+        out.append({"id": f"engine/offline/{i}", "ir": irs[agent], "scenario": sc, "chunk_size": 5})
     return out
 
 

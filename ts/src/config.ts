@@ -228,24 +228,30 @@ function env(name: string): string | undefined {
   return value ? value : undefined;
 }
 
+const OFFLINE_HINT =
+  'To try the agent without a key, use the offline model: "provider": "offline" in the runtime config, or the environment variable AUWGENT_PROVIDER=offline.';
+
 export function resolveApiKeys(doc: Record<string, any>, apiKeys: unknown): Record<string, string> {
   const given = apiKeys ?? {};
   if (typeof given !== "object" || Array.isArray(given)) throw new ConfigError(`apiKeys: expected an object, got ${typeof given}`);
   const fields = new Map<string, Record<string, any>>();
   for (const m of modelsInUse(doc)) fields.set(apiKeyField(m), m);
   const keys: Record<string, string> = {};
+  const missing: string[] = [];
   for (const [field, model] of fields) {
     let value = (given as Record<string, unknown>)[field];
     const names = apiKeyEnv(model);
     if (value !== undefined && value !== null && typeof value !== "string")
       throw new ConfigError(`apiKeys.${field}: expected the API key as a string, got ${typeof value}`);
     if (value === undefined || value === null) value = names.map(env).find((v) => v !== undefined);
-    if (typeof value !== "string" || !value)
-      throw new ConfigError(
-        `apiKeys.${field}: missing API key for provider '${providerKey(model)}'; set it in the config or in the environment variable ${names.join(" or ")}`,
-      );
+    if (typeof value !== "string" || !value) {
+      missing.push(`apiKeys.${field}: missing API key for provider '${providerKey(model)}'; set it in the config or in the environment variable ${names.join(" or ")}`);
+      continue;
+    }
     keys[providerKey(model)] = value;
   }
+  if (missing.length > 1) throw new ConfigError(`${missing.length} API keys are missing:\n${missing.map((m) => `  - ${m}`).join("\n")}\n${OFFLINE_HINT}`);
+  if (missing.length) throw new ConfigError(`${missing[0]}\n${OFFLINE_HINT}`);
   return keys;
 }
 

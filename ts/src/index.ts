@@ -22,3 +22,6 @@ export { buildMessagesBody } from "./providers/anthropic.js";
 export type { Message, ModelRequest, Provider, StreamEvent, FunctionSpec } from "./providers/base.js";
 export type { SessionState, Turn, Frame, ModelCall, Usage } from "./session.js";
 export type { Middleware, MiddlewareContext, IntentControl } from "./types.js";
+export { blockText, hashedEmbedding, NativeCall, Reply, replyEvents, ScriptedFailure, ScriptedModel } from "./providers/scripted.js";
+export type { EmbeddingFunction, ReplyOptions, Response, ScriptFunction, ScriptedOptions } from "./providers/scripted.js";
+export { OfflineModel } from "./providers/offline.js";

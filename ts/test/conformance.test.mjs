@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AuwgentError, BlocksDecoder, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, OfflineModel, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine"];
@@ -73,12 +73,18 @@ function scripted(replies, chunk) {
   };
 }
 
+/** The runtime's offline model, answering from the contract (its requests recorded). */
+function offline(chunk) {
+  const provider = new OfflineModel(chunk);
+  return { provider, requests: provider.requests };
+}
+
 class ToolFailure extends Error {
   name = "ToolFailure";
 }
 
 async function scenario(ir, sc, chunk) {
-  const { provider, requests } = scripted(sc.replies, chunk);
+  const { provider, requests } = sc.model === "offline" ? offline(chunk) : scripted(sc.replies, chunk);
   const tools = Object.fromEntries(
     Object.entries(sc.tools ?? {}).map(([name, b]) => [
       name,

@@ -26,6 +26,7 @@ from auwgent.runtime.protocol.contract import (
     RejectedEvent,
 )
 from auwgent.runtime.providers.base import TextDelta, Usage
+from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
 
@@ -98,7 +99,11 @@ def _reply(spec: Any) -> str | Reply:
 
 
 async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> dict[str, Any]:
-    model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
+    model: ScriptedModel | OfflineModel
+    if sc.get("model") == "offline":
+        model = OfflineModel(chunk_size=chunk)
+    else:
+        model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
     intents: list[dict[str, Any]] = []
     config = {
         "provider": model,

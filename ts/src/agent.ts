@@ -443,7 +443,7 @@ export class AgentCore {
       const name = providerKey(model);
       const apiKey = this.apiKeys[name] ?? null;
       const base = resolveBaseUrl(model, this.options.baseUrls);
-      const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits };
+      const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits, fetch: this.options.fetch };
       if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
       else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http, this.options.strict);
       else if (model.provider === "anthropic") found = new AnthropicProvider(name, base ?? DEFAULT_ANTHROPIC_BASE_URL, apiKey, http);

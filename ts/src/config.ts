@@ -3,7 +3,7 @@
 
 import { ConfigError, ContextError } from "./errors.js";
 import { frame } from "./section.js";
-import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
+import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type FetchLike, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
 
@@ -20,6 +20,7 @@ export const CONFIG_KEYS = [
   "retry",
   "timeouts",
   "limits",
+  "httpClient",
   "budget",
   "provider",
   "loopDetection",
@@ -52,6 +53,8 @@ export interface RuntimeOptions {
   clock: (() => Date) | null;
   /** OpenAI-compatible native tools and structured output carry `strict: true`. */
   strict: boolean;
+  /** `httpClient.fetch`, bound: what every provider request goes through (a cassette, say). */
+  fetch: FetchLike | null;
 }
 
 export interface Budget {
@@ -160,7 +163,17 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     timezone: timezoneOf(config.timezone),
     clock: clockOf(config.clock),
     strict,
+    fetch: fetchOf(config.httpClient),
   };
+}
+
+/** `httpClient`: an object with a `fetch(url, init)` method, as the platform's (a `Cassette`). */
+function fetchOf(client: unknown): FetchLike | null {
+  if (client === undefined || client === null) return null;
+  const method = typeof client === "object" ? (client as { fetch?: unknown }).fetch : undefined;
+  if (typeof method !== "function")
+    throw new ConfigError(`httpClient: expected an object with a fetch(url, init) method (a Cassette, say), got ${Array.isArray(client) ? "array" : typeof client}`);
+  return method.bind(client) as FetchLike;
 }
 
 function timezoneOf(name: unknown): string | null {

@@ -25,3 +25,6 @@ export type { Middleware, MiddlewareContext, IntentControl } from "./types.js";
 export { blockText, hashedEmbedding, NativeCall, Reply, replyEvents, ScriptedFailure, ScriptedModel } from "./providers/scripted.js";
 export type { EmbeddingFunction, ReplyOptions, Response, ScriptFunction, ScriptedOptions } from "./providers/scripted.js";
 export { OfflineModel } from "./providers/offline.js";
+export { Cassette, CassetteMiss, CASSETTE_VERSION, normaliseRequest } from "./cassette.js";
+export type { CassetteMode, CassetteOptions, Interaction, RecordedRequest } from "./cassette.js";
+export type { FetchLike } from "./providers/http.js";

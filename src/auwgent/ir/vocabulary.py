@@ -320,7 +320,6 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
 NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
     "builtin_intents": ("approval_request", "approval_result", "handoff_complete"),
     "runtime_config_keys": (
-        "httpClient",
         "memory",
         "tracing",
         "tracerProvider",

@@ -557,6 +557,66 @@ OFFLINE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("shop", {"inputs": ["quote"], "tools": {"stock": {"return": {"ok": "yes"}}}}),
 ]  # fmt: skip
 
+# Fallback models, no-progress detection and budgets on an agent with a @repeatable tool.
+RESILIENCE_AGENT = """
+model Backup { provider: openai("gpt-4o-mini") }
+agent Poller {
+    default config {
+        model: openai("gpt-4o")
+        fallback: [Backup, openai("gpt-4.1")]
+        prompt: "You poll jobs."
+        maxToolLoops: 8
+    }
+    tool status(job: string): string @repeatable
+    tool check(job: string): string
+}
+"""
+DOWN = {"fail": "overloaded", "status": 503, "retryable": True}
+REFUSED = {"fail": "bad key", "status": 401}
+POLL = {"status": {"return": "running"}, "check": {"return": "running"}}
+
+
+def poll(tool: str, job: str = "j1") -> str:
+    return tb("tool_call", tool, f"job: {job}")
+
+
+RESILIENCE_SCENARIOS: list[dict[str, Any]] = [
+    # Fallback: only before anything was streamed, only after a retryable failure.
+    {"inputs": ["hi"], "replies": [DOWN, ANSWER]},
+    {"inputs": ["hi"], "replies": [DOWN, DOWN, ANSWER]},
+    {"inputs": ["hi"], "replies": [DOWN, DOWN, DOWN, ANSWER]},
+    {"inputs": ["hi"], "replies": [REFUSED, ANSWER]},
+    {"inputs": ["hi"], "replies": [DOWN, REFUSED, ANSWER]},
+    {"inputs": ["hi"], "replies": [{**DOWN, "after": "[response_text]\nHal"}, ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "replies": [poll("check"), DOWN, ANSWER]},
+    {"inputs": ["hi"], "protocol": "native", "replies": [DOWN, "Hello."]},
+    {"inputs": ["hi"], "config": {"budget": {"requests": 1}}, "replies": [DOWN, ANSWER]},
+    # No progress: repeats, ping-pong, @repeatable exempt, the count configured or off.
+    {"inputs": ["poll"], "tools": POLL, "replies": [poll("check")] * 5 + [ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "replies": [poll("status")] * 5 + [ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "replies": [poll("status", j) for j in ["a", "b"] * 3] + [ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "replies": [poll("check", j) for j in ["a", "b"] * 3] + [ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "config": {"loopDetection": {"repeats": 2}},
+     "replies": [poll("check")] * 3 + [ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "config": {"loopDetection": False},
+     "replies": [poll("check")] * 5 + [ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "config": {"loopDetection": True},
+     "replies": [poll("check")] * 2 + [poll("check", "j2"), poll("check"), ANSWER]},
+    {"inputs": ["poll", "again"], "tools": POLL,
+     "replies": [poll("check"), poll("check"), ANSWER, poll("check"), ANSWER]},
+    # Budgets across tool rounds and turns.
+    {"inputs": ["poll"], "tools": POLL, "config": {"budget": {"requests": 2}},
+     "replies": [poll("check"), poll("check", "j2"), ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "config": {"budget": {"tokens": 10}},
+     "replies": [{"parts": [poll("check")], "usage": [4, 6]}, ANSWER]},
+    {"inputs": ["poll"], "tools": POLL, "config": {"budget": {"tokens": 11}},
+     "replies": [{"parts": [poll("check")], "usage": [4, 6]}, {"parts": [ANSWER], "usage": [9, 1]}]},
+    {"inputs": ["one", "two", "three"], "config": {"budget": {"conversationRequests": 2}},
+     "replies": [ANSWER, ANSWER, ANSWER]},
+    {"inputs": ["one", "two"], "config": {"budget": {"requests": 1, "conversationTokens": 100}},
+     "replies": [{"parts": [ANSWER], "usage": [50, 49]}, {"parts": [ANSWER], "usage": [1, 1]}]},
+]  # fmt: skip
+
 # A scenario with "from" starts from the session a first scenario left: that session is written
 # by the Python runtime and continued by each runtime (so sessions move between them).
 STARTS: dict[str, dict[str, Any]] = {
@@ -575,6 +635,12 @@ def engine_vectors() -> list[dict[str, Any]]:
             )
             sc = {**sc, "session": start["session"]}
         out.append({"id": f"engine/{i}", "ir": ir, "scenario": sc, "chunk_size": 5})
+    resilient = compile_ir(RESILIENCE_AGENT)
+    for i, sc in enumerate(RESILIENCE_SCENARIOS):
+        sc = {"context": {}, **sc}
+        out.append(
+            {"id": f"engine/resilience/{i}", "ir": resilient, "scenario": sc, "chunk_size": 5}
+        )
     irs = {"engine": ir, "shop": compile_ir(OFFLINE_AGENT)}
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AuwgentError, BlocksDecoder, OfflineModel, buildChatBody, pyJson, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, coerce, createAgent, evaluate, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine"];
@@ -39,38 +39,17 @@ function decode(spec, text, chunk) {
     .map((e) => (e.type === "final" ? { type: "final", kind: e.kind, name: e.name, payload: e.payload } : { type: "rejected", kind: e.kind, name: e.name }));
 }
 
-/** A provider playing back text replies in `chunk`-sized pieces, recording every request. */
+/** The runtime's scripted model playing back a scenario's replies (text, `{parts, finish,
+ * usage}` or `{fail, status, retryable, after}`), its requests recorded. */
 function scripted(replies, chunk) {
-  const requests = [];
-  let next = 0;
-  return {
-    requests,
-    provider: {
-      name: "scripted",
-      async *stream(request) {
-        requests.push(request);
-        const number = ++next;
-        const reply = replies[number - 1];
-        if (reply === undefined) throw new Error("the script has no reply left");
-        let index = 0;
-        for (const part of typeof reply === "string" ? [reply] : reply.parts) {
-          if (typeof part === "string") {
-            for (let i = 0; i < part.length; i += chunk) yield { type: "text", text: part.slice(i, i + chunk) };
-            continue;
-          }
-          const args = pyJson(part.args);
-          yield { type: "tool_call_delta", index, id: `call_${number}_${index}`, name: part.call, arguments: args.slice(0, chunk) };
-          for (let i = chunk; i < args.length; i += chunk) yield { type: "tool_call_delta", index, arguments: args.slice(i, i + chunk) };
-          index++;
-        }
-        if (reply.usage) yield { type: "usage", inputTokens: reply.usage[0], outputTokens: reply.usage[1] };
-        yield { type: "finish", reason: reply.finish ?? (index ? "tool_calls" : "stop") };
-      },
-      async embed() {
-        return [];
-      },
-    },
+  const response = (reply) => {
+    if (typeof reply === "string") return reply;
+    if ("fail" in reply) return ScriptedModel.fail(reply.fail, { after: "after" in reply ? response(reply.after) : undefined, status: reply.status ?? undefined, retryable: reply.retryable ?? false });
+    const parts = reply.parts.map((p) => (typeof p === "string" ? p : ScriptedModel.call(p.call, p.args)));
+    return ScriptedModel.reply(...parts, { finish: reply.finish ?? null, usage: reply.usage ?? null });
   };
+  const provider = new ScriptedModel(replies.map(response), { chunkSize: chunk });
+  return { provider, requests: provider.requests };
 }
 
 /** The runtime's offline model, answering from the contract (its requests recorded). */

@@ -28,7 +28,7 @@ from auwgent.runtime.protocol.contract import (
 from auwgent.runtime.providers.base import TextDelta, Usage
 from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
-from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
+from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
@@ -88,11 +88,20 @@ def _tools(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {name: make(b) for name, b in spec.items()}
 
 
-def _reply(spec: Any) -> str | Reply:
+def _reply(spec: Any) -> str | Reply | ScriptedFailure:
     """A scenario reply: text, or ``{"parts": [text | {"call": name, "args": {...}}]}`` with
-    optional ``"finish"`` (the finish reason) and ``"usage"`` (``[input, output]`` tokens)."""
+    optional ``"finish"`` (the finish reason) and ``"usage"`` (``[input, output]`` tokens), or
+    ``{"fail": message}`` with optional ``"status"``, ``"retryable"`` and ``"after"`` (a reply
+    streamed before the failure)."""
     if isinstance(spec, str):
         return spec
+    if "fail" in spec:
+        after = _reply(spec["after"]) if "after" in spec else None
+        before = Reply((after,)) if isinstance(after, str) else after
+        assert not isinstance(before, ScriptedFailure)
+        return ScriptedFailure(
+            spec["fail"], before, spec.get("status"), spec.get("retryable", False)
+        )
     parts = [p if isinstance(p, str) else NativeCall(p["call"], p["args"]) for p in spec["parts"]]
     usage = Usage(*spec["usage"]) if "usage" in spec else None
     return Reply(tuple(parts), spec.get("finish"), usage)

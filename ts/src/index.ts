@@ -4,7 +4,7 @@
 export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, HOOKS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export { CONFIG_KEYS } from "./config.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
-export { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, InputError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
+export { ApprovalError, AuwgentError, ConfigError, ConflictError, ContextError, FallbackError, InputError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { checkInput, file, image, text, toolParts, ToolParts, FILE_MEDIA_TYPES, IMAGE_MEDIA_TYPES, MAX_PART_BYTES } from "./parts.js";
 export type { FilePart, ImagePart, Input, Part, TextPart } from "./parts.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
@@ -28,3 +28,6 @@ export { OfflineModel } from "./providers/offline.js";
 export { Cassette, CassetteMiss, CASSETTE_VERSION, normaliseRequest } from "./cassette.js";
 export type { CassetteMode, CassetteOptions, Interaction, RecordedRequest } from "./cassette.js";
 export type { FetchLike } from "./providers/http.js";
+export { BLOB_THRESHOLD, MemorySessionStore, SessionStoreError, SessionStoreMiddleware, SQLiteSessionStore, StoredSessionError } from "./stores.js";
+export type { SessionStore } from "./stores.js";
+export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net.js";

@@ -127,6 +127,7 @@ class _Emitter:
             w.fill("type Middleware as RuntimeMiddleware,")
             w.fill("type Input as AuwgentInput,")
             w.fill("type IntentControl,")
+            w.fill("type FetchLike,")
             w.fill("type Provider,")
             w.fill("type SessionState,")
         w.fill(f'}} from "{RUNTIME_PACKAGE}";')
@@ -413,8 +414,10 @@ class _Emitter:
             w.fill("timezone?: string;")
             w.fill("/** Replaces the system clock for the date line. */")
             w.fill("clock?: () => Date;")
-            w.fill("/** A provider replacing every model of the agent (tests). */")
-            w.fill("provider?: Provider;")
+            w.fill('/** A provider replacing every model of the agent (tests), or "offline". */')
+            w.fill('provider?: Provider | "offline";')
+            w.fill("/** What every provider request goes through (a `Cassette`, say). */")
+            w.fill("httpClient?: { fetch: FetchLike };")
         w.fill("}")
 
     # ----- the agent and the factory

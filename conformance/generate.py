@@ -14,6 +14,7 @@ from typing import Any
 
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import vocabulary
+from auwgent.runtime.schema import example_value
 from auwgent.testing.conformance import GROUPS, run_vector
 
 HERE = Path(__file__).parent
@@ -617,6 +618,34 @@ RESILIENCE_SCENARIOS: list[dict[str, Any]] = [
      "replies": [{"parts": [ANSWER], "usage": [50, 49]}, {"parts": [ANSWER], "usage": [1, 1]}]},
 ]  # fmt: skip
 
+# The offline model on the agents of examples/ (single-file projects), in both protocols,
+# with no tool or one tool given an implementation (one call per response: see above), its
+# result a sample of the declared return type.
+EXAMPLES = ("extraction", "helpers", "intents", "quickstart", "typescript", "weather")
+
+
+def example_vectors() -> list[dict[str, Any]]:
+    out = []
+    for name in EXAMPLES:
+        ir = compile_ir((HERE.parent / "examples" / name / "main.agent").read_text("utf-8"))
+        root = ir["agents"][ir["root"]]
+        context = {
+            f["name"]: example_value(f["type"], ir["types"])
+            for f in root["context"]
+            if not f["optional"]
+        }
+        tools: list[dict[str, Any]] = [{}] + [
+            {t["name"]: {"return": example_value(t["returns"], ir["types"])}} for t in root["tools"]
+        ]
+        for protocol in ("blocks", "native"):
+            for i, given in enumerate(tools):
+                sc = {"model": "offline", "replies": [], "inputs": ["Hello there, agent."],
+                      "context": context, "tools": given, "protocol": protocol}  # fmt: skip
+                vid = f"engine/examples/{name}/{protocol}/{i}"
+                out.append({"id": vid, "ir": ir, "scenario": sc, "chunk_size": 5})
+    return out
+
+
 # A scenario with "from" starts from the session a first scenario left: that session is written
 # by the Python runtime and continued by each runtime (so sessions move between them).
 STARTS: dict[str, dict[str, Any]] = {
@@ -641,6 +670,7 @@ def engine_vectors() -> list[dict[str, Any]]:
         out.append(
             {"id": f"engine/resilience/{i}", "ir": resilient, "scenario": sc, "chunk_size": 5}
         )
+    out += example_vectors()
     irs = {"engine": ir, "shop": compile_ir(OFFLINE_AGENT)}
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}

@@ -54,7 +54,7 @@ function scripted(replies, chunk) {
 
 /** The runtime's offline model, answering from the contract (its requests recorded). */
 function offline(chunk) {
-  const provider = new OfflineModel(chunk);
+  const provider = new OfflineModel({ chunkSize: chunk });
   return { provider, requests: provider.requests };
 }
 

@@ -24,13 +24,16 @@ const QUOTE_LIMIT = 120;
 export class OfflineModel implements Provider {
   readonly name = "offline";
   readonly requests: ModelRequest[] = [];
+  /** Characters per streamed text piece (small, so that partials happen). */
+  readonly chunkSize: number;
+  /** The length of the vectors `embed` returns. */
+  readonly dimensions: number;
 
-  constructor(
-    readonly chunkSize = 6,
-    readonly dimensions = 8,
-  ) {
-    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new RangeError("chunkSize must be at least 1");
-    if (!Number.isInteger(dimensions) || dimensions < 1) throw new RangeError("dimensions must be at least 1");
+  constructor(options: { chunkSize?: number; dimensions?: number } = {}) {
+    this.chunkSize = options.chunkSize ?? 6;
+    this.dimensions = options.dimensions ?? 8;
+    if (!Number.isInteger(this.chunkSize) || this.chunkSize < 1) throw new RangeError("chunkSize must be at least 1");
+    if (!Number.isInteger(this.dimensions) || this.dimensions < 1) throw new RangeError("dimensions must be at least 1");
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<StreamEvent> {

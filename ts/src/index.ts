@@ -31,3 +31,4 @@ export type { FetchLike } from "./providers/http.js";
 export { BLOB_THRESHOLD, MemorySessionStore, SessionStoreError, SessionStoreMiddleware, SQLiteSessionStore, StoredSessionError } from "./stores.js";
 export type { SessionStore } from "./stores.js";
 export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net.js";
+export type { RedisClient } from "./stores_net.js";

@@ -32,21 +32,29 @@ end
 return found + 1
 `;
 
-type Redis = import("ioredis").Redis;
+/** What the store asks of a Redis client (an `ioredis` `Redis`): declared here so that the
+ * package's types need no `ioredis` installed. */
+export interface RedisClient {
+  hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
+  eval(script: string, keys: number, ...args: (string | number)[]): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
 
 export class RedisSessionStore implements SessionStore {
   readonly url: string | null;
-  readonly client: Redis;
+  readonly client: RedisClient;
   readonly prefix: string;
   readonly ttl: number | null;
 
-  constructor(url: string | null = null, options: { client?: Redis; prefix?: string; ttl?: number | null } = {}) {
+  constructor(url: string | null = null, options: { client?: RedisClient; prefix?: string; ttl?: number | null } = {}) {
     if (options.ttl != null && !(options.ttl > 0)) throw new RangeError("ttl must be positive (or null)");
     if (options.client) this.client = options.client;
     else {
       if (url === null) throw new RangeError("RedisSessionStore needs a url or a client");
       const { Redis } = optional<typeof import("ioredis")>("ioredis", "RedisSessionStore");
-      this.client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      this.client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 }) as unknown as RedisClient;
     }
     this.url = url;
     this.prefix = options.prefix ?? "auwgent:";

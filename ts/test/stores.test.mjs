@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -169,5 +169,15 @@ test("a stored session of another agent or a corrupt row fails the run's start a
     assert.equal((await store.load(key)).revision, 2);
   } finally {
     await close(store);
+  }
+});
+
+test("the package's types name no optional package: an application without them type-checks", () => {
+  const dist = join(here, "..", "dist");
+  const declarations = readdirSync(dist, { recursive: true }).filter((name) => String(name).endsWith(".d.ts"));
+  assert.ok(declarations.length > 10);
+  for (const file of declarations) {
+    const text = readFileSync(join(dist, String(file)), "utf8");
+    assert.doesNotMatch(text, /(?:import\(|from )["'](?:better-sqlite3|ioredis|pg)["']/, file);
   }
 });

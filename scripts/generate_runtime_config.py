@@ -76,6 +76,7 @@ def typescript_file() -> str:
         "// do not edit. The runtime config keys the TypeScript runtime reads, and their types.",
         "",
         'import type { Provider } from "./providers/base.js";',
+        'import type { FetchLike } from "./providers/http.js";',
         "",
         "export const CONFIG_KEYS = [",
         *(f'  "{key.name}",' for key in keys),

@@ -25,6 +25,8 @@ import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
 import type { FunctionSpec, Provider } from "./providers/base.js";
 import { AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL } from "./providers/anthropic.js";
 import { DEFAULT_GEMINI_BASE_URL, GeminiProvider } from "./providers/gemini.js";
+import { OfflineModel } from "./providers/offline.js";
+import { pyRepr } from "./values.js";
 import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
 import type { CallableSpec, Contract } from "./section.js";
 import type { SessionState } from "./session.js";
@@ -414,10 +416,7 @@ export class AgentCore {
     if (!(this.root in doc.agents)) throw new ConfigError(`root: agent '${this.root}' is missing from the IR`);
     checkUnsupported(doc);
     this.options = parseOptions(config);
-    const override = config.provider;
-    if (override != null && (typeof override !== "object" || typeof override.stream !== "function"))
-      throw new ConfigError("provider: expected a Provider object (with stream() and embed())");
-    this.providerOverride = override ?? null;
+    this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
     this.registry = new ToolRegistry(config.tools, declaredTools(doc));
@@ -455,7 +454,7 @@ export class AgentCore {
       const name = providerKey(model);
       const apiKey = this.apiKeys[name] ?? null;
       const base = resolveBaseUrl(model, this.options.baseUrls);
-      const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits };
+      const http = { retry: this.options.retry, timeouts: this.options.timeouts, limits: this.options.limits, fetch: this.options.fetch };
       if (model.provider === "gemini") found = new GeminiProvider(name, base ?? DEFAULT_GEMINI_BASE_URL, apiKey, http);
       else if (model.provider === "openai") found = new OpenAIProvider(name, base ?? DEFAULT_OPENAI_BASE_URL, apiKey, http, this.options.strict);
       else if (model.provider === "anthropic") found = new AnthropicProvider(name, base ?? DEFAULT_ANTHROPIC_BASE_URL, apiKey, http);
@@ -735,6 +734,17 @@ class IntentChannel implements AsyncGenerator<IntentEvent> {
     void this.return();
     return Promise.reject(error);
   }
+}
+
+/** The `provider` config (or AUWGENT_PROVIDER=offline): a provider replacing every model. */
+function providerOverride(value: unknown): Provider | null {
+  if (value == null && (process.env.AUWGENT_PROVIDER ?? "").trim().toLowerCase() === "offline") value = "offline";
+  if (value == null) return null;
+  if (value === "offline") return new OfflineModel();
+  if (typeof value === "string") throw new ConfigError(`provider: unknown provider ${pyRepr(value)} (use 'offline' or a Provider)`);
+  if (typeof value !== "object" || typeof (value as Provider).stream !== "function")
+    throw new ConfigError(`provider: expected a Provider (with stream() and embed()) or 'offline', got ${Array.isArray(value) ? "array" : typeof value}`);
+  return value as Provider;
 }
 
 function handlerLabel(handler: Function): string {

@@ -3,7 +3,7 @@
 
 import { ConfigError, ContextError } from "./errors.js";
 import { frame } from "./section.js";
-import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
+import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type FetchLike, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
 import { CONFIG_KEYS } from "./runtime-config.js";
@@ -34,6 +34,8 @@ export interface RuntimeOptions {
   clock: (() => Date) | null;
   /** OpenAI-compatible native tools and structured output carry `strict: true`. */
   strict: boolean;
+  /** `httpClient.fetch`, bound: what every provider request goes through (a cassette, say). */
+  fetch: FetchLike | null;
 }
 
 export interface Budget {
@@ -142,7 +144,17 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     timezone: timezoneOf(config.timezone),
     clock: clockOf(config.clock),
     strict,
+    fetch: fetchOf(config.httpClient),
   };
+}
+
+/** `httpClient`: an object with a `fetch(url, init)` method, as the platform's (a `Cassette`). */
+function fetchOf(client: unknown): FetchLike | null {
+  if (client === undefined || client === null) return null;
+  const method = typeof client === "object" ? (client as { fetch?: unknown }).fetch : undefined;
+  if (typeof method !== "function")
+    throw new ConfigError(`httpClient: expected an object with a fetch(url, init) method (a Cassette, say), got ${Array.isArray(client) ? "array" : typeof client}`);
+  return method.bind(client) as FetchLike;
 }
 
 function timezoneOf(name: unknown): string | null {
@@ -210,24 +222,30 @@ function env(name: string): string | undefined {
   return value ? value : undefined;
 }
 
+const OFFLINE_HINT =
+  'To try the agent without a key, use the offline model: "provider": "offline" in the runtime config, or the environment variable AUWGENT_PROVIDER=offline.';
+
 export function resolveApiKeys(doc: Document, apiKeys: unknown): Record<string, string> {
   const given = apiKeys ?? {};
   if (typeof given !== "object" || Array.isArray(given)) throw new ConfigError(`apiKeys: expected an object, got ${typeof given}`);
   const fields = new Map<string, Model>();
   for (const m of modelsInUse(doc)) fields.set(apiKeyField(m), m);
   const keys: Record<string, string> = {};
+  const missing: string[] = [];
   for (const [field, model] of fields) {
     let value = (given as Record<string, unknown>)[field];
     const names = apiKeyEnv(model);
     if (value !== undefined && value !== null && typeof value !== "string")
       throw new ConfigError(`apiKeys.${field}: expected the API key as a string, got ${typeof value}`);
     if (value === undefined || value === null) value = names.map(env).find((v) => v !== undefined);
-    if (typeof value !== "string" || !value)
-      throw new ConfigError(
-        `apiKeys.${field}: missing API key for provider '${providerKey(model)}'; set it in the config or in the environment variable ${names.join(" or ")}`,
-      );
+    if (typeof value !== "string" || !value) {
+      missing.push(`apiKeys.${field}: missing API key for provider '${providerKey(model)}'; set it in the config or in the environment variable ${names.join(" or ")}`);
+      continue;
+    }
     keys[providerKey(model)] = value;
   }
+  if (missing.length > 1) throw new ConfigError(`${missing.length} API keys are missing:\n${missing.map((m) => `  - ${m}`).join("\n")}\n${OFFLINE_HINT}`);
+  if (missing.length) throw new ConfigError(`${missing[0]}\n${OFFLINE_HINT}`);
   return keys;
 }
 

@@ -26,6 +26,9 @@ export class WorkflowError extends AuwgentError {
 }
 /** A session paused for approvals was given new input (approvals run in the Python runtime). */
 export class ApprovalError extends AuwgentError {}
+
+/** A save was based on a stale revision: another run or process changed the stored session first. */
+export class ConflictError extends AuwgentError {}
 /** The IR asks for something this runtime does not have yet (see ts/README.md). */
 export class UnsupportedError extends AuwgentError {}
 

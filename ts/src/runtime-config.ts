@@ -2,6 +2,7 @@
 // do not edit. The runtime config keys the TypeScript runtime reads, and their types.
 
 import type { Provider } from "./providers/base.js";
+import type { FetchLike } from "./providers/http.js";
 
 export const CONFIG_KEYS = [
   "apiKeys",
@@ -16,6 +17,7 @@ export const CONFIG_KEYS = [
   "retry",
   "timeouts",
   "limits",
+  "httpClient",
   "provider",
   "persona",
   "timezone",
@@ -71,6 +73,8 @@ export interface RuntimeConfig {
   retry?: AuwgentRetry;
   timeouts?: AuwgentTimeouts;
   limits?: AuwgentLimits;
+  /** What every provider request goes through (a Cassette, say). */
+  httpClient?: { fetch: FetchLike };
   /** A provider replacing every model; "offline" runs without a network. */
   provider?: Provider;
   persona?: string;

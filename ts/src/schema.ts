@@ -305,3 +305,42 @@ function describeFieldList(fields: IRField[], types: Types, notes: boolean, stac
     })
     .join(", ");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sample values (the offline model's arguments and answers)
+
+/** A deterministic sample value of `type` that `validate` accepts, the Python runtime's:
+ * strings `"example"`, numbers 1, booleans true, arrays of one item, objects with every field,
+ * unions their first variant. Where a named type recurs, the recursion is cut at an optional
+ * field (left out) or an array (left empty); a type with no such exit gives `null` there. */
+export function exampleValue(type: IRType, types: Types, stack: readonly string[] = []): any {
+  const recurs = (t: IRType) => referencedTypes(t, types).some((name) => stack.includes(name));
+  switch (type.kind) {
+    case "text":
+    case "string":
+      return "example";
+    case "number":
+      return 1;
+    case "boolean":
+      return true;
+    case "literal":
+      return type.value;
+    case "array":
+      return recurs(type.items) ? [] : [exampleValue(type.items, types, stack)];
+    case "object": {
+      const out: Record<string, any> = {};
+      for (const f of type.fields as IRField[]) if (!(f.optional && recurs(f.type))) out[f.name] = exampleValue(f.type, types, stack);
+      return out;
+    }
+    case "union": {
+      const variants = type.variants as IRType[];
+      const finite = variants.filter((v) => !recurs(v));
+      return exampleValue((finite.length ? finite : variants)[0]!, types, stack);
+    }
+    case "ref":
+      if (stack.includes(type.name) || !(type.name in types)) return null;
+      return exampleValue(types[type.name]!, types, [...stack, type.name]);
+    default:
+      return null;
+  }
+}

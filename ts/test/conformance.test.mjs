@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AuwgentError, BlocksDecoder, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context"];
@@ -39,38 +39,23 @@ function decode(spec, text, chunk) {
     .map((e) => (e.type === "final" ? { type: "final", kind: e.kind, name: e.name, payload: e.payload } : { type: "rejected", kind: e.kind, name: e.name }));
 }
 
-/** A provider playing back text replies in `chunk`-sized pieces, recording every request. */
+/** The runtime's scripted model playing back a scenario's replies (text, `{parts, finish,
+ * usage}` or `{fail, status, retryable, after}`), its requests recorded. */
 function scripted(replies, chunk) {
-  const requests = [];
-  let next = 0;
-  return {
-    requests,
-    provider: {
-      name: "scripted",
-      async *stream(request) {
-        requests.push(request);
-        const number = ++next;
-        const reply = replies[number - 1];
-        if (reply === undefined) throw new Error("the script has no reply left");
-        let index = 0;
-        for (const part of typeof reply === "string" ? [reply] : reply.parts) {
-          if (typeof part === "string") {
-            for (let i = 0; i < part.length; i += chunk) yield { type: "text", text: part.slice(i, i + chunk) };
-            continue;
-          }
-          const args = pyJson(part.args);
-          yield { type: "tool_call_delta", index, id: `call_${number}_${index}`, name: part.call, arguments: args.slice(0, chunk) };
-          for (let i = chunk; i < args.length; i += chunk) yield { type: "tool_call_delta", index, arguments: args.slice(i, i + chunk) };
-          index++;
-        }
-        if (reply.usage) yield { type: "usage", inputTokens: reply.usage[0], outputTokens: reply.usage[1] };
-        yield { type: "finish", reason: reply.finish ?? (index ? "tool_calls" : "stop") };
-      },
-      async embed() {
-        return [];
-      },
-    },
+  const response = (reply) => {
+    if (typeof reply === "string") return reply;
+    if ("fail" in reply) return ScriptedModel.fail(reply.fail, { after: "after" in reply ? response(reply.after) : undefined, status: reply.status ?? undefined, retryable: reply.retryable ?? false });
+    const parts = reply.parts.map((p) => (typeof p === "string" ? p : ScriptedModel.call(p.call, p.args)));
+    return ScriptedModel.reply(...parts, { finish: reply.finish ?? null, usage: reply.usage ?? null });
   };
+  const provider = new ScriptedModel(replies.map(response), { chunkSize: chunk });
+  return { provider, requests: provider.requests };
+}
+
+/** The runtime's offline model, answering from the contract (its requests recorded). */
+function offline(chunk) {
+  const provider = new OfflineModel({ chunkSize: chunk });
+  return { provider, requests: provider.requests };
 }
 
 class ToolFailure extends Error {
@@ -78,7 +63,7 @@ class ToolFailure extends Error {
 }
 
 async function scenario(ir, sc, chunk) {
-  const { provider, requests } = scripted(sc.replies, chunk);
+  const { provider, requests } = sc.model === "offline" ? offline(chunk) : scripted(sc.replies, chunk);
   const tools = Object.fromEntries(
     Object.entries(sc.tools ?? {}).map(([name, b]) => [
       name,
@@ -90,10 +75,19 @@ async function scenario(ir, sc, chunk) {
   );
   const ends = [];
   const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null, ...(sc.config ?? {}) };
-  if (sc.llm_end) config.middleware = [{ onLLMEnd: (response) => void ends.push(structuredClone(response)) }];
+  const middleware = [];
+  if (sc.llm_end) middleware.push({ onLLMEnd: (response) => void ends.push(structuredClone(response)) });
+  const seen = {};
+  const guards = (sc.guards ?? []).map((spec) => seer(spec, seen));
+  for (const { spec, guard } of guards) {
+    if (spec.kind !== "middleware") continue;
+    middleware.push({ name: spec.name, onIntent: (name, value) => guard(name, value), ...("target" in spec ? { target: spec.target } : {}) });
+  }
+  if (middleware.length) config.middleware = middleware;
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
+  for (const { spec, guard } of guards) if (spec.kind === "handler") agent.onIntent(guard);
   if (sc.handler_raises)
     agent.onIntent(function guard(name) {
       if (name === sc.handler_raises) throw new ToolFailure("guard down");
@@ -116,6 +110,7 @@ async function scenario(ir, sc, chunk) {
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;
+  if (guards.length) out.seen = seen; // what each guard was shown, in order
   return normal(out);
 }
 
@@ -134,6 +129,19 @@ function contextVector(v) {
   }
   if (v.kind === "cut") return cut(v.text, v.limit, v.ref, v.offset);
   return JSON.parse(JSON.stringify(compactView(v.segments, v.refs, v.record)));
+/** A scenario's guard: it notes every intent it is shown (`name` or `name type`) in
+ * `seen[spec.name]` and, on the intent `spec.on`, returns `spec.returns` or throws `spec.raises`. */
+function seer(spec, seen) {
+  const notes = (seen[spec.name] ??= []);
+  const guard = (name, value) => {
+    const kind = value && typeof value === "object" ? value.type : undefined;
+    notes.push(typeof kind === "string" ? `${name} ${kind}` : name);
+    if (name !== spec.on) return undefined;
+    if ("raises" in spec) throw new ToolFailure(spec.raises);
+    return structuredClone(spec.returns);
+  };
+  Object.defineProperty(guard, "name", { value: spec.name });
+  return { spec, guard };
 }
 
 async function run(group, v) {

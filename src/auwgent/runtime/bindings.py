@@ -255,6 +255,7 @@ class RuntimeConfig(TypedDict, total=False):
     retry: AuwgentRetry
     timeouts: AuwgentTimeouts
     limits: AuwgentLimits
+    #: What every provider request goes through (a Cassette, say).
     httpClient: httpx.AsyncClient
     #: A provider replacing every model; "offline" runs without a network.
     provider: Provider | Literal["offline"]

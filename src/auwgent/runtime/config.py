@@ -432,9 +432,11 @@ KEYS: tuple[Key, ...] = (
         "http_client",
         _http_client,
         "an `httpx.AsyncClient` to send requests with (otherwise the agent's own connections, "
-        "see below and [providers.md](providers.md#connections)); never closed by the agent.",
+        "see below and [providers.md](providers.md#connections)); never closed by the agent. "
+        "In TypeScript, an object with a `fetch` method (a `Cassette`, say).",
         "httpx.AsyncClient",
-        None,
+        "{ fetch: FetchLike }",
+        comment="What every provider request goes through (a Cassette, say).",
     ),
     Key(
         "provider",

@@ -27,8 +27,9 @@ from auwgent.runtime.protocol.contract import (
     RejectedEvent,
 )
 from auwgent.runtime.providers.base import FunctionSpec, TextDelta, Usage
+from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
-from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedModel
+from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.runtime.session import message_to_json, messages_from_json
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
@@ -89,18 +90,31 @@ def _tools(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {name: make(b) for name, b in spec.items()}
 
 
-def _reply(spec: Any) -> str | Reply:
+def _reply(spec: Any) -> str | Reply | ScriptedFailure:
     """A scenario reply: text, or ``{"parts": [text | {"call": name, "args": {...}}]}`` with
-    optional ``"finish"`` (the finish reason) and ``"usage"`` (``[input, output]`` tokens)."""
+    optional ``"finish"`` (the finish reason) and ``"usage"`` (``[input, output]`` tokens), or
+    ``{"fail": message}`` with optional ``"status"``, ``"retryable"`` and ``"after"`` (a reply
+    streamed before the failure)."""
     if isinstance(spec, str):
         return spec
+    if "fail" in spec:
+        after = _reply(spec["after"]) if "after" in spec else None
+        before = Reply((after,)) if isinstance(after, str) else after
+        assert not isinstance(before, ScriptedFailure)
+        return ScriptedFailure(
+            spec["fail"], before, spec.get("status"), spec.get("retryable", False)
+        )
     parts = [p if isinstance(p, str) else NativeCall(p["call"], p["args"]) for p in spec["parts"]]
     usage = Usage(*spec["usage"]) if "usage" in spec else None
     return Reply(tuple(parts), spec.get("finish"), usage)
 
 
 async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> dict[str, Any]:
-    model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
+    model: ScriptedModel | OfflineModel
+    if sc.get("model") == "offline":
+        model = OfflineModel(chunk_size=chunk)
+    else:
+        model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
     intents: list[dict[str, Any]] = []
     config = {
         "provider": model,
@@ -111,12 +125,21 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     }
     config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
     ends: list[Any] = []
+    middleware: list[Any] = []
     if sc.get("llm_end"):
-        config["middleware"] = [{"onLLMEnd": lambda response, ctx: ends.append(dict(response))}]
+        middleware.append({"onLLMEnd": lambda response, ctx: ends.append(dict(response))})
+    seen: dict[str, list[str]] = {}
+    guards = [_Seer(g, seen) for g in sc.get("guards", ())]
+    middleware += [g.middleware() for g in guards if g.kind == "middleware"]
+    if middleware:
+        config["middleware"] = middleware
     agent = agent_from_ir(ir, config)
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
+    for guard in guards:
+        if guard.kind == "handler":
+            agent.on_intent(guard)
     if "handler_raises" in sc:
         agent.on_intent(_Guard(sc["handler_raises"]))
     if "guard_returns" in sc:
@@ -137,7 +160,36 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["raised"] = raised
     if sc.get("llm_end"):
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
+    if guards:
+        out["seen"] = seen  # what each guard was shown, in order
     return out
+
+
+class _Seer:
+    """A scenario's guard (``{"kind": "middleware" | "handler", "name", "on", "returns" |
+    "raises", "target"}``): it notes every intent it is shown (``name`` or ``name type``) in
+    ``seen[name]`` and, on the intent named ``on``, returns ``returns`` or raises."""
+
+    def __init__(self, spec: Mapping[str, Any], seen: dict[str, list[str]]) -> None:
+        self.kind = spec["kind"]
+        self.name = spec["name"]
+        self.spec = spec
+        self.notes = seen.setdefault(self.name, [])
+
+    def __call__(self, name: str, value: Any, who: str) -> Any:
+        kind = value.get("type") if isinstance(value, Mapping) else None
+        self.notes.append(f"{name} {kind}" if isinstance(kind, str) else name)
+        if name != self.spec["on"]:
+            return None
+        if "raises" in self.spec:
+            raise ToolFailure(self.spec["raises"])
+        return json.loads(json.dumps(self.spec.get("returns")))
+
+    def middleware(self) -> dict[str, Any]:
+        hooks: dict[str, Any] = {"name": self.name, "onIntent": lambda n, v, ctx: self(n, v, "")}
+        if "target" in self.spec:
+            hooks["target"] = self.spec["target"]
+        return hooks
 
 
 class _Guard:

@@ -5,7 +5,7 @@
 // fetch. The rules and the error wording are the Python runtime's
 // (src/auwgent/runtime/providers/http.py).
 
-import { ProviderError } from "../errors.js";
+import { AuwgentError, ProviderError } from "../errors.js";
 import { pyRepr } from "../values.js";
 
 export interface RetryPolicy {
@@ -45,14 +45,19 @@ export interface HttpSettings {
    * once the whole answer is written, so `firstByte` does not bound that wait; the call's
    * deadline does (as the Python runtime). */
   whole: boolean;
+  /** The config's `httpClient.fetch` (a cassette, say); null: the platform's `fetch`. */
+  fetch: FetchLike | null;
 }
 
-/** What a provider's calls share: the config's retry policy, timeouts and size caps. */
-export type HttpConfig = Pick<HttpSettings, "retry" | "timeouts" | "limits">;
+/** What `fetch` is to the runtime: `httpClient` in the runtime config supplies one. */
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+/** What a provider's calls share: the config's retry policy, timeouts, size caps and client. */
+export type HttpConfig = Pick<HttpSettings, "retry" | "timeouts" | "limits"> & { fetch?: FetchLike | null };
 
 /** The settings of a new call (its deadline starts now). */
 export function callSettings(http: HttpConfig, provider: string, secret: string | null, whole = false): HttpSettings {
-  return { retry: http.retry, timeouts: http.timeouts, limits: http.limits, provider, secret, whole, watch: new Watchdog(), deadline: performance.now() + http.timeouts.call * 1000 };
+  return { retry: http.retry, timeouts: http.timeouts, limits: http.limits, fetch: http.fetch ?? null, provider, secret, whole, watch: new Watchdog(), deadline: performance.now() + http.timeouts.call * 1000 };
 }
 
 /**
@@ -249,7 +254,7 @@ export async function post(url: string, body: unknown, headers: Record<string, s
     let failure: ProviderError;
     let after: number | null = null;
     try {
-      const response = await fetch(url, init);
+      const response = await (s.fetch === null ? fetch(url, init) : s.fetch(url, init));
       watch.disarm();
       if (response.ok) return response;
       const text = await response.text().catch(() => "");
@@ -264,7 +269,9 @@ export async function post(url: string, body: unknown, headers: Record<string, s
       if (!failure.retryable) throw failure;
     } catch (error) {
       watch.disarm();
-      if (error instanceof ProviderError) throw error;
+      // The runtime's own errors pass as they are: a ProviderError, or an httpClient's refusal
+      // (a cassette's CassetteMiss), which is no network failure to retry.
+      if (error instanceof AuwgentError) throw error;
       if (watch.fired && late) throw pastDeadline(s);
       if ((error as any)?.cause?.message === "unexpected redirect")
         throw new ProviderError(s.provider, "the server answered with a redirect (redirects are not followed)");

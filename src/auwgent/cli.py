@@ -1,8 +1,10 @@
 """The ``auwgent`` command.
 
 Each subcommand is one ``_add_<name>`` function that registers its parser and a ``run``
-callback; ``COMMANDS`` lists them, so a new command is one function and one line. Heavy
-modules are imported inside the callbacks so that ``auwgent check`` starts fast.
+callback; ``COMMANDS`` lists them, so a new command is one function and one line. A command's
+implementation is imported by its callback, when the command runs: the one place the code
+imports below the top of a module on purpose, so that ``auwgent check`` pays for the compiler
+only, not for serve, the runtime, evals or MCP (``bench/bench_check.py`` measures it).
 
 Exit codes (:mod:`auwgent.console`): 0 success (warnings allowed), 1 the sources have errors,
 2 the command could not run as asked, 3 a bug in Auwgent itself (one line, never a traceback).
@@ -21,7 +23,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from auwgent import generate
 from auwgent._version import __version__
 from auwgent.compiler import render_all, use_color
 from auwgent.console import (
@@ -33,16 +34,8 @@ from auwgent.console import (
     summary,
 )
 from auwgent.errors import ConfigError
-from auwgent.evals.check import check_with_datasets
-from auwgent.evals.command import EvalArgs, run_eval
 from auwgent.evals.files import dataset_files
-from auwgent.fmt import run_fmt
-from auwgent.mcp.importer import run_check_mcp
-from auwgent.mcp.importer import run_import as import_tools
-from auwgent.mcp.serve import serve_command as serve_mcp
 from auwgent.project import load_project
-from auwgent.serve import serve_command
-from auwgent.testing.dsl import run_command
 
 
 def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) -> int:
@@ -60,6 +53,8 @@ def run_check(path: Path, *, out: TextIO, err: TextIO, jobs: int | None = None) 
             print(f"error: {exc}", file=err)
             return EXIT_USAGE
         if dataset_files(project.evals):  # they are checked against the IR: build it
+            from auwgent.evals.check import check_with_datasets
+
             report = check_with_datasets(project, jobs=jobs)
         else:
             report = check_project(project, jobs=jobs)
@@ -96,6 +91,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.mcp:
+            from auwgent.mcp.importer import run_check_mcp
+
             return run_check_mcp(args.path, out=out, err=err, mcp_config=args.mcp_config)
         if args.mcp_config is not None:
             print("error: --mcp-config goes with --mcp (plain check starts no server)", file=err)
@@ -118,6 +115,8 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_jobs(parser)
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent import generate
+
         if args.watch:
             return generate.watch(args.path, out=out, err=err, jobs=args.jobs)
         return generate.run_generate(args.path, out=out, err=err, jobs=args.jobs)
@@ -143,6 +142,8 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.testing.dsl import run_command
+
         return run_command(args.path, args.pattern, args.junit, out=out, err=err)
 
     parser.set_defaults(run=run)
@@ -169,6 +170,8 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument("--scorers", action="append", default=[], metavar="MODULE:FUNCTION")
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.evals.command import EvalArgs, run_eval
+
         asked = {k: v for k, v in vars(args).items() if k in EvalArgs.__dataclass_fields__}
         return run_eval(EvalArgs(**{**asked, "mode": args.mode or "offline"}), out=out, err=err)
 
@@ -247,6 +250,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             options["stream_buffer"] = args.stream_buffer
         if args.durable is not None:
             options["durable"] = _durable_options(args)
+        from auwgent.serve import serve_command
+
         return serve_command(
             args.path,
             app=args.app,
@@ -401,6 +406,8 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         only = (
             [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
         )
+        from auwgent.mcp.importer import run_import as import_tools
+
         return import_tools(
             args.path,
             args.server,
@@ -434,6 +441,8 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
     def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.mcp.serve import serve_command as serve_mcp
+
         return serve_mcp(args.path, agent=args.agent, app=args.app, port=args.http, err=err)
 
     serving.set_defaults(run=run_serve)
@@ -467,6 +476,8 @@ def _add_fmt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from auwgent.fmt import run_fmt
+
         return run_fmt(args.paths, check=args.check, out=out, err=err)
 
     parser.set_defaults(run=run)

@@ -26,9 +26,9 @@ from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.config import api_key_env, api_key_field, models_in_use, resolve_base_url
 from auwgent.runtime.evaluate.schema import example_value
 from auwgent.runtime.parts import input_text
-from auwgent.runtime.providers import make_provider
+from auwgent.runtime.policy import RetryPolicy, Timeouts
 from auwgent.runtime.providers.base import Message, ModelRequest, TextDelta
-from auwgent.runtime.providers.policy import RetryPolicy, Timeouts
+from auwgent.runtime.providers.factory import make_provider
 from auwgent.testing.cassette import Cassette
 
 from .check import model_names

@@ -16,22 +16,27 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from auwgent._version import IR_VERSION, __version__
 from auwgent.errors import ApprovalError, ConfigError
 from auwgent.ir import compute_hash
 from auwgent.ir.model import Document as IRDocument
-from auwgent.runtime import approvals
-from auwgent.runtime.approvals import ResumeJournal
 from auwgent.runtime.config import config_names, parse_options
 from auwgent.runtime.core import AgentCore
-from auwgent.runtime.engine import Run
 from auwgent.runtime.intents import IntentEvent, Sink
 from auwgent.runtime.leases import Lease
 from auwgent.runtime.parts import Part, check_input
 from auwgent.runtime.services import Services
 from auwgent.runtime.session import Session, check_session
+
+if TYPE_CHECKING:
+    from auwgent.runtime.approvals import ResumeJournal
+
+# The run's machinery (the engine, the codecs, the providers, httpx and asyncio's event loop)
+# is imported by the first run or resume, not with the agent: importing generated bindings and
+# building the agent stay fast (`bench/bench_overhead.py` measures the import; an application
+# that only builds agents, or the CLI, never pays for a run it does not make).
 
 __all__ = ["Agent", "agent_from_ir", "check_config_name", "create_agent"]
 
@@ -208,6 +213,8 @@ class Agent:
             where = f"stored under {conversation_id!r}" if store is not None else "given"
             raise ApprovalError(f"resume: no session {where}; nothing to resume")
         base = copy.deepcopy(check_session(session, self._core.root))
+        from auwgent.runtime import approvals  # the run's machinery: see the imports
+
         # Holding the conversation's lease, a "resuming" session is a dead resumer's.
         approvals.check_decisions(base, decisions, claimed=lease is not None)
         journal = None
@@ -383,6 +390,8 @@ class Agent:
         lease: Lease | None = None,
         journal: ResumeJournal | None = None,
     ) -> Session:
+        from auwgent.runtime.engine import Run  # the run's machinery: see the imports
+
         given = check_input(text, "run()")
         selected = self._config
         if config is not None:

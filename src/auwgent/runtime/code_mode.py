@@ -38,9 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from auwgent._records import replace
-from auwgent.errors import ConfigError
 from auwgent.runtime import origin
-from auwgent.runtime.config import CodeLimits, RuntimeOptions
+from auwgent.runtime.code_switch import INSTALL_HINT, enabled, require, wanted
+from auwgent.runtime.config import CodeLimits
 from auwgent.runtime.evaluate.schema import IRField, parsed_result, referenced_types
 from auwgent.runtime.host import RunHost
 from auwgent.runtime.invocation import Invocation
@@ -69,39 +69,10 @@ __all__ = [
 
 EXECUTE_CODE = "execute_code"
 VIA = "execute_code"
-INSTALL_HINT = (
-    "code mode needs the Monty sandbox (pydantic-monty), the auwgent[code] extra: "
-    'pip install "auwgent[code]"'
-)
 
 
 # ---------------------------------------------------------------------------------------------
 # Configuration
-
-
-def enabled(options: RuntimeOptions, agent: Mapping[str, Any], config_name: str) -> bool:
-    """Whether ``agent`` runs in code mode: the runtime config's ``codeMode`` when given,
-    else its DSL config's ``codeMode``."""
-    if options.code_mode is not None:
-        return options.code_mode
-    return bool(agent["configs"][config_name].get("codeMode"))
-
-
-def wanted(options: RuntimeOptions, doc: Mapping[str, Any]) -> bool:
-    """Whether any agent of ``doc`` may run in code mode with these options."""
-    if options.code_mode is not None:
-        return options.code_mode
-    return any(
-        cfg.get("codeMode") for agent in doc["agents"].values() for cfg in agent["configs"].values()
-    )
-
-
-def require() -> None:
-    """Construction fails, saying what to install, when the sandbox is missing."""
-    try:
-        import pydantic_monty  # noqa: F401
-    except ImportError:
-        raise ConfigError(INSTALL_HINT) from None
 
 
 # ---------------------------------------------------------------------------------------------

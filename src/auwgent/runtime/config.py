@@ -25,7 +25,7 @@ from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
 from auwgent.runtime.config_fields import Field, Section, number, unknown_key
 from auwgent.runtime.loops import parse_loop_detection
-from auwgent.runtime.providers.policy import LIMITS, RETRY, TIMEOUTS, Limits, RetryPolicy, Timeouts
+from auwgent.runtime.policy import LIMITS, RETRY, TIMEOUTS, Limits, RetryPolicy, Timeouts
 
 if TYPE_CHECKING:
     from datetime import datetime, tzinfo

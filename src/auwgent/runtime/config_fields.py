@@ -7,7 +7,7 @@ path its errors name. The classes these sections build read themselves from the 
 key lives beside the value it makes. The generated config types (``RuntimeConfig`` in Python
 and TypeScript, docs/runtime.md) read the same sections.
 
-This module imports nothing of the runtime: :mod:`auwgent.runtime.providers.policy` uses it.
+This module imports nothing of the runtime: :mod:`auwgent.runtime.policy` uses it.
 """
 
 from __future__ import annotations

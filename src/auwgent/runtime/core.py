@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from auwgent.errors import ConfigError
 from auwgent.ir.model import Agent as IRAgent
 from auwgent.ir.model import Document as IRDocument
-from auwgent.runtime import code_mode
+from auwgent.runtime import code_switch
 from auwgent.runtime.clock import now_line
 from auwgent.runtime.config import DEFAULT_MAX_TOOL_LOOPS, RuntimeOptions
 from auwgent.runtime.context import ContextSchema
@@ -48,8 +48,8 @@ class AgentCore:
         self.options = options
         self.context_schema = ContextSchema(doc)
         self.registry = ToolRegistry(options.tools, declared_tools(doc), routed)
-        if code_mode.wanted(options, doc):
-            code_mode.require()
+        if code_switch.wanted(options, doc):
+            code_switch.require()
         self.intent_names = list(BUILTIN_INTENTS) + [
             i["name"] for a in doc["agents"].values() for i in a["intents"]
         ]
@@ -113,8 +113,10 @@ class AgentCore:
             types=types,
             examples=tuple(_declared_order(e, specs) for e in agent.get("examples", ())),
         )
-        if code_mode.enabled(self.options, agent, inv.config_name):
-            return code_mode.code_contract(contract)  # one callable: execute_code
+        if code_switch.enabled(self.options, agent, inv.config_name):
+            from auwgent.runtime.code_mode import code_contract  # the run's machinery
+
+            return code_contract(contract)  # one callable: execute_code
         return contract
 
     def _callable_specs(self, inv: Invocation) -> list[CallableSpec]:

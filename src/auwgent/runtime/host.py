@@ -8,22 +8,24 @@ one way. ``Run`` satisfies these protocols structurally.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from auwgent.ir.model import Agent as IRAgent
-from auwgent.ir.model import Document as IRDocument
-from auwgent.runtime.config import RuntimeOptions
-from auwgent.runtime.context_budget import ContextBudget
-from auwgent.runtime.decisions import Journal, Verdict
-from auwgent.runtime.evaluate.schema import IRField
-from auwgent.runtime.intents import Control
-from auwgent.runtime.invocation import AgentResult, Invocation
-from auwgent.runtime.middleware import MiddlewareChain
-from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
-from auwgent.runtime.session import Session, Turn
-from auwgent.runtime.steps import StepRunner
-from auwgent.runtime.taint import TaintGuard
-from auwgent.runtime.tools import ToolRegistry
+# Types only: the protocols describe the run, and importing them must not import it.
+if TYPE_CHECKING:
+    from auwgent.ir.model import Agent as IRAgent
+    from auwgent.ir.model import Document as IRDocument
+    from auwgent.runtime.config import RuntimeOptions
+    from auwgent.runtime.context_budget import ContextBudget
+    from auwgent.runtime.decisions import Journal, Verdict
+    from auwgent.runtime.evaluate.schema import IRField
+    from auwgent.runtime.intents import Control
+    from auwgent.runtime.invocation import AgentResult, Invocation
+    from auwgent.runtime.middleware import MiddlewareChain
+    from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
+    from auwgent.runtime.session import Session, Turn
+    from auwgent.runtime.steps import StepRunner
+    from auwgent.runtime.taint import TaintGuard
+    from auwgent.runtime.tools import ToolRegistry
 
 __all__ = [
     "ApprovalsView",

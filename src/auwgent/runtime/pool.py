@@ -20,10 +20,7 @@ from auwgent.runtime.config import (
     resolve_api_keys,
     resolve_base_url,
 )
-from auwgent.runtime.providers import make_provider
 from auwgent.runtime.providers.base import Provider
-from auwgent.runtime.providers.offline import OfflineModel
-from auwgent.runtime.providers.wire import default_wire
 
 __all__ = ["ProviderPool"]
 
@@ -74,7 +71,7 @@ class ProviderPool:
             return given
         loop = asyncio.get_running_loop()
         if self.client is None or self._client_loop is not loop:
-            self.client = default_wire()
+            self.client = _default_wire()
             self._client_loop = loop
             self._providers.clear()  # they hold the previous client
         return self.client
@@ -92,6 +89,8 @@ class ProviderPool:
 
     def _make(self, model: Mapping[str, Any], client: Any) -> Provider:
         options = self._options
+        from auwgent.runtime.providers.factory import make_provider  # the first request's
+
         return make_provider(
             model,
             api_key=self._api_keys.get(provider_key(model)),
@@ -110,7 +109,7 @@ def _provider_override(value: Any) -> Provider | None:
     if value is None:
         return None
     if value == "offline":
-        return OfflineModel()
+        return _offline()
     if isinstance(value, str):
         raise ConfigError(f"provider: unknown provider {value!r} (use 'offline' or a Provider)")
     if not callable(getattr(value, "stream", None)):
@@ -119,3 +118,16 @@ def _provider_override(value: Any) -> Provider | None:
             f"got {type(value).__name__}"
         )
     return value  # type: ignore[no-any-return]
+
+
+def _default_wire() -> Any:
+    """The agent's own connections, made by its first request (httpcore is imported then)."""
+    from auwgent.runtime.providers.wire import default_wire
+
+    return default_wire()
+
+
+def _offline() -> Provider:
+    from auwgent.runtime.providers.offline import OfflineModel
+
+    return OfflineModel()

@@ -13,7 +13,7 @@ import pytest
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import NOT_YET_IN_TYPESCRIPT, RUNTIME_CONFIG_KEYS
 from auwgent.runtime.config import KEYS, Budget, CodeLimits, RuntimeOptions, parse_options
-from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
+from auwgent.runtime.policy import Limits, RetryPolicy, Timeouts
 from auwgent.testing import ScriptedModel
 
 from .irkit import agent, document, make_agent

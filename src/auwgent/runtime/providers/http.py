@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from auwgent.errors import ProviderError
-from auwgent.runtime.providers.policy import Limits, RetryPolicy, Timeouts
+from auwgent.runtime.policy import Limits, RetryPolicy, Timeouts
 from auwgent.runtime.providers.wire import transport_errors
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import httpcore
     import httpx
 
-    from auwgent.runtime.providers.policy import Timeouts
+    from auwgent.runtime.policy import Timeouts
 
 #: The most requests the agent's own connections carry at once (httpx's default limit too).
 CONNECTIONS = 100

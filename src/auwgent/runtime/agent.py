@@ -10,7 +10,6 @@ model, a tool or a handler does: see :mod:`auwgent.runtime.engine`.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from collections import deque
@@ -25,13 +24,15 @@ from auwgent.ir.model import Document as IRDocument
 from auwgent.runtime.config import config_names, parse_options
 from auwgent.runtime.core import AgentCore
 from auwgent.runtime.intents import IntentEvent, Sink
-from auwgent.runtime.leases import Lease
 from auwgent.runtime.parts import Part, check_input
 from auwgent.runtime.services import Services
 from auwgent.runtime.session import Session, check_session
 
 if TYPE_CHECKING:
+    import asyncio
+
     from auwgent.runtime.approvals import ResumeJournal
+    from auwgent.runtime.leases import Lease
 
 # The run's machinery (the engine, the codecs, the providers, httpx and asyncio's event loop)
 # is imported by the first run or resume, not with the agent: importing generated bindings and
@@ -290,6 +291,8 @@ class Agent:
 
         Memory ingestion is waited for before it returns: its event loop ends with the call.
         """
+        import asyncio  # the run's machinery: see the imports
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -354,6 +357,8 @@ class Agent:
         self, run: Callable[[Sink], Awaitable[Session]]
     ) -> AsyncIterator[IntentEvent]:
         """The intents of ``run(sink)`` as they are put in the sink, until it returns."""
+        import asyncio  # the run's machinery: see the imports
+
         channel = _Channel(asyncio.get_running_loop())
         items = channel.items
 

@@ -7,10 +7,9 @@ the agent creates when the config gives none, and the event loop that client bel
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auwgent.errors import ConfigError
 from auwgent.ir.model import Document as IRDocument
@@ -21,6 +20,9 @@ from auwgent.runtime.config import (
     resolve_base_url,
 )
 from auwgent.runtime.providers.base import Provider
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["ProviderPool"]
 
@@ -69,6 +71,8 @@ class ProviderPool:
         given = self._options.http_client
         if given is not None:
             return given
+        import asyncio  # the first request's, in its event loop
+
         loop = asyncio.get_running_loop()
         if self.client is None or self._client_loop is not loop:
             self.client = _default_wire()
@@ -84,6 +88,8 @@ class ProviderPool:
             return
         self.client = self._client_loop = None
         self._providers.clear()
+        import asyncio
+
         if loop is asyncio.get_running_loop():
             await client.aclose()
 

@@ -6,18 +6,20 @@ Built once per agent, from the parsed runtime config, and shared by all its runs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from auwgent.ir.model import Document as IRDocument
 from auwgent.runtime.config import RuntimeOptions
 from auwgent.runtime.intents import HandlerSet
-from auwgent.runtime.mcp import McpServers
-from auwgent.runtime.memory import Ingestion
 from auwgent.runtime.middleware import MiddlewareChain
 from auwgent.runtime.pool import ProviderPool
-from auwgent.runtime.stores import SessionStoreMiddleware
 from auwgent.runtime.tracing import make_tracer
+
+if TYPE_CHECKING:
+    from auwgent.runtime.mcp import McpServers
+    from auwgent.runtime.memory import Ingestion
+    from auwgent.runtime.stores import SessionStoreMiddleware
 
 __all__ = ["Services"]
 
@@ -29,6 +31,8 @@ class Services:
         self.pool = ProviderPool(doc, options)
         self.mcp: McpServers | None = None
         if doc.get("mcp") or options.mcp is not None:
+            from auwgent.runtime.mcp import McpServers  # only for agents with MCP tools
+
             self.mcp = McpServers(doc, options.mcp)
         self.middleware = MiddlewareChain(options.middleware)
         #: The approver of ``@approval`` calls (``agent.on_approval`` replaces it).
@@ -42,6 +46,8 @@ class Services:
         self.tracer: Any = make_tracer(options)
         self.ingestion: Ingestion | None = None
         if options.memory is not None:
+            from auwgent.runtime.memory import Ingestion  # only for agents with memory
+
             self.ingestion = Ingestion(options.memory)
 
     async def aclose(self) -> None:
@@ -52,5 +58,10 @@ class Services:
 
 
 def _session_stores(middleware: Any) -> list[SessionStoreMiddleware]:
-    items: Sequence[Any] = middleware if isinstance(middleware, (list, tuple)) else ()
-    return [m for m in items if isinstance(m, SessionStoreMiddleware)]
+    """The SessionStoreMiddleware instances among the config's middleware (for resume). When
+    the stores were never imported there can be no instance: they are not imported for that."""
+    stores = sys.modules.get("auwgent.runtime.stores")
+    if stores is None:
+        return []
+    items = middleware if isinstance(middleware, (list, tuple)) else ()
+    return [m for m in items if isinstance(m, stores.SessionStoreMiddleware)]

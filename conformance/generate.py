@@ -14,7 +14,7 @@ from typing import Any
 
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import vocabulary
-from auwgent.runtime.schema import example_value
+from auwgent.runtime.evaluate.schema import example_value
 from auwgent.testing.conformance import GROUPS, run_vector
 
 HERE = Path(__file__).parent

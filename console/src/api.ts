@@ -39,13 +39,15 @@ export interface RunBody {
   persona?: string;
 }
 
-/** A run's events, as they come: `onEvent` for each; resolves with the final session. */
+/** A run's events, as they come: `onEvent` for each; resolves with the final session (the
+ * stream's `session` event is its record without the content, so the whole one is read back). */
 export async function streamRun(
   agent: string,
   body: RunBody,
   onEvent: (event: string, data: unknown) => void,
 ): Promise<Session | null> {
-  return stream(await fetch(`/v1/agents/${encodeURIComponent(agent)}/runs`, post(body)), onEvent);
+  const ended = await stream(await fetch(`/v1/agents/${encodeURIComponent(agent)}/runs`, post(body)), onEvent);
+  return ended === null ? null : getSession(body.conversation_id);
 }
 
 /** Decide a conversation's pending approvals and stream the resumed run. */
@@ -55,7 +57,8 @@ export async function streamApprovals(
   onEvent: (event: string, data: unknown) => void,
 ): Promise<Session | null> {
   const url = `/v1/conversations/${encodeURIComponent(conversation)}/approvals`;
-  return stream(await fetch(url, post({ decisions })), onEvent);
+  const ended = await stream(await fetch(url, post({ decisions })), onEvent);
+  return ended === null ? null : getSession(conversation);
 }
 
 async function stream(

@@ -99,7 +99,8 @@ def test_chat_approve_and_the_session(page: Any, dev: DevProcess) -> None:
     page.keyboard.press("Enter")
     page.wait_for_selector("li.intent[data-intent=response_text]:not(.partial)")
     assert "refunded 12 on A-17" in page.inner_text("aside")
-    assert "Called: lookup_order, refund_order." in page.inner_text("ol.messages")
+    # the chat shows the stored session, read back once the stream has ended
+    page.wait_for_selector("ol.messages >> text=Called: lookup_order, refund_order.")
     shot(page, "timeline")
 
     page.keyboard.press("Alt+4")

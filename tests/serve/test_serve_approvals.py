@@ -81,6 +81,7 @@ def test_a_deferred_approval_is_resumed_through_the_endpoint(project: Path, tmp_
         assert done["turns"][-1]["status"] == "complete" and done["pending_approvals"] == []
         stored = httpx.get(f"{url}/v1/conversations/c1", headers=headers()).json()
         assert stored["approvals"][0]["id"] == pending["id"]
+        assert not stored["pending_approvals"] and stored["turns"][-1]["output"] == "Sent."
         again = httpx.post(endpoint, json=body, headers=headers())
         assert again.status_code != 200 or "no pending approvals" in again.text
         assert "sent to ada@example.com" in json.dumps(fake.requests[1].body["messages"])

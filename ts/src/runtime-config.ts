@@ -76,7 +76,7 @@ export interface RuntimeConfig {
   /** What every provider request goes through (a Cassette, say). */
   httpClient?: { fetch: FetchLike };
   /** A provider replacing every model; "offline" runs without a network. */
-  provider?: Provider;
+  provider?: Provider | "offline";
   persona?: string;
   /** The date line's zone, e.g. "Africa/Accra". */
   timezone?: string;

@@ -129,6 +129,8 @@ function contextVector(v) {
   }
   if (v.kind === "cut") return cut(v.text, v.limit, v.ref, v.offset);
   return JSON.parse(JSON.stringify(compactView(v.segments, v.refs, v.record)));
+}
+
 /** A scenario's guard: it notes every intent it is shown (`name` or `name type`) in
  * `seen[spec.name]` and, on the intent `spec.on`, returns `spec.returns` or throws `spec.raises`. */
 function seer(spec, seen) {

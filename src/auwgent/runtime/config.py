@@ -444,7 +444,7 @@ KEYS: tuple[Key, ...] = (
         _kept,
         'a `Provider` instance, or `"offline"`: replaces every model; no keys needed.',
         'Provider | Literal["offline"]',
-        "Provider",
+        'Provider | "offline"',
         comment='A provider replacing every model; "offline" runs without a network.',
     ),
     Key(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,12 @@ def test_chat_approve_and_the_session(page: Any, dev: DevProcess) -> None:
     page.keyboard.press("Alt+3")
     page.get_by_role("button", name="Replay").click()
     page.wait_for_selector("li.intent[data-intent=approval_request]")
-    sessions = httpx.get(dev.url + "/dev/api/sessions").json()["sessions"]
+    deadline = time.monotonic() + 30  # the replay's session is saved when its stream ends
+    while True:
+        sessions = httpx.get(dev.url + "/dev/api/sessions").json()["sessions"]
+        if len(sessions) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert [s["first_input"] for s in sessions] == [ASK, ASK]
     assert sessions[0]["status"] == "awaiting_approval"  # the replay, waiting in its turn
 

@@ -79,20 +79,22 @@ def dev_command(
     bound = listener.getsockname()[1]
     server = DevServer(project.root, factory, host=host, port=bound, offline=offline)
     stop = threading.Event()
-    watcher = _start_watching(path, server, stop, out, err)
-    url = f"http://{'[::1]' if host == '::1' else host}:{bound}/"
-    print(f"auwgent dev: the console is on {url} (Ctrl-C to stop)", file=out)
-    out.flush()
-    if open_browser:
-        webbrowser.open(url)
-    config = uvicorn.Config(server, log_level="warning", timeout_graceful_shutdown=5)
-    try:
+    watcher: threading.Thread | None = None
+    try:  # Ctrl-C at any point from here on stops it cleanly (uvicorn raises it again too)
+        watcher = _start_watching(path, server, stop, out, err)
+        url = f"http://{'[::1]' if host == '::1' else host}:{bound}/"
+        print(f"auwgent dev: the console is on {url} (Ctrl-C to stop)", file=out)
+        out.flush()
+        if open_browser:
+            webbrowser.open(url)
+        config = uvicorn.Config(server, log_level="warning", timeout_graceful_shutdown=5)
         uvicorn.Server(config).run(sockets=[listener])
-    except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the way out
+    except KeyboardInterrupt:
         pass
     finally:
         stop.set()
-        watcher.join(timeout=10)
+        if watcher is not None:
+            watcher.join(timeout=10)
         listener.close()
     return EXIT_OK
 

@@ -19,6 +19,7 @@ import {
 } from "./config.js";
 import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from "./engine.js";
 import { ConfigError, UnsupportedError } from "./errors.js";
+import { Tracing } from "./tracing.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
 import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
@@ -397,6 +398,8 @@ export class AgentCore {
   partialHandlers: Handler[] = [];
   wantsPartials: boolean;
   intentNames: string[];
+  /** OpenTelemetry (`tracing`, `tracerProvider`); null: off (src/tracing.ts). */
+  tracing: Tracing | null;
   private contracts = new Map<string, Contract>();
   private providers = new Map<string, Provider>();
   private codecs = new Map<string, Codec>();
@@ -416,6 +419,7 @@ export class AgentCore {
     if (!(this.root in doc.agents)) throw new ConfigError(`root: agent '${this.root}' is missing from the IR`);
     checkUnsupported(doc);
     this.options = parseOptions(config);
+    this.tracing = Tracing.of(config);
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);

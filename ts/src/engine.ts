@@ -16,6 +16,7 @@ import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 import { RECALL, RunBudget } from "./budget.js";
 import { ToolParts, type Input } from "./parts.js";
+import { RunTrace } from "./tracing.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -177,6 +178,8 @@ export class Run {
   ctx: Record<string, any>;
   /** Context windows, tool caps, `recall`, compaction (src/budget.ts). */
   budget: RunBudget;
+  /** The run's spans (src/tracing.ts); null: tracing is off. */
+  trace: RunTrace | null;
 
   constructor(
     public core: AgentCore,
@@ -186,6 +189,7 @@ export class Run {
     public persona: string | null = null,
   ) {
     this.session = newSession(core.root);
+    this.trace = core.tracing === null ? null : new RunTrace(core.tracing, core.root);
     this.budget = new RunBudget(this, core.calibration);
     this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
     this.ctx = {
@@ -296,6 +300,7 @@ export class Run {
     } catch (error) {
       await this.fail(error, start, "onRunComplete failed: ", false);
     }
+    if (this.trace !== null) this.trace.runEnd(turn.status);
   }
 
   private async drive(start: string): Promise<void> {
@@ -421,6 +426,7 @@ export class Run {
     if (this.cancelled) return { skip: true };
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
+    if (this.trace !== null) this.trace.intent(name, value, agentName, active);
     if (this.sink) this.sink(name, value, agentName, false);
     const returned: [string, unknown][] = [];
     const failures: HookFailure[] = [];
@@ -664,6 +670,7 @@ export class Run {
       return rnd;
     }
     this.spent.requests++; // counted before it starts: concurrent helpers see it
+    const span = this.trace === null ? null : this.trace.chatStart(inv.name, providerKey(cfg.model), String(cfg.model.model));
     const decoder = codec.decoder(contract, partials);
     try {
       // Without fallback models the provider's stream is read directly (one generator less
@@ -699,6 +706,7 @@ export class Run {
     } catch (error) {
       rnd.error = error;
     }
+    if (span !== null) this.trace!.chatEnd(span, rnd.model, rnd.usage, rnd.finish?.reason ?? null, rnd.error);
     this.count(rnd);
     this.budget.observe(request, rnd.usage?.input_tokens);
     // Most rounds have no call or one: no Promise.all for those.

@@ -24,6 +24,8 @@ export const CONFIG_KEYS = [
   "clock",
   "loopDetection",
   "budget",
+  "tracing",
+  "tracerProvider",
   "strict",
 ] as const;
 
@@ -85,6 +87,10 @@ export interface RuntimeConfig {
   /** {"repeats": N} (default 3) or false: stop a model repeating the same calls. */
   loopDetection?: { repeats?: number } | false;
   budget?: AuwgentBudget;
+  /** OpenTelemetry spans with the global provider. */
+  tracing?: boolean;
+  /** OpenTelemetry spans with this provider. */
+  tracerProvider?: { getTracer(name: string, version?: string): unknown };
   /** Native tools and structured output on OpenAI-compatible APIs carry strict: true (default true). */
   strict?: boolean;
 }

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { traceRecorder } from "./trace_tree.mjs";
 import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
@@ -84,6 +85,8 @@ async function scenario(ir, sc, chunk) {
     middleware.push({ name: spec.name, onIntent: (name, value) => guard(name, value), ...("target" in spec ? { target: spec.target } : {}) });
   }
   if (middleware.length) config.middleware = middleware;
+  const recorder = sc.trace ? traceRecorder() : null; // the OpenTelemetry spans (trace_tree.mjs)
+  if (recorder) config.tracerProvider = recorder.provider;
   const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
@@ -111,6 +114,7 @@ async function scenario(ir, sc, chunk) {
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;
   if (guards.length) out.seen = seen; // what each guard was shown, in order
+  if (recorder) out.spans = recorder.tree(); // ids and times left out
   return normal(out);
 }
 

@@ -358,8 +358,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
     ),
     "runtime_config_keys": (
         "memory",
-        "tracing",
-        "tracerProvider",
         "approver",
         "approvals",
         "codeMode",

@@ -512,7 +512,7 @@ KEYS: tuple[Key, ...] = (
         "`True`: OpenTelemetry spans of every run with the global tracer provider "
         "([observability.md](observability.md)).",
         "bool",
-        None,
+        "boolean",
         comment="OpenTelemetry spans with the global provider.",
     ),
     Key(
@@ -522,7 +522,7 @@ KEYS: tuple[Key, ...] = (
         "an OpenTelemetry tracer provider for the spans of every run "
         "([observability.md](observability.md)).",
         "object",
-        None,
+        "{ getTracer(name: string, version?: string): unknown }",
         comment="OpenTelemetry spans with this provider.",
     ),
     Key(

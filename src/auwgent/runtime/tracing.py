@@ -158,6 +158,10 @@ class RunTrace:
         for spans in self.tools.values():  # calls that never reported back
             for span in spans:
                 span.end()
+        for spans in self.agents.values():  # helpers still at work (a handoff)
+            for span in reversed(spans):
+                if span is not self.run:
+                    span.end()
         self.run.set_attribute("auwgent.intents", self.intents)
         self.run.set_attribute("auwgent.status", status)
         self.run.end()

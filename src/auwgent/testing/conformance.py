@@ -124,6 +124,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         "persona": sc.get("persona"),
     }
     config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
+    recorder = _recorder(sc, config)
     ends: list[Any] = []
     middleware: list[Any] = []
     if sc.get("llm_end"):
@@ -162,7 +163,21 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
     if guards:
         out["seen"] = seen  # what each guard was shown, in order
+    if recorder is not None:
+        out["spans"] = recorder.tree()  # the OpenTelemetry spans, ids and times left out
     return out
+
+
+def _recorder(sc: Mapping[str, Any], config: dict[str, Any]) -> Any:
+    """With ``"trace": true``, a tracer provider recording the spans, put in ``config``
+    (it needs the otel extra, imported only then)."""
+    if not sc.get("trace"):
+        return None
+    from auwgent.testing.trace_tree import TraceRecorder  # noqa: PLC0415 (optional extra)
+
+    recorder = TraceRecorder()
+    config["tracerProvider"] = recorder.provider
+    return recorder
 
 
 class _Seer:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gen_summarize import summarize_vectors
 from gen_tracing import tracing_vectors
 
 from auwgent.compiler.pipeline import compile_sources
@@ -674,6 +675,7 @@ def engine_vectors() -> list[dict[str, Any]]:
         )
     out += example_vectors()
     out += tracing_vectors(ir, resilient)
+    out += summarize_vectors(compile_ir)
     irs = {"engine": ir, "shop": compile_ir(OFFLINE_AGENT)}
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}

@@ -369,10 +369,9 @@ function checkUnsupported(doc: Record<string, any>): void {
     checkKnown("agent", agent, at);
     for (const [cname, cfg] of Object.entries<any>(agent.configs)) {
       checkKnown("config", cfg, `${at}.configs.${cname}`);
-      if (cfg.history?.compact === "summarize")
-        throw new UnsupportedError(`ir: ${at}.configs.${cname}.history has compact "summarize", which this TypeScript runtime does not run yet; see docs/typescript.md`);
       checkKnown("model", cfg.model, `${at}.configs.${cname}.model`);
       if (cfg.embedding) checkKnown("model", cfg.embedding, `${at}.configs.${cname}.embedding`);
+      if (cfg.history?.summarizeWith) checkKnown("model", cfg.history.summarizeWith, `${at}.configs.${cname}.history.summarizeWith`);
     }
     agent.tools.forEach((t: any, i: number) => checkKnown("tool", t, `${at}.tools[${i}] (${t.name})`));
     agent.workflows.forEach((w: any, i: number) => {

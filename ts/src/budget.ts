@@ -6,6 +6,8 @@
 import { AuwgentError } from "./errors.js";
 import { MODELS } from "./models.js";
 import type { FunctionSpec, Message } from "./providers/base.js";
+import type { ModelCall } from "./session.js";
+import { summarize, toSummarize, type SummaryHost } from "./summarize.js";
 
 /** The built-in tool offered to the model once a result was cut. */
 export const RECALL = "recall";
@@ -202,10 +204,10 @@ export function recall(session: Record<string, any>, ref: string): string | null
   return message ? String(message.content ?? "") : null;
 }
 
-interface RunLike {
+interface RunLike extends SummaryHost {
   session: Record<string, any>;
-  turn: { messages: Record<string, any>[] } | null;
-  core: { root: string };
+  turn: { messages: Record<string, any>[]; model_calls: ModelCall[] } | null;
+  core: { root: string } & SummaryHost["core"];
   emit(name: string, value: unknown, agentName: string): Promise<unknown>;
 }
 
@@ -225,17 +227,16 @@ interface RequestLike {
 }
 
 /** The run's side of the budget: tool caps, `recall`, the window check and compaction by
- * `drop` / `clearToolResults` (an IR asking for `summarize` is refused when the agent is made:
- * docs/typescript.md). */
+ * `drop`, `clearToolResults` and `summarize` (src/summarize.ts). */
 export class RunBudget {
   private raw = new WeakMap<object, [string, number]>();
 
   constructor(private run: RunLike, private calibration: Calibration) {}
 
-  private state(): { kept: Record<string, string>; cuts: Record<string, number>; compactions: CompactionRecord[] } {
+  /** `session.context` (`cuts` is made with the first cut, as in Python). */
+  private state(): { kept: Record<string, string>; cuts?: Record<string, number>; compactions: CompactionRecord[] } {
     const found = (this.run.session.context ??= {});
     found.kept ??= {};
-    found.cuts ??= {};
     found.compactions ??= [];
     return found;
   }
@@ -249,7 +250,7 @@ export class RunBudget {
     const state = this.state();
     const ref = `r${Object.keys(state.kept).length + 1}`;
     state.kept[ref] = text;
-    state.cuts[ref] = limit;
+    (state.cuts ??= {})[ref] = limit;
     return cut(text, limit, ref);
   }
 
@@ -270,7 +271,7 @@ export class RunBudget {
     const full = recall(this.run.session, ref);
     if (full === null) return [false, `recall: nothing is kept under the id '${ref}'`];
     const cfg = inv.agent.configs[inv.configName];
-    const limit = this.state().cuts[ref] || capChars(cfg.maxToolOutput ?? DEFAULT_TOOL_OUTPUT, limitsFor(cfg.model));
+    const limit = this.state().cuts?.[ref] || capChars(cfg.maxToolOutput ?? DEFAULT_TOOL_OUTPUT, limitsFor(cfg.model));
     return [true, cut(full, limit, ref, Math.max(0, Number(args.offset ?? 0)))];
   }
 
@@ -347,6 +348,10 @@ export class RunBudget {
     const covered = segments.length - Number(policy.keepLast);
     if (covered <= (record ? record.turns : 0)) return null;
     const newer: CompactionRecord = { policy: policy.compact, turns: covered };
+    if (policy.compact === "summarize") {
+      const model = policy.summarizeWith ?? inv.agent.configs[inv.configName].model;
+      newer.summary = await summarize(this.run, inv.name, model, toSummarize(segments.slice(0, covered), refs.slice(0, covered), record));
+    }
     const after = estimateRequest(limits, "", [...compactView(segments, refs, newer), ...current]);
     const before = estimateRequest(limits, "", [...compactView(segments, refs, record), ...current]);
     if (after >= before) return null;

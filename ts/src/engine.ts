@@ -206,6 +206,12 @@ export class Run {
     };
   }
 
+  /** Count a model call made outside a round (a summary: src/summarize.ts) toward the budget. */
+  spend(requests: number, tokens: number): void {
+    this.spent.requests += requests;
+    this.spent.tokens += tokens;
+  }
+
   setContext(data: Record<string, any>): void {
     Object.assign(this.context, this.core.contextSchema.check(data, "set_context"));
   }

@@ -32,6 +32,8 @@ export interface ModelCall {
   model: string;
   finish_reason: string | null;
   usage: Usage | null;
+  /** `"summarize"` for the request that wrote a history summary (docs/context.md). */
+  purpose?: string;
 }
 
 export interface Turn {

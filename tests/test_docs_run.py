@@ -346,7 +346,8 @@ def test_typescript_blocks_type_check(tmp_path: Path) -> None:
         "target": "ES2022", "module": "ESNext", "moduleResolution": "Bundler",
         "lib": ["ES2022", "DOM"], "strict": True, "noEmit": True, "skipLibCheck": True,
         "types": ["node"], "typeRoots": [str(TS / "node_modules" / "@types")],
-        "paths": {"auwgent": [str(TS / "src" / "index.ts")]},  # the runtime, from source
+        "paths": {"auwgent": [str(TS / "src" / "index.ts")],  # the runtime, from source
+                  "@opentelemetry/*": [str(TS / "node_modules" / "@opentelemetry" / "*")]},
     }  # fmt: skip
     config = {"compilerOptions": options, "files": files}
     (tmp_path / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")

@@ -87,7 +87,7 @@ export class Tracing {
 }
 
 function describe(value: unknown): string {
-  if (typeof value === "object" && value !== null) return value.constructor?.name ? `a ${value.constructor.name}` : "an object";
+  if (typeof value === "object" && value !== null) return "an object without getTracer()";
   return JSON.stringify(value) ?? String(value);
 }
 

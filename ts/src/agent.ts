@@ -418,7 +418,7 @@ export class AgentCore {
     if (!(this.root in doc.agents)) throw new ConfigError(`root: agent '${this.root}' is missing from the IR`);
     checkUnsupported(doc);
     this.options = parseOptions(config);
-    this.tracing = Tracing.of(config);
+    this.tracing = Tracing.of(config, RUNTIME_VERSION);
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);

@@ -70,7 +70,8 @@ export class Tracing {
     readonly tracer: TracerLike,
   ) {}
 
-  static of(config: Record<string, unknown>): Tracing | null {
+  /** `version`: the runtime's, for the instrumentation scope (`auwgent`, as in Python). */
+  static of(config: Record<string, unknown>, version: string): Tracing | null {
     const provider = config.tracerProvider ?? null;
     const on = config.tracing ?? false;
     if (typeof on !== "boolean") throw new ConfigError(`tracing: expected true or false, got ${JSON.stringify(on)}`);
@@ -79,7 +80,7 @@ export class Tracing {
     if (provider !== null && typeof (provider as { getTracer?: unknown }).getTracer !== "function")
       throw new ConfigError(`tracerProvider: expected an OpenTelemetry TracerProvider, got ${describe(provider)}`);
     const chosen = (provider as TracerProviderLike | null) ?? api.trace.getTracerProvider();
-    const tracer = chosen.getTracer("auwgent") as TracerLike;
+    const tracer = chosen.getTracer("auwgent", version) as TracerLike;
     if (!tracer || typeof tracer.startSpan !== "function")
       throw new ConfigError("tracerProvider: its getTracer() did not return an OpenTelemetry Tracer");
     return new Tracing(api, tracer);

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -117,7 +117,8 @@ test("tracing: true uses the global provider; without it nothing is traced", asy
     const spans = exporter.getFinishedSpans();
     assert.deepEqual(spans.map((s) => s.name), ["chat gpt-4o", "invoke_agent Main"]);
     assert.equal(spans[0].parentSpanContext?.spanId, spans[1].spanContext().spanId);
-    assert.equal(spans[0].instrumentationScope.name, "auwgent");
+    const { version } = JSON.parse(readFileSync(join(here, "..", "package.json"), "utf8"));
+    assert.deepEqual([spans[0].instrumentationScope.name, spans[0].instrumentationScope.version], ["auwgent", version]);
     assert.deepEqual(spans[1].attributes["auwgent.intents"], ["response_text"]);
   } finally {
     trace.disable();

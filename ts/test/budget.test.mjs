@@ -1,5 +1,5 @@
 // The context budget in the TypeScript runtime (docs/context.md): tool results capped with a
-// marker and kept, `recall`, `drop` / `clearToolResults` compaction of earlier turns, and a
+// marker and kept, `recall`, `drop` / `clearToolResults` / `summarize` compaction of earlier turns, and a
 // request that cannot fit never sent. The shared rules are pinned by conformance/context.json.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -9,6 +9,9 @@ import { compileIr } from "./fakes.mjs";
 const HUGE = Array.from({ length: 80000 }, (_, i) => `line ${String(i).padStart(7, "0")} of the export\n`).join("");
 
 const source = (history) => `
+model Tiny {
+    provider: openai("gpt-4o-mini")
+}
 model Small {
     provider: openai("gpt-4o-mini")
     contextWindow: 12000
@@ -34,6 +37,12 @@ function model() {
       name: "scripted",
       async *stream(request) {
         requests.push(request);
+        if (request.system.startsWith("You compress")) {
+          yield { type: "text", text: "Summary: the user asked numbered questions; turn 3 exported a table." };
+          yield { type: "usage", inputTokens: 4000, outputTokens: 20 };
+          yield { type: "finish", reason: "stop" };
+          return;
+        }
         const last = request.messages.at(-1);
         const users = request.messages.filter((m) => m.role === "user");
         const asked = users.at(-1)?.content ?? "";
@@ -91,6 +100,24 @@ for (const policy of ["drop", "clearToolResults"]) {
     assert.match(recalled.messages.at(-1).content, /offset=32000\) returns the rest\]$/);
   });
 }
+
+test("200 turns under summarize: one summary request per compaction, counted, its summary shown", async () => {
+  const { requests, session } = await converse('history: { keepLast: 6, compact: "summarize", summarizeWith: Tiny, trigger: 0.5 }');
+  const summaries = requests.filter((r) => r.system.startsWith("You compress"));
+  const answers = requests.filter((r) => !r.system.startsWith("You compress"));
+  for (const r of answers) assert.ok(estimateRequest(limits, r.system, r.messages, r.functions) <= limits.budget);
+  const compactions = session.context.compactions;
+  assert.ok(compactions.length >= 1 && compactions.every((c) => c.policy === "summarize" && c.summary.startsWith("Summary:")));
+  assert.equal(summaries.length, compactions.length);
+  // The summarizer reads a transcript, tool results as stubs (never the 2 MB export).
+  assert.ok(summaries.every((r) => r.messages.length === 1 && r.model === "gpt-4o-mini" && !r.messages[0].content.includes(HUGE.slice(0, 16000))));
+  assert.match(summaries[0].messages[0].content, /^\[user\] turn 0: what is item 0\?\n\[assistant\] /);
+  const calls = session.turns.flatMap((t) => t.model_calls).filter((c) => c.purpose === "summarize");
+  assert.equal(calls.length, compactions.length);
+  assert.ok(calls.every((c) => c.model === "openai:gpt-4o-mini" && c.usage.input_tokens === 4000 && c.usage.total_tokens === 4020));
+  assert.ok(JSON.stringify(answers.at(-1).messages).includes("[auwgent: a summary of the first"));
+  assert.equal(session.turns.length, 200); // the turns themselves are kept whole
+});
 
 test("a request that cannot fit is not sent", async () => {
   const ir = compileIr(source(""));

@@ -5,7 +5,7 @@
 conventions for generative AI:
 
 - ``invoke_agent <Agent>``: the run (the root agent), and each helper call nested in the
-  span of the agent that called it;
+  span of the agent that called it (a helper handed the conversation: ended with the run);
 - ``chat <model>``: one per model call, with the provider, model, token usage and finish
   reasons;
 - ``execute_tool <name>``: one per tool and workflow call (``gen_ai.tool.type`` says which),

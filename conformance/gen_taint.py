@@ -237,7 +237,8 @@ PLAIN_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
 def _compile(source: str) -> dict[str, Any]:
     result = compile_sources({"main.agent": source})
     result.raise_for_errors()
-    return json.loads(json.dumps(result.documents["main.agent"]))
+    doc: dict[str, Any] = json.loads(json.dumps(result.documents["main.agent"]))
+    return doc
 
 
 def taint_engine_vectors() -> list[dict[str, Any]]:

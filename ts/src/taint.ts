@@ -308,7 +308,7 @@ function declaresSources(agents: Record<string, IRAgent>): boolean {
 }
 
 function allTools(agent: IRAgent): Tool[] {
-  return [...agent.tools, ...agent.workflows.flatMap((w) => w.tools as Tool[])];
+  return [...agent.tools, ...agent.workflows.flatMap((w) => w.tools)];
 }
 
 /** The delimited untrusted regions of a kept message, JSON escapes undone when the region was
@@ -345,7 +345,7 @@ function sortedKeys(value: unknown): unknown {
 }
 
 function isUntrusted(inv: Invocation, name: string): boolean {
-  return inv.tools.some((t) => t.name === name && t.untrusted) || inv.agent.workflows.some((w) => (w.tools as Tool[]).some((t) => t.name === name && t.untrusted));
+  return inv.tools.some((t) => t.name === name && t.untrusted) || inv.agent.workflows.some((w) => w.tools.some((t) => t.name === name && t.untrusted));
 }
 
 function toolOf(inv: Invocation, name: string): Tool | undefined {

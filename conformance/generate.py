@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gen_summarize import summarize_vectors
+from gen_taint import taint_engine_vectors
 from gen_tracing import tracing_vectors
 
 from auwgent.compiler.pipeline import compile_sources
@@ -680,6 +681,7 @@ def engine_vectors() -> list[dict[str, Any]]:
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}
         out.append({"id": f"engine/offline/{i}", "ir": irs[agent], "scenario": sc, "chunk_size": 5})
+    out += taint_engine_vectors()
     return out
 
 

@@ -47,6 +47,7 @@ export const BUILTIN_INTENTS = [
   "workflow_result",
   "helper_call",
   "helper_result",
+  "tainted_call",
   "error",
   "context_compacted",
 ] as const;
@@ -326,20 +327,16 @@ let lastNow: [number, string, string | null] = [-1, "", null];
 // agent without it.
 const KNOWN_KEYS: Record<string, string[]> = {
   document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
-  agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "tools", "workflows"],
-  config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol"],
+  agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "quarantine", "tools", "workflows"],
+  config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol", "taint"],
   model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
-  tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns"],
+  tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns", "sensitive", "untrusted"],
   workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
   helper: ["handoff", "name", "tools"],
   intent: ["description", "fields", "name"],
 };
 const FEATURES: Record<string, string> = {
   approval: "@approval",
-  untrusted: "taint tracking (@untrusted)",
-  sensitive: "taint tracking (@sensitive)",
-  quarantine: "quarantine helpers (@quarantine)",
-  taint: "the taint policy (taint: { ... })",
   mcp: "MCP tools (@mcp)",
   code_mode: "code mode",
   codeMode: "code mode",

@@ -3,7 +3,7 @@
 // engine.py and calls.py; the shared behaviour is pinned by conformance/engine.json.
 
 import { BlocksCodec, type Codec, type DecodeEvent, type FinalEvent, type RejectedEvent } from "./blocks.js";
-import { parseBody, type Repair } from "./values.js";
+import { parseBody, pyJson, type Repair } from "./values.js";
 import { ApprovalError, AuwgentError, ConfigError, ContextError, FallbackError, NotAControl, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 import { providerKey } from "./config.js";
 import type { AgentCore, HookFailure } from "./agent.js";
@@ -17,6 +17,7 @@ import { LoopDetector, type Step } from "./loops.js";
 import { RECALL, RunBudget } from "./budget.js";
 import { ToolParts, type Input } from "./parts.js";
 import { RunTrace } from "./tracing.js";
+import { approvalUnavailable, TaintGuard } from "./taint.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -180,6 +181,8 @@ export class Run {
   budget: RunBudget;
   /** The run's spans (src/tracing.ts); null: tracing is off. */
   trace: RunTrace | null;
+  /** Provenance, the taint policy, spotlighting (src/taint.ts). */
+  taint: TaintGuard;
 
   constructor(
     public core: AgentCore,
@@ -191,6 +194,7 @@ export class Run {
     this.session = newSession(core.root);
     this.trace = core.tracing === null ? null : new RunTrace(core.tracing, core.root);
     this.budget = new RunBudget(this, core.calibration);
+    this.taint = new TaintGuard(this);
     this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
     this.ctx = {
       activeAgent: core.root,
@@ -561,7 +565,7 @@ export class Run {
       }
       if (outcomes.length) {
         const stop = this.progress(inv, outcomes, rnd);
-        for (const m of codec.resultsMessages(outcomes)) inv.add(m);
+        for (const m of codec.resultsMessages(this.taint.spotlight(inv, outcomes))) inv.add(m);
         if (stop !== null) {
           const msg = await this.fail(new AuwgentError(stop), inv.name);
           return { status: "error", error: msg };
@@ -639,7 +643,7 @@ export class Run {
   private async round(inv: Invocation, codec: Codec, contract: Contract, top: boolean): Promise<Round> {
     const core = this.core;
     const cfg = inv.agent.configs[inv.configName];
-    let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
+    let system = this.taint.notice(inv, core.systemPrompt(inv, codec, contract, this.context, this.persona));
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
     // Streamed on the wire only for someone to see the partials (as the Python runtime).
@@ -929,6 +933,10 @@ export class Run {
     if (outcome) return outcome;
     const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");
     if (errors.length) return this.refuse(inv, kind, name, args, `invalid arguments for ${name}: ` + errors.join("; "), callId);
+    const gate = await this.taint.gate(inv, kind, name, args, spec.params, (spec as { approval?: Record<string, unknown> | null }).approval ?? null);
+    if (gate.refusal !== null) return this.refuse(inv, kind, name, args, gate.refusal, callId);
+    // No approval gate in this runtime yet: a call the taint policy sends to it fails closed.
+    if (gate.taint !== null && gate.approval !== null) return this.refuse(inv, kind, name, args, approvalUnavailable(name, gate.taint), callId);
     if (kind === "tool" && name === RECALL && this.budget.offersRecall(inv)) return this.recall(inv, args, callId);
     if (kind === "tool") return this.tool(inv, name, args, callId);
     if (kind === "workflow") return this.workflow(inv, name, args, callId);
@@ -969,7 +977,9 @@ export class Run {
       return { kind: "tool", name, args, status: "error", error: message, callId };
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
-    const text = this.budget.cap(inv, name, resultText(result)); // @maxOutput
+    const whole = resultText(result);
+    this.taint.result(inv, name, args, whole); // the whole result: what recall may show
+    const text = this.budget.cap(inv, name, whole); // @maxOutput
     return { kind: "tool", name, args, status: "ok", result: text, callId, ...(images.length ? { parts: images } : {}) };
   }
 
@@ -1032,6 +1042,7 @@ export class Run {
       throw error;
     }
     await this.emit("tool_result", { name, args, result, overridden: false }, inv.name);
+    this.taint.result(inv, name, args, resultText(result), workflow.name);
     return value;
   }
 
@@ -1049,7 +1060,7 @@ export class Run {
     const core = this.core;
     const use = inv.agent.helpers.find((h) => h.name === name)!; // a name the contract offered
     const helper = core.doc.agents[name];
-    const text = helper.input.kind === "text" ? String(args.input ?? "") : JSON.stringify(args);
+    const text = helper.input.kind === "text" ? String(args.input ?? "") : pyJson(args); // as Python's json.dumps
     const child = new Invocation(
       helper,
       core.configFor(helper, this.config),
@@ -1058,8 +1069,10 @@ export class Run {
       use.handoff,
       use.tools,
     );
+    this.taint.enter(child, inv, name);
     const result = await this.invoke(child);
     this.ctx.activeAgent = inv.name;
+    this.taint.helperResult(inv, child, name, result.output);
     if (result.status === "error") {
       const message = `helper ${name} failed: ${result.error}`;
       await this.emit("tool_error", { tool: name, message }, inv.name);

@@ -16,12 +16,18 @@ const manifest = load("manifest");
 const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, vector })));
 
 const NOW = /Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)/g;
+/** Each run's spotlighting nonce (random) replaced by its rank of first appearance. */
+const nonces = (text) => {
+  const seen = new Map();
+  return text.replace(/untrusted:([0-9a-f]{16})>>/g, (_m, n) => `untrusted:<nonce${seen.get(n) ?? seen.set(n, seen.size + 1).get(n)}>>`);
+};
 const normal = (value) =>
   JSON.parse(
-    JSON.stringify(value)
+    nonces(JSON.stringify(value))
       .replace(NOW, "Current date and time: <now>")
       .replace(/"id":"[0-9a-f]{32}"/g, '"id":"<id>"')
-      .replace(/"traceback":"(?:[^"\\]|\\.)*"/g, '"traceback":"<traceback>"'), // the host language's own
+      .replace(/"traceback":"(?:[^"\\]|\\.)*"/g, '"traceback":"<traceback>"') // the host language's own
+      .replace(/"decided_at":"[^"]*"/g, '"decided_at":"<time>"'), // an approval decision's clock
   );
 
 function contractOf(spec) {
@@ -178,8 +184,11 @@ test("the vectors are exactly the manifest", () => {
 });
 
 let passed = 0;
+// The taint policy's "approve" verdict needs the approval gate (not in this runtime yet: such a
+// call fails closed, ts/test/taint.test.mjs); these vectors run once it is merged.
+const pendingApprovals = (id) => (id.startsWith("engine/taint/approve/") ? "needs the approval gate (src/approvals.ts)" : false);
 for (const { group, vector } of vectors) {
-  test(vector.id, async () => {
+  test(vector.id, { skip: pendingApprovals(vector.id) }, async () => {
     assert.deepEqual(await run(group, vector), vector.expected);
     passed++;
   });

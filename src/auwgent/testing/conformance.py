@@ -40,6 +40,8 @@ GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint", "context")
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
 _TRACEBACK = re.compile(r'"traceback": "(?:[^"\\]|\\.)*"')
+_NONCE = re.compile(r"untrusted:([0-9a-f]{16})>>")
+_DECIDED = re.compile(r'"decided_at": "[^"]*"')
 
 
 class ToolFailure(Exception):
@@ -51,7 +53,17 @@ def normal(value: Any) -> Any:
     text = json.dumps(value, ensure_ascii=False)
     text = _NOW.sub("Current date and time: <now>", text)
     text = _TRACEBACK.sub('"traceback": "<traceback>"', text)  # the host language's own
+    text = _nonces(text)
+    text = _DECIDED.sub('"decided_at": "<time>"', text)  # an approval decision's clock
     return json.loads(_TURN_ID.sub('"id": "<id>"', text))
+
+
+def _nonces(text: str) -> str:
+    """Each run's spotlighting nonce (random) replaced by its rank of first appearance."""
+    seen: dict[str, int] = {}
+    return _NONCE.sub(
+        lambda m: f"untrusted:<nonce{seen.setdefault(m.group(1), len(seen) + 1)}>>", text
+    )
 
 
 def _contract(spec: Mapping[str, Any]) -> Contract:

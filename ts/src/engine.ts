@@ -15,7 +15,8 @@ import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSes
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 import { RECALL, RunBudget } from "./budget.js";
-import { ToolParts, type Input } from "./parts.js";
+import { inputText, ToolParts, type Input } from "./parts.js";
+import { RunMemory } from "./memory.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -177,6 +178,8 @@ export class Run {
   ctx: Record<string, any>;
   /** Context windows, tool caps, `recall`, compaction (src/budget.ts). */
   budget: RunBudget;
+  /** The Memory section, recall and background ingestion (src/memory.ts). */
+  memory: RunMemory;
 
   constructor(
     public core: AgentCore,
@@ -187,6 +190,13 @@ export class Run {
   ) {
     this.session = newSession(core.root);
     this.budget = new RunBudget(this, core.calibration);
+    this.memory = new RunMemory({
+      options: core.options.memory,
+      ingestion: core.ingestion,
+      rootConfig: () => core.doc.agents[core.root].configs[core.configFor(core.doc.agents[core.root], this.config)],
+      provider: (model) => core.provider(model),
+      onError: async (error) => core.middleware.has("onError") && core.middleware.error(error, this.session, this.ctx),
+    });
     this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
     this.ctx = {
       activeAgent: core.root,
@@ -250,6 +260,7 @@ export class Run {
         return this.session;
       }
       this.earlier = spentIn(this.session.turns.slice(0, -1));
+      await this.memory.recall(inputText(text));
       await this.driveWithTimeout(start);
     } finally {
       await this.finish(start);
@@ -627,7 +638,7 @@ export class Run {
   private async round(inv: Invocation, codec: Codec, contract: Contract, top: boolean): Promise<Round> {
     const core = this.core;
     const cfg = inv.agent.configs[inv.configName];
-    let system = core.systemPrompt(inv, codec, contract, this.context, this.persona);
+    let system = core.systemPrompt(inv, codec, contract, this.context, this.persona, this.memory.section);
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
     // Streamed on the wire only for someone to see the partials (as the Python runtime).

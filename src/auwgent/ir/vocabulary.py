@@ -357,7 +357,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "tainted_call",
     ),
     "runtime_config_keys": (
-        "memory",
         "tracing",
         "tracerProvider",
         "approver",

@@ -420,7 +420,7 @@ function ownerName(store: MemoryStore): string {
 function scoped(store: MemoryStore, method: "search" | "add", scope: string | null): { scope?: string } {
   if (scope === null) return {};
   if (store.scopes !== true)
-    throw new IngestionError(`memory is scoped (${valueRepr(scope)}) but ${ownerName(store)}.${method} takes no scope= (declare scopes: true): nothing was recalled or stored (docs/memory.md, Scopes)`);
+    throw new IngestionError(`memory is scoped (${valueRepr(scope)}) but ${ownerName(store)}.${method} takes no scope=: nothing was recalled or stored (docs/memory.md, Scopes)`);
   return { scope };
 }
 

@@ -31,6 +31,7 @@ from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.runtime.session import message_to_json, messages_from_json
+from auwgent.testing.conformance_memory import MemoryScenario
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
@@ -131,9 +132,12 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     seen: dict[str, list[str]] = {}
     guards = [_Seer(g, seen) for g in sc.get("guards", ())]
     middleware += [g.middleware() for g in guards if g.kind == "middleware"]
+    memory = await MemoryScenario.join(sc, config, middleware)  # "memory": conformance_memory.py
     if middleware:
         config["middleware"] = middleware
-    agent = agent_from_ir(ir, config)
+    agent, refused = MemoryScenario.agent(memory, lambda: agent_from_ir(ir, config))
+    if refused is not None:
+        return refused
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
@@ -151,7 +155,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     raised = None
     try:
         for text in sc["inputs"]:
-            session = await agent.run(text, session=session)
+            session = await MemoryScenario.run(memory, agent, text, session)
     except AuwgentError as exc:  # what run refuses before anything runs (a bad session)
         raised = {"error": type(exc).__name__, "message": str(exc)}
     requests = [build_chat_body(r) for r in model.requests]
@@ -162,7 +166,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
     if guards:
         out["seen"] = seen  # what each guard was shown, in order
-    return out
+    return MemoryScenario.finish(memory, out)
 
 
 class _Seer:

@@ -245,14 +245,18 @@ END;
 type Sqlite = import("better-sqlite3").Database;
 const require = createRequire(import.meta.url);
 
-function openDatabase(path: string): Sqlite {
-  let Database: typeof import("better-sqlite3");
+/** better-sqlite3, an optional package: a clear ConfigError when it is not installed. */
+function driver(): typeof import("better-sqlite3") {
   try {
-    Database = require("better-sqlite3") as typeof import("better-sqlite3");
+    return require("better-sqlite3") as typeof import("better-sqlite3");
   } catch (error) {
     if ((error as { code?: string }).code !== "MODULE_NOT_FOUND") throw error;
     throw new ConfigError("SQLiteMemoryStore needs the better-sqlite3 package: npm install better-sqlite3");
   }
+}
+
+function openDatabase(path: string): Sqlite {
+  const Database = driver();
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   return new Database(path, { timeout: 30_000 });
 }
@@ -269,6 +273,7 @@ export class SQLiteMemoryStore implements MemoryStore {
   private db: Sqlite | null = null;
 
   constructor(path: string = DEFAULT_MEMORY_PATH, options: { embedder?: Embedder } = {}) {
+    driver(); // refused when it is created, not at the first run
     this.path = path;
     this.embedder = options.embedder ?? null;
   }

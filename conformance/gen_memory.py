@@ -24,6 +24,23 @@ agent Main {
 }
 """
 
+# A model whose window the Memory section can fill (the system zone: docs/context.md).
+TINY_AGENT = """
+model Small {
+    provider: openai("gpt-4o")
+    contextWindow: 1400
+    maxOutputTokens: 400
+}
+agent Main {
+    default config { model: Small prompt: "You help {{ctx.name}}." }
+    context { name: string }
+}
+"""
+LONG_FACTS = [
+    f"The user keeps note {i}: the quarterly report for region {i} is due on day {i} of the month."
+    for i in range(40)
+]
+
 ANSWER = "[response_text]\nDone.\n[/response_text]"
 AGAIN = "[response_text]\nAgain.\n[/response_text]"
 KUMASI = "The user lives in Kumasi."
@@ -107,6 +124,11 @@ MEMORY_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("scoped_unscoped_store", {"inputs": ["hi"], "replies": [ANSWER],
                                "memory": {"scope": "user-1", "store": "unscoped", "seed": FACTS[:1],
                                           "ingest": [[KUMASI]]}}),
+    # -- the context budget: the Memory section is part of the system zone, never cut
+    ("window_fits", {"ir": "tiny", "inputs": ["hi"], "replies": [ANSWER],
+                     "memory": {"seed": LONG_FACTS, "config": {"budget": 200}, "ingest": []}}),
+    ("window_exceeded", {"ir": "tiny", "inputs": ["hi"], "replies": [ANSWER],
+                         "memory": {"seed": LONG_FACTS, "ingest": [["Not learned: the turn failed."]]}}),
     # -- the config
     ("config_budget_zero", {"inputs": ["hi"], "replies": [], "memory": {"config": {"budget": 0}}}),
     ("config_limit_text", {"inputs": ["hi"], "replies": [], "memory": {"config": {"limit": "5"}}}),
@@ -118,9 +140,10 @@ MEMORY_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
 
 def memory_vectors(compile_ir: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``engine/memory/...`` scenarios (an ``engine`` group vector each)."""
-    ir = compile_ir(MEMORY_AGENT)
+    irs = {"main": compile_ir(MEMORY_AGENT), "tiny": compile_ir(TINY_AGENT)}
     out = []
-    for name, sc in MEMORY_SCENARIOS:
-        sc = {"context": {"name": "Ama"}, **sc}
+    for name, given in MEMORY_SCENARIOS:
+        sc = {"context": {"name": "Ama"}, **given}
+        ir = irs[sc.pop("ir", "main")]
         out.append({"id": f"engine/memory/{name}", "ir": ir, "scenario": sc, "chunk_size": 5})
     return out

@@ -159,6 +159,21 @@ test("an embedding call that fails is reported and the run goes on without memor
   assert.deepEqual(errors, ["memory search failed: Error: embeddings down"]);
 });
 
+test("an embedding call that fails while learning is reported; the run's session is untouched", async () => {
+  const errors = [];
+  const provider = new ScriptedModel([DONE], { embeddings: async () => { throw new Error("embeddings down"); } });
+  const path = memoryFile();
+  const agent = createAgent(IR, { provider, memory: { store: path, ingester: () => ["A fact."] }, middleware: [{ onError: (e) => void errors.push(e.message) }] }, meta);
+  const session = await agent.run("hello");
+  await agent.drain();
+  assert.equal(session.turns[0].status, "complete");
+  assert.deepEqual(session.turns[0].intents.map((i) => i.name), ["response_text"]);
+  assert.deepEqual(errors, ["memory search failed: Error: embeddings down", `memory ingestion failed for turn ${session.turns[0].id}: Error: embeddings down`]);
+  const store = new SQLiteMemoryStore(path);
+  assert.equal(await store.count(), 0);
+  store.close();
+});
+
 test("the memory config is checked with the Python runtime's messages", () => {
   const cases = [
     [5, "memory: expected an object, got int"],

@@ -11,6 +11,11 @@ from typing import Any
 
 MEMORY_AGENT = """
 persona Pirate { "Talk like a pirate to {{ctx.name}}." }
+helper Analyst {
+    description: "Analyses a topic"
+    default config { model: openai("gpt-4o") prompt: "You analyse." }
+    output: { summary: string }
+}
 agent Main {
     default config { model: openai("gpt-4o") prompt: "You help {{ctx.name}}." }
     config semantic {
@@ -21,6 +26,7 @@ agent Main {
     context { name: string tier?: string }
     tool get_weather(location: string): string @desc "Gets weather"
     personas { Pirate }
+    helpers { Analyst }
 }
 """
 
@@ -81,6 +87,10 @@ MEMORY_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
                   "memory": {"seed": FACTS, "embed": True, "config": {"limit": 2}, "ingest": []}}),
     ("semantic_lent", {"inputs": TWO, "replies": [ANSWER, AGAIN], "config": {"config": "semantic"},
                        "memory": {"ingest": [[KUMASI, "the user: lives in KUMASI", "The user is Ama."]]}}),
+    # the section is fixed for the whole run: every model call has it, a helper's too
+    ("helper_and_rounds", {"inputs": ["analyse my sales"], "memory": {"seed": FACTS[:2], "ingest": []},
+                           "replies": ["[helper_call: Analyst]\ninput: sales\n[/helper_call]",
+                                       "[schema: AnalystOutput]\nsummary: up\n[/schema]", ANSWER]}),
     # -- ingestion
     ("learned_next_turn", {"inputs": TWO, "replies": [ANSWER, AGAIN],
                            "memory": {"ingest": [[KUMASI, "The user's name is Ama."], []]}}),

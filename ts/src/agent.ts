@@ -625,6 +625,7 @@ export class Agent {
   async drain(): Promise<void> {
     if (this.core.ingestion !== null) await this.core.ingestion.drain();
   }
+
   get context(): Readonly<Record<string, any>> {
     return { ...this.contextValues };
   }

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gen_memory import memory_vectors
 from gen_summarize import summarize_vectors
 from gen_taint import taint_engine_vectors
 from gen_tracing import tracing_vectors
@@ -682,6 +683,7 @@ def engine_vectors() -> list[dict[str, Any]]:
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}
         out.append({"id": f"engine/offline/{i}", "ir": irs[agent], "scenario": sc, "chunk_size": 5})
     out += taint_engine_vectors()
+    out += memory_vectors(compile_ir)
     return out
 
 

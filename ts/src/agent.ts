@@ -32,6 +32,7 @@ import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
 import type { CallableSpec, Contract } from "./section.js";
 import type { SessionState } from "./session.js";
 import { checkInput, type Input } from "./parts.js";
+import { Ingestion } from "./memory.js";
 
 export const IR_VERSION = 1;
 export const RUNTIME_VERSION = "0.1.0";
@@ -396,6 +397,8 @@ export class AgentCore {
   intentNames: string[];
   /** OpenTelemetry (`tracing`, `tracerProvider`); null: off (src/tracing.ts). */
   tracing: Tracing | null;
+  /** Background memory ingestion (src/memory.ts); null: memory is off. */
+  ingestion: Ingestion | null;
   private contracts = new Map<string, Contract>();
   private providers = new Map<string, Provider>();
   private codecs = new Map<string, Codec>();
@@ -416,6 +419,7 @@ export class AgentCore {
     checkUnsupported(doc);
     this.options = parseOptions(config);
     this.tracing = Tracing.of(config, RUNTIME_VERSION);
+    this.ingestion = this.options.memory === null ? null : new Ingestion(this.options.memory);
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
@@ -521,7 +525,7 @@ export class AgentCore {
     return name;
   }
 
-  systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>, persona: string | null = null): string {
+  systemPrompt(inv: Invocation, codec: Codec, contract: Contract, context: Record<string, any>, persona: string | null = null, memory = ""): string {
     const cfg = inv.agent.configs[inv.configName];
     const key = `${inv.name}\u0000${inv.configName}`;
     let found = this.prompts.get(key);
@@ -535,6 +539,7 @@ export class AgentCore {
       found.fixed ?? renderPrompt(this.doc, inv.agent, cfg, context),
       section,
       persona === null ? "" : this.personaSection(inv.agent, persona, context),
+      memory,
       this.contextSchema.section(context, found.referenced),
       nowLine(this.options.clock ? this.options.clock() : new Date(), this.options.timezone),
     ];
@@ -585,6 +590,7 @@ export class Agent {
   lastSession: SessionState | null = null;
 
   private personaName: string | null;
+  private memoryScope: string | null = null;
 
   constructor(
     private core: AgentCore,
@@ -607,6 +613,19 @@ export class Agent {
   get name(): string {
     return this.core.root;
   }
+
+  /** Keep memory in `scope` (a non-empty string; null: the unscoped pool): runs recall only the
+   * facts learned in the same scope and learn into it (docs/memory.md, Scopes). */
+  useMemoryScope(scope: string | null): void {
+    if (scope !== null && (typeof scope !== "string" || !scope)) throw new ConfigError(`useMemoryScope: expected a non-empty string, got ${typeof scope === "string" ? pyRepr(scope) : JSON.stringify(scope)}`);
+    this.memoryScope = scope;
+  }
+
+  /** Wait until background memory ingestion has finished (returns at once without it). */
+  async drain(): Promise<void> {
+    if (this.core.ingestion !== null) await this.core.ingestion.drain();
+  }
+
   get context(): Readonly<Record<string, any>> {
     return { ...this.contextValues };
   }
@@ -649,8 +668,10 @@ export class Agent {
     const persona = options.persona !== undefined ? this.core.checkPersona(options.persona, "run({persona})") : this.personaName;
     const run = new Run(this.core, { ...this.contextValues }, selected, sink, persona);
     run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
+    run.memory.scope = this.memoryScope;
     const session = await run.execute(given, options.session ?? null);
     this.lastSession = session;
+    if (session.status !== "awaiting_approval") run.memory.ingest(run.turn, run.ctx.conversation_id); // learn from the turn once, when whole
     return session;
   }
 }

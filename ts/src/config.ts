@@ -6,6 +6,7 @@ import { frame } from "./section.js";
 import { DEFAULT_LIMITS, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type FetchLike, type Limits, type RetryPolicy, type Timeouts } from "./providers/http.js";
 import { describe, given, validate, type IRField, type Types } from "./schema.js";
 import { parseLoopDetection } from "./loops.js";
+import { parseMemoryOptions, type MemoryOptions } from "./memory.js";
 import { CONFIG_KEYS } from "./runtime-config.js";
 import type { Agent as IRAgent, Document, Model } from "./ir.js";
 
@@ -36,6 +37,8 @@ export interface RuntimeOptions {
   strict: boolean;
   /** `httpClient.fetch`, bound: what every provider request goes through (a cassette, say). */
   fetch: FetchLike | null;
+  /** Recall and background ingestion (src/memory.ts); null: memory is off. */
+  memory: MemoryOptions | null;
 }
 
 export interface Budget {
@@ -140,6 +143,7 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     runTimeout: t.run === undefined || t.run === null ? null : num("timeouts.run", t.run),
     baseUrls: { ...baseUrls },
     loopRepeats: parseLoopDetection(config.loopDetection),
+    memory: parseMemoryOptions(config.memory),
     persona: config.persona ?? null,
     timezone: timezoneOf(config.timezone),
     clock: clockOf(config.clock),

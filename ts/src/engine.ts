@@ -15,7 +15,8 @@ import { AWAITING_APPROVAL, checkSession, messageFromJson, messageToJson, newSes
 import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 import { RECALL, RunBudget } from "./budget.js";
-import { ToolParts, type Input } from "./parts.js";
+import { inputText, ToolParts, type Input } from "./parts.js";
+import { RunMemory } from "./memory.js";
 import { RunTrace } from "./tracing.js";
 import { approvalUnavailable, TaintGuard } from "./taint.js";
 
@@ -183,6 +184,8 @@ export class Run {
   trace: RunTrace | null;
   /** Provenance, the taint policy, spotlighting (src/taint.ts). */
   taint: TaintGuard;
+  /** The Memory section, recall and background ingestion (src/memory.ts). */
+  memory: RunMemory;
 
   constructor(
     public core: AgentCore,
@@ -195,6 +198,13 @@ export class Run {
     this.trace = core.tracing === null ? null : new RunTrace(core.tracing, core.root);
     this.budget = new RunBudget(this, core.calibration);
     this.taint = new TaintGuard(this);
+    this.memory = new RunMemory({
+      options: core.options.memory,
+      ingestion: core.ingestion,
+      rootConfig: () => core.doc.agents[core.root].configs[core.configFor(core.doc.agents[core.root], this.config)],
+      provider: (model) => core.provider(model),
+      onError: async (error) => core.middleware.has("onError") && core.middleware.error(error, this.session, this.ctx),
+    });
     this.loops = core.options.loopRepeats === null ? null : new LoopDetector(core.options.loopRepeats);
     this.ctx = {
       activeAgent: core.root,
@@ -264,6 +274,7 @@ export class Run {
         return this.session;
       }
       this.earlier = spentIn(this.session.turns.slice(0, -1));
+      await this.memory.recall(inputText(text));
       await this.driveWithTimeout(start);
     } finally {
       await this.finish(start);
@@ -643,7 +654,7 @@ export class Run {
   private async round(inv: Invocation, codec: Codec, contract: Contract, top: boolean): Promise<Round> {
     const core = this.core;
     const cfg = inv.agent.configs[inv.configName];
-    let system = this.taint.notice(inv, core.systemPrompt(inv, codec, contract, this.context, this.persona));
+    let system = this.taint.notice(inv, core.systemPrompt(inv, codec, contract, this.context, this.persona, this.memory.section));
     this.ctx.activeAgent = inv.name;
     this.ctx.systemPrompt = system;
     // Streamed on the wire only for someone to see the partials (as the Python runtime).

@@ -38,3 +38,5 @@ export { BLOB_THRESHOLD, MemorySessionStore, SessionStoreError, SessionStoreMidd
 export type { SessionStore } from "./stores.js";
 export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net.js";
 export type { RedisClient } from "./stores_net.js";
+export { DEFAULT_BUDGET, DEFAULT_LIMIT, DEFAULT_MAX_PENDING, DEFAULT_MEMORY_PATH, EXTRACTION_PROMPT, estimateTokens, IngestionError, MEMORY_HEADER, NEAR_DUPLICATE, normaliseFact, parseFacts, parseMemoryOptions, renderMemory, SQLiteMemoryStore } from "./memory.js";
+export type { AddOptions, Embedder, Fact, Ingester, MemoryConfig, MemoryOptions, MemoryStore, SearchOptions } from "./memory.js";

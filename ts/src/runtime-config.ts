@@ -22,6 +22,7 @@ export const CONFIG_KEYS = [
   "persona",
   "timezone",
   "clock",
+  "memory",
   "loopDetection",
   "budget",
   "tracing",
@@ -84,6 +85,8 @@ export interface RuntimeConfig {
   timezone?: string;
   /** Replaces the system clock. */
   clock?: () => Date;
+  /** Recall and background ingestion. */
+  memory?: import("./memory.js").MemoryConfig | boolean;
   /** {"repeats": N} (default 3) or false: stop a model repeating the same calls. */
   loopDetection?: { repeats?: number } | false;
   budget?: AuwgentBudget;

@@ -103,6 +103,7 @@ export interface TaintHost {
   core: { doc: { agents: Record<string, IRAgent>; types: Record<string, any> } };
   context: Record<string, any>;
   session: SessionState;
+  memory: { section: string };
   emit(name: string, value: unknown, agentName: string): Promise<unknown>;
 }
 
@@ -186,8 +187,10 @@ export class TaintGuard {
    * prompt itself is a trusted source. */
   notice(inv: Invocation, system: string): string {
     if (!this.active) return system;
-    // The prompt less what the application did not write: its clock line (the numbers).
-    const vouched = system.replace(CLOCK, "");
+    // The prompt less what the application did not write: the Memory section (facts a model
+    // extracted from earlier turns) and the clock line (its numbers).
+    const section = this.host.memory.section;
+    const vouched = (section ? system.replace(section, "") : system).replace(CLOCK, "");
     if (!this.prompts.has(vouched)) {
       this.prompts.add(vouched);
       this.trusted.add({ kind: "system_prompt", agent: inv.name }, vouched);

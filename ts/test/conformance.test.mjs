@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { traceRecorder } from "./trace_tree.mjs";
 import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { MemoryScenario } from "./conformance_memory.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context"];
@@ -90,10 +91,25 @@ async function scenario(ir, sc, chunk) {
     if (spec.kind !== "middleware") continue;
     middleware.push({ name: spec.name, onIntent: (name, value) => guard(name, value), ...("target" in spec ? { target: spec.target } : {}) });
   }
+  // `memory`: recall and ingestion over a real SQLite file (conformance_memory.mjs).
+  const memory = sc.memory ? new MemoryScenario(sc.memory) : null;
+  if (memory) {
+    config.memory = memory.config();
+    middleware.push(memory.middleware());
+    await memory.seed();
+  }
   if (middleware.length) config.middleware = middleware;
   const recorder = sc.trace ? traceRecorder() : null; // the OpenTelemetry spans (trace_tree.mjs)
   if (recorder) config.tracerProvider = recorder.provider;
-  const agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
+  let agent;
+  try {
+    agent = createAgent(ir, config, { irHash: ir.hash, compilerVersion: ir.compiler_version, irVersion: ir.ir_version });
+  } catch (error) {
+    if (!memory || !(error instanceof AuwgentError)) throw error; // a refused memory config
+    memory.output();
+    return normal({ raised: { error: error.name, message: error.message } });
+  }
+  memory?.prepare(agent);
   const intents = [];
   agent.onIntent((name, value, who) => void intents.push({ name, agent: who, value: structuredClone(value) }));
   for (const { spec, guard } of guards) if (spec.kind === "handler") agent.onIntent(guard);
@@ -110,7 +126,10 @@ async function scenario(ir, sc, chunk) {
   if (session && sc.tamper) Object.assign(session.stack.at(-1), sc.tamper);
   let raised = null;
   try {
-    for (const text of sc.inputs) session = await agent.run(text, { session });
+    for (const text of sc.inputs) {
+      session = await agent.run(text, { session, ...(memory ? memory.runOptions() : {}) });
+      if (memory) await agent.drain();
+    }
   } catch (error) {
     // What run refuses before anything runs (a bad session).
     if (!(error instanceof AuwgentError)) throw error;
@@ -121,6 +140,10 @@ async function scenario(ir, sc, chunk) {
   if (sc.llm_end) out.llm_end = ends;
   if (guards.length) out.seen = seen; // what each guard was shown, in order
   if (recorder) out.spans = recorder.tree(); // ids and times left out
+  if (memory) {
+    out.memory = memory.output();
+    return normal(MemoryScenario.normal(out));
+  }
   return normal(out);
 }
 

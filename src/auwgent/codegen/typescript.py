@@ -439,6 +439,10 @@ class _Emitter:
             w.fill("readonly persona: PersonaName | null;")
             w.fill("usePersona(name: PersonaName | null): void;")
             w.fill("setContext(data: AuwgentContextValues): void;")
+            w.fill("/** Keep memory in `scope` (null: the unscoped pool): docs/memory.md. */")
+            w.fill("useMemoryScope(scope: string | null): void;")
+            w.fill("/** Wait until background memory ingestion has finished. */")
+            w.fill("drain(): Promise<void>;")
             w.fill(
                 "run(text: AuwgentInput, options?: { session?: SessionState | null; config?: "
                 "ConfigName; "

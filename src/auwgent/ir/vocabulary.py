@@ -356,7 +356,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "handoff_complete",
     ),
     "runtime_config_keys": (
-        "memory",
         "approver",
         "approvals",
         "codeMode",

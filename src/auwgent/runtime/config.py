@@ -483,7 +483,7 @@ KEYS: tuple[Key, ...] = (
         "`{store, budget, ingester, counter, limit, maxPending}`: recall before each run and "
         "background ingestion after it ([memory.md](memory.md)).",
         "MemoryConfig",
-        None,
+        'import("./memory.js").MemoryConfig | boolean',
         comment="Recall and background ingestion.",
     ),
     Key(

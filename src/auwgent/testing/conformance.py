@@ -31,6 +31,7 @@ from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.runtime.session import message_to_json, messages_from_json
+from auwgent.testing.conformance_memory import MemoryScenario
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
@@ -122,11 +123,7 @@ def _reply(spec: Any) -> str | Reply | ScriptedFailure:
 
 
 async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> dict[str, Any]:
-    model: ScriptedModel | OfflineModel
-    if sc.get("model") == "offline":
-        model = OfflineModel(chunk_size=chunk)
-    else:
-        model = ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
+    model = _model(sc, chunk)
     intents: list[dict[str, Any]] = []
     config = {
         "provider": model,
@@ -144,19 +141,16 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     seen: dict[str, list[str]] = {}
     guards = [_Seer(g, seen) for g in sc.get("guards", ())]
     middleware += [g.middleware() for g in guards if g.kind == "middleware"]
+    memory = await MemoryScenario.join(sc, config, middleware)  # "memory": conformance_memory.py
     if middleware:
         config["middleware"] = middleware
-    agent = agent_from_ir(ir, config)
+    agent, refused = MemoryScenario.agent(memory, lambda: agent_from_ir(ir, config))
+    if refused is not None:
+        return refused
     agent.on_intent(
         lambda name, value, who: intents.append({"name": name, "agent": who, "value": value})
     )
-    for guard in guards:
-        if guard.kind == "handler":
-            agent.on_intent(guard)
-    if "handler_raises" in sc:
-        agent.on_intent(_Guard(sc["handler_raises"]))
-    if "guard_returns" in sc:
-        agent.on_intent(_Returns(sc["guard_returns"]["on"], sc["guard_returns"]["value"]))
+    _handlers(agent, sc, guards)
     session = json.loads(json.dumps(sc["session"])) if "session" in sc else None
     if session is not None and "tamper" in sc:
         # A stored session edited by hand: its top frame claims what the scenario says.
@@ -164,7 +158,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     raised = None
     try:
         for text in sc["inputs"]:
-            session = await agent.run(text, session=session)
+            session = await MemoryScenario.run(memory, agent, text, session)
     except AuwgentError as exc:  # what run refuses before anything runs (a bad session)
         raised = {"error": type(exc).__name__, "message": str(exc)}
     requests = [build_chat_body(r) for r in model.requests]
@@ -177,7 +171,26 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["seen"] = seen  # what each guard was shown, in order
     if recorder is not None:
         out["spans"] = recorder.tree()  # the OpenTelemetry spans, ids and times left out
-    return out
+    return MemoryScenario.finish(memory, out)
+
+
+def _model(sc: Mapping[str, Any], chunk: int) -> ScriptedModel | OfflineModel:
+    """The scenario's model: the offline model, or its scripted replies."""
+    if sc.get("model") == "offline":
+        return OfflineModel(chunk_size=chunk)
+    return ScriptedModel([_reply(r) for r in sc["replies"]], chunk_size=chunk)
+
+
+def _handlers(agent: Any, sc: Mapping[str, Any], guards: list[_Seer]) -> None:
+    """The scenario's intent handlers, after the recorder: its guards, a handler that raises
+    (``handler_raises``) and one that returns a value (``guard_returns``)."""
+    for guard in guards:
+        if guard.kind == "handler":
+            agent.on_intent(guard)
+    if "handler_raises" in sc:
+        agent.on_intent(_Guard(sc["handler_raises"]))
+    if "guard_returns" in sc:
+        agent.on_intent(_Returns(sc["guard_returns"]["on"], sc["guard_returns"]["value"]))
 
 
 def _recorder(sc: Mapping[str, Any], config: dict[str, Any]) -> Any:

@@ -65,7 +65,9 @@ def _package(folder: Path, where: str) -> Path:
 
 
 def find_runtime(project_root: Path, env: Mapping[str, str] | None = None) -> Path:
-    """The TypeScript test runner to start for the project in ``project_root``."""
+    """The TypeScript test runner to start for the project in ``project_root`` (Node.js
+    first: without it no runner can start)."""
+    _node()
     env = os.environ if env is None else env
     given = env.get(ENV, "").strip()
     if given:

@@ -48,6 +48,7 @@ export const BUILTIN_INTENTS = [
   "helper_result",
   "error",
   "context_compacted",
+  "handoff_complete",
 ] as const;
 
 export const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
@@ -422,7 +423,7 @@ export class AgentCore {
     this.registry = new ToolRegistry(config.tools, declaredTools(doc));
     this.middleware = new MiddlewareChain(config.middleware);
     this.wantsPartials = this.middleware.hasPartial;
-    this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
+    this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name))];
   }
 
   configFor(agent: IRAgent, selected: string | null): string {

@@ -755,7 +755,7 @@ function handlerLabel(handler: Function): string {
 function checkConfigName(doc: Document, name: unknown, where: string): string {
   const valid = configNames(doc);
   if (typeof name !== "string" || !valid.includes(name))
-    throw new ConfigError(`${where}: unknown config ${JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
+    throw new ConfigError(`${where}: unknown config ${typeof name === "string" ? pyRepr(name) : JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
   return name;
 }
 

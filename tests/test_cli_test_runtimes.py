@@ -291,3 +291,59 @@ def test_the_runner_refuses_a_broken_job(ts_runtime: Path, tmp_path: Path) -> No
         assert done.returncode == 2
         assert done.stderr.startswith(f"auwgent test-runner: {said}")
         assert not (tmp_path / "out.json").exists()
+
+
+def test_the_environment_variable_wins_over_node_modules(
+    ts_runtime: Path, tmp_path: Path, weather: Path
+) -> None:
+    (weather / "node_modules").mkdir()
+    (weather / "node_modules" / "auwgent").symlink_to(ts_runtime, target_is_directory=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"AUWGENT_TS_RUNTIME": str(elsewhere)}
+    done = auwgent("test", ".", "--runtime", "ts", cwd=weather, env=env)
+    assert done.returncode == 2
+    assert f"AUWGENT_TS_RUNTIME is {elsewhere}, which is not the auwgent npm package" in (
+        done.stderr
+    )
+
+
+def _package(folder: Path, runner: str) -> Path:
+    """A package folder named auwgent whose test runner is the script ``runner``."""
+    (folder / "dist").mkdir(parents=True)
+    (folder / "package.json").write_text(json.dumps({"name": "auwgent"}), encoding="utf-8")
+    (folder / "dist" / "test-runner.js").write_text(runner, encoding="utf-8")
+    return folder
+
+
+def test_a_runner_that_fails_is_reported_not_taken_for_results(
+    tmp_path: Path, weather: Path
+) -> None:
+    cases = {
+        "crashes": (
+            "process.stderr.write('boom\\n'); process.exit(1);",
+            "the TypeScript test runner ({runner}) failed:\nboom\n",
+        ),
+        "writes nothing": (
+            "",
+            "the TypeScript test runner ({runner}) ended without writing its outcomes\n",
+        ),
+        "writes no outcomes": (
+            "require('node:fs').writeFileSync(process.argv[2], '{\"runtime\": \"0\"}');",
+            "the TypeScript test runner ({runner}) wrote no readable outcomes: 'outcomes'\n",
+        ),
+        "writes a wrong outcome": (
+            "require('node:fs').writeFileSync(process.argv[2], "
+            '\'{"outcomes": [{"name": "x"}]}\');',
+            "the TypeScript test runner ({runner}) wrote a malformed outcome #1: no 'file'\n",
+        ),
+    }
+    for i, (case, (script, said)) in enumerate(cases.items()):
+        package = _package(tmp_path / f"p{i}", script)
+        env = {"AUWGENT_TS_RUNTIME": str(package)}
+        done = auwgent("test", ".", "--runtime", "ts", cwd=weather, env=env)
+        runner = package / "dist" / "test-runner.js"
+        assert done.returncode == 1, case
+        assert done.stdout == "", case
+        assert done.stderr.endswith(said.format(runner=runner)), (case, done.stderr)
+        assert "Traceback" not in done.stderr, case

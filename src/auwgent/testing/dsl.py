@@ -335,7 +335,7 @@ def run_command(
         try:
             found = run_tests_ts(specs, docs, project.source_root, runner)
             outcomes = [_outcome(item) for item in found]
-        except (TsRuntimeError, KeyError, TypeError, ValueError) as exc:
+        except TsRuntimeError as exc:
             print(f"error: {exc}", file=err)
             return EXIT_ERRORS
     for outcome in outcomes:

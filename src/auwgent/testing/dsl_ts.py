@@ -132,9 +132,13 @@ def run_tests_ts(
             )
         except OSError as exc:
             raise TsRuntimeError(f"--runtime ts: node could not be started: {exc}") from exc
-        if done.returncode != 0 or not output.is_file():
+        if done.returncode != 0:
             said = done.stderr.strip() or f"exit code {done.returncode}, nothing on stderr"
             raise TsRuntimeError(f"the TypeScript test runner ({runner}) failed:\n{said}")
+        if not output.is_file():
+            raise TsRuntimeError(
+                f"the TypeScript test runner ({runner}) ended without writing its outcomes"
+            )
         try:
             outcomes = json.loads(output.read_text(encoding="utf-8"))["outcomes"]
         except (ValueError, KeyError, TypeError) as exc:
@@ -143,4 +147,35 @@ def run_tests_ts(
             ) from exc
     if not isinstance(outcomes, list):
         raise TsRuntimeError(f"the TypeScript test runner ({runner}) wrote no list of outcomes")
+    for i, item in enumerate(outcomes):
+        problem = _malformed(item)
+        if problem:
+            raise TsRuntimeError(
+                f"the TypeScript test runner ({runner}) wrote a malformed outcome #{i + 1}: "
+                f"{problem}"
+            )
     return outcomes
+
+
+_OUTCOME: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "file": str,
+    "line": int,
+    "problems": list,
+    "intents": list,
+    "seconds": (int, float),
+}
+
+
+def _malformed(item: Any) -> str | None:
+    """What is wrong with one outcome the runner wrote (``None``: nothing)."""
+    if not isinstance(item, dict):
+        return "not an object"
+    for key, kind in _OUTCOME.items():
+        if key not in item:
+            return f"no {key!r}"
+        if not isinstance(item[key], kind):
+            return f"{key!r} is a {type(item[key]).__name__}"
+    if not all(isinstance(i, list) and len(i) == 3 for i in item["intents"]):
+        return "an intent that is not [name, value, agent]"
+    return None

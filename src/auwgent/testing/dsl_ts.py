@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from auwgent.codegen.typescript import _whole_floats
+from auwgent.codegen.typescript import whole_floats
 
 __all__ = ["ENV", "RUNNER", "TsRuntimeError", "find_runtime", "run_tests_ts"]
 
@@ -102,7 +102,7 @@ def _job(
 ) -> str:
     tested = {spec["agent"] for spec in specs}
     documents = {
-        name: {"ir": doc, "floats": _whole_floats(doc, "")}
+        name: {"ir": doc, "floats": whole_floats(doc, "")}
         for name, doc in docs.items()
         if name in tested
     }

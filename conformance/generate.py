@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gen_handoff import handoff_vectors
+from gen_test_blocks import test_block_vectors
 
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import vocabulary
@@ -755,6 +756,7 @@ def main() -> None:
         "blocks": block_vectors,
         "engine": engine_vectors,
         "context": context_vectors,
+        "test_blocks": test_block_vectors,
     }
     groups = {name: makers[name]() for name in GROUPS}
     manifest = {}

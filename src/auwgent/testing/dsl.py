@@ -31,7 +31,15 @@ from auwgent.runtime.providers.offline import structured_reply
 from auwgent.runtime.providers.scripted import ScriptedModel, block_text
 from auwgent.testing.dsl_ts import TsRuntimeError, find_runtime, run_tests_ts
 
-__all__ = ["RUNTIMES", "TestOutcome", "project_tests", "run_command", "run_test", "run_tests"]
+__all__ = [
+    "RUNTIMES",
+    "TestOutcome",
+    "project_tests",
+    "run_command",
+    "run_test",
+    "run_tests",
+    "vector_outcome",
+]
 
 #: The runtimes ``auwgent test --runtime`` runs the tests on.
 RUNTIMES = ("python", "ts")
@@ -181,6 +189,12 @@ async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) 
     outcome.problems += _compare(spec["expects"], outcome.intents, executions.calls, output)
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def vector_outcome(spec: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ``test_blocks`` conformance vector pins of one test: its problems and intents."""
+    outcome = asyncio.run(run_test(spec, doc, Path(".")))
+    return {"problems": outcome.problems, "intents": [list(i) for i in outcome.intents]}
 
 
 def _compare(

@@ -145,7 +145,7 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         choices=("python", "ts"),
         default="python",
         help="the runtime the tests run on: python (default) or ts, the TypeScript runtime "
-        "(the project's node_modules/auwgent, or the folder in AUWGENT_TS_RUNTIME)",
+        "(the folder in AUWGENT_TS_RUNTIME, else the project's node_modules/auwgent)",
     )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

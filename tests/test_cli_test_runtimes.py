@@ -177,6 +177,12 @@ def test_a_cassette_recorded_in_python_replays_on_typescript(
         '    input: "Goodbye"\n'
         '    cassette: "cassettes/hello.json"\n'
         '    expect { text contains "Hi there" }\n'
+        "}\n\n"
+        'test "has no file" {\n'
+        "    agent: Main\n"
+        '    input: "Hello"\n'
+        '    cassette: "cassettes/never.json"\n'
+        '    expect { text contains "Hi there" }\n'
         "}\n",
         encoding="utf-8",
     )
@@ -209,7 +215,11 @@ def test_a_cassette_recorded_in_python_replays_on_typescript(
     assert "FAIL main.agent:12 misses" in out
     assert "has no recorded answer for POST /v1/chat/completions" in out
     assert '+        "content": "Goodbye",' in out
+    never = tmp_path / "cassettes" / "never.json"
+    assert "FAIL main.agent:19 has no file" in out
+    assert f"  expected: cassette {never} does not exist: record it first (mode='record')" in out
     assert reports["ts"] == reports["python"]
+    assert reports["ts"][1] == "1 passed, 2 failed"
 
 
 # -- finding the TypeScript runtime ---------------------------------------------------------

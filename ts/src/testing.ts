@@ -153,7 +153,13 @@ export async function runTest(spec: TestSpec, document: TestDocument, root: stri
   let cassette: Cassette | null = null;
   if (spec.replies !== null) config.provider = new ScriptedModel(script(spec.replies, callKinds(doc)));
   else {
-    cassette = new Cassette(path.join(path.dirname(path.join(root, spec.file)), spec.cassette ?? ""));
+    try {
+      cassette = new Cassette(pathJoin(pathJoin(root, spec.file, ".."), spec.cassette ?? ""));
+    } catch (error) {
+      // No file, or not a cassette: the test fails saying so.
+      outcome.problems.push(error instanceof Error ? error.message : String(error));
+      return outcome;
+    }
     config.httpClient = cassette;
     config.apiKeys = Object.fromEntries([...modelsInUse(doc)].map((model) => [apiKeyField(model), "test-key"]));
   }
@@ -180,6 +186,25 @@ export async function runTest(spec: TestSpec, document: TestDocument, root: stri
   outcome.problems.push(...compare(spec.expects, outcome.intents, executions.calls, output));
   outcome.seconds = (performance.now() - started) / 1000;
   return outcome;
+}
+
+/** Paths joined as Python's `pathlib` joins them (so that messages name the same file):
+ * `.` and empty segments dropped, `..` kept as written except for a `..` argument (`parent`). */
+function pathJoin(...parts: string[]): string {
+  const segments: string[] = [];
+  let absolute = false;
+  for (const [i, part] of parts.entries()) {
+    if (part === ".." && i > 0) {
+      segments.pop();
+      continue;
+    }
+    if (path.isAbsolute(part)) {
+      absolute = true;
+      segments.length = 0;
+    }
+    segments.push(...part.split(/[\\/]+/).filter((s) => s !== "" && s !== "."));
+  }
+  return (absolute ? path.sep : "") + segments.join(path.sep);
 }
 
 /** What the run fell short of: one line per `expect` that does not hold, then any error the

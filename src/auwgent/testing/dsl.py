@@ -168,9 +168,13 @@ async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) 
     if spec["replies"] is not None:
         config["provider"] = ScriptedModel(_script(spec["replies"], _kinds(doc)))
     else:
-        from auwgent.testing.cassette import Cassette
+        from auwgent.testing.cassette import Cassette, CassetteMiss
 
-        cassette = Cassette((root / spec["file"]).parent / spec["cassette"])
+        try:
+            cassette = Cassette((root / spec["file"]).parent / spec["cassette"])
+        except (OSError, CassetteMiss) as exc:  # no file, or not a cassette
+            outcome.problems.append(str(exc))
+            return outcome
         config["httpClient"] = cassette
         config["apiKeys"] = {api_key_field(m): "test-key" for m in models_in_use(doc)}
     try:

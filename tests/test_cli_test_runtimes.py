@@ -357,3 +357,19 @@ def test_a_runner_that_fails_is_reported_not_taken_for_results(
         assert done.stdout == "", case
         assert done.stderr.endswith(said.format(runner=runner)), (case, done.stderr)
         assert "Traceback" not in done.stderr, case
+
+
+def test_the_runners_own_failure_is_one_line(ts_runtime: Path, tmp_path: Path) -> None:
+    assert NODE is not None
+    runner = ts_runtime / "dist" / "test-runner.js"
+    out = tmp_path / "no such folder" / "out.json"
+    done = subprocess.run(
+        [NODE, str(runner), str(out)],
+        input='{"root": ".", "specs": [], "documents": {}}',
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("auwgent test-runner: Error: ENOENT: no such file or directory")
+    assert done.stderr.count("\n") == 1  # no stack

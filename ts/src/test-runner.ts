@@ -3,11 +3,12 @@
 // "documents": {<agent>: {"ir": <IR document>, "floats": [<JSON pointer>, ...]}}}`, runs every
 // spec on this runtime (testing.ts) and writes `{"runtime": <version>, "outcomes": [...]}` to the
 // file OUTPUT (not to stdout, which the agents' tools may write to). A job it cannot read is
-// said on stderr with exit code 2; failing tests are outcomes, not exit codes.
+// said on stderr with exit code 2, a failure of the runner itself with 1; failing tests are
+// outcomes, not exit codes.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { RUNTIME_VERSION } from "./agent.js";
-import { runTests, type TestDocument, type TestSpec } from "./testing.js";
+import { runTests, type TestDocument, type TestOutcome, type TestSpec } from "./testing.js";
 
 const USAGE = 2;
 
@@ -47,6 +48,14 @@ function replacer(_key: string, value: unknown): unknown {
 const output = process.argv[2];
 if (!output) fail("usage: node test-runner.js OUTPUT_FILE < job.json");
 const job = readJob();
-const outcomes = await runTests(job.specs, job.documents, job.root);
-writeFileSync(output, JSON.stringify({ runtime: RUNTIME_VERSION, outcomes }, replacer));
+let outcomes: TestOutcome[];
+try {
+  outcomes = await runTests(job.specs, job.documents, job.root);
+  writeFileSync(output, JSON.stringify({ runtime: RUNTIME_VERSION, outcomes }, replacer));
+} catch (error) {
+  // A test's own failures are outcomes; this is the runner's (a job of the wrong shape, an
+  // output file it cannot write): said in one line, without a stack.
+  process.stderr.write(`auwgent test-runner: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`);
+  process.exit(1);
+}
 process.exit(0); // a tool or a client left open must not keep the runner alive

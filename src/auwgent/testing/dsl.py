@@ -332,6 +332,9 @@ def run_command(
 ) -> int:
     """``auwgent test [PATH] [-k PATTERN] [--junit FILE] [--runtime python|ts]``; returns the
     exit code."""
+    if runtime not in RUNTIMES:
+        print(f"error: --runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}", file=err)
+        return EXIT_USAGE
     try:
         project = load_project(path)
         runner = find_runtime(project.root) if runtime == "ts" else None

@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gen_handoff import handoff_vectors
 from gen_memory import memory_vectors
 from gen_summarize import summarize_vectors
 from gen_taint import taint_engine_vectors
+from gen_test_blocks import test_block_vectors
 from gen_tracing import tracing_vectors
 
 from auwgent.compiler.pipeline import compile_sources
@@ -684,6 +686,7 @@ def engine_vectors() -> list[dict[str, Any]]:
         out.append({"id": f"engine/offline/{i}", "ir": irs[agent], "scenario": sc, "chunk_size": 5})
     out += taint_engine_vectors()
     out += memory_vectors(compile_ir)
+    out += handoff_vectors(compile_ir, run_vector)
     return out
 
 
@@ -761,6 +764,7 @@ def main() -> None:
         "blocks": block_vectors,
         "engine": engine_vectors,
         "context": context_vectors,
+        "test_blocks": test_block_vectors,
     }
     groups = {name: makers[name]() for name in GROUPS}
     manifest = {}

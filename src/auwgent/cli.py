@@ -140,11 +140,20 @@ def _add_test(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="run only the tests whose name contains PATTERN (case-insensitive)",
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    parser.add_argument(
+        "--runtime",
+        choices=("python", "ts"),
+        default="python",
+        help="the runtime the tests run on: python (default) or ts, the TypeScript runtime "
+        "(the folder in AUWGENT_TS_RUNTIME, else the project's node_modules/auwgent)",
+    )
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent.testing.dsl import run_command
 
-        return run_command(args.path, args.pattern, args.junit, out=out, err=err)
+        return run_command(
+            args.path, args.pattern, args.junit, out=out, err=err, runtime=args.runtime
+        )
 
     parser.set_defaults(run=run)
 

@@ -51,6 +51,7 @@ export const BUILTIN_INTENTS = [
   "tainted_call",
   "error",
   "context_compacted",
+  "handoff_complete",
 ] as const;
 
 export const HOOKS = ["onRunStart", "onLLMStart", "onIntent", "onIntentPartial", "onLLMEnd", "onRunComplete", "onError"] as const;
@@ -426,7 +427,7 @@ export class AgentCore {
     this.registry = new ToolRegistry(config.tools, declaredTools(doc));
     this.middleware = new MiddlewareChain(config.middleware);
     this.wantsPartials = this.middleware.hasPartial;
-    this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
+    this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name))];
   }
 
   configFor(agent: IRAgent, selected: string | null): string {
@@ -775,7 +776,7 @@ function handlerLabel(handler: Function): string {
 function checkConfigName(doc: Document, name: unknown, where: string): string {
   const valid = configNames(doc);
   if (typeof name !== "string" || !valid.includes(name))
-    throw new ConfigError(`${where}: unknown config ${JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
+    throw new ConfigError(`${where}: unknown config ${typeof name === "string" ? pyRepr(name) : JSON.stringify(name)}; valid configs: ${valid.join(", ")}`);
   return name;
 }
 

@@ -9,9 +9,10 @@ import { fileURLToPath } from "node:url";
 import { traceRecorder } from "./trace_tree.mjs";
 import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 import { MemoryScenario } from "./conformance_memory.mjs";
+import { runTest } from "../dist/testing.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
-const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context"];
+const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context", "test_blocks"];
 const load = (name) => JSON.parse(readFileSync(join(root, `${name}.json`), "utf8"));
 const manifest = load("manifest");
 const vectors = GROUPS.flatMap((group) => load(group).map((vector) => ({ group, vector })));
@@ -196,7 +197,14 @@ async function run(group, v) {
   if (group === "engine") return scenario(v.ir, v.scenario, v.chunk_size);
   if (group === "taint") return evaluateTaint(v.case);
   if (group === "context") return contextVector(v);
+  if (group === "test_blocks") return testBlock(v);
   throw new Error(`unknown group ${group}`);
+}
+
+/** A DSL test block (`auwgent test --runtime ts`, src/testing.ts): its problems and intents. */
+async function testBlock(v) {
+  const outcome = await runTest(v.spec, { ir: v.ir, floats: v.floats }, ".");
+  return normal({ problems: outcome.problems, intents: outcome.intents });
 }
 
 test("the vectors are exactly the manifest", () => {

@@ -241,9 +241,9 @@ test("the IR hash is recomputed: an IR edited after generation is refused with t
   const code = [
     "import json, sys",
     "from auwgent.compiler.pipeline import compile_sources",
-    "from auwgent.codegen.typescript import _whole_floats",
+    "from auwgent.codegen.typescript import whole_floats",
     "doc = compile_sources({'main.agent': sys.stdin.read()}).documents['main.agent']",
-    "print(json.dumps({'ir': doc, 'floats': _whole_floats(doc, '')}))",
+    "print(json.dumps({'ir': doc, 'floats': whole_floats(doc, '')}))",
   ].join("\n");
   const source = 'agent Main { default config { model: openai("gpt-4o", { temperature: 1.0, top_p: 0.5 }) prompt: "Hi {{ 2.0 * 3 }}" } }';
   const { ir, floats } = JSON.parse(execFileSync(PYTHON, ["-c", code], { input: source, encoding: "utf8" }));

@@ -47,7 +47,7 @@ test("construction names the key path of every mistake", () => {
   }
   assert.throws(() => createAgent(IR, { apiKeys: keys, context: { name: 3 } }, meta), (e) => e instanceof ContextError && /context\.name: expected string \(declared in Main's context\), got number 3/.test(e.message));
   assert.throws(() => createAgent(IR, { apiKeys: keys, tools: { lookupp: async () => "" } }, meta), /tools\.lookupp: no tool named 'lookupp' is declared; did you mean 'lookup'\?/);
-  assert.throws(() => createAgent(IR, { apiKeys: keys, config: "Lax" }, meta), /config: unknown config "Lax"; valid configs: default, Strict/);
+  assert.throws(() => createAgent(IR, { apiKeys: keys, config: "Lax" }, meta), /config: unknown config 'Lax'; valid configs: default, Strict/);
   assert.throws(() => createAgent(IR, { apiKeys: keys, retry: { attempt: 2 } }, meta), /retry\.attempt: unknown config key; did you mean 'attempts'\?/);
   assert.throws(() => createAgent(IR, { apiKeys: keys }, { ...meta, irHash: "sha256:other" }), /ir_hash: the embedded IR does not match its hash/);
 });
@@ -174,7 +174,7 @@ test("named configs: run({config}) and useConfig switch model and prompt", async
   assert.equal(gemini.length, 2);
   assert.equal(openai.length, 1);
   assert.match(gemini[0].body.systemInstruction.parts[0].text, /^Be strict\./);
-  assert.throws(() => agent.useConfig("Nope"), /useConfig: unknown config "Nope"; valid configs: default, Strict/);
+  assert.throws(() => agent.useConfig("Nope"), /useConfig: unknown config 'Nope'; valid configs: default, Strict/);
 });
 
 test("the seven middleware hooks fire as the manual says; setContext, embed and embedBatch work", async () => {

@@ -24,7 +24,7 @@ from auwgent.ir import dumps_ir
 from auwgent.ir import model as ir
 from auwgent.ir.vocabulary import INTENTS, STREAMED_INTENTS, api_key_field
 
-__all__ = ["RUNTIME_PACKAGE", "render_typescript"]
+__all__ = ["RUNTIME_PACKAGE", "render_typescript", "whole_floats"]
 
 IR = Mapping[str, Any]
 
@@ -470,7 +470,7 @@ class _Emitter:
                 f"irHash: {_str(str(self.doc.get('hash', '')))}, "
                 f"compilerVersion: {_str(__version__)}, irVersion: {IR_VERSION}"
             )
-            floats = _whole_floats(ir, "")
+            floats = whole_floats(ir, "")
             if floats:
                 # JavaScript reads 1.0 as 1: the runtime needs them to recompute the hash.
                 meta += f", floats: {json.dumps(floats, ensure_ascii=False)}"
@@ -481,7 +481,7 @@ class _Emitter:
         w.fill("}")
 
 
-def _whole_floats(value: Any, path: str) -> list[str]:
+def whole_floats(value: Any, path: str) -> list[str]:
     """JSON pointers of the floats of ``value`` that are whole numbers (``1.0``)."""
     if isinstance(value, float):
         return [path] if value.is_integer() else []
@@ -494,7 +494,7 @@ def _whole_floats(value: Any, path: str) -> list[str]:
     found: list[str] = []
     for key, item in items:
         step = str(key).replace("~", "~0").replace("/", "~1")
-        found.extend(_whole_floats(item, f"{path}/{step}"))
+        found.extend(whole_floats(item, f"{path}/{step}"))
     return found
 
 

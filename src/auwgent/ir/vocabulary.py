@@ -353,7 +353,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
     "builtin_intents": (
         "approval_request",
         "approval_result",
-        "handoff_complete",
     ),
     "runtime_config_keys": (
         "approver",

@@ -32,11 +32,12 @@ from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.runtime.session import message_to_json, messages_from_json
 from auwgent.testing.conformance_memory import MemoryScenario
+from auwgent.testing.dsl import vector_outcome
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
 #: The vector files, in the order both runners read them.
-GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint", "context")
+GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint", "context", "test_blocks")
 
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
@@ -307,4 +308,6 @@ def run_vector(group: str, v: Mapping[str, Any]) -> Any:
         return normal(asyncio.run(_scenario(v["ir"], v["scenario"], v["chunk_size"])))
     if group == "context":
         return context_vector(v)
+    if group == "test_blocks":  # a DSL test block: auwgent.testing.dsl
+        return normal(vector_outcome(v["spec"], v["ir"]))
     raise ValueError(f"unknown vector group {group!r}")

@@ -29,8 +29,20 @@ from auwgent.runtime.evaluate.schema import example_value
 from auwgent.runtime.protocol.native import function_name
 from auwgent.runtime.providers.offline import structured_reply
 from auwgent.runtime.providers.scripted import ScriptedModel, block_text
+from auwgent.testing.dsl_ts import TsRuntimeError, find_runtime, run_tests_ts
 
-__all__ = ["TestOutcome", "project_tests", "run_command", "run_test", "run_tests"]
+__all__ = [
+    "RUNTIMES",
+    "TestOutcome",
+    "project_tests",
+    "run_command",
+    "run_test",
+    "run_tests",
+    "vector_outcome",
+]
+
+#: The runtimes ``auwgent test --runtime`` runs the tests on.
+RUNTIMES = ("python", "ts")
 
 _CALL_KINDS = {"tool": "tool_call", "workflow": "workflow_call", "helper": "helper_call"}
 
@@ -156,9 +168,13 @@ async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) 
     if spec["replies"] is not None:
         config["provider"] = ScriptedModel(_script(spec["replies"], _kinds(doc)))
     else:
-        from auwgent.testing.cassette import Cassette
+        from auwgent.testing.cassette import Cassette, CassetteMiss
 
-        cassette = Cassette((root / spec["file"]).parent / spec["cassette"])
+        try:
+            cassette = Cassette((root / spec["file"]).parent / spec["cassette"])
+        except (OSError, CassetteMiss) as exc:  # no file, or not a cassette
+            outcome.problems.append(str(exc))
+            return outcome
         config["httpClient"] = cassette
         config["apiKeys"] = {api_key_field(m): "test-key" for m in models_in_use(doc)}
     try:
@@ -177,6 +193,12 @@ async def run_test(spec: Mapping[str, Any], doc: Mapping[str, Any], root: Path) 
     outcome.problems += _compare(spec["expects"], outcome.intents, executions.calls, output)
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def vector_outcome(spec: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ``test_blocks`` conformance vector pins of one test: its problems and intents."""
+    outcome = asyncio.run(run_test(spec, doc, Path(".")))
+    return {"problems": outcome.problems, "intents": [list(i) for i in outcome.intents]}
 
 
 def _compare(
@@ -287,13 +309,36 @@ def project_tests(result: Any, pattern: str | None = None) -> list[dict[str, Any
     return specs
 
 
+def _outcome(item: Mapping[str, Any]) -> TestOutcome:
+    """One outcome as the TypeScript runner wrote it."""
+    return TestOutcome(
+        str(item["name"]),
+        str(item["file"]),
+        int(item["line"]),
+        [str(p) for p in item["problems"]],
+        [(str(n), v, str(a)) for n, v, a in item["intents"]],
+        float(item["seconds"]),
+    )
+
+
 def run_command(
-    path: Path, pattern: str | None, junit: Path | None, *, out: TextIO, err: TextIO
+    path: Path,
+    pattern: str | None,
+    junit: Path | None,
+    *,
+    out: TextIO,
+    err: TextIO,
+    runtime: str = "python",
 ) -> int:
-    """``auwgent test [PATH] [-k PATTERN] [--junit FILE]``; returns the exit code."""
+    """``auwgent test [PATH] [-k PATTERN] [--junit FILE] [--runtime python|ts]``; returns the
+    exit code."""
+    if runtime not in RUNTIMES:
+        print(f"error: --runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}", file=err)
+        return EXIT_USAGE
     try:
         project = load_project(path)
-    except ConfigError as exc:
+        runner = find_runtime(project.root) if runtime == "ts" else None
+    except (ConfigError, TsRuntimeError) as exc:
         print(f"error: {exc}", file=err)
         return EXIT_USAGE
     result = compile_project(project.files, project.source_root, display=display_path)
@@ -305,7 +350,15 @@ def run_command(
     specs = project_tests(result, pattern)
     docs = {doc["root"]: doc for doc in result.documents.values()}
     started = time.perf_counter()
-    outcomes = asyncio.run(run_tests(specs, docs, project.source_root))
+    if runner is None:
+        outcomes = asyncio.run(run_tests(specs, docs, project.source_root))
+    else:
+        try:
+            found = run_tests_ts(specs, docs, project.source_root, runner)
+            outcomes = [_outcome(item) for item in found]
+        except TsRuntimeError as exc:
+            print(f"error: {exc}", file=err)
+            return EXIT_ERRORS
     for outcome in outcomes:
         mark = "PASS" if outcome.passed else "FAIL"
         print(f"{mark} {outcome.file}:{outcome.line} {outcome.name}", file=out)

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gen_approvals import APPROVAL_AGENT, approval_scenarios
+
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import vocabulary
 from auwgent.runtime.evaluate.schema import example_value
@@ -671,6 +673,9 @@ def engine_vectors() -> list[dict[str, Any]]:
             {"id": f"engine/resilience/{i}", "ir": resilient, "scenario": sc, "chunk_size": 5}
         )
     out += example_vectors()
+    gated = compile_ir(APPROVAL_AGENT)
+    for name, sc in approval_scenarios():
+        out.append({"id": f"engine/approvals/{name}", "ir": gated, "scenario": sc, "chunk_size": 5})
     irs = {"engine": ir, "shop": compile_ir(OFFLINE_AGENT)}
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { approver, normalIds, resumeAll } from "./conformance_approvals.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context"];
@@ -75,6 +76,10 @@ async function scenario(ir, sc, chunk) {
   );
   const ends = [];
   const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null, ...(sc.config ?? {}) };
+  // "approvals": the approver's answers and the resumes (conformance/gen_approvals.py).
+  const gated = sc.approvals ?? null;
+  const asked = [];
+  if (gated?.approver != null) config.approver = approver(gated.approver, asked);
   const middleware = [];
   if (sc.llm_end) middleware.push({ onLLMEnd: (response) => void ends.push(structuredClone(response)) });
   const seen = {};
@@ -107,10 +112,12 @@ async function scenario(ir, sc, chunk) {
     if (!(error instanceof AuwgentError)) throw error;
     raised = { error: error.name, message: error.message };
   }
+  if (gated !== null && raised === null) [session, raised] = await resumeAll(agent, session, gated.resume ?? []);
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;
   if (guards.length) out.seen = seen; // what each guard was shown, in order
+  if (gated !== null) return normal(normalIds({ ...out, asked }));
   return normal(out);
 }
 

@@ -351,8 +351,6 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
 #: check that its lists equal these tables minus this; each entry goes when TypeScript gains it.
 NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
     "builtin_intents": (
-        "approval_request",
-        "approval_result",
         "handoff_complete",
         "tainted_call",
     ),
@@ -360,8 +358,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "memory",
         "tracing",
         "tracerProvider",
-        "approver",
-        "approvals",
         "codeMode",
         "codeLimits",
         "mcp",

@@ -31,6 +31,7 @@ from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.runtime.session import message_to_json, messages_from_json
+from auwgent.testing import conformance_approvals
 
 __all__ = ["GROUPS", "ToolFailure", "normal", "run_vector"]
 
@@ -124,6 +125,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         "persona": sc.get("persona"),
     }
     config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
+    # The approver's answers and the resumes (conformance/gen_approvals.py).
+    gated = conformance_approvals.Gated(sc.get("approvals"), config)
     ends: list[Any] = []
     middleware: list[Any] = []
     if sc.get("llm_end"):
@@ -154,6 +157,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
             session = await agent.run(text, session=session)
     except AuwgentError as exc:  # what run refuses before anything runs (a bad session)
         raised = {"error": type(exc).__name__, "message": str(exc)}
+    if raised is None:
+        session, raised = await gated.resume(agent, session)
     requests = [build_chat_body(r) for r in model.requests]
     out: dict[str, Any] = {"intents": intents, "requests": requests, "session": session}
     if raised is not None:
@@ -162,7 +167,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
     if guards:
         out["seen"] = seen  # what each guard was shown, in order
-    return out
+    return gated.output(out)
 
 
 class _Seer:

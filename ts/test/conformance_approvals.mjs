@@ -1,0 +1,49 @@
+// The "approvals" key of an engine scenario (conformance/gen_approvals.py), as the Python
+// runner reads it (src/auwgent/testing/conformance_approvals.py): the approver's scripted
+// answers, the resumes after the inputs, and the random ids written as <id>.
+import { AuwgentError } from "../dist/index.js";
+
+class ApproverFailure extends Error {
+  name = "ApproverFailure";
+}
+
+/** An async approver giving `answers` in order (null once they run out), noting every
+ * request it is shown in `asked`. */
+export function approver(answers, asked) {
+  const left = [...answers];
+  return async function decide(request) {
+    asked.push(structuredClone(request));
+    const answer = left.length ? left.shift() : null;
+    if (answer && typeof answer === "object" && "raise" in answer) throw new ApproverFailure(answer.raise);
+    if (answer && typeof answer === "object" && answer.hang) await new Promise(() => {}); // never answers
+    return structuredClone(answer);
+  };
+}
+
+/** One agent.resume per entry: decisions for the pending requests in order, or `{raw}`;
+ * stops at the first refusal (returned as `raised`). */
+export async function resumeAll(agent, session, entries) {
+  for (const entry of entries) {
+    let decisions;
+    if (!Array.isArray(entry)) decisions = structuredClone(entry.raw);
+    else {
+      const pending = session?.pending_approvals ?? [];
+      decisions = Object.fromEntries(pending.slice(0, entry.length).map((p, i) => [p.id, entry[i]]));
+    }
+    try {
+      session = await agent.resume(session, decisions);
+    } catch (error) {
+      if (!(error instanceof AuwgentError)) throw error;
+      return [session, { error: error.name, message: error.message }];
+    }
+  }
+  return [session, null];
+}
+
+/** `value` with the random ids and the decision times written as <id> / <time>. */
+export function normalIds(value) {
+  const text = JSON.stringify(value)
+    .replace(/\b[0-9a-f]{32}\b/g, "<id>")
+    .replace(/"decided_at":"[^"]*"/g, '"decided_at":"<time>"');
+  return JSON.parse(text);
+}

@@ -38,3 +38,5 @@ export { BLOB_THRESHOLD, MemorySessionStore, SessionStoreError, SessionStoreMidd
 export type { SessionStore } from "./stores.js";
 export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net.js";
 export type { RedisClient } from "./stores_net.js";
+export { ApprovalGate, checkDecisions, DEFAULT_TIMEOUT as DEFAULT_APPROVAL_TIMEOUT, judge, Journal, ResumeJournal, StepPaused, Verdict } from "./approvals.js";
+export type { ApprovalDecision, ApprovalRequest, Approver, CallRecord, ResumeOptions, TaintRecord } from "./approvals.js";

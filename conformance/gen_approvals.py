@@ -9,7 +9,9 @@ ts/test/conformance.test.mjs):
   ``{"raise": message}`` (the approver throws) or ``{"hang": true}`` (it never answers);
   ``null`` or absent: no approver is configured;
 - ``"resume"``: after the inputs, one ``agent.resume`` per entry: a list of decisions for
-  the session's pending requests in order, or ``{"raw": decisions}`` given as they are.
+  the session's pending requests in order, or ``{"raw": decisions}`` given as they are;
+- ``"edit"``: ``[[path, value], ...]`` set in the paused session before the first resume (a
+  stored pause tampered with; a path is keys and list indexes, ``-1`` the last).
 
 The output adds ``"asked"`` (the requests the approver was shown); the request ids, the
 record ids and ``decided_at`` are random or the time, so both runners write them as
@@ -94,6 +96,7 @@ EMAIL_NATIVE = {"parts": [{"call": "tool__send_email", "args": {"to": "a@x.org",
 REFUND = _tb("workflow_call", "refund", "order: o1")
 SETTLE = _tb("workflow_call", "settle", "order: o1")
 DOUBLE = _tb("workflow_call", "double", "order: o1")
+ROUND = ("turns", -1, "paused_round")
 
 
 def _sc(replies: list[Any], approvals: dict[str, Any], **more: Any) -> dict[str, Any]:
@@ -156,6 +159,17 @@ def approval_scenarios() -> list[tuple[str, dict[str, Any]]]:
         ("step_defer_resume_deny", _sc([SETTLE, DONE], {"approver": ["defer"], "resume": [[False]]})),
         ("step_defer_twice", _sc([DOUBLE, DONE], {"approver": ["defer", "defer"],
                                                   "resume": [[True], [True]]})),
+        ("tampered_pending", _sc([EMAIL, DONE], {"approver": ["defer"], "resume": [[True]],
+                                                 "edit": [[["pending_approvals"], "x"]]})),
+        ("tampered_records", _sc([EMAIL, DONE], {"approver": ["defer"], "resume": [[True]],
+                                                 "edit": [[[*ROUND], [{"id": "r"}]]]})),
+        ("tampered_request_id", _sc([EMAIL, DONE], {"approver": ["defer"], "resume": [[True]],
+                                                    "edit": [[[*ROUND, 0, "request_id"], "other"]]})),
+        ("no_longer_declared", _sc([EMAIL, DONE], {"approver": ["defer"], "resume": [[True]],
+                                                   "edit": [[[*ROUND, 0, "name"], "gone"]]})),
+        ("replay_mismatch", _sc([SETTLE, DONE], {"approver": ["defer"], "resume": [[True]],
+                                                 "edit": [[[*ROUND, 0, "steps", 0, "args"],
+                                                           {"path": "changed"}]]})),
         ("handoff_defer_resume", {**_sc([_tb("helper_call", "Desk", "input: help"),
                                          _tb("response_text", None, "Desk here."), EMAIL, DONE],
                                         {"approver": ["defer"], "resume": [[True]]}),

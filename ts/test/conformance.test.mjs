@@ -112,7 +112,7 @@ async function scenario(ir, sc, chunk) {
     if (!(error instanceof AuwgentError)) throw error;
     raised = { error: error.name, message: error.message };
   }
-  if (gated !== null && raised === null) [session, raised] = await resumeAll(agent, session, gated.resume ?? []);
+  if (gated !== null && raised === null) [session, raised] = await resumeAll(agent, session, gated.resume ?? [], gated.edit ?? []);
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;

@@ -22,13 +22,21 @@ export function approver(answers, asked) {
 
 /** One agent.resume per entry: decisions for the pending requests in order, or `{raw}`;
  * stops at the first refusal (returned as `raised`). */
-export async function resumeAll(agent, session, entries) {
+export async function resumeAll(agent, session, entries, edits = []) {
+  // A stored pause tampered with: each [path, value] is set before the first resume.
+  for (const [path, value] of edits) {
+    let at = session;
+    const key = (step, on) => (typeof step === "number" && step < 0 ? on.length + step : step);
+    for (const step of path.slice(0, -1)) at = at[key(step, at)];
+    at[key(path.at(-1), at)] = structuredClone(value);
+  }
   for (const entry of entries) {
     let decisions;
     if (!Array.isArray(entry)) decisions = structuredClone(entry.raw);
     else {
       const pending = session?.pending_approvals ?? [];
-      decisions = Object.fromEntries(pending.slice(0, entry.length).map((p, i) => [p.id, entry[i]]));
+      const requests = Array.isArray(pending) ? pending.filter((p) => p && typeof p === "object" && !Array.isArray(p)) : [];
+      decisions = Object.fromEntries(requests.slice(0, entry.length).map((p, i) => [p.id, entry[i]]));
     }
     try {
       session = await agent.resume(session, decisions);

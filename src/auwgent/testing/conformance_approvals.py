@@ -30,9 +30,12 @@ class Gated:
             config["approver"] = approver(spec["approver"], self.asked)
 
     async def resume(self, agent: Any, session: Any) -> tuple[Any, dict[str, str] | None]:
-        """The scenario's resumes after its inputs (none without the key)."""
+        """The scenario's resumes after its inputs (none without the key), the paused session
+        edited first as ``"edit"`` says (``[[path, value], ...]``: a stored pause tampered with)."""
         if self.spec is None:
             return session, None
+        for path, value in self.spec.get("edit", ()):
+            _set(session, path, json.loads(json.dumps(value)))
         return await resume_all(agent, session, self.spec.get("resume", ()))
 
     def output(self, out: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +48,12 @@ class Gated:
 
 class ApproverFailure(Exception):
     """What a scripted approver raises (the TypeScript runner throws an Error so named)."""
+
+
+def _set(value: Any, path: Sequence[str | int], new: Any) -> None:
+    for step in path[:-1]:
+        value = value[step]
+    value[path[-1]] = new
 
 
 def approver(
@@ -76,7 +85,10 @@ async def resume_all(
             decisions = json.loads(json.dumps(entry["raw"]))
         else:
             pending = (session or {}).get("pending_approvals") or []
-            decisions = {p["id"]: d for p, d in zip(pending, entry, strict=False)}
+            requests = (
+                [p for p in pending if isinstance(p, Mapping)] if isinstance(pending, list) else []
+            )
+            decisions = {p.get("id"): d for p, d in zip(requests, entry, strict=False)}
         try:
             session = await agent.resume(session, decisions)
         except AuwgentError as exc:

@@ -294,3 +294,18 @@ test("with a MemorySessionStore, two resumes in one process: the second is a Con
   assert.ok(reason instanceof ConflictError, String(reason));
   assert.equal(ran(count).length, 1);
 });
+
+test("two gated calls of one response deferred, decided apart on resume: the approved one runs, once", async () => {
+  const other = block("tool_call", "send_email", "to: b@x.org\nbody: yo");
+  const { agent, count } = plain([EMAIL + "\n" + other, DONE], { approvals: "defer" });
+  const paused = await agent.run("both");
+  assert.deepEqual(paused.pending_approvals.map((p) => p.args.to), ["a@x.org", "b@x.org"]);
+  assert.deepEqual(paused.turns.at(-1).paused_round.map((r) => [r.id, r.status]), paused.pending_approvals.map((p) => [p.id, "pending"]));
+  const [a, b] = pendingIds(paused);
+  const session = await agent.resume(paused, { [a]: true, [b]: { approved: false, reason: "not b" } });
+  assert.deepEqual(ran(count), ['ts send_email {"body": "hi", "to": "a@x.org"}']);
+  assert.deepEqual(session.turns.at(-1).calls.map((c) => [c.status, c.result ?? c.error]), [["ok", "sent"], ["error", "send_email was not approved, so it did not run: not b"]]);
+  assert.deepEqual(session.approvals.map((x) => [x.id, x.approved, x.reason]), [[a, true, null], [b, false, "not b"]]);
+  await assert.rejects(agent.resume(paused, { [a]: true }), (e) => e instanceof ApprovalError && e.message === `resume: no decision for pending request '${b}'; decide on every pending request`);
+  assert.equal(ran(count).length, 1); // refused before anything ran
+});

@@ -178,7 +178,7 @@ export function approvalOptions(config: Record<string, any>): ApprovalOptions {
   if (approver !== null && typeof approver !== "function")
     throw new ConfigError(`approver: expected a function of the approval request, got ${pyTypeName(approver)}`);
   const mode = config.approvals ?? "ask";
-  if (mode !== "ask" && mode !== "defer") throw new ConfigError(`approvals: expected 'ask' or 'defer', got ${typeof mode === "string" ? pyRepr(mode) : JSON.stringify(mode)}`);
+  if (mode !== "ask" && mode !== "defer") throw new ConfigError(`approvals: expected 'ask' or 'defer', got ${pyValue(mode)}`);
   return { approver, mode };
 }
 

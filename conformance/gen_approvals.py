@@ -97,6 +97,16 @@ REFUND = _tb("workflow_call", "refund", "order: o1")
 SETTLE = _tb("workflow_call", "settle", "order: o1")
 DOUBLE = _tb("workflow_call", "double", "order: o1")
 ROUND = ("turns", -1, "paused_round")
+# A paused call an earlier resume journaled: its saved outcome is reused (whatever the new
+# decision), and one that was started but never finished is refused, never run again.
+AUDIT = {"id": "a1", "kind": "tool", "name": "send_email", "agent": "Main",
+         "args": {"to": "a@x.org", "body": "hi"}, "approved": True, "reason": "earlier",
+         "decided_at": "2026-12-01T10:00:00+00:00"}  # fmt: skip
+JOURNAL_DONE = {"state": "done", "approval": AUDIT, "outcome": {
+    "id": "r1", "kind": "tool", "name": "send_email", "args": {"to": "a@x.org", "body": "hi"},
+    "status": "ok", "result": "sent earlier", "error": None, "call_id": None, "request_id": None,
+}}  # fmt: skip
+JOURNAL_STARTED = {"state": "started", "approval": AUDIT}
 
 
 def _sc(replies: list[Any], approvals: dict[str, Any], **more: Any) -> dict[str, Any]:
@@ -170,6 +180,10 @@ def approval_scenarios() -> list[tuple[str, dict[str, Any]]]:
         ("replay_mismatch", _sc([SETTLE, DONE], {"approver": ["defer"], "resume": [[True]],
                                                  "edit": [[[*ROUND, 0, "steps", 0, "args"],
                                                            {"path": "changed"}]]})),
+        ("journal_done_reused", _sc([EMAIL, DONE], {"approver": ["defer"], "resume": [[False]],
+                                                    "edit": [[[*ROUND, 0, "journal"], JOURNAL_DONE]]})),
+        ("journal_started_interrupted", _sc([EMAIL, DONE], {"approver": ["defer"], "resume": [[True]],
+                                                            "edit": [[[*ROUND, 0, "journal"], JOURNAL_STARTED]]})),
         ("handoff_defer_resume", {**_sc([_tb("helper_call", "Desk", "input: help"),
                                          _tb("response_text", None, "Desk here."), EMAIL, DONE],
                                         {"approver": ["defer"], "resume": [[True]]}),

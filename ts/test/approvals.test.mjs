@@ -220,6 +220,25 @@ test("a stored session left 'resuming' (a resumer stopped half way) is refused w
   }
 });
 
+test("new input for a stored conversation Python paused: an error intent, the stored pause kept as it was", async () => {
+  const url = BACKENDS[0][1]();
+  const key = fresh();
+  const count = countFile();
+  python({ do: "pause", url, key, replies: [EMAIL], input: "email a", count });
+  const before = python({ do: "load", url, key });
+  const store = openStore(url);
+  try {
+    const { agent, errors } = tsAgent(store, [DONE], count);
+    await agent.run("something else", { conversationId: key });
+    assert.deepEqual(errors, ["onRunStart failed: this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input"]);
+    const after = await store.load(key);
+    assert.deepEqual([after.turns, after.status, after.pending_approvals], [before.turns, before.status, before.pending_approvals]);
+    assert.deepEqual(ran(count), []);
+  } finally {
+    await close(store);
+  }
+});
+
 // -- the TypeScript API ------------------------------------------------------------------------
 
 function plain(replies, extra = {}) {

@@ -344,7 +344,7 @@ export function pause(run: Run, outcomes: readonly CallOutcome[]): void {
     if (steps !== undefined) rec.steps = steps;
   }
   turn.paused_round = records;
-  (turn as { status: string }).status = AWAITING;
+  turn.status = AWAITING;
   run.session.status = AWAITING;
 }
 
@@ -481,7 +481,7 @@ export async function resumeOutcomes(run: Run, inv: Invocation, decisions: Recor
   }
   if (outcomes.some((o) => o.status === "pending")) {
     turn.paused_round = records;
-    (turn as { status: string }).status = AWAITING;
+    turn.status = AWAITING;
     session.status = AWAITING;
     return null;
   }

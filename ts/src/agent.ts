@@ -33,6 +33,7 @@ import type { CallableSpec, Contract } from "./section.js";
 import type { SessionState } from "./session.js";
 import { checkInput, type Input } from "./parts.js";
 import { Ingestion } from "./memory.js";
+import { approvalOptions, checkApprover, resumeAgent, type ApprovalOptions, type Approver, type ResumeOptions } from "./approvals.js";
 
 export const IR_VERSION = 1;
 export const RUNTIME_VERSION = "0.1.0";
@@ -49,6 +50,8 @@ export const BUILTIN_INTENTS = [
   "helper_call",
   "helper_result",
   "tainted_call",
+  "approval_request",
+  "approval_result",
   "error",
   "context_compacted",
   "handoff_complete",
@@ -332,13 +335,12 @@ const KNOWN_KEYS: Record<string, string[]> = {
   agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "quarantine", "tools", "workflows"],
   config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol", "taint"],
   model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
-  tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns", "sensitive", "untrusted"],
-  workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
-  helper: ["handoff", "name", "tools"],
+  tool: ["approval", "description", "examples", "maxOutput", "name", "params", "repeatable", "returns", "sensitive", "untrusted"],
+  workflow: ["approval", "body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
+  helper: ["approval", "handoff", "name", "tools"],
   intent: ["description", "fields", "name"],
 };
 const FEATURES: Record<string, string> = {
-  approval: "@approval",
   mcp: "MCP tools (@mcp)",
   code_mode: "code mode",
   codeMode: "code mode",
@@ -400,6 +402,10 @@ export class AgentCore {
   tracing: Tracing | null;
   /** Background memory ingestion (src/memory.ts); null: memory is off. */
   ingestion: Ingestion | null;
+  /** The config's `approver` (or agent.onApproval's) and `approvals` mode (src/approvals.ts). */
+  approvals: ApprovalOptions;
+  /** The middleware list as the config gave it (a resume finds its session store there). */
+  middlewareList: readonly unknown[];
   private contracts = new Map<string, Contract>();
   private providers = new Map<string, Provider>();
   private codecs = new Map<string, Codec>();
@@ -426,6 +432,8 @@ export class AgentCore {
     this.contextSchema = new ContextSchema(doc);
     this.registry = new ToolRegistry(config.tools, declaredTools(doc));
     this.middleware = new MiddlewareChain(config.middleware);
+    this.middlewareList = Array.isArray(config.middleware) ? [...config.middleware] : [];
+    this.approvals = approvalOptions(config);
     this.wantsPartials = this.middleware.hasPartial;
     this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name))];
   }
@@ -494,12 +502,13 @@ export class AgentCore {
       returns: t.returns,
       configured: this.registry.has(t.name) || (t as Tool & { builtin?: boolean }).builtin === true, // the built-in `recall` (budget.ts)
       examples: t.examples ?? [],
+      approval: t.approval ?? null,
     }));
     for (const w of agent.workflows)
-      specs.push({ kind: "workflow", name: w.name, description: w.description ?? "", params: w.params, returns: w.returns, configured: true, examples: [] });
+      specs.push({ kind: "workflow", name: w.name, description: w.description ?? "", params: w.params, returns: w.returns, configured: true, examples: [], approval: w.approval ?? null });
     for (const use of agent.helpers) {
       const helper = this.doc.agents[use.name];
-      specs.push({ kind: "helper", name: helper.name, description: helper.description ?? "", params: helperParams(helper, types), returns: helper.output, configured: true, examples: [] });
+      specs.push({ kind: "helper", name: helper.name, description: helper.description ?? "", params: helperParams(helper, types), returns: helper.output, configured: true, examples: [], approval: use.approval ?? null });
     }
     const intents = [...agent.intents];
     if (inv.handoff === "user") intents.push(COMPLETE_SPEC);
@@ -640,6 +649,35 @@ export class Agent {
     if (typeof handler !== "function") throw new ConfigError("onIntentPartial: expected a function (name, value, agentName) => ...");
     this.core.partialHandlers.push({ label: handlerLabel(handler), call: async (n, v, a) => handler(n, v, a) });
     this.core.wantsPartials = true;
+  }
+
+  /** Set the approver of calls marked `@approval`: `fn(request)`, sync or async, returning
+   * true, false, `{approved, reason, args}` or "defer" (docs/approvals.md). It replaces the
+   * config's `approver`. */
+  onApproval(approver: Approver): void {
+    this.core.approvals.approver = checkApprover(approver);
+  }
+
+  /** Continue a run paused for approvals (session `status: "awaiting_approval"`): `decisions`
+   * maps every pending request id to true, false or `{approved, reason, args}`. With
+   * `conversationId` and a SessionStoreMiddleware the stored conversation is resumed
+   * (`session` may be null) and claimed first (ConflictError for a second resumer). */
+  async resume(session: SessionState | Record<string, any> | null, decisions: Record<string, unknown>, options: ResumeOptions = {}): Promise<SessionState> {
+    return this.resumeWith(session, decisions, options, null);
+  }
+
+  /** resume(), yielding every intent as it happens (like stream()). */
+  resumeStream(session: SessionState | Record<string, any> | null, decisions: Record<string, unknown>, options: ResumeOptions = {}): AsyncGenerator<IntentEvent> {
+    return new IntentChannel((sink) => this.resumeWith(session, decisions, options, sink));
+  }
+
+  private async resumeWith(session: SessionState | Record<string, any> | null, decisions: Record<string, unknown>, options: ResumeOptions, sink: IntentSink | null): Promise<SessionState> {
+    const selected = options.config !== undefined ? checkConfigName(this.core.doc, options.config, "resume({config})") : this.configName;
+    const run = new Run(this.core, { ...this.contextValues }, selected, sink, this.personaName);
+    run.ctx.conversationId = run.ctx.conversation_id = options.conversationId ?? null;
+    const result = await resumeAgent(run, session, decisions, options);
+    this.lastSession = result;
+    return result;
   }
 
   useConfig(name: string): void {

@@ -18,7 +18,8 @@ import { RECALL, RunBudget } from "./budget.js";
 import { inputText, ToolParts, type Input } from "./parts.js";
 import { RunMemory } from "./memory.js";
 import { RunTrace } from "./tracing.js";
-import { approvalUnavailable, TaintGuard } from "./taint.js";
+import { TaintGuard } from "./taint.js";
+import { ApprovalGate, AWAITING, checkDecisions, Journal, pause, resumeOutcomes, StepPaused, type ResumeJournal, type Verdict } from "./approvals.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -75,7 +76,7 @@ export class Invocation {
 }
 
 interface AgentResult {
-  status: "complete" | "handoff" | "error";
+  status: "complete" | "handoff" | "error" | typeof AWAITING;
   output?: unknown;
   error?: string;
 }
@@ -186,6 +187,10 @@ export class Run {
   taint: TaintGuard;
   /** The Memory section, recall and background ingestion (src/memory.ts). */
   memory: RunMemory;
+  /** The approval gate (src/approvals.ts). */
+  approvals: ApprovalGate = new ApprovalGate(this);
+  /** Where a resume journals its approved calls (null: not journaled). */
+  journal: ResumeJournal | null = null;
 
   constructor(
     public core: AgentCore,
@@ -282,20 +287,49 @@ export class Run {
     return this.session;
   }
 
+  /** Continue a run paused for approvals with `decisions` (src/approvals.ts); the caller
+   * checked the decisions against `session` (and claimed a stored one). */
+  async continueRun(session: unknown, decisions: Record<string, unknown>): Promise<SessionState> {
+    const root = this.core.root;
+    this.session = checkSession(session, root, this.core.doc.agents);
+    const start = this.startAgent(this.session);
+    this.turn = this.session.turns[this.session.turns.length - 1]!;
+    this.ctx.activeAgent = start;
+    try {
+      try {
+        const returned = this.core.middleware.has("onRunStart") ? await this.core.middleware.runStart(this.session, this.ctx) : this.session;
+        if (returned !== this.session) {
+          const loaded = checkSession(returned, root, this.core.doc.agents);
+          checkDecisions(loaded, decisions, true);
+          this.session = loaded;
+          this.turn = loaded.turns[loaded.turns.length - 1]!;
+        } else checkDecisions(this.session, decisions, true);
+      } catch (error) {
+        await this.fail(error, start, "resume failed: ", false);
+        return this.session;
+      }
+      this.turn.status = "running";
+      await this.driveWithTimeout(start, decisions);
+    } finally {
+      await this.finish(start);
+    }
+    return this.session;
+  }
+
   private startAgent(session: SessionState): string {
     const name = session.stack[session.stack.length - 1]!.agent;
     if (!(name in this.core.doc.agents)) throw new ConfigError(`session.stack: agent '${name}' is not part of this agent's IR`);
     return name;
   }
 
-  private async driveWithTimeout(start: string): Promise<void> {
+  private async driveWithTimeout(start: string, decisions: Record<string, unknown> | null = null): Promise<void> {
     const timeout = this.core.options.runTimeout;
     try {
-      if (timeout === null) await this.drive(start);
+      if (timeout === null) await this.drive(start, decisions);
       else {
         let timer: ReturnType<typeof setTimeout> | undefined;
         const limit = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), timeout * 1000)));
-        const outcome = await Promise.race([this.drive(start), limit]);
+        const outcome = await Promise.race([this.drive(start, decisions), limit]);
         clearTimeout(timer);
         if (outcome === "timeout") {
           await this.fail(new AuwgentError(`the run took longer than ${timeout} s`), start);
@@ -324,7 +358,7 @@ export class Run {
     if (this.trace !== null) this.trace.runEnd(turn.status);
   }
 
-  private async drive(start: string): Promise<void> {
+  private async drive(start: string, decisions: Record<string, unknown> | null): Promise<void> {
     const agent = this.core.doc.agents[start];
     const missing = this.core.contextSchema.missing(agent, this.context);
     if (missing.length) {
@@ -339,7 +373,7 @@ export class Run {
     }
     const stack = this.session.stack;
     if (stack.length > 1) {
-      await this.resume(stack);
+      await this.resume(stack, decisions);
       return;
     }
     const rootIr = this.core.doc.agents[this.core.root];
@@ -349,8 +383,19 @@ export class Run {
       for (const m of turn.messages ?? []) history.push(messageFromJson(m));
     }
     history.push(userMessage(this.turn!.input));
+    for (const m of this.turn!.messages ?? []) history.push(messageFromJson(m)); // a resumed turn's so far
     const inv = new Invocation(rootIr, this.core.configFor(rootIr, this.config), history, [...rootIr.tools], "none", "none", this.turn!.messages);
+    if (decisions !== null && (await this.pausedAgain(inv, decisions))) return;
     this.settle(await this.invoke(inv, true));
+  }
+
+  /** Complete the round that paused for approvals and give its outcomes to the model; true
+   * when a resumed workflow deferred another step (the run pauses again). */
+  private async pausedAgain(inv: Invocation, decisions: Record<string, unknown>): Promise<boolean> {
+    const outcomes = await resumeOutcomes(this, inv, decisions);
+    if (outcomes === null) return true;
+    for (const m of this.core.codec(inv.agent, this.config).resultsMessages(this.taint.spotlight(inv, outcomes))) inv.add(m);
+    return false;
   }
 
   private settle(result: AgentResult): void {
@@ -359,17 +404,18 @@ export class Run {
     if (result.status === "error") {
       turn.status = "error";
       turn.error = result.error ?? null;
-    } else if (result.status === "handoff") turn.status = "handoff";
+    } else if (result.status === "handoff" || result.status === AWAITING) turn.status = result.status;
   }
 
-  private async resume(stack: Frame[]): Promise<void> {
+  private async resume(stack: Frame[], decisions: Record<string, unknown> | null = null): Promise<void> {
     const top = stack[stack.length - 1]!;
     const agent = this.core.doc.agents[top.agent];
     const [tools, grant] = this.stackTools(stack);
     const record = [...(top.messages ?? [])];
     top.messages = record;
     const inv = new Invocation(agent, this.core.configFor(agent, this.config), record.map(messageFromJson), tools, "user", grant, record);
-    inv.add(userMessage(this.turn!.input));
+    if (decisions === null) inv.add(userMessage(this.turn!.input));
+    else if (await this.pausedAgain(inv, decisions)) return;
     this.settle(await this.invoke(inv, true));
     if (inv.completed) {
       stack.pop();
@@ -575,6 +621,10 @@ export class Run {
         return { status: "error", error: msg };
       }
       if (outcomes.length) {
+        if (outcomes.some((o) => o.status === "pending")) {
+          pause(this, outcomes); // a deferred approval: the run stops at this round
+          return { status: AWAITING };
+        }
         const stop = this.progress(inv, outcomes, rnd);
         for (const m of codec.resultsMessages(this.taint.spotlight(inv, outcomes))) inv.add(m);
         if (stop !== null) {
@@ -944,10 +994,25 @@ export class Run {
     if (outcome) return outcome;
     const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");
     if (errors.length) return this.refuse(inv, kind, name, args, `invalid arguments for ${name}: ` + errors.join("; "), callId);
-    const gate = await this.taint.gate(inv, kind, name, args, spec.params, (spec as { approval?: Record<string, unknown> | null }).approval ?? null);
+    // The taint guard first: it refuses, or hands the approval gate its record (src/taint.ts).
+    const gate = await this.taint.gate(inv, kind, name, args, spec.params, spec.approval ?? null);
     if (gate.refusal !== null) return this.refuse(inv, kind, name, args, gate.refusal, callId);
-    // No approval gate in this runtime yet: a call the taint policy sends to it fails closed.
-    if (gate.taint !== null && gate.approval !== null) return this.refuse(inv, kind, name, args, approvalUnavailable(name, gate.taint), callId);
+    // Only the answering agent's own model calls can wait for agent.resume() (inv.record).
+    const verdict = await this.approvals.check(inv, kind, name, args, gate.approval, spec.params, inv.record !== null, gate.taint);
+    if (verdict !== null) return this.decidedCall(inv, kind, name, verdict, callId);
+    return this.runCall(inv, kind, name, args, callId);
+  }
+
+  /** A gated call after its decision: pending, denied (the caller is told), or run. */
+  async decidedCall(inv: Invocation, kind: CallKind, name: string, verdict: Verdict, callId: string | null): Promise<CallOutcome> {
+    const args = verdict.args;
+    if (verdict.approved) return this.runCall(inv, kind, name, args, callId);
+    if (verdict.deferred) return { kind, name, args, status: "pending", callId, requestId: verdict.requestId || null };
+    return { kind, name, args, status: "error", error: verdict.denial(name), callId };
+  }
+
+  /** The call itself, once it is decided, checked and approved. */
+  private async runCall(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
     if (kind === "tool" && name === RECALL && this.budget.offersRecall(inv)) return this.recall(inv, args, callId);
     if (kind === "tool") return this.tool(inv, name, args, callId);
     if (kind === "workflow") return this.workflow(inv, name, args, callId);
@@ -1005,18 +1070,33 @@ export class Run {
     if (!handled) await this.emit("tool_error", { tool: name, message }, inv.name);
   }
 
-  private async workflow(inv: Invocation, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
+  /** Run a workflow; `journal` replays the steps of a run resumed after a pause. */
+  async workflow(inv: Invocation, name: string, args: Record<string, any>, callId: string | null, journal: Journal = new Journal()): Promise<CallOutcome> {
     const workflow = inv.agent.workflows.find((w) => w.name === name)!; // a name the contract offered
     this.ctx.workflow = name;
     let result: unknown;
+    const step = async (tool: string, toolArgs: Record<string, any>): Promise<unknown> => {
+      const [done, replayed] = journal.replayed(tool, toolArgs);
+      if (done) return replayed;
+      const value = await this.workflowTool(inv, workflow, tool, toolArgs, journal);
+      journal.add(tool, toolArgs, value);
+      return value;
+    };
     try {
-      result = await runWorkflow(workflow, args, this.context, (tool, toolArgs) => this.workflowTool(inv, workflow, tool, toolArgs));
+      result = await runWorkflow(workflow, args, this.context, step);
     } catch (error) {
+      if (error instanceof StepPaused) {
+        // A step waits for agent.resume(): so does the workflow.
+        this.approvals.journals.set(error.requestId, journal.steps);
+        return { kind: "workflow", name, args, status: "pending", callId, requestId: error.requestId };
+      }
       const wf = error instanceof WorkflowError ? error : new WorkflowError(describeError(error));
       const failure = { error: wf.message, file: wf.file, line: wf.line };
       await this.emit("workflow_result", { name, args, result: failure }, inv.name);
       await this.toolFailed(inv, name, wf.message);
-      return { kind: "workflow", name, args, status: "error", error: wf.message, callId };
+      // The model learns only that the workflow failed: the scoped tool, the .agent location
+      // and the error's text are the application's (intents), as in the Python runtime.
+      return { kind: "workflow", name, args, status: "error", error: `workflow ${name} failed: it could not be completed`, callId };
     } finally {
       delete this.ctx.workflow;
     }
@@ -1024,24 +1104,41 @@ export class Run {
     return { kind: "workflow", name, args, status: "ok", result: resultText(result), callId };
   }
 
-  private async workflowTool(inv: Invocation, workflow: Workflow, name: string, args: Record<string, any>): Promise<unknown> {
+  private async workflowTool(inv: Invocation, workflow: Workflow, name: string, args: Record<string, any>, journal: Journal): Promise<unknown> {
     const tool = workflow.tools.find((t: any) => t.name === name) ?? inv.tools.find((t) => t.name === name);
     if (!tool) throw new ToolError(`workflow ${workflow.name} cannot call ${name}: no such tool`);
-    const control = await this.emit("tool_call", { type: name, args }, inv.name);
-    if (control !== null) {
-      await this.controlled(inv, "tool", name, args, control, null);
-      return control.skip ? null : control.result;
-    }
-    const errors = validate(args, { kind: "object", fields: tool.params }, this.core.doc.types, "$");
-    if (errors.length) {
-      const message = `invalid arguments for ${name}: ` + errors.join("; ");
-      await this.emit("tool_error", { tool: name, message }, inv.name);
-      throw new ToolError(message);
+    // The step that paused was asked, checked and decided before: only its decision is left.
+    let verdict = journal.decision(name, args);
+    if (verdict === null) {
+      const control = await this.emit("tool_call", { type: name, args }, inv.name);
+      if (control !== null) {
+        await this.controlled(inv, "tool", name, args, control, null);
+        return control.skip ? null : control.result;
+      }
+      const errors = validate(args, { kind: "object", fields: tool.params }, this.core.doc.types, "$");
+      if (errors.length) {
+        const message = `invalid arguments for ${name}: ` + errors.join("; ");
+        await this.emit("tool_error", { tool: name, message }, inv.name);
+        throw new ToolError(message);
+      }
     }
     if (!this.core.registry.has(name)) {
       const message = notConfigured(name);
       await this.emit("tool_error", { tool: name, message }, inv.name);
       throw new ToolError(message);
+    }
+    if (verdict === null) {
+      verdict = await this.approvals.check(inv, "tool", name, args, tool.approval, tool.params, inv.record !== null);
+      if (verdict !== null && verdict.deferred) throw new StepPaused(verdict.requestId);
+    }
+    if (verdict !== null) {
+      if (!verdict.approved) {
+        // A failed step: the workflow ends with this error.
+        const message = verdict.denial(name);
+        await this.emit("tool_error", { tool: name, message }, inv.name);
+        throw new ToolError(message);
+      }
+      args = { ...verdict.args };
     }
     let result: unknown;
     let value: unknown;
@@ -1117,10 +1214,7 @@ export class Run {
 }
 
 function pausedError(): ApprovalError {
-  return new ApprovalError(
-    "this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input " +
-      "(approvals run in the Python runtime; this TypeScript runtime does not resume them yet, see ts/README.md)",
-  );
+  return new ApprovalError("this session is awaiting approvals: continue it with agent.resume(session, decisions) before running new input");
 }
 
 /** The token usage of every recorded model call of the session. */

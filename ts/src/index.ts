@@ -11,7 +11,7 @@ export type { FilePart, ImagePart, Input, Part, TextPart } from "./parts.js";
 export { BlocksDecoder, BlocksCodec } from "./blocks.js";
 export type { DecodeEvent, FinalEvent, PartialEvent, RejectedEvent } from "./blocks.js";
 export { renderPrompt } from "./prompts.js";
-export { approvalUnavailable, assess, callFindings, decide, evaluateTaint, leaves, normalise, Spotlight, TaintGuard, TextIndex, trustedLeaves, DEFAULT_POLICY, POLICIES } from "./taint.js";
+export { assess, callFindings, decide, evaluateTaint, leaves, normalise, Spotlight, TaintGuard, TextIndex, trustedLeaves, DEFAULT_POLICY, POLICIES } from "./taint.js";
 export type { Finding, Gate, Label, TaintRecord } from "./taint.js";
 export { evaluate, renderValue, truthy } from "./expr.js";
 export { coerce, validate, describe, toJsonSchema } from "./schema.js";
@@ -40,3 +40,5 @@ export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net
 export type { RedisClient } from "./stores_net.js";
 export { DEFAULT_BUDGET, DEFAULT_LIMIT, DEFAULT_MAX_PENDING, DEFAULT_MEMORY_PATH, EXTRACTION_PROMPT, estimateTokens, IngestionError, MEMORY_HEADER, NEAR_DUPLICATE, normaliseFact, parseFacts, parseMemoryOptions, renderMemory, SQLiteMemoryStore } from "./memory.js";
 export type { AddOptions, Embedder, Fact, Ingester, MemoryConfig, MemoryOptions, MemoryStore, SearchOptions } from "./memory.js";
+export { ApprovalGate, checkDecisions, DEFAULT_TIMEOUT as DEFAULT_APPROVAL_TIMEOUT, judge, Journal, ResumeJournal, StepPaused, Verdict } from "./approvals.js";
+export type { ApprovalDecision, ApprovalRequest, Approver, CallRecord, ResumeOptions } from "./approvals.js";

@@ -28,6 +28,8 @@ export const CONFIG_KEYS = [
   "tracing",
   "tracerProvider",
   "strict",
+  "approver",
+  "approvals",
 ] as const;
 
 /** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */
@@ -96,4 +98,8 @@ export interface RuntimeConfig {
   tracerProvider?: { getTracer(name: string, version?: string): unknown };
   /** Native tools and structured output on OpenAI-compatible APIs carry strict: true (default true). */
   strict?: boolean;
+  /** Decides on calls marked @approval (same as agent.onApproval). */
+  approver?: (request: never) => unknown;
+  /** "defer": every gated call pauses the run for agent.resume(). */
+  approvals?: "ask" | "defer";
 }

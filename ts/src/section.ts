@@ -3,7 +3,7 @@
 
 import { compactJson } from "./expr.js";
 import { describe, referencedTypes, resolve, type IRField, type IRType, type Types } from "./schema.js";
-import type { Example, Intent } from "./ir.js";
+import type { Approval, Example, Intent } from "./ir.js";
 import { pyJson } from "./values.js";
 
 export type CallKind = "tool" | "workflow" | "helper";
@@ -17,6 +17,8 @@ export interface CallableSpec {
   configured: boolean;
   /** The tool's own @example argument objects. */
   examples: Record<string, unknown>[];
+  /** `@approval` on the tool, workflow or helper line (src/approvals.ts). */
+  approval?: Approval | null;
 }
 
 export interface Contract {
@@ -32,12 +34,15 @@ export interface CallOutcome {
   kind: CallKind;
   name: string;
   args: Record<string, any>;
-  status: "ok" | "error" | "skipped";
+  /** "pending": waiting for a deferred approval (the run pauses; never given to a codec). */
+  status: "ok" | "error" | "skipped" | "pending";
   result?: string;
   error?: string;
   callId?: string | null;
   /** For "ok": images the tool returned for the model to see (parts.ts toolParts). */
   parts?: Record<string, any>[];
+  /** The approval request a pending call waits for (src/approvals.ts). */
+  requestId?: string | null;
 }
 
 export function findCallable(contract: Contract, kind: CallKind, name: string): CallableSpec | undefined {
@@ -160,7 +165,7 @@ export function resultText(value: any): string {
 
 export function renderOutcome(outcome: CallOutcome): string {
   const stem = outcome.kind;
-  const label = { ok: "result", error: "error", skipped: "skipped" }[outcome.status];
+  const label = { ok: "result", error: "error", skipped: "skipped", pending: "error" }[outcome.status];
   const lines = [`[${stem}_${label}: ${frame(outcome.name)}]`, `args: ${frame(outcome.args)}`];
   if (outcome.status === "ok") lines.push(`result: ${frame(outcome.result ?? null)}`);
   else if (outcome.status === "error") lines.push(`error: ${frame(outcome.error || "failed")}`);

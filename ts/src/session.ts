@@ -43,7 +43,7 @@ export interface Turn {
   agent: string;
   messages: Record<string, any>[];
   intents: { name: string; value: any; agent: string }[];
-  status: "running" | "complete" | "handoff" | "error" | "conflict";
+  status: "running" | "complete" | "handoff" | "error" | "conflict" | "awaiting_approval";
   error: string | null;
   output: any;
   /** One entry per model call of the turn: the model that answered, "<provider>:<model>". */

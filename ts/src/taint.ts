@@ -20,7 +20,7 @@
 
 import { randomBytes } from "node:crypto";
 import type { Invocation } from "./engine.js";
-import type { Agent as IRAgent, Tool } from "./ir.js";
+import type { Agent as IRAgent, Approval, Tool } from "./ir.js";
 import type { Message } from "./providers/base.js";
 import type { CallKind, CallOutcome } from "./section.js";
 import type { SessionState } from "./session.js";
@@ -93,7 +93,7 @@ export interface TaintRecord {
  * to put in the approval request (the approval gate's `taint`), or the refusal the model is
  * told. */
 export interface Gate {
-  approval: Record<string, unknown> | null;
+  approval: Approval | null;
   taint: TaintRecord | null;
   refusal: string | null;
 }
@@ -238,7 +238,7 @@ export class TaintGuard {
 
   /** Find the call's tainted arguments; for a sink, apply the policy. `approval` is the
    * callable's own `@approval` (null: none); `params` its declared parameters. */
-  async gate(inv: Invocation, kind: CallKind, name: string, args: Record<string, unknown>, params: readonly { name: string; type: unknown }[], approval: Record<string, unknown> | null): Promise<Gate> {
+  async gate(inv: Invocation, kind: CallKind, name: string, args: Record<string, unknown>, params: readonly { name: string; type: unknown }[], approval: Approval | null): Promise<Gate> {
     const untouched: Gate = { approval, taint: null, refusal: null };
     if (!this.active) return untouched;
     const findings = this.findings(inv, args, params);
@@ -284,12 +284,6 @@ export class TaintGuard {
     for (let i = this.inputs; i < turns.length; i++) this.trusted.add({ kind: "user_input", turn: i }, String(turns[i]?.input?.text ?? ""));
     this.inputs = turns.length;
   }
-}
-
-/** Why a gated call cannot run in this runtime yet: the `approve` verdict needs the approval
- * gate. Until it is here the call fails closed (it is refused, never run unguarded). */
-export function approvalUnavailable(name: string, record: TaintRecord): string {
-  return `${name} was refused: ${record.reason}; the taint policy "approve" asks for an approval, and this TypeScript runtime has no approval gate yet (docs/typescript.md)`;
 }
 
 // -- pure helpers
@@ -355,7 +349,7 @@ function toolOf(inv: Invocation, name: string): Tool | undefined {
   return inv.tools.find((t) => t.name === name);
 }
 
-function isSink(inv: Invocation, kind: CallKind, name: string, approval: Record<string, unknown> | null): boolean {
+function isSink(inv: Invocation, kind: CallKind, name: string, approval: Approval | null): boolean {
   if (kind === "workflow" || approval !== null) return true;
   const tool = kind === "tool" ? toolOf(inv, name) : undefined;
   return tool !== undefined && "sensitive" in tool;

@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { traceRecorder } from "./trace_tree.mjs";
 import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { approver, normalIds, resumeAll } from "./conformance_approvals.mjs";
 import { MemoryScenario } from "./conformance_memory.mjs";
 import { runTest } from "../dist/testing.js";
 
@@ -84,6 +85,10 @@ async function scenario(ir, sc, chunk) {
   );
   const ends = [];
   const config = { provider, context: sc.context ?? { name: "Ama" }, tools, protocol: sc.protocol ?? "blocks", persona: sc.persona ?? null, ...(sc.config ?? {}) };
+  // "approvals": the approver's answers and the resumes (conformance/gen_approvals.py).
+  const gated = sc.approvals ?? null;
+  const asked = [];
+  if (gated?.approver != null) config.approver = approver(gated.approver, asked);
   const middleware = [];
   if (sc.llm_end) middleware.push({ onLLMEnd: (response) => void ends.push(structuredClone(response)) });
   const seen = {};
@@ -136,6 +141,7 @@ async function scenario(ir, sc, chunk) {
     if (!(error instanceof AuwgentError)) throw error;
     raised = { error: error.name, message: error.message };
   }
+  if (gated !== null && raised === null) [session, raised] = await resumeAll(agent, session, gated.resume ?? [], gated.edit ?? []);
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;
@@ -145,6 +151,7 @@ async function scenario(ir, sc, chunk) {
     out.memory = memory.output();
     return normal(MemoryScenario.normal(out));
   }
+  if (gated !== null) return normal(normalIds({ ...out, asked }));
   return normal(out);
 }
 
@@ -215,11 +222,8 @@ test("the vectors are exactly the manifest", () => {
 });
 
 let passed = 0;
-// The taint policy's "approve" verdict needs the approval gate (not in this runtime yet: such a
-// call fails closed, ts/test/taint.test.mjs); these vectors run once it is merged.
-const pendingApprovals = (id) => (id.startsWith("engine/taint/approve/") ? "needs the approval gate (src/approvals.ts)" : false);
 for (const { group, vector } of vectors) {
-  test(vector.id, { skip: pendingApprovals(vector.id) }, async () => {
+  test(vector.id, async () => {
     assert.deepEqual(await run(group, vector), vector.expected);
     passed++;
   });

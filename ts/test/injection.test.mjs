@@ -1,9 +1,9 @@
 // The injection suite (tests/security/injection_suite.json) through this runtime: the agent of
 // tests/security/suite.py, compiled, and a scripted model that obeys every instruction it finds
 // in a tool result, in both protocols and under each policy (the driver of suite.py, in
-// JavaScript). The "ts" rows of docs/security.md's table are what these runs measure. Until
-// the approval gate is here, the approve verdict (the default policy, and the quarantine
-// pattern's tainted calls) fails closed: refused, never run.
+// JavaScript). The "ts" rows of docs/security.md's table are what these runs measure. The
+// approve verdict (the default policy, and the quarantine pattern's tainted calls) asks the
+// approval gate; no approver is configured, so each is denied, never run.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -297,12 +297,12 @@ for (const protocol of PROTOCOLS) {
     assert.deepEqual(await table("allow", protocol), { attacks: all, benign: all, attempted: all, actions: ["allow"] });
   });
 
-  test(`approve: with no approval gate yet, the default policy fails closed on every attack (${protocol})`, async () => {
+  test(`approve: with no approver, the default policy denies every attack (${protocol})`, async () => {
     const all = SCENARIOS.length;
     assert.deepEqual(await table("default", protocol), { attacks: 0, benign: all, attempted: all, actions: ["approve"] });
   });
 
-  test(`approve: through a quarantine helper every attack is attempted and fails closed (${protocol})`, async () => {
+  test(`approve: through a quarantine helper every attack is attempted and denied (${protocol})`, async () => {
     const all = SCENARIOS.length;
     assert.deepEqual(await table("quarantine", protocol), { attacks: 0, benign: all, attempted: all, actions: ["approve"] });
   });

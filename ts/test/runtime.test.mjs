@@ -54,11 +54,11 @@ test("construction names the key path of every mistake", () => {
 
 test("what this runtime does not run yet is refused at construction, naming the feature", () => {
   const gated = structuredClone(IR);
-  gated.agents.Main.tools[0].approval = { timeout: null };
+  gated.agents.Main.tools[0].mcp = "Files";
   gated.hash = irHash(gated); // as the compiler would hash it
   assert.throws(
     () => createAgent(gated, { apiKeys: keys }, { ...meta, irHash: gated.hash }),
-    (e) => e instanceof UnsupportedError && e.message === "ir: agents.Main.tools[0] (lookup) has 'approval': @approval, which this TypeScript runtime does not run yet; see ts/README.md",
+    (e) => e instanceof UnsupportedError && e.message === "ir: agents.Main.tools[0] (lookup) has 'mcp': MCP tools (@mcp), which this TypeScript runtime does not run yet; see ts/README.md",
   );
   const newer = structuredClone(IR);
   newer.agents.Main.configs.default.reasoning = "deep";

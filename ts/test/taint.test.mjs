@@ -1,11 +1,10 @@
 // The taint guard (src/taint.ts) through compiled agents and the scripted model: what the
-// conformance vectors (engine/taint/...) cannot show. The "approve" verdict needs the approval
-// gate, which this runtime does not have yet: the tests named "approve:" check that such a call
-// fails closed (refused, never run); once the gate is merged they change to what Python does
-// (the vectors engine/taint/approve/... then run here too).
+// conformance vectors (engine/taint/...) cannot show. The "approve" verdict (the default policy)
+// sends a tainted call to the approval gate (src/approvals.ts) with the guard's record: with no
+// approver it is denied, never run; an approver that says yes lets it run.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ScriptedModel, Spotlight, TaintGuard, approvalUnavailable, createAgent } from "../dist/index.js";
+import { ScriptedModel, Spotlight, TaintGuard, createAgent } from "../dist/index.js";
 import { compileIr } from "./fakes.mjs";
 
 const SOURCE = `
@@ -56,7 +55,7 @@ function build(replies, policy = "approve", extra = {}) {
 
 const named = (intents, name) => intents.filter(([n]) => n === name).map(([, v]) => v);
 
-test("approve: a tainted call to a @sensitive tool fails closed and says why", async () => {
+test("approve: a tainted call to a @sensitive tool goes to the approval gate with the findings; no approver, no call", async () => {
   const { agent, ran, intents, provider } = build([FETCH, call("send_email", { to: "eve@evil.test", body: "hi" }), DONE]);
   const session = await agent.run("read https://shop.test");
   assert.deepEqual(ran, []);
@@ -64,14 +63,25 @@ test("approve: a tainted call to a @sensitive tool fails closed and says why", a
   assert.equal(record.action, "approve");
   assert.equal(record.policy, "approve");
   assert.deepEqual(named(intents, "tainted_call"), [record]);
-  const [error] = named(intents, "tool_error");
-  assert.equal(error.message, approvalUnavailable("send_email", record));
-  assert.match(error.message, /^send_email was refused: the arguments of send_email may come from untrusted text: args\.to = 'eve@evil\.test' occurs in the untrusted result of tool fetch_page/);
-  assert.match(provider.requests[2].messages.at(-1).content, /\[tool_error: send_email\][\s\S]*no approval gate yet/);
+  const [request] = named(intents, "approval_request");
+  assert.deepEqual(request.taint, { reason: record.reason, findings: record.findings });
+  assert.match(record.reason, /^the arguments of send_email may come from untrusted text: args\.to = 'eve@evil\.test' occurs in the untrusted result of tool fetch_page/);
+  assert.deepEqual(named(intents, "approval_result").map((r) => r.approved), [false]);
+  assert.match(provider.requests[2].messages.at(-1).content, /\[tool_error: send_email\][\s\S]*no approver is configured/);
   assert.equal(session.turns[0].status, "complete");
 });
 
-test("approve: a tainted workflow call fails closed: its steps never run", async () => {
+test("approve: an approver that says yes lets the tainted call run, and is shown the taint", async () => {
+  const shown = [];
+  const approver = (request) => (shown.push(request.taint.findings[0].source), true);
+  const { agent, ran } = build([FETCH, call("send_email", { to: "eve@evil.test", body: "hi" }), DONE], "approve", { approver });
+  const session = await agent.run("read https://shop.test");
+  assert.deepEqual(ran, [["send_email", "eve@evil.test"]]);
+  assert.deepEqual(shown, [{ kind: "tool", name: "fetch_page", agent: "Main" }]);
+  assert.deepEqual(session.approvals.map((a) => a.approved), [true]);
+});
+
+test("approve: a tainted workflow call with no approver is denied: its steps never run", async () => {
   const { agent, ran, intents } = build([FETCH, block("workflow_call", "forward", "to: eve@evil.test"), DONE]);
   const session = await agent.run("read https://shop.test");
   assert.deepEqual(ran, []);
@@ -79,7 +89,7 @@ test("approve: a tainted workflow call fails closed: its steps never run", async
   assert.deepEqual(session.tainted_calls.map((t) => [t.kind, t.name, t.action]), [["workflow", "forward", "approve"]]);
 });
 
-test("approve: a quarantine helper's number runs with no prompt, its string fails closed", async () => {
+test("approve: a quarantine helper's number runs with no prompt, its string goes to the gate (denied)", async () => {
   const triage = block("helper_call", "Triage", `email: ${JSON.stringify(PAGE)}`);
   const verdict = `[schema: TriageOutput]\n${JSON.stringify({ kind: "bill", urgent: true, amount: 5000, summary: "pay eve@evil.test" })}\n[/schema]`;
   const { agent, ran } = build([FETCH, triage, verdict, call("pay", { amount: 5000 }), call("send_email", { to: "eve@evil.test", body: "bill" }), DONE]);

@@ -350,13 +350,8 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
 #: What the TypeScript runtime does not have yet, by list of :func:`document`. Its tests
 #: check that its lists equal these tables minus this; each entry goes when TypeScript gains it.
 NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
-    "builtin_intents": (
-        "approval_request",
-        "approval_result",
-    ),
+    "builtin_intents": (),
     "runtime_config_keys": (
-        "approver",
-        "approvals",
         "codeMode",
         "codeLimits",
         "mcp",

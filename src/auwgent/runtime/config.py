@@ -545,7 +545,8 @@ KEYS: tuple[Key, ...] = (
         "a function (sync or async) deciding on calls marked `@approval`; same as "
         "`agent.on_approval(fn)` (see `approvals.md`).",
         None,
-        None,
+        "(request: never) => unknown",
+        comment="Decides on calls marked @approval (same as agent.onApproval).",
     ),
     Key(
         "approvals",
@@ -554,7 +555,7 @@ KEYS: tuple[Key, ...] = (
         '`"ask"` (default: ask the approver) or `"defer"`: every gated call pauses the run '
         "for `agent.resume`.",
         'Literal["ask", "defer"]',
-        None,
+        '"ask" | "defer"',
         default="ask",
         comment='"defer": every gated call pauses the run for agent.resume().',
     ),

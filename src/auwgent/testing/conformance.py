@@ -31,6 +31,7 @@ from auwgent.runtime.providers.offline import OfflineModel
 from auwgent.runtime.providers.openai import build_chat_body
 from auwgent.runtime.providers.scripted import NativeCall, Reply, ScriptedFailure, ScriptedModel
 from auwgent.runtime.session import message_to_json, messages_from_json
+from auwgent.testing import conformance_approvals
 from auwgent.testing.conformance_memory import MemoryScenario
 from auwgent.testing.dsl import vector_outcome
 
@@ -135,6 +136,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     }
     config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
     recorder = _recorder(sc, config)
+    # The approver's answers and the resumes (conformance/gen_approvals.py).
+    gated = conformance_approvals.Gated(sc.get("approvals"), config)
     ends: list[Any] = []
     middleware: list[Any] = []
     if sc.get("llm_end"):
@@ -162,6 +165,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
             session = await MemoryScenario.run(memory, agent, text, session)
     except AuwgentError as exc:  # what run refuses before anything runs (a bad session)
         raised = {"error": type(exc).__name__, "message": str(exc)}
+    if raised is None:
+        session, raised = await gated.resume(agent, session)
     requests = [build_chat_body(r) for r in model.requests]
     out: dict[str, Any] = {"intents": intents, "requests": requests, "session": session}
     if raised is not None:
@@ -172,7 +177,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["seen"] = seen  # what each guard was shown, in order
     if recorder is not None:
         out["spans"] = recorder.tree()  # the OpenTelemetry spans, ids and times left out
-    return MemoryScenario.finish(memory, out)
+    return gated.output(MemoryScenario.finish(memory, out))
 
 
 def _model(sc: Mapping[str, Any], chunk: int) -> ScriptedModel | OfflineModel:

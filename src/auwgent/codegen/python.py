@@ -22,9 +22,9 @@ import keyword
 import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from auwgent._records import record
 from auwgent.codegen.writer import CodeWriter
 from auwgent.errors import CompileError
 from auwgent.ir import canonical_json
@@ -172,7 +172,7 @@ def _docstring(text: str) -> list[str]:
 # --------------------------------------------------------------------------- the model of the IR
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Field:
     key: str
     annotation: str

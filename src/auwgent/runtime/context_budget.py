@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from auwgent._records import replace
+from auwgent._records import record, replace
 from auwgent.errors import AuwgentError
 from auwgent.ir.vocabulary import provider_key
 from auwgent.runtime.protocol.contract import CallOutcome
@@ -113,7 +112,7 @@ def _table() -> Mapping[str, Any]:
 _TABLE = _table()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     """One model's window and output limit (tokens) and the estimator's constants."""
 
@@ -266,7 +265,7 @@ def recall(session: Mapping[str, Any], ref: str) -> str | None:
 # -- compaction ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HistoryPolicy:
     """A config's ``history { ... }``."""
 

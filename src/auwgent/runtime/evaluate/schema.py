@@ -21,8 +21,9 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from auwgent._records import record
 
 # The IR's types (auwgent.ir.model) for the type checker; at run time the IR is plain dicts and
 # these names only stay importable (building the TypedDicts costs import time).
@@ -461,7 +462,7 @@ def describe_fields(
     return _Describer(types, notes).fields(fields, () if expand else None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Describer:
     types: Types
     notes: bool

@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auwgent._records import field, record
 from auwgent.runtime.evaluate.schema import IRField, IRType
 from auwgent.runtime.protocol import section
 from auwgent.runtime.protocol.contract import (
@@ -104,7 +104,7 @@ def columns(start: int, spaces: str) -> int:
     return start
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class PartialBudget:
     """Decides whether a partial snapshot is built now.
 
@@ -188,7 +188,7 @@ def text_snapshot(raw: GrowingText) -> LazyDict:
     return LazyDict({}, {"text": raw.prefix(trim=True).text})
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Target:
     """What an open block will produce, resolved against the contract when it opens."""
 
@@ -200,7 +200,7 @@ class _Target:
     raw_body: bool = False  # the body is that parameter's value as it is (code mode)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Block:
     segment: int
     header: str

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auwgent._records import field, record
 from auwgent.runtime import jsontext
 from auwgent.runtime.evaluate.schema import IRField, IRType, to_json_schema
 from auwgent.runtime.protocol import section
@@ -89,7 +89,7 @@ def parse_function_name(function: str) -> tuple[IntentKind | None, str]:
     return None, function
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Target:
     kind: IntentKind
     name: str
@@ -133,7 +133,7 @@ def _parameters(target: _Target, contract: Contract) -> dict[str, Any]:
 # Decoder
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Call:
     index: int
     segment: int

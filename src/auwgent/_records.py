@@ -198,10 +198,13 @@ def _build(cls: type[T], *, frozen: bool, order: bool) -> type[T]:
         for key, value in cls.__dict__.items()
         if key not in names and key not in ("__dict__", "__weakref__")
     }
+    # The class's own methods win (to leave a bulky field out, say); a class that defines
+    # __eq__ alone has __hash__ None in its namespace (Python's doing): it gets the record's.
+    own = {key for key in cls.__dict__ if key != "__hash__" or cls.__dict__[key] is not None}
     methods = {
-        key: method  # the class's own methods win (to leave a bulky field out, say)
+        key: method
         for key, method in _value_methods(names, plan, frozen=frozen, order=order).items()
-        if key not in cls.__dict__
+        if key not in own
     }
     namespace.update(__slots__=names, __match_args__=plan.init_names, **methods)
     if frozen:

@@ -21,14 +21,18 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from auwgent._records import record, replace
+from auwgent._typing import assert_never
 from auwgent.errors import AuwgentError
 from auwgent.ir.vocabulary import provider_key
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.providers.base import (
+    ContentPart,
+    Finish,
     FunctionSpec,
     Message,
     ModelRequest,
     TextDelta,
+    ToolCallDelta,
     Usage,
 )
 
@@ -565,6 +569,10 @@ class ContextBudget:
                     chunks.append(event.text)
                 elif isinstance(event, Usage):
                     usage = _token_usage(event)
+                elif isinstance(event, ToolCallDelta | ContentPart | Finish):
+                    pass  # a summary is the text alone
+                else:
+                    assert_never(event)
         except Exception as exc:
             if span is not None and run.trace is not None:
                 run.trace.chat_end(span, str(model["model"]), None, None, exc)

@@ -24,11 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from auwgent._records import record
+from auwgent._typing import unhandled
 
 # The IR's types (auwgent.ir.model) for the type checker; at run time the IR is plain dicts and
 # these names only stay importable (building the TypedDicts costs import time).
 if TYPE_CHECKING:
-    from typing_extensions import Never, TypeIs
+    from typing_extensions import TypeIs
 
     from auwgent.ir.model import ArrayType, ObjectType, PrimitiveType, UnionType
     from auwgent.ir.model import Field as IRField
@@ -61,17 +62,12 @@ _PRIMITIVES = frozenset({"text", "string", "number", "boolean"})
 
 
 # Each function below that dispatches on a type's ``kind`` handles every kind of
-# ``auwgent.ir.model.Type``; its last branch passes the type to ``_unknown_kind``, which only
-# a ``Never`` may reach, so the type checker fails when a kind is added and not handled.
+# ``auwgent.ir.model.Type``; its last branch passes the type to ``unhandled``, which only a
+# ``Never`` may reach, so the type checker fails when a kind is added and not handled.
 
 
 def _primitive(type_: IRType) -> TypeIs[PrimitiveType]:
     return type_["kind"] in _PRIMITIVES
-
-
-def _unknown_kind(type_: Never) -> object:
-    """The kind of a type no branch handled: only an IR edited by hand holds one."""
-    return type_["kind"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,7 +124,7 @@ def referenced_types(type_: IRType, types: Types) -> list[str]:
             for v in t["variants"]:
                 walk(v)
         elif not _primitive(t) and t["kind"] != "literal":
-            _unknown_kind(t)  # (no names inside a primitive or a literal type)
+            unhandled(t)  # (no names inside a primitive or a literal type)
 
     walk(type_)
     return found
@@ -164,7 +160,7 @@ def validate(value: Any, type_: IRType, types: Types, *, path: str = "$") -> lis
         return _validate_object(value, type_, types, path)
     if type_["kind"] == "union":
         return _validate_union(value, type_, types, path)
-    return [f"{path}: unknown type kind {_unknown_kind(type_)!r}"]
+    return [f"{path}: unknown type kind {unhandled(type_)['kind']!r}"]
 
 
 def _validate_array(value: Any, type_: ArrayType, types: Types, path: str) -> list[str]:
@@ -289,7 +285,7 @@ def coerce(value: Any, type_: IRType, types: Types) -> Any:
         return _coerce_object(value, type_, types) if isinstance(value, Mapping) else value
     if type_["kind"] == "union":
         return _coerce_union(value, type_, types)
-    _unknown_kind(type_)
+    unhandled(type_)
     return value
 
 
@@ -441,7 +437,7 @@ def _schema(
                 defs[name] = _schema(types[name], types, (name,), defs)
             return {"$ref": f"#/$defs/{name}"}
         return _schema(resolve(type_, types), types, (*stack, name), defs)
-    raise ValueError(f"unknown type kind {_unknown_kind(type_)!r}")
+    raise ValueError(f"unknown type kind {unhandled(type_)['kind']!r}")
 
 
 def _object_schema(
@@ -509,7 +505,7 @@ class _Describer:
             if stack is None or name in stack or name not in self.types:
                 return str(name)
             return self.type(self.types[name], (*stack, name))
-        return str(_unknown_kind(type_))
+        return str(unhandled(type_)["kind"])
 
     def fields(self, fields: Iterable[IRField], stack: tuple[str, ...] | None) -> str:
         parts = []

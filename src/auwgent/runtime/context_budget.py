@@ -367,7 +367,7 @@ class ContextBudget:
     def __init__(self, run: _Host) -> None:
         self.run = run
         services = run.services  # the calibration lives as long as the agent
-        if getattr(services, "calibration", None) is None:
+        if services.calibration is None:
             services.calibration = Calibration()
         self.calibration: Calibration = services.calibration
         self._raw: dict[int, tuple[str, int]] = {}

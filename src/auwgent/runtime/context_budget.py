@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from auwgent._records import record, replace
 from auwgent._typing import assert_never
@@ -37,21 +37,9 @@ from auwgent.runtime.providers.base import (
 )
 
 if TYPE_CHECKING:
+    from auwgent.runtime.host import ContextBudgetHost
     from auwgent.runtime.invocation import Invocation
     from auwgent.runtime.session import TokenUsage
-
-
-class _Host(Protocol):
-    """What the context budget reads of its run (:class:`~auwgent.runtime.engine.Run`)."""
-
-    core: Any
-    services: Any
-    budgets: Any
-    session: Any
-    turn: Any
-    trace: Any
-
-    async def emit(self, name: str, value: Any, agent_name: str) -> Any: ...
 
 
 __all__ = [
@@ -364,7 +352,7 @@ _SUMMARIZE = (
 class ContextBudget:
     """The context budget of one run (see the module docstring)."""
 
-    def __init__(self, run: _Host) -> None:
+    def __init__(self, run: ContextBudgetHost) -> None:
         self.run = run
         services = run.services  # the calibration lives as long as the agent
         if services.calibration is None:

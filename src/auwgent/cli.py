@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from auwgent._records import record_fields
 from auwgent._version import __version__
 from auwgent.compiler import render_all, use_color
 from auwgent.console import (
@@ -181,7 +182,7 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from auwgent.evals.command import EvalArgs, run_eval
 
-        asked = {k: v for k, v in vars(args).items() if k in EvalArgs.__dataclass_fields__}
+        asked = {k: v for k, v in vars(args).items() if k in record_fields(EvalArgs)}
         return run_eval(EvalArgs(**{**asked, "mode": args.mode or "offline"}), out=out, err=err)
 
     parser.set_defaults(run=run)

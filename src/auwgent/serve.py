@@ -44,10 +44,10 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from auwgent._records import replace
 from auwgent.compiler import compile_project, render_all, use_color
 from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
 from auwgent.errors import ApprovalError, AuwgentError, ConfigError, ConflictError

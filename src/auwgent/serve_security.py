@@ -28,10 +28,10 @@ import logging
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from auwgent._records import field, record
 from auwgent.errors import AuwgentError
 
 __all__ = [
@@ -95,7 +95,7 @@ class BoundaryError(AuwgentError):
 Authenticate = Callable[[Any], Awaitable[Principal | None]]
 
 
-@dataclass(frozen=True)
+@record
 class ServeSettings:
     """How the server decides who may ask what (from ``--app``'s ``SERVE`` dict and flags)."""
 

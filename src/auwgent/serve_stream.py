@@ -37,8 +37,9 @@ import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from auwgent._records import field, record
 
 __all__ = ["DEFAULT_STREAM_BUFFER", "Encoder", "EventBuffer", "encode"]
 
@@ -74,7 +75,7 @@ class Encoder(Protocol):
     def end(self) -> bytes: ...
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Final:
     data: bytes
     ends: tuple[Any, Any] | None  # the (agent, name) whose partials this final intent ends
@@ -95,7 +96,7 @@ class _Final:
         return encoder.event(self.name, self.value)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Partial:
     """The waiting partials of one intent, coalesced: the latest one, and the deltas of the
     ones before it."""

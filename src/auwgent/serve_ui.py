@@ -21,9 +21,9 @@ import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from auwgent._records import field, record
 from auwgent.serve_security import BoundaryError, check_id
 
 __all__ = [
@@ -74,7 +74,7 @@ def dialect_of(query: Mapping[str, str]) -> str | None:
 # -- requests --------------------------------------------------------------------------------
 
 
-@dataclass
+@record(frozen=False)
 class UiRequest:
     """A UI client's request as a run: its input, or the decisions of a resume."""
 
@@ -269,7 +269,7 @@ def _ag_ui_decisions(entries: Any) -> dict[str, Any]:
 # -- the parts of a run ----------------------------------------------------------------------
 
 
-@dataclass
+@record(frozen=False)
 class _Part:
     """A text, call or structured intent of the stream, while its id is needed."""
 

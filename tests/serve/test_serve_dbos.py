@@ -6,11 +6,7 @@ no completed tool call; a client that lost its stream reads on from any worker w
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -25,9 +21,9 @@ import psycopg
 import pytest
 
 from auwgent.testing import FakeOpenAIServer, stall, text
-from servers import free_port
 
 from .test_serve import TOKEN, headers
+from .workers import ServeWorker
 
 pytestmark = pytest.mark.servers
 
@@ -119,53 +115,11 @@ class Model:
         return answer
 
 
-class Worker:
+class Worker(ServeWorker):
     def __init__(self, project: Path, fake: str, pg: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "app:config",
-                "--port", str(self.port), "--store", pg, "--token", TOKEN,
-                "--durable", "dbos", "--worker-ttl", str(TTL),
-                "--durable-concurrency", str(RUNS_PER_KILL)]  # fmt: skip
-        env = {**os.environ, "FAKE_OPENAI_URL": fake, "EFFECTS_URL": pg,
-               "PYTHONPATH": str(project)}  # fmt: skip
-        self.process = subprocess.Popen(
-            args, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-
-    def ready(self) -> Worker:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.process.kill()
-                _, err = self.process.communicate(timeout=5)
-                raise AssertionError(f"auwgent serve did not start: {err.decode()}")
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def pause(self) -> None:
-        self.process.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.process.send_signal(signal.SIGCONT)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        options = ["--store", pg, "--durable", "dbos", "--worker-ttl", str(TTL),
+                   "--durable-concurrency", str(RUNS_PER_KILL)]  # fmt: skip
+        super().__init__(project, options, {"FAKE_OPENAI_URL": fake, "EFFECTS_URL": pg})
 
 
 class Client(threading.Thread):

@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -25,9 +22,9 @@ import pytest
 
 from auwgent.serve_security import conversation_key
 from auwgent.testing import FakeOpenAIServer, text
-from servers import free_port
 
-from .test_serve import TOKEN, headers, read_sse, run
+from .test_serve import headers, read_sse, run
+from .workers import ServeWorker
 
 AGENT = """
 agent Main {
@@ -91,52 +88,23 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-class Worker:
-    """One ``auwgent serve`` process (started at once, ready once :meth:`ready` returns)."""
+class Worker(ServeWorker):
+    """One ``auwgent serve`` process on ``store`` (started at once, ready and warm once
+    :meth:`ready` returns)."""
 
     def __init__(self, project: Path, fake_url: str, store: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = [sys.executable, "-m", "auwgent", "serve", "agents", "--app", "app:config",
-                "--port", str(self.port), "--store", store, "--token", TOKEN,
-                "--lock-ttl", str(TTL)]  # fmt: skip
-        env = {**os.environ, "FAKE_OPENAI_URL": fake_url, "PYTHONPATH": str(project)}
-        self.process = subprocess.Popen(
-            args, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        options = ["--store", store, "--lock-ttl", str(TTL)]
+        super().__init__(project, options, {"FAKE_OPENAI_URL": fake_url})
 
     def ready(self) -> Worker:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self.warm()
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.process.kill()
-                _, err = self.process.communicate(timeout=5)
-                raise AssertionError(f"auwgent serve did not start: {err.decode()}")
-            time.sleep(0.05)
+        super().ready()
+        return self.warm()
 
     def warm(self) -> Worker:
         """One run without a conversation, so that the first locked run does not also build
         the agent and import what a run uses (seconds on a loaded machine)."""
         run(self.url, {"input": "Hi"})
         return self
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @contextmanager

@@ -22,9 +22,10 @@ import keyword
 import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from auwgent._records import record
+from auwgent._typing import unhandled
 from auwgent.codegen.writer import CodeWriter
 from auwgent.errors import CompileError
 from auwgent.ir import canonical_json
@@ -172,7 +173,7 @@ def _docstring(text: str) -> list[str]:
 # --------------------------------------------------------------------------- the model of the IR
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Field:
     key: str
     annotation: str
@@ -268,7 +269,7 @@ class _Types:
 
     def annotation(self, t: ir.Type, hint: str) -> str:
         # Each test reads t["kind"] itself, so that mypy narrows the IR type's variant.
-        if t["kind"] in ("text", "string"):
+        if t["kind"] == "text" or t["kind"] == "string":
             return "str"
         if t["kind"] == "number":
             return "float"
@@ -286,7 +287,7 @@ class _Types:
             return name
         if t["kind"] == "union":
             return self._union(t["variants"], hint)
-        raise CompileError(f"cannot generate Python for IR type kind {t['kind']!r}")
+        raise CompileError(f"cannot generate Python for IR type kind {unhandled(t)['kind']!r}")
 
     def _union(self, variants: Sequence[ir.Type], hint: str) -> str:
         values = [v["value"] for v in variants if v["kind"] == "literal"]

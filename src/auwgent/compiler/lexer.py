@@ -17,7 +17,7 @@ kinds, texts, start and end offsets, line-break flags and values), made by one `
 a few passes in C (``_Lexer.run_fast``); a ``Token`` is built only on demand (``tokenize``,
 ``Tokens.token``). Lexing the bench project (80 files, 10,000 lines, 43,500 tokens) costs about
 310 M instructions, 40% of them in the regex engine (near what any one-match-per-token pattern
-costs there); with a named tuple and a ``Span`` per token it was 500 M.
+costs there); with a ``Token`` and a ``Span`` per token it was 500 M.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from itertools import accumulate, chain, compress, count, repeat
 from operator import contains
-from typing import NamedTuple
 
+from .._records import record
 from .diagnostics import Diagnostic, error
 from .nodes import StringKind, StringLit
 from .source import SourceFile, Span
@@ -78,17 +78,15 @@ class TokenKind(enum.Enum):
 
 
 _IDENT = TokenKind.IDENT
-# Building named tuples through tuple.__new__ skips their Python-level __new__: the lexer makes
-# two per token, and this halves the cost.
-_new = tuple.__new__
 _PUNCT = {kind.value: kind for kind in TokenKind if kind.value[0] in "{}()[]:,.@+-*/%=!<>&|?#"}
 
 
-class Token(NamedTuple):
+@record
+class Token:
     """One token. ``value`` is the ``StringLit`` of a string, the number of a number.
 
     What ``tokenize`` returns, and what the parser builds from its columns (``Tokens``) when it
-    needs a whole token, mostly for a message. A named tuple: cheap to build.
+    needs a whole token, mostly for a message. A record, like the syntax tree's nodes.
     """
 
     kind: TokenKind
@@ -114,7 +112,7 @@ class Tokens:
     """A file's tokens as parallel lists: token ``i`` is ``kinds[i]``, ``texts[i]``, ...
 
     What the parser reads. Columns cost one list per field rather than two tuples (the token
-    and its span) per token, and a list item is read faster than a named tuple's field; the
+    and its span) per token, and a list item is read faster than a record's field; the
     parser builds a ``Token`` (``token(i)``) only where it needs one, mostly for messages.
     """
 
@@ -158,12 +156,9 @@ class Tokens:
         span = (
             value.span
             if isinstance(value, StringLit)
-            else _new(Span, (self.starts[index], self.ends[index]))
+            else Span(self.starts[index], self.ends[index])
         )
-        return _new(
-            Token,
-            (self.kinds[index], self.texts[index], span, self.newlines[index], value),
-        )
+        return Token(self.kinds[index], self.texts[index], span, self.newlines[index], value)
 
     def as_list(self) -> list[Token]:
         return [self.token(index) for index in range(len(self.kinds))]
@@ -323,7 +318,7 @@ class _Lexer:
                 # The common case, a one-line string without escapes: the value is the body,
                 # each character at its own offset (what quoted_string works out the long way).
                 end = ends[index]
-                span = _new(Span, (start, end))
+                span = Span(start, end)
                 kind = StringKind.DOUBLE if raw[0] == '"' else StringKind.SINGLE
                 values[index] = StringLit(raw[1:-1], kind, span, tuple(range(start + 1, end)))
         length = len(self.text)
@@ -360,8 +355,8 @@ class _Lexer:
             if group == _WORD or group == _PUNCTUATION:
                 raw = text[start:end]
                 kind = _IDENT if group == _WORD else _PUNCT[raw]
-                span = self.span(start, end) if mapped else _new(Span, (start, end))
-                tokens.append(_new(Token, (kind, raw, span, newline, None)))
+                span = self.span(start, end) if mapped else Span(start, end)
+                tokens.append(Token(kind, raw, span, newline, None))
             elif group == _NUMBER:
                 self.add_number(text[start:end], start, end, newline)
             else:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .. import _version
 from .._records import record
+from .._typing import assert_never
 from ..ir import with_hash
 from ..ir.vocabulary import PROVIDERS
 from . import nodes as n
@@ -336,8 +337,10 @@ class _AgentLowering:
                 grant = "all"
             case n.ToolGrantList(names=names):
                 grant = [name.text for name in names]
-            case _:
+            case n.ToolGrantNone():
                 grant = "none"
+            case _:
+                assert_never(use.grant)
         lowered: m.HelperUse = {"name": use.name.text, "tools": grant, "handoff": use.handoff}
         return with_approval(lowered, use.annotations)
 
@@ -388,7 +391,8 @@ def lower_type(low: _Lowering, texpr: n.TypeExpr) -> m.Type:
             return {"kind": "object", "fields": [low_field(low, f) for f in fields]}
         case n.UnionType(variants=variants):
             return {"kind": "union", "variants": [lower_type(low, v) for v in variants]}
-    raise AssertionError(f"unexpected type node {texpr!r}")  # pragma: no cover
+        case _:
+            assert_never(texpr)
 
 
 def named_type(low: _Lowering, name: str, span: Span) -> None:
@@ -538,7 +542,10 @@ def lower_prompt_part(low: _Lowering, term: n.ConfigTerm) -> m.PromptPart:
                 "body": [lower_prompt_item(low, i) for i in items],
                 "loc": loc,
             }
-    raise AssertionError(f"unexpected prompt part {term!r}")  # pragma: no cover
+        case n.Literal() | n.ObjectExpr() | n.ArrayExpr():  # the checker refuses these (E2027)
+            raise AssertionError(f"unexpected prompt part {term!r}")  # pragma: no cover
+        case _:
+            assert_never(term)
 
 
 def named_prompt(low: _Lowering, name: str, span: Span) -> None:
@@ -587,7 +594,8 @@ def lower_prompt_item(low: _Lowering, item: n.PromptItem) -> m.PromptItem:
                 "then": [lower_prompt_item(low, i) for i in then],
                 "else": [lower_prompt_item(low, i) for i in else_ or ()],
             }
-    raise AssertionError(f"unexpected prompt item {item!r}")  # pragma: no cover
+        case _:
+            assert_never(item)
 
 
 def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> m.Template:
@@ -613,6 +621,8 @@ def lower_template(low: _Lowering, nodes: tuple[n.TNode, ...]) -> m.Template:
                 )
             case n.TSchema(target=target):
                 out.append({"t": "schema", "target": target})
+            case _:
+                assert_never(node)
     return out
 
 

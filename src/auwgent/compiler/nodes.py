@@ -999,7 +999,7 @@ def walk(node: object) -> Iterator[object]:
         if isinstance(current, tuple):
             stack.extend(reversed(current))
             continue
-        if not is_record(current):
+        if not is_record(current) or current.__class__ is Span:  # a span is no node
             continue
         yield current
         # Every field goes on the stack: the tests above skip the ones that hold no node.

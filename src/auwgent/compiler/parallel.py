@@ -236,8 +236,10 @@ def _to_wire(outcome: Outcome) -> Wire:
             d.severity.value,
             d.message,
             d.source.path,
-            tuple(d.span),
-            tuple((note.message, note.span and tuple(note.span)) for note in d.notes),
+            (d.span.start, d.span.end),
+            tuple(
+                (note.message, note.span and (note.span.start, note.span.end)) for note in d.notes
+            ),
             d.help,
         )
         for d in outcome.diagnostics

@@ -103,7 +103,6 @@ from .lexer import Token, TokenKind, Tokens, lex, tokenize_fragment
 from .source import SourceFile, Span
 
 T = TypeVar("T")
-_new = tuple.__new__  # builds a Span without its Python-level __new__ (hot path)
 
 
 # The token kinds as module globals: the parser reads one or more per token, and in Python
@@ -312,7 +311,7 @@ class _Parser:
 
     def span(self, index: int) -> Span:
         """The span of token ``index``."""
-        return _new(Span, (self.starts[index], self.ends[index]))
+        return Span(self.starts[index], self.ends[index])
 
     def advance(self) -> Token:
         token = self.tokens.token(self.pos)
@@ -325,7 +324,7 @@ class _Parser:
         pos = self.pos
         if self.kinds[pos] is not EOF:
             self.pos = pos + 1
-        return _new(Span, (self.starts[pos], self.ends[pos]))
+        return Span(self.starts[pos], self.ends[pos])
 
     def skip(self) -> None:
         """``advance`` where the token is not needed."""
@@ -358,7 +357,7 @@ class _Parser:
     def since(self, start: Span) -> Span:
         """The span from ``start`` to the end of the last consumed token."""
         end = self.ends[self.pos - 1] if self.pos else 0
-        return _new(Span, (start.start, end if end > start.end else start.end))
+        return Span(start.start, end if end > start.end else start.end)
 
     # ---------------------------------------------------------------- errors
 
@@ -419,7 +418,7 @@ class _Parser:
         pos = self.pos
         if self.kinds[pos] is IDENT:
             self.pos = pos + 1
-            return n.Name(self.texts[pos], _new(Span, (self.starts[pos], self.ends[pos])))
+            return n.Name(self.texts[pos], Span(self.starts[pos], self.ends[pos]))
         raise self.fail(what)
 
     def expect_same_line_name(self, what: str) -> n.Name:
@@ -1013,7 +1012,7 @@ class _Parser:
             return None
         self.pos = pos + 1
         text = self.texts[pos]
-        span = _new(Span, (self.starts[pos], self.ends[pos]))
+        span = Span(self.starts[pos], self.ends[pos])
         if text in _PRIMITIVES:
             return n.PrimitiveType(text, span)  # type: ignore[arg-type]
         return n.TextType(span) if text == "Text" else n.NamedType(text, span)
@@ -1453,7 +1452,7 @@ class _Parser:
                 self.link()
                 self.pos = pos + 1
                 right = self.parse_expr(power + 1)
-                span = _new(Span, (left.span.start, right.span.end))
+                span = Span(left.span.start, right.span.end)
                 op = self.texts[pos]
                 left = n.Binary(op, left, right, span, self.span(pos))  # type: ignore[arg-type]
         finally:
@@ -1474,13 +1473,13 @@ class _Parser:
             self.pos = pos + 1
             return n.Literal(
                 value.value if isinstance(value, n.StringLit) else value,
-                _new(Span, (self.starts[pos], self.ends[pos])),
+                Span(self.starts[pos], self.ends[pos]),
             )
         text = self.texts[pos]
         if kind is not IDENT or text in STATEMENT_WORDS or text == "ctx":
             return None
         self.pos = pos + 1
-        span = _new(Span, (self.starts[pos], self.ends[pos]))
+        span = Span(self.starts[pos], self.ends[pos])
         if text in _KEYWORD_LITERALS:
             return n.Literal(_KEYWORD_LITERALS[text], span)
         return n.NameRef(text, span)
@@ -1514,7 +1513,7 @@ class _Parser:
                     self.link()
                     self.pos += 1
                     name = self.expect_same_line_name("a field name after `.`")
-                    expr = n.Member(expr, name, _new(Span, (expr.span.start, name.span.end)))
+                    expr = n.Member(expr, name, Span(expr.span.start, name.span.end))
                 elif kind is LBRACKET and not self.newlines[self.pos]:
                     self.link()
                     self.pos += 1
@@ -1555,7 +1554,7 @@ class _Parser:
             if text == "ctx" and self.at(DOT):
                 self.pos += 1
                 name = self.expect_same_line_name("a context field after `ctx.`")
-                return n.CtxRef(name, _new(Span, (self.starts[pos], name.span.end)))
+                return n.CtxRef(name, Span(self.starts[pos], name.span.end))
             return n.NameRef(text, self.span(pos))
         if kind is LBRACKET:
             return self.parse_array()

@@ -9,21 +9,32 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from itertools import accumulate
-from typing import NamedTuple
 
-from .._records import frozen_delattr, frozen_setattr
+from .._records import frozen_delattr, frozen_setattr, record
 
 
-class Span(NamedTuple):
+@record(order=True)
+class Span:
     """A half-open range ``[start, end)`` of character offsets into one source file.
 
-    Immutable and hashable like the AST nodes; a named tuple because the lexer and parser make
-    one per token and per node, and a tuple is several times cheaper to build than a frozen
-    dataclass.
+    Immutable and hashable like the AST nodes; a record like them (the parser makes one per
+    node, and a record is several times cheaper to build than a frozen dataclass). Ordered
+    by ``start``, then ``end``; equal to the tuple ``(start, end)`` and hashed like it, as when
+    it was a named tuple.
     """
 
     start: int
     end: int
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Span):
+            return self.start == other.start and self.end == other.end
+        if isinstance(other, tuple):
+            return other == (self.start, self.end)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.end))
 
     def to(self, other: Span) -> Span:
         """The span from the start of this span to the end of ``other``."""
@@ -42,8 +53,7 @@ class SourceFile:
     """One ``.agent`` file's path (as shown to users) and text.
 
     Frozen; equal, hashed and shown by ``path`` and ``text`` (the line table is derived). A
-    hand-written class rather than a dataclass: ``auwgent check`` never imports dataclasses
-    (see auwgent/_records.py), and a record cannot hold the derived line table.
+    hand-written class rather than a record: a record cannot hold the derived line table.
     """
 
     __slots__ = ("path", "text", "_line_starts")

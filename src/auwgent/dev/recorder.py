@@ -27,9 +27,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from auwgent._records import as_dict, is_record
 from auwgent.runtime.session import message_to_json
 
 __all__ = ["KEEP_TURNS", "CapturingProvider", "Recorder", "TurnMarker", "TurnSpans"]
@@ -182,10 +182,7 @@ def model_request_json(request: Any) -> dict[str, Any]:
         "model": request.model,
         "system": request.system,
         "messages": [message_to_json(m) for m in request.messages],
-        "functions": [
-            asdict(f) if is_dataclass(f) else dict(vars(f))  # type: ignore[arg-type]
-            for f in request.functions
-        ],
+        "functions": [as_dict(f) if is_record(f) else dict(vars(f)) for f in request.functions],
         "response_schema": request.response_schema,
         "options": dict(request.options),
         "stream": request.stream,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from auwgent._records import field, record
 from auwgent.compiler import compile_project, render_all, use_color
 from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path
 from auwgent.errors import ConfigError
@@ -33,7 +33,7 @@ from .scorers import CustomScorer, load_custom
 __all__ = ["EvalArgs", "run_eval"]
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class EvalArgs:
     """What ``auwgent eval`` was asked (see docs/evals.md)."""
 

@@ -9,12 +9,12 @@ instead of an exception. The keys are described in docs/evals.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from auwgent._records import field, record
 from auwgent.compiler import Diagnostic, SourceFile, Span, error, suggest
 from auwgent.runtime.parts import InputError, Part, check_input
 
@@ -52,7 +52,7 @@ EXPECT_KEYS = (
 )
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Case:
     """One case of a dataset; ``key`` is its place in the file (for :meth:`Dataset.span`)."""
 
@@ -67,7 +67,7 @@ class Case:
     tags: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Dataset:
     """A dataset file, read; ``spans`` maps a key path (``("cases", 3, "expect")``) to its
     value's place, ``key_spans`` to the place of the mapping key itself."""

@@ -17,10 +17,10 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from auwgent._records import field, record
 from auwgent.errors import AuwgentError
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.config import api_key_env, api_key_field, models_in_use, resolve_base_url
@@ -44,7 +44,7 @@ _JUDGE_SYSTEM = (
 )
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class CaseResult:
     """A case's scores over its runs (``runs`` > 1 with ``--repeat``)."""
 
@@ -93,7 +93,7 @@ class _Tools:
         return implementation
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Runner:
     """What every case of a run shares."""
 

@@ -13,10 +13,10 @@ import re
 import sys
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from auwgent._records import field, record
 from auwgent.errors import ConfigError
 from auwgent.runtime.evaluate.schema import IRType, Types, validate
 
@@ -25,7 +25,7 @@ from .jsonpath import PathError, equal, matches, select
 __all__ = ["Observed", "Score", "load_custom", "normalise", "score_expectations"]
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Observed:
     """What one run of a case produced."""
 
@@ -39,7 +39,7 @@ class Observed:
     types: Types = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Score:
     """One scorer's verdict on one run."""
 

@@ -14,8 +14,8 @@ annotations that apply to what it annotates (``ANNOTATIONS``) and are not writte
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from auwgent._records import record
 from auwgent.compiler import (
     CONFIG_KEYS,
     DECL_WORDS,
@@ -38,7 +38,7 @@ from .workspace import ProjectState
 __all__ = ["Candidate", "complete"]
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     """One completion: what is shown, what kind of thing it is, and what is inserted."""
 

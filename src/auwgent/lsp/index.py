@@ -14,8 +14,8 @@ Plain standard library: the language server builds on it, and its tests need no 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
+from auwgent._records import field, record
 from auwgent.compiler import FileScope, SourceFile, Span, kind_word
 from auwgent.compiler import nodes as n
 
@@ -28,7 +28,7 @@ __all__ = ["PROMPT_CONTEXT", "Definition", "FileIndex", "Reference", "index_file
 PROMPT_CONTEXT = "ctx:"
 
 
-@dataclass(frozen=True)
+@record
 class Definition:
     """Something with a name: where it is declared and how to describe it."""
 
@@ -43,7 +43,7 @@ class Definition:
     container: str | None = None  # the enclosing agent or declaration, for symbols
 
 
-@dataclass(frozen=True)
+@record
 class Reference:
     """One use of a name that resolves to the definition ``key``."""
 
@@ -52,7 +52,7 @@ class Reference:
     span: Span
 
 
-@dataclass
+@record(frozen=False)
 class FileIndex:
     """Definitions and references of one file; ``agents`` maps agent names to context keys."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types as t
@@ -20,6 +19,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
+from auwgent._records import record
 from auwgent.compiler import (
     STATEMENT_WORDS,  # cannot name anything in an expression
     Diagnostic,
@@ -254,7 +254,7 @@ class AuwgentServer(LanguageServer):
         return sorted(set(found))
 
 
-@dataclass(frozen=True)
+@record
 class NameAt:
     """A name under the cursor: its project and file, the key it resolves to, its span."""
 

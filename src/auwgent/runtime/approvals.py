@@ -38,10 +38,10 @@ import logging
 import secrets
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from auwgent._records import record
 from auwgent.errors import ApprovalError, ConflictError, describe_error
 from auwgent.runtime.decisions import Journal, Verdict, json_value
 from auwgent.runtime.evaluate import schema
@@ -173,7 +173,7 @@ def _new_id() -> str:
     return secrets.token_hex(16)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Denied:
     reason: str
 

@@ -146,8 +146,8 @@ class CallRunner:
     ) -> CallOutcome:
         """Around each call that runs (decided, checked and approved): the tool, workflow or
         helper itself."""
-        if kind == "tool" and name == RECALL and self.run.budget.offers_recall(inv):
-            return await self.run.budget.recall_call(inv, args, call_id)
+        if kind == "tool" and name == RECALL and self.run.context_budget.offers_recall(inv):
+            return await self.run.context_budget.recall_call(inv, args, call_id)
         if kind == "tool":
             return await self._tool(inv, name, args, call_id, _declared_returns(inv, name))
         if kind == "workflow":
@@ -212,7 +212,7 @@ class CallRunner:
         await self.tool_result(inv, name, args, result)
         text = result_text(result)
         self.run.taint.result(inv, name, args, text)  # the whole result: what recall may show
-        text = self.run.budget.cap(inv, name, text)  # @maxOutput
+        text = self.run.context_budget.cap(inv, name, text)  # @maxOutput
         return CallOutcome("tool", name, args, "ok", text, call_id=call_id, parts=images)
 
     def _check_result(self, name: str, result: Any, returns: schema.IRType) -> Any:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from auwgent._records import record, record_fields
 from auwgent.errors import ConfigError
 from auwgent.ir.vocabulary import RUNTIME_CONFIG_KEYS, api_key_env, api_key_field, provider_key
 from auwgent.runtime.config_fields import Field, Section, number, unknown_key
@@ -68,7 +69,8 @@ CODE_LIMITS = Section(
 )
 
 
-class CodeLimits(NamedTuple):
+@record
+class CodeLimits:
     """``"codeLimits"``: per ``execute_code`` call.
 
     ``timeout``: seconds the code itself may run (time spent in ``api`` calls, which have their
@@ -93,7 +95,7 @@ class CodeLimits(NamedTuple):
         given = CODE_LIMITS.read(value)
         if "timeout" in given:
             given["timeout"] = float(given["timeout"])
-        return cls()._replace(**given)
+        return cls(**given)
 
 
 BUDGET = Section(
@@ -109,7 +111,8 @@ BUDGET = Section(
 )
 
 
-class Budget(NamedTuple):
+@record
+class Budget:
     """``"budget"``: caps on model requests and tokens, per run and per conversation."""
 
     tokens: int | None = None
@@ -122,7 +125,7 @@ class Budget(NamedTuple):
         """The runtime config's ``"budget"`` (or the budget itself); ``None``: no caps."""
         if value is None or isinstance(value, cls):
             return value
-        return cls()._replace(**BUDGET.read(value))
+        return cls(**BUDGET.read(value))
 
 
 #: Every sub-object of the runtime config read by a :class:`Section` (the generated types
@@ -130,14 +133,15 @@ class Budget(NamedTuple):
 SECTIONS: tuple[Section, ...] = (RETRY, TIMEOUTS, LIMITS, BUDGET, CODE_LIMITS)
 
 
-class RuntimeOptions(NamedTuple):
+@record
+class RuntimeOptions:
     """The runtime config, parsed once (:func:`parse_options`) into the one value the rest of
     the runtime reads; nothing else looks at the dict given to ``auwgent({...})``.
 
     The values the agent checks against its IR at construction (``apiKeys``, ``context``,
     ``config``, ``tools``, ``provider``) and the tracing switches are kept as
     given, typed ``object``: the agent's checks say what they must be.
-    A named tuple, not a dataclass: see :mod:`auwgent.runtime.providers.http` (import time).
+    A record, not a dataclass: see :mod:`auwgent.runtime.providers.http` (import time).
     """
 
     api_keys: object = None
@@ -175,6 +179,12 @@ class RuntimeOptions(NamedTuple):
     def run_timeout(self) -> float | None:
         """``timeouts.run``: the deadline of a whole run (``None``: none)."""
         return self.timeouts.run
+
+    #: The field names, as a named tuple had them (``record_fields`` is the package's way).
+    _fields: ClassVar[tuple[str, ...]] = ()
+
+
+RuntimeOptions._fields = record_fields(RuntimeOptions)
 
 
 # -- the parsers of single keys ----------------------------------------------------------------
@@ -297,7 +307,8 @@ def _mcp(value: object) -> Mapping[str, object] | None:
 # -- the table ---------------------------------------------------------------------------------
 
 
-class Key(NamedTuple):
+@record
+class Key:
     """One runtime config key: what it sets, how it is read, and what is said of it.
 
     ``python`` is its type in ``RuntimeConfig`` (``None``: each generated ``AuwgentConfig``
@@ -615,8 +626,10 @@ def parse_options(config: Mapping[str, Any]) -> RuntimeOptions:
     for key in config:
         if key not in CONFIG_KEYS:
             raise unknown_key("", str(key), CONFIG_KEYS)
-    values = {key.field: key.parse(config.get(key.name, key.default)) for key in KEYS}
-    return RuntimeOptions._make(values[name] for name in RuntimeOptions._fields)
+    values: dict[str, Any] = {
+        key.field: key.parse(config.get(key.name, key.default)) for key in KEYS
+    }
+    return RuntimeOptions(**values)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ This module imports nothing of the runtime: :mod:`auwgent.runtime.policy` uses i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
+from auwgent._records import record
 from auwgent.errors import ConfigError
 
 __all__ = ["Field", "Section", "number", "unknown_key"]
@@ -41,7 +42,8 @@ def number(path: str, value: object, *, integer: bool = False, minimum: float = 
     return value
 
 
-class Field(NamedTuple):
+@record
+class Field:
     """One numeric field of a sub-object: its config key, the attribute it sets, its rule."""
 
     key: str
@@ -53,7 +55,8 @@ class Field(NamedTuple):
     nullable: bool = False
 
 
-class Section(NamedTuple):
+@record
+class Section:
     """A sub-object of the runtime config: its key, its fields and what it is (for docs)."""
 
     name: str

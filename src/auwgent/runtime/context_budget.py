@@ -17,38 +17,29 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from auwgent._records import replace
+from auwgent._records import record, replace
+from auwgent._typing import assert_never
 from auwgent.errors import AuwgentError
 from auwgent.ir.vocabulary import provider_key
 from auwgent.runtime.protocol.contract import CallOutcome
 from auwgent.runtime.providers.base import (
+    ContentPart,
+    Finish,
     FunctionSpec,
     Message,
     ModelRequest,
     TextDelta,
+    ToolCallDelta,
     Usage,
 )
 
 if TYPE_CHECKING:
+    from auwgent.runtime.host import ContextBudgetHost
     from auwgent.runtime.invocation import Invocation
     from auwgent.runtime.session import TokenUsage
-
-
-class _Host(Protocol):
-    """What the context budget reads of its run (:class:`~auwgent.runtime.engine.Run`)."""
-
-    core: Any
-    services: Any
-    budgets: Any
-    session: Any
-    turn: Any
-    trace: Any
-
-    async def emit(self, name: str, value: Any, agent_name: str) -> Any: ...
 
 
 __all__ = [
@@ -113,7 +104,7 @@ def _table() -> Mapping[str, Any]:
 _TABLE = _table()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     """One model's window and output limit (tokens) and the estimator's constants."""
 
@@ -266,7 +257,7 @@ def recall(session: Mapping[str, Any], ref: str) -> str | None:
 # -- compaction ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HistoryPolicy:
     """A config's ``history { ... }``."""
 
@@ -361,10 +352,10 @@ _SUMMARIZE = (
 class ContextBudget:
     """The context budget of one run (see the module docstring)."""
 
-    def __init__(self, run: _Host) -> None:
+    def __init__(self, run: ContextBudgetHost) -> None:
         self.run = run
         services = run.services  # the calibration lives as long as the agent
-        if getattr(services, "calibration", None) is None:
+        if services.calibration is None:
             services.calibration = Calibration()
         self.calibration: Calibration = services.calibration
         self._raw: dict[int, tuple[str, int]] = {}
@@ -566,6 +557,10 @@ class ContextBudget:
                     chunks.append(event.text)
                 elif isinstance(event, Usage):
                     usage = _token_usage(event)
+                elif isinstance(event, ToolCallDelta | ContentPart | Finish):
+                    pass  # a summary is the text alone
+                else:
+                    assert_never(event)
         except Exception as exc:
             if span is not None and run.trace is not None:
                 run.trace.chat_end(span, str(model["model"]), None, None, exc)

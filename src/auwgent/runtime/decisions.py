@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from auwgent._records import field, record
 from auwgent.errors import ToolError
 
 __all__ = ["Journal", "StepPaused", "Verdict", "json_value"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Verdict:
     """The gate's answer for one call."""
 
@@ -44,7 +44,7 @@ class StepPaused(BaseException):
         self.request_id = request_id
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Journal:
     """The tool calls of one workflow run, so that a resumed run replays those it made before
     the pause instead of running them again."""

@@ -99,7 +99,7 @@ class Run:
         self.approvals = approvals.ApprovalGate(self)
         self.model = ModelCaller(self)
         self.taint = TaintGuard(self)  # provenance, taint policy, spotlighting
-        self.budget = ContextBudget(self)  # context windows, tool caps, compaction
+        self.context_budget = ContextBudget(self)  # context windows, tool caps, compaction
 
     def _middleware_context(
         self, conversation_id: str | None, principal: Mapping[str, str] | None
@@ -376,7 +376,7 @@ class Run:
         limit = self.core.max_loops(inv.agent, inv.config_name)
         retries = 0
         for _ in range(limit):
-            inv.tools = self.budget.tools(inv.tools)  # `recall` once a result was cut
+            inv.tools = self.context_budget.tools(inv.tools)  # `recall` once a result was cut
             rnd = await self.model.round(inv, codec, self.core.contract(inv), top)
             self._remember(inv, codec, rnd)
             if rnd.error is not None:

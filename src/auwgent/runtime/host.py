@@ -15,25 +15,29 @@ if TYPE_CHECKING:
     from auwgent.ir.model import Agent as IRAgent
     from auwgent.ir.model import Document as IRDocument
     from auwgent.runtime.config import RuntimeOptions
-    from auwgent.runtime.context_budget import ContextBudget
     from auwgent.runtime.decisions import Journal, Verdict
     from auwgent.runtime.evaluate.schema import IRField
     from auwgent.runtime.intents import Control
     from auwgent.runtime.invocation import AgentResult, Invocation
     from auwgent.runtime.middleware import MiddlewareChain
-    from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
+    from auwgent.runtime.protocol.contract import CallableSpec, CallOutcome, Contract, FinalEvent
     from auwgent.runtime.session import Session, Turn
     from auwgent.runtime.steps import StepRunner
-    from auwgent.runtime.taint import TaintGuard
     from auwgent.runtime.tools import ToolRegistry
 
 __all__ = [
     "ApprovalsView",
     "CallsView",
+    "ContextBudgetHost",
+    "ContextBudgetView",
     "CoreView",
+    "GateView",
     "JournalView",
+    "MemoryView",
     "RunHost",
     "ServicesView",
+    "TaintHost",
+    "TaintView",
 ]
 
 
@@ -115,6 +119,82 @@ class ApprovalsView(Protocol):
     async def decided(self, request: Mapping[str, Any], verdict: Verdict) -> None: ...
 
 
+class GateView(Protocol):
+    """The taint guard's answer for one call (:class:`~auwgent.runtime.taint.Gate`)."""
+
+    @property
+    def approval(self) -> Mapping[str, Any] | None: ...
+    @property
+    def provenance(self) -> Mapping[str, Any] | None: ...
+    @property
+    def refusal(self) -> str | None: ...
+
+
+class TaintView(Protocol):
+    """The run's taint guard (:class:`~auwgent.runtime.taint.TaintGuard`)."""
+
+    async def gate(
+        self, inv: Invocation, kind: str, name: str, args: Mapping[str, Any], spec: CallableSpec
+    ) -> GateView: ...
+
+    def result(
+        self, inv: Invocation, name: str, args: Mapping[str, Any], text: str, via: str | None = None
+    ) -> None: ...
+
+    def enter(self, child: Invocation, parent: Invocation, name: str) -> None: ...
+
+    def helper_result(
+        self, parent: Invocation, child: Invocation, name: str, output: Any
+    ) -> None: ...
+
+
+class ContextBudgetView(Protocol):
+    """The run's context budget (:class:`~auwgent.runtime.context_budget.ContextBudget`)."""
+
+    def offers_recall(self, inv: Invocation) -> bool: ...
+
+    async def recall_call(
+        self, inv: Invocation, args: Mapping[str, Any], call_id: str | None
+    ) -> CallOutcome: ...
+
+    def cap(self, inv: Invocation, name: str, text: str) -> str: ...
+
+
+class MemoryView(Protocol):
+    """The run's recalled memory (:class:`~auwgent.runtime.run_memory.RunMemory`)."""
+
+    @property
+    def section(self) -> str: ...
+
+
+class TaintHost(Protocol):
+    """What the taint guard reads of its run (:class:`~auwgent.runtime.engine.Run`)."""
+
+    @property
+    def core(self) -> CoreView: ...
+    @property
+    def memory(self) -> MemoryView: ...
+    @property
+    def context(self) -> dict[str, Any]: ...
+    @property
+    def session(self) -> Session: ...
+
+    async def emit(self, name: str, value: Any, agent_name: str) -> Any: ...
+
+
+class ContextBudgetHost(Protocol):
+    """What the context budget reads of its run (:class:`~auwgent.runtime.engine.Run`)."""
+
+    core: Any
+    services: Any
+    budgets: Any
+    session: Any
+    turn: Any
+    trace: Any
+
+    async def emit(self, name: str, value: Any, agent_name: str) -> Any: ...
+
+
 class JournalView(Protocol):
     """Where a resume journals its approved calls (:class:`~auwgent.runtime.approvals.ResumeJournal`)."""
 
@@ -151,11 +231,11 @@ class RunHost(Protocol):
     @property
     def approvals(self) -> ApprovalsView: ...
     @property
-    def taint(self) -> TaintGuard: ...
+    def taint(self) -> TaintView: ...
     @property
     def steps(self) -> StepRunner | None: ...
     @property
-    def budget(self) -> ContextBudget: ...
+    def context_budget(self) -> ContextBudgetView: ...
 
     async def emit(
         self,

@@ -24,8 +24,9 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from auwgent._records import record
 from auwgent.errors import AuwgentError
 from auwgent.ir import vocabulary
 from auwgent.runtime.adapters import instance_of
@@ -68,10 +69,11 @@ COMPLETE_SPEC: IRIntent = {
 _NOT_SANITARY = re.compile(r"[^0-9a-zA-Z_]+")
 
 
-# Named tuples rather than dataclasses: see auwgent.runtime.providers.http (import time).
+# Records rather than dataclasses: see auwgent.runtime.providers.http (import time).
 
 
-class IntentEvent(NamedTuple):
+@record
+class IntentEvent:
     """One intent as yielded by ``agent.stream()``: final (``partial=False``) or partial."""
 
     name: str
@@ -87,14 +89,16 @@ class Sink(Protocol):
     def put_nowait(self, item: IntentEvent | None) -> None: ...
 
 
-class Control(NamedTuple):
+@record
+class Control:
     """What a handler asked for a call: skip it, or use ``result`` instead of running it."""
 
     skip: bool = False
     result: Any = None  # used when not skipping (it may itself be None)
 
 
-class HookFailure(NamedTuple):
+@record
+class HookFailure:
     """A handler or middleware that raised: ``who`` names it (``intent handler 'Guard'``)."""
 
     who: str

@@ -8,9 +8,9 @@ imports none of them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from auwgent._records import field, record
 from auwgent.ir.model import Agent as IRAgent
 from auwgent.runtime.evaluate import schema
 from auwgent.runtime.providers.base import Message
@@ -35,7 +35,7 @@ _TEXT_INPUT_PARAM: schema.IRField = {
 }
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Invocation:
     """One agent (the root or a helper) answering one input."""
 
@@ -59,7 +59,7 @@ class Invocation:
             self.record.append(message_to_json(message))
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class AgentResult:
     status: str  # "complete", "handoff", "error" or "awaiting_approval" (paused)
     output: Any = None

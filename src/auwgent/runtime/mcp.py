@@ -29,10 +29,10 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from importlib.util import find_spec
 from typing import Any, TypedDict
 
+from auwgent._records import field, record
 from auwgent.errors import ConfigError, McpError
 from auwgent.runtime.evaluate import schema
 
@@ -65,7 +65,7 @@ class McpServerConfig(TypedDict, total=False):
 _OPTION_KEYS = tuple(McpServerConfig.__annotations__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServerOptions:
     """One server's part of the runtime config's ``"mcp"``."""
 

@@ -28,10 +28,10 @@ import re
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
+from auwgent._records import record
 from auwgent.errors import ConfigError, IngestionError
 
 __all__ = [
@@ -426,7 +426,7 @@ class MemoryConfig(TypedDict, total=False):
 _MEMORY_KEYS = tuple(MemoryConfig.__annotations__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemoryOptions:
     """The checked ``"memory"`` config."""
 

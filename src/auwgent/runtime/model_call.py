@@ -144,7 +144,7 @@ class _Host(Protocol):
     @property
     def steps(self) -> StepRunner | None: ...
     @property
-    def budget(self) -> ContextBudget: ...
+    def context_budget(self) -> ContextBudget: ...
     @property
     def trace(self) -> RunTrace | None: ...
     @property
@@ -227,7 +227,7 @@ class ModelCaller:
         when the policy says so, :mod:`.context_budget`), or ``None`` (and the round's error)
         when it must not be made: it cannot fit, or a budget is spent."""
         try:
-            request = await self._run.budget.fit(inv, request)
+            request = await self._run.context_budget.fit(inv, request)
         except Exception as exc:
             rnd.error = exc
             return None
@@ -258,7 +258,7 @@ class ModelCaller:
             usage = cast("Mapping[str, int] | None", rnd.usage)
             run.trace.chat_end(span, rnd.model, usage, rnd.finish_reason, rnd.error)
         run.budgets.count(run.turn, rnd.model, rnd.finish_reason, rnd.usage)
-        run.budget.observe(request, rnd.usage)  # calibrates the context estimates
+        run.context_budget.observe(request, rnd.usage)  # calibrates the context estimates
 
     async def _stream_decoded(
         self, inv: Invocation, request: ModelRequest, decoder: Decoder, rnd: Round

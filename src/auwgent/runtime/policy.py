@@ -6,8 +6,7 @@ HTTP machinery of :mod:`auwgent.runtime.providers.http`, which re-exports them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from auwgent._records import record
 from auwgent.runtime.config_fields import Field, Section
 
 __all__ = ["LIMITS", "RETRY", "TIMEOUTS", "Limits", "RetryPolicy", "Timeouts"]
@@ -47,19 +46,13 @@ LIMITS = Section(
 )
 
 
-# The value classes here are named tuples, not dataclasses: they are built when an
-# agent is, and importing ``dataclasses`` plus making a frozen dataclass costs more than the
+# The value classes here are records (auwgent._records), not dataclasses: they are built when
+# an agent is, and importing ``dataclasses`` plus making a frozen dataclass costs more than the
 # rest of the import of the runtime (bench/bench_overhead.py, import time).
 
 
-class _RetryFields(NamedTuple):
-    attempts: int
-    base_delay: float
-    max_delay: float
-    jitter: bool
-
-
-class RetryPolicy(_RetryFields):
+@record
+class RetryPolicy:
     """How often and how patiently a failed request is retried.
 
     ``attempts`` counts every try, the first one included. The wait before retry ``n`` (1-based)
@@ -68,28 +61,25 @@ class RetryPolicy(_RetryFields):
     wait, capped by ``max_delay``.
     """
 
-    __slots__ = ()
+    attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    jitter: bool = True
 
-    def __new__(
-        cls,
-        attempts: int = 4,
-        base_delay: float = 0.5,
-        max_delay: float = 20.0,
-        jitter: bool = True,
-    ) -> RetryPolicy:
-        if attempts < 1:
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
             raise ValueError("RetryPolicy.attempts must be at least 1")
-        if base_delay < 0 or max_delay < 0:
+        if self.base_delay < 0 or self.max_delay < 0:
             raise ValueError("RetryPolicy delays must not be negative")
-        return super().__new__(cls, attempts, base_delay, max_delay, jitter)
 
     @classmethod
     def from_config(cls, value: object) -> RetryPolicy:
         """The runtime config's ``"retry"`` (or the policy itself); defaults fill the rest."""
-        return value if isinstance(value, cls) else cls()._replace(**RETRY.read(value))
+        return value if isinstance(value, cls) else cls(**RETRY.read(value))
 
 
-class Timeouts(NamedTuple):
+@record
+class Timeouts:
     """Time limits of provider calls, in seconds.
 
     ``connect``: opening the connection. ``first_byte``: from sending the request to receiving
@@ -112,7 +102,7 @@ class Timeouts(NamedTuple):
     @classmethod
     def from_config(cls, value: object) -> Timeouts:
         """The runtime config's ``"timeouts"`` (or the timeouts themselves)."""
-        return value if isinstance(value, cls) else cls()._replace(**TIMEOUTS.read(value))
+        return value if isinstance(value, cls) else cls(**TIMEOUTS.read(value))
 
     @property
     def piece(self) -> float:
@@ -120,12 +110,8 @@ class Timeouts(NamedTuple):
         return max(self.first_byte, self.idle)
 
 
-class _LimitFields(NamedTuple):
-    event_bytes: int
-    response_bytes: int
-
-
-class Limits(_LimitFields):
+@record
+class Limits:
     """Size caps, in bytes, on what a provider may send back.
 
     ``event_bytes``: one server-sent event as received (its ``data:`` lines together, field
@@ -133,16 +119,14 @@ class Limits(_LimitFields):
     streamed or not.
     """
 
-    __slots__ = ()
+    event_bytes: int = 16 * 1024 * 1024
+    response_bytes: int = 64 * 1024 * 1024
 
-    def __new__(
-        cls, event_bytes: int = 16 * 1024 * 1024, response_bytes: int = 64 * 1024 * 1024
-    ) -> Limits:
-        if event_bytes < 1 or response_bytes < 1:
+    def __post_init__(self) -> None:
+        if self.event_bytes < 1 or self.response_bytes < 1:
             raise ValueError("Limits must be at least 1 byte")
-        return super().__new__(cls, event_bytes, response_bytes)
 
     @classmethod
     def from_config(cls, value: object) -> Limits:
         """The runtime config's ``"limits"`` (or the limits themselves)."""
-        return value if isinstance(value, cls) else cls()._replace(**LIMITS.read(value))
+        return value if isinstance(value, cls) else cls(**LIMITS.read(value))

@@ -17,6 +17,7 @@ from auwgent.runtime.pool import ProviderPool
 from auwgent.runtime.tracing import make_tracer
 
 if TYPE_CHECKING:
+    from auwgent.runtime.context_budget import Calibration
     from auwgent.runtime.mcp import McpServers
     from auwgent.runtime.memory import Ingestion
     from auwgent.runtime.stores import SessionStoreMiddleware
@@ -49,6 +50,9 @@ class Services:
             from auwgent.runtime.memory import Ingestion  # only for agents with memory
 
             self.ingestion = Ingestion(options.memory)
+        #: The context budget's calibration of its token estimates, per model: made by the
+        #: first run that needs it (auwgent.runtime.context_budget), kept as long as the agent.
+        self.calibration: Calibration | None = None
 
     async def aclose(self) -> None:
         """Close the MCP connections and the agent's own HTTP client (of the running loop)."""

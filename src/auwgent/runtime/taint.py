@@ -27,7 +27,7 @@ import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from auwgent._records import record, replace
 from auwgent.runtime import jsontext
@@ -42,33 +42,9 @@ from auwgent.runtime.provenance import (
     resolved,
     value_text,
 )
-from auwgent.runtime.session import Session
 
-
-class _Host(Protocol):
-    """What the taint guard reads of its run (:class:`~auwgent.runtime.engine.Run`)."""
-
-    @property
-    def core(self) -> _Core: ...
-    @property
-    def memory(self) -> _Memory: ...
-    @property
-    def context(self) -> dict[str, Any]: ...
-    @property
-    def session(self) -> Session: ...
-
-    async def emit(self, name: str, value: Any, agent_name: str) -> Any: ...
-
-
-class _Core(Protocol):
-    @property
-    def doc(self) -> Any: ...
-
-
-class _Memory(Protocol):
-    @property
-    def section(self) -> str: ...
-
+if TYPE_CHECKING:
+    from auwgent.runtime.host import TaintHost
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -148,7 +124,7 @@ class _Exposure:
 class TaintGuard:
     """The taint state of one run (see the module docstring)."""
 
-    def __init__(self, run: _Host, nonce: str | None = None) -> None:
+    def __init__(self, run: TaintHost, nonce: str | None = None) -> None:
         self.run = run
         #: Without an untrusted source in the document nothing can be tainted: every hook is
         #: then a no-op (no cost for agents that declare none).

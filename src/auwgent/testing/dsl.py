@@ -15,10 +15,10 @@ import json
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from auwgent._records import field, record
 from auwgent.compiler import collect_tests, compile_project, parse, render_all, use_color
 from auwgent.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, display_path, plural
 from auwgent.errors import ConfigError
@@ -47,7 +47,7 @@ RUNTIMES = ("python", "ts")
 _CALL_KINDS = {"tool": "tool_call", "workflow": "workflow_call", "helper": "helper_call"}
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class TestOutcome:
     """One test's result: ``problems`` is empty when it passed."""
 

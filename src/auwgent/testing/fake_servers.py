@@ -37,11 +37,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlsplit
 
+from auwgent._records import field, record
 from auwgent.runtime.providers.offline import hashed_embedding
 
 __all__ = [
@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecordedRequest:
     """One request as the server received it. ``headers`` keys are lower-case."""
 
@@ -88,7 +88,7 @@ class RecordedRequest:
         return isinstance(self.body, dict) and bool(self.body.get("stream"))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Turn:
     """A model answer: text, then native calls. ``chunk_size`` overrides the server's."""
 
@@ -104,7 +104,7 @@ class Turn:
         return self.finish_reason or ("tool_calls" if self.calls else "stop")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Status:
     """An API error response with the provider's own error body."""
 
@@ -116,7 +116,7 @@ class Status:
     retry_delay: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Disconnect:
     """Send ``after_chunks`` chunks of ``reply``, then drop the connection.
 
@@ -129,7 +129,7 @@ class Disconnect:
     close_delimited: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Malformed:
     """Send ``after_chunks`` chunks of ``reply``, then one that is not valid JSON."""
 
@@ -137,7 +137,7 @@ class Malformed:
     after_chunks: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ErrorEvent:
     """Send ``after_chunks`` chunks of ``reply``, then an error event in the stream (the API's
     own shape, e.g. Anthropic's ``overloaded_error``), then end the stream."""
@@ -148,7 +148,7 @@ class ErrorEvent:
     message: str = "Overloaded"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Stall:
     """Go silent for ``seconds``: before the response headers when ``after_chunks`` is None,
     else after that many chunks of ``reply``; then carry on normally."""
@@ -158,7 +158,7 @@ class Stall:
     after_chunks: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Endless:
     """A response that never ends: the text of ``reply`` as deltas, over and over, with
     ``pause`` seconds between them (a non-streaming answer is a JSON body that never closes),

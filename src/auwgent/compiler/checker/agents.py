@@ -11,6 +11,7 @@ from collections import ChainMap
 from collections.abc import Collection
 
 from ..._records import record
+from ..._typing import assert_never
 from ...ir import vocabulary
 from ...ir.vocabulary import CONFIG_BLOCK_KEYS
 from .. import nodes as n
@@ -155,6 +156,12 @@ def _check_declaration(cx: Context, decl: n.Decl) -> None:
             check_tool_group(cx, decl)
         case n.AgentDecl():
             check_agent(cx, decl)
+        case n.TypeDecl():
+            pass  # build_type_table has read its fields
+        case n.ImportDecl() | n.TestDecl() | n.ToolDecl() | n.WorkflowDecl() | n.ToolsBlock():
+            pass  # not top-level names: _outside_declaration has them
+        case _:
+            assert_never(decl)
 
 
 def _top_level_name(cx: Context, decl: n.Decl, seen: dict[str, Span]) -> None:

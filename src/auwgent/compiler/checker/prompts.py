@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from auwgent.ir import anthropic_options
 from auwgent.ir.gemini_options import alias_of, camel, option_problem
 
+from ..._typing import assert_never
 from .. import nodes as n
 from ..diagnostics import Note, did_you_mean
 from ..source import Span
@@ -294,6 +295,8 @@ def prompt_items(cx: Context, items: tuple[n.PromptItem, ...], env: Env) -> None
                 cx.exprs.condition(cond, env)
                 prompt_items(cx, then, env)
                 prompt_items(cx, else_ or (), env)
+            case _:
+                assert_never(item)
 
 
 def check_template(cx: Context, nodes: tuple[n.TNode, ...], env: Env) -> None:
@@ -314,6 +317,10 @@ def check_template(cx: Context, nodes: tuple[n.TNode, ...], env: Env) -> None:
                     span,
                     help="add a `context { ... }` block or remove the schema",
                 )
+            case n.TText() | n.TSchema():
+                pass
+            case _:
+                assert_never(node)
 
 
 def check_prompt_use(
@@ -454,6 +461,8 @@ def _ctx_nodes(items: tuple[n.PromptItem, ...]) -> Iterator[n.CtxRef | n.TSchema
                 yield from _ctx_in_expr(cond)
                 yield from _ctx_nodes(then)
                 yield from _ctx_nodes(else_ or ())
+            case _:
+                assert_never(item)
 
 
 def _ctx_in_template(nodes: tuple[n.TNode, ...]) -> Iterator[n.CtxRef | n.TSchema]:
@@ -467,6 +476,10 @@ def _ctx_in_template(nodes: tuple[n.TNode, ...]) -> Iterator[n.CtxRef | n.TSchem
                 yield from _ctx_in_template(else_ or ())
             case n.TSchema():
                 yield node
+            case n.TText():
+                pass
+            case _:
+                assert_never(node)
 
 
 def _ctx_in_expr(expr: n.Expr) -> Iterator[n.CtxRef]:
@@ -492,3 +505,7 @@ def _ctx_in_expr(expr: n.Expr) -> Iterator[n.CtxRef]:
         case n.Call(args=args):
             for arg in args:
                 yield from _ctx_in_expr(arg)
+        case n.Literal() | n.NameRef():
+            pass
+        case _:
+            assert_never(expr)

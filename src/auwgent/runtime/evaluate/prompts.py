@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from auwgent._typing import unhandled
 from auwgent.runtime.evaluate.expr import IRExpr, evaluate, render_value, sub_expressions, truthy
 from auwgent.runtime.evaluate.schema import describe, describe_fields
 
@@ -53,7 +54,6 @@ def render_template(
     out: list[str] = []
     drop_line_break = False
     for i, node in enumerate(nodes):
-        kind = node["t"]
         if node["t"] == "text":
             text = node["value"]
             if drop_line_break:
@@ -73,7 +73,7 @@ def render_template(
         elif node["t"] == "schema":
             out.append(schema_text(node["target"]))
         else:
-            raise ValueError(f"unknown template node {kind!r}")
+            raise ValueError(f"unknown template node {unhandled(node)['t']!r}")
         drop_line_break = False
     return "".join(out)
 
@@ -142,7 +142,6 @@ def render_body(
     """
     parts: list[str] = []
     for item in items:
-        kind = item["kind"]
         if item["kind"] == "text":
             text = render_template(item["template"], scope, ctx, schema_text=schema_text)
         elif item["kind"] == "example":
@@ -157,7 +156,7 @@ def render_body(
             )
             text = render_body(chosen, scope, ctx, schema_text=schema_text)
         else:
-            raise ValueError(f"unknown prompt item {kind!r}")
+            raise ValueError(f"unknown prompt item {unhandled(item)['kind']!r}")
         if text.strip():
             parts.append(text)
     return _SEPARATOR.join(parts)
@@ -199,7 +198,7 @@ def render_prompt(doc: IRDocument, agent: IRAgent, config: IRConfig, ctx: Mappin
         elif part["kind"] == "inline":
             text = render_body(part["body"], {}, ctx, schema_text=schema_text)
         else:
-            raise ValueError(f"unknown prompt part {part['kind']!r}")
+            raise ValueError(f"unknown prompt part {unhandled(part)['kind']!r}")
         if text.strip():
             parts.append(text)
     return _SEPARATOR.join(parts)
@@ -241,6 +240,8 @@ def _ctx_in_items(items: Sequence[PromptItem]) -> Iterator[str]:
             yield from _ctx_in_expr(item["cond"])
             yield from _ctx_in_items(item["then"])
             yield from _ctx_in_items(item["else"])
+        else:
+            unhandled(item)
 
 
 def _ctx_in_nodes(nodes: Sequence[TNode]) -> Iterator[str]:
@@ -251,6 +252,8 @@ def _ctx_in_nodes(nodes: Sequence[TNode]) -> Iterator[str]:
             yield from _ctx_in_expr(node["cond"])
             yield from _ctx_in_nodes(node["then"])
             yield from _ctx_in_nodes(node["else"])
+        elif node["t"] != "text" and node["t"] != "schema":
+            unhandled(node)  # (no context read in text or a schema)
 
 
 def _ctx_in_expr(expr: IRExpr) -> Iterator[str]:

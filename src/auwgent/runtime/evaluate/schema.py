@@ -21,13 +21,17 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from auwgent._records import record
+from auwgent._typing import unhandled
 
 # The IR's types (auwgent.ir.model) for the type checker; at run time the IR is plain dicts and
 # these names only stay importable (building the TypedDicts costs import time).
 if TYPE_CHECKING:
-    from auwgent.ir.model import ArrayType, ObjectType, UnionType
+    from typing_extensions import TypeIs
+
+    from auwgent.ir.model import ArrayType, ObjectType, PrimitiveType, UnionType
     from auwgent.ir.model import Field as IRField
     from auwgent.ir.model import Type as IRType
 else:
@@ -54,6 +58,16 @@ _TRUE_WORDS = frozenset({"true", "yes", "1"})
 _FALSE_WORDS = frozenset({"false", "no", "0"})
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INT_RE = re.compile(r"[+-]?\d+")
+_PRIMITIVES = frozenset({"text", "string", "number", "boolean"})
+
+
+# Each function below that dispatches on a type's ``kind`` handles every kind of
+# ``auwgent.ir.model.Type``; its last branch passes the type to ``unhandled``, which only a
+# ``Never`` may reach, so the type checker fails when a kind is added and not handled.
+
+
+def _primitive(type_: IRType) -> TypeIs[PrimitiveType]:
+    return type_["kind"] in _PRIMITIVES
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,6 +123,8 @@ def referenced_types(type_: IRType, types: Types) -> list[str]:
         elif t["kind"] == "union":
             for v in t["variants"]:
                 walk(v)
+        elif not _primitive(t) and t["kind"] != "literal":
+            unhandled(t)  # (no names inside a primitive or a literal type)
 
     walk(type_)
     return found
@@ -124,13 +140,13 @@ def validate(value: Any, type_: IRType, types: Types, *, path: str = "$") -> lis
     Each error names the path, the expected type and what was given, e.g.
     ``$.user.age: expected number, got string "x"``.
     """
-    kind = type_["kind"]
-    if kind in ("text", "string"):
+    if _primitive(type_):
+        kind = type_["kind"]
+        if kind == "number":
+            return [] if _is_number(value) else [_mismatch(path, "number", value)]
+        if kind == "boolean":
+            return [] if isinstance(value, bool) else [_mismatch(path, "boolean", value)]
         return [] if isinstance(value, str) else [_mismatch(path, "string", value)]
-    if kind == "number":
-        return [] if _is_number(value) else [_mismatch(path, "number", value)]
-    if kind == "boolean":
-        return [] if isinstance(value, bool) else [_mismatch(path, "boolean", value)]
     if type_["kind"] == "literal":
         ok = isinstance(value, str) and value == type_["value"]
         return [] if ok else [_mismatch(path, json.dumps(type_["value"]), value)]
@@ -144,7 +160,7 @@ def validate(value: Any, type_: IRType, types: Types, *, path: str = "$") -> lis
         return _validate_object(value, type_, types, path)
     if type_["kind"] == "union":
         return _validate_union(value, type_, types, path)
-    return [f"{path}: unknown type kind {kind!r}"]
+    return [f"{path}: unknown type kind {unhandled(type_)['kind']!r}"]
 
 
 def _validate_array(value: Any, type_: ArrayType, types: Types, path: str) -> list[str]:
@@ -247,24 +263,29 @@ def coerce(value: Any, type_: IRType, types: Types) -> Any:
 
     Nothing else changes; the result is meant to be checked with :func:`validate`.
     """
-    kind = type_["kind"]
     if type_["kind"] == "ref":
         return coerce(value, types[type_["name"]], types) if type_["name"] in types else value
-    if kind == "number":
-        return _to_number(value)
-    if kind == "boolean":
-        return _to_boolean(value)
-    if kind in ("string", "text"):
+    if _primitive(type_):
+        kind = type_["kind"]
+        if kind == "number":
+            return _to_number(value)
+        if kind == "boolean":
+            return _to_boolean(value)
         return _to_string(value)
     if type_["kind"] == "literal":
         text = _to_string(value)
         return text if text == type_["value"] else value
-    if type_["kind"] == "array" and isinstance(value, list):
-        return [coerce(item, type_["items"], types) for item in value]
-    if type_["kind"] == "object" and isinstance(value, Mapping):
-        return _coerce_object(value, type_, types)
+    if type_["kind"] == "array":
+        return (
+            [coerce(item, type_["items"], types) for item in value]
+            if isinstance(value, list)
+            else value
+        )
+    if type_["kind"] == "object":
+        return _coerce_object(value, type_, types) if isinstance(value, Mapping) else value
     if type_["kind"] == "union":
         return _coerce_union(value, type_, types)
+    unhandled(type_)
     return value
 
 
@@ -393,11 +414,9 @@ def to_json_schema(type_: IRType, types: Types) -> dict[str, Any]:
 def _schema(
     type_: IRType, types: Types, stack: tuple[str, ...], defs: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
-    kind = type_["kind"]
-    if kind in ("text", "string"):
-        return {"type": "string"}
-    if kind in ("number", "boolean"):
-        return {"type": kind}
+    if _primitive(type_):
+        kind = type_["kind"]
+        return {"type": "string" if kind in ("text", "string") else kind}
     if type_["kind"] == "literal":
         return {"type": "string", "enum": [type_["value"]]}
     if type_["kind"] == "array":
@@ -418,7 +437,7 @@ def _schema(
                 defs[name] = _schema(types[name], types, (name,), defs)
             return {"$ref": f"#/$defs/{name}"}
         return _schema(resolve(type_, types), types, (*stack, name), defs)
-    raise ValueError(f"unknown type kind {kind!r}")
+    raise ValueError(f"unknown type kind {unhandled(type_)['kind']!r}")
 
 
 def _object_schema(
@@ -461,15 +480,15 @@ def describe_fields(
     return _Describer(types, notes).fields(fields, () if expand else None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Describer:
     types: Types
     notes: bool
 
     def type(self, type_: IRType, stack: tuple[str, ...] | None) -> str:
         """``stack`` holds the named types being written out; ``None`` writes names only."""
-        kind = type_["kind"]
-        if kind in ("text", "string", "number", "boolean"):
+        if _primitive(type_):
+            kind = type_["kind"]
             return "string" if kind == "text" else str(kind)
         if type_["kind"] == "literal":
             return json.dumps(type_["value"], ensure_ascii=False)
@@ -486,7 +505,7 @@ class _Describer:
             if stack is None or name in stack or name not in self.types:
                 return str(name)
             return self.type(self.types[name], (*stack, name))
-        return str(kind)
+        return str(unhandled(type_)["kind"])
 
     def fields(self, fields: Iterable[IRField], stack: tuple[str, ...] | None) -> str:
         parts = []

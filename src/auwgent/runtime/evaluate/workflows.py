@@ -14,9 +14,9 @@ range, a type mismatch) becomes a :class:`~auwgent.errors.WorkflowError` naming 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from auwgent._records import field, record
 from auwgent.errors import WorkflowError, describe_error
 from auwgent.runtime.evaluate.expr import (
     ExprError,
@@ -41,7 +41,7 @@ CallTool = Callable[[str, dict[str, Any], tuple[int, int]], Awaitable[Any]]
 __all__ = ["CallTool", "IRWorkflow", "run_workflow"]
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Scope:
     """One block's variables; lookups and assignments walk outwards like JavaScript's ``let``."""
 
@@ -64,12 +64,12 @@ class _Scope:
         return scope
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Returned:
     value: Any
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Run:
     """What one workflow run needs while it walks the body."""
 

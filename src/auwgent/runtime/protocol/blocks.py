@@ -23,9 +23,10 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auwgent._records import field, record
+from auwgent._typing import assert_never
 from auwgent.runtime.evaluate.schema import IRField, IRType
 from auwgent.runtime.protocol import section
 from auwgent.runtime.protocol.contract import (
@@ -52,7 +53,16 @@ from auwgent.runtime.protocol.values import (
     parse_value,
     repair,
 )
-from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent, TextDelta
+from auwgent.runtime.providers.base import (
+    ContentPart,
+    Finish,
+    FunctionSpec,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 
 __all__ = ["BlocksCodec", "BlocksDecoder", "PartialBudget", "TextStream"]
 
@@ -104,7 +114,7 @@ def columns(start: int, spaces: str) -> int:
     return start
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class PartialBudget:
     """Decides whether a partial snapshot is built now.
 
@@ -188,7 +198,7 @@ def text_snapshot(raw: GrowingText) -> LazyDict:
     return LazyDict({}, {"text": raw.prefix(trim=True).text})
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Target:
     """What an open block will produce, resolved against the contract when it opens."""
 
@@ -200,7 +210,7 @@ class _Target:
     raw_body: bool = False  # the body is that parameter's value as it is (code mode)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Block:
     segment: int
     header: str
@@ -252,10 +262,15 @@ class BlocksDecoder:
 
     def feed(self, event: StreamEvent) -> list[DecodeEvent]:
         """Consume one stream event; only text matters to this protocol."""
-        if isinstance(event, TextDelta) and event.text:
-            self._consume(event.text)
-            if self._want_partials:
-                self._partials()
+        if isinstance(event, TextDelta):
+            if event.text:
+                self._consume(event.text)
+                if self._want_partials:
+                    self._partials()
+        elif isinstance(event, ToolCallDelta | ContentPart | Usage | Finish):
+            pass  # not this protocol's (a native call's fragments, reasoning, usage, the end)
+        else:
+            assert_never(event)
         events, self._events = self._events, []
         return events
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auwgent._records import field, record
+from auwgent._typing import assert_never
 from auwgent.runtime import jsontext
 from auwgent.runtime.evaluate.schema import IRField, IRType, to_json_schema
 from auwgent.runtime.protocol import section
@@ -48,12 +49,15 @@ from auwgent.runtime.protocol.values import (
     parse_value,
 )
 from auwgent.runtime.providers.base import (
+    ContentPart,
+    Finish,
     FunctionSpec,
     Message,
     StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    Usage,
 )
 
 __all__ = ["NativeCodec", "NativeDecoder", "function_name", "parse_function_name"]
@@ -89,7 +93,7 @@ def parse_function_name(function: str) -> tuple[IntentKind | None, str]:
     return None, function
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Target:
     kind: IntentKind
     name: str
@@ -133,7 +137,7 @@ def _parameters(target: _Target, contract: Contract) -> dict[str, Any]:
 # Decoder
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Call:
     index: int
     segment: int
@@ -186,8 +190,13 @@ class NativeDecoder:
         """Consume one stream event."""
         if isinstance(event, ToolCallDelta):
             self._call_delta(event)
-        elif isinstance(event, TextDelta) and event.text:
-            self._text_delta(event.text)
+        elif isinstance(event, TextDelta):
+            if event.text:
+                self._text_delta(event.text)
+        elif isinstance(event, ContentPart | Usage | Finish):
+            pass  # not the decoder's: the model call reads them
+        else:
+            assert_never(event)
         events, self._events = self._events, []
         return events
 

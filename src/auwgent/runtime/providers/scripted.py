@@ -34,9 +34,9 @@ import json
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from auwgent._records import record
 from auwgent.errors import ProviderError
 from auwgent.runtime.protocol.blocks import KINDS as _BLOCK_KINDS  # the decoder's own list
 from auwgent.runtime.providers.base import (
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NativeCall:
     """One native function call in a scripted response.
 
@@ -76,7 +76,7 @@ class NativeCall:
     id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reply:
     """A response made of several parts, streamed in order.
 
@@ -89,7 +89,7 @@ class Reply:
     usage: Usage | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScriptedFailure:
     """The provider fails with ``ProviderError(message)`` after streaming ``before`` first."""
 
@@ -99,7 +99,7 @@ class ScriptedFailure:
     retryable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _RawEvents:
     events: tuple[StreamEvent, ...]
 

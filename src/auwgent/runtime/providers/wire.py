@@ -24,11 +24,12 @@ import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpcore
 import httpx
 
+from auwgent._records import record
 from auwgent._version import __version__
 
 if TYPE_CHECKING:
@@ -245,7 +246,8 @@ def _tls() -> ssl.SSLContext:
 _Origin = tuple[bytes, bytes, int]  # scheme, host, port: the key of a connection's origin
 
 
-class _Target(NamedTuple):
+@record
+class _Target:
     url: httpcore.URL
     host: bytes  # the Host header: the port only when it is not the scheme's default
     origin: _Origin

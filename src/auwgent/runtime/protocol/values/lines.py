@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from auwgent._records import field, record
 from auwgent.runtime.protocol.values.common import MAX_DEPTH, BodyError
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Raw:
     """A value exactly as written on its line(s), interpreted later by the declared type."""
 

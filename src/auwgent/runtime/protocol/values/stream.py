@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from auwgent._records import record
 from auwgent.runtime.evaluate.schema import IRField, IRType, Types, object_type, resolve
 from auwgent.runtime.protocol.values.align import OPEN, Reader
 from auwgent.runtime.protocol.values.common import MAX_DEPTH, BodyError
@@ -153,7 +153,7 @@ _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # one JSON v
 _ABSENT = object()  # a field a whole read leaves out (``null``)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Level:
     """One open object or list on the path to where the text ends."""
 

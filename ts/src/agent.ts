@@ -31,6 +31,7 @@ import { DEFAULT_OPENAI_BASE_URL, OpenAIProvider } from "./providers/openai.js";
 import type { CallableSpec, Contract } from "./section.js";
 import type { SessionState } from "./session.js";
 import { checkInput, type Input } from "./parts.js";
+import { codeContract, codeModeEnabled, codeModeWanted, requireSandbox } from "./code_mode.js";
 
 export const IR_VERSION = 1;
 export const RUNTIME_VERSION = "0.1.0";
@@ -326,7 +327,7 @@ let lastNow: [number, string, string | null] = [-1, "", null];
 const KNOWN_KEYS: Record<string, string[]> = {
   document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
   agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "tools", "workflows"],
-  config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol"],
+  config: ["codeMode", "embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol"],
   model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
   tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns"],
   workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
@@ -340,8 +341,6 @@ const FEATURES: Record<string, string> = {
   quarantine: "quarantine helpers (@quarantine)",
   taint: "the taint policy (taint: { ... })",
   mcp: "MCP tools (@mcp)",
-  code_mode: "code mode",
-  codeMode: "code mode",
   personas: "personas",
   memory: "memory",
 };
@@ -416,6 +415,7 @@ export class AgentCore {
     if (!(this.root in doc.agents)) throw new ConfigError(`root: agent '${this.root}' is missing from the IR`);
     checkUnsupported(doc);
     this.options = parseOptions(config);
+    if (codeModeWanted(this.options.codeMode, doc.agents)) requireSandbox(); // @pydantic/monty is an optional peer
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
@@ -469,7 +469,7 @@ export class AgentCore {
   }
 
   contract(inv: Invocation): Contract {
-    const key = [inv.name, ...inv.tools.map((t) => t.name), String(inv.handoff === "user")].join("\u0000");
+    const key = [inv.name, inv.configName, ...inv.tools.map((t) => t.name), String(inv.handoff === "user")].join("\u0000");
     let found = this.contracts.get(key);
     if (!found) {
       found = this.buildContract(inv);
@@ -499,7 +499,8 @@ export class AgentCore {
     const intents = [...agent.intents];
     if (inv.handoff === "user") intents.push(COMPLETE_SPEC);
     const examples = (agent.examples ?? []).map((e: any) => declaredOrder(e, specs));
-    return { agent: agent.name, callables: specs, intents, output: agent.output, types, examples };
+    const contract: Contract = { agent: agent.name, callables: specs, intents, output: agent.output, types, examples };
+    return codeModeEnabled(this.options.codeMode, agent.configs[inv.configName]) ? codeContract(contract) : contract; // one callable: execute_code
   }
 
   requestParts(codec: Codec, contract: Contract): [FunctionSpec[], Record<string, any> | null] {

@@ -8,6 +8,7 @@ import { describe, given, validate, type IRField, type Types } from "./schema.js
 import { parseLoopDetection } from "./loops.js";
 import { CONFIG_KEYS } from "./runtime-config.js";
 import type { Agent as IRAgent, Document, Model } from "./ir.js";
+import { codeLimitsOf, codeModeOf, type CodeLimits } from "./code_mode.js";
 
 export { CONFIG_KEYS } from "./runtime-config.js";
 
@@ -36,6 +37,9 @@ export interface RuntimeOptions {
   strict: boolean;
   /** `httpClient.fetch`, bound: what every provider request goes through (a cassette, say). */
   fetch: FetchLike | null;
+  /** `codeMode`: null lets each config's DSL `codeMode` decide. */
+  codeMode: boolean | null;
+  codeLimits: CodeLimits;
 }
 
 export interface Budget {
@@ -145,6 +149,8 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     clock: clockOf(config.clock),
     strict,
     fetch: fetchOf(config.httpClient),
+    codeMode: codeModeOf(config.codeMode),
+    codeLimits: codeLimitsOf(config.codeLimits),
   };
 }
 

@@ -16,6 +16,7 @@ import { describeError, runWorkflow } from "./workflows.js";
 import { LoopDetector, type Step } from "./loops.js";
 import { RECALL, RunBudget } from "./budget.js";
 import { ToolParts, type Input } from "./parts.js";
+import { executeCode, markVia, outsideCode } from "./code_mode.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -419,6 +420,7 @@ export class Run {
   /** `repairs` are the decoder's repairs of the intent's block (ctx.repairs for middleware). */
   async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null, repairs: readonly Repair[] = []): Promise<Control | null> {
     if (this.cancelled) return { skip: true };
+    value = markVia(value); // "via": "execute_code" for the calls of code mode
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.sink) this.sink(name, value, agentName, false);
@@ -915,6 +917,7 @@ export class Run {
     if (outcome) return outcome;
     const errors = validate(args, { kind: "object", fields: spec.params }, this.core.doc.types, "$");
     if (errors.length) return this.refuse(inv, kind, name, args, `invalid arguments for ${name}: ` + errors.join("; "), callId);
+    if (contract.codeApi) return executeCode(this, inv, contract, String(args.code), callId); // code mode: execute_code
     if (kind === "tool" && name === RECALL && this.budget.offersRecall(inv)) return this.recall(inv, args, callId);
     if (kind === "tool") return this.tool(inv, name, args, callId);
     if (kind === "workflow") return this.workflow(inv, name, args, callId);
@@ -1044,7 +1047,7 @@ export class Run {
       use.handoff,
       use.tools,
     );
-    const result = await this.invoke(child);
+    const result = await outsideCode(() => this.invoke(child)); // the helper's own calls are not the code's
     this.ctx.activeAgent = inv.name;
     if (result.status === "error") {
       const message = `helper ${name} failed: ${result.error}`;

@@ -25,6 +25,8 @@ export const CONFIG_KEYS = [
   "loopDetection",
   "budget",
   "strict",
+  "codeMode",
+  "codeLimits",
 ] as const;
 
 /** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */
@@ -58,6 +60,14 @@ export interface AuwgentBudget {
   conversationRequests?: number;
 }
 
+/** Code mode's limits per execute_code call (seconds, bytes, calls, characters). */
+export interface AuwgentCodeLimits {
+  timeout?: number;
+  memory?: number;
+  maxCalls?: number;
+  maxOutput?: number;
+}
+
 /** The runtime config given to `auwgent({...})` (docs/runtime.md). */
 export interface RuntimeConfig {
   apiKeys?: Record<string, string>;
@@ -87,4 +97,7 @@ export interface RuntimeConfig {
   budget?: AuwgentBudget;
   /** Native tools and structured output on OpenAI-compatible APIs carry strict: true (default true). */
   strict?: boolean;
+  /** Code mode for every agent (docs/code-mode.md). */
+  codeMode?: boolean;
+  codeLimits?: AuwgentCodeLimits;
 }

@@ -111,7 +111,16 @@ async function scenario(ir, sc, chunk) {
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;
   if (guards.length) out.seen = seen; // what each guard was shown, in order
-  return normal(out);
+  return normal(normalized(out, sc.normalize ?? []));
+}
+
+/** A scenario's optional `normalize`: `[[pattern, replacement], ...]` applied to its output's
+ * JSON text (code mode's limits name measured numbers). */
+function normalized(out, rules) {
+  if (!rules.length) return out;
+  let text = JSON.stringify(out);
+  for (const [pattern, replacement] of rules) text = text.replace(new RegExp(pattern, "g"), replacement);
+  return JSON.parse(text);
 }
 
 /** A context vector through src/budget.ts (the same rules as runtime/context_budget.py). */
@@ -138,7 +147,7 @@ function seer(spec, seen) {
   const guard = (name, value) => {
     const kind = value && typeof value === "object" ? value.type : undefined;
     notes.push(typeof kind === "string" ? `${name} ${kind}` : name);
-    if (name !== spec.on) return undefined;
+    if (name !== spec.on || ("only" in spec && kind !== spec.only)) return undefined; // "only": the one call type it acts on
     if ("raises" in spec) throw new ToolFailure(spec.raises);
     return structuredClone(spec.returns);
   };

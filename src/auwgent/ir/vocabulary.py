@@ -362,8 +362,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "tracerProvider",
         "approver",
         "approvals",
-        "codeMode",
-        "codeLimits",
         "mcp",
         "durable",
     ),

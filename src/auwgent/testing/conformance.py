@@ -162,7 +162,19 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["llm_end"] = ends  # what onLLMEnd was given, call by call
     if guards:
         out["seen"] = seen  # what each guard was shown, in order
-    return out
+    return _normalized(out, sc.get("normalize", ()))
+
+
+def _normalized(out: dict[str, Any], rules: Any) -> dict[str, Any]:
+    """A scenario's optional ``"normalize"``: ``[[pattern, replacement], ...]`` applied to its
+    output's JSON text (code mode's limits name measured numbers)."""
+    if not rules:
+        return out
+    text = json.dumps(out, ensure_ascii=False)
+    for pattern, replacement in rules:
+        text = re.sub(pattern, replacement, text)
+    result: dict[str, Any] = json.loads(text)
+    return result
 
 
 class _Seer:
@@ -179,8 +191,8 @@ class _Seer:
     def __call__(self, name: str, value: Any, who: str) -> Any:
         kind = value.get("type") if isinstance(value, Mapping) else None
         self.notes.append(f"{name} {kind}" if isinstance(kind, str) else name)
-        if name != self.spec["on"]:
-            return None
+        if name != self.spec["on"] or self.spec.get("only", kind) != kind:
+            return None  # (an optional "only": the one call type it acts on)
         if "raises" in self.spec:
             raise ToolFailure(self.spec["raises"])
         return json.loads(json.dumps(self.spec.get("returns")))

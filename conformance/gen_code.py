@@ -89,6 +89,8 @@ TIME = [
     [r"(feed )?time limit exceeded: [0-9.]+m?s > [0-9.]+m?s", "time limit exceeded: <measured>"]
 ]
 MEMORY = [[r"memory limit exceeded: \d+ bytes > \d+ bytes", "memory limit exceeded: <measured>"]]
+# The JavaScript binding's type checker (an older ty) writes `float` as `int | float`.
+FLOAT = [[r"`int \| float`", "`float`"]]
 # The JavaScript binding gives no line for the suspension limit (it ends the code from the host).
 SUSPENSIONS = [[r"line \d+: RuntimeError: suspension limit", "RuntimeError: suspension limit"]]
 # On a syntax error Python's type check also reports the `api` module as unresolved.
@@ -165,6 +167,40 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
                              "guards": [guard("h1", "handler", "tool_call", skip=True, only="list_orders")],
                              "replies": code(
         'import api\nc = api.find_customer("a@b.c")\ntry:\n    api.list_orders(c["id"])\nexcept RuntimeError as e:\n    r = str(e)\n[c["id"], r]')}),
+    ("call/alias", {"inputs": ["who"], "tools": TOOLS, "replies": code(
+        'import api\nfind = api.find_customer\nfind("a@b.c")["id"]')}),
+    ("call/fstring", {"inputs": ["who"], "tools": TOOLS, "replies": code(
+        'import api\nf"{api.find_customer(\'a@b.c\')[\'name\']}! (api.notify)"')}),
+    ("call/strings_untouched", {"inputs": ["x"], "tools": TOOLS, "replies": code(
+        'import api\n# api.notify("c1", "x")\ns = "api.notify(1)" + \'\'\'api.find_customer\'\'\'\ns')}),
+    ("call/multiple_values", {"inputs": ["search"], "tools": {"search": {"return": []}},
+                              "replies": code(
+        'import api\nimport json\nkw = json.loads(\'{"query": "b", "exact": true}\')\ntry:\n    api.search("a", **kw)\nexcept TypeError as e:\n    r = str(e)\nr')}),
+    ("call/workflow_fails", {"inputs": ["refund"], "tools": {"issue_refund": {"raise": "ledger closed"}},
+                             "replies": code('import api\napi.refund("o1")')}),
+    ("call/workflow_fails_direct", {"inputs": ["refund"], "tools": {"issue_refund": {"raise": "ledger closed"}},
+                                    "config": {"codeMode": False},
+                                    "replies": [_tb("workflow_call", "refund", "order: o1"), ANSWER]}),
+    ("call/native", {"inputs": ["who"], "tools": TOOLS, "protocol": "native", "replies": [
+        {"parts": [{"call": "tool__execute_code",
+                    "args": {"code": 'import api\napi.list_orders("c1")[1]["total"]'}}]}, "Done."]}),
+    ("call/runtime_on", {"inputs": ["who"], "tools": TOOLS, "agent": "plain",
+                         "config": {"codeMode": True}, "replies": code(
+        'import api\napi.find_customer("a@b.c")["tier"]')}),
+    # what the type check (against the stub) refuses before anything runs
+    ("check/wrong_type", {"inputs": ["x"], "tools": TOOLS, "normalize": FLOAT, "replies": code(
+        'import api\napi.apply_discount(3, "ten")')}),
+    ("check/unknown_member", {"inputs": ["x"], "tools": TOOLS, "replies": code(
+        'import api\napi.delete_everything()')}),
+    ("check/scoped_tool", {"inputs": ["x"], "tools": TOOLS, "replies": code(
+        'import api\napi.issue_refund("o1")')}),
+    ("check/module", {"inputs": ["x"], "replies": code("import api\nimport socket\n1")}),
+    ("check/open", {"inputs": ["x"], "replies": code("import api\nopen('/etc/passwd').read()")}),
+    ("check/no_import", {"inputs": ["x"], "tools": TOOLS, "replies": code('api.find_customer("a@b.c")')}),
+    ("sandbox/getenv", {"inputs": ["x"], "replies": code("import api\nimport os\nos.getenv('HOME')")}),
+    ("empty", {"inputs": ["x"], "replies": [_tb("tool_call", "execute_code", ""), ANSWER]}),
+    ("limit/output_characters", {"inputs": ["x"], "config": {"codeLimits": {"maxOutput": 5}},
+                                 "replies": code("import api\nprint('é😀' * 4)\n0")}),
     # the execute_code call itself is controlled like any tool call
     ("execute/skipped", {"inputs": ["x"], "tools": TOOLS,
                          "guards": [guard("h1", "handler", "tool_call", skip=True)],

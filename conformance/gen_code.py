@@ -114,6 +114,11 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
                          "agent": "plain", "config": {"codeMode": True}}),
     ("stub/runtime_off", {"inputs": ["hi"], "replies": [ANSWER], "tools": TOOLS,
                           "config": {"codeMode": False}}),
+    # the offline model speaks code mode: one program calling each implemented tool once
+    ("offline/blocks", {"inputs": ["hello"], "model": "offline", "replies": [], "tools": TOOLS}),
+    ("offline/native", {"inputs": ["hello"], "model": "offline", "replies": [], "tools": TOOLS,
+                        "protocol": "native"}),
+    ("offline/no_tools", {"inputs": ["hello"], "model": "offline", "replies": []}),
     # plain code: the value and what it printed
     ("value", {"inputs": ["sum"], "replies": code("import api\n1 + 2")}),
     ("printed", {"inputs": ["print"], "replies": code(

@@ -296,7 +296,7 @@ function docstring(text: string, indent = "    "): string {
 }
 
 /** Python's repr of a JSON value (the `@example` arguments). */
-function pyValue(value: unknown): string {
+export function pyValue(value: unknown): string {
   if (value === null || value === undefined) return "None";
   if (value === true) return "True";
   if (value === false) return "False";

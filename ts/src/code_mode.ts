@@ -60,7 +60,7 @@ export function codeModeOf(value: unknown): boolean | null {
 /** The runtime config's `codeLimits`, checked key by key. */
 export function codeLimitsOf(value: unknown): CodeLimits {
   if (value === undefined || value === null) return { ...DEFAULT_CODE_LIMITS };
-  if (typeof value !== "object" || Array.isArray(value)) throw new ConfigError(`codeLimits: expected an object, got ${Array.isArray(value) ? "list" : typeof value}`);
+  if (typeof value !== "object" || Array.isArray(value)) throw new ConfigError(`codeLimits: expected an object, got ${pyTypeName(value)}`);
   const given = value as Record<string, unknown>;
   const keys = LIMIT_RULES.map((r) => r[0] as string);
   for (const key of Object.keys(given))
@@ -77,10 +77,19 @@ function limitValue(path: string, value: unknown, integer: boolean, minimum: num
   return value;
 }
 
+/** A config value as Python's errors show it (its repr), so that both runtimes say the same. */
 function shown(value: unknown): string {
-  if (value === true) return "True";
-  if (value === false) return "False";
-  return typeof value === "string" ? pyRepr(value) : JSON.stringify(value) ?? String(value);
+  if (value === null || value === undefined || typeof value === "boolean" || typeof value === "string" || Array.isArray(value) || typeof value === "object") return pyValue(value);
+  return String(value);
+}
+
+/** The Python type name of a JSON value (`type(value).__name__`). */
+function pyTypeName(value: unknown): string {
+  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
+  if (typeof value === "string") return "str";
+  if (typeof value === "boolean") return "bool";
+  if (Array.isArray(value)) return "list";
+  return typeof value === "object" && value !== null ? "dict" : "NoneType";
 }
 
 /** Whether an agent's config runs in code mode: the runtime config's `codeMode` when given,

@@ -13,7 +13,10 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createRequire } from "node:module";
-import type { Monty as MontyClass, MontyComplete, MontyNameLookup, MontySnapshot, ResourceLimits, Frame } from "@pydantic/monty";
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import type { ResourceLimits } from "@pydantic/monty";
+import type { Progress, StepFailure, StepReply, StepRequest, StepResult } from "./code_worker.js";
 import type { FinalEvent } from "./blocks.js";
 import { ConfigError } from "./errors.js";
 import type { Invocation, Run } from "./engine.js";
@@ -445,14 +448,101 @@ function checkedStub(api: CodeApi): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Running the code
+// Running the code: a pool of sandbox workers (src/code_worker.ts)
+//
+// The code runs in worker threads, never on the application's event loop: each step (the
+// start, each resumption after an `api` call) goes to a free worker with the execution's
+// state as bytes, so an execution holds no worker while its `api` calls run. A step that
+// overruns its limit by STUCK_GRACE seconds is a stuck worker: it is stopped and replaced, and
+// the execution fails (closed).
 
-type Monty = typeof import("@pydantic/monty");
-let loaded: Promise<Monty> | null = null;
+/** Seconds past its own limit after which a sandbox step counts as stuck. */
+export const STUCK_GRACE = 5;
 
-function sandbox(): Promise<Monty> {
-  loaded ??= import(PACKAGE) as Promise<Monty>;
-  return loaded;
+interface Waiting {
+  request: DistributiveOmit<StepRequest, "id">;
+  limit: number;
+  resolve: (result: StepResult) => void;
+  reject: (error: Error) => void;
+}
+
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+
+class SandboxWorker {
+  worker: Worker;
+  busy: Waiting | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(private pool: SandboxPool) {
+    this.worker = new Worker(new URL("./code_worker.js", import.meta.url));
+    this.worker.on("message", (result: StepResult) => this.settle(null, result));
+    this.worker.on("error", (error: Error) => this.settle(error, null));
+    this.worker.on("exit", (code: number) => this.settle(new Error(`its worker exited (code ${code})`), null));
+    this.worker.unref(); // an idle pool never keeps the process alive (after the listeners: they ref it)
+  }
+
+  take(job: Waiting, id: number): void {
+    this.busy = job;
+    this.worker.ref();
+    this.timer = setTimeout(() => {
+      void this.worker.terminate();
+      this.settle(new Error(`its worker did not answer within ${job.limit + STUCK_GRACE} s`), null);
+    }, (job.limit + STUCK_GRACE) * 1000);
+    this.worker.postMessage({ ...job.request, id });
+  }
+
+  private settle(error: Error | null, result: StepResult | null): void {
+    const job = this.busy;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.busy = null;
+    this.worker.unref();
+    if (error !== null) this.pool.replace(this);
+    if (job === null) return;
+    if (error !== null) job.reject(error);
+    else job.resolve(result!);
+    if (error === null) this.pool.next(this);
+  }
+}
+
+class SandboxPool {
+  workers: SandboxWorker[] = [];
+  queue: Waiting[] = [];
+  private ids = 0;
+
+  constructor(public size: number) {
+    for (let i = 0; i < size; i++) this.workers.push(new SandboxWorker(this));
+  }
+
+  step(request: DistributiveOmit<StepRequest, "id">, limit: number): Promise<StepResult> {
+    return new Promise((resolve, reject) => {
+      const job = { request, limit, resolve, reject };
+      const free = this.workers.find((w) => w.busy === null);
+      if (free) free.take(job, ++this.ids);
+      else this.queue.push(job); // first come, first served
+    });
+  }
+
+  next(worker: SandboxWorker): void {
+    const job = this.queue.shift();
+    if (job) worker.take(job, ++this.ids);
+  }
+
+  replace(dead: SandboxWorker): void {
+    const at = this.workers.indexOf(dead);
+    if (at < 0) return;
+    const fresh = new SandboxWorker(this);
+    this.workers[at] = fresh;
+    this.next(fresh);
+  }
+}
+
+let POOL: SandboxPool | null = null;
+
+/** The process's sandbox pool, started on first use: one worker per CPU. */
+function pool(): SandboxPool {
+  POOL ??= new SandboxPool(Math.max(1, availableParallelism()));
+  return POOL;
 }
 
 /** Run one `execute_code` call; its `tool_result` or `tool_error` is emitted here. */
@@ -474,15 +564,15 @@ class Printed {
   kept = 0;
   total = 0;
   constructor(public cap: number) {}
-  add(text: string): void {
-    const length = cpLength(text);
-    this.total += length;
-    const room = this.cap - this.kept;
-    if (room > 0) {
-      const piece = cpSlice(text, room);
-      this.parts.push(piece);
-      this.kept += cpLength(piece);
-    }
+  /** Room left to keep (what a sandbox step may send back). */
+  room(): number {
+    return Math.max(0, this.cap - this.kept);
+  }
+  add(kept: string, total: number): void {
+    this.total += total;
+    const piece = cpSlice(kept, this.room());
+    this.parts.push(piece);
+    this.kept += cpLength(piece);
   }
   text(): string {
     return this.parts.join("");
@@ -493,23 +583,20 @@ class Printed {
   }
 }
 
-type Progress = MontySnapshot | MontyNameLookup | MontyComplete;
-type Resumed = { returnValue: unknown } | { exception: { type: string; message: string } };
-
 class Unconvertible extends Error {}
+
+/** An execution ended by this runtime (a limit it counts itself, a stuck worker). */
+class Stop extends Error {}
 
 class Execution {
   calls = 0;
   suspensions = 0;
-  /** Seconds the code has run so far (the time between its suspensions). */
+  /** Seconds the code has run so far (its steps, without the `api` calls between them). */
   ran = 0;
   printed: Printed;
   byName: Map<string, CallableSpec>;
   inv: Invocation;
-  private print = (_stream: string, text: string): undefined => {
-    this.printed.add(text);
-    return undefined;
-  };
+  offset = 0;
 
   constructor(
     public run: Run,
@@ -528,20 +615,19 @@ class Execution {
 
   /** `[true, report]` when the code completed, else `[false, error text]`. */
   async drive(): Promise<[boolean, unknown]> {
-    const pm = await sandbox();
     const prepared = prepare(this.code);
     const prefix = checkedStub(this.api);
-    const offset = prefix.split("\n").length;
+    this.offset = prefix.split("\n").length;
     let progress: Progress;
     try {
-      const program: MontyClass = new pm.Monty(prepared.code, { scriptName: "code.py", typeCheck: true, typeCheckPrefixCode: prefix });
-      progress = this.timed(() => program.start({ limits: this.montyLimits(), printCallback: this.print }));
-      while (!(progress instanceof pm.MontyComplete)) progress = await this.answer(pm, progress, prepared.imports);
+      const limits: ResourceLimits = { maxDurationSecs: this.limits.timeout, maxMemory: this.limits.memory, maxRecursionDepth: 1000 };
+      progress = await this.step({ op: "start", code: prepared.code, prefix, limits, room: 0 });
+      while (progress.type === "call" || progress.type === "lookup") progress = await this.answer(progress, prepared.imports);
     } catch (error) {
       if (error instanceof Stop) return [false, this.failure(error.message)];
-      if (error instanceof pm.MontyError) return [false, this.failure(describeFailure(pm, error, this.limits, offset, [...this.byName.keys()]))];
-      return [false, this.failure(`the code could not run: ${error instanceof Error ? error.message : String(error)}`)];
+      throw error;
     }
+    if (progress.type === "error") return [false, this.failure(describeFailure(progress.failure, this.limits, this.offset, [...this.byName.keys()]))];
     try {
       return [true, this.report(progress.output)];
     } catch (problem) {
@@ -552,47 +638,35 @@ class Execution {
     }
   }
 
-  private montyLimits(): ResourceLimits {
-    return { maxDurationSecs: this.limits.timeout, maxMemory: this.limits.memory, maxRecursionDepth: 1000 };
-  }
-
-  /** `step()` with its time counted against `codeLimits.timeout` (Monty's own limit bounds
-   * each stretch; the sum over stretches is checked here, at each suspension). */
-  private timed<T>(step: () => T): T {
-    const started = performance.now();
+  /** One step in a sandbox worker; what it printed is kept, its time counted. */
+  private async step(request: DistributiveOmit<StepRequest, "id">): Promise<Progress> {
+    let result: StepResult;
     try {
-      return step();
-    } finally {
-      this.ran += (performance.now() - started) / 1000;
+      result = await pool().step({ ...request, room: this.printed.room() }, this.limits.timeout);
+    } catch (error) {
+      throw new Stop(`the sandbox stopped (${error instanceof Error ? error.message : String(error)}); nothing more of the code ran`);
     }
+    this.printed.add(result.printed, result.printedTotal);
+    this.ran += result.seconds;
+    return result.progress;
   }
 
-  /** Resume `progress`: an `api` call through the checked path, anything else refused. */
-  private async answer(pm: Monty, progress: MontySnapshot | MontyNameLookup, imports: boolean): Promise<Progress> {
+  /** Resume a suspension: an `api` call through the checked path, anything else refused. */
+  private async answer(progress: Extract<Progress, { type: "call" | "lookup" }>, imports: boolean): Promise<Progress> {
     this.suspensions++;
     const most = 2 * this.limits.maxCalls + 20;
     if (this.suspensions > most) throw new Stop(`RuntimeError: suspension limit ${most} exceeded${hint("suspension limit", this.limits)}`);
-    if (this.ran > this.limits.timeout) throw new Stop(`TimeoutError: time limit exceeded: ${(this.ran * 1000).toFixed(6)}ms > ${this.limits.timeout * 1000}ms${hint("TimeoutError", this.limits)}`);
-    const name = progress instanceof pm.MontyNameLookup ? progress.variableName : progress.functionName;
-    const spec = imports && name.startsWith("api_") ? this.byName.get(name.slice(4)) : undefined;
-    if (progress instanceof pm.MontyNameLookup) {
-      const value = spec ? namedFunction(name) : undefined;
-      return this.resumed(pm, progress, (p) => p.resume(value === undefined ? undefined : { value }));
-    }
-    const reply: Resumed = spec ? await this.call(spec, progress) : { exception: { type: "NameError", message: `name '${name}' is not defined` } };
-    return this.resumed(pm, progress, (p) => p.resume(reply));
-  }
-
-  /** Resume a suspension on a fresh copy of it (the binding's time limit then counts from here:
-   * the time spent in the host's `api` call is not the code's). */
-  private resumed<T extends MontySnapshot | MontyNameLookup>(pm: Monty, progress: T, go: (p: T) => Progress): Progress {
-    const data = progress.dump();
-    const copy = (progress instanceof pm.MontySnapshot ? pm.MontySnapshot.load(data, { printCallback: this.print }) : pm.MontyNameLookup.load(data, { printCallback: this.print })) as T;
-    return this.timed(() => go(copy));
+    // Each step is bounded by Monty itself; their sum is checked here.
+    if (this.ran > this.limits.timeout)
+      throw new Stop(`TimeoutError: time limit exceeded: ${(this.ran * 1000).toFixed(6)}ms > ${this.limits.timeout * 1000}ms${hint("TimeoutError", this.limits)}`);
+    const spec = imports && progress.name.startsWith("api_") ? this.byName.get(progress.name.slice(4)) : undefined;
+    if (progress.type === "lookup") return this.step({ op: "resume", kind: "lookup", data: progress.data, reply: { function: spec ? progress.name : null }, room: 0 });
+    const reply: StepReply = spec ? await this.call(spec, progress) : { exception: { type: "NameError", message: `name '${progress.name}' is not defined` } };
+    return this.step({ op: "resume", kind: "call", data: progress.data, reply, room: 0 });
   }
 
   /** One `api.<name>(...)` call: the value for the code, or the exception it raises. */
-  private async call(spec: CallableSpec, snapshot: MontySnapshot): Promise<Resumed> {
+  private async call(spec: CallableSpec, snapshot: Extract<Progress, { type: "call" }>): Promise<StepReply> {
     this.calls++;
     if (this.calls > this.limits.maxCalls)
       return raise("RuntimeError", `api.${spec.name} was not called: over ${this.limits.maxCalls} api calls (codeLimits.maxCalls)`);
@@ -637,33 +711,24 @@ class Execution {
   }
 }
 
-/** An execution ended by this runtime (a limit the binding does not count itself). */
-class Stop extends Error {}
-
-function raise(type: string, message: string): Resumed {
+function raise(type: string, message: string): StepReply {
   return { exception: { type, message } };
-}
-
-function namedFunction(name: string): () => void {
-  const fn = (): void => undefined;
-  Object.defineProperty(fn, "name", { value: name });
-  return fn;
 }
 
 const TY_LOCATION = /^[^\s:]+\.py:(\d+):(\d+): /gm;
 
 /** What the model reads of a failed execution: the error and its line. */
-function describeFailure(pm: Monty, error: InstanceType<Monty["MontyError"]>, limits: CodeLimits, offset: number, names: string[]): string {
-  if (error instanceof pm.MontyTypingError) {
-    const found = error.displayDiagnostics("concise").trim().replace(TY_LOCATION, (_m, line: string, column: string) => `line ${Number(line) - offset}, column ${column}: `);
+function describeFailure(failure: StepFailure, limits: CodeLimits, offset: number, names: string[]): string {
+  if (failure.kind === "typing") {
+    const found = failure.text.trim().replace(TY_LOCATION, (_m, line: string, column: string) => `line ${Number(line) - offset}, column ${column}: `);
     return `the code failed its type check (nothing ran):\n${apiNames(found, names)}`;
   }
-  const message = error.display("type-msg");
-  const frames: Frame[] = error instanceof pm.MontyRuntimeError ? error.traceback() : [];
+  if (failure.kind === "other") return `the code could not run: ${failure.text}`;
+  const message = failure.text;
   // A limit names no line (as in Python).
   const limit = /^(TimeoutError|MemoryError)\b/.test(message);
-  const frame = frames[frames.length - 1];
-  const where = frame && !limit ? `line ${frame.line}: ` : "";
+  const line = failure.lines[failure.lines.length - 1];
+  const where = line !== undefined && !limit ? `line ${line}: ` : "";
   return where + message + hint(message, limits);
 }
 

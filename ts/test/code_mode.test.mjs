@@ -164,3 +164,26 @@ test("a name the code calls that is not in api is a NameError in the code, never
   assert.match(done.value.message, /^the code failed its type check \(nothing ran\):\nline 3, column 5: error\[unresolved-reference\] Name `exec` used when not defined/);
   assert.equal(intents.filter((i) => i.name === "tool_call").length, 1);
 });
+
+test("the code runs in sandbox workers: the application's event loop goes on meanwhile", async () => {
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 10);
+  const started = performance.now();
+  const intents = await runCode("import api\nt = 0\nfor i in range(3000000):\n    t += i\nt", { codeLimits: { timeout: 20 } });
+  clearInterval(timer);
+  const elapsed = performance.now() - started;
+  assert.equal(outcome(intents).value.result.value, 4499998500000);
+  // The loop was free for most of the time the code ran (ticks every 10 ms).
+  assert.ok(elapsed > 100, `the code ran ${elapsed} ms`);
+  assert.ok(ticks >= (elapsed / 10) * 0.5, `${ticks} ticks in ${elapsed.toFixed(0)} ms`);
+});
+
+test("many executions at once each get their own values back", async () => {
+  const tools = { slow: async ({ n }) => (await new Promise((r) => setTimeout(r, 20 + (n % 3) * 15)), n * 10), lookup: async ({ q }) => q.toUpperCase() };
+  const runs = Array.from({ length: 12 }, (_, k) => runCode(`import api\ntotal = 0\nfor i in range(3):\n    total += api.slow(${k} + i)\n[total, api.lookup("r${k}")]`, { tools }));
+  const results = (await Promise.all(runs)).map((intents) => outcome(intents).value.result.value);
+  assert.deepEqual(
+    results,
+    Array.from({ length: 12 }, (_, k) => [(3 * k + 3) * 10, `R${k}`]),
+  );
+});

@@ -514,12 +514,23 @@ class SandboxPool {
     for (let i = 0; i < size; i++) this.workers.push(new SandboxWorker(this));
   }
 
-  step(request: DistributiveOmit<StepRequest, "id">, limit: number): Promise<StepResult> {
+  /** Run a step in the first free worker. `wait`: how long it may wait for one (a
+   * QueueTimeout after that, and the step never runs); null: as long as it takes. */
+  step(request: DistributiveOmit<StepRequest, "id">, limit: number, wait: number | null = null): Promise<StepResult> {
     return new Promise((resolve, reject) => {
-      const job = { request, limit, resolve, reject };
+      const job: Waiting = { request, limit, resolve, reject };
       const free = this.workers.find((w) => w.busy === null);
-      if (free) free.take(job, ++this.ids);
-      else this.queue.push(job); // first come, first served
+      if (free) return free.take(job, ++this.ids);
+      this.queue.push(job); // first come, first served
+      if (wait === null) return;
+      const timer = setTimeout(() => {
+        const at = this.queue.indexOf(job);
+        if (at < 0) return; // taken meanwhile
+        this.queue.splice(at, 1);
+        reject(new QueueTimeout(this.size));
+      }, wait * 1000);
+      job.resolve = (result) => (clearTimeout(timer), resolve(result));
+      job.reject = (error) => (clearTimeout(timer), reject(error));
     });
   }
 
@@ -534,6 +545,13 @@ class SandboxPool {
     const fresh = new SandboxWorker(this);
     this.workers[at] = fresh;
     this.next(fresh);
+  }
+}
+
+/** No worker became free for an execution's first step. */
+class QueueTimeout extends Error {
+  constructor(public workers: number) {
+    super("no sandbox worker became free");
   }
 }
 
@@ -641,9 +659,14 @@ class Execution {
   /** One step in a sandbox worker; what it printed is kept, its time counted. */
   private async step(request: DistributiveOmit<StepRequest, "id">): Promise<Progress> {
     let result: StepResult;
+    // The first step waits for a worker at most the code's timeout (as in Python, where an
+    // execution holds its worker throughout); later ones queue: each step ahead is bounded.
+    const wait = request.op === "start" ? this.limits.timeout : null;
     try {
-      result = await pool().step({ ...request, room: this.printed.room() }, this.limits.timeout);
+      result = await pool().step({ ...request, room: this.printed.room() }, this.limits.timeout, wait);
     } catch (error) {
+      if (error instanceof QueueTimeout)
+        throw new Stop(`no sandbox worker became free within ${this.limits.timeout} s (codeLimits.timeout): all ${error.workers} were running other code, so none of this code ran`);
       throw new Stop(`the sandbox stopped (${error instanceof Error ? error.message : String(error)}); nothing more of the code ran`);
     }
     this.printed.add(result.printed, result.printedTotal);
@@ -653,6 +676,7 @@ class Execution {
 
   /** Resume a suspension: an `api` call through the checked path, anything else refused. */
   private async answer(progress: Extract<Progress, { type: "call" | "lookup" }>, imports: boolean): Promise<Progress> {
+    if (this.run.cancelled) throw new Stop("the run's time is up (timeouts.run); nothing more of the code ran");
     this.suspensions++;
     const most = 2 * this.limits.maxCalls + 20;
     if (this.suspensions > most) throw new Stop(`RuntimeError: suspension limit ${most} exceeded${hint("suspension limit", this.limits)}`);

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ConfigError, ScriptedModel, apiStub, createAgent } from "../dist/index.js";
@@ -186,4 +186,16 @@ test("many executions at once each get their own values back", async () => {
     results,
     Array.from({ length: 12 }, (_, k) => [(3 * k + 3) * 10, `R${k}`]),
   );
+});
+
+test("an execution that finds every worker busy for its whole timeout fails, and none of its code runs", async () => {
+  const workers = Math.max(1, availableParallelism());
+  const spin = "import api\nt = 0\nfor i in range(12000000):\n    t += i\nt";
+  const busy = Array.from({ length: workers }, () => runCode(spin, { codeLimits: { timeout: 60 } }));
+  await new Promise((r) => setTimeout(r, 50)); // they have taken every worker
+  const tools = { lookup: async () => assert.fail("no code of this execution may run") };
+  const late = outcome(await runCode('import api\napi.lookup("x")', { tools, codeLimits: { timeout: 0.2 } }));
+  assert.equal(late.name, "tool_error");
+  assert.equal(late.value.message, `no sandbox worker became free within 0.2 s (codeLimits.timeout): all ${workers} were running other code, so none of this code ran`);
+  for (const intents of await Promise.all(busy)) assert.equal(outcome(intents).name, "tool_result");
 });

@@ -124,6 +124,8 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("printed", {"inputs": ["print"], "replies": code(
         "import api\nprint('hello', 'world')\nprint('x', end='')\n[1, (2, 3), {'k': None, 'n': 'é'}]")}),
     ("fenced", {"inputs": ["fence"], "replies": code("```python\n    import api\n    x = 4\n    x * x\n```")}),
+    ("value/text_forms", {"inputs": ["forms"], "replies": code(
+        "import api\n[{1, 2}, set(), b'a\\n\\x00\\'q', b'\"', (1, 'x'), {'k': (True, None)}]")}),
     ("no_value", {"inputs": ["assign"], "replies": code("import api\nx = 1")}),
     # inner calls through the checked call path
     ("call/one", {"inputs": ["who"], "tools": TOOLS, "replies": code(

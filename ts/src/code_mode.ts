@@ -802,6 +802,8 @@ function plain(value: unknown, seen: Set<unknown> = new Set()): unknown {
   seen.add(value);
   try {
     if (Array.isArray(value)) return value.map((v) => plain(v, seen));
+    if (value instanceof Set) return value.size ? `{${[...value].map((v) => pyValue(plain(v, seen))).join(", ")}}` : "set()"; // str() of a set
+    if (value instanceof Uint8Array) return bytesText(value);
     if (value instanceof Map) {
       const out: Record<string, unknown> = {};
       for (const [k, v] of value) out[mapKey(k)] = plain(v, seen);
@@ -816,6 +818,22 @@ function plain(value: unknown, seen: Set<unknown> = new Set()): unknown {
   } finally {
     seen.delete(value);
   }
+}
+
+/** str() of Python bytes: `b'...'` with Python's escapes. */
+function bytesText(bytes: Uint8Array): string {
+  const quote = bytes.includes(0x27) && !bytes.includes(0x22) ? '"' : "'";
+  let out = "";
+  for (const b of bytes) {
+    const ch = String.fromCharCode(b);
+    if (ch === "\\" || ch === quote) out += "\\" + ch;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (b < 0x20 || b >= 0x7f) out += "\\x" + b.toString(16).padStart(2, "0");
+    else out += ch;
+  }
+  return `b${quote}${out}${quote}`;
 }
 
 function mapKey(key: unknown): string {

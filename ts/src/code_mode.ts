@@ -741,6 +741,9 @@ function raise(type: string, message: string): StepReply {
 
 const TY_LOCATION = /^[^\s:]+\.py:(\d+):(\d+): /gm;
 
+/** Modules the Python runtime's Monty (pydantic-monty 1.4) has and this binding does not. */
+const PYTHON_ONLY_MODULES = new Set(["time", "dataclasses", "collections", "itertools", "functools", "random"]);
+
 /** What the model reads of a failed execution: the error and its line. */
 function describeFailure(failure: StepFailure, limits: CodeLimits, offset: number, names: string[]): string {
   if (failure.kind === "typing") {
@@ -768,6 +771,8 @@ function hint(message: string, limits: CodeLimits): string {
   if (message.startsWith("MemoryError")) return ` (codeLimits.memory is ${limits.memory} bytes)`;
   if (message.startsWith("RecursionError")) return " (the sandbox's recursion limit is 1000 nested calls)";
   if (message.includes("suspension limit")) return ` (too many api calls: codeLimits.maxCalls is ${limits.maxCalls})`;
+  const missing = /^ModuleNotFoundError: No module named '([^']+)'/.exec(message);
+  if (missing && PYTHON_ONLY_MODULES.has(missing[1]!)) return ` (the sandbox of this runtime, ${PACKAGE} 0.0.18, does not have it; the Python runtime's does)`;
   return "";
 }
 

@@ -199,3 +199,9 @@ test("an execution that finds every worker busy for its whole timeout fails, and
   assert.equal(late.value.message, `no sandbox worker became free within 0.2 s (codeLimits.timeout): all ${workers} were running other code, so none of this code ran`);
   for (const intents of await Promise.all(busy)) assert.equal(outcome(intents).name, "tool_result");
 });
+
+test("a module Python's sandbox has and this one lacks is a clear error saying so", async () => {
+  const done = outcome(await runCode("import api\nx = 1\nimport collections\ncollections.Counter('aab')"));
+  assert.equal(done.name, "tool_error");
+  assert.equal(done.value.message, "line 3: ModuleNotFoundError: No module named 'collections' (the sandbox of this runtime, @pydantic/monty 0.0.18, does not have it; the Python runtime's does)");
+});

@@ -236,11 +236,37 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
 ]  # fmt: skip
 
 
+# Plain Python both sandboxes run alike (docs/code-mode.md lists what the older JavaScript
+# binding lacks: str.format, %-formatting, dict |, float text such as 1e+20 or 6.0).
+INTERPRETER: list[tuple[str, str]] = [
+    ("strings", "['a,b'.split(','), f'{3.14159:.2f}', 'Ab'.lower(), ' x '.strip()]"),
+    ("sorted", "sorted([{'n': 2}, {'n': 1}], key=lambda d: d['n'])"),
+    ("numbers", "[0.1 + 0.2, 7 / 2, 7 // 2, 2 ** 0.5, round(2.675, 2), 1e-7]"),
+    ("json", "import json\njson.dumps({'a': 1.5, 'b': [1, 2], 'c': 'é'})"),
+    ("re", "import re\nre.findall(r'\\d+', 'a1b22c333')"),
+    ("datetime", "import datetime\ndatetime.date(2024, 1, 31).isoformat()"),
+    ("key_error", "d = {}\nd['x']"),
+    ("index_error", "[1][3]"),
+    ("type_error", "1 + 'a'"),
+    ("value_error", "int('x')"),
+    ("math", "import math\n[math.sqrt(2), math.pi, math.floor(2.5)]"),
+    ("comprehension", "x = [i * i for i in range(5) if i % 2]\n{'x': x, 'n': len(x), 'm': max(x)}"),
+    ("print_values", "print(1.5, [2], {'a': None}, True)\n'ok'"),
+    ("arguments", "def f(a, b=2, *args, **kw):\n    return [a, b, args, kw]\nf(1, 3, 4, z=5)"),
+    ("unicode", "s = 'héllo wörld'\n[len(s), s.upper(), s[1:4], s.encode()]"),
+    ("divmod", "[divmod(-7, 2), str(1 / 3)]"),
+]
+
+
 def code_vectors(compile_ir: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``engine/code/...`` vectors (their ``expected`` is filled in by generate.py)."""
     irs = {"code": compile_ir(CODE_AGENT), "plain": compile_ir(PLAIN_AGENT)}
     out = []
-    for name, sc in CODE_SCENARIOS:
+    scenarios = CODE_SCENARIOS + [
+        (f"interpreter/{name}", {"inputs": ["x"], "replies": code("import api\n" + program)})
+        for name, program in INTERPRETER
+    ]
+    for name, sc in scenarios:
         ir = irs[sc.get("agent", "code")]
         given = {"context": {}, **{k: v for k, v in sc.items() if k != "agent"}}
         out.append({"id": f"engine/code/{name}", "ir": ir, "scenario": given, "chunk_size": 5})

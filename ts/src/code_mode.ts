@@ -9,7 +9,8 @@
 // `api.<name>` outside strings and comments becomes the external function `api_<name>`, and
 // the type check reads the stub as functions of those names (in an `if TYPE_CHECKING:` block,
 // which is never run). Every `api_<name>(...)` the code calls stops the sandbox and goes
-// through the agent's checked call path, as a direct call does.
+// through the agent's checked call path, as a direct call does. The code itself runs in a
+// pool of worker threads (src/code_worker.ts), one step at a time, never on the event loop.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createRequire } from "node:module";

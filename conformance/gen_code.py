@@ -204,6 +204,10 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("check/module", {"inputs": ["x"], "replies": code("import api\nimport socket\n1")}),
     ("check/open", {"inputs": ["x"], "replies": code("import api\nopen('/etc/passwd').read()")}),
     ("check/no_import", {"inputs": ["x"], "tools": TOOLS, "replies": code('api.find_customer("a@b.c")')}),
+    ("sandbox/read_file", {"inputs": ["x"], "replies": code(
+        "import api\nimport pathlib\npathlib.Path('/etc/passwd').read_text()")}),
+    ("sandbox/environ", {"inputs": ["x"], "replies": code("import api\nimport os\nos.environ['HOME']")}),
+    ("sandbox/dunder", {"inputs": ["x"], "replies": code("import api\n().__class__")}),
     ("sandbox/getenv", {"inputs": ["x"], "replies": code("import api\nimport os\nos.getenv('HOME')")}),
     ("empty", {"inputs": ["x"], "replies": [_tb("tool_call", "execute_code", ""), ANSWER]}),
     ("limit/output_characters", {"inputs": ["x"], "config": {"codeLimits": {"maxOutput": 5}},

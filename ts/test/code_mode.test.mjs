@@ -205,3 +205,18 @@ test("a module Python's sandbox has and this one lacks is a clear error saying s
   assert.equal(done.name, "tool_error");
   assert.equal(done.value.message, "line 3: ModuleNotFoundError: No module named 'collections' (the sandbox of this runtime, @pydantic/monty 0.0.18, does not have it; the Python runtime's does)");
 });
+
+test("a streamed execute_code block shows no code until it closes; the fence is removed", async () => {
+  const body = "```python\n    import api\n    x = 6\n    x * 7\n```";
+  const provider = new ScriptedModel([`[tool_call: execute_code]\n${body}\n[/tool_call]`, "[response_text]\nDone.\n[/response_text]"], { chunkSize: 3 });
+  const agent = createAgent(IR, { provider }, meta);
+  const partials = [];
+  agent.onIntentPartial((name, value) => void (name === "tool_call" && partials.push(value.snapshot)));
+  const finals = [];
+  agent.onIntent((name, value) => void finals.push({ name, value }));
+  await agent.run("go");
+  assert.ok(partials.length > 0);
+  for (const snapshot of partials) assert.ok(!JSON.stringify(snapshot ?? {}).includes("import api"), JSON.stringify(snapshot));
+  assert.deepEqual(finals[0].value, { type: "execute_code", args: { code: "import api\nx = 6\nx * 7" } });
+  assert.deepEqual(outcome(finals).value.result, { value: 42, printed: "" });
+});

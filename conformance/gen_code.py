@@ -143,6 +143,12 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("call/helper", {"inputs": ["analyse"], "tools": TOOLS, "replies": [
         _tb("tool_call", "execute_code", 'import api\napi.Analyst("sales")'),
         _tb("response_text", None, "Sales are up."), ANSWER]}),
+    # with the runtime switch, the helper runs in code mode too (its own execute_code)
+    ("call/helper_in_code_mode", {"inputs": ["analyse"], "tools": TOOLS, "agent": "plain",
+                                  "config": {"codeMode": True}, "replies": [
+        _tb("tool_call", "execute_code", 'import api\napi.Analyst("sales")'),
+        _tb("tool_call", "execute_code", "import api\n'up ' + str(2 * 21)"),
+        _tb("response_text", None, "Sales are up."), ANSWER]}),
     ("call/tool_raises_caught", {"inputs": ["who"],
                                  "tools": {"find_customer": {"raise": "directory down"}},
                                  "replies": code(

@@ -14,7 +14,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createRequire } from "node:module";
-import { availableParallelism } from "node:os";
+import { cpus } from "node:os";
 import { Worker } from "node:worker_threads";
 import type { ResourceLimits } from "@pydantic/monty";
 import type { Progress, StepFailure, StepReply, StepRequest, StepResult } from "./code_worker.js";
@@ -560,7 +560,7 @@ let POOL: SandboxPool | null = null;
 
 /** The process's sandbox pool, started on first use: one worker per CPU. */
 function pool(): SandboxPool {
-  POOL ??= new SandboxPool(Math.max(1, availableParallelism()));
+  POOL ??= new SandboxPool(Math.max(1, cpus().length));
   return POOL;
 }
 

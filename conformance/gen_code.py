@@ -197,6 +197,9 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("call/native", {"inputs": ["who"], "tools": TOOLS, "protocol": "native", "replies": [
         {"parts": [{"call": "tool__execute_code",
                     "args": {"code": 'import api\napi.list_orders("c1")[1]["total"]'}}]}, "Done."]}),
+    ("call/crlf", {"inputs": ["who"], "tools": TOOLS, "protocol": "native", "replies": [
+        {"parts": [{"call": "tool__execute_code",
+                    "args": {"code": 'import api\r\nc = api.find_customer("a@b.c")\r\nc["id"]'}}]}, "Done."]}),
     ("call/runtime_on", {"inputs": ["who"], "tools": TOOLS, "agent": "plain",
                          "config": {"codeMode": True}, "replies": code(
         'import api\napi.find_customer("a@b.c")["tier"]')}),

@@ -333,7 +333,7 @@ interface Prepared {
   imports: boolean;
 }
 
-const IMPORT_API = /^([ \t]*)import[ \t]+api[ \t]*(?=$|#|;)/;
+const IMPORT_API = /^([ \t]*)import[ \t]+api[ \t]*(?=$|#|;|\r)/;
 
 /** The model's code with `import api` as `pass` and `api.<name>` as `api_<name>`. */
 export function prepare(code: string): Prepared {

@@ -220,3 +220,12 @@ test("a streamed execute_code block shows no code until it closes; the fence is 
   assert.deepEqual(finals[0].value, { type: "execute_code", args: { code: "import api\nx = 6\nx * 7" } });
   assert.deepEqual(outcome(finals).value.result, { value: 42, printed: "" });
 });
+
+test("code with Windows line endings (a native call's argument) runs as it does in Python", async () => {
+  const provider = new ScriptedModel([ScriptedModel.reply(ScriptedModel.call("tool__execute_code", { code: 'import api\r\nx = api.lookup("a")\r\nx + "!"' })), "Done."]);
+  const agent = createAgent(IR, { provider, protocol: "native", tools: { lookup: async ({ q }) => q } }, meta);
+  const intents = [];
+  agent.onIntent((name, value) => void intents.push({ name, value }));
+  await agent.run("go");
+  assert.deepEqual(outcome(intents).value.result, { value: "a!", printed: "" });
+});

@@ -364,7 +364,6 @@ function rewriteApi(code: string): string {
     let prefix = "";
     for (let k = start - 1; k >= 0 && /[rRbBfFuU]/.test(chars[k]!); k--) prefix = chars[k] + prefix;
     const fString = /[fF]/.test(prefix);
-    const raw = /[rR]/.test(prefix);
     const quote = chars[start]!;
     const triple = chars[start + 1] === quote && chars[start + 2] === quote;
     let j = start + (triple ? 3 : 1);
@@ -382,8 +381,8 @@ function rewriteApi(code: string): string {
         j++;
         continue;
       }
-      if (ch === "\\" && !raw) {
-        j += 2;
+      if (ch === "\\") {
+        j += 2; // a backslash keeps the next character in the string, raw strings included
         continue;
       }
       if (fString && ch === "{") {

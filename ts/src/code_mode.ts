@@ -471,11 +471,13 @@ type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : n
 class SandboxWorker {
   worker: Worker;
   busy: Waiting | null = null;
+  /** It has answered a step: a worker that dies before that could not start (no respawn). */
+  answered = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private pool: SandboxPool) {
     this.worker = new Worker(new URL("./code_worker.js", import.meta.url));
-    this.worker.on("message", (result: StepResult) => this.settle(null, result));
+    this.worker.on("message", (result: StepResult) => ((this.answered = true), this.settle(null, result)));
     this.worker.on("error", (error: Error) => this.settle(error, null));
     this.worker.on("exit", (code: number) => this.settle(new Error(`its worker exited (code ${code})`), null));
     this.worker.unref(); // an idle pool never keeps the process alive (after the listeners: they ref it)
@@ -485,6 +487,7 @@ class SandboxWorker {
     this.busy = job;
     this.worker.ref();
     this.timer = setTimeout(() => {
+      this.answered = true; // it started: a stuck one is replaced
       void this.worker.terminate();
       this.settle(new Error(`its worker did not answer within ${job.limit + STUCK_GRACE} s`), null);
     }, (job.limit + STUCK_GRACE) * 1000);
@@ -497,7 +500,7 @@ class SandboxWorker {
     this.timer = null;
     this.busy = null;
     this.worker.unref();
-    if (error !== null) this.pool.replace(this);
+    if (error !== null) this.pool.replace(this, this.answered ? null : error);
     if (job === null) return;
     if (error !== null) job.reject(error);
     else job.resolve(result!);
@@ -539,12 +542,21 @@ class SandboxPool {
     if (job) worker.take(job, ++this.ids);
   }
 
-  replace(dead: SandboxWorker): void {
+  /** A worker that died is replaced; one that could not start (`failed`) is dropped, and
+   * once none is left the waiting steps fail and the next execution starts a new pool. */
+  replace(dead: SandboxWorker, failed: Error | null): void {
     const at = this.workers.indexOf(dead);
     if (at < 0) return;
-    const fresh = new SandboxWorker(this);
-    this.workers[at] = fresh;
-    this.next(fresh);
+    if (failed === null) {
+      const fresh = new SandboxWorker(this);
+      this.workers[at] = fresh;
+      this.next(fresh);
+      return;
+    }
+    this.workers.splice(at, 1);
+    if (this.workers.length) return;
+    if (POOL === this) POOL = null;
+    for (const job of this.queue.splice(0)) job.reject(new Error(`no sandbox worker could start: ${failed.message}`));
   }
 }
 

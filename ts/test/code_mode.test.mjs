@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -228,4 +228,25 @@ test("code with Windows line endings (a native call's argument) runs as it does 
   agent.onIntent((name, value) => void intents.push({ name, value }));
   await agent.run("go");
   assert.deepEqual(outcome(intents).value.result, { value: "a!", printed: "" });
+});
+
+test("a sandbox that cannot start fails the execution with the reason, and nothing hangs", async () => {
+  // An install whose package is there but does not load (a broken native binary, say).
+  const dir = mkdtempSync(join(tmpdir(), "auwgent-brokenmonty-"));
+  cpSync(join(here, "..", "dist"), join(dir, "dist"), { recursive: true });
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
+  const pkg = join(dir, "node_modules", "@pydantic", "monty");
+  mkdirSync(pkg, { recursive: true });
+  writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "@pydantic/monty", type: "module", exports: { ".": { default: "./index.js" } } }));
+  const names = ["Monty", "MontyComplete", "MontyError", "MontyNameLookup", "MontyRuntimeError", "MontySnapshot", "MontyTypingError"];
+  writeFileSync(join(pkg, "index.js"), names.map((n) => `export class ${n} {}\n`).join("") + 'throw new Error("the native binary did not load");\n');
+  const isolated = await import(pathToFileURL(join(dir, "dist", "index.js")).href);
+  const provider = new isolated.ScriptedModel(["[tool_call: execute_code]\nimport api\n1\n[/tool_call]", "[response_text]\nDone.\n[/response_text]"]);
+  const agent = isolated.createAgent(IR, { provider }, meta);
+  const intents = [];
+  agent.onIntent((name, value) => void intents.push({ name, value }));
+  await agent.run("go");
+  const done = outcome(intents);
+  assert.equal(done.name, "tool_error");
+  assert.equal(done.value.message, "the sandbox stopped (the native binary did not load); nothing more of the code ran");
 });

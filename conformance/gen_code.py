@@ -188,6 +188,8 @@ CODE_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
         'import api\n# api.notify("c1", "x")\ns = "api.notify(1)" + \'\'\'api.find_customer\'\'\'\ns')}),
     ("call/raw_strings", {"inputs": ["x"], "tools": TOOLS, "replies": code(
         'import api\nr"\\"api.notify" + rb\'api.x\'.decode() + f"{{api.notify}}" + api.find_customer("a@b.c")["id"]')}),
+    ("call/import_in_string", {"inputs": ["x"], "tools": TOOLS, "replies": code(
+        'import api\ns = """\nimport api\n"""\nt = \'\'\'\n    import api  # api.notify\n\'\'\'\n[s, t, api.find_customer("a@b.c")["id"]]')}),
     ("call/multiple_values", {"inputs": ["search"], "tools": {"search": {"return": []}},
                               "replies": code(
         'import api\nimport json\nkw = json.loads(\'{"query": "b", "exact": true}\')\ntry:\n    api.search("a", **kw)\nexcept TypeError as e:\n    r = str(e)\nr')}),

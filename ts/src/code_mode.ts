@@ -335,94 +335,107 @@ interface Prepared {
 
 const IMPORT_API = /^([ \t]*)import[ \t]+api[ \t]*(?=$|#|;|\r)/;
 
-/** The model's code with `import api` as `pass` and `api.<name>` as `api_<name>`. */
+/** The model's code with `import api` as `pass` and `api.<name>` as `api_<name>` (in its
+ * code only: strings and comments are left as they are). */
 export function prepare(code: string): Prepared {
-  const lines = code.split("\n");
+  const chars = [...code];
+  const isCode = codeMask(chars);
   let imports = false;
-  const out: string[] = [];
-  for (const line of lines) {
+  let start = 0;
+  for (const line of chars.join("").split("\n")) {
+    const width = [...line].length;
     const m = IMPORT_API.exec(line);
-    if (m) {
+    const indent = m ? [...m[1]!].length : 0;
+    if (m && isCode[start + indent]) {
       imports = true;
-      const statement = m[0].slice(m[1]!.length);
-      out.push(m[1] + "pass".padEnd(statement.length, " ") + line.slice(m[0].length));
-    } else out.push(line);
+      const length = [...m[0]].length - indent;
+      const padded = "pass".padEnd(length, " ");
+      for (let k = 0; k < length; k++) chars[start + indent + k] = padded[k]!;
+    }
+    start += width + 1;
   }
-  const joined = out.join("\n");
-  return { code: imports ? rewriteApi(joined) : joined, imports };
+  if (imports) rewriteApi(chars, isCode);
+  return { code: chars.join(""), imports };
 }
 
-/** `api.<name>` -> `api_<name>` in the code's tokens (not in strings, comments or after a
- * dot); f-string replacement fields are code and are rewritten too. */
-function rewriteApi(code: string): string {
-  const chars = [...code];
-  let i = 0;
+/** `api.<name>` -> `api_<name>` where it is code: an identifier boundary before `api`, no
+ * dot before it, an identifier right after the dot. */
+function rewriteApi(chars: string[], isCode: boolean[]): void {
   const isIdent = (ch: string | undefined): boolean => ch !== undefined && /[\p{L}\p{N}_]/u.test(ch);
-  const skipString = (start: number): number => {
-    // `start` is at the quote; returns the index after the closing quote. F-strings rewrite
-    // their `{...}` fields (nested strings inside them are skipped by the recursion).
+  for (let j = 0; j + 4 < chars.length; j++) {
+    if (!isCode[j] || chars[j] !== "a" || chars[j + 1] !== "p" || chars[j + 2] !== "i" || chars[j + 3] !== ".") continue;
+    const before = chars[j - 1];
+    if (isIdent(before) || before === "." || !isIdent(chars[j + 4])) continue;
+    chars[j + 3] = "_";
+  }
+}
+
+/** Which characters of the code are code: not in a string literal or a comment (the
+ * replacement fields of an f-string are code). */
+function codeMask(chars: string[]): boolean[] {
+  const mask = new Array<boolean>(chars.length).fill(true);
+  const string = (start: number): number => {
+    // `start` is at the opening quote; returns the index after the closing one.
     let prefix = "";
     for (let k = start - 1; k >= 0 && /[rRbBfFuU]/.test(chars[k]!); k--) prefix = chars[k] + prefix;
     const fString = /[fF]/.test(prefix);
     const quote = chars[start]!;
     const triple = chars[start + 1] === quote && chars[start + 2] === quote;
     let j = start + (triple ? 3 : 1);
+    for (let k = start; k < j; k++) mask[k] = false;
     let depth = 0;
     while (j < chars.length) {
       const ch = chars[j]!;
       if (depth > 0) {
         if (ch === "'" || ch === '"') {
-          j = skipString(j);
+          j = string(j);
           continue;
         }
         if (ch === "{") depth++;
         else if (ch === "}") depth--;
-        else j = rewriteAt(j);
+        if (depth === 0) mask[j] = false; // the field's closing brace
         j++;
         continue;
       }
+      mask[j] = false;
       if (ch === "\\") {
-        j += 2; // a backslash keeps the next character in the string, raw strings included
+        if (j + 1 < chars.length) mask[j + 1] = false; // a backslash keeps the next character, raw strings included
+        j += 2;
         continue;
       }
       if (fString && ch === "{") {
-        if (chars[j + 1] === "{") j += 2;
-        else {
+        if (chars[j + 1] === "{") {
+          mask[j + 1] = false;
+          j += 2;
+        } else {
           depth = 1;
           j++;
         }
         continue;
       }
-      if (triple ? ch === quote && chars[j + 1] === quote && chars[j + 2] === quote : ch === quote) return j + (triple ? 3 : 1);
+      if (triple ? ch === quote && chars[j + 1] === quote && chars[j + 2] === quote : ch === quote) {
+        if (triple) mask[j + 1] = mask[j + 2] = false;
+        return j + (triple ? 3 : 1);
+      }
       if (!triple && ch === "\n") return j;
       j++;
     }
     return j;
   };
-  const rewriteAt = (j: number): number => {
-    // At `a` of `api.<identifier>` with no identifier character or dot before it.
-    if (chars[j] !== "a" || chars[j + 1] !== "p" || chars[j + 2] !== "i" || chars[j + 3] !== ".") return j;
-    const before = chars[j - 1];
-    if (isIdent(before) || before === ".") return j;
-    let k = j + 4;
-    while (k < chars.length && /[ \t]/.test(chars[k]!)) k++;
-    if (k !== j + 4 || !isIdent(chars[k])) return j;
-    chars[j + 3] = "_";
-    return j + 3;
-  };
+  let i = 0;
   while (i < chars.length) {
     const ch = chars[i]!;
     if (ch === "#") {
-      while (i < chars.length && chars[i] !== "\n") i++;
+      while (i < chars.length && chars[i] !== "\n") mask[i++] = false;
       continue;
     }
     if (ch === "'" || ch === '"') {
-      i = skipString(i);
+      i = string(i);
       continue;
     }
-    i = rewriteAt(i) + 1;
+    i++;
   }
-  return chars.join("");
+  return mask;
 }
 
 /** The `api` stub as the type check reads it: functions named `api_<name>`, declared in an

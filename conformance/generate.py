@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gen_approvals import APPROVAL_AGENT, approval_scenarios
+from gen_code import code_vectors
 from gen_handoff import handoff_vectors
 from gen_memory import memory_vectors
 from gen_summarize import summarize_vectors
@@ -691,6 +692,7 @@ def engine_vectors() -> list[dict[str, Any]]:
     out += taint_engine_vectors()
     out += memory_vectors(compile_ir)
     out += handoff_vectors(compile_ir, run_vector)
+    out += code_vectors(compile_ir)
     return out
 
 

@@ -34,6 +34,7 @@ import type { SessionState } from "./session.js";
 import { checkInput, type Input } from "./parts.js";
 import { Ingestion } from "./memory.js";
 import { approvalOptions, checkApprover, resumeAgent, type ApprovalOptions, type Approver, type ResumeOptions } from "./approvals.js";
+import { codeContract, codeModeEnabled, codeModeWanted, requireSandbox } from "./code_mode.js";
 
 export const IR_VERSION = 1;
 export const RUNTIME_VERSION = "0.1.0";
@@ -333,7 +334,7 @@ let lastNow: [number, string, string | null] = [-1, "", null];
 const KNOWN_KEYS: Record<string, string[]> = {
   document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
   agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "quarantine", "tools", "workflows"],
-  config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol", "taint"],
+  config: ["codeMode", "embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol", "taint"],
   model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
   tool: ["approval", "description", "examples", "maxOutput", "name", "params", "repeatable", "returns", "sensitive", "untrusted"],
   workflow: ["approval", "body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
@@ -342,8 +343,6 @@ const KNOWN_KEYS: Record<string, string[]> = {
 };
 const FEATURES: Record<string, string> = {
   mcp: "MCP tools (@mcp)",
-  code_mode: "code mode",
-  codeMode: "code mode",
   personas: "personas",
   memory: "memory",
 };
@@ -427,6 +426,7 @@ export class AgentCore {
     this.options = parseOptions(config);
     this.tracing = Tracing.of(config, RUNTIME_VERSION);
     this.ingestion = this.options.memory === null ? null : new Ingestion(this.options.memory);
+    if (codeModeWanted(this.options.codeMode, doc.agents)) requireSandbox(); // @pydantic/monty is an optional peer
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
@@ -482,7 +482,7 @@ export class AgentCore {
   }
 
   contract(inv: Invocation): Contract {
-    const key = [inv.name, ...inv.tools.map((t) => t.name), String(inv.handoff === "user")].join("\u0000");
+    const key = [inv.name, inv.configName, ...inv.tools.map((t) => t.name), String(inv.handoff === "user")].join("\u0000");
     let found = this.contracts.get(key);
     if (!found) {
       found = this.buildContract(inv);
@@ -513,7 +513,8 @@ export class AgentCore {
     const intents = [...agent.intents];
     if (inv.handoff === "user") intents.push(COMPLETE_SPEC);
     const examples = (agent.examples ?? []).map((e: any) => declaredOrder(e, specs));
-    return { agent: agent.name, callables: specs, intents, output: agent.output, types, examples };
+    const contract: Contract = { agent: agent.name, callables: specs, intents, output: agent.output, types, examples };
+    return codeModeEnabled(this.options.codeMode, agent.configs[inv.configName]) ? codeContract(contract) : contract; // one callable: execute_code
   }
 
   requestParts(codec: Codec, contract: Contract): [FunctionSpec[], Record<string, any> | null] {

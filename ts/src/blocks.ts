@@ -182,6 +182,8 @@ interface Target {
   fields: IRField[];
   type?: IRType;
   single?: string | null;
+  /** The body is the single parameter's value as it is (code mode). */
+  rawBody?: boolean;
 }
 
 interface Block {
@@ -465,7 +467,7 @@ export class BlocksDecoder implements Decoder {
     if (spec === undefined) {
       return [null, `${callKind[0]!.toUpperCase() + callKind.slice(1)} not found: ${name} (not available here; ${this.allowed()})`];
     }
-    return [{ kind: KINDS.get(BLOCK_KIND[spec.kind])!, name: spec.name, fields: spec.params, single: singleString(spec) }, null];
+    return [{ kind: KINDS.get(BLOCK_KIND[spec.kind])!, name: spec.name, fields: spec.params, single: singleString(spec), rawBody: spec.rawBody === true }, null];
   }
 
   private resolveSchema(name: string | null): [Target | null, string | null] {
@@ -661,6 +663,37 @@ function closers(word: string): Set<string> {
   return words;
 }
 
+/** A raw body's value: without a surrounding code fence and common indentation. */
+export function rawValue(body: string): string {
+  let lines = body.replace(/^[\r\n]+|[\r\n]+$/g, "").split(/\r\n|\r|\n/);
+  const head = lines[0]?.trimStart() ?? "";
+  if (head.startsWith("```") || head.startsWith("~~~")) {
+    const fence = head.slice(0, 3);
+    lines = lines.slice(1);
+    const last = lines[lines.length - 1]?.trim() ?? "";
+    if (lines.length && last.startsWith(fence) && !last.split(fence[0]!).join("")) lines = lines.slice(0, -1);
+  }
+  return dedent(lines.join("\n")).replace(/^\n+/, "").replace(/\s+$/, "");
+}
+
+/** textwrap.dedent: the whitespace prefix common to the non-blank lines removed (blank
+ * lines become empty). */
+function dedent(text: string): string {
+  const lines = text.split("\n").map((l) => (l.trim() ? l : ""));
+  let common: string | null = null;
+  for (const line of lines) {
+    if (!line) continue;
+    const indent = /^[ \t]*/.exec(line)![0];
+    if (common === null) common = indent;
+    else {
+      let k = 0;
+      while (k < common.length && k < indent.length && common[k] === indent[k]) k++;
+      common = common.slice(0, k);
+    }
+  }
+  return common ? lines.map((l) => l.slice(common!.length)).join("\n") : lines.join("\n");
+}
+
 function singleString(spec: CallableSpec): string | null {
   if (spec.params.length === 1 && ["string", "text"].includes(spec.params[0]!.type.kind)) return spec.params[0]!.name;
   return null;
@@ -689,6 +722,8 @@ function blockPayload(target: Target, text: string, contract: Contract, partial:
 function callArgs(target: Target, text: string, contract: Contract, json: JsonPrefix | null, repairs: Repair[] | null): Record<string, any> {
   const partial = json !== null;
   const single = target.single;
+  // Code arrives whole: a partial would show lines the final (unfenced) value lacks.
+  if (single && target.rawBody) return partial ? {} : { [single]: rawValue(text) };
   if (single && !looksStructured(text, single)) {
     // While streaming, the first line is still being typed: it may yet read as `name: ...`.
     if (partial && !text.trimStart().includes("\n")) return {};

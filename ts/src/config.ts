@@ -9,6 +9,7 @@ import { parseLoopDetection } from "./loops.js";
 import { parseMemoryOptions, type MemoryOptions } from "./memory.js";
 import { CONFIG_KEYS } from "./runtime-config.js";
 import type { Agent as IRAgent, Document, Model } from "./ir.js";
+import { codeLimitsOf, codeModeOf, type CodeLimits } from "./code_mode.js";
 
 export { CONFIG_KEYS } from "./runtime-config.js";
 
@@ -39,6 +40,9 @@ export interface RuntimeOptions {
   fetch: FetchLike | null;
   /** Recall and background ingestion (src/memory.ts); null: memory is off. */
   memory: MemoryOptions | null;
+  /** `codeMode`: null lets each config's DSL `codeMode` decide. */
+  codeMode: boolean | null;
+  codeLimits: CodeLimits;
 }
 
 export interface Budget {
@@ -149,6 +153,8 @@ export function parseOptions(config: Record<string, any>): RuntimeOptions {
     clock: clockOf(config.clock),
     strict,
     fetch: fetchOf(config.httpClient),
+    codeMode: codeModeOf(config.codeMode),
+    codeLimits: codeLimitsOf(config.codeLimits),
   };
 }
 

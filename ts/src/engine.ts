@@ -20,6 +20,7 @@ import { RunMemory } from "./memory.js";
 import { RunTrace } from "./tracing.js";
 import { TaintGuard } from "./taint.js";
 import { ApprovalGate, AWAITING, checkDecisions, Journal, pause, resumeOutcomes, StepPaused, type ResumeJournal, type Verdict } from "./approvals.js";
+import { executeCode, markVia, outsideCode } from "./code_mode.js";
 
 export const CALL_KINDS: Record<string, CallKind> = { tool_call: "tool", workflow_call: "workflow", helper_call: "helper" };
 const RESULT_INTENT: Record<CallKind, string> = { tool: "tool_result", workflow: "workflow_result", helper: "helper_result" };
@@ -491,6 +492,7 @@ export class Run {
   /** `repairs` are the decoder's repairs of the intent's block (ctx.repairs for middleware). */
   async emit(name: string, value: unknown, agentName: string, raw: string | null = null, active: string | null = null, repairs: readonly Repair[] = []): Promise<Control | null> {
     if (this.cancelled) return { skip: true };
+    value = markVia(value); // "via": "execute_code" for the calls of code mode
     const core = this.core;
     if (this.turn !== null) this.turn.intents.push({ name, value, agent: agentName });
     if (this.trace !== null) this.trace.intent(name, value, agentName, active);
@@ -1000,6 +1002,7 @@ export class Run {
     // Only the answering agent's own model calls can wait for agent.resume() (inv.record).
     const verdict = await this.approvals.check(inv, kind, name, args, gate.approval, spec.params, inv.record !== null, gate.taint);
     if (verdict !== null) return this.decidedCall(inv, kind, name, verdict, callId);
+    if (contract.codeApi) return executeCode(this, inv, contract, String(args.code), callId); // code mode: execute_code
     return this.runCall(inv, kind, name, args, callId);
   }
 
@@ -1178,7 +1181,7 @@ export class Run {
       use.tools,
     );
     this.taint.enter(child, inv, name);
-    const result = await this.invoke(child);
+    const result = await outsideCode(() => this.invoke(child)); // the helper's own calls are not the code's
     this.ctx.activeAgent = inv.name;
     this.taint.helperResult(inv, child, name, result.output);
     if (result.status === "error") {

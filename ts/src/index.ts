@@ -4,6 +4,9 @@
 export { Agent, AgentCore, createAgent, irHash, nowLine, BUILTIN_INTENTS, HOOKS, IR_VERSION, RUNTIME_VERSION } from "./agent.js";
 export { CONFIG_KEYS } from "./config.js";
 export type { AuwgentBudget, AuwgentLimits, AuwgentRetry, AuwgentTimeouts, RuntimeConfig } from "./runtime-config.js";
+export { apiStub, codeContract, DEFAULT_CODE_LIMITS, EXECUTE_CODE, INSTALL_HINT } from "./code_mode.js";
+export type { CodeApi, CodeLimits } from "./code_mode.js";
+export type { AuwgentCodeLimits } from "./runtime-config.js";
 export type { IntentEvent, IRMeta, RunOptions } from "./agent.js";
 export { ApprovalError, AuwgentError, ConfigError, ConflictError, ContextError, FallbackError, InputError, ProviderError, ToolError, UnsupportedError, WorkflowError } from "./errors.js";
 export { checkInput, file, image, text, toolParts, ToolParts, FILE_MEDIA_TYPES, IMAGE_MEDIA_TYPES, MAX_PART_BYTES } from "./parts.js";

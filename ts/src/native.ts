@@ -247,6 +247,7 @@ export class NativeCodec implements Codec {
 
   systemSection(contract: Contract): string {
     const parts: string[] = [];
+    if (contract.codeApi) parts.push(contract.codeApi.section);
     const variants = outputVariants(contract);
     if (variants.length > 1) parts.push(`Give your final answer by calling exactly one of: ${variants.map(([n]) => functionName("response_schema", n)).join(", ")}.`);
     if (contract.examples.length) {

@@ -30,6 +30,8 @@ export const CONFIG_KEYS = [
   "strict",
   "approver",
   "approvals",
+  "codeMode",
+  "codeLimits",
 ] as const;
 
 /** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */
@@ -61,6 +63,14 @@ export interface AuwgentBudget {
   requests?: number;
   conversationTokens?: number;
   conversationRequests?: number;
+}
+
+/** Code mode's limits per execute_code call (seconds, bytes, calls, characters). */
+export interface AuwgentCodeLimits {
+  timeout?: number;
+  memory?: number;
+  maxCalls?: number;
+  maxOutput?: number;
 }
 
 /** The runtime config given to `auwgent({...})` (docs/runtime.md). */
@@ -102,4 +112,7 @@ export interface RuntimeConfig {
   approver?: (request: never) => unknown;
   /** "defer": every gated call pauses the run for agent.resume(). */
   approvals?: "ask" | "defer";
+  /** Code mode for every agent (docs/code-mode.md). */
+  codeMode?: boolean;
+  codeLimits?: AuwgentCodeLimits;
 }

@@ -5,6 +5,7 @@ import { compactJson } from "./expr.js";
 import { describe, referencedTypes, resolve, type IRField, type IRType, type Types } from "./schema.js";
 import type { Approval, Example, Intent } from "./ir.js";
 import { pyJson } from "./values.js";
+import type { CodeApi } from "./code_mode.js";
 
 export type CallKind = "tool" | "workflow" | "helper";
 
@@ -19,6 +20,8 @@ export interface CallableSpec {
   examples: Record<string, unknown>[];
   /** `@approval` on the tool, workflow or helper line (src/approvals.ts). */
   approval?: Approval | null;
+  /** A block's body is this callable's one string parameter as it is (code mode). */
+  rawBody?: boolean;
 }
 
 export interface Contract {
@@ -28,6 +31,8 @@ export interface Contract {
   output: IRType;
   types: Types;
   examples: Example[];
+  /** Set in code mode (src/code_mode.ts): `callables` is then `execute_code` alone. */
+  codeApi?: CodeApi;
 }
 
 export interface CallOutcome {
@@ -218,6 +223,7 @@ export function blocksSection(contract: Contract): string {
     if (contract.callables.some((s) => !s.configured)) lines.push(`A call marked ${NOT_CONFIGURED} fails: avoid it.`);
     parts.push(lines.join("\n"));
   }
+  if (contract.codeApi) parts.push(contract.codeApi.section);
   parts.push(FRAMING);
   if (contract.intents.length) {
     const lines = ["Intents: emit one as `[custom: Name]` with its fields as lines."];

@@ -149,10 +149,19 @@ async function scenario(ir, sc, chunk) {
   if (recorder) out.spans = recorder.tree(); // ids and times left out
   if (memory) {
     out.memory = memory.output();
-    return normal(MemoryScenario.normal(out));
+    return normal(normalized(MemoryScenario.normal(out), sc.normalize ?? []));
   }
-  if (gated !== null) return normal(normalIds({ ...out, asked }));
-  return normal(out);
+  if (gated !== null) return normal(normalized(normalIds({ ...out, asked }), sc.normalize ?? []));
+  return normal(normalized(out, sc.normalize ?? []));
+}
+
+/** A scenario's optional `normalize`: `[[pattern, replacement], ...]` applied to its output's
+ * JSON text (code mode's limits name measured numbers). */
+function normalized(out, rules) {
+  if (!rules.length) return out;
+  let text = JSON.stringify(out);
+  for (const [pattern, replacement] of rules) text = text.replace(new RegExp(pattern, "g"), replacement);
+  return JSON.parse(text);
 }
 
 /** A context vector through src/budget.ts (the same rules as runtime/context_budget.py). */
@@ -179,7 +188,7 @@ function seer(spec, seen) {
   const guard = (name, value) => {
     const kind = value && typeof value === "object" ? value.type : undefined;
     notes.push(typeof kind === "string" ? `${name} ${kind}` : name);
-    if (name !== spec.on) return undefined;
+    if (name !== spec.on || ("only" in spec && kind !== spec.only)) return undefined; // "only": the one call type it acts on
     if ("raises" in spec) throw new ToolFailure(spec.raises);
     return structuredClone(spec.returns);
   };

@@ -304,7 +304,7 @@ test("a feature key that asks for nothing is accepted; one that asks for a featu
   };
   with_((ir) => (ir.agents.Main.configs.default.codeMode = false))();
   with_((ir) => (ir.mcp = {}))();
-  assert.throws(with_((ir) => (ir.agents.Main.configs.default.codeMode = true)), /^UnsupportedError: ir: agents\.Main\.configs\.default has 'codeMode': code mode, which this TypeScript runtime does not run yet; see ts\/README\.md$/);
+  with_((ir) => (ir.agents.Main.configs.default.codeMode = true))(); // code mode runs here (src/code_mode.ts)
   assert.throws(with_((ir) => (ir.mcp = { Files: { command: "files-server", args: [] } })), /ir: the document has 'mcp': MCP tools \(@mcp\)/);
   assert.throws(with_((ir) => (ir.agents.Main.tools[0].mcp = "Files")), /ir: agents\.Main\.tools\[0\] \(lookup\) has 'mcp'/);
   // @approval runs here (src/approvals.ts): a gated tool is accepted.

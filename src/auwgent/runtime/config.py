@@ -577,7 +577,7 @@ KEYS: tuple[Key, ...] = (
         "`True` / `False`: code mode for every agent and helper, over the DSL configs' "
         "`codeMode` (see [code-mode.md](code-mode.md)); needs the `code` extra.",
         "bool",
-        None,
+        "boolean",
         comment="Code mode for every agent (docs/code-mode.md).",
     ),
     Key(
@@ -587,7 +587,7 @@ KEYS: tuple[Key, ...] = (
         'per `execute_code` call: `{"timeout": 10, "memory": 100_000_000, "maxCalls": 50, '
         '"maxOutput": 20_000}` (seconds, bytes, calls, characters; these are the defaults).',
         "AuwgentCodeLimits",
-        None,
+        "AuwgentCodeLimits",
     ),
     Key(
         "mcp",

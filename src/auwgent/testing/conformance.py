@@ -177,7 +177,8 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         out["seen"] = seen  # what each guard was shown, in order
     if recorder is not None:
         out["spans"] = recorder.tree()  # the OpenTelemetry spans, ids and times left out
-    return gated.output(MemoryScenario.finish(memory, out))
+    out = gated.output(MemoryScenario.finish(memory, out))
+    return _normalized(out, sc.get("normalize", ()))
 
 
 def _model(sc: Mapping[str, Any], chunk: int) -> ScriptedModel | OfflineModel:
@@ -211,6 +212,18 @@ def _recorder(sc: Mapping[str, Any], config: dict[str, Any]) -> Any:
     return recorder
 
 
+def _normalized(out: dict[str, Any], rules: Any) -> dict[str, Any]:
+    """A scenario's optional ``"normalize"``: ``[[pattern, replacement], ...]`` applied to its
+    output's JSON text (code mode's limits name measured numbers)."""
+    if not rules:
+        return out
+    text = json.dumps(out, ensure_ascii=False)
+    for pattern, replacement in rules:
+        text = re.sub(pattern, replacement, text)
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
 class _Seer:
     """A scenario's guard (``{"kind": "middleware" | "handler", "name", "on", "returns" |
     "raises", "target"}``): it notes every intent it is shown (``name`` or ``name type``) in
@@ -225,8 +238,8 @@ class _Seer:
     def __call__(self, name: str, value: Any, who: str) -> Any:
         kind = value.get("type") if isinstance(value, Mapping) else None
         self.notes.append(f"{name} {kind}" if isinstance(kind, str) else name)
-        if name != self.spec["on"]:
-            return None
+        if name != self.spec["on"] or self.spec.get("only", kind) != kind:
+            return None  # (an optional "only": the one call type it acts on)
         if "raises" in self.spec:
             raise ToolFailure(self.spec["raises"])
         return json.loads(json.dumps(self.spec.get("returns")))

@@ -16,6 +16,7 @@ import { outputVariants, type CallableSpec, type Contract } from "../section.js"
 import { pyJson } from "../values.js";
 import type { FunctionSpec, Message, ModelRequest, Provider, StreamEvent } from "./base.js";
 import { blockText, hashedEmbedding, NativeCall, Reply, replyEvents } from "./scripted.js";
+import { EXECUTE_CODE, pyValue } from "../code_mode.js";
 
 const CALL_HEADER = /\[(?:tool_call|workflow_call|helper_call)\s*:/;
 const CALL_NAMES = /\[(?:tool_call|workflow_call|helper_call)\s*:\s*([^\]\s]+)/g;
@@ -60,7 +61,7 @@ export function respond(request: ModelRequest): Reply {
   const native = request.functions.length > 0 || request.responseSchema !== null;
   if (contract !== null && !answersOwnCalls(request.messages)) {
     const calls = toolCalls(contract, request.functions, native);
-    if (calls.length) return new Reply(native ? calls : [calls.map((c) => blockText("tool_call", c.name, c.args)).join("\n\n")]);
+    if (calls.length) return new Reply(native ? calls : [calls.map(callBlock).join("\n\n")]);
   }
   if (contract !== null && contract.output.kind !== "text") {
     const [, type] = outputVariants(contract)[0]!;
@@ -114,7 +115,27 @@ function toolCalls(contract: Contract, functions: FunctionSpec[], native: boolea
   return calls;
 }
 
+function callBlock(call: NativeCall): string {
+  // Code mode's execute_code: the code as is.
+  if (call.name === EXECUTE_CODE && typeof call.args === "object") return `[tool_call: ${EXECUTE_CODE}]\n${String(call.args.code)}\n[/tool_call]`;
+  return blockText("tool_call", call.name, call.args);
+}
+
+/** Code mode: a program calling each configured tool of `api` once. */
+function exampleCode(contract: Contract): string {
+  const calls: string[] = [];
+  for (const spec of contract.codeApi!.callables)
+    if (spec.kind === "tool" && spec.configured)
+      calls.push(
+        `api.${spec.name}(${Object.entries(exampleArgs(spec, contract))
+          .map(([k, v]) => `${k}=${pyValue(v)}`)
+          .join(", ")})`,
+      );
+  return "import api\n[" + calls.join(", ") + "]";
+}
+
 function exampleArgs(spec: CallableSpec, contract: Contract): Record<string, unknown> {
+  if (spec.rawBody && contract.codeApi) return { code: exampleCode(contract) }; // code mode's execute_code
   const required = spec.params.filter((p) => !p.optional).map((p) => p.name);
   // The tool's own @example, when it gives every required argument: what a real model imitates.
   for (const example of spec.examples) if (required.every((name) => name in example)) return { ...example };

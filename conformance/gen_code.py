@@ -50,6 +50,10 @@ agent Shop {
 
 # The same agent without `codeMode` in its config (the runtime config turns it on).
 PLAIN_AGENT = CODE_AGENT.replace("        codeMode: true\n", "")
+# The same agent with `notify` gated by @approval: the code's call asks the approver.
+NOTIFY = "tool notify(customer_id: string, message: string): string"
+GATED_AGENT = CODE_AGENT.replace(NOTIFY, NOTIFY + " @approval")
+NOTIFY_CODE = "import api\nr = api.notify(customer_id='c1', message='hi')\nr"
 
 
 def _tb(kind: str, name: str | None, body: str) -> str:
@@ -277,12 +281,32 @@ INTERPRETER: list[tuple[str, str]] = [
 
 def code_vectors(compile_ir: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``engine/code/...`` vectors (their ``expected`` is filled in by generate.py)."""
-    irs = {"code": compile_ir(CODE_AGENT), "plain": compile_ir(PLAIN_AGENT)}
+    irs = {
+        "code": compile_ir(CODE_AGENT),
+        "plain": compile_ir(PLAIN_AGENT),
+        "gated": compile_ir(GATED_AGENT),
+    }
     out = []
-    scenarios = CODE_SCENARIOS + [
-        (f"interpreter/{name}", {"inputs": ["x"], "replies": code("import api\n" + program)})
-        for name, program in INTERPRETER
-    ]
+    gated = [
+        (f"approval/{name}", {"agent": "gated", "inputs": ["x"], "replies": code(NOTIFY_CODE),
+                              "tools": {"notify": {"return": "sent"}}, **more})
+        for name, more in [
+            ("yes", {"approvals": {"approver": [True]}}),
+            ("no", {"approvals": {"approver": [{"approved": False, "reason": "not now"}]}}),
+            ("no_approver", {}),
+            ("edited", {"approvals": {"approver": [
+                {"approved": True, "args": {"customer_id": "c2", "message": "hi"}}]}}),
+            ("defer_is_denied", {"config": {"approvals": "defer"}}),
+        ]
+    ]  # fmt: skip
+    scenarios = (
+        CODE_SCENARIOS
+        + gated
+        + [
+            (f"interpreter/{name}", {"inputs": ["x"], "replies": code("import api\n" + program)})
+            for name, program in INTERPRETER
+        ]
+    )
     for name, sc in scenarios:
         ir = irs[sc.get("agent", "code")]
         given = {"context": {}, **{k: v for k, v in sc.items() if k != "agent"}}

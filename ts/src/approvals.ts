@@ -234,7 +234,7 @@ export class ApprovalGate {
         (this.run.session.pending_approvals ??= []).push(request);
         return new Verdict(false, args, null, true, request.id);
       }
-      answer = new Denied("its approval cannot wait for agent.resume() inside a helper call; decide on it in the approver");
+      answer = new Denied("its approval cannot wait for agent.resume() inside a helper call or running code; decide on it in the approver");
     }
     const verdict = judge(answer, args, params, this.run.core.doc.types);
     await this.decided(request, verdict);

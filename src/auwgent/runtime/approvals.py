@@ -115,8 +115,8 @@ class ApprovalGate:
                 self.run.session.setdefault("pending_approvals", []).append(request)
                 return Verdict(False, args, deferred=True, request_id=str(request["id"]))
             answer = _Denied(
-                "its approval cannot wait for agent.resume() inside a helper call; decide on "
-                "it in the approver"
+                "its approval cannot wait for agent.resume() inside a helper call or running "
+                "code; decide on it in the approver"
             )
         verdict = judge(answer, args, params, self.run.core.doc["types"])
         await self.decided(request, verdict)

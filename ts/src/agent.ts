@@ -19,6 +19,7 @@ import {
 } from "./config.js";
 import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from "./engine.js";
 import { ConfigError, UnsupportedError } from "./errors.js";
+import { McpServers } from "./mcp.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
 import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
@@ -161,13 +162,16 @@ class MiddlewareChain {
  */
 class ToolRegistry {
   private impls = new Map<string, Fn>();
-  constructor(tools: unknown, declared: Map<string, Tool[]>) {
+  /** `routed`: the implementations the runtime supplies itself (`@mcp` tools, src/mcp.ts). */
+  constructor(tools: unknown, declared: Map<string, Tool[]>, routed: Map<string, Fn> = new Map()) {
+    for (const [name, fn] of routed) this.impls.set(name, fn);
     if (tools == null) return;
     if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
     const problems: string[] = [];
     const names = [...declared.keys()];
     for (const [name, fn] of Object.entries(tools as Record<string, unknown>)) {
-      if (!declared.has(name)) {
+      if (routed.has(name)) problems.push(`tools.${name}: ${pyRepr(name)} is an @mcp tool: its MCP server runs it, so it takes no implementation`);
+      else if (!declared.has(name)) {
         const hint = closest(name, names);
         problems.push(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
       } else if (typeof fn !== "function") problems.push(`tools.${name}: expected a function, got ${fn === null ? "null" : typeof fn}`);
@@ -324,11 +328,11 @@ let lastNow: [number, string, string | null] = [-1, "", null];
 // a feature it cannot honour (an approval gate, say): it refuses the IR rather than run the
 // agent without it.
 const KNOWN_KEYS: Record<string, string[]> = {
-  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
+  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas", "mcp"],
   agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "tools", "workflows"],
   config: ["embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol"],
   model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
-  tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns"],
+  tool: ["description", "examples", "maxOutput", "name", "params", "repeatable", "returns", "mcp", "mcpTool"],
   workflow: ["body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
   helper: ["handoff", "name", "tools"],
   intent: ["description", "fields", "name"],
@@ -339,18 +343,16 @@ const FEATURES: Record<string, string> = {
   sensitive: "taint tracking (@sensitive)",
   quarantine: "quarantine helpers (@quarantine)",
   taint: "the taint policy (taint: { ... })",
-  mcp: "MCP tools (@mcp)",
   code_mode: "code mode",
   codeMode: "code mode",
   personas: "personas",
   memory: "memory",
 };
 
-/** A feature key that asks for nothing (`"codeMode": false`; the document's `"mcp": {}`, no
- * servers). Anything else, `"approval": {}` included, asks for the feature. */
-function off(kind: string, key: string, value: unknown): boolean {
-  if (value === false || value === null) return true;
-  return kind === "document" && key === "mcp" && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0;
+/** A feature key that asks for nothing (`"codeMode": false`). Anything else, `"approval": {}`
+ * included, asks for the feature. */
+function off(_kind: string, _key: string, value: unknown): boolean {
+  return value === false || value === null;
 }
 
 function checkKnown(kind: string, value: Record<string, any>, path: string): void {
@@ -392,6 +394,8 @@ export class AgentCore {
   calibration = new Calibration();
   contextSchema: ContextSchema;
   registry: ToolRegistry;
+  /** The document's MCP servers (src/mcp.ts); null when it declares none. */
+  mcp: McpServers | null = null;
   middleware: MiddlewareChain;
   handlers: Handler[] = [];
   partialHandlers: Handler[] = [];
@@ -419,7 +423,8 @@ export class AgentCore {
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
-    this.registry = new ToolRegistry(config.tools, declaredTools(doc));
+    if ((doc.mcp && Object.keys(doc.mcp).length > 0) || config.mcp != null) this.mcp = new McpServers(doc, config.mcp);
+    this.registry = new ToolRegistry(config.tools, declaredTools(doc), this.mcp?.implementations() as Map<string, Fn> | undefined);
     this.middleware = new MiddlewareChain(config.middleware);
     this.wantsPartials = this.middleware.hasPartial;
     this.intentNames = [...BUILTIN_INTENTS, ...Object.values<any>(doc.agents).flatMap((a) => a.intents.map((i: any) => i.name)), COMPLETE_SPEC.name];
@@ -606,6 +611,12 @@ export class Agent {
 
   get name(): string {
     return this.core.root;
+  }
+
+  /** Close what the agent holds open: its MCP connections (launched servers are stopped). The
+   * agent stays usable: a later call to an `@mcp` tool connects again. */
+  async close(): Promise<void> {
+    await this.core.mcp?.close();
   }
   get context(): Readonly<Record<string, any>> {
     return { ...this.contextValues };

@@ -37,4 +37,6 @@ export type { FetchLike } from "./providers/http.js";
 export { BLOB_THRESHOLD, MemorySessionStore, SessionStoreError, SessionStoreMiddleware, SQLiteSessionStore, StoredSessionError } from "./stores.js";
 export type { SessionStore } from "./stores.js";
 export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net.js";
+export { McpConnection, McpError, McpServers, parseMcpOptions, DEFAULT_START_TIMEOUT as MCP_DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT as MCP_DEFAULT_TIMEOUT } from "./mcp.js";
+export type { McpServerConfig } from "./mcp.js";
 export type { RedisClient } from "./stores_net.js";

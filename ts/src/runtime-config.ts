@@ -25,6 +25,7 @@ export const CONFIG_KEYS = [
   "loopDetection",
   "budget",
   "strict",
+  "mcp",
 ] as const;
 
 /** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */
@@ -87,4 +88,6 @@ export interface RuntimeConfig {
   budget?: AuwgentBudget;
   /** Native tools and structured output on OpenAI-compatible APIs carry strict: true (default true). */
   strict?: boolean;
+  /** Per MCP server declared in the IR: env, headers, timeout, startTimeout. */
+  mcp?: Record<string, { env?: Record<string, string>; headers?: Record<string, string>; timeout?: number; startTimeout?: number }>;
 }

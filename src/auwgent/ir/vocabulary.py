@@ -364,7 +364,6 @@ NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
         "approvals",
         "codeMode",
         "codeLimits",
-        "mcp",
         "durable",
     ),
 }

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gen_mcp import mcp_vectors
+
 from auwgent.compiler.pipeline import compile_sources
 from auwgent.ir import vocabulary
 from auwgent.runtime.evaluate.schema import example_value
@@ -675,6 +677,7 @@ def engine_vectors() -> list[dict[str, Any]]:
     for i, (agent, sc) in enumerate(OFFLINE_SCENARIOS):
         sc = {"model": "offline", "replies": [], "context": {"name": "Ama"}, **sc}
         out.append({"id": f"engine/offline/{i}", "ir": irs[agent], "scenario": sc, "chunk_size": 5})
+    out += mcp_vectors(compile_ir)
     return out
 
 

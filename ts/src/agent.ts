@@ -19,7 +19,7 @@ import {
 } from "./config.js";
 import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from "./engine.js";
 import { ConfigError, UnsupportedError } from "./errors.js";
-import { McpServers } from "./mcp.js";
+import { McpServers, mcpTools } from "./mcp.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
 import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
@@ -423,7 +423,7 @@ export class AgentCore {
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
-    if ((doc.mcp && Object.keys(doc.mcp).length > 0) || config.mcp != null) this.mcp = new McpServers(doc, config.mcp);
+    if ((doc.mcp && Object.keys(doc.mcp).length > 0) || config.mcp != null || mcpTools(doc).size > 0) this.mcp = new McpServers(doc, config.mcp);
     this.registry = new ToolRegistry(config.tools, declaredTools(doc), this.mcp?.implementations() as Map<string, Fn> | undefined);
     this.middleware = new MiddlewareChain(config.middleware);
     this.wantsPartials = this.middleware.hasPartial;

@@ -981,7 +981,9 @@ export class Run {
       const failure = { error: wf.message, file: wf.file, line: wf.line };
       await this.emit("workflow_result", { name, args, result: failure }, inv.name);
       await this.toolFailed(inv, name, wf.message);
-      return { kind: "workflow", name, args, status: "error", error: wf.message, callId };
+      // The model learns only that the workflow failed (as in Python): the scoped tool, the
+      // .agent location and the error's text are the application's (the intents above).
+      return { kind: "workflow", name, args, status: "error", error: `workflow ${name} failed: it could not be completed`, callId };
     } finally {
       delete this.ctx.workflow;
     }

@@ -186,6 +186,8 @@ export class McpServers {
     this.servers = doc.mcp ?? {};
     this.options = parseMcpOptions(config, this.servers);
     this.tools = mcpTools(doc);
+    for (const [name, tool] of this.tools)
+      if (!Object.hasOwn(this.servers, String(tool.mcp))) throw new ConfigError(`ir: tool ${name} names MCP server ${pyRepr(String(tool.mcp))}, which the IR does not declare`);
     if (this.tools.size && !sdkInstalled()) throw new ConfigError(`mcp: the agent has @mcp tools; install the MCP SDK: ${INSTALL}`);
   }
 
@@ -240,11 +242,10 @@ interface ContentBlock {
   [key: string]: unknown;
 }
 
-/** A live connection: the SDK client, its transport, and a promise rejected when it ends. */
+/** A live connection: the SDK client, and a promise settled when it ends. */
 interface Live {
   client: Client;
-  transport: Transport;
-  ended: Promise<never>;
+  ended: Promise<void>;
 }
 
 type Sdk = {
@@ -307,7 +308,8 @@ export class McpConnection {
       timer = setTimeout(() => reject(new McpError(this.name, `no answer for ${what} within ${gSeconds(seconds)} s`)), seconds * 1000);
     });
     try {
-      return await Promise.race([send(live.client, abort.signal, this.sdkTimeoutMs()), live.ended, late]);
+      // A server that dies under the call: the SDK rejects it ("Connection closed").
+      return await Promise.race([send(live.client, abort.signal, this.sdkTimeoutMs()), late]);
     } catch (error) {
       abort.abort();
       this.discard(live);
@@ -333,7 +335,7 @@ export class McpConnection {
         (live) => {
           this.opened = live;
           // A server that ends (it died, or was closed) is started again by the next call.
-          live.ended.catch(() => this.forget(live));
+          void live.ended.then(() => this.forget(live));
         },
         () => {
           if (this.live === connecting) this.live = null;
@@ -355,9 +357,8 @@ export class McpConnection {
             stderr: "inherit",
           });
     const client = new Client({ name: "auwgent", version: "0.1.0" });
-    let endWith: (error: Error) => void = () => undefined;
-    const ended = new Promise<never>((_, reject) => (endWith = reject));
-    ended.catch(() => undefined); // read by request() when it races; nobody else needs it
+    let end: () => void = () => undefined;
+    const ended = new Promise<void>((done) => (end = done));
     const seconds = this.options.startTimeout;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -375,9 +376,9 @@ export class McpConnection {
     } finally {
       clearTimeout(timer);
     }
-    client.onclose = () => endWith(new McpError(this.name, "the server stopped: the connection ended"));
+    client.onclose = end;
     client.onerror = () => undefined; // a failed request reports itself; the rest changes nothing
-    return { client, transport, ended };
+    return { client, ended };
   }
 
   /** Forget `live` when it is the current connection: the next call connects afresh. */
@@ -420,8 +421,9 @@ async function quietly(done: Promise<unknown>): Promise<void> {
 }
 
 /** The useful message of an error: the type and text, as the Python runtime words them (an
- * executable that is not there is Python's FileNotFoundError; the SDK's own McpError loses
- * its "MCP error <code>: " prefix, which Python's SDK does not write). */
+ * executable that is not there is Python's FileNotFoundError; the SDK's own McpError is
+ * Python's SDK's MCPError, without the "MCP error <code>: " prefix that Python's does not
+ * write: "MCPError: Connection closed"). */
 export function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const os = error as Error & { code?: unknown; path?: unknown; syscall?: unknown };
@@ -429,8 +431,8 @@ export function describe(error: unknown): string {
     if (os.code === "ENOENT") return `FileNotFoundError: [Errno 2] No such file or directory: ${pyRepr(os.path)}`;
     if (os.code === "EACCES") return `PermissionError: [Errno 13] Permission denied: ${pyRepr(os.path)}`;
   }
-  const text = error.name === "McpError" ? error.message.replace(/^MCP error -?\d+: /, "") : error.message;
-  return text ? `${error.name}: ${text}` : error.name;
+  if (error.name === "McpError" && !(error instanceof McpError)) return `MCPError: ${error.message.replace(/^MCP error -?\d+: /, "")}`;
+  return error.message ? `${error.name}: ${error.message}` : error.name;
 }
 
 function textOf(result: CallResult): string {

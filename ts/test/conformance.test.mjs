@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, irHash, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { PYTHON } from "./fakes.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context"];
@@ -62,7 +63,20 @@ class ToolFailure extends Error {
   name = "ToolFailure";
 }
 
+/** A scenario's `mcp_servers` (`{"Files": ["mcp_server.py", "files"]}`): each named server of
+ * the IR launched as that script of tests/mcptools with its arguments, by the project's Python
+ * (the IR gets this machine's paths, and its hash again). */
+function withMcpServers(ir, servers) {
+  if (!servers) return ir;
+  const doc = structuredClone(ir);
+  for (const [name, [script, ...args]] of Object.entries(servers))
+    doc.mcp[name] = { command: PYTHON, args: [join(root, "..", "tests", "mcptools", script), ...args], env: doc.mcp[name].env ?? {} };
+  doc.hash = irHash(doc);
+  return doc;
+}
+
 async function scenario(ir, sc, chunk) {
+  ir = withMcpServers(ir, sc.mcp_servers);
   const { provider, requests } = sc.model === "offline" ? offline(chunk) : scripted(sc.replies, chunk);
   const tools = Object.fromEntries(
     Object.entries(sc.tools ?? {}).map(([name, b]) => [
@@ -107,6 +121,7 @@ async function scenario(ir, sc, chunk) {
     if (!(error instanceof AuwgentError)) throw error;
     raised = { error: error.name, message: error.message };
   }
+  await agent.close(); // stops the MCP servers it launched
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;

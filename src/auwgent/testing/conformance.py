@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from auwgent.errors import AuwgentError
+from auwgent.ir import compute_hash
 from auwgent.runtime import context_budget, taint
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.evaluate import expr, prompts, schema
@@ -40,6 +43,8 @@ GROUPS = ("schema", "expr", "prompts", "blocks", "engine", "taint", "context")
 _NOW = re.compile(r"Current date and time: \d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d \([^)]*\)")
 _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
 _TRACEBACK = re.compile(r'"traceback": "(?:[^"\\]|\\.)*"')
+#: Where a scenario's ``mcp_servers`` scripts are (the real test MCP servers).
+_MCP_TOOLS = Path(__file__).resolve().parents[3] / "tests" / "mcptools"
 
 
 class ToolFailure(Exception):
@@ -124,6 +129,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         "persona": sc.get("persona"),
     }
     config.update(sc.get("config", {}))  # more runtime config keys (budget, ...)
+    ir = _with_mcp_servers(ir, sc.get("mcp_servers"))
     ends: list[Any] = []
     middleware: list[Any] = []
     if sc.get("llm_end"):
@@ -154,6 +160,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
             session = await agent.run(text, session=session)
     except AuwgentError as exc:  # what run refuses before anything runs (a bad session)
         raised = {"error": type(exc).__name__, "message": str(exc)}
+    await agent.aclose()  # stops the MCP servers it launched
     requests = [build_chat_body(r) for r in model.requests]
     out: dict[str, Any] = {"intents": intents, "requests": requests, "session": session}
     if raised is not None:
@@ -163,6 +170,24 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     if guards:
         out["seen"] = seen  # what each guard was shown, in order
     return out
+
+
+def _with_mcp_servers(ir: dict[str, Any], servers: Mapping[str, list[str]] | None) -> Any:
+    """A scenario's ``mcp_servers`` (``{"Files": ["mcp_server.py", "files"]}``): each named
+    server of the IR launched as that script of tests/mcptools with its arguments, by this
+    interpreter (the IR gets the paths of this machine, and its hash again)."""
+    if not servers:
+        return ir
+    doc = json.loads(json.dumps(ir))
+    for name, (script, *args) in servers.items():
+        env = doc["mcp"][name].get("env", {})
+        doc["mcp"][name] = {
+            "command": sys.executable,
+            "args": [str(_MCP_TOOLS / script), *args],
+            "env": env,
+        }
+    doc["hash"] = compute_hash(doc)
+    return doc
 
 
 class _Seer:

@@ -129,7 +129,7 @@ function pyValue(value: unknown): string {
   if (value === null || value === undefined) return "None";
   if (typeof value === "string") return pyRepr(value);
   if (typeof value === "boolean") return value ? "True" : "False";
-  if (typeof value === "number") return Number.isInteger(value) ? String(value) : String(value);
+  if (typeof value === "number") return pyJson(value);
   if (Array.isArray(value)) return `[${value.map(pyValue).join(", ")}]`;
   if (typeof value === "object") return `{${Object.entries(value).map(([k, v]) => `${pyRepr(k)}: ${pyValue(v)}`).join(", ")}}`;
   return String(value);
@@ -176,13 +176,11 @@ export class McpServers {
   readonly servers: Record<string, McpServer>;
   readonly options: Record<string, ServerOptions>;
   readonly tools: Map<string, Tool>;
+  private types: Types;
   private connections = new Map<string, McpConnection>();
 
-  constructor(
-    doc: Document,
-    config: unknown,
-    private types: Types = doc.types,
-  ) {
+  constructor(doc: Document, config: unknown) {
+    this.types = doc.types;
     this.servers = doc.mcp ?? {};
     this.options = parseMcpOptions(config, this.servers);
     this.tools = mcpTools(doc);
@@ -242,10 +240,12 @@ interface ContentBlock {
   [key: string]: unknown;
 }
 
-/** A live connection: the SDK client, and a promise settled when it ends. */
+/** A live connection: the SDK client, a promise settled when it ends, and how to end an HTTP
+ * server's session (the DELETE Python's SDK sends when it leaves). */
 interface Live {
   client: Client;
   ended: Promise<void>;
+  terminate: () => Promise<void>;
 }
 
 type Sdk = {
@@ -347,15 +347,17 @@ export class McpConnection {
 
   private async connect(): Promise<Live> {
     const { Client, StdioClientTransport, StreamableHTTPClientTransport } = await loadSdk();
-    const transport: Transport =
-      "url" in this.spec
-        ? new StreamableHTTPClientTransport(new URL(this.spec.url), { requestInit: { headers: { ...this.options.headers } } })
-        : new StdioClientTransport({
-            command: String(this.spec.command),
-            args: (this.spec.args ?? []).map(String),
-            env: { ...(this.spec.env ?? {}), ...this.options.env },
-            stderr: "inherit",
-          });
+    const spec = this.spec;
+    let transport: Transport;
+    let http: InstanceType<typeof StreamableHTTPClientTransport> | null = null;
+    if ("url" in spec) transport = http = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: { ...this.options.headers } } });
+    else
+      transport = new StdioClientTransport({
+        command: String(spec.command),
+        args: (spec.args ?? []).map(String),
+        env: { ...(spec.env ?? {}), ...this.options.env },
+        stderr: "inherit",
+      });
     const client = new Client({ name: "auwgent", version: "0.1.0" });
     let end: () => void = () => undefined;
     const ended = new Promise<void>((done) => (end = done));
@@ -378,7 +380,7 @@ export class McpConnection {
     }
     client.onclose = end;
     client.onerror = () => undefined; // a failed request reports itself; the rest changes nothing
-    return { client, ended };
+    return { client, ended, terminate: async () => (http?.sessionId ? http.terminateSession() : undefined) };
   }
 
   /** Forget `live` when it is the current connection: the next call connects afresh. */
@@ -407,7 +409,7 @@ export class McpConnection {
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const grace = new Promise<void>((done) => (timer = setTimeout(done, CLOSE_GRACE_MS)));
-    await Promise.race([quietly(opened.client.close()), grace]);
+    await Promise.race([quietly(opened.terminate()).then(() => quietly(opened.client.close())), grace]);
     clearTimeout(timer);
   }
 }

@@ -61,12 +61,19 @@ function ir(source) {
   return IRS.get(source);
 }
 
+// Every agent made here is closed at the end, whatever a test did: a server left running would
+// keep this process alive.
+const AGENTS = [];
+after(() => Promise.all(AGENTS.map((agent) => agent.close())));
+
 function makeAgent(server, script, config = {}, body = AGENT) {
   const doc = ir(server + body);
   const provider = new ScriptedModel([...script, "Done."]);
   const meta = { irHash: doc.hash, compilerVersion: doc.compiler_version, irVersion: doc.ir_version };
   const tools = body === AGENT ? { note: async ({ text }) => text } : {};
-  return createAgent(doc, { provider, protocol: "native", tools, ...config }, meta);
+  const agent = createAgent(doc, { provider, protocol: "native", tools, ...config }, meta);
+  AGENTS.push(agent);
+  return agent;
 }
 
 const call = (tool, args = {}) => ScriptedModel.call(`tool__${tool}`, args);
@@ -140,7 +147,7 @@ test("calls go to the stdio server with the validated arguments, over one reused
   assert.equal(problems[0][0], "list_dir");
   assert.match(problems[0][1], /^invalid arguments for list_dir/);
   assert.deepEqual(problems[1], ["broken", "MCP server Files: tool broken answered with an error: Error executing tool broken: broken on purpose: test"]);
-  assert.deepEqual(problems[2], ["crash", "MCP server Files: the server stopped: the connection ended"]);
+  assert.deepEqual(problems[2], ["crash", "MCP server Files: tool crash failed: MCPError: Connection closed"]); // as in Python
   assert.equal(problems.length, 3);
   const calls = logged(log);
   const received = calls.filter((c) => c.tool).map((c) => [c.tool, c.args]);

@@ -72,6 +72,7 @@ def _native(tool: str, **args: Any) -> dict[str, Any]:
 
 
 ANSWER = _tb("response_text", None, "Done.")
+DRIFTED = {"Files": ["mcp_server.py", "drifted"]}
 SLOW_FIRST = {"Files": FILES, "Slow": ["slow_server.py", "3"]}
 
 # (name, agent, scenario): at most one call per response (calls of one response run together).
@@ -109,6 +110,10 @@ MCP_SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
     ("native_error", "main", {"protocol": "native", "replies": [_native("broken", reason="native"), "Sorry."]}),
     ("native_workflow", "main", {"protocol": "native",
                                  "replies": [{"parts": [{"call": "workflow__total", "args": {"a": 1}}]}, "Two."]}),
+    # The server a release later (tests/mcptools/mcp_server.py drifted), which no longer has a
+    # declared tool (`auwgent check --mcp` reports it before a run). Its answers to renamed or
+    # new parameters quote its validation library's version, so they are not vectors.
+    ("drifted_tool_gone", "main", {"replies": [_call("delete_file", "path: /tmp/x"), ANSWER], "mcp_servers": DRIFTED}),
     ("typed_number_from_text", "typed", {"replies": [_call("greet", "name: Ama"), ANSWER]}),
     ("typed_string_from_list", "typed", {"replies": [_call("list_dir", "path: /p\nlimit: 1"), ANSWER]}),
     ("typed_string_from_number", "typed", {"replies": [_call("add", "a: 2\nb: 3"), ANSWER]}),

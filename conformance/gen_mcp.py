@@ -14,11 +14,14 @@ from typing import Any
 
 FILES = ["mcp_server.py", "files"]
 
+# `Away` is a URL nothing listens on: port 2 (fetch refuses to dial some low ports, 9 among
+# them, which would not be a refused connection in Node).
 MCP_AGENT = """
 type Entry { path: string size: number }
 mcp Files { command: "files-server" } @trusted
 mcp Slow { command: "slow-server" } @trusted
 mcp Gone { command: "/nonexistent/mcp-server" } @trusted
+mcp Away { url: "http://127.0.0.1:2/mcp" } @trusted
 agent Main {
     default config { model: openai("gpt-4o") prompt: "You help {{ctx.name}} with files." }
     context { name: string }
@@ -31,6 +34,7 @@ agent Main {
     tool tag_file(path: string, tags?: string[]): string @mcp(Files, "tag-file")
     tool hello(name: string): string @mcp(Slow, "greet")
     tool vanish(name: string): string @mcp(Gone, "greet")
+    tool reach(name: string): string @mcp(Away, "greet")
     tool note(text: string): string
     workflow total(a: number): number {
         description: "Add one to a number on the server."
@@ -100,6 +104,7 @@ MCP_SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
                                       "guards": [{"kind": "middleware", "name": "mw", "on": "tool_call",
                                                   "returns": {"result": [{"path": "cached", "size": 0}]}}]}),
     ("cannot_start", "main", {"replies": [_call("vanish", "name: Ama"), ANSWER]}),
+    ("url_refused", "main", {"replies": [_call("reach", "name: Ama"), ANSWER]}),
     ("slow_start", "main", {"replies": [_call("hello", "name: Ama"), _call("hello", "name: Kofi"), ANSWER],
                             "config": {"mcp": {"Slow": {"timeout": 2, "startTimeout": 60}}}, "mcp_servers": SLOW_FIRST}),
     ("start_timeout", "main", {"replies": [_call("hello", "name: Ama"), ANSWER],

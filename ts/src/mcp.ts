@@ -433,8 +433,22 @@ export function describe(error: unknown): string {
     if (os.code === "ENOENT") return `FileNotFoundError: [Errno 2] No such file or directory: ${pyRepr(os.path)}`;
     if (os.code === "EACCES") return `PermissionError: [Errno 13] Permission denied: ${pyRepr(os.path)}`;
   }
+  const refused = connectFailure(error);
+  if (refused !== null) return refused;
   if (error.name === "McpError" && !(error instanceof McpError)) return `MCPError: ${error.message.replace(/^MCP error -?\d+: /, "")}`;
   return error.message ? `${error.name}: ${error.message}` : error.name;
+}
+
+/** A URL that could not be reached, as httpx words it for the Python runtime's SDK
+ * (`ConnectError: All connection attempts failed` for a refused connection); null when
+ * `error` is not that. */
+function connectFailure(error: Error): string | null {
+  const cause = (error as Error & { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (!(error instanceof TypeError) || !cause || typeof cause !== "object") return null;
+  const code = String(cause.code ?? "");
+  if (code === "ECONNREFUSED") return "ConnectError: All connection attempts failed";
+  if (/^(ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/.test(code)) return `ConnectError: ${String(cause.message ?? code)}`;
+  return null;
 }
 
 function textOf(result: CallResult): string {

@@ -343,16 +343,18 @@ const FEATURES: Record<string, string> = {
   sensitive: "taint tracking (@sensitive)",
   quarantine: "quarantine helpers (@quarantine)",
   taint: "the taint policy (taint: { ... })",
+  mcp: "MCP tools (@mcp)",
   code_mode: "code mode",
   codeMode: "code mode",
   personas: "personas",
   memory: "memory",
 };
 
-/** A feature key that asks for nothing (`"codeMode": false`). Anything else, `"approval": {}`
- * included, asks for the feature. */
-function off(_kind: string, _key: string, value: unknown): boolean {
-  return value === false || value === null;
+/** A feature key that asks for nothing (`"codeMode": false`; the document's `"mcp": {}`, no
+ * servers). Anything else, `"approval": {}` included, asks for the feature. */
+function off(kind: string, key: string, value: unknown): boolean {
+  if (value === false || value === null) return true;
+  return kind === "document" && key === "mcp" && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0;
 }
 
 function checkKnown(kind: string, value: Record<string, any>, path: string): void {

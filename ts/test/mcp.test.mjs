@@ -218,6 +218,28 @@ test("a call that outlives its timeout is a tool error, and the next call starts
   assert.ok(await gone(starts[0].pid), "the dropped connection's server is stopped");
 });
 
+test("a server that died between runs is started again by the next call", async () => {
+  const log = join(tmp("died"), "calls.jsonl");
+  const agent = makeAgent(stdio("Files", SERVER, ["files"], { log }), [call("greet", { name: "Ama" }), "Done.", call("greet", { name: "Kofi" })]);
+  const seen = [];
+  agent.onIntent((name, value) => void seen.push([name, structuredClone(value)]));
+  await agent.run("one");
+  const [first] = logged(log).filter((c) => c.tool === null);
+  process.kill(first.pid, "SIGKILL");
+  assert.ok(await gone(first.pid));
+  // Its pipes close a moment after it is gone; a call sent before that fails like a call the
+  // server died under (in Python too), which is the crash test's case.
+  await new Promise((r) => setTimeout(r, 500));
+  await agent.run("two");
+  await agent.close();
+  assert.deepEqual(errors(seen), []);
+  assert.deepEqual(results(seen), [
+    ["greet", "Hello, Ama!"],
+    ["greet", "Hello, Kofi!"],
+  ]);
+  assert.equal(logged(log).filter((c) => c.tool === null).length, 2);
+});
+
 // ---------------------------------------------------------------------------------------------
 // streamable HTTP
 

@@ -15,6 +15,7 @@ from typing import Any
 from gen_approvals import APPROVAL_AGENT, approval_scenarios
 from gen_code import code_vectors
 from gen_handoff import handoff_vectors
+from gen_mcp import mcp_vectors
 from gen_memory import memory_vectors
 from gen_summarize import summarize_vectors
 from gen_taint import taint_engine_vectors
@@ -693,6 +694,7 @@ def engine_vectors() -> list[dict[str, Any]]:
     out += memory_vectors(compile_ir)
     out += handoff_vectors(compile_ir, run_vector)
     out += code_vectors(compile_ir)
+    out += mcp_vectors(compile_ir)
     return out
 
 

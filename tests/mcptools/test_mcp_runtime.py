@@ -265,22 +265,9 @@ def test_run_sync_closes_its_connection(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # Start-up has its own limit
 
-# A server that takes its time to start (a package being fetched, a cold interpreter): it
-# writes its pid, sleeps, then serves stdio.
-SLOW_SERVER = """
-import os, sys, time
-with open(sys.argv[2], "w") as out:
-    out.write(str(os.getpid()))
-time.sleep(float(sys.argv[1]))
-from mcp.server.mcpserver import MCPServer
-server = MCPServer("slow")
-
-@server.tool(description="Greet someone")
-def greet(name: str) -> str:
-    return "Hello, " + name + "!"
-
-server.run()
-"""
+# A server that takes its time to start (slow_server.py, which the TypeScript runtime's tests
+# launch too): it writes its pid, sleeps, then serves stdio.
+SLOW_SERVER = Path(__file__).with_name("slow_server.py")
 
 SLOW_AGENT = """
 agent Main {
@@ -294,9 +281,7 @@ agent Main {
 
 
 def slow_agent(tmp_path: Path, sleep: float, script: Sequence[Any], options: Any) -> Agent:
-    source = tmp_path / "slow_server.py"
-    source.write_text(SLOW_SERVER, encoding="utf-8")
-    args = json.dumps([str(source), str(sleep), str(tmp_path / "pid")])
+    args = json.dumps([str(SLOW_SERVER), str(sleep), str(tmp_path / "pid")])
     server = f"mcp Slow {{ command: {json.dumps(sys.executable)}, args: {args} }}\n"
     result = compile_sources({"main.agent": server + SLOW_AGENT})
     assert result.ok, render_all(result.diagnostics, color=False)

@@ -20,6 +20,7 @@ import {
 import { COMPLETE_SPEC, helperParams, Invocation, Run, type IntentSink } from "./engine.js";
 import { ConfigError, UnsupportedError } from "./errors.js";
 import { Tracing } from "./tracing.js";
+import { McpServers, mcpTools } from "./mcp.js";
 import { NativeCodec } from "./native.js";
 import { renderBody, renderPrompt, referencedContextKeys, schemaTextFor } from "./prompts.js";
 import type { Example, Agent as IRAgent, Document, Model, Tool } from "./ir.js";
@@ -50,8 +51,8 @@ export const BUILTIN_INTENTS = [
   "workflow_result",
   "helper_call",
   "helper_result",
-  "tainted_call",
   "approval_request",
+  "tainted_call",
   "approval_result",
   "error",
   "context_compacted",
@@ -169,13 +170,16 @@ class MiddlewareChain {
  */
 class ToolRegistry {
   private impls = new Map<string, Fn>();
-  constructor(tools: unknown, declared: Map<string, Tool[]>) {
+  /** `routed`: the implementations the runtime supplies itself (`@mcp` tools, src/mcp.ts). */
+  constructor(tools: unknown, declared: Map<string, Tool[]>, routed: Map<string, Fn> = new Map()) {
+    for (const [name, fn] of routed) this.impls.set(name, fn);
     if (tools == null) return;
     if (typeof tools !== "object" || Array.isArray(tools)) throw new ConfigError(`tools: expected an object of async functions, got ${typeof tools}`);
     const problems: string[] = [];
     const names = [...declared.keys()];
     for (const [name, fn] of Object.entries(tools as Record<string, unknown>)) {
-      if (!declared.has(name)) {
+      if (routed.has(name)) problems.push(`tools.${name}: ${pyRepr(name)} is an @mcp tool: its MCP server runs it, so it takes no implementation`);
+      else if (!declared.has(name)) {
         const hint = closest(name, names);
         problems.push(`tools.${name}: no tool named '${name}' is declared${hint ? `; did you mean '${hint}'?` : ""}`);
       } else if (typeof fn !== "function") problems.push(`tools.${name}: expected a function, got ${fn === null ? "null" : typeof fn}`);
@@ -329,36 +333,22 @@ const MONTHS = ["January", "February", "March", "April", "May", "June", "July", 
 let lastNow: [number, string, string | null] = [-1, "", null];
 
 // The keys of IR version 1 (src/auwgent/ir/schema.json). A key this runtime does not know is
-// a feature it cannot honour (an approval gate, say): it refuses the IR rather than run the
+// a feature it cannot honour (a newer compiler's): it refuses the IR rather than run the
 // agent without it.
 const KNOWN_KEYS: Record<string, string[]> = {
-  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas"],
+  document: ["ir_version", "compiler_version", "hash", "source", "root", "agents", "types", "prompts", "personas", "mcp"],
   agent: ["configs", "context", "description", "dropped_examples", "examples", "helpers", "input", "intents", "kind", "name", "output", "personas", "quarantine", "tools", "workflows"],
   config: ["codeMode", "embedding", "fallback", "history", "maxToolOutput", "max_tool_loops", "model", "prompt", "protocol", "taint"],
   model: ["base_url", "contextWindow", "id", "maxOutputTokens", "model", "name", "options", "provider"],
-  tool: ["approval", "description", "examples", "maxOutput", "name", "params", "repeatable", "returns", "sensitive", "untrusted"],
+  tool: ["approval", "description", "examples", "maxOutput", "mcp", "mcpTool", "name", "params", "repeatable", "returns", "sensitive", "untrusted"],
   workflow: ["approval", "body", "description", "examples", "loc", "name", "params", "returns", "source", "tools"],
   helper: ["approval", "handoff", "name", "tools"],
   intent: ["description", "fields", "name"],
 };
-const FEATURES: Record<string, string> = {
-  mcp: "MCP tools (@mcp)",
-  personas: "personas",
-  memory: "memory",
-};
-
-/** A feature key that asks for nothing (`"codeMode": false`; the document's `"mcp": {}`, no
- * servers). Anything else, `"approval": {}` included, asks for the feature. */
-function off(kind: string, key: string, value: unknown): boolean {
-  if (value === false || value === null) return true;
-  return kind === "document" && key === "mcp" && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0;
-}
-
 function checkKnown(kind: string, value: Record<string, any>, path: string): void {
   for (const key of Object.keys(value ?? {})) {
-    if (KNOWN_KEYS[kind]!.includes(key) || (FEATURES[key] && off(kind, key, value[key]))) continue;
-    const feature = FEATURES[key] ? `${FEATURES[key]}, which this TypeScript runtime does not run yet` : "a key this TypeScript runtime does not know (a newer compiler?)";
-    throw new UnsupportedError(`ir: ${path} has '${key}': ${feature}; see ts/README.md`);
+    if (KNOWN_KEYS[kind]!.includes(key)) continue;
+    throw new UnsupportedError(`ir: ${path} has '${key}': a key this TypeScript runtime does not know (a newer compiler?); see ts/README.md`);
   }
 }
 
@@ -392,6 +382,8 @@ export class AgentCore {
   calibration = new Calibration();
   contextSchema: ContextSchema;
   registry: ToolRegistry;
+  /** The document's MCP servers (src/mcp.ts); null when it declares none. */
+  mcp: McpServers | null = null;
   middleware: MiddlewareChain;
   handlers: Handler[] = [];
   partialHandlers: Handler[] = [];
@@ -430,7 +422,8 @@ export class AgentCore {
     this.providerOverride = providerOverride(config.provider);
     if (this.providerOverride === null) this.apiKeys = resolveApiKeys(doc, config.apiKeys);
     this.contextSchema = new ContextSchema(doc);
-    this.registry = new ToolRegistry(config.tools, declaredTools(doc));
+    if ((doc.mcp && Object.keys(doc.mcp).length > 0) || config.mcp != null || mcpTools(doc).size > 0) this.mcp = new McpServers(doc, config.mcp);
+    this.registry = new ToolRegistry(config.tools, declaredTools(doc), this.mcp?.implementations() as Map<string, Fn> | undefined);
     this.middleware = new MiddlewareChain(config.middleware);
     this.middlewareList = Array.isArray(config.middleware) ? [...config.middleware] : [];
     this.approvals = approvalOptions(config);
@@ -637,6 +630,11 @@ export class Agent {
     if (this.core.ingestion !== null) await this.core.ingestion.drain();
   }
 
+  /** Close what the agent holds open: its MCP connections (launched servers are stopped). The
+   * agent stays usable: a later call to an `@mcp` tool connects again. */
+  async close(): Promise<void> {
+    await this.core.mcp?.close();
+  }
   get context(): Readonly<Record<string, any>> {
     return { ...this.contextValues };
   }

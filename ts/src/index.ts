@@ -40,6 +40,8 @@ export type { FetchLike } from "./providers/http.js";
 export { BLOB_THRESHOLD, MemorySessionStore, SessionStoreError, SessionStoreMiddleware, SQLiteSessionStore, StoredSessionError } from "./stores.js";
 export type { SessionStore } from "./stores.js";
 export { openStore, PostgresSessionStore, RedisSessionStore } from "./stores_net.js";
+export { McpConnection, McpError, McpServers, parseMcpOptions, DEFAULT_START_TIMEOUT as MCP_DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT as MCP_DEFAULT_TIMEOUT } from "./mcp.js";
+export type { McpServerConfig } from "./mcp.js";
 export type { RedisClient } from "./stores_net.js";
 export { DEFAULT_BUDGET, DEFAULT_LIMIT, DEFAULT_MAX_PENDING, DEFAULT_MEMORY_PATH, EXTRACTION_PROMPT, estimateTokens, IngestionError, MEMORY_HEADER, NEAR_DUPLICATE, normaliseFact, parseFacts, parseMemoryOptions, renderMemory, SQLiteMemoryStore } from "./memory.js";
 export type { AddOptions, Embedder, Fact, Ingester, MemoryConfig, MemoryOptions, MemoryStore, SearchOptions } from "./memory.js";

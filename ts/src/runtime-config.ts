@@ -32,6 +32,7 @@ export const CONFIG_KEYS = [
   "approvals",
   "codeMode",
   "codeLimits",
+  "mcp",
 ] as const;
 
 /** Retries with backoff on 429, 5xx and connection errors (delays in seconds). */
@@ -115,4 +116,6 @@ export interface RuntimeConfig {
   /** Code mode for every agent (docs/code-mode.md). */
   codeMode?: boolean;
   codeLimits?: AuwgentCodeLimits;
+  /** Per MCP server declared in the IR: env, headers, timeout, startTimeout. */
+  mcp?: Record<string, { env?: Record<string, string>; headers?: Record<string, string>; timeout?: number; startTimeout?: number }>;
 }

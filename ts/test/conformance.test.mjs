@@ -7,10 +7,11 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { traceRecorder } from "./trace_tree.mjs";
-import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
+import { AuwgentError, BlocksDecoder, OfflineModel, ScriptedModel, buildChatBody, compactView, cut, estimateRequest, limitsFor, pyJson, rawEstimate, coerce, createAgent, evaluate, evaluateTaint, irHash, renderPrompt, renderValue, truthy, validate } from "../dist/index.js";
 import { approver, normalIds, resumeAll } from "./conformance_approvals.mjs";
 import { MemoryScenario } from "./conformance_memory.mjs";
 import { runTest } from "../dist/testing.js";
+import { PYTHON } from "./fakes.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "conformance");
 const GROUPS = ["schema", "expr", "prompts", "blocks", "engine", "taint", "context", "test_blocks"];
@@ -72,7 +73,20 @@ class ToolFailure extends Error {
   name = "ToolFailure";
 }
 
+/** A scenario's `mcp_servers` (`{"Files": ["mcp_server.py", "files"]}`): each named server of
+ * the IR launched as that script of tests/mcptools with its arguments, by the project's Python
+ * (the IR gets this machine's paths, and its hash again). */
+function withMcpServers(ir, servers) {
+  if (!servers) return ir;
+  const doc = structuredClone(ir);
+  for (const [name, [script, ...args]] of Object.entries(servers))
+    doc.mcp[name] = { command: PYTHON, args: [join(root, "..", "tests", "mcptools", script), ...args], env: doc.mcp[name].env ?? {} };
+  doc.hash = irHash(doc);
+  return doc;
+}
+
 async function scenario(ir, sc, chunk) {
+  ir = withMcpServers(ir, sc.mcp_servers);
   const { provider, requests } = sc.model === "offline" ? offline(chunk) : scripted(sc.replies, chunk);
   const tools = Object.fromEntries(
     Object.entries(sc.tools ?? {}).map(([name, b]) => [
@@ -142,6 +156,7 @@ async function scenario(ir, sc, chunk) {
     raised = { error: error.name, message: error.message };
   }
   if (gated !== null && raised === null) [session, raised] = await resumeAll(agent, session, gated.resume ?? [], gated.edit ?? []);
+  await agent.close(); // stops the MCP servers it launched
   const out = { intents, requests: requests.map((request) => buildChatBody(request)), session };
   if (raised) out.raised = raised;
   if (sc.llm_end) out.llm_end = ends;

@@ -305,8 +305,8 @@ test("a feature key that asks for nothing is accepted; one that asks for a featu
   with_((ir) => (ir.agents.Main.configs.default.codeMode = false))();
   with_((ir) => (ir.mcp = {}))();
   with_((ir) => (ir.agents.Main.configs.default.codeMode = true))(); // code mode runs here (src/code_mode.ts)
-  assert.throws(with_((ir) => (ir.mcp = { Files: { command: "files-server", args: [] } })), /ir: the document has 'mcp': MCP tools \(@mcp\)/);
-  assert.throws(with_((ir) => (ir.agents.Main.tools[0].mcp = "Files")), /ir: agents\.Main\.tools\[0\] \(lookup\) has 'mcp'/);
+  with_((ir) => (ir.mcp = { Files: { command: "files-server", args: [], env: {} } }))(); // MCP servers run here (src/mcp.ts)
+  assert.throws(with_((ir) => (ir.agents.Main.tools[0].mcp = "Files")), /^ConfigError: ir: tool lookup names MCP server 'Files', which the IR does not declare$/);
   // @approval runs here (src/approvals.ts): a gated tool is accepted.
   with_((ir) => (ir.agents.Billing.tools = [{ ...ir.agents.Main.tools[0], approval: { timeout: null } }]))();
 });

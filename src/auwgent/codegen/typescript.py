@@ -505,6 +505,10 @@ class _Emitter:
                 "ConfigName; "
                 "conversationId?: string; persona?: PersonaName }): AsyncGenerator<AgentStreamEvent>;"
             )
+            w.fill(
+                "/** Close its MCP connections (launched servers are stopped); it stays usable. */"
+            )
+            w.fill("close(): Promise<void>;")
         w.fill("}")
         w.blank()
         ir = json.loads(self.ir_text)

@@ -352,7 +352,6 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
 NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
     "builtin_intents": (),
     "runtime_config_keys": (
-        "mcp",
         "durable",
     ),
 }

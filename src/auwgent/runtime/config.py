@@ -600,7 +600,8 @@ KEYS: tuple[Key, ...] = (
         "launch and initialize (default 60). An unknown server name, key or value is a "
         "`ConfigError` naming its path ([mcp.md](mcp.md)).",
         "Mapping[str, McpServerConfig]",
-        None,
+        "Record<string, { env?: Record<string, string>; headers?: Record<string, string>; "
+        "timeout?: number; startTimeout?: number }>",
         comment="Per MCP server declared in the IR: env, headers, timeout, startTimeout.",
     ),
     Key(

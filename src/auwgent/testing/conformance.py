@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from auwgent.errors import AuwgentError
+from auwgent.ir import compute_hash
 from auwgent.runtime import context_budget, taint
 from auwgent.runtime.agent import agent_from_ir
 from auwgent.runtime.evaluate import expr, prompts, schema
@@ -45,6 +48,8 @@ _TURN_ID = re.compile(r'"id": "[0-9a-f]{32}"')
 _TRACEBACK = re.compile(r'"traceback": "(?:[^"\\]|\\.)*"')
 _NONCE = re.compile(r"untrusted:([0-9a-f]{16})>>")
 _DECIDED = re.compile(r'"decided_at": "[^"]*"')
+#: Where a scenario's ``mcp_servers`` scripts are (the real test MCP servers).
+_MCP_TOOLS = Path(__file__).resolve().parents[3] / "tests" / "mcptools"
 
 
 class ToolFailure(Exception):
@@ -138,6 +143,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
     recorder = _recorder(sc, config)
     # The approver's answers and the resumes (conformance/gen_approvals.py).
     gated = conformance_approvals.Gated(sc.get("approvals"), config)
+    ir = _with_mcp_servers(ir, sc.get("mcp_servers"))
     ends: list[Any] = []
     middleware: list[Any] = []
     if sc.get("llm_end"):
@@ -167,6 +173,7 @@ async def _scenario(ir: dict[str, Any], sc: Mapping[str, Any], chunk: int) -> di
         raised = {"error": type(exc).__name__, "message": str(exc)}
     if raised is None:
         session, raised = await gated.resume(agent, session)
+    await agent.aclose()  # stops the MCP servers it launched
     requests = [build_chat_body(r) for r in model.requests]
     out: dict[str, Any] = {"intents": intents, "requests": requests, "session": session}
     if raised is not None:
@@ -222,6 +229,24 @@ def _normalized(out: dict[str, Any], rules: Any) -> dict[str, Any]:
         text = re.sub(pattern, replacement, text)
     result: dict[str, Any] = json.loads(text)
     return result
+
+
+def _with_mcp_servers(ir: dict[str, Any], servers: Mapping[str, list[str]] | None) -> Any:
+    """A scenario's ``mcp_servers`` (``{"Files": ["mcp_server.py", "files"]}``): each named
+    server of the IR launched as that script of tests/mcptools with its arguments, by this
+    interpreter (the IR gets the paths of this machine, and its hash again)."""
+    if not servers:
+        return ir
+    doc = json.loads(json.dumps(ir))
+    for name, (script, *args) in servers.items():
+        env = doc["mcp"][name].get("env", {})
+        doc["mcp"][name] = {
+            "command": sys.executable,
+            "args": [str(_MCP_TOOLS / script), *args],
+            "env": env,
+        }
+    doc["hash"] = compute_hash(doc)
+    return doc
 
 
 class _Seer:

@@ -351,9 +351,7 @@ RUNTIME_CONFIG_KEYS: tuple[str, ...] = (
 #: check that its lists equal these tables minus this; each entry goes when TypeScript gains it.
 NOT_YET_IN_TYPESCRIPT: Mapping[str, tuple[str, ...]] = {
     "builtin_intents": (),
-    "runtime_config_keys": (
-        "durable",
-    ),
+    "runtime_config_keys": ("durable",),
 }
 
 

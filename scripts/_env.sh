@@ -21,14 +21,23 @@ fi
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"
 
-# npm_ci: `npm ci` in the current folder only when its lockfile changed since the last install
-# here (a stamp in node_modules). scripts/build.sh runs during the test suite (the artifact
-# tests), so it must not reinstall, and so wipe, a node_modules that other tests are reading.
+# npm_ci: install the current folder's packages from its lockfile, only when the lockfile
+# changed since the last install here (a stamp in node_modules). scripts/build.sh runs during
+# the test suite (the artifact tests), so it must not reinstall, and so wipe, a node_modules
+# that other tests are reading. It is `npm install` held to the lockfile rather than `npm ci`:
+# ts/'s @pydantic/monty lists one optional package per platform and the registry these
+# machines reach holds only linux-x64's, which `npm ci` counts as a lockfile out of sync while
+# `npm install` skips the missing optional ones. The lockfile must come out unchanged.
 npm_ci() {
-  local stamp
-  stamp="node_modules/.installed-$(sha1sum package-lock.json | cut -c1-12)"
+  local stamp before
+  before="$(sha1sum package-lock.json | cut -c1-12)"
+  stamp="node_modules/.installed-$before"
   if [ ! -f "$stamp" ]; then
-    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+    npm install --no-audit --no-fund --loglevel=error >/dev/null || return 1
+    if [ "$(sha1sum package-lock.json | cut -c1-12)" != "$before" ]; then
+      echo "npm install changed $(pwd)/package-lock.json: commit the lockfile that matches package.json" >&2
+      return 1
+    fi
     touch "$stamp"
   fi
 }

@@ -19,7 +19,7 @@ auwgent test examples/weather
 echo
 echo "== typescript (the weather agent from TypeScript: examples/typescript/app.ts)"
 if command -v node >/dev/null 2>&1 && [ "$(node -p 'process.versions.node.split(".")[0]')" -ge 18 ]; then
-  (cd ts && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npx tsc -p tsconfig.json)
+  (cd ts && npm_ci && npx tsc -p tsconfig.json)
   (cd examples/typescript && npm install --no-audit --no-fund --loglevel=error >/dev/null \
     && ../../ts/node_modules/.bin/tsx app.ts)
 else

@@ -17,7 +17,7 @@ import { validate, type IRField, type Types } from "./schema.js";
 import { findCallable, type CallKind, type CallOutcome } from "./section.js";
 import { checkSession, type SessionState, type Turn } from "./session.js";
 import { SessionStoreMiddleware, type SessionStore } from "./stores.js";
-import { pyRepr } from "./values.js";
+import { pyRepr, pyTypeName, pyValueRepr } from "./values.js";
 import { describeError } from "./workflows.js";
 import type { Approval, Tool } from "./ir.js";
 import type { Invocation, Run } from "./engine.js";
@@ -173,7 +173,7 @@ export function approvalOptions(config: Record<string, any>): ApprovalOptions {
   if (approver !== null && typeof approver !== "function")
     throw new ConfigError(`approver: expected a function of the approval request, got ${pyTypeName(approver)}`);
   const mode = config.approvals ?? "ask";
-  if (mode !== "ask" && mode !== "defer") throw new ConfigError(`approvals: expected 'ask' or 'defer', got ${pyValue(mode)}`);
+  if (mode !== "ask" && mode !== "defer") throw new ConfigError(`approvals: expected 'ask' or 'defer', got ${pyValueRepr(mode)}`);
   return { approver, mode };
 }
 
@@ -181,27 +181,6 @@ export function approvalOptions(config: Record<string, any>): ApprovalOptions {
 export function checkApprover(approver: unknown): Approver {
   if (typeof approver !== "function") throw new ConfigError(`onApproval: expected a function of the approval request, got ${pyTypeName(approver)}`);
   return approver as Approver;
-}
-
-/** How Python names the type of a JSON-like value (messages both runtimes share). */
-function pyTypeName(value: unknown): string {
-  if (value === null || value === undefined) return "NoneType";
-  if (Array.isArray(value)) return "list";
-  if (typeof value === "string") return "str";
-  if (typeof value === "boolean") return "bool";
-  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
-  if (typeof value === "object") return "dict";
-  return typeof value;
-}
-
-function pyValue(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (value === true) return "True";
-  if (value === false) return "False";
-  if (typeof value === "string") return pyRepr(value);
-  if (Array.isArray(value)) return `[${value.map(pyValue).join(", ")}]`;
-  if (isObject(value)) return `{${Object.entries(value).map(([k, v]) => `${pyRepr(k)}: ${pyValue(v)}`).join(", ")}}`;
-  return String(value);
 }
 
 // -- the gate ------------------------------------------------------------------------------------
@@ -385,7 +364,7 @@ export function checkDecisions(session: Record<string, any>, decisions: unknown,
   const missing = ids.filter((i) => !Object.hasOwn(decisions, i));
   if (missing.length) throw new ApprovalError(`resume: no decision for pending request ${missing.map(pyRepr).join(", ")}; decide on every pending request`);
   for (const [key, value] of Object.entries(decisions))
-    if (typeof value !== "boolean" && !isObject(value)) throw new ApprovalError(`resume: decisions[${pyRepr(key)}]: expected ${ANSWERS}, got ${pyValue(value)}`);
+    if (typeof value !== "boolean" && !isObject(value)) throw new ApprovalError(`resume: decisions[${pyRepr(key)}]: expected ${ANSWERS}, got ${pyValueRepr(value)}`);
 }
 
 const RECORD_KEYS = ["id", "kind", "name", "args", "status", "result", "error", "call_id"];

@@ -24,7 +24,7 @@ import type { Invocation, Run } from "./engine.js";
 import type { Agent, Config, Example } from "./ir.js";
 import { referencedTypes, resolve, type IRField, type IRType, type Types } from "./schema.js";
 import { BLOCK_KIND, resultText, type CallableSpec, type CallOutcome, type Contract } from "./section.js";
-import { pyJson, pyRepr } from "./values.js";
+import { pyJson, pyRepr, pyTypeName } from "./values.js";
 
 export const EXECUTE_CODE = "execute_code";
 const VIA = "execute_code";
@@ -85,15 +85,6 @@ function limitValue(path: string, value: unknown, integer: boolean, minimum: num
 function shown(value: unknown): string {
   if (value === null || value === undefined || typeof value === "boolean" || typeof value === "string" || Array.isArray(value) || typeof value === "object") return pyValue(value);
   return String(value);
-}
-
-/** The Python type name of a JSON value (`type(value).__name__`). */
-function pyTypeName(value: unknown): string {
-  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
-  if (typeof value === "string") return "str";
-  if (typeof value === "boolean") return "bool";
-  if (Array.isArray(value)) return "list";
-  return typeof value === "object" && value !== null ? "dict" : "NoneType";
 }
 
 /** Whether an agent's config runs in code mode: the runtime config's `codeMode` when given,

@@ -18,7 +18,7 @@ import { closest } from "./config.js";
 import { ConfigError, ToolError } from "./errors.js";
 import type { Document, McpServer, Tool } from "./ir.js";
 import { resolve, type IRType, type Types } from "./schema.js";
-import { pyJson, pyRepr } from "./values.js";
+import { pyJson, pyRepr, pyTypeName, pyValueRepr } from "./values.js";
 
 export const DEFAULT_TIMEOUT = 10;
 export const DEFAULT_START_TIMEOUT = 60;
@@ -65,7 +65,7 @@ export function parseMcpOptions(value: unknown, servers: Record<string, McpServe
   const options: Record<string, ServerOptions> = {};
   for (const name of Object.keys(servers)) options[name] = defaults();
   if (value === undefined || value === null) return options;
-  if (!isObject(value)) throw new ConfigError(`mcp: expected an object of servers, got ${pyType(value)}`);
+  if (!isObject(value)) throw new ConfigError(`mcp: expected an object of servers, got ${pyTypeName(value)}`);
   for (const [name, entry] of Object.entries(value)) {
     const spec = servers[name];
     if (spec === undefined) {
@@ -84,7 +84,7 @@ function defaults(): ServerOptions {
 }
 
 function serverOptions(path: string, entry: unknown, spec: McpServer): ServerOptions {
-  if (!isObject(entry)) throw new ConfigError(`${path}: expected an object, got ${pyType(entry)}`);
+  if (!isObject(entry)) throw new ConfigError(`${path}: expected an object, got ${pyTypeName(entry)}`);
   for (const key of Object.keys(entry))
     if (!(OPTION_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${path}.${key}: unknown key (valid keys: ${OPTION_KEYS.join(", ")})`);
   const env = strings(`${path}.env`, entry.env);
@@ -99,7 +99,7 @@ function serverOptions(path: string, entry: unknown, spec: McpServer): ServerOpt
 
 function seconds(path: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
-    throw new ConfigError(`${path}: expected a positive number of seconds, got ${pyValue(value)}`);
+    throw new ConfigError(`${path}: expected a positive number of seconds, got ${pyValueRepr(value)}`);
   return value;
 }
 
@@ -111,28 +111,6 @@ function strings(path: string, value: unknown): Record<string, string> {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Python's name for the type of a JSON-like value, as the Python runtime's messages say it. */
-function pyType(value: unknown): string {
-  if (value === null || value === undefined) return "NoneType";
-  if (Array.isArray(value)) return "list";
-  if (typeof value === "string") return "str";
-  if (typeof value === "boolean") return "bool";
-  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
-  if (typeof value === "function") return "function";
-  return "dict";
-}
-
-/** Python's repr of a JSON-like value (for "got ..." in messages). */
-function pyValue(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (typeof value === "string") return pyRepr(value);
-  if (typeof value === "boolean") return value ? "True" : "False";
-  if (typeof value === "number") return pyJson(value);
-  if (Array.isArray(value)) return `[${value.map(pyValue).join(", ")}]`;
-  if (typeof value === "object") return `{${Object.entries(value).map(([k, v]) => `${pyRepr(k)}: ${pyValue(v)}`).join(", ")}}`;
-  return String(value);
 }
 
 /** Seconds as Python's `{value:g}` writes them (3, 0.5, 1e-05). */

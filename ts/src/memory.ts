@@ -10,7 +10,7 @@ import { AuwgentError, ConfigError } from "./errors.js";
 import type { Model } from "./ir.js";
 import type { ModelRequest, Provider } from "./providers/base.js";
 import type { Turn } from "./session.js";
-import { pyJson, pyRepr } from "./values.js";
+import { pyJson, pyRepr, pyTypeName } from "./values.js";
 import { describeError } from "./workflows.js";
 
 export const DEFAULT_BUDGET = 1500;
@@ -95,33 +95,20 @@ export interface MemoryOptions {
 
 const MEMORY_KEYS = ["store", "budget", "ingester", "counter", "limit", "maxPending"];
 
-/** Python's type names in messages (`got int`). */
-function typeName(value: unknown): string {
-  if (value === null || value === undefined) return "NoneType";
-  if (Array.isArray(value)) return "list";
-  if (typeof value === "string") return "str";
-  if (typeof value === "boolean") return "bool";
-  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
-  if (typeof value === "function") return "function";
-  const proto = Object.getPrototypeOf(value);
-  if (proto === Object.prototype || proto === null) return "dict";
-  return (value as object).constructor?.name ?? "object";
-}
-
 /** Check `config.memory`; null when memory is off. */
 export function parseMemoryOptions(value: unknown): MemoryOptions | null {
   if (value === undefined || value === null || value === false) return null;
   if (value === true) value = {};
-  if (typeof value !== "object" || Array.isArray(value)) throw new ConfigError(`memory: expected an object, got ${typeName(value)}`);
+  if (typeof value !== "object" || Array.isArray(value)) throw new ConfigError(`memory: expected an object, got ${pyTypeName(value)}`);
   const given = value as Record<string, unknown>;
   for (const key of Object.keys(given)) if (!MEMORY_KEYS.includes(key)) throw new ConfigError(`memory.${key}: unknown key (valid keys: ${MEMORY_KEYS.join(", ")})`);
   let store = given.store;
   if (store === undefined || store === null) store = new SQLiteMemoryStore();
   else if (typeof store === "string") store = new SQLiteMemoryStore(store);
   else if (typeof (store as MemoryStore).search !== "function" || typeof (store as MemoryStore).add !== "function")
-    throw new ConfigError(`memory.store: expected a MemoryStore (async search(query, limit) and add(items)) or a SQLite file path, got ${typeName(store)}`);
+    throw new ConfigError(`memory.store: expected a MemoryStore (async search(query, limit) and add(items)) or a SQLite file path, got ${pyTypeName(store)}`);
   for (const key of ["ingester", "counter"])
-    if (given[key] !== undefined && given[key] !== null && typeof given[key] !== "function") throw new ConfigError(`memory.${key}: expected a function, got ${typeName(given[key])}`);
+    if (given[key] !== undefined && given[key] !== null && typeof given[key] !== "function") throw new ConfigError(`memory.${key}: expected a function, got ${pyTypeName(given[key])}`);
   return {
     store: store as MemoryStore,
     budget: whole(given, "budget", DEFAULT_BUDGET),
@@ -432,7 +419,7 @@ function scoped(store: MemoryStore, method: "search" | "add", scope: string | nu
 /** `store.search` within `scope` (null: unscoped). */
 export async function recall(store: MemoryStore, query: string, limit: number, scope: string | null = null): Promise<(string | Fact)[]> {
   const found = await store.search(query, limit, scoped(store, "search", scope));
-  if (!Array.isArray(found)) throw new IngestionError(`the memory store's search must return a list of facts, got ${typeName(found)}`);
+  if (!Array.isArray(found)) throw new IngestionError(`the memory store's search must return a list of facts, got ${pyTypeName(found)}`);
   return [...found];
 }
 
@@ -474,7 +461,7 @@ export class Ingestion {
       const ingester = this.options.ingester;
       const facts: unknown = ingester === null ? await extract(turn) : await ingester(turn);
       if (!Array.isArray(facts) || !facts.every((f) => typeof f === "string"))
-        throw new IngestionError(`the memory ingester must return a list of strings, got ${typeName(facts)}`);
+        throw new IngestionError(`the memory ingester must return a list of strings, got ${pyTypeName(facts)}`);
       if (facts.length) await store.add([...facts], options);
     } catch (error) {
       const wrapped = error instanceof IngestionError ? error : new IngestionError(`memory ingestion failed for turn ${turn.id}: ${errorName(error)}: ${errorMessage(error)}`);
@@ -485,7 +472,7 @@ export class Ingestion {
 }
 
 function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeName(error);
+  return error instanceof Error ? error.name : pyTypeName(error);
 }
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -782,6 +782,30 @@ function pyFloat(value: number): string {
 }
 
 /** Python's repr of a string, as the Python runtime writes it into messages. */
+/** Python's name for the type of a JSON-like value (`got int`, `got NoneType` in messages). */
+export function pyTypeName(value: unknown): string {
+  if (value === null || value === undefined) return "NoneType";
+  if (Array.isArray(value)) return "list";
+  if (typeof value === "string") return "str";
+  if (typeof value === "boolean") return "bool";
+  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
+  if (typeof value === "function") return "function";
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) return "dict";
+  return (value as object).constructor?.name ?? "object";
+}
+
+/** Python's repr of a JSON-like value (`got ...` in messages). */
+export function pyValueRepr(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "string") return pyRepr(value);
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (typeof value === "number") return pyJson(value);
+  if (Array.isArray(value)) return `[${value.map(pyValueRepr).join(", ")}]`;
+  if (typeof value === "object") return `{${Object.entries(value).map(([k, v]) => `${pyRepr(k)}: ${pyValueRepr(v)}`).join(", ")}}`;
+  return String(value);
+}
+
 export function pyRepr(text: string): string {
   const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
   let out = "";

@@ -123,7 +123,7 @@ export class TaintGuard {
   /** Without an untrusted source in the document nothing can be tainted: every hook is then
    * a no-op (no cost for agents that declare none). */
   readonly active: boolean;
-  readonly spot: Spotlight;
+  private spotlight_: Spotlight | null = null;
   readonly untrusted = new TextIndex();
   readonly trusted = new TextIndex();
   private states = new WeakMap<Message[], Exposure>();
@@ -133,10 +133,15 @@ export class TaintGuard {
 
   constructor(
     private host: TaintHost,
-    nonce: string | null = null,
+    private nonce: string | null = null,
   ) {
     this.active = declaresSources(host.core.doc.agents);
-    this.spot = new Spotlight(nonce);
+  }
+
+  /** The run's delimiters, made when first needed (a run of an agent without sources never
+   * draws its random nonce). */
+  get spot(): Spotlight {
+    return (this.spotlight_ ??= new Spotlight(this.nonce));
   }
 
   // -- sources
@@ -300,8 +305,16 @@ function jsonCopy<T>(value: T): T {
 
 /** Whether any agent of the document has an untrusted tool (scoped ones included) or is a
  * quarantine helper. */
+// Whether a document declares an untrusted source, per agents table (it never changes).
+const SOURCES = new WeakMap<Record<string, IRAgent>, boolean>();
+
 function declaresSources(agents: Record<string, IRAgent>): boolean {
-  return Object.values(agents).some((a) => a.quarantine || allTools(a).some((t) => t.untrusted));
+  let found = SOURCES.get(agents);
+  if (found === undefined) {
+    found = Object.values(agents).some((a) => a.quarantine || allTools(a).some((t) => t.untrusted));
+    SOURCES.set(agents, found);
+  }
+  return found;
 }
 
 function allTools(agent: IRAgent): Tool[] {

@@ -1016,6 +1016,8 @@ export class Run {
 
   /** The call itself, once it is decided, checked and approved. */
   private async runCall(inv: Invocation, kind: CallKind, name: string, args: Record<string, any>, callId: string | null): Promise<CallOutcome> {
+    // An approver may answer after timeouts.run is up (the race does not stop it): then nothing runs.
+    if (this.cancelled) return { kind, name, args, status: "error", error: "the run was cancelled", callId };
     if (kind === "tool" && name === RECALL && this.budget.offersRecall(inv)) return this.recall(inv, args, callId);
     if (kind === "tool") return this.tool(inv, name, args, callId);
     if (kind === "workflow") return this.workflow(inv, name, args, callId);
@@ -1134,6 +1136,7 @@ export class Run {
       verdict = await this.approvals.check(inv, "tool", name, args, tool.approval, tool.params, inv.record !== null);
       if (verdict !== null && verdict.deferred) throw new StepPaused(verdict.requestId);
     }
+    if (this.cancelled) throw new ToolError("the run was cancelled"); // an approval that came too late
     if (verdict !== null) {
       if (!verdict.approved) {
         // A failed step: the workflow ends with this error.

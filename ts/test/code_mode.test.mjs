@@ -173,9 +173,9 @@ test("the code runs in sandbox workers: the application's event loop goes on mea
   clearInterval(timer);
   const elapsed = performance.now() - started;
   assert.equal(outcome(intents).value.result.value, 4499998500000);
-  // The loop was free for most of the time the code ran (ticks every 10 ms).
-  assert.ok(elapsed > 100, `the code ran ${elapsed} ms`);
-  assert.ok(ticks >= (elapsed / 10) * 0.5, `${ticks} ticks in ${elapsed.toFixed(0)} ms`);
+  // The loop went on while the code ran: code run on the loop itself would have let no timer
+  // fire before it finished (whatever the machine's load).
+  assert.ok(ticks > 0, `${ticks} ticks in ${elapsed.toFixed(0)} ms`);
 });
 
 test("many executions at once each get their own values back", async () => {
@@ -190,9 +190,16 @@ test("many executions at once each get their own values back", async () => {
 
 test("an execution that finds every worker busy for its whole timeout fails, and none of its code runs", async () => {
   const workers = Math.max(1, cpus().length);
-  const spin = "import api\nt = 0\nfor i in range(12000000):\n    t += i\nt";
-  const busy = Array.from({ length: workers }, () => runCode(spin, { codeLimits: { timeout: 60 } }));
-  await new Promise((r) => setTimeout(r, 50)); // they have taken every worker
+  // Each busy execution calls api.lookup first, then spins: once every one has made its call,
+  // its next step (the spin) takes a worker at once, in the microtasks that follow the call.
+  const spin = 'import api\napi.lookup("start")\nt = 0\nfor i in range(12000000):\n    t += i\nt';
+  let begun = 0;
+  let allBegun;
+  const everyone = new Promise((resolve) => (allBegun = resolve));
+  const started = { lookup: async () => (++begun === workers && allBegun(), "go") };
+  const busy = Array.from({ length: workers }, () => runCode(spin, { tools: started, codeLimits: { timeout: 60 } }));
+  await everyone;
+  await new Promise((r) => setTimeout(r, 0)); // a macrotask later: their spins hold every worker
   const tools = { lookup: async () => assert.fail("no code of this execution may run") };
   const late = outcome(await runCode('import api\napi.lookup("x")', { tools, codeLimits: { timeout: 0.2 } }));
   assert.equal(late.name, "tool_error");

@@ -115,10 +115,12 @@ test("run() returns before ingestion ends; drain() waits for it", async () => {
   const gate = new Promise((resolve) => (release = resolve));
   let calls = 0;
   const path = memoryFile();
-  const { agent } = agentWith({ store: path, ingester: async () => (calls++, await gate, ["Learned late."]) });
+  let entered;
+  const asked = new Promise((resolve) => (entered = resolve));
+  const { agent } = agentWith({ store: path, ingester: async () => (calls++, entered(), await gate, ["Learned late."]) });
   const session = await agent.run("hi");
-  assert.equal(session.turns[0].status, "complete");
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(session.turns[0].status, "complete"); // returned while the ingester waits
+  await asked;
   assert.equal(calls, 1);
   const store = new SQLiteMemoryStore(path);
   assert.equal(await store.count(), 0); // still waiting

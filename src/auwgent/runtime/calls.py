@@ -24,7 +24,7 @@ from auwgent.runtime.evaluate.workflows import run_workflow
 from auwgent.runtime.host import RunHost
 from auwgent.runtime.intents import Control
 from auwgent.runtime.invocation import CALL_KINDS, Invocation, effective_tools
-from auwgent.runtime.parts import ToolParts
+from auwgent.runtime.parts import Part, ToolParts
 from auwgent.runtime.protocol.contract import CallOutcome, Contract, FinalEvent
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, message_to_json
@@ -200,7 +200,7 @@ class CallRunner:
             return await self.refuse(inv, "tool", name, args, message, call_id)
         try:
             result = await self.call_tool(name, args)
-            images: tuple[Mapping[str, Any], ...] = ()
+            images: tuple[Part, ...] = ()
             if isinstance(result, ToolParts):
                 result, images = result.result, result.parts
             if returns is not None:

@@ -51,6 +51,15 @@ from auwgent.runtime.tracing import RunTrace
 __all__ = ["Run"]
 
 
+def _durable_steps(durable: str | None) -> StepRunner | None:
+    """The step runner of ``durable`` (the ``dbos`` extra, imported only when asked)."""
+    if durable is None:
+        return None
+    from auwgent.runtime.durable import step_runner
+
+    return step_runner(durable)
+
+
 class Run:
     """The state of one ``agent.run()``: the session, the middleware context, its phases."""
 
@@ -75,18 +84,11 @@ class Run:
         self.trace = RunTrace(services.tracer, core.root) if services.tracer is not None else None
         repeats = core.options.loop_repeats
         self.loops = LoopDetector(repeats) if repeats is not None else None
-        #: Where model requests and tool calls run as durable steps (``None``: straight
-        #: through; see :mod:`.steps`).
-        self.steps: StepRunner | None = None
-        if core.options.durable is not None:
-            from auwgent.runtime.durable import step_runner  # the dbos extra, only when asked
-
-            self.steps = step_runner(core.options.durable)
+        self.steps = _durable_steps(core.options.durable)  # None: no durable steps (.steps)
         self.handed_off = False
         self.turn: Turn | None = None
         self.session: Session = new_session(core.root)
-        #: The conversation lock this run holds (it stops when the lease is lost).
-        self.lease: Lease | None = None
+        self.lease: Lease | None = None  # the conversation lock held (stops the run if lost)
         #: When ``timeouts.run`` ends this run, in the event loop's clock (``None``: never).
         self.deadline: float | None = None
         #: Where a resume journals its approved calls (``None``: not journaled).

@@ -13,6 +13,7 @@ from typing import Any
 from auwgent.errors import ConfigError
 from auwgent.runtime.core import AgentCore
 from auwgent.runtime.invocation import Invocation, effective_tools
+from auwgent.runtime.parts import stored_parts
 from auwgent.runtime.providers.base import Message
 from auwgent.runtime.session import Frame, Session, Turn, message_to_json, messages_from_json
 
@@ -75,7 +76,7 @@ def note_completion(
 
 def user_message(given: Mapping[str, Any]) -> Message:
     """The user message of a turn's input (its parts, when it was given as parts)."""
-    parts = tuple(dict(p) for p in given.get("parts", ()))
+    parts = stored_parts(given.get("parts", ()))
     return Message(role="user", content=str(given["text"]), parts=parts)
 
 

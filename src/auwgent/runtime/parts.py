@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
@@ -51,6 +51,7 @@ __all__ = [
     "image",
     "input_text",
     "refuse",
+    "stored_parts",
     "text",
     "tool_parts",
 ]
@@ -170,7 +171,7 @@ def image(source: bytes | str | os.PathLike[str], media_type: str | None = None)
 
     The media type is guessed from a path's or URL's suffix when not given; bytes need it.
     """
-    return _binary("image", source, media_type, None)  # type: ignore[return-value]
+    return cast("ImagePart", _binary("image", source, media_type, None))
 
 
 def file(
@@ -181,10 +182,10 @@ def file(
 ) -> FilePart:
     """A file part (a PDF) from bytes, a file path or a URL; ``filename`` defaults to the
     path's name."""
-    return _binary("file", source, media_type, filename)  # type: ignore[return-value]
+    return cast("FilePart", _binary("file", source, media_type, filename))
 
 
-def _binary(kind: str, source: Any, media_type: str | None, filename: str | None) -> dict[str, Any]:
+def _binary(kind: str, source: Any, media_type: str | None, filename: str | None) -> Part:
     part: dict[str, Any] = {"type": kind}
     if isinstance(source, (bytes, bytearray, memoryview)):
         part["data"] = base64.b64encode(bytes(source)).decode("ascii")
@@ -223,11 +224,10 @@ def check_input(value: Any, where: str = "run()") -> str | list[Part]:
         )
     if not value:
         raise InputError(f"{where}: the list of parts is empty")
-    checked = [check_part(part, f"{where}: part {i + 1}") for i, part in enumerate(value)]
-    return cast("list[Part]", checked)
+    return [check_part(part, f"{where}: part {i + 1}") for i, part in enumerate(value)]
 
 
-def check_part(part: Any, where: str) -> dict[str, Any]:
+def check_part(part: Any, where: str) -> Part:
     """One part checked and copied (only its own keys); :class:`InputError` otherwise."""
     if not isinstance(part, Mapping):
         raise InputError(f"{where}: expected a part (a dict with 'type'), got {_kind(part)}")
@@ -238,7 +238,7 @@ def check_part(part: Any, where: str) -> dict[str, Any]:
         _no_extra(part, {"type", "text"}, f"{where} (text)")
         return {"type": "text", "text": part["text"]}
     if kind in _MEDIA_TYPES:
-        return _check_binary(part, str(kind), f"{where} ({kind})")
+        return cast("ImagePart | FilePart", _check_binary(part, str(kind), f"{where} ({kind})"))
     raise InputError(f"{where}: unknown part type {kind!r} (expected 'text', 'image' or 'file')")
 
 
@@ -302,12 +302,18 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def stored_parts(data: Iterable[Mapping[str, Any]]) -> tuple[Part, ...]:
+    """Parts read back from a session or a turn the runtime wrote: they were checked when they
+    were given (:func:`check_input`), so they are copied, not checked again."""
+    return tuple(cast("Part", dict(part)) for part in data)
+
+
 @record
 class ToolParts:
     """A tool's result with images for the model to see (:func:`tool_parts`)."""
 
     result: Any
-    parts: tuple[dict[str, Any], ...]
+    parts: tuple[Part, ...]
 
 
 def tool_parts(result: Any, *images: Mapping[str, Any]) -> ToolParts:

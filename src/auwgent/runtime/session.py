@@ -38,7 +38,7 @@ from collections.abc import Container, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from auwgent.errors import ConfigError
-from auwgent.runtime.parts import InputError, check_input, input_text
+from auwgent.runtime.parts import InputError, check_input, input_text, stored_parts
 from auwgent.runtime.providers.base import ContentPart, Message, ToolCall
 
 if TYPE_CHECKING:
@@ -369,7 +369,7 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
         reasoning=reasoning,
-        parts=tuple(dict(p) for p in data.get("parts", ())),
+        parts=stored_parts(data.get("parts", ())),
     )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from auwgent._records import record
 from auwgent.runtime.evaluate.schema import IRField, IRType
+from auwgent.runtime.parts import Part
 from auwgent.runtime.protocol.lazy import TextPrefix
 from auwgent.runtime.providers.base import FunctionSpec, Message, StreamEvent
 
@@ -170,7 +171,7 @@ class CallOutcome:
     call_id: str | None = None
     request_id: str | None = None
     # For "ok": images the tool returned for the model to see (auwgent.runtime.parts.tool_parts).
-    parts: tuple[Mapping[str, Any], ...] = ()
+    parts: tuple[Part, ...] = ()
 
 
 @record

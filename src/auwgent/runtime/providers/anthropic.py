@@ -25,10 +25,11 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from auwgent._typing import assert_never
 from auwgent.errors import ConfigError, ProviderError
 from auwgent.ir.anthropic_options import ADAPTER_OWNED, DEFAULT_MAX_TOKENS, OWN, cache_control
 from auwgent.runtime import jsontext
-from auwgent.runtime.parts import WEB_SCHEMES, UnsupportedPart, refuse
+from auwgent.runtime.parts import WEB_SCHEMES, FilePart, ImagePart, Part, UnsupportedPart, refuse
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -151,10 +152,17 @@ def _user_content(message: Message) -> str | list[dict[str, Any]]:
     return [_block(index, part) for index, part in enumerate(message.parts)]
 
 
-def _block(index: int, part: Mapping[str, Any]) -> dict[str, Any]:
+def _block(index: int, part: Part) -> dict[str, Any]:
     if part["type"] == "text":
         return {"type": "text", "text": part["text"]}
-    kind = "image" if part["type"] == "image" else "document"
+    if part["type"] == "image":
+        return _source_block("image", index, part)
+    if part["type"] == "file":
+        return _source_block("document", index, part)
+    assert_never(part)
+
+
+def _source_block(kind: str, index: int, part: ImagePart | FilePart) -> dict[str, Any]:
     if "url" in part:
         if not part["url"].startswith(WEB_SCHEMES):
             raise refuse(index, part, "the Messages API fetches http(s) URLs only")

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from auwgent._records import record
+from auwgent.runtime.parts import Part
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -59,7 +60,7 @@ class Message:
     reasoning: tuple[ContentPart, ...] = ()
     # A user message given as parts (auwgent.runtime.parts: text, image, file dicts, checked),
     # in order; ``content`` then holds their text. Empty for a plain text message.
-    parts: tuple[Mapping[str, Any], ...] = ()
+    parts: tuple[Part, ...] = ()
 
 
 @record

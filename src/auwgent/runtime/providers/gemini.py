@@ -22,10 +22,11 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from auwgent._typing import assert_never
 from auwgent.errors import ProviderError
 from auwgent.ir.gemini_options import embedding_options, split_options
 from auwgent.runtime import jsontext
-from auwgent.runtime.parts import UnsupportedPart, refuse
+from auwgent.runtime.parts import Part, UnsupportedPart, refuse
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -108,22 +109,24 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
 _URL_SAFE = str.maketrans("+/", "-_")
 
 
-def _user_parts(parts: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
+def _user_parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
     """User content parts in Gemini's shape: ``text``, ``inlineData`` (the data in URL-safe
     base64, as the ``google-genai`` SDK writes bytes; the API reads both alphabets),
     ``fileData`` (a URL; Gemini needs its media type)."""
-    out: list[dict[str, Any]] = []
-    for index, part in enumerate(parts):
-        if part["type"] == "text":
-            out.append({"text": part["text"]})
-        elif "data" in part:
+    return [_user_part(index, part) for index, part in enumerate(parts)]
+
+
+def _user_part(index: int, part: Part) -> dict[str, Any]:
+    if part["type"] == "text":
+        return {"text": part["text"]}
+    if part["type"] == "image" or part["type"] == "file":
+        if "data" in part:
             data = part["data"].translate(_URL_SAFE)
-            out.append({"inlineData": {"data": data, "mimeType": part["media_type"]}})
-        elif "media_type" not in part:
+            return {"inlineData": {"data": data, "mimeType": part["media_type"]}}
+        if "media_type" not in part:
             raise refuse(index, part, "Gemini needs the media_type of a URL part")
-        else:
-            out.append({"fileData": {"fileUri": part["url"], "mimeType": part["media_type"]}})
-    return out
+        return {"fileData": {"fileUri": part["url"], "mimeType": part["media_type"]}}
+    assert_never(part)
 
 
 class _History:

@@ -17,9 +17,10 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from auwgent._typing import assert_never
 from auwgent.errors import ProviderError
 from auwgent.runtime import jsontext
-from auwgent.runtime.parts import WEB_SCHEMES, UnsupportedPart, data_url, refuse
+from auwgent.runtime.parts import WEB_SCHEMES, Part, UnsupportedPart, data_url, refuse
 from auwgent.runtime.providers.base import (
     ContentPart,
     Finish,
@@ -106,27 +107,26 @@ def _history(history: tuple[Message, ...]) -> list[dict[str, Any]]:
 DEFAULT_FILENAME = "document.pdf"
 
 
-def _content_parts(parts: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
+def _content_parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
     """User content parts in Chat Completions' shape: ``text``, ``image_url`` (a URL or a
     ``data:`` URL), ``file`` (``file_data`` as a ``data:`` URL with a filename)."""
-    out: list[dict[str, Any]] = []
-    for index, part in enumerate(parts):
-        kind = part["type"]
-        if kind == "text":
-            out.append({"type": "text", "text": part["text"]})
-        elif kind == "image":
-            if "url" in part and not part["url"].startswith(WEB_SCHEMES):
-                raise refuse(index, part, "Chat Completions fetches http(s) image URLs only")
-            url = part["url"] if "url" in part else data_url(part)
-            out.append({"type": "image_url", "image_url": {"url": url}})
-        elif "url" in part:
+    return [_content_part(index, part) for index, part in enumerate(parts)]
+
+
+def _content_part(index: int, part: Part) -> dict[str, Any]:
+    if part["type"] == "text":
+        return {"type": "text", "text": part["text"]}
+    if part["type"] == "image":
+        if "url" in part and not part["url"].startswith(WEB_SCHEMES):
+            raise refuse(index, part, "Chat Completions fetches http(s) image URLs only")
+        url = part["url"] if "url" in part else data_url(part)
+        return {"type": "image_url", "image_url": {"url": url}}
+    if part["type"] == "file":
+        if "url" in part:
             raise refuse(index, part, "Chat Completions takes files as base64 data only")
-        else:
-            filename = part.get("filename", DEFAULT_FILENAME)
-            out.append(
-                {"type": "file", "file": {"file_data": data_url(part), "filename": filename}}
-            )
-    return out
+        filename = part.get("filename", DEFAULT_FILENAME)
+        return {"type": "file", "file": {"file_data": data_url(part), "filename": filename}}
+    assert_never(part)
 
 
 def _tool(function: FunctionSpec, strict: bool) -> dict[str, Any]:

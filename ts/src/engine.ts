@@ -1315,11 +1315,11 @@ function parsedResult(result: unknown, returns: IRType, types: Types): unknown {
   return result;
 }
 
-export function outputNames(agent: Record<string, any>, types: Types): string[] {
+export function outputNames(agent: IRAgent, types: Types): string[] {
   const out = agent.output;
   if (out.kind === "ref") return [out.name];
   if (out.kind === "union") {
-    const refs = out.variants.filter((v: any) => v.kind === "ref").map((v: any) => v.name);
+    const refs = out.variants.flatMap((v) => (v.kind === "ref" ? [v.name] : []));
     return refs.length ? refs : [describe(out, types)];
   }
   return [describe(out, types)];

@@ -231,7 +231,7 @@ test("a server that died between runs is started again by the next call", async 
   assert.ok(await gone(first.pid));
   // Its pipes close a moment after it is gone; a call sent before that fails like a call the
   // server died under (in Python too), which is the crash test's case.
-  await new Promise((r) => setTimeout(r, 500));
+  await new Promise((r) => setTimeout(r, 1500));
   await agent.run("two");
   await agent.close();
   assert.deepEqual(errors(seen), []);

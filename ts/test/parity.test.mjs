@@ -149,13 +149,13 @@ test("limits.eventBytes and limits.responseBytes end a call whose answer is too 
 });
 
 test("timeouts.call ends a call at its deadline, retries and their waits included", async () => {
-  const fakes = await startFakes({ openai: [{ stall: 3, after_chunks: 1 }] });
+  const fakes = await startFakes({ openai: [{ stall: 6, after_chunks: 1 }] });
   const agent = agentFor(fakes.urls, { timeouts: { call: 0.4, idle: 5 }, retry: { attempts: 1 } });
   const intents = collect(agent);
   const started = Date.now();
   await agent.run("hi");
   await fakes.stop();
-  assert.ok(Date.now() - started < 2500);
+  assert.ok(Date.now() - started < 5500); // well before the stall ends
   assert.match(intents.at(-1)[1].message, /the call took longer than 0\.4s \(timeouts\.call\)/);
 });
 

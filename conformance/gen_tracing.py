@@ -34,8 +34,9 @@ def _poll(tool: str, job: str = "j1") -> str:
     return _tb("tool_call", tool, f"job: {job}")
 
 
-def _skip_tool_call() -> dict[str, Any]:
-    return {"kind": "handler", "name": "h1", "on": "tool_call", "returns": {"skip": True}}
+def _skip(on: str) -> dict[str, Any]:
+    """A handler that skips every ``on`` call: the call's span ends marked ``auwgent.skipped``."""
+    return {"kind": "handler", "name": "h1", "on": on, "returns": {"skip": True}}
 
 
 # Scenarios on generate.py's ENGINE_AGENT (Main with tools, a workflow, Analyst, Support).
@@ -50,13 +51,18 @@ ENGINE: list[tuple[str, dict[str, Any]]] = [
     ("tool_bad_args", {"inputs": ["bad"], "tools": {"get_weather": {"return": "x"}},
                        "replies": [_tb("tool_call", "get_weather", '{"location": 3, "x": 1}'), ANSWER]}),
     ("tool_skipped", {"inputs": ["weather?"], "replies": [WEATHER, ANSWER], "tools": SUNNY,
-                      "guards": [_skip_tool_call()]}),
+                      "guards": [_skip("tool_call")]}),
     ("handler_raises", {"inputs": ["weather?"], "replies": [WEATHER, ANSWER], "tools": SUNNY,
                         "handler_raises": "tool_call"}),
     ("workflow", {"inputs": ["purge"], "replies": [_tb("workflow_call", "purge", "id: r1"), ANSWER],
                   "tools": {"purge_db": {"return": "ok"}}, "context": {"name": "Ama", "is_admin": True}}),
     ("workflow_denied", {"inputs": ["purge"], "replies": [_tb("workflow_call", "purge", "id: r1"), ANSWER],
                          "tools": {"purge_db": {"return": "ok"}}, "context": {"name": "Ama", "is_admin": False}}),
+    ("workflow_skipped", {"inputs": ["purge"], "replies": [_tb("workflow_call", "purge", "id: r1"), ANSWER],
+                          "tools": {"purge_db": {"return": "ok"}}, "context": {"name": "Ama", "is_admin": True},
+                          "guards": [_skip("workflow_call")]}),
+    ("helper_skipped", {"inputs": ["analyse"], "replies": [_tb("helper_call", "Analyst", "input: sales"), ANSWER],
+                        "guards": [_skip("helper_call")]}),
     ("helper", {"inputs": ["analyse"], "replies": [
         _used(_tb("helper_call", "Analyst", "input: sales"), 40, 8),
         _used(_tb("schema", "AnalystOutput", "summary: up"), 15, 4), ANSWER]}),

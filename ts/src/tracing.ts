@@ -162,6 +162,7 @@ export class RunTrace {
     } else if (name === "helper_call") this.agentStart(target, caller);
     else if (name === "helper_result" || (name === "tool_error" && this.helperOpen(target))) this.agentEnd(target);
     else if (name in ENDS) this.callEnd(name, caller, target);
+    else if (name === "tool_skipped") this.skipped(caller, target);
     else if (name === "tainted_call") this.tainted(caller, target, payload);
     else if (name === "error") this.failed(this.run, "error");
   }
@@ -170,6 +171,21 @@ export class RunTrace {
     const span = this.tools.get(`${caller} ${ENDS[name]} ${target}`)?.shift();
     if (!span) return;
     if (name === "tool_error") this.failed(span, "tool_error");
+    span.end();
+  }
+
+  /** A call the application skipped: its span ends now, marked `auwgent.skipped`. */
+  private skipped(caller: string, target: string): void {
+    if (this.helperOpen(target)) {
+      const spans = this.agents.get(target)!;
+      spans[spans.length - 1]!.setAttribute("auwgent.skipped", true);
+      this.agentEnd(target);
+      return;
+    }
+    const tools = this.tools.get(`${caller} tool_call ${target}`);
+    const span = (tools?.length ? tools : this.tools.get(`${caller} workflow_call ${target}`))?.pop();
+    if (!span) return;
+    span.setAttribute("auwgent.skipped", true);
     span.end();
   }
 

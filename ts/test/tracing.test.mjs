@@ -145,3 +145,26 @@ test("asked for without @opentelemetry/api installed, construction says what to 
   const out = execFileSync(process.execPath, [join(dir, "probe.mjs"), JSON.stringify(IR)], { cwd: dir, encoding: "utf8" });
   assert.equal(out.trim(), "ConfigError: tracing: OpenTelemetry is not installed; npm install @opentelemetry/api");
 });
+
+test("a skipped call's span ends when it is skipped, marked auwgent.skipped, before the model is asked again", async () => {
+  const both = `${block("tool_call", "get_weather", "location: Accra")}\n${block("helper_call", "Analyst", "input: the weather")}`;
+  const fakes = await startFakes({ openai: [{ text: both }, { text: block("response_text", null, "Skipped both.") }] });
+  // The order spans start and end in (the SDK's span times mix two clocks: not comparable).
+  const events = [];
+  const order = { onStart: (s) => void events.push(`start ${s.name}`), onEnd: (s) => void events.push(`end ${s.name}`), forceFlush: async () => {}, shutdown: async () => {} };
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [order, new SimpleSpanProcessor(exporter)] });
+  const agent = createAgent(IR, { apiKeys: { openaiApiKey: "k" }, baseUrls: { openai: fakes.urls.openai }, tools: { get_weather: async () => TOOLS.get_weather }, tracerProvider: provider }, meta);
+  agent.onIntent((name) => (name === "tool_call" || name === "helper_call" ? { skip: true } : undefined));
+  const session = await agent.run("Weather?");
+  await fakes.stop();
+  assert.equal(session.turns[0].status, "complete");
+  const byName = Object.fromEntries(exporter.getFinishedSpans().map((s) => [s.name, s]));
+  const secondChat = events.lastIndexOf("start chat gpt-4o");
+  assert.ok(secondChat > events.indexOf("start chat gpt-4o"), events.join(", "));
+  for (const name of ["execute_tool get_weather", "invoke_agent Analyst"]) {
+    assert.equal(byName[name].attributes["auwgent.skipped"], true, name);
+    assert.ok(events.indexOf(`end ${name}`) < secondChat, events.join(", "));
+  }
+  assert.equal(byName["invoke_agent Main"].attributes["auwgent.skipped"], undefined);
+});

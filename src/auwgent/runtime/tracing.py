@@ -9,7 +9,8 @@ conventions for generative AI:
 - ``chat <model>``: one per model call, with the provider, model, token usage and finish
   reasons;
 - ``execute_tool <name>``: one per tool and workflow call (``gen_ai.tool.type`` says which),
-  ending when its result (or error) is out; a tainted call to a sink (docs/security.md) adds
+  ending when its result (or error) is out, or when the application skips the call (then
+  marked ``auwgent.skipped``, as is a skipped helper's ``invoke_agent``); a tainted call to a sink (docs/security.md) adds
   ``auwgent.taint.action``, ``auwgent.taint.policy`` and ``auwgent.taint.reason``.
 
 Every span carries ``auwgent.helper_stack`` (the agents from the root to the one at work); the
@@ -101,11 +102,27 @@ class RunTrace:
                     span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
                     span.set_attribute("error.type", "tool_error")
                 span.end()
+        elif name == "tool_skipped":
+            self._skipped(caller, target)
         elif name == "tainted_call":
             self._tainted(caller, target, value)
         elif name == "error":
             self.run.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
             self.run.set_attribute("error.type", "error")
+
+    def _skipped(self, caller: str, target: str) -> None:
+        """A call the application skipped: its span ends now, marked ``auwgent.skipped``."""
+        if self._helper_open(target):
+            self.agents[target][-1].set_attribute("auwgent.skipped", True)
+            self.agent_end(target)
+            return
+        spans = self.tools.get((caller, "tool_call", target)) or self.tools.get(
+            (caller, "workflow_call", target)
+        )
+        if spans:
+            span = spans.pop()
+            span.set_attribute("auwgent.skipped", True)
+            span.end()
 
     def _tainted(self, caller: str, target: str, value: Mapping[str, Any]) -> None:
         """The taint policy's decision on the call's open span (``auwgent.taint.*``)."""

@@ -168,3 +168,30 @@ def test_budget_config_is_checked(project: ModuleType) -> None:
         project.auwgent({"provider": script(), "budget": {"tokns": 5}})
     with pytest.raises(ConfigError, match=r"budget\.requests: must be at least 1"):
         project.auwgent({"provider": script(), "budget": {"requests": 0}})
+
+
+async def test_a_skipped_call_ends_its_span_when_it_is_skipped(project: ModuleType) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel(
+        [
+            ScriptedModel.reply(
+                ScriptedModel.block("tool_call", "get_weather", {"location": "Accra"}),
+                ScriptedModel.block("helper_call", "Analyst", {"input": "crunch 21"}),
+            ),
+            ScriptedModel.reply(ScriptedModel.text("Skipped both.")),
+        ]
+    )
+    agent = project.auwgent({"provider": model, "tools": Tools, "tracerProvider": provider})
+    skipped = ("tool_call", "helper_call")
+    agent.on_intent(lambda name, value, who: {"skip": True} if name in skipped else None)
+    session = await agent.run("Weather and crunch")
+    assert session["turns"][-1]["status"] == "complete"
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    second_chat = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")][1]
+    for name in ("execute_tool get_weather", "invoke_agent Analyst"):
+        assert spans[name].attributes["auwgent.skipped"] is True
+        # ended when skipped, before the model was asked again (not with the run)
+        assert spans[name].end_time <= second_chat.start_time
+    assert "auwgent.skipped" not in spans["invoke_agent Main"].attributes

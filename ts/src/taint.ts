@@ -303,11 +303,11 @@ function jsonCopy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v))) as T;
 }
 
-/** Whether any agent of the document has an untrusted tool (scoped ones included) or is a
- * quarantine helper. */
-// Whether a document declares an untrusted source, per agents table (it never changes).
+/** Whether a document declares an untrusted source, per agents table (it never changes). */
 const SOURCES = new WeakMap<Record<string, IRAgent>, boolean>();
 
+/** Whether any agent of the document has an untrusted tool (scoped ones included) or is a
+ * quarantine helper. */
 function declaresSources(agents: Record<string, IRAgent>): boolean {
   let found = SOURCES.get(agents);
   if (found === undefined) {

@@ -1,7 +1,7 @@
 // The spans of a run as a tree both runtimes can compare (the `trace` key of an engine
 // scenario; the Python side is src/auwgent/testing/trace_tree.py). A tracer provider of
 // @opentelemetry/sdk-trace-base with its InMemorySpanExporter and a processor that notes the
-// order spans start in; ids and times are left out.
+// order spans start and end in (`order`); ids and times are left out.
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 const CODES = { 0: "UNSET", 1: "OK", 2: "ERROR" };
@@ -9,7 +9,13 @@ const CODES = { 0: "UNSET", 1: "OK", 2: "ERROR" };
 export function traceRecorder() {
   const exporter = new InMemorySpanExporter();
   const started = [];
-  const starts = { onStart: (span) => void started.push(span), onEnd() {}, forceFlush: async () => {}, shutdown: async () => {} };
+  const order = []; // "start <name>" and "end <name>", as they happen
+  const starts = {
+    onStart: (span) => void (started.push(span), order.push(`start ${span.name}`)),
+    onEnd: (span) => void order.push(`end ${span.name}`),
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
   const provider = new BasicTracerProvider({ spanProcessors: [starts, new SimpleSpanProcessor(exporter)] });
   const tree = () => {
     const ended = new Set(exporter.getFinishedSpans().map((s) => s.spanContext().spanId));
@@ -24,7 +30,7 @@ export function traceRecorder() {
     }
     return roots;
   };
-  return { provider, exporter, tree };
+  return { provider, exporter, tree, order };
 }
 
 function nodeOf(span, ended) {

@@ -150,16 +150,14 @@ test("a skipped call's span ends when it is skipped, marked auwgent.skipped, bef
   const both = `${block("tool_call", "get_weather", "location: Accra")}\n${block("helper_call", "Analyst", "input: the weather")}`;
   const fakes = await startFakes({ openai: [{ text: both }, { text: block("response_text", null, "Skipped both.") }] });
   // The order spans start and end in (the SDK's span times mix two clocks: not comparable).
-  const events = [];
-  const order = { onStart: (s) => void events.push(`start ${s.name}`), onEnd: (s) => void events.push(`end ${s.name}`), forceFlush: async () => {}, shutdown: async () => {} };
-  const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ spanProcessors: [order, new SimpleSpanProcessor(exporter)] });
-  const agent = createAgent(IR, { apiKeys: { openaiApiKey: "k" }, baseUrls: { openai: fakes.urls.openai }, tools: { get_weather: async () => TOOLS.get_weather }, tracerProvider: provider }, meta);
+  const recorder = traceRecorder();
+  const events = recorder.order;
+  const agent = createAgent(IR, { apiKeys: { openaiApiKey: "k" }, baseUrls: { openai: fakes.urls.openai }, tools: { get_weather: async () => TOOLS.get_weather }, tracerProvider: recorder.provider }, meta);
   agent.onIntent((name) => (name === "tool_call" || name === "helper_call" ? { skip: true } : undefined));
   const session = await agent.run("Weather?");
   await fakes.stop();
   assert.equal(session.turns[0].status, "complete");
-  const byName = Object.fromEntries(exporter.getFinishedSpans().map((s) => [s.name, s]));
+  const byName = Object.fromEntries(recorder.exporter.getFinishedSpans().map((s) => [s.name, s]));
   const secondChat = events.lastIndexOf("start chat gpt-4o");
   assert.ok(secondChat > events.indexOf("start chat gpt-4o"), events.join(", "));
   for (const name of ["execute_tool get_weather", "invoke_agent Analyst"]) {
